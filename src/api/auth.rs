@@ -1,0 +1,41 @@
+//! Basic credentials and the realm a request is for (its Host).
+
+use actix_web::http::header::AUTHORIZATION;
+use actix_web::HttpRequest;
+use base64::Engine;
+
+use crate::actor::Credentials;
+use crate::error::ApiError;
+
+/// Reads `Authorization: Basic base64(email:api_key)` with Zulip's error texts.
+pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
+    let Some(header) = req.headers().get(AUTHORIZATION) else {
+        return Err(ApiError::not_logged_in());
+    };
+    let value = header.to_str().map_err(|_| invalid_header())?;
+    let (scheme, encoded) = value.trim().split_once(' ').unwrap_or((value.trim(), ""));
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Err(ApiError::bad_request("This endpoint requires HTTP basic authentication."));
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|_| invalid_header())?;
+    let text = String::from_utf8(decoded).map_err(|_| invalid_header())?;
+    let (email, api_key) = text.split_once(':').ok_or_else(invalid_header)?;
+    Ok(Credentials { email: email.to_owned(), api_key: api_key.to_owned() })
+}
+
+fn invalid_header() -> ApiError {
+    ApiError::unauthorized("Invalid authorization header for basic auth")
+}
+
+/// The host name of a request, without the port.
+pub fn host(req: &HttpRequest) -> String {
+    let info = req.connection_info();
+    let host = info.host();
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host,
+    };
+    name.to_lowercase()
+}

@@ -1,0 +1,37 @@
+//! `ApiError` -> HTTP response: Zulip's JSON error body, status and challenge header.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+
+use crate::error::ApiError;
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut resp = HttpResponse::build(self.status_code());
+        if let Some(challenge) = self.challenge {
+            resp.insert_header(("WWW-Authenticate", challenge));
+        }
+        resp.json(self.body())
+    }
+}
+
+/// The JSON 404 of an unknown path (Zulip answers Django's HTML page; clients want JSON).
+pub fn not_found_error() -> ApiError {
+    ApiError::new(404, crate::error::ErrorCode::NotFound, "Not Found")
+}
+
+/// # Any unknown path
+pub async fn not_found() -> HttpResponse {
+    not_found_error().error_response()
+}
+
+/// # `/json/*`: Zulip's web-session API, where Basic credentials are not accepted.
+pub async fn session_required() -> HttpResponse {
+    let mut e = ApiError::not_logged_in();
+    e.challenge = Some("Session realm=\"zulip\"");
+    e.error_response()
+}

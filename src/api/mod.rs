@@ -1,0 +1,216 @@
+//! The HTTP layer: the route table, the request extractor, and the call helper that
+//! sends a rule to the realm actor and renders its reply.
+
+pub mod auth;
+pub mod error;
+pub mod params;
+pub mod server;
+pub mod users;
+
+use std::sync::Arc;
+
+use actix::Addr;
+use actix_web::dev::Payload;
+use actix_web::http::header::CONTENT_TYPE;
+use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
+use futures_util::future::LocalBoxFuture;
+use futures_util::{StreamExt, TryStreamExt};
+use serde_json::{Map, Value};
+
+use crate::actor::{Auth, Call, Ctx, Outcome, RealmActor};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::registry::Registry;
+use crate::storage::Durability;
+use params::Params;
+
+/// Largest request body accepted (parameters only; hearth takes no uploads yet).
+pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// Shared by every handler.
+pub struct AppState {
+    pub registry: Registry,
+    pub durability: Arc<Durability>,
+    /// Started with `--dev`: `POST /dev_fetch_api_key` works.
+    pub dev: bool,
+}
+
+/// The route table: every endpoint in one place.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/api/v1")
+            .route("/server_settings", web::get().to(server::server_settings))
+            .route("/dev_fetch_api_key", web::post().to(server::dev_fetch_api_key))
+            .route("/fetch_api_key", web::post().to(server::fetch_api_key))
+            .route("/users/me", web::get().to(users::get_own_user))
+            .route("/users", web::get().to(users::get_users))
+            .route("/users", web::post().to(users::create_user))
+            .route("/users/{user}", web::get().to(users::get_user))
+            .default_service(web::to(error::not_found)),
+    )
+    .service(web::scope("/json").default_service(web::to(error::session_required)))
+    .default_service(web::to(error::not_found));
+}
+
+/// An API request: its realm, credentials and parameters.
+pub struct ApiRequest {
+    pub realm: Addr<RealmActor>,
+    pub credentials: Result<crate::actor::Credentials, ApiError>,
+    pub params: Params,
+    pub state: web::Data<AppState>,
+}
+
+/// How a call is made.
+#[derive(Debug, Clone, Copy)]
+pub struct CallOpts {
+    /// Needs no credentials.
+    pub anonymous: bool,
+    /// Adds `ignored_parameters_unsupported` (views on Zulip's `typed_endpoint`).
+    pub report_ignored: bool,
+}
+
+impl CallOpts {
+    pub const USER: CallOpts = CallOpts { anonymous: false, report_ignored: true };
+    /// Zulip views without `typed_endpoint` never report ignored parameters.
+    pub const USER_PLAIN: CallOpts = CallOpts { anonymous: false, report_ignored: false };
+    pub const ANONYMOUS: CallOpts = CallOpts { anonymous: true, report_ignored: true };
+}
+
+impl ApiRequest {
+    /// Sends `rule` to the realm, awaits durability of what it wrote, returns the body
+    /// (with `ignored_parameters_unsupported` when asked).
+    pub async fn call<F>(self, opts: CallOpts, rule: F) -> ApiResult<Map<String, Value>>
+    where
+        F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
+    {
+        self.call_private(opts, rule).await.map(|(body, _)| body)
+    }
+
+    /// As `call`, also returning the rule's private value (never sent to the client).
+    pub async fn call_private<F>(
+        self,
+        opts: CallOpts,
+        rule: F,
+    ) -> ApiResult<(Map<String, Value>, Option<String>)>
+    where
+        F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
+    {
+        let auth = if opts.anonymous { Auth::Anonymous } else { Auth::User(self.credentials) };
+        let reply = self
+            .realm
+            .send(Call { auth, params: self.params, rule: Box::new(rule) })
+            .await
+            .map_err(|e| {
+                tracing::error!("realm actor unavailable: {e}");
+                ApiError::internal()
+            })??;
+        if let Some(ticket) = reply.ticket {
+            self.state.durability.wait(ticket).await;
+        }
+        let mut body = reply.body;
+        if opts.report_ignored && !reply.ignored.is_empty() {
+            body.insert("ignored_parameters_unsupported".into(), reply.ignored.into());
+        }
+        Ok((body, reply.private))
+    }
+}
+
+/// Renders a success body: `result`, `msg`, then the data.
+pub fn success(body: Map<String, Value>) -> HttpResponse {
+    let mut m = Map::with_capacity(body.len() + 2);
+    m.insert("result".into(), "success".into());
+    m.insert("msg".into(), "".into());
+    m.extend(body);
+    HttpResponse::Ok().json(Value::Object(m))
+}
+
+/// A handler's result.
+pub type ApiResponse = ApiResult<HttpResponse>;
+
+impl FromRequest for ApiRequest {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let payload = payload.take();
+        Box::pin(async move {
+            let state = req
+                .app_data::<web::Data<AppState>>()
+                .cloned()
+                .ok_or_else(ApiError::internal)?;
+            let realm = state
+                .registry
+                .for_host(&auth::host(&req))
+                .ok_or_else(|| ApiError::new(404, ErrorCode::NonexistentSubdomain, "Invalid subdomain"))?;
+            let query = serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
+                .map_err(|_| ApiError::bad_request("Malformed query string"))?;
+            let body = if req.method() == actix_web::http::Method::GET {
+                Vec::new()
+            } else {
+                read_body(&req, payload).await?
+            };
+            Ok(ApiRequest {
+                realm,
+                credentials: auth::credentials(&req),
+                params: Params::new(query, body),
+                state,
+            })
+        })
+    }
+}
+
+/// Reads form parameters from an urlencoded or multipart body.
+async fn read_body(req: &HttpRequest, payload: Payload) -> ApiResult<Vec<(String, String)>> {
+    let content_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if content_type.starts_with("multipart/form-data") {
+        return read_multipart(req, payload).await;
+    }
+    let bytes = read_limited(payload).await?;
+    if bytes.is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_urlencoded::from_bytes(&bytes).map_err(|_| ApiError::bad_request("Malformed request body"))
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(413, ErrorCode::BadRequest, "Request body too large")
+}
+
+async fn read_limited(mut payload: Payload) -> ApiResult<Vec<u8>> {
+    let mut out = Vec::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|_| ApiError::bad_request("Malformed request body"))?;
+        if out.len() + chunk.len() > BODY_LIMIT {
+            return Err(too_large());
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+async fn read_multipart(req: &HttpRequest, payload: Payload) -> ApiResult<Vec<(String, String)>> {
+    let malformed = |_| ApiError::bad_request("Malformed multipart body");
+    let mut form = actix_multipart::Multipart::new(req.headers(), payload);
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    while let Some(mut field) = form.try_next().await.map_err(malformed)? {
+        let name = field.name().unwrap_or_default().to_owned();
+        let mut value = Vec::new();
+        while let Some(chunk) = field.try_next().await.map_err(malformed)? {
+            total += chunk.len();
+            if total > BODY_LIMIT {
+                return Err(too_large());
+            }
+            value.extend_from_slice(&chunk);
+        }
+        let value = String::from_utf8(value)
+            .map_err(|_| ApiError::bad_request(format!("{name} is not a string")))?;
+        out.push((name, value));
+    }
+    Ok(out)
+}

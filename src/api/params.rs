@@ -1,0 +1,162 @@
+//! Zulip parameter decoding: one bag of parameters from the query string and the form
+//! body (urlencoded or multipart), typed getters with Zulip's own error texts, and a
+//! record of which keys were read, so the rest can be reported in
+//! `ignored_parameters_unsupported`.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+
+/// The parameters of one request.
+#[derive(Debug, Default, Clone)]
+pub struct Params {
+    /// Name -> value. Body values win over query-string ones (Django reads POST first).
+    values: BTreeMap<String, String>,
+    /// Names a rule asked for, present or not.
+    used: RefCell<BTreeSet<String>>,
+}
+
+impl Params {
+    /// Builds the bag: query-string pairs first, then body pairs over them.
+    pub fn new(query: Vec<(String, String)>, body: Vec<(String, String)>) -> Self {
+        let mut values = BTreeMap::new();
+        values.extend(query);
+        values.extend(body);
+        Params { values, used: RefCell::new(BTreeSet::new()) }
+    }
+
+    /// Builds a bag from literal pairs (tests, internal calls).
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
+        Self::new(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(), Vec::new())
+    }
+
+    fn raw(&self, name: &str) -> Option<&str> {
+        self.used.borrow_mut().insert(name.to_owned());
+        self.values.get(name).map(String::as_str)
+    }
+
+    /// A value without marking it read (handlers that prepare work off the actor).
+    pub fn peek(&self, name: &str) -> Option<String> {
+        self.values.get(name).cloned()
+    }
+
+    /// Sorted names that were sent but never read.
+    pub fn unused(&self) -> Vec<String> {
+        let used = self.used.borrow();
+        self.values.keys().filter(|k| !used.contains(*k)).cloned().collect()
+    }
+
+    /// Whether a parameter was sent (marks it read).
+    pub fn has(&self, name: &str) -> bool {
+        self.raw(name).is_some()
+    }
+
+    /// An optional plain string.
+    pub fn opt_str(&self, name: &str) -> Option<String> {
+        self.raw(name).map(str::to_owned)
+    }
+
+    /// A required plain string: `Missing 'x' argument`.
+    pub fn str(&self, name: &str) -> ApiResult<String> {
+        self.opt_str(name).ok_or_else(|| ApiError::missing(name))
+    }
+
+    /// An optional JSON-encoded value: `x is not valid JSON`.
+    pub fn opt_json(&self, name: &str) -> ApiResult<Option<Value>> {
+        match self.raw(name) {
+            None => Ok(None),
+            Some(s) => serde_json::from_str(s)
+                .map(Some)
+                .map_err(|_| ApiError::bad_request(format!("{name} is not valid JSON"))),
+        }
+    }
+
+    /// An optional JSON boolean: `x is not a boolean`.
+    pub fn opt_bool(&self, name: &str) -> ApiResult<Option<bool>> {
+        self.opt_json(name)?
+            .map(|v| v.as_bool().ok_or_else(|| ApiError::bad_request(format!("{name} is not a boolean"))))
+            .transpose()
+    }
+
+    /// A JSON boolean with a default.
+    pub fn bool_or(&self, name: &str, default: bool) -> ApiResult<bool> {
+        Ok(self.opt_bool(name)?.unwrap_or(default))
+    }
+
+    /// An optional JSON integer: `x is not an integer`.
+    pub fn opt_int(&self, name: &str) -> ApiResult<Option<i64>> {
+        self.opt_json(name)?.map(|v| as_int(&v).ok_or_else(|| not_int(name))).transpose()
+    }
+
+    /// A required JSON integer.
+    pub fn int(&self, name: &str) -> ApiResult<i64> {
+        self.opt_int(name)?.ok_or_else(|| ApiError::missing(name))
+    }
+
+    /// An optional JSON list of integers: `x is not a list`, `x[i] is not an integer`.
+    pub fn opt_int_list(&self, name: &str) -> ApiResult<Option<Vec<i64>>> {
+        let Some(v) = self.opt_json(name)? else { return Ok(None) };
+        let list = v.as_array().ok_or_else(|| ApiError::bad_request(format!("{name} is not a list")))?;
+        list.iter()
+            .enumerate()
+            .map(|(i, v)| as_int(v).ok_or_else(|| not_int(&format!("{name}[{i}]"))))
+            .collect::<ApiResult<Vec<_>>>()
+            .map(Some)
+    }
+}
+
+fn as_int(v: &Value) -> Option<i64> {
+    v.as_i64()
+}
+
+fn not_int(name: &str) -> ApiError {
+    ApiError::bad_request(format!("{name} is not an integer"))
+}
+
+/// Parses a path segment that must be an integer (path parameters are never JSON).
+pub fn path_int(name: &str, raw: &str) -> ApiResult<i64> {
+    raw.parse().map_err(|_| not_int(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_wins_and_unused_are_sorted() {
+        let p = Params::new(
+            vec![("a".into(), "1".into()), ("z".into(), "q".into())],
+            vec![("a".into(), "2".into()), ("b".into(), "x".into())],
+        );
+        assert_eq!(p.opt_str("a").as_deref(), Some("2"));
+        assert_eq!(p.unused(), vec!["b".to_owned(), "z".to_owned()]);
+        assert!(!p.has("missing"));
+        assert_eq!(p.unused(), vec!["b".to_owned(), "z".to_owned()]);
+    }
+
+    #[test]
+    fn zulip_error_texts() {
+        let p = Params::from_pairs(&[("order", "notjson"), ("n", "\"x\""), ("b", "1"), ("l", "[1,\"a\"]")]);
+        assert_eq!(p.opt_int_list("order").map_err(|e| e.msg), Err("order is not valid JSON".into()));
+        assert_eq!(p.int("n").map_err(|e| e.msg), Err("n is not an integer".into()));
+        assert_eq!(p.opt_bool("b").map_err(|e| e.msg), Err("b is not a boolean".into()));
+        assert_eq!(p.opt_int_list("l").map_err(|e| e.msg), Err("l[1] is not an integer".into()));
+        let missing = p.str("content").expect_err("missing");
+        assert_eq!(missing.msg, "Missing 'content' argument");
+        assert_eq!(missing.code.as_str(), "REQUEST_VARIABLE_MISSING");
+        assert_eq!(missing.extra.get("var_name"), Some(&Value::from("content")));
+    }
+
+    #[test]
+    fn typed_values() {
+        let p = Params::from_pairs(&[("ids", "[1,2]"), ("flag", "true"), ("n", "42")]);
+        assert_eq!(p.opt_int_list("ids").ok().flatten(), Some(vec![1, 2]));
+        assert_eq!(p.bool_or("flag", false).ok(), Some(true));
+        assert_eq!(p.bool_or("other", true).ok(), Some(true));
+        assert_eq!(p.int("n").ok(), Some(42));
+        assert_eq!(path_int("user_id", "abc").map_err(|e| e.msg), Err("user_id is not an integer".into()));
+    }
+}

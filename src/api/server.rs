@@ -1,0 +1,98 @@
+//! Server settings and API key fetches (no authentication).
+
+use actix_web::web;
+use serde_json::{json, Map, Value};
+
+use super::{success, ApiRequest, ApiResponse, CallOpts};
+use crate::actor::Outcome;
+use crate::error::{ApiError, ErrorCode};
+use crate::realm::users::verify_password;
+use crate::realm::Realm;
+
+/// # `GET /server_settings`
+///
+/// No authentication; credentials, even bad ones, are ignored (the Python client sends
+/// placeholder ones when it starts).
+pub async fn server_settings(req: ApiRequest) -> ApiResponse {
+    let dev = req.state.dev;
+    let opts = CallOpts { anonymous: true, report_ignored: false };
+    req.call(opts, move |c| {
+        let s = &c.realm.settings;
+        let body = json!({
+            "authentication_methods": {
+                "password": true, "dev": dev, "email": true, "ldap": false,
+                "remoteuser": false, "github": false, "azuread": false, "gitlab": false,
+                "google": false, "apple": false, "saml": false, "openid connect": false,
+            },
+            "zulip_version": crate::ZULIP_VERSION,
+            "zulip_merge_base": "",
+            "zulip_feature_level": crate::ZULIP_FEATURE_LEVEL,
+            "push_notifications_enabled": false,
+            "is_incompatible": false,
+            "email_auth_enabled": true,
+            "require_email_format_usernames": true,
+            "realm_url": s.url,
+            "realm_name": s.name,
+            "realm_icon": format!("{}/static/images/logo/zulip-icon-128x128.png", s.url),
+            "realm_description": "",
+            "realm_web_public_access_enabled": false,
+            "external_authentication_methods": [],
+            "realm_uri": s.url,
+        });
+        Ok(Outcome::read(object(body)))
+    })
+    .await
+    .map(success)
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// # `POST /dev_fetch_api_key`
+pub async fn dev_fetch_api_key(req: ApiRequest) -> ApiResponse {
+    let dev = req.state.dev;
+    req.call(CallOpts::ANONYMOUS, move |c| {
+        let username = c.params.str("username")?;
+        if !dev {
+            return Err(ApiError::bad_request("Endpoint not available in production."));
+        }
+        let user = c.realm.view_login(&username)?;
+        Ok(Outcome::read(Realm::api_key_body(user)))
+    })
+    .await
+    .map(success)
+}
+
+fn auth_failed() -> ApiError {
+    ApiError::new(401, ErrorCode::AuthenticationFailed, "Your username or password is incorrect")
+}
+
+/// # `POST /fetch_api_key`
+pub async fn fetch_api_key(req: ApiRequest) -> ApiResponse {
+    let password = req.params.peek("password");
+    let (body, hash) = req
+        .call_private(CallOpts::ANONYMOUS, |c| {
+            let username = c.params.str("username")?;
+            c.params.str("password")?;
+            let user = c.realm.user_by_delivery_email(&username).ok_or_else(auth_failed)?;
+            if !user.is_active {
+                return Err(ApiError::new(401, ErrorCode::UserDeactivated, "Account is deactivated"));
+            }
+            let mut out = Outcome::read(Realm::api_key_body(user));
+            out.private = Some(user.password_hash.clone().ok_or_else(auth_failed)?);
+            Ok(out)
+        })
+        .await?;
+    let (Some(password), Some(hash)) = (password, hash) else { return Err(auth_failed()) };
+    // Verifying is as slow as hashing: off the actor, on the blocking pool.
+    let ok = web::block(move || verify_password(&password, &hash)).await.map_err(|_| ApiError::internal())?;
+    if ok {
+        Ok(success(body))
+    } else {
+        Err(auth_failed())
+    }
+}

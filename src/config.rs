@@ -1,0 +1,124 @@
+//! Command line and environment: every flag also reads a `HEARTH_*` variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::storage::DurabilityMode;
+
+/// hearth: a team-chat server that speaks the Zulip REST API.
+#[derive(Debug, Parser)]
+#[command(name = "hearth", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server.
+    Serve(ServeConfig),
+    /// Manage realms (organizations).
+    #[command(subcommand)]
+    Realm(RealmCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RealmCommand {
+    /// Create a production realm with its owner; prints the owner's API key.
+    Create(CreateRealm),
+}
+
+/// When acknowledged writes reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DurabilityArg {
+    /// Answer a write after the fsync that covers it (concurrent writes share one).
+    Always,
+    /// fsync every `--flush-interval-ms`; answer at once.
+    Interval,
+    /// Never fsync on the write path (tests, load harnesses).
+    Never,
+}
+
+/// `hearth serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    #[arg(long, env = "HEARTH_BIND", default_value = "127.0.0.1:9991")]
+    pub bind: SocketAddr,
+    /// Folder of the embedded database.
+    #[arg(long, env = "HEARTH_DATA", default_value = "./data")]
+    pub data: PathBuf,
+    /// Serve (and on first start seed) the development realm; enables dev_fetch_api_key.
+    #[arg(long, env = "HEARTH_DEV")]
+    pub dev: bool,
+    /// When acknowledged writes reach the disk.
+    #[arg(long, env = "HEARTH_DURABILITY", value_enum, default_value = "always")]
+    pub durability: DurabilityArg,
+    /// Flush period of `--durability interval`, in milliseconds.
+    #[arg(long, env = "HEARTH_FLUSH_INTERVAL_MS", default_value_t = 1000)]
+    pub flush_interval_ms: u64,
+    /// Snapshot a realm after this many WAL records (0: only at shutdown).
+    #[arg(long, env = "HEARTH_SNAPSHOT_EVERY", default_value_t = 10_000)]
+    pub snapshot_every: u64,
+    /// Public URL of the development realm (default: http://<bind>).
+    #[arg(long, env = "HEARTH_URL")]
+    pub url: Option<String>,
+    /// HTTP worker threads (default: the number of cores).
+    #[arg(long, env = "HEARTH_WORKERS")]
+    pub workers: Option<usize>,
+}
+
+impl ServeConfig {
+    /// A configuration for tests: port 0, this data folder, no fsync waits.
+    pub fn for_tests(data: PathBuf) -> Self {
+        ServeConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data,
+            dev: true,
+            durability: DurabilityArg::Never,
+            flush_interval_ms: 1000,
+            snapshot_every: 10_000,
+            url: None,
+            workers: Some(2),
+        }
+    }
+
+    pub fn durability_mode(&self) -> DurabilityMode {
+        match self.durability {
+            DurabilityArg::Always => DurabilityMode::Always,
+            DurabilityArg::Interval => DurabilityMode::Interval(self.flush_interval_ms),
+            DurabilityArg::Never => DurabilityMode::Never,
+        }
+    }
+}
+
+/// `hearth realm create`.
+#[derive(Debug, Clone, Args)]
+pub struct CreateRealm {
+    /// Host prefix that selects the realm ("" for the root domain).
+    #[arg(long, env = "HEARTH_SUBDOMAIN")]
+    pub subdomain: String,
+    /// The organization's name.
+    #[arg(long)]
+    pub name: String,
+    /// The owner's email address.
+    #[arg(long)]
+    pub owner_email: String,
+    /// The owner's full name (default: the part of the email before the @).
+    #[arg(long)]
+    pub owner_name: Option<String>,
+    /// The owner's password, for `POST /fetch_api_key` (default: none).
+    #[arg(long, env = "HEARTH_OWNER_PASSWORD")]
+    pub owner_password: Option<String>,
+    /// Folder of the embedded database.
+    #[arg(long, env = "HEARTH_DATA", default_value = "./data")]
+    pub data: PathBuf,
+    /// The realm's public URL, written to the zuliprc as `site`.
+    #[arg(long, env = "HEARTH_URL", default_value = "http://127.0.0.1:9991")]
+    pub url: String,
+    /// Where to write the owner's zuliprc.
+    #[arg(long, default_value = "./zuliprc")]
+    pub zuliprc: PathBuf,
+}

@@ -1,0 +1,131 @@
+//! `ApiError`: the one error type every layer returns, rendered as Zulip's error body.
+//!
+//! The realm decides *which* error (code, message, extra fields); `api/error.rs` turns
+//! it into an HTTP response. The realm does not know HTTP, but Zulip ties an HTTP status
+//! to each error class, so the status travels with the error as a plain number.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Zulip's machine-readable error codes (serialized in SCREAMING_SNAKE_CASE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    BadRequest,
+    RequestVariableMissing,
+    RequestConfusingVar,
+    Unauthorized,
+    UnauthorizedPrincipal,
+    AuthenticationFailed,
+    UserDeactivated,
+    RealmDeactivated,
+    NonexistentSubdomain,
+    StreamDoesNotExist,
+    ChannelAlreadyExists,
+    BadEventQueueId,
+    NotFound,
+    InternalServerError,
+    CannotDeactivateGroupInUse,
+    NoActivePushDevice,
+}
+
+impl ErrorCode {
+    /// The code as Zulip spells it on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadRequest => "BAD_REQUEST",
+            ErrorCode::RequestVariableMissing => "REQUEST_VARIABLE_MISSING",
+            ErrorCode::RequestConfusingVar => "REQUEST_CONFUSING_VAR",
+            ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::UnauthorizedPrincipal => "UNAUTHORIZED_PRINCIPAL",
+            ErrorCode::AuthenticationFailed => "AUTHENTICATION_FAILED",
+            ErrorCode::UserDeactivated => "USER_DEACTIVATED",
+            ErrorCode::RealmDeactivated => "REALM_DEACTIVATED",
+            ErrorCode::NonexistentSubdomain => "NONEXISTENT_SUBDOMAIN",
+            ErrorCode::StreamDoesNotExist => "STREAM_DOES_NOT_EXIST",
+            ErrorCode::ChannelAlreadyExists => "CHANNEL_ALREADY_EXISTS",
+            ErrorCode::BadEventQueueId => "BAD_EVENT_QUEUE_ID",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::InternalServerError => "INTERNAL_SERVER_ERROR",
+            ErrorCode::CannotDeactivateGroupInUse => "CANNOT_DEACTIVATE_GROUP_IN_USE",
+            ErrorCode::NoActivePushDevice => "NO_ACTIVE_PUSH_DEVICE",
+        }
+    }
+}
+
+/// An error answer: HTTP status, Zulip `code`, `msg`, and extra body fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: ErrorCode,
+    pub msg: String,
+    pub extra: Map<String, Value>,
+    /// `WWW-Authenticate` challenge for 401 answers.
+    pub challenge: Option<&'static str>,
+}
+
+impl ApiError {
+    pub fn new(status: u16, code: ErrorCode, msg: impl Into<String>) -> Self {
+        ApiError { status, code, msg: msg.into(), extra: Map::new(), challenge: None }
+    }
+
+    /// HTTP 400 `BAD_REQUEST`: Zulip's default `JsonableError`.
+    pub fn bad_request(msg: impl Into<String>) -> Self {
+        Self::new(400, ErrorCode::BadRequest, msg)
+    }
+
+    /// HTTP 401 `UNAUTHORIZED` with the Basic challenge, as `validate_api_key` answers.
+    pub fn unauthorized(msg: impl Into<String>) -> Self {
+        let mut e = Self::new(401, ErrorCode::Unauthorized, msg);
+        e.challenge = Some("Basic realm=\"zulip\"");
+        e
+    }
+
+    pub fn not_logged_in() -> Self {
+        Self::unauthorized("Not logged in: API authentication or user session required")
+    }
+
+    /// `OrganizationAdministratorRequiredError`.
+    pub fn must_be_admin() -> Self {
+        Self::new(400, ErrorCode::UnauthorizedPrincipal, "Must be an organization administrator")
+    }
+
+    /// `Missing 'x' argument`, with `var_name`.
+    pub fn missing(var: &str) -> Self {
+        Self::new(400, ErrorCode::RequestVariableMissing, format!("Missing '{var}' argument"))
+            .with("var_name", var)
+    }
+
+    /// A fixed 500: the cause goes to the log, never to the client.
+    pub fn internal() -> Self {
+        Self::new(500, ErrorCode::InternalServerError, "Internal server error")
+    }
+
+    /// Adds an extra body field (`stream`, `var_name`, `queue_id`, ...).
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// The JSON body Zulip sends for this error.
+    pub fn body(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("result".into(), "error".into());
+        m.insert("msg".into(), self.msg.clone().into());
+        m.insert("code".into(), self.code.as_str().into());
+        for (k, v) in &self.extra {
+            m.insert(k.clone(), v.clone());
+        }
+        Value::Object(m)
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.status, self.code.as_str(), self.msg)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+/// Result of realm rules and handlers.
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,242 @@
+//! The realm: one organization's whole state and rules, plain Rust.
+//!
+//! Nothing here knows HTTP, actix or storage. Rules are `decide_*` (read state, return
+//! `Change`s) and `view_*` (read state, return JSON); `apply` turns a change into state
+//! and cannot fail.
+
+pub mod change;
+pub mod cx;
+pub mod dev;
+pub mod users;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+pub use change::{Change, DurabilityClass, NewUser};
+pub use cx::{Clock, Cx, ManualClock, SystemClock};
+
+use crate::error::{ApiError, ApiResult};
+
+/// A user id, unique within a realm.
+pub type UserId = u64;
+
+/// Zulip's roles, with their wire values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Role {
+    Owner,
+    Administrator,
+    Moderator,
+    Member,
+    Guest,
+}
+
+impl Role {
+    pub fn value(self) -> u16 {
+        match self {
+            Role::Owner => 100,
+            Role::Administrator => 200,
+            Role::Moderator => 300,
+            Role::Member => 400,
+            Role::Guest => 600,
+        }
+    }
+
+    pub fn from_value(v: i64) -> Option<Role> {
+        Some(match v {
+            100 => Role::Owner,
+            200 => Role::Administrator,
+            300 => Role::Moderator,
+            400 => Role::Member,
+            600 => Role::Guest,
+            _ => return None,
+        })
+    }
+}
+
+/// Who may see a human user's real email address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EmailVisibility {
+    /// Everyone sees the real address; the API email is the real one.
+    Everyone,
+    /// Only administrators (and the user) see it; the API email is `user<ID>@<domain>`.
+    AdminsOnly,
+}
+
+/// The realm's own settings, fixed at creation (later issues make some editable).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RealmSettings {
+    pub name: String,
+    /// The Host prefix that selects this realm when a server holds several.
+    pub subdomain: String,
+    /// Shown in `realm_url` (`GET /server_settings`).
+    pub url: String,
+    /// Development realms answer `POST /dev_fetch_api_key`.
+    pub dev: bool,
+    /// Default email visibility of human users.
+    pub email_visibility: EmailVisibility,
+    /// Domain of the fake API emails (`user<ID>@<domain>`).
+    pub fake_email_domain: String,
+    /// How clients show the empty topic.
+    pub empty_topic_display_name: String,
+    /// UNIX seconds.
+    pub date_created: i64,
+}
+
+/// An account: a human or a bot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct User {
+    pub id: UserId,
+    /// The real address; the API `email` may be a fake one (see `EmailVisibility`).
+    pub delivery_email: String,
+    pub full_name: String,
+    pub role: Role,
+    pub is_active: bool,
+    pub bot_type: Option<u8>,
+    pub bot_owner_id: Option<UserId>,
+    /// IANA time zone, or "" when unset.
+    pub timezone: String,
+    /// 32 alphanumeric characters; compared in constant time.
+    pub api_key: String,
+    pub password_hash: Option<String>,
+    pub date_joined: i64,
+    pub avatar_version: u32,
+    /// Zulip's `can_create_users` flag, granted by a server command.
+    pub can_create_users: bool,
+}
+
+impl User {
+    pub fn is_bot(&self) -> bool {
+        self.bot_type.is_some()
+    }
+
+    pub fn is_admin(&self) -> bool {
+        self.role <= Role::Administrator
+    }
+
+    pub fn is_owner(&self) -> bool {
+        self.role == Role::Owner
+    }
+
+    pub fn is_guest(&self) -> bool {
+        self.role == Role::Guest
+    }
+}
+
+/// One organization's state. Owned by exactly one realm actor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Realm {
+    pub settings: RealmSettings,
+    /// Every account, active or not, by id (ordered, so listings are stable).
+    pub users: BTreeMap<UserId, User>,
+    /// The next id `decide_*` hands out; ids are never reused.
+    pub next_user_id: UserId,
+    /// Lower-cased delivery email -> id. Derived from `users`; rebuilt after loading.
+    #[serde(skip)]
+    by_email: HashMap<String, UserId>,
+}
+
+impl Realm {
+    /// An empty realm with these settings (what `Change::RealmCreated` yields).
+    pub fn new(settings: RealmSettings) -> Self {
+        Realm { settings, users: BTreeMap::new(), next_user_id: 1, by_email: HashMap::new() }
+    }
+
+    /// Builds a realm from its first change, which must be `RealmCreated`.
+    pub fn from_first_change(change: &Change) -> Option<Self> {
+        match change {
+            Change::RealmCreated { settings } => Some(Realm::new(settings.clone())),
+            _ => None,
+        }
+    }
+
+    /// Rebuilds the derived indexes; called after decoding a snapshot.
+    pub fn rebuild_indexes(&mut self) {
+        self.by_email =
+            self.users.values().map(|u| (u.delivery_email.to_lowercase(), u.id)).collect();
+    }
+
+    /// Turns a decided fact into state. Infallible: `decide_*` validated it.
+    pub fn apply(&mut self, change: &Change) {
+        match change {
+            Change::RealmCreated { settings } => self.settings = settings.clone(),
+            Change::UserCreated(n) => {
+                self.by_email.insert(n.delivery_email.to_lowercase(), n.user_id);
+                self.next_user_id = self.next_user_id.max(n.user_id + 1);
+                self.users.insert(
+                    n.user_id,
+                    User {
+                        id: n.user_id,
+                        delivery_email: n.delivery_email.clone(),
+                        full_name: n.full_name.clone(),
+                        role: n.role,
+                        is_active: true,
+                        bot_type: n.bot_type,
+                        bot_owner_id: n.bot_owner_id,
+                        timezone: n.timezone.clone(),
+                        api_key: n.api_key.clone(),
+                        password_hash: n.password_hash.clone(),
+                        date_joined: n.date_joined,
+                        avatar_version: 1,
+                        can_create_users: false,
+                    },
+                );
+            }
+            Change::CanCreateUsersSet { user_id, value } => {
+                if let Some(u) = self.users.get_mut(user_id) {
+                    u.can_create_users = *value;
+                }
+            }
+        }
+    }
+
+    pub fn user(&self, id: UserId) -> Option<&User> {
+        self.users.get(&id)
+    }
+
+    /// Looks a user up by real (delivery) email, case-insensitively.
+    pub fn user_by_delivery_email(&self, email: &str) -> Option<&User> {
+        self.by_email.get(&email.to_lowercase()).and_then(|id| self.users.get(id))
+    }
+
+    /// Whether `user`'s real address is the API email everyone sees.
+    pub fn email_is_public(&self, user: &User) -> bool {
+        user.is_bot() || self.settings.email_visibility == EmailVisibility::Everyone
+    }
+
+    /// The API `email` of a user: real when public, else `user<ID>@<fake domain>`.
+    pub fn api_email(&self, user: &User) -> String {
+        if self.email_is_public(user) {
+            user.delivery_email.clone()
+        } else {
+            format!("user{}@{}", user.id, self.settings.fake_email_domain)
+        }
+    }
+
+    /// Looks a user up by API email (how `principals` and the Basic user name match).
+    pub fn user_by_api_email(&self, email: &str) -> Option<&User> {
+        if let Some(rest) = email
+            .to_lowercase()
+            .strip_prefix("user")
+            .and_then(|r| r.strip_suffix(&format!("@{}", self.settings.fake_email_domain.to_lowercase())))
+        {
+            if let Ok(id) = rest.parse::<UserId>() {
+                if let Some(u) = self.users.get(&id) {
+                    if !self.email_is_public(u) {
+                        return Some(u);
+                    }
+                }
+            }
+        }
+        self.user_by_delivery_email(email).filter(|u| self.email_is_public(u))
+    }
+
+    /// Zulip's `require_realm_admin`.
+    pub fn require_admin(&self, me: &User) -> ApiResult<()> {
+        if me.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::must_be_admin())
+        }
+    }
+}

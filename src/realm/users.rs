@@ -1,0 +1,340 @@
+//! Users: authentication, creation and the user objects of seed 2.5 and 2.7.
+
+use md5::{Digest, Md5};
+use serde_json::{json, Map, Value};
+use subtle::ConstantTimeEq;
+
+use super::{Change, Cx, NewUser, Realm, Role, User, UserId};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+
+/// Zulip's API key length; a key of any other length is "Malformed".
+pub const API_KEY_LENGTH: usize = 32;
+/// Zulip's `UserProfile.MAX_NAME_LENGTH`.
+pub const MAX_NAME_LENGTH: usize = 100;
+/// Zulip's production `PASSWORD_MIN_LENGTH`.
+pub const PASSWORD_MIN_LENGTH: usize = 6;
+/// Zulip's production `PASSWORD_MIN_GUESSES` (zxcvbn).
+pub const PASSWORD_MIN_GUESSES: u64 = 10_000;
+
+/// How a user object is rendered for a viewer (seed 2.5 options).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UserView {
+    pub client_gravatar: bool,
+    pub include_custom_profile_fields: bool,
+}
+
+/// A validated request to create a user (`POST /users`).
+#[derive(Debug, Clone)]
+pub struct CreateUser {
+    pub email: String,
+    pub full_name: String,
+    /// The plain password, for the strength check only.
+    pub password: String,
+    /// Its argon2 hash, computed off the realm actor.
+    pub password_hash: String,
+}
+
+/// Hashes a password with argon2id and a random salt (PHC string).
+pub fn hash_password(password: &str) -> ApiResult<String> {
+    use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
+    let salt = SaltString::generate(&mut OsRng);
+    argon2::Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| {
+            tracing::error!("argon2 hashing failed: {e}");
+            ApiError::internal()
+        })
+}
+
+/// Checks a password against a stored argon2 PHC string.
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    use argon2::password_hash::{PasswordHash, PasswordVerifier};
+    PasswordHash::new(hash)
+        .map(|h| argon2::Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+        .unwrap_or(false)
+}
+
+/// Zulip's `check_password_strength`: minimum length, then zxcvbn guesses.
+pub fn password_is_strong(password: &str) -> bool {
+    password.chars().count() >= PASSWORD_MIN_LENGTH
+        && zxcvbn::zxcvbn(password, &[]).guesses() >= PASSWORD_MIN_GUESSES
+}
+
+/// Zulip's `check_full_name`: stripped, 1..=100 characters, no control characters.
+pub fn check_full_name(raw: &str) -> ApiResult<String> {
+    let name = raw.trim();
+    if name.chars().count() > MAX_NAME_LENGTH {
+        return Err(ApiError::bad_request("Name too long!"));
+    }
+    if name.is_empty() {
+        return Err(ApiError::bad_request("Name too short!"));
+    }
+    if name.chars().any(|c| c.is_control()) {
+        return Err(ApiError::bad_request("Invalid characters in name!"));
+    }
+    Ok(name.to_owned())
+}
+
+/// Whether `email` is a valid address (Django's `EmailValidator` role in Zulip's forms).
+pub fn email_is_valid(email: &str) -> bool {
+    email.parse::<email_address::EmailAddress>().is_ok_and(|e| e.domain().contains('.'))
+        || email.parse::<email_address::EmailAddress>().is_ok_and(|e| e.domain() == "localhost")
+}
+
+/// ISO 8601 at minute precision, as Zulip renders `date_joined`.
+pub fn iso_minutes(secs: i64) -> String {
+    chrono::DateTime::from_timestamp(secs, 0)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M+00:00")
+        .to_string()
+}
+
+/// The gravatar URL Zulip serves for an address.
+pub fn gravatar_url(email: &str, version: u32) -> String {
+    let hash = Md5::digest(email.to_lowercase().as_bytes());
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("https://secure.gravatar.com/avatar/{hex}?d=identicon&version={version}")
+}
+
+impl Realm {
+    /// Resolves Basic credentials to an active user, with Zulip's 401 texts.
+    ///
+    /// The key length is checked first ("Malformed API key"), then the user is found by
+    /// real email and the key compared in constant time ("Invalid API key").
+    pub fn authenticate(&self, email: &str, api_key: &str) -> ApiResult<&User> {
+        if api_key.len() != API_KEY_LENGTH {
+            return Err(ApiError::unauthorized("Malformed API key"));
+        }
+        let user = self.user_by_delivery_email(email);
+        // Compare against a dummy key when the email is unknown, so timing says nothing.
+        let stored = user.map_or("0".repeat(API_KEY_LENGTH), |u| u.api_key.clone());
+        let same: bool = stored.as_bytes().ct_eq(api_key.as_bytes()).into();
+        match user {
+            Some(u) if same => {
+                if u.is_active {
+                    Ok(u)
+                } else {
+                    Err(ApiError::unauthorized("Account is deactivated"))
+                }
+            }
+            _ => Err(ApiError::unauthorized("Invalid API key")),
+        }
+    }
+
+    /// `POST /dev_fetch_api_key`, and the lookup half of `POST /fetch_api_key`.
+    pub fn view_login(&self, username: &str) -> ApiResult<&User> {
+        if !email_is_valid(username) {
+            return Err(ApiError::bad_request("Enter a valid email address."));
+        }
+        match self.user_by_delivery_email(username) {
+            None => Err(ApiError::new(
+                401,
+                ErrorCode::AuthenticationFailed,
+                "Your username or password is incorrect",
+            )),
+            Some(u) if !u.is_active => {
+                Err(ApiError::new(401, ErrorCode::UserDeactivated, "Account is deactivated"))
+            }
+            Some(u) => Ok(u),
+        }
+    }
+
+    /// The key-fetch answer: `{api_key, email, user_id}` with the real email.
+    pub fn api_key_body(user: &User) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("api_key".into(), user.api_key.clone().into());
+        m.insert("email".into(), user.delivery_email.clone().into());
+        m.insert("user_id".into(), user.id.into());
+        m
+    }
+
+    /// `POST /users`: the checks after `require_admin` and parameter parsing, in Zulip's order.
+    pub fn decide_create_user(
+        &self,
+        me: &User,
+        req: CreateUser,
+        cx: &mut Cx,
+    ) -> ApiResult<(Vec<Change>, UserId)> {
+        if !me.can_create_users {
+            return Err(ApiError::bad_request("User not authorized to create users"));
+        }
+        let full_name = check_full_name(&req.full_name)?;
+        let email = req.email.trim();
+        if !email_is_valid(email) {
+            return Err(ApiError::bad_request("Bad name or username"));
+        }
+        if self.user_by_delivery_email(email).is_some() {
+            return Err(ApiError::bad_request("Email is already in use."));
+        }
+        // Zulip's development settings turn the strength check off; production keeps it.
+        if !self.settings.dev && !password_is_strong(&req.password) {
+            return Err(ApiError::bad_request("The password is too weak."));
+        }
+        let user_id = self.next_user_id;
+        let change = Change::UserCreated(NewUser {
+            user_id,
+            delivery_email: email.to_owned(),
+            full_name,
+            role: Role::Member,
+            bot_type: None,
+            bot_owner_id: None,
+            timezone: String::new(),
+            api_key: cx.api_key(),
+            password_hash: Some(req.password_hash),
+            date_joined: cx.now_secs(),
+        });
+        Ok((vec![change], user_id))
+    }
+
+    /// Whether `viewer` may see `user`'s real address (`delivery_email`).
+    pub fn can_see_delivery_email(&self, viewer: &User, user: &User) -> bool {
+        viewer.id == user.id || viewer.is_admin() || self.email_is_public(user)
+    }
+
+    /// The user object of seed 2.5 as `viewer` sees it.
+    pub fn user_json(&self, viewer: &User, user: &User, view: UserView) -> Map<String, Value> {
+        let mut m = self.user_common_json(user);
+        let delivery = if self.can_see_delivery_email(viewer, user) {
+            Value::from(user.delivery_email.clone())
+        } else {
+            Value::Null
+        };
+        m.insert("delivery_email".into(), delivery);
+        m.insert("is_imported_stub".into(), false.into());
+        let avatar = if view.client_gravatar && self.email_is_public(user) {
+            Value::Null
+        } else {
+            gravatar_url(&user.delivery_email, user.avatar_version).into()
+        };
+        m.insert("avatar_url".into(), avatar);
+        if user.is_bot() {
+            m.insert("bot_type".into(), user.bot_type.into());
+            m.insert("bot_owner_id".into(), user.bot_owner_id.into());
+        } else if view.include_custom_profile_fields {
+            m.insert("profile_data".into(), Value::Object(self.profile_data(user)));
+        }
+        m
+    }
+
+    /// `GET /users/me`: seed 2.7, always with `delivery_email`, `profile_data` (humans)
+    /// and `max_message_id`.
+    pub fn own_user_json(&self, me: &User) -> Map<String, Value> {
+        let mut m = self.user_common_json(me);
+        m.insert("delivery_email".into(), me.delivery_email.clone().into());
+        m.insert("is_imported_stub".into(), false.into());
+        m.insert("avatar_url".into(), gravatar_url(&me.delivery_email, me.avatar_version).into());
+        if me.is_bot() {
+            m.insert("bot_type".into(), me.bot_type.into());
+            m.insert("bot_owner_id".into(), me.bot_owner_id.into());
+        } else {
+            m.insert("profile_data".into(), Value::Object(self.profile_data(me)));
+        }
+        m.insert("max_message_id".into(), json!(-1));
+        m
+    }
+
+    fn user_common_json(&self, user: &User) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("email".into(), self.api_email(user).into());
+        m.insert("user_id".into(), user.id.into());
+        m.insert("avatar_version".into(), user.avatar_version.into());
+        m.insert("is_admin".into(), user.is_admin().into());
+        m.insert("is_owner".into(), user.is_owner().into());
+        m.insert("is_guest".into(), user.is_guest().into());
+        m.insert("role".into(), user.role.value().into());
+        m.insert("is_bot".into(), user.is_bot().into());
+        m.insert("full_name".into(), user.full_name.clone().into());
+        m.insert("timezone".into(), user.timezone.clone().into());
+        m.insert("is_active".into(), user.is_active.into());
+        m.insert("date_joined".into(), iso_minutes(user.date_joined).into());
+        m
+    }
+
+    /// Custom profile field values of a user. No field values are stored yet (the
+    /// profile-fields feature adds them), so this is the empty object Zulip sends then.
+    fn profile_data(&self, _user: &User) -> Map<String, Value> {
+        Map::new()
+    }
+
+    /// `GET /users`: every user (deactivated ones and bots included), or those in `ids`.
+    pub fn view_users(
+        &self,
+        viewer: &User,
+        ids: Option<&[i64]>,
+        view: UserView,
+    ) -> ApiResult<Vec<Value>> {
+        match ids {
+            None => Ok(self
+                .users
+                .values()
+                .map(|u| Value::Object(self.user_json(viewer, u, view)))
+                .collect()),
+            Some(ids) => ids
+                .iter()
+                .map(|&id| {
+                    u64::try_from(id)
+                        .ok()
+                        .and_then(|id| self.users.get(&id))
+                        .map(|u| Value::Object(self.user_json(viewer, u, view)))
+                        .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID: {id}")))
+                })
+                .collect(),
+        }
+    }
+
+    /// `GET /users/{user_id}`.
+    pub fn view_user(&self, viewer: &User, id: i64, view: UserView) -> ApiResult<Value> {
+        u64::try_from(id)
+            .ok()
+            .and_then(|id| self.users.get(&id))
+            .map(|u| Value::Object(self.user_json(viewer, u, view)))
+            .ok_or_else(|| ApiError::bad_request("No such user"))
+    }
+
+    /// `GET /users/{email}`: the API email, or the real one for administrators.
+    pub fn view_user_by_email(&self, viewer: &User, email: &str, view: UserView) -> ApiResult<Value> {
+        self.user_by_api_email(email)
+            .or_else(|| {
+                self.user_by_delivery_email(email).filter(|u| self.can_see_delivery_email(viewer, u))
+            })
+            .map(|u| Value::Object(self.user_json(viewer, u, view)))
+            .ok_or_else(|| ApiError::bad_request("No such user"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gravatar_matches_zulip() {
+        // From the recorded GET /users/me of iago@zulip.com.
+        assert_eq!(
+            gravatar_url("iago@zulip.com", 1),
+            "https://secure.gravatar.com/avatar/af4f06322c177ef4e1e9b2c424986b54?d=identicon&version=1"
+        );
+    }
+
+    #[test]
+    fn full_name_rules() {
+        assert_eq!(check_full_name("  Ann  ").ok().as_deref(), Some("Ann"));
+        assert_eq!(check_full_name(" ").map_err(|e| e.msg), Err("Name too short!".into()));
+        assert_eq!(check_full_name(&"x".repeat(101)).map_err(|e| e.msg), Err("Name too long!".into()));
+    }
+
+    #[test]
+    fn password_strength() {
+        assert!(password_is_strong("correct horse battery"));
+        assert!(!password_is_strong("abcd1234"));
+        assert!(!password_is_strong("abc"));
+        assert!(!password_is_strong("password"));
+    }
+
+    #[test]
+    fn emails() {
+        assert!(email_is_valid("hamlet@zulip.com"));
+        assert!(!email_is_valid("not-an-email"));
+        assert!(!email_is_valid("hamlet"));
+    }
+}

@@ -1,0 +1,59 @@
+//! Persistence: one sled database per server; per realm a WAL tree of decided changes
+//! and a snapshots tree of whole realms. See `design.md`, "Persistence".
+
+pub mod codec;
+pub mod durability;
+pub mod wal;
+
+pub use durability::{Durability, DurabilityMode};
+pub use wal::RealmStore;
+
+use std::path::Path;
+use std::sync::Arc;
+
+/// Errors of the storage layer; they reach a client only as a fixed 500.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("sled: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("codec: {0}")]
+    Codec(#[from] codec::CodecError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The server's database and its flusher.
+#[derive(Clone)]
+pub struct Store {
+    pub db: sled::Db,
+    pub durability: Arc<Durability>,
+}
+
+const WAL_PREFIX: &str = "wal:";
+const SNAP_PREFIX: &str = "snap:";
+
+impl Store {
+    /// Opens (or creates) the database in `dir` and starts its flusher.
+    pub fn open(dir: &Path, mode: DurabilityMode) -> Result<Store, StorageError> {
+        // hearth decides when to flush (group commit); sled's own timer would only blur that.
+        let db = sled::Config::new().path(dir).flush_every_ms(None).open()?;
+        let durability = Durability::start(db.clone(), mode);
+        Ok(Store { db, durability })
+    }
+
+    /// Subdomains of the realms this database holds.
+    pub fn realm_subdomains(&self) -> Vec<String> {
+        self.db
+            .tree_names()
+            .iter()
+            .filter_map(|n| std::str::from_utf8(n).ok()?.strip_prefix(WAL_PREFIX).map(str::to_owned))
+            .collect()
+    }
+
+    /// The WAL and snapshot trees of one realm.
+    pub fn realm(&self, subdomain: &str) -> Result<RealmStore, StorageError> {
+        let wal = self.db.open_tree(format!("{WAL_PREFIX}{subdomain}"))?;
+        let snaps = self.db.open_tree(format!("{SNAP_PREFIX}{subdomain}"))?;
+        RealmStore::new(wal, snaps, self.durability.clone())
+    }
+}
