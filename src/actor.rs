@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::api::params::Params;
 use crate::error::{ApiError, ApiResult};
+use crate::events::EventHub;
 use crate::realm::{Change, Clock, Cx, DurabilityClass, Realm, User};
 use crate::storage::RealmStore;
 
@@ -36,6 +37,8 @@ pub struct Ctx<'a> {
     me: Option<&'a User>,
     pub params: &'a mut Params,
     pub cx: &'a mut Cx,
+    /// The realm's event queues (`POST /register` creates one while reading state).
+    pub hub: &'a EventHub,
 }
 
 impl<'a> Ctx<'a> {
@@ -58,12 +61,20 @@ pub struct Outcome {
 impl Outcome {
     /// A read: no changes, this body.
     pub fn read(body: Map<String, Value>) -> Self {
-        Outcome { changes: Vec::new(), body, private: None }
+        Outcome {
+            changes: Vec::new(),
+            body,
+            private: None,
+        }
     }
 
     /// A write: these changes, this body.
     pub fn write(changes: Vec<Change>, body: Map<String, Value>) -> Self {
-        Outcome { changes, body, private: None }
+        Outcome {
+            changes,
+            body,
+            private: None,
+        }
     }
 }
 
@@ -111,6 +122,8 @@ pub struct RealmActor {
     store: RealmStore,
     /// Time source of every decision (injected in tests).
     clock: Arc<dyn Clock>,
+    /// Event log and client queues; every applied change is published here.
+    hub: Arc<EventHub>,
     /// Records appended since the last snapshot.
     since_snapshot: u64,
     /// Take a snapshot after this many records (0: only on shutdown).
@@ -118,8 +131,21 @@ pub struct RealmActor {
 }
 
 impl RealmActor {
-    pub fn new(realm: Realm, store: RealmStore, clock: Arc<dyn Clock>, snapshot_every: u64) -> Self {
-        RealmActor { realm, store, clock, since_snapshot: 0, snapshot_every }
+    pub fn new(
+        realm: Realm,
+        store: RealmStore,
+        clock: Arc<dyn Clock>,
+        hub: Arc<EventHub>,
+        snapshot_every: u64,
+    ) -> Self {
+        RealmActor {
+            realm,
+            store,
+            clock,
+            hub,
+            since_snapshot: 0,
+            snapshot_every,
+        }
     }
 
     /// Appends, applies; returns the ticket to await when a durable change is among them.
@@ -131,21 +157,29 @@ impl RealmActor {
             tracing::error!("WAL append failed: {e}");
             ApiError::internal()
         })?;
+        let mut events = Vec::new();
         for change in changes {
             self.realm.apply(change);
+            events.extend(self.realm.events_for(change));
         }
+        self.hub.publish(events);
         self.since_snapshot += 1;
         if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
             self.snapshot();
         }
-        let durable = changes.iter().any(|c| c.durability() == DurabilityClass::Durable);
+        let durable = changes
+            .iter()
+            .any(|c| c.durability() == DurabilityClass::Durable);
         Ok(durable.then_some(ticket))
     }
 
     fn snapshot(&mut self) {
         match self.store.snapshot(&self.realm) {
             Ok(()) => self.since_snapshot = 0,
-            Err(e) => tracing::error!("snapshot of realm '{}' failed: {e}", self.realm.settings.subdomain),
+            Err(e) => tracing::error!(
+                "snapshot of realm '{}' failed: {e}",
+                self.realm.settings.subdomain
+            ),
         }
     }
 
@@ -158,18 +192,30 @@ impl RealmActor {
         let mut params = call.params;
         let mut cx = Cx::new(&*self.clock);
         let realm = &self.realm;
+        let hub = &*self.hub;
         let rule = call.rule;
         // A rule only reads state, so a panic in one leaves the realm intact.
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let me = me.and_then(|id| realm.user(id));
-            rule(&mut Ctx { realm, me, params: &mut params, cx: &mut cx })
+            rule(&mut Ctx {
+                realm,
+                me,
+                params: &mut params,
+                cx: &mut cx,
+                hub,
+            })
         }))
         .map_err(|_| {
             tracing::error!("a rule panicked");
             ApiError::internal()
         })??;
         let ticket = self.commit(&outcome.changes)?;
-        Ok(Reply { body: outcome.body, ticket, ignored: params.unused(), private: outcome.private })
+        Ok(Reply {
+            body: outcome.body,
+            ticket,
+            ignored: params.unused(),
+            private: outcome.private,
+        })
     }
 }
 
@@ -189,7 +235,9 @@ impl Handler<TakeSnapshot> for RealmActor {
     type Result = Result<(), String>;
 
     fn handle(&mut self, _: TakeSnapshot, _ctx: &mut Self::Context) -> Self::Result {
-        self.store.snapshot(&self.realm).map_err(|e| e.to_string())?;
+        self.store
+            .snapshot(&self.realm)
+            .map_err(|e| e.to_string())?;
         self.since_snapshot = 0;
         Ok(())
     }
@@ -205,8 +253,10 @@ impl Handler<CloneRealm> for RealmActor {
 
 /// Creates a realm from its first changes: recorded in the WAL, then snapshotted.
 pub fn create_realm(store: &mut RealmStore, changes: &[Change]) -> Result<Realm, String> {
-    let mut realm =
-        changes.first().and_then(Realm::from_first_change).ok_or("a realm starts with RealmCreated")?;
+    let mut realm = changes
+        .first()
+        .and_then(Realm::from_first_change)
+        .ok_or("a realm starts with RealmCreated")?;
     store.append(changes).map_err(|e| e.to_string())?;
     changes.iter().for_each(|c| realm.apply(c));
     store.snapshot(&realm).map_err(|e| e.to_string())?;

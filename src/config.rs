@@ -68,6 +68,10 @@ pub struct ServeConfig {
     /// HTTP worker threads (default: the number of cores).
     #[arg(long, env = "HEARTH_WORKERS")]
     pub workers: Option<usize>,
+    /// Run the event ticker (heartbeats, queue collection) every second. Tests that
+    /// inject a clock turn it off and tick by hand.
+    #[arg(skip = true)]
+    pub tick: bool,
 }
 
 impl ServeConfig {
@@ -82,6 +86,7 @@ impl ServeConfig {
             snapshot_every: 10_000,
             url: None,
             workers: Some(2),
+            tick: true,
         }
     }
 

@@ -65,7 +65,13 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: u16, code: ErrorCode, msg: impl Into<String>) -> Self {
-        ApiError { status, code, msg: msg.into(), extra: Map::new(), challenge: None }
+        ApiError {
+            status,
+            code,
+            msg: msg.into(),
+            extra: Map::new(),
+            challenge: None,
+        }
     }
 
     /// HTTP 400 `BAD_REQUEST`: Zulip's default `JsonableError`.
@@ -86,13 +92,21 @@ impl ApiError {
 
     /// `OrganizationAdministratorRequiredError`.
     pub fn must_be_admin() -> Self {
-        Self::new(400, ErrorCode::UnauthorizedPrincipal, "Must be an organization administrator")
+        Self::new(
+            400,
+            ErrorCode::UnauthorizedPrincipal,
+            "Must be an organization administrator",
+        )
     }
 
     /// `Missing 'x' argument`, with `var_name`.
     pub fn missing(var: &str) -> Self {
-        Self::new(400, ErrorCode::RequestVariableMissing, format!("Missing '{var}' argument"))
-            .with("var_name", var)
+        Self::new(
+            400,
+            ErrorCode::RequestVariableMissing,
+            format!("Missing '{var}' argument"),
+        )
+        .with("var_name", var)
     }
 
     /// A fixed 500: the cause goes to the log, never to the client.

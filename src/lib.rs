@@ -15,10 +15,14 @@
 //! the flush that covers it -> answer. Nothing answered `success` is lost on `kill -9`
 //! in the default `always` durability mode.
 
+// The register state is one large `json!` literal.
+#![recursion_limit = "256"]
+
 pub mod actor;
 pub mod api;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod realm;
 pub mod registry;
 pub mod storage;
@@ -32,8 +36,9 @@ use actix_web::{dev::ServerHandle, web, App, HttpServer};
 use crate::actor::{create_realm, RealmActor, TakeSnapshot};
 use crate::api::AppState;
 use crate::config::ServeConfig;
+use crate::events::EventHub;
 use crate::realm::{dev, Clock, Cx, SystemClock};
-use crate::registry::Registry;
+use crate::registry::{RealmHandle, Registry};
 use crate::storage::Store;
 
 /// The Zulip API feature level hearth implements.
@@ -80,8 +85,8 @@ impl Running {
 
     /// Snapshots every realm, flushes, stops the HTTP server (SIGTERM / SIGINT).
     pub async fn shutdown(self) {
-        for addr in self.state.registry.all() {
-            match addr.send(TakeSnapshot).await {
+        for realm in self.state.registry.all() {
+            match realm.addr.send(TakeSnapshot).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::error!("shutdown snapshot failed: {e}"),
                 Err(e) => tracing::error!("realm actor gone at shutdown: {e}"),
@@ -96,7 +101,12 @@ impl Running {
 
     /// The realm actor serving `host` (tests, tooling).
     pub fn realm(&self, host: &str) -> Option<actix::Addr<RealmActor>> {
-        self.state.registry.for_host(host)
+        self.state.registry.for_host(host).map(|r| r.addr)
+    }
+
+    /// The event hub of the realm serving `host` (tests drive its ticker by hand).
+    pub fn hub(&self, host: &str) -> Option<Arc<EventHub>> {
+        self.state.registry.for_host(host).map(|r| r.hub)
     }
 }
 
@@ -115,12 +125,16 @@ pub async fn spawn_with_clock(
     let store = Store::open(&config.data, config.durability_mode())?;
     let listener = TcpListener::bind(config.bind)?;
     let addr = listener.local_addr()?;
-    let url = config.url.clone().unwrap_or_else(|| format!("http://{}", config.bind));
+    let url = config
+        .url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", config.bind));
 
     let mut subdomains = store.realm_subdomains();
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
-        let changes = dev::dev_realm_changes(&url, &mut Cx::new(&*clock)).map_err(StartError::Realm)?;
+        let changes =
+            dev::dev_realm_changes(&url, &mut Cx::new(&*clock)).map_err(StartError::Realm)?;
         create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
         tracing::info!("seeded the development realm");
         subdomains.push(DEV_SUBDOMAIN.to_owned());
@@ -142,9 +156,17 @@ pub async fn spawn_with_clock(
             recovered.replayed,
             recovered.cut
         );
-        let actor = RealmActor::new(recovered.realm, realm_store, clock.clone(), config.snapshot_every);
-        let addr = RealmActor::start_in_arbiter(&arbiters[i % arbiters.len()].handle(), move |_| actor);
-        registry.insert(subdomain, addr);
+        let hub = Arc::new(EventHub::new(clock.clone()));
+        let actor = RealmActor::new(
+            recovered.realm,
+            realm_store,
+            clock.clone(),
+            hub.clone(),
+            config.snapshot_every,
+        );
+        let addr =
+            RealmActor::start_in_arbiter(&arbiters[i % arbiters.len()].handle(), move |_| actor);
+        registry.insert(subdomain, RealmHandle { addr, hub });
     }
 
     let state = web::Data::new(AppState {
@@ -167,7 +189,25 @@ pub async fn spawn_with_clock(
     let server = server.run();
     let handle = server.handle();
     actix_web::rt::spawn(server);
-    Ok(Running { addr, handle, state, store, _arbiters: arbiters })
+    if config.tick {
+        let ticking = state.clone();
+        actix_web::rt::spawn(async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+            loop {
+                every.tick().await;
+                for realm in ticking.registry.all() {
+                    realm.hub.tick();
+                }
+            }
+        });
+    }
+    Ok(Running {
+        addr,
+        handle,
+        state,
+        store,
+        _arbiters: arbiters,
+    })
 }
 
 /// Request logging at debug level (`RUST_LOG=hearth=debug`).
@@ -181,19 +221,28 @@ pub fn create_production_realm(c: &config::CreateRealm) -> Result<(String, u64),
     std::fs::create_dir_all(&c.data)?;
     let store = Store::open(&c.data, storage::DurabilityMode::Always)?;
     if store.realm_subdomains().iter().any(|s| s == &c.subdomain) {
-        return Err(StartError::Realm(format!("realm '{}' already exists", c.subdomain)));
+        return Err(StartError::Realm(format!(
+            "realm '{}' already exists",
+            c.subdomain
+        )));
     }
     if !realm::users::email_is_valid(&c.owner_email) {
-        return Err(StartError::Realm(format!("'{}' is not a valid email address", c.owner_email)));
+        return Err(StartError::Realm(format!(
+            "'{}' is not a valid email address",
+            c.owner_email
+        )));
     }
     let password_hash = match &c.owner_password {
         Some(pw) => Some(realm::users::hash_password(pw).map_err(|e| StartError::Realm(e.msg))?),
         None => None,
     };
-    let name = c
-        .owner_name
-        .clone()
-        .unwrap_or_else(|| c.owner_email.split('@').next().unwrap_or_default().to_owned());
+    let name = c.owner_name.clone().unwrap_or_else(|| {
+        c.owner_email
+            .split('@')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    });
     let clock = SystemClock;
     let mut cx = Cx::new(&clock);
     let settings = realm::RealmSettings {

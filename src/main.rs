@@ -6,7 +6,10 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,hearth::http=warn")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,hearth::http=warn")),
+        )
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -33,7 +36,10 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             running.url()
         );
     } else {
-        tracing::info!("API keys: POST {}/api/v1/fetch_api_key with username and password", running.url());
+        tracing::info!(
+            "API keys: POST {}/api/v1/fetch_api_key with username and password",
+            running.url()
+        );
     }
     wait_for_signal().await;
     tracing::info!("shutting down: snapshotting realms");
@@ -65,7 +71,10 @@ async fn wait_for_signal() {
 
 fn create(c: &hearth::config::CreateRealm) -> Result<(), String> {
     let (api_key, user_id) = hearth::create_production_realm(c).map_err(|e| e.to_string())?;
-    let rc = format!("[api]\nemail={}\nkey={}\nsite={}\n", c.owner_email, api_key, c.url);
+    let rc = format!(
+        "[api]\nemail={}\nkey={}\nsite={}\n",
+        c.owner_email, api_key, c.url
+    );
     std::fs::write(&c.zuliprc, rc).map_err(|e| format!("writing {}: {e}", c.zuliprc.display()))?;
     tracing::info!(
         "created realm '{}' ({}); owner {} is user {user_id}; zuliprc written to {}",
@@ -76,5 +85,6 @@ fn create(c: &hearth::config::CreateRealm) -> Result<(), String> {
     );
     // The key is the command's output, for scripts: stdout, not the log.
     let mut out = std::io::stdout().lock();
-    std::io::Write::write_all(&mut out, format!("{api_key}\n").as_bytes()).map_err(|e| e.to_string())
+    std::io::Write::write_all(&mut out, format!("{api_key}\n").as_bytes())
+        .map_err(|e| e.to_string())
 }

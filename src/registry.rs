@@ -1,33 +1,47 @@
-//! The realm registry: Host -> realm actor.
+//! The realm registry: Host -> realm actor and event hub.
+
+use std::sync::Arc;
 
 use actix::Addr;
 use dashmap::DashMap;
 
 use crate::actor::RealmActor;
+use crate::events::EventHub;
+
+/// How handlers reach a realm: its actor, and its event hub (long-polls wait there,
+/// not in the actor).
+#[derive(Clone)]
+pub struct RealmHandle {
+    pub addr: Addr<RealmActor>,
+    pub hub: Arc<EventHub>,
+}
 
 /// Every realm this server serves, by subdomain.
 #[derive(Default)]
 pub struct Registry {
-    realms: DashMap<String, Addr<RealmActor>>,
+    realms: DashMap<String, RealmHandle>,
 }
 
 impl Registry {
-    pub fn insert(&self, subdomain: &str, addr: Addr<RealmActor>) {
-        self.realms.insert(subdomain.to_owned(), addr);
+    pub fn insert(&self, subdomain: &str, handle: RealmHandle) {
+        self.realms.insert(subdomain.to_owned(), handle);
     }
 
     /// The realm for a host name: the only realm when there is one; else the realm whose
     /// subdomain is the host's first label; else the root realm (subdomain "").
-    pub fn for_host(&self, host: &str) -> Option<Addr<RealmActor>> {
+    pub fn for_host(&self, host: &str) -> Option<RealmHandle> {
         if self.realms.len() == 1 {
             return self.realms.iter().next().map(|e| e.value().clone());
         }
         let label = host.split('.').next().unwrap_or_default();
-        self.realms.get(label).or_else(|| self.realms.get("")).map(|e| e.value().clone())
+        self.realms
+            .get(label)
+            .or_else(|| self.realms.get(""))
+            .map(|e| e.value().clone())
     }
 
-    /// Every realm actor (shutdown snapshots).
-    pub fn all(&self) -> Vec<Addr<RealmActor>> {
+    /// Every realm (shutdown snapshots, the ticker).
+    pub fn all(&self) -> Vec<RealmHandle> {
         self.realms.iter().map(|e| e.value().clone()).collect()
     }
 

@@ -15,14 +15,19 @@ pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
     let value = header.to_str().map_err(|_| invalid_header())?;
     let (scheme, encoded) = value.trim().split_once(' ').unwrap_or((value.trim(), ""));
     if !scheme.eq_ignore_ascii_case("basic") {
-        return Err(ApiError::bad_request("This endpoint requires HTTP basic authentication."));
+        return Err(ApiError::bad_request(
+            "This endpoint requires HTTP basic authentication.",
+        ));
     }
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
         .map_err(|_| invalid_header())?;
     let text = String::from_utf8(decoded).map_err(|_| invalid_header())?;
     let (email, api_key) = text.split_once(':').ok_or_else(invalid_header)?;
-    Ok(Credentials { email: email.to_owned(), api_key: api_key.to_owned() })
+    Ok(Credentials {
+        email: email.to_owned(),
+        api_key: api_key.to_owned(),
+    })
 }
 
 fn invalid_header() -> ApiError {

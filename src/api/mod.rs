@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod events;
 pub mod params;
 pub mod server;
 pub mod users;
@@ -19,6 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::actor::{Auth, Call, Ctx, Outcome, RealmActor};
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::EventHub;
 use crate::registry::Registry;
 use crate::storage::Durability;
 use params::Params;
@@ -39,12 +41,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/api/v1")
             .route("/server_settings", web::get().to(server::server_settings))
-            .route("/dev_fetch_api_key", web::post().to(server::dev_fetch_api_key))
+            .route(
+                "/dev_fetch_api_key",
+                web::post().to(server::dev_fetch_api_key),
+            )
             .route("/fetch_api_key", web::post().to(server::fetch_api_key))
             .route("/users/me", web::get().to(users::get_own_user))
             .route("/users", web::get().to(users::get_users))
             .route("/users", web::post().to(users::create_user))
             .route("/users/{user}", web::get().to(users::get_user))
+            .route("/register", web::post().to(events::register))
+            .route("/events", web::get().to(events::get_events))
+            .route("/events", web::delete().to(events::delete_events))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))
@@ -54,6 +62,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 /// An API request: its realm, credentials and parameters.
 pub struct ApiRequest {
     pub realm: Addr<RealmActor>,
+    pub hub: Arc<EventHub>,
     pub credentials: Result<crate::actor::Credentials, ApiError>,
     pub params: Params,
     pub state: web::Data<AppState>,
@@ -69,10 +78,19 @@ pub struct CallOpts {
 }
 
 impl CallOpts {
-    pub const USER: CallOpts = CallOpts { anonymous: false, report_ignored: true };
+    pub const USER: CallOpts = CallOpts {
+        anonymous: false,
+        report_ignored: true,
+    };
     /// Zulip views without `typed_endpoint` never report ignored parameters.
-    pub const USER_PLAIN: CallOpts = CallOpts { anonymous: false, report_ignored: false };
-    pub const ANONYMOUS: CallOpts = CallOpts { anonymous: true, report_ignored: true };
+    pub const USER_PLAIN: CallOpts = CallOpts {
+        anonymous: false,
+        report_ignored: false,
+    };
+    pub const ANONYMOUS: CallOpts = CallOpts {
+        anonymous: true,
+        report_ignored: true,
+    };
 }
 
 impl ApiRequest {
@@ -94,10 +112,18 @@ impl ApiRequest {
     where
         F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
     {
-        let auth = if opts.anonymous { Auth::Anonymous } else { Auth::User(self.credentials) };
+        let auth = if opts.anonymous {
+            Auth::Anonymous
+        } else {
+            Auth::User(self.credentials)
+        };
         let reply = self
             .realm
-            .send(Call { auth, params: self.params, rule: Box::new(rule) })
+            .send(Call {
+                auth,
+                params: self.params,
+                rule: Box::new(rule),
+            })
             .await
             .map_err(|e| {
                 tracing::error!("realm actor unavailable: {e}");
@@ -108,7 +134,10 @@ impl ApiRequest {
         }
         let mut body = reply.body;
         if opts.report_ignored && !reply.ignored.is_empty() {
-            body.insert("ignored_parameters_unsupported".into(), reply.ignored.into());
+            body.insert(
+                "ignored_parameters_unsupported".into(),
+                reply.ignored.into(),
+            );
         }
         Ok((body, reply.private))
     }
@@ -138,10 +167,9 @@ impl FromRequest for ApiRequest {
                 .app_data::<web::Data<AppState>>()
                 .cloned()
                 .ok_or_else(ApiError::internal)?;
-            let realm = state
-                .registry
-                .for_host(&auth::host(&req))
-                .ok_or_else(|| ApiError::new(404, ErrorCode::NonexistentSubdomain, "Invalid subdomain"))?;
+            let handle = state.registry.for_host(&auth::host(&req)).ok_or_else(|| {
+                ApiError::new(404, ErrorCode::NonexistentSubdomain, "Invalid subdomain")
+            })?;
             let query = serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
                 .map_err(|_| ApiError::bad_request("Malformed query string"))?;
             let body = if req.method() == actix_web::http::Method::GET {
@@ -150,7 +178,8 @@ impl FromRequest for ApiRequest {
                 read_body(&req, payload).await?
             };
             Ok(ApiRequest {
-                realm,
+                realm: handle.addr,
+                hub: handle.hub,
                 credentials: auth::credentials(&req),
                 params: Params::new(query, body),
                 state,
@@ -174,7 +203,8 @@ async fn read_body(req: &HttpRequest, payload: Payload) -> ApiResult<Vec<(String
     if bytes.is_empty() {
         return Ok(Vec::new());
     }
-    serde_urlencoded::from_bytes(&bytes).map_err(|_| ApiError::bad_request("Malformed request body"))
+    serde_urlencoded::from_bytes(&bytes)
+        .map_err(|_| ApiError::bad_request("Malformed request body"))
 }
 
 fn too_large() -> ApiError {

@@ -25,12 +25,21 @@ impl Params {
         let mut values = BTreeMap::new();
         values.extend(query);
         values.extend(body);
-        Params { values, used: RefCell::new(BTreeSet::new()) }
+        Params {
+            values,
+            used: RefCell::new(BTreeSet::new()),
+        }
     }
 
     /// Builds a bag from literal pairs (tests, internal calls).
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
-        Self::new(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(), Vec::new())
+        Self::new(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            Vec::new(),
+        )
     }
 
     fn raw(&self, name: &str) -> Option<&str> {
@@ -46,7 +55,11 @@ impl Params {
     /// Sorted names that were sent but never read.
     pub fn unused(&self) -> Vec<String> {
         let used = self.used.borrow();
-        self.values.keys().filter(|k| !used.contains(*k)).cloned().collect()
+        self.values
+            .keys()
+            .filter(|k| !used.contains(*k))
+            .cloned()
+            .collect()
     }
 
     /// Whether a parameter was sent (marks it read).
@@ -77,7 +90,10 @@ impl Params {
     /// An optional JSON boolean: `x is not a boolean`.
     pub fn opt_bool(&self, name: &str) -> ApiResult<Option<bool>> {
         self.opt_json(name)?
-            .map(|v| v.as_bool().ok_or_else(|| ApiError::bad_request(format!("{name} is not a boolean"))))
+            .map(|v| {
+                v.as_bool()
+                    .ok_or_else(|| ApiError::bad_request(format!("{name} is not a boolean")))
+            })
             .transpose()
     }
 
@@ -88,7 +104,9 @@ impl Params {
 
     /// An optional JSON integer: `x is not an integer`.
     pub fn opt_int(&self, name: &str) -> ApiResult<Option<i64>> {
-        self.opt_json(name)?.map(|v| as_int(&v).ok_or_else(|| not_int(name))).transpose()
+        self.opt_json(name)?
+            .map(|v| as_int(&v).ok_or_else(|| not_int(name)))
+            .transpose()
     }
 
     /// A required JSON integer.
@@ -98,13 +116,47 @@ impl Params {
 
     /// An optional JSON list of integers: `x is not a list`, `x[i] is not an integer`.
     pub fn opt_int_list(&self, name: &str) -> ApiResult<Option<Vec<i64>>> {
-        let Some(v) = self.opt_json(name)? else { return Ok(None) };
-        let list = v.as_array().ok_or_else(|| ApiError::bad_request(format!("{name} is not a list")))?;
+        let Some(v) = self.opt_json(name)? else {
+            return Ok(None);
+        };
+        let list = v
+            .as_array()
+            .ok_or_else(|| ApiError::bad_request(format!("{name} is not a list")))?;
         list.iter()
             .enumerate()
             .map(|(i, v)| as_int(v).ok_or_else(|| not_int(&format!("{name}[{i}]"))))
             .collect::<ApiResult<Vec<_>>>()
             .map(Some)
+    }
+}
+
+impl Params {
+    /// An optional JSON list of strings: `x is not a list`, `x[i] is not a string`.
+    pub fn opt_str_list(&self, name: &str) -> ApiResult<Option<Vec<String>>> {
+        let Some(v) = self.opt_json(name)? else {
+            return Ok(None);
+        };
+        let list = v
+            .as_array()
+            .ok_or_else(|| ApiError::bad_request(format!("{name} is not a list")))?;
+        list.iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| ApiError::bad_request(format!("{name}[{i}] is not a string")))
+            })
+            .collect::<ApiResult<Vec<_>>>()
+            .map(Some)
+    }
+
+    /// An optional JSON object: `x is not a dict`.
+    pub fn opt_object(&self, name: &str) -> ApiResult<Option<serde_json::Map<String, Value>>> {
+        match self.opt_json(name)? {
+            None => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(m)),
+            Some(_) => Err(ApiError::bad_request(format!("{name} is not a dict"))),
+        }
     }
 }
 
@@ -139,11 +191,28 @@ mod tests {
 
     #[test]
     fn zulip_error_texts() {
-        let p = Params::from_pairs(&[("order", "notjson"), ("n", "\"x\""), ("b", "1"), ("l", "[1,\"a\"]")]);
-        assert_eq!(p.opt_int_list("order").map_err(|e| e.msg), Err("order is not valid JSON".into()));
-        assert_eq!(p.int("n").map_err(|e| e.msg), Err("n is not an integer".into()));
-        assert_eq!(p.opt_bool("b").map_err(|e| e.msg), Err("b is not a boolean".into()));
-        assert_eq!(p.opt_int_list("l").map_err(|e| e.msg), Err("l[1] is not an integer".into()));
+        let p = Params::from_pairs(&[
+            ("order", "notjson"),
+            ("n", "\"x\""),
+            ("b", "1"),
+            ("l", "[1,\"a\"]"),
+        ]);
+        assert_eq!(
+            p.opt_int_list("order").map_err(|e| e.msg),
+            Err("order is not valid JSON".into())
+        );
+        assert_eq!(
+            p.int("n").map_err(|e| e.msg),
+            Err("n is not an integer".into())
+        );
+        assert_eq!(
+            p.opt_bool("b").map_err(|e| e.msg),
+            Err("b is not a boolean".into())
+        );
+        assert_eq!(
+            p.opt_int_list("l").map_err(|e| e.msg),
+            Err("l[1] is not an integer".into())
+        );
         let missing = p.str("content").expect_err("missing");
         assert_eq!(missing.msg, "Missing 'content' argument");
         assert_eq!(missing.code.as_str(), "REQUEST_VARIABLE_MISSING");
@@ -157,6 +226,9 @@ mod tests {
         assert_eq!(p.bool_or("flag", false).ok(), Some(true));
         assert_eq!(p.bool_or("other", true).ok(), Some(true));
         assert_eq!(p.int("n").ok(), Some(42));
-        assert_eq!(path_int("user_id", "abc").map_err(|e| e.msg), Err("user_id is not an integer".into()));
+        assert_eq!(
+            path_int("user_id", "abc").map_err(|e| e.msg),
+            Err("user_id is not an integer".into())
+        );
     }
 }

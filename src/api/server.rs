@@ -15,7 +15,10 @@ use crate::realm::Realm;
 /// placeholder ones when it starts).
 pub async fn server_settings(req: ApiRequest) -> ApiResponse {
     let dev = req.state.dev;
-    let opts = CallOpts { anonymous: true, report_ignored: false };
+    let opts = CallOpts {
+        anonymous: true,
+        report_ignored: false,
+    };
     req.call(opts, move |c| {
         let s = &c.realm.settings;
         let body = json!({
@@ -58,7 +61,9 @@ pub async fn dev_fetch_api_key(req: ApiRequest) -> ApiResponse {
     req.call(CallOpts::ANONYMOUS, move |c| {
         let username = c.params.str("username")?;
         if !dev {
-            return Err(ApiError::bad_request("Endpoint not available in production."));
+            return Err(ApiError::bad_request(
+                "Endpoint not available in production.",
+            ));
         }
         let user = c.realm.view_login(&username)?;
         Ok(Outcome::read(Realm::api_key_body(user)))
@@ -68,7 +73,11 @@ pub async fn dev_fetch_api_key(req: ApiRequest) -> ApiResponse {
 }
 
 fn auth_failed() -> ApiError {
-    ApiError::new(401, ErrorCode::AuthenticationFailed, "Your username or password is incorrect")
+    ApiError::new(
+        401,
+        ErrorCode::AuthenticationFailed,
+        "Your username or password is incorrect",
+    )
 }
 
 /// # `POST /fetch_api_key`
@@ -78,18 +87,29 @@ pub async fn fetch_api_key(req: ApiRequest) -> ApiResponse {
         .call_private(CallOpts::ANONYMOUS, |c| {
             let username = c.params.str("username")?;
             c.params.str("password")?;
-            let user = c.realm.user_by_delivery_email(&username).ok_or_else(auth_failed)?;
+            let user = c
+                .realm
+                .user_by_delivery_email(&username)
+                .ok_or_else(auth_failed)?;
             if !user.is_active {
-                return Err(ApiError::new(401, ErrorCode::UserDeactivated, "Account is deactivated"));
+                return Err(ApiError::new(
+                    401,
+                    ErrorCode::UserDeactivated,
+                    "Account is deactivated",
+                ));
             }
             let mut out = Outcome::read(Realm::api_key_body(user));
             out.private = Some(user.password_hash.clone().ok_or_else(auth_failed)?);
             Ok(out)
         })
         .await?;
-    let (Some(password), Some(hash)) = (password, hash) else { return Err(auth_failed()) };
+    let (Some(password), Some(hash)) = (password, hash) else {
+        return Err(auth_failed());
+    };
     // Verifying is as slow as hashing: off the actor, on the blocking pool.
-    let ok = web::block(move || verify_password(&password, &hash)).await.map_err(|_| ApiError::internal())?;
+    let ok = web::block(move || verify_password(&password, &hash))
+        .await
+        .map_err(|_| ApiError::internal())?;
     if ok {
         Ok(success(body))
     } else {

@@ -23,9 +23,11 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
 
 /// # `GET /users/me`
 pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER_PLAIN, |c| Ok(Outcome::read(c.realm.own_user_json(c.me()?))))
-        .await
-        .map(success)
+    req.call(CallOpts::USER_PLAIN, |c| {
+        Ok(Outcome::read(c.realm.own_user_json(c.me()?)))
+    })
+    .await
+    .map(success)
 }
 
 /// # `GET /users`
@@ -75,7 +77,9 @@ pub async fn create_user(req: ApiRequest) -> ApiResponse {
     // that carry credentials at all.
     let hash = match (req.params.peek("password"), &req.credentials) {
         (Some(pw), Ok(_)) => Some(
-            web::block(move || hash_password(&pw)).await.map_err(|_| ApiError::internal())??,
+            web::block(move || hash_password(&pw))
+                .await
+                .map_err(|_| ApiError::internal())??,
         ),
         _ => None,
     };
@@ -86,7 +90,12 @@ pub async fn create_user(req: ApiRequest) -> ApiResponse {
         let password = c.params.str("password")?;
         let full_name = c.params.str("full_name")?;
         let password_hash = hash.ok_or_else(ApiError::internal)?;
-        let req = CreateUser { email, full_name, password, password_hash };
+        let req = CreateUser {
+            email,
+            full_name,
+            password,
+            password_hash,
+        };
         let (changes, user_id) = c.realm.decide_create_user(me, req, c.cx)?;
         Ok(Outcome::write(changes, one("user_id", json!(user_id))))
     })

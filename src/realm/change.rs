@@ -49,9 +49,9 @@ impl Change {
     /// How durable this change must be before its request is answered.
     pub fn durability(&self) -> DurabilityClass {
         match self {
-            Change::RealmCreated { .. } | Change::UserCreated(_) | Change::CanCreateUsersSet { .. } => {
-                DurabilityClass::Durable
-            }
+            Change::RealmCreated { .. }
+            | Change::UserCreated(_)
+            | Change::CanCreateUsersSet { .. } => DurabilityClass::Durable,
         }
     }
 }

@@ -58,12 +58,18 @@ pub struct Cx {
 
 impl Cx {
     pub fn new(clock: &dyn Clock) -> Self {
-        Cx { now_ms: clock.now_ms(), rng: StdRng::from_entropy() }
+        Cx {
+            now_ms: clock.now_ms(),
+            rng: StdRng::from_entropy(),
+        }
     }
 
     /// A context with a fixed seed (unit tests, benches).
     pub fn seeded(now_ms: i64, seed: u64) -> Self {
-        Cx { now_ms, rng: StdRng::seed_from_u64(seed) }
+        Cx {
+            now_ms,
+            rng: StdRng::seed_from_u64(seed),
+        }
     }
 
     pub fn now_secs(&self) -> i64 {
@@ -72,7 +78,11 @@ impl Cx {
 
     /// A fresh API key: 32 alphanumeric characters, like Zulip's.
     pub fn api_key(&mut self) -> String {
-        (&mut self.rng).sample_iter(&Alphanumeric).take(32).map(char::from).collect()
+        (&mut self.rng)
+            .sample_iter(&Alphanumeric)
+            .take(32)
+            .map(char::from)
+            .collect()
     }
 
     /// Random bytes for salts and queue ids.

@@ -81,7 +81,10 @@ pub fn dev_realm_changes(url: &str, cx: &mut Cx) -> Result<Vec<Change>, String> 
         }));
     }
     let creator = id_of(DEV_USER_CREATOR).ok_or("the development realm has no iago")?;
-    changes.push(Change::CanCreateUsersSet { user_id: creator, value: true });
+    changes.push(Change::CanCreateUsersSet {
+        user_id: creator,
+        value: true,
+    });
     Ok(changes)
 }
 
@@ -107,7 +110,10 @@ pub fn new_realm_changes(
             password_hash,
             date_joined: cx.now_secs(),
         }),
-        Change::CanCreateUsersSet { user_id: 1, value: true },
+        Change::CanCreateUsersSet {
+            user_id: 1,
+            value: true,
+        },
     ]
 }
 
@@ -124,12 +130,21 @@ mod tests {
         for c in &changes {
             realm.apply(c);
         }
-        let iago = realm.user_by_delivery_email("IAGO@zulip.com").expect("iago");
+        let iago = realm
+            .user_by_delivery_email("IAGO@zulip.com")
+            .expect("iago");
         assert!(iago.is_admin() && iago.can_create_users);
-        let bot = realm.user_by_delivery_email("default-bot@zulip.com").expect("bot");
-        let owner = realm.user(bot.bot_owner_id.expect("owner")).expect("owner user");
+        let bot = realm
+            .user_by_delivery_email("default-bot@zulip.com")
+            .expect("bot");
+        let owner = realm
+            .user(bot.bot_owner_id.expect("owner"))
+            .expect("owner user");
         assert_eq!(owner.delivery_email, "desdemona@zulip.com");
-        assert_eq!(realm.api_email(iago), format!("user{}@zulipdev.com", iago.id));
+        assert_eq!(
+            realm.api_email(iago),
+            format!("user{}@zulipdev.com", iago.id)
+        );
         assert_eq!(realm.api_email(bot), "default-bot@zulip.com");
     }
 }

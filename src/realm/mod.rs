@@ -7,6 +7,8 @@
 pub mod change;
 pub mod cx;
 pub mod dev;
+pub mod events;
+pub mod register;
 pub mod users;
 
 use std::collections::{BTreeMap, HashMap};
@@ -139,7 +141,12 @@ pub struct Realm {
 impl Realm {
     /// An empty realm with these settings (what `Change::RealmCreated` yields).
     pub fn new(settings: RealmSettings) -> Self {
-        Realm { settings, users: BTreeMap::new(), next_user_id: 1, by_email: HashMap::new() }
+        Realm {
+            settings,
+            users: BTreeMap::new(),
+            next_user_id: 1,
+            by_email: HashMap::new(),
+        }
     }
 
     /// Builds a realm from its first change, which must be `RealmCreated`.
@@ -152,8 +159,11 @@ impl Realm {
 
     /// Rebuilds the derived indexes; called after decoding a snapshot.
     pub fn rebuild_indexes(&mut self) {
-        self.by_email =
-            self.users.values().map(|u| (u.delivery_email.to_lowercase(), u.id)).collect();
+        self.by_email = self
+            .users
+            .values()
+            .map(|u| (u.delivery_email.to_lowercase(), u.id))
+            .collect();
     }
 
     /// Turns a decided fact into state. Infallible: `decide_*` validated it.
@@ -161,7 +171,8 @@ impl Realm {
         match change {
             Change::RealmCreated { settings } => self.settings = settings.clone(),
             Change::UserCreated(n) => {
-                self.by_email.insert(n.delivery_email.to_lowercase(), n.user_id);
+                self.by_email
+                    .insert(n.delivery_email.to_lowercase(), n.user_id);
                 self.next_user_id = self.next_user_id.max(n.user_id + 1);
                 self.users.insert(
                     n.user_id,
@@ -196,7 +207,9 @@ impl Realm {
 
     /// Looks a user up by real (delivery) email, case-insensitively.
     pub fn user_by_delivery_email(&self, email: &str) -> Option<&User> {
-        self.by_email.get(&email.to_lowercase()).and_then(|id| self.users.get(id))
+        self.by_email
+            .get(&email.to_lowercase())
+            .and_then(|id| self.users.get(id))
     }
 
     /// Whether `user`'s real address is the API email everyone sees.
@@ -215,11 +228,12 @@ impl Realm {
 
     /// Looks a user up by API email (how `principals` and the Basic user name match).
     pub fn user_by_api_email(&self, email: &str) -> Option<&User> {
-        if let Some(rest) = email
-            .to_lowercase()
-            .strip_prefix("user")
-            .and_then(|r| r.strip_suffix(&format!("@{}", self.settings.fake_email_domain.to_lowercase())))
-        {
+        if let Some(rest) = email.to_lowercase().strip_prefix("user").and_then(|r| {
+            r.strip_suffix(&format!(
+                "@{}",
+                self.settings.fake_email_domain.to_lowercase()
+            ))
+        }) {
             if let Ok(id) = rest.parse::<UserId>() {
                 if let Some(u) = self.users.get(&id) {
                     if !self.email_is_public(u) {
@@ -228,7 +242,8 @@ impl Realm {
                 }
             }
         }
-        self.user_by_delivery_email(email).filter(|u| self.email_is_public(u))
+        self.user_by_delivery_email(email)
+            .filter(|u| self.email_is_public(u))
     }
 
     /// Zulip's `require_realm_admin`.

@@ -51,7 +51,11 @@ pub fn hash_password(password: &str) -> ApiResult<String> {
 pub fn verify_password(password: &str, hash: &str) -> bool {
     use argon2::password_hash::{PasswordHash, PasswordVerifier};
     PasswordHash::new(hash)
-        .map(|h| argon2::Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+        .map(|h| {
+            argon2::Argon2::default()
+                .verify_password(password.as_bytes(), &h)
+                .is_ok()
+        })
         .unwrap_or(false)
 }
 
@@ -78,8 +82,12 @@ pub fn check_full_name(raw: &str) -> ApiResult<String> {
 
 /// Whether `email` is a valid address (Django's `EmailValidator` role in Zulip's forms).
 pub fn email_is_valid(email: &str) -> bool {
-    email.parse::<email_address::EmailAddress>().is_ok_and(|e| e.domain().contains('.'))
-        || email.parse::<email_address::EmailAddress>().is_ok_and(|e| e.domain() == "localhost")
+    email
+        .parse::<email_address::EmailAddress>()
+        .is_ok_and(|e| e.domain().contains('.'))
+        || email
+            .parse::<email_address::EmailAddress>()
+            .is_ok_and(|e| e.domain() == "localhost")
 }
 
 /// ISO 8601 at minute precision, as Zulip renders `date_joined`.
@@ -133,9 +141,11 @@ impl Realm {
                 ErrorCode::AuthenticationFailed,
                 "Your username or password is incorrect",
             )),
-            Some(u) if !u.is_active => {
-                Err(ApiError::new(401, ErrorCode::UserDeactivated, "Account is deactivated"))
-            }
+            Some(u) if !u.is_active => Err(ApiError::new(
+                401,
+                ErrorCode::UserDeactivated,
+                "Account is deactivated",
+            )),
             Some(u) => Ok(u),
         }
     }
@@ -212,7 +222,10 @@ impl Realm {
             m.insert("bot_type".into(), user.bot_type.into());
             m.insert("bot_owner_id".into(), user.bot_owner_id.into());
         } else if view.include_custom_profile_fields {
-            m.insert("profile_data".into(), Value::Object(self.profile_data(user)));
+            m.insert(
+                "profile_data".into(),
+                Value::Object(self.profile_data(user)),
+            );
         }
         m
     }
@@ -223,7 +236,10 @@ impl Realm {
         let mut m = self.user_common_json(me);
         m.insert("delivery_email".into(), me.delivery_email.clone().into());
         m.insert("is_imported_stub".into(), false.into());
-        m.insert("avatar_url".into(), gravatar_url(&me.delivery_email, me.avatar_version).into());
+        m.insert(
+            "avatar_url".into(),
+            gravatar_url(&me.delivery_email, me.avatar_version).into(),
+        );
         if me.is_bot() {
             m.insert("bot_type".into(), me.bot_type.into());
             m.insert("bot_owner_id".into(), me.bot_owner_id.into());
@@ -293,10 +309,16 @@ impl Realm {
     }
 
     /// `GET /users/{email}`: the API email, or the real one for administrators.
-    pub fn view_user_by_email(&self, viewer: &User, email: &str, view: UserView) -> ApiResult<Value> {
+    pub fn view_user_by_email(
+        &self,
+        viewer: &User,
+        email: &str,
+        view: UserView,
+    ) -> ApiResult<Value> {
         self.user_by_api_email(email)
             .or_else(|| {
-                self.user_by_delivery_email(email).filter(|u| self.can_see_delivery_email(viewer, u))
+                self.user_by_delivery_email(email)
+                    .filter(|u| self.can_see_delivery_email(viewer, u))
             })
             .map(|u| Value::Object(self.user_json(viewer, u, view)))
             .ok_or_else(|| ApiError::bad_request("No such user"))
@@ -319,8 +341,14 @@ mod tests {
     #[test]
     fn full_name_rules() {
         assert_eq!(check_full_name("  Ann  ").ok().as_deref(), Some("Ann"));
-        assert_eq!(check_full_name(" ").map_err(|e| e.msg), Err("Name too short!".into()));
-        assert_eq!(check_full_name(&"x".repeat(101)).map_err(|e| e.msg), Err("Name too long!".into()));
+        assert_eq!(
+            check_full_name(" ").map_err(|e| e.msg),
+            Err("Name too short!".into())
+        );
+        assert_eq!(
+            check_full_name(&"x".repeat(101)).map_err(|e| e.msg),
+            Err("Name too long!".into())
+        );
     }
 
     #[test]

@@ -92,8 +92,14 @@ mod tests {
         let mut bytes = encode(&vec![1u64, 2, 3]).expect("encode");
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
-        assert!(matches!(decode::<Vec<u64>>(&bytes), Err(CodecError::Checksum)));
-        assert!(matches!(decode::<Vec<u64>>(&bytes[..3]), Err(CodecError::Truncated(3))));
+        assert!(matches!(
+            decode::<Vec<u64>>(&bytes),
+            Err(CodecError::Checksum)
+        ));
+        assert!(matches!(
+            decode::<Vec<u64>>(&bytes[..3]),
+            Err(CodecError::Truncated(3))
+        ));
         let mut v2 = encode(&1u8).expect("encode");
         v2[0] = 9;
         assert!(matches!(decode::<u8>(&v2), Err(CodecError::Version(9))));

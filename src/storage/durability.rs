@@ -29,7 +29,9 @@ impl FromStr for DurabilityMode {
             "always" => Ok(DurabilityMode::Always),
             "interval" => Ok(DurabilityMode::Interval(1000)),
             "never" => Ok(DurabilityMode::Never),
-            _ => Err(format!("unknown durability '{s}' (always, interval, never)")),
+            _ => Err(format!(
+                "unknown durability '{s}' (always, interval, never)"
+            )),
         }
     }
 }
@@ -127,10 +129,12 @@ impl Durability {
         };
         while !self.stop.load(Ordering::SeqCst) {
             if self.mode == DurabilityMode::Always {
-                let Ok(guard) = self.wanted.lock() else { return };
-                let Ok((mut guard, _)) =
-                    self.wake.wait_timeout_while(guard, period, |w| !*w && !self.stop.load(Ordering::SeqCst))
-                else {
+                let Ok(guard) = self.wanted.lock() else {
+                    return;
+                };
+                let Ok((mut guard, _)) = self.wake.wait_timeout_while(guard, period, |w| {
+                    !*w && !self.stop.load(Ordering::SeqCst)
+                }) else {
                     return;
                 };
                 *guard = false;

@@ -46,7 +46,12 @@ impl Store {
         self.db
             .tree_names()
             .iter()
-            .filter_map(|n| std::str::from_utf8(n).ok()?.strip_prefix(WAL_PREFIX).map(str::to_owned))
+            .filter_map(|n| {
+                std::str::from_utf8(n)
+                    .ok()?
+                    .strip_prefix(WAL_PREFIX)
+                    .map(str::to_owned)
+            })
             .collect()
     }
 

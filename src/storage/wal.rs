@@ -35,7 +35,12 @@ impl RealmStore {
     ) -> Result<Self, StorageError> {
         let last_wal = wal.last()?.map(|(k, _)| key_seq(&k)).unwrap_or(0);
         let last_snap = snaps.last()?.map(|(k, _)| key_seq(&k)).unwrap_or(0);
-        Ok(RealmStore { wal, snaps, last_seq: last_wal.max(last_snap), durability })
+        Ok(RealmStore {
+            wal,
+            snaps,
+            last_seq: last_wal.max(last_snap),
+            durability,
+        })
     }
 
     pub fn durability(&self) -> &Arc<Durability> {
@@ -55,7 +60,8 @@ impl RealmStore {
     /// then deletes the WAL prefix and the older snapshots it replaces.
     pub fn snapshot(&mut self, realm: &Realm) -> Result<(), StorageError> {
         let seq = self.last_seq;
-        self.snaps.insert(seq.to_be_bytes(), codec::encode(realm)?)?;
+        self.snaps
+            .insert(seq.to_be_bytes(), codec::encode(realm)?)?;
         self.durability.flush_now()?;
         for key in self.wal.range(..=seq.to_be_bytes()).keys() {
             self.wal.remove(key?)?;
@@ -80,7 +86,10 @@ impl RealmStore {
                     from = key_seq(&k);
                     break;
                 }
-                Err(e) => tracing::warn!("snapshot {} unreadable ({e}); trying an older one", key_seq(&k)),
+                Err(e) => tracing::warn!(
+                    "snapshot {} unreadable ({e}); trying an older one",
+                    key_seq(&k)
+                ),
             }
         }
         let (mut replayed, mut cut) = (0, 0);
@@ -116,7 +125,11 @@ impl RealmStore {
             self.durability.flush_now()?;
             self.last_seq = seq - 1;
         }
-        Ok(realm.map(|realm| Recovered { realm, replayed, cut }))
+        Ok(realm.map(|realm| Recovered {
+            realm,
+            replayed,
+            cut,
+        }))
     }
 
     /// Test and tooling hook: writes raw bytes as the next WAL record (a torn write).

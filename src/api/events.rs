@@ -1,0 +1,137 @@
+//! Event queues: register, long-poll, delete.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::{success, ApiRequest, ApiResponse, CallOpts};
+use crate::actor::Outcome;
+use crate::error::ApiError;
+use crate::events::{QueueOptions, LONGPOLL_TIMEOUT_SECS};
+use crate::realm::register::RegisterOptions;
+
+/// Reads the queue options shared by `POST /register` and a queue-creating `GET /events`.
+fn queue_options(p: &super::params::Params) -> Result<QueueOptions, ApiError> {
+    let event_types = p
+        .opt_str_list("event_types")?
+        .map(|v| v.into_iter().collect::<HashSet<_>>());
+    let all_public_streams = p.bool_or("all_public_streams", false)?;
+    let capabilities = p.opt_object("client_capabilities")?.unwrap_or_default();
+    Ok(QueueOptions {
+        event_types,
+        all_public_streams,
+        capabilities,
+    })
+}
+
+/// # `POST /register`
+pub async fn register(req: ApiRequest) -> ApiResponse {
+    req.call(CallOpts::USER, |c| {
+        let me = c.me()?;
+        let p = &*c.params;
+        let queue = queue_options(p)?;
+        let fetch_event_types = match p.opt_str_list("fetch_event_types")? {
+            Some(list) => Some(list.into_iter().collect()),
+            None => queue.event_types.clone(),
+        };
+        p.opt_json("narrow")?;
+        p.bool_or("apply_markdown", false)?;
+        let client_gravatar = p.bool_or("client_gravatar", true)?;
+        let include_subscribers = match p.opt_json("include_subscribers")? {
+            None | Some(Value::Bool(false)) => false,
+            Some(Value::Bool(true)) => true,
+            Some(Value::String(s)) if s == "partial" => true,
+            Some(_) => return Err(ApiError::bad_request("Invalid include_subscribers")),
+        };
+        let slim_presence = p.bool_or("slim_presence", false)?;
+        p.opt_int("presence_history_limit_days")?;
+        p.opt_int("queue_lifespan_secs")?;
+        let user_avatar_url_field_optional = queue
+            .capabilities
+            .get("user_avatar_url_field_optional")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let opts = RegisterOptions {
+            fetch_event_types,
+            client_gravatar,
+            include_subscribers,
+            slim_presence,
+            user_avatar_url_field_optional,
+            longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
+        };
+        let state = c.realm.register_state(me, &opts);
+        // Created while the actor holds the state: the queue sees exactly the events
+        // of changes applied after this snapshot.
+        let queue_id = c.hub.register(me.id, queue);
+        let mut body = Map::new();
+        body.insert("queue_id".into(), queue_id.into());
+        body.insert("last_event_id".into(), (-1).into());
+        body.extend(state);
+        Ok(Outcome::read(body))
+    })
+    .await
+    .map(success)
+}
+
+/// Authenticates the caller; returns their id. Parameters are read afterwards, on the
+/// HTTP worker, because long-polls never wait inside the realm actor.
+async fn caller(req: ApiRequest) -> Result<u64, ApiError> {
+    let body = req
+        .call(CallOpts::USER_PLAIN, |c| {
+            let mut m = Map::new();
+            m.insert("user_id".into(), c.me()?.id.into());
+            Ok(Outcome::read(m))
+        })
+        .await?;
+    body.get("user_id")
+        .and_then(Value::as_u64)
+        .ok_or_else(ApiError::internal)
+}
+
+/// # `GET /events`
+pub async fn get_events(req: ApiRequest) -> ApiResponse {
+    let hub = req.hub.clone();
+    let p = req.params.clone();
+    let user_id = caller(req).await?;
+    let queue_id = p.opt_str("queue_id");
+    let dont_block = p.bool_or("dont_block", false)?;
+    let last_event_id = p.opt_int("last_event_id")?;
+    let mut body = Map::new();
+    let events = match queue_id {
+        Some(queue_id) => {
+            if last_event_id.is_none() {
+                return Err(ApiError::missing("last_event_id"));
+            }
+            hub.get_events(user_id, &queue_id, last_event_id, dont_block)
+                .await?
+        }
+        None if dont_block => {
+            let queue_id = hub.register(user_id, queue_options(&p)?);
+            let events = hub.get_events(user_id, &queue_id, None, true).await?;
+            body.insert("queue_id".into(), queue_id.into());
+            events
+        }
+        None => return Err(ApiError::missing("queue_id")),
+    };
+    body.insert("events".into(), events.into());
+    let ignored = p.unused();
+    if !ignored.is_empty() {
+        body.insert("ignored_parameters_unsupported".into(), ignored.into());
+    }
+    Ok(success(body))
+}
+
+/// # `DELETE /events`
+pub async fn delete_events(req: ApiRequest) -> ApiResponse {
+    let hub = req.hub.clone();
+    let p = req.params.clone();
+    let user_id = caller(req).await?;
+    let queue_id = p.str("queue_id")?;
+    hub.delete(user_id, &queue_id)?;
+    let mut body = Map::new();
+    let ignored = p.unused();
+    if !ignored.is_empty() {
+        body.insert("ignored_parameters_unsupported".into(), ignored.into());
+    }
+    Ok(success(body))
+}

@@ -1,0 +1,463 @@
+//! Event queues: `POST /register`, `GET /events` long-polls, `DELETE /events`.
+//!
+//! Each realm has one `EventHub`: an append-only log of the events its actor decided,
+//! and the client queues, which are cursors into that log plus their own pending list.
+//! The actor appends each event once (`publish`: O(1) per event, whatever the number of
+//! queues) and bumps a watch channel; parked long-polls run on the HTTP workers, wake
+//! on the bump, pull what their queue may see from their cursor, and answer. So 10 000
+//! parked clients cost the actor nothing, and each costs its HTTP worker one small task.
+//!
+//! Queues live in memory, like Zulip's Tornado queues: a restart forgets them and
+//! clients re-register after `BAD_EVENT_QUEUE_ID`.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use dashmap::DashMap;
+use serde_json::{json, Map, Value};
+use tokio::sync::{watch, Notify};
+
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::realm::events::Event;
+use crate::realm::{Clock, UserId};
+
+/// A parked poll answers a heartbeat after this much silence (Zulip: about a minute).
+pub const HEARTBEAT_MS: i64 = 60_000;
+/// Queues without a connected client for this long are collected (Zulip: 10 minutes).
+pub const QUEUE_TIMEOUT_MS: i64 = 600_000;
+/// What `POST /register` advertises as `event_queue_longpoll_timeout_seconds`.
+pub const LONGPOLL_TIMEOUT_SECS: i64 = 90;
+/// At most this many events are kept in a realm's log; older ones are pruned.
+pub const MAX_LOG_EVENTS: usize = 200_000;
+/// A queue holding more unacknowledged events than this is expired.
+pub const MAX_PENDING_EVENTS: usize = 20_000;
+
+/// One logged event.
+struct LogEntry {
+    at_ms: i64,
+    event: Arc<Event>,
+}
+
+/// The realm's event log: `entries[i]` has sequence number `start + i`.
+#[derive(Default)]
+struct EventLog {
+    start: u64,
+    entries: VecDeque<LogEntry>,
+}
+
+impl EventLog {
+    fn end(&self) -> u64 {
+        self.start + self.entries.len() as u64
+    }
+}
+
+/// What a client asked for at registration.
+#[derive(Debug, Clone, Default)]
+pub struct QueueOptions {
+    /// Only these event types (None: all).
+    pub event_types: Option<HashSet<String>>,
+    pub all_public_streams: bool,
+    /// `client_capabilities` as sent.
+    pub capabilities: Map<String, Value>,
+}
+
+/// A client's queue.
+pub struct Queue {
+    pub id: String,
+    pub user_id: UserId,
+    pub options: QueueOptions,
+    state: Mutex<QueueState>,
+    /// Incremented by every poll; a poll that sees a newer one answers at once.
+    polls: AtomicU64,
+    superseded: Notify,
+    /// Polls currently parked on this queue (a connected client is never collected).
+    connected: AtomicUsize,
+}
+
+struct QueueState {
+    /// Next log sequence number this queue has not looked at.
+    cursor: u64,
+    pending: VecDeque<(i64, Arc<Map<String, Value>>)>,
+    next_event_id: i64,
+    last_active_ms: i64,
+    expired: bool,
+}
+
+impl Queue {
+    fn admits(&self, event: &Event) -> bool {
+        event.audience.includes(self.user_id)
+            && self
+                .options
+                .event_types
+                .as_ref()
+                .is_none_or(|t| t.contains(event.kind()))
+    }
+
+    fn push(st: &mut QueueState, body: Arc<Map<String, Value>>) {
+        st.pending.push_back((st.next_event_id, body));
+        st.next_event_id += 1;
+    }
+}
+
+/// Decrements a queue's connected count when a poll ends (or is dropped).
+struct Connected<'a>(&'a AtomicUsize);
+
+impl Drop for Connected<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The event log and queues of one realm.
+pub struct EventHub {
+    clock: Arc<dyn Clock>,
+    log: RwLock<EventLog>,
+    /// Bumped after every publish; parked polls wait on it.
+    head: watch::Sender<u64>,
+    /// Bumped by the ticker; parked polls check heartbeats and supersession on it.
+    tick: watch::Sender<u64>,
+    queues: DashMap<String, Arc<Queue>>,
+    next_queue: AtomicU64,
+    /// Distinguishes queue ids across restarts.
+    generation: String,
+}
+
+fn bad_queue(id: &str) -> ApiError {
+    ApiError::new(
+        400,
+        ErrorCode::BadEventQueueId,
+        format!("Bad event queue ID: {id}"),
+    )
+    .with("queue_id", id)
+}
+
+impl EventHub {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        let generation = format!("{:x}", clock.now_ms());
+        EventHub {
+            clock,
+            log: RwLock::new(EventLog::default()),
+            head: watch::channel(0).0,
+            tick: watch::channel(0).0,
+            queues: DashMap::new(),
+            next_queue: AtomicU64::new(1),
+            generation,
+        }
+    }
+
+    /// Appends events to the log and wakes parked polls. Called by the realm actor only.
+    pub fn publish(&self, events: Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
+        let now = self.clock.now_ms();
+        let end = match self.log.write() {
+            Ok(mut log) => {
+                log.entries.extend(events.into_iter().map(|e| LogEntry {
+                    at_ms: now,
+                    event: Arc::new(e),
+                }));
+                log.end()
+            }
+            Err(_) => return,
+        };
+        self.head.send_replace(end);
+    }
+
+    /// Creates a queue that sees every event published from now on. Called by the realm
+    /// actor while it builds the initial state, so state and queue start at one point.
+    pub fn register(&self, user_id: UserId, options: QueueOptions) -> String {
+        let n = self.next_queue.fetch_add(1, Ordering::SeqCst);
+        let id = format!("{}:{n}", self.generation);
+        let cursor = self.log.read().map(|l| l.end()).unwrap_or_default();
+        let queue = Queue {
+            id: id.clone(),
+            user_id,
+            options,
+            state: Mutex::new(QueueState {
+                cursor,
+                pending: VecDeque::new(),
+                next_event_id: 0,
+                last_active_ms: self.clock.now_ms(),
+                expired: false,
+            }),
+            polls: AtomicU64::new(0),
+            superseded: Notify::new(),
+            connected: AtomicUsize::new(0),
+        };
+        self.queues.insert(id.clone(), Arc::new(queue));
+        id
+    }
+
+    /// Number of live queues.
+    pub fn queue_count(&self) -> usize {
+        self.queues.len()
+    }
+
+    fn queue_of(&self, user_id: UserId, queue_id: &str) -> ApiResult<Arc<Queue>> {
+        let q = self
+            .queues
+            .get(queue_id)
+            .map(|q| q.clone())
+            .ok_or_else(|| bad_queue(queue_id))?;
+        if q.user_id != user_id {
+            return Err(ApiError::bad_request(
+                "You are not authorized to get events from this queue",
+            ));
+        }
+        Ok(q)
+    }
+
+    /// `DELETE /events`.
+    pub fn delete(&self, user_id: UserId, queue_id: &str) -> ApiResult<()> {
+        self.queue_of(user_id, queue_id)?;
+        self.queues.remove(queue_id);
+        Ok(())
+    }
+
+    /// Moves the log entries this queue may see into its pending list.
+    fn pull(&self, q: &Queue, st: &mut QueueState) -> ApiResult<()> {
+        let Ok(log) = self.log.read() else {
+            return Err(ApiError::internal());
+        };
+        if st.cursor < log.start {
+            st.expired = true;
+        } else {
+            let from = (st.cursor - log.start) as usize;
+            for entry in log.entries.iter().skip(from) {
+                if q.admits(&entry.event) {
+                    Queue::push(st, Arc::new(entry.event.body.clone()));
+                }
+            }
+            st.cursor = log.end();
+            if st.pending.len() > MAX_PENDING_EVENTS {
+                st.expired = true;
+            }
+        }
+        if st.expired {
+            drop(log);
+            self.queues.remove(&q.id);
+            return Err(bad_queue(&q.id));
+        }
+        Ok(())
+    }
+
+    /// `GET /events`: acknowledges up to `last_event_id`, then answers the queue's events,
+    /// at once when there are some or `dont_block`, else when one arrives, a newer poll
+    /// supersedes this one, or a heartbeat is due.
+    pub async fn get_events(
+        &self,
+        user_id: UserId,
+        queue_id: &str,
+        last_event_id: Option<i64>,
+        dont_block: bool,
+    ) -> ApiResult<Vec<Value>> {
+        let q = self.queue_of(user_id, queue_id)?;
+        let poll = q.polls.fetch_add(1, Ordering::SeqCst) + 1;
+        q.superseded.notify_waiters();
+        q.connected.fetch_add(1, Ordering::SeqCst);
+        let _connected = Connected(&q.connected);
+        let parked_at = self.clock.now_ms();
+        let mut head = self.head.subscribe();
+        let mut tick = self.tick.subscribe();
+        let mut first = true;
+        loop {
+            head.borrow_and_update();
+            tick.borrow_and_update();
+            {
+                let Ok(mut st) = q.state.lock() else {
+                    return Err(ApiError::internal());
+                };
+                if first {
+                    if let Some(last) = last_event_id {
+                        while st.pending.front().is_some_and(|(id, _)| *id <= last) {
+                            st.pending.pop_front();
+                        }
+                    }
+                    first = false;
+                }
+                st.last_active_ms = self.clock.now_ms();
+                self.pull(&q, &mut st)?;
+                if !st.pending.is_empty() || dont_block {
+                    return Ok(render(&st.pending));
+                }
+                if self.clock.now_ms() - parked_at >= HEARTBEAT_MS {
+                    Queue::push(&mut st, Arc::new(heartbeat()));
+                    return Ok(render(&st.pending));
+                }
+            }
+            let superseded = q.superseded.notified();
+            if q.polls.load(Ordering::SeqCst) != poll {
+                return Ok(Vec::new());
+            }
+            tokio::select! {
+                _ = head.changed() => {}
+                _ = tick.changed() => {}
+                _ = superseded => {}
+            }
+        }
+    }
+
+    /// Periodic work (every second in a server; by hand in tests): wakes parked polls so
+    /// they can send heartbeats, collects idle queues, prunes the log.
+    pub fn tick(&self) {
+        let now = self.clock.now_ms();
+        self.tick.send_modify(|t| *t += 1);
+        self.queues.retain(|_, q| {
+            q.connected.load(Ordering::SeqCst) > 0
+                || q.state
+                    .lock()
+                    .map(|st| now - st.last_active_ms < QUEUE_TIMEOUT_MS)
+                    .unwrap_or(false)
+        });
+        if let Ok(mut log) = self.log.write() {
+            while log.entries.front().is_some_and(|e| {
+                now - e.at_ms >= QUEUE_TIMEOUT_MS || log.entries.len() > MAX_LOG_EVENTS
+            }) {
+                log.entries.pop_front();
+                log.start += 1;
+            }
+        }
+    }
+}
+
+fn heartbeat() -> Map<String, Value> {
+    match json!({"type": "heartbeat"}) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+fn render(pending: &VecDeque<(i64, Arc<Map<String, Value>>)>) -> Vec<Value> {
+    pending
+        .iter()
+        .map(|(id, body)| {
+            let mut m = Map::with_capacity(body.len() + 1);
+            m.insert(
+                "type".into(),
+                body.get("type").cloned().unwrap_or(Value::Null),
+            );
+            for (k, v) in body.iter() {
+                m.insert(k.clone(), v.clone());
+            }
+            m.insert("id".into(), (*id).into());
+            Value::Object(m)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::realm::events::Audience;
+    use crate::realm::ManualClock;
+
+    fn event(kind: &str, audience: Audience) -> Event {
+        Event::new(json!({"type": kind, "op": "add"}), audience)
+    }
+
+    #[tokio::test]
+    async fn queue_sees_only_its_events_after_registration() {
+        let clock = ManualClock::new(1_000_000);
+        let hub = EventHub::new(Arc::new(clock.clone()));
+        hub.publish(vec![event("before", Audience::Everyone)]);
+        let q = hub.register(7, QueueOptions::default());
+        hub.publish(vec![
+            event("mine", Audience::users(vec![7])),
+            event("other", Audience::users(vec![8])),
+        ]);
+        let evs = hub.get_events(7, &q, Some(-1), true).await.expect("events");
+        assert_eq!(evs.len(), 1);
+        assert_eq!(evs[0]["type"], "mine");
+        assert_eq!(evs[0]["id"], 0);
+        // Not acknowledged yet: delivered again; acknowledged: gone.
+        assert_eq!(
+            hub.get_events(7, &q, Some(-1), true)
+                .await
+                .expect("again")
+                .len(),
+            1
+        );
+        assert!(hub
+            .get_events(7, &q, Some(0), true)
+            .await
+            .expect("acked")
+            .is_empty());
+        assert_eq!(
+            hub.get_events(8, &q, None, true).await.map_err(|e| e.msg),
+            Err("You are not authorized to get events from this queue".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn event_types_filter() {
+        let hub = EventHub::new(Arc::new(ManualClock::new(0)));
+        let opts = QueueOptions {
+            event_types: Some(["b".to_owned()].into()),
+            ..Default::default()
+        };
+        let q = hub.register(1, opts);
+        hub.publish(vec![
+            event("a", Audience::Everyone),
+            event("b", Audience::Everyone),
+        ]);
+        let evs = hub.get_events(1, &q, None, true).await.expect("events");
+        assert_eq!(evs.len(), 1);
+        assert_eq!(evs[0]["type"], "b");
+    }
+
+    #[tokio::test]
+    async fn parked_poll_wakes_on_publish_and_heartbeat() {
+        let clock = ManualClock::new(0);
+        let hub = Arc::new(EventHub::new(Arc::new(clock.clone())));
+        let q = hub.register(1, QueueOptions::default());
+        let (h, id) = (hub.clone(), q.clone());
+        let poll = tokio::spawn(async move { h.get_events(1, &id, None, false).await });
+        tokio::task::yield_now().await;
+        hub.publish(vec![event("x", Audience::Everyone)]);
+        let evs = poll.await.expect("join").expect("events");
+        assert_eq!(evs[0]["type"], "x");
+
+        let (h, id) = (hub.clone(), q.clone());
+        let poll = tokio::spawn(async move { h.get_events(1, &id, Some(0), false).await });
+        tokio::task::yield_now().await;
+        hub.tick();
+        tokio::task::yield_now().await;
+        assert!(!poll.is_finished(), "no heartbeat before a minute");
+        clock.advance_ms(HEARTBEAT_MS);
+        hub.tick();
+        let evs = poll.await.expect("join").expect("events");
+        assert_eq!(evs, vec![json!({"type": "heartbeat", "id": 1})]);
+    }
+
+    #[tokio::test]
+    async fn idle_queues_are_collected_and_answer_bad_queue_id() {
+        let clock = ManualClock::new(0);
+        let hub = EventHub::new(Arc::new(clock.clone()));
+        let q = hub.register(1, QueueOptions::default());
+        clock.advance_ms(QUEUE_TIMEOUT_MS);
+        hub.tick();
+        let err = hub.get_events(1, &q, None, true).await.expect_err("gone");
+        assert_eq!(err.code, ErrorCode::BadEventQueueId);
+        assert_eq!(err.msg, format!("Bad event queue ID: {q}"));
+        assert_eq!(err.extra["queue_id"], q);
+    }
+
+    #[tokio::test]
+    async fn a_new_poll_finishes_the_previous_one() {
+        let hub = Arc::new(EventHub::new(Arc::new(ManualClock::new(0))));
+        let q = hub.register(1, QueueOptions::default());
+        let (h, id) = (hub.clone(), q.clone());
+        let first = tokio::spawn(async move { h.get_events(1, &id, None, false).await });
+        tokio::task::yield_now().await;
+        let (h, id) = (hub.clone(), q.clone());
+        let second = tokio::spawn(async move { h.get_events(1, &id, None, false).await });
+        assert_eq!(
+            first.await.expect("join").expect("events"),
+            Vec::<Value>::new()
+        );
+        hub.publish(vec![event("x", Audience::Everyone)]);
+        assert_eq!(second.await.expect("join").expect("events").len(), 1);
+    }
+}

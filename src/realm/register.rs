@@ -1,0 +1,456 @@
+//! The initial state of `POST /register`, per `fetch_event_types`.
+//!
+//! Every data type hearth serves is answered from the realm's real state; data types
+//! hearth does not hold yet (messages, drafts, ...) are answered as the empty values a
+//! Zulip server gives a realm that has none, so clients find every key they read.
+
+use std::collections::HashSet;
+
+use serde_json::{json, Map, Value};
+
+use super::users::{gravatar_url, UserView};
+use super::{Realm, User};
+
+/// Zulip's `max_message_length`.
+pub const MAX_MESSAGE_LENGTH: u32 = 10_000;
+/// Zulip's `max_topic_length`.
+pub const MAX_TOPIC_LENGTH: u32 = 60;
+/// Zulip's `max_stream_name_length`.
+pub const MAX_STREAM_NAME_LENGTH: u32 = 60;
+/// Zulip's `max_stream_description_length`.
+pub const MAX_STREAM_DESCRIPTION_LENGTH: u32 = 1024;
+/// Zulip's presence intervals.
+pub const PRESENCE_PING_INTERVAL_SECS: u32 = 60;
+pub const PRESENCE_OFFLINE_THRESHOLD_SECS: u32 = 200;
+
+/// Options of a registration that shape the state.
+#[derive(Debug, Clone)]
+pub struct RegisterOptions {
+    /// None: every type.
+    pub fetch_event_types: Option<HashSet<String>>,
+    pub client_gravatar: bool,
+    pub include_subscribers: bool,
+    pub slim_presence: bool,
+    pub user_avatar_url_field_optional: bool,
+    pub longpoll_timeout_secs: i64,
+}
+
+impl RegisterOptions {
+    fn wants(&self, kind: &str) -> bool {
+        self.fetch_event_types
+            .as_ref()
+            .is_none_or(|t| t.contains(kind))
+    }
+}
+
+fn put(m: &mut Map<String, Value>, v: Value) {
+    if let Value::Object(o) = v {
+        m.extend(o);
+    }
+}
+
+impl Realm {
+    /// The initial state for `me`, before `queue_id`/`last_event_id` are added.
+    pub fn register_state(&self, me: &User, o: &RegisterOptions) -> Map<String, Value> {
+        let mut m = Map::new();
+        put(
+            &mut m,
+            json!({
+                "zulip_version": crate::ZULIP_VERSION,
+                "zulip_feature_level": crate::ZULIP_FEATURE_LEVEL,
+                "zulip_merge_base": "",
+            }),
+        );
+        if o.wants("realm") {
+            put(&mut m, self.realm_state(o));
+        }
+        if o.wants("realm_user") {
+            put(&mut m, self.realm_user_state(me, o));
+        }
+        if o.wants("realm_bot") {
+            let bots: Vec<Value> = self
+                .users
+                .values()
+                .filter(|u| {
+                    u.is_bot() && u.is_active && (me.is_admin() || u.bot_owner_id == Some(me.id))
+                })
+                .map(|b| self.bot_json(b))
+                .collect();
+            m.insert("realm_bots".into(), bots.into());
+        }
+        if o.wants("subscription") {
+            put(
+                &mut m,
+                json!({"subscriptions": [], "unsubscribed": [], "never_subscribed": []}),
+            );
+        }
+        if o.wants("stream") {
+            m.insert("streams".into(), json!([]));
+        }
+        if o.wants("realm_user_groups") {
+            m.insert("realm_user_groups".into(), json!([]));
+        }
+        if o.wants("custom_profile_fields") {
+            put(
+                &mut m,
+                json!({"custom_profile_fields": [], "custom_profile_field_types": custom_profile_field_types()}),
+            );
+        }
+        if o.wants("user_status") {
+            m.insert("user_status".into(), json!({}));
+        }
+        if o.wants("presence") {
+            put(
+                &mut m,
+                json!({"presences": {}, "server_timestamp": 0.0, "presence_last_update_id": -1}),
+            );
+        }
+        if o.wants("navigation_views") {
+            m.insert("navigation_views".into(), json!([]));
+        }
+        if o.wants("realm_linkifiers") {
+            m.insert("realm_linkifiers".into(), json!([]));
+        }
+        if o.wants("realm_filters") {
+            m.insert("realm_filters".into(), json!([]));
+        }
+        if o.wants("realm_playgrounds") {
+            m.insert("realm_playgrounds".into(), json!([]));
+        }
+        if o.wants("default_streams") {
+            m.insert("realm_default_streams".into(), json!([]));
+        }
+        if o.wants("default_stream_groups") {
+            m.insert("realm_default_stream_groups".into(), json!([]));
+        }
+        if o.wants("channel_folders") {
+            m.insert("channel_folders".into(), json!([]));
+        }
+        if o.wants("scheduled_messages") {
+            m.insert("scheduled_messages".into(), json!([]));
+        }
+        if o.wants("reminders") {
+            m.insert("reminders".into(), json!([]));
+        }
+        if o.wants("message") {
+            m.insert("max_message_id".into(), json!(-1));
+        }
+        if o.wants("update_message_flags") && o.wants("message") {
+            m.insert(
+                "unread_msgs".into(),
+                json!({"count": 0, "pms": [], "streams": [], "huddles": [], "mentions": [], "old_unreads_missing": false}),
+            );
+        }
+        if o.wants("starred_messages") {
+            m.insert("starred_messages".into(), json!([]));
+        }
+        if o.wants("muted_topics") {
+            m.insert("muted_topics".into(), json!([]));
+        }
+        if o.wants("user_topic") {
+            m.insert("user_topics".into(), json!([]));
+        }
+        if o.wants("muted_users") {
+            m.insert("muted_users".into(), json!([]));
+        }
+        if o.wants("alert_words") {
+            m.insert("alert_words".into(), json!([]));
+        }
+        if o.wants("drafts") {
+            m.insert("drafts".into(), json!([]));
+        }
+        if o.wants("saved_snippets") {
+            m.insert("saved_snippets".into(), json!([]));
+        }
+        if o.wants("recent_private_conversations") {
+            m.insert("recent_private_conversations".into(), json!([]));
+        }
+        if o.wants("onboarding_steps") {
+            m.insert("onboarding_steps".into(), json!([]));
+        }
+        if o.wants("realm_emoji") {
+            m.insert("realm_emoji".into(), json!({}));
+        }
+        if o.wants("realm_domains") {
+            m.insert("realm_domains".into(), json!([]));
+        }
+        if o.wants("user_settings") {
+            m.insert("user_settings".into(), Value::Object(user_settings(me)));
+        }
+        if o.wants("update_display_settings") {
+            // Legacy: the display settings at the top level.
+            let s = user_settings(me);
+            for k in DISPLAY_SETTINGS {
+                if let Some(v) = s.get(*k) {
+                    m.insert((*k).to_owned(), v.clone());
+                }
+            }
+        }
+        if o.wants("update_global_notifications") {
+            let s = user_settings(me);
+            for k in NOTIFICATION_SETTINGS {
+                if let Some(v) = s.get(*k) {
+                    m.insert((*k).to_owned(), v.clone());
+                }
+            }
+        }
+        m
+    }
+
+    fn realm_state(&self, o: &RegisterOptions) -> Value {
+        let s = &self.settings;
+        json!({
+            "realm_name": s.name,
+            "realm_description": "",
+            "realm_url": s.url,
+            "realm_uri": s.url,
+            "realm_date_created": s.date_created,
+            "realm_empty_topic_display_name": s.empty_topic_display_name,
+            "realm_message_retention_days": -1,
+            "realm_allow_message_editing": true,
+            "realm_allow_edit_history": true,
+            "realm_message_edit_history_visibility_policy": "all",
+            "realm_message_content_edit_limit_seconds": 600,
+            "realm_presence_disabled": false,
+            "realm_email_auth_enabled": true,
+            "realm_password_auth_enabled": true,
+            "realm_push_notifications_enabled": false,
+            "realm_invite_required": true,
+            "realm_mandatory_topics": false,
+            "realm_enable_spectator_access": false,
+            "realm_plan_type": 1,
+            "realm_org_type": 0,
+            "realm_default_language": "en",
+            "realm_icon_url": format!("{}/static/images/logo/zulip-icon-128x128.png", s.url),
+            "realm_icon_source": "G",
+            "realm_emails_restricted_to_domains": false,
+            "realm_disallow_disposable_email_addresses": true,
+            "realm_waiting_period_threshold": 0,
+            "realm_authentication_methods": {"Email": {"enabled": true, "available": true}, "Dev": {"enabled": s.dev, "available": s.dev}},
+            "max_message_length": MAX_MESSAGE_LENGTH,
+            "max_topic_length": MAX_TOPIC_LENGTH,
+            "max_stream_name_length": MAX_STREAM_NAME_LENGTH,
+            "max_stream_description_length": MAX_STREAM_DESCRIPTION_LENGTH,
+            "max_channel_folder_name_length": 60,
+            "max_channel_folder_description_length": 1024,
+            "max_file_upload_size_mib": 0,
+            "max_avatar_file_size_mib": 0,
+            "max_icon_file_size_mib": 0,
+            "max_logo_file_size_mib": 0,
+            "max_bulk_new_subscription_messages": 100,
+            "max_reminder_note_length": 1000,
+            "password_min_length": if s.dev { 0 } else { 6 },
+            "password_min_guesses": if s.dev { 0 } else { 10000 },
+            "password_max_length": 100,
+            "event_queue_longpoll_timeout_seconds": o.longpoll_timeout_secs,
+            "server_presence_ping_interval_seconds": PRESENCE_PING_INTERVAL_SECS,
+            "server_presence_offline_threshold_seconds": PRESENCE_OFFLINE_THRESHOLD_SECS,
+            "server_generation": s.date_created,
+            "server_needs_upgrade": false,
+            "server_avatar_changes_disabled": false,
+            "server_name_changes_disabled": false,
+            "server_web_public_streams_enabled": false,
+            "server_inline_image_preview": true,
+            "server_inline_url_embed_preview": false,
+            "server_typing_started_expiry_period_milliseconds": 45000,
+            "server_typing_started_wait_period_milliseconds": 10000,
+            "server_typing_stopped_wait_period_milliseconds": 5000,
+            "development_environment": s.dev,
+            "zulip_plan_is_not_limited": true,
+        })
+    }
+
+    fn realm_user_state(&self, me: &User, o: &RegisterOptions) -> Value {
+        let view = UserView {
+            client_gravatar: o.client_gravatar,
+            include_custom_profile_fields: true,
+        };
+        let render = |u: &User| {
+            let mut j = self.user_json(me, u, view);
+            if o.user_avatar_url_field_optional && j.get("avatar_url").is_some_and(Value::is_null) {
+                j.remove("avatar_url");
+            }
+            Value::Object(j)
+        };
+        let active: Vec<Value> = self
+            .users
+            .values()
+            .filter(|u| u.is_active)
+            .map(render)
+            .collect();
+        let inactive: Vec<Value> = self
+            .users
+            .values()
+            .filter(|u| !u.is_active)
+            .map(render)
+            .collect();
+        let avatar = gravatar_url(&me.delivery_email, me.avatar_version);
+        json!({
+            "realm_users": active,
+            "realm_non_active_users": inactive,
+            "cross_realm_bots": [],
+            "user_id": me.id,
+            "email": self.api_email(me),
+            "delivery_email": me.delivery_email,
+            "full_name": me.full_name,
+            "is_admin": me.is_admin(),
+            "is_owner": me.is_owner(),
+            "is_moderator": me.role == super::Role::Moderator,
+            "is_guest": me.is_guest(),
+            "avatar_source": "G",
+            "avatar_url": avatar,
+            "avatar_url_medium": avatar,
+            "can_create_streams": !me.is_guest(),
+            "can_create_public_streams": !me.is_guest(),
+            "can_create_private_streams": !me.is_guest(),
+            "can_create_web_public_streams": me.is_owner(),
+            "can_subscribe_other_users": !me.is_guest(),
+            "can_invite_others_to_realm": !me.is_guest(),
+        })
+    }
+
+    fn bot_json(&self, b: &User) -> Value {
+        json!({
+            "user_id": b.id,
+            "full_name": b.full_name,
+            "email": b.delivery_email,
+            "api_key": b.api_key,
+            "avatar_url": gravatar_url(&b.delivery_email, b.avatar_version),
+            "is_active": b.is_active,
+            "bot_type": b.bot_type,
+            "owner_id": b.bot_owner_id,
+            "default_sending_stream": null,
+            "default_events_register_stream": null,
+            "default_all_public_streams": false,
+            "services": [],
+        })
+    }
+}
+
+fn custom_profile_field_types() -> Value {
+    json!({
+        "SHORT_TEXT": {"id": 1, "name": "Text (short)"},
+        "LONG_TEXT": {"id": 2, "name": "Text (long)"},
+        "SELECT": {"id": 3, "name": "List of options"},
+        "DATE": {"id": 4, "name": "Date picker"},
+        "URL": {"id": 5, "name": "Link"},
+        "USER": {"id": 6, "name": "Person picker"},
+        "EXTERNAL_ACCOUNT": {"id": 7, "name": "External account"},
+        "PRONOUNS": {"id": 8, "name": "Pronouns"},
+    })
+}
+
+const DISPLAY_SETTINGS: &[&str] = &[
+    "twenty_four_hour_time",
+    "web_mark_read_on_scroll_policy",
+    "starred_message_counts",
+    "fluid_layout_width",
+    "high_contrast_mode",
+    "color_scheme",
+    "translate_emoticons",
+    "display_emoji_reaction_users",
+    "default_language",
+    "web_home_view",
+    "left_side_userlist",
+    "emojiset",
+    "demote_inactive_streams",
+    "user_list_style",
+    "timezone",
+    "enter_sends",
+];
+
+const NOTIFICATION_SETTINGS: &[&str] = &[
+    "enable_stream_desktop_notifications",
+    "enable_stream_email_notifications",
+    "enable_stream_push_notifications",
+    "enable_stream_audible_notifications",
+    "notification_sound",
+    "enable_desktop_notifications",
+    "enable_sounds",
+    "enable_offline_email_notifications",
+    "enable_offline_push_notifications",
+    "enable_online_push_notifications",
+    "enable_digest_emails",
+    "enable_login_emails",
+    "message_content_in_email_notifications",
+    "pm_content_in_desktop_notifications",
+    "wildcard_mentions_notify",
+    "desktop_icon_count_display",
+    "realm_name_in_email_notifications_policy",
+    "presence_enabled",
+];
+
+/// Zulip's default personal settings (hearth does not let users change them yet).
+fn user_settings(me: &User) -> Map<String, Value> {
+    match json!({
+        "twenty_four_hour_time": false,
+        "web_mark_read_on_scroll_policy": 1,
+        "web_channel_default_view": 1,
+        "starred_message_counts": true,
+        "receives_typing_notifications": true,
+        "web_suggest_update_timezone": true,
+        "fluid_layout_width": false,
+        "high_contrast_mode": false,
+        "web_font_size_px": 16,
+        "web_line_height_percent": 140,
+        "color_scheme": 1,
+        "translate_emoticons": false,
+        "display_emoji_reaction_users": true,
+        "default_language": "en",
+        "web_home_view": "inbox",
+        "web_escape_navigates_to_home_view": true,
+        "left_side_userlist": false,
+        "emojiset": "google",
+        "demote_inactive_streams": 1,
+        "user_list_style": 2,
+        "web_animate_image_previews": "on_hover",
+        "web_stream_unreads_count_display_policy": 2,
+        "hide_ai_features": false,
+        "web_inbox_show_channel_folders": true,
+        "web_left_sidebar_show_channel_folders": true,
+        "web_left_sidebar_unreads_count_summary": true,
+        "timezone": me.timezone,
+        "enter_sends": false,
+        "enable_drafts_synchronization": true,
+        "enable_stream_desktop_notifications": false,
+        "enable_stream_email_notifications": false,
+        "enable_stream_push_notifications": false,
+        "enable_stream_audible_notifications": false,
+        "notification_sound": "zulip",
+        "enable_desktop_notifications": true,
+        "enable_sounds": true,
+        "enable_followed_topic_desktop_notifications": true,
+        "enable_followed_topic_email_notifications": true,
+        "enable_followed_topic_push_notifications": true,
+        "enable_followed_topic_audible_notifications": true,
+        "email_notifications_batching_period_seconds": 120,
+        "enable_offline_email_notifications": true,
+        "enable_offline_push_notifications": true,
+        "enable_online_push_notifications": true,
+        "enable_digest_emails": true,
+        "enable_marketing_emails": true,
+        "enable_login_emails": true,
+        "message_content_in_email_notifications": true,
+        "pm_content_in_desktop_notifications": true,
+        "wildcard_mentions_notify": true,
+        "enable_followed_topic_wildcard_mentions_notify": true,
+        "desktop_icon_count_display": 1,
+        "realm_name_in_email_notifications_policy": 1,
+        "automatically_follow_topics_policy": 3,
+        "automatically_unmute_topics_in_muted_streams_policy": 2,
+        "automatically_follow_topics_where_mentioned": true,
+        "resolved_topic_notice_auto_read_policy": "except_followed",
+        "presence_enabled": true,
+        "available_notification_sounds": ["zulip"],
+        "emojiset_choices": [{"key": "google", "text": "Google"}, {"key": "twitter", "text": "Twitter"}, {"key": "text", "text": "Plain text"}],
+        "send_private_typing_notifications": true,
+        "send_stream_typing_notifications": true,
+        "send_read_receipts": true,
+        "allow_private_data_export": false,
+        "email_address_visibility": 2,
+        "web_navigate_to_sent_message": true,
+    }) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
