@@ -121,6 +121,8 @@ pub struct EventHub {
     next_queue: AtomicU64,
     /// Distinguishes queue ids across restarts.
     generation: String,
+    /// Set at shutdown: parked polls answer at once so the server can stop.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 fn bad_queue(id: &str) -> ApiError {
@@ -143,6 +145,7 @@ impl EventHub {
             queues: DashMap::new(),
             next_queue: AtomicU64::new(1),
             generation,
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -288,7 +291,7 @@ impl EventHub {
                 }
             }
             let superseded = q.superseded.notified();
-            if q.polls.load(Ordering::SeqCst) != poll {
+            if q.polls.load(Ordering::SeqCst) != poll || self.closed.load(Ordering::SeqCst) {
                 return Ok(Vec::new());
             }
             tokio::select! {
@@ -297,6 +300,12 @@ impl EventHub {
                 _ = superseded => {}
             }
         }
+    }
+
+    /// Answers every parked poll (with what it has) and parks no more: server shutdown.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.tick.send_modify(|t| *t += 1);
     }
 
     /// Periodic work (every second in a server; by hand in tests): wakes parked polls so

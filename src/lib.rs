@@ -86,6 +86,9 @@ impl Running {
     /// Snapshots every realm, flushes, stops the HTTP server (SIGTERM / SIGINT).
     pub async fn shutdown(self) {
         for realm in self.state.registry.all() {
+            realm.hub.close();
+        }
+        for realm in self.state.registry.all() {
             match realm.addr.send(TakeSnapshot).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::error!("shutdown snapshot failed: {e}"),
@@ -93,10 +96,15 @@ impl Running {
             }
         }
         self.handle.stop(true).await;
-        self.store.durability.shutdown();
-        for a in &self._arbiters {
-            a.stop();
+        // Actors own their realm's storage: wait until they are gone, so the database
+        // is released when this returns (a restart in the same process can reopen it).
+        for arbiter in self._arbiters {
+            arbiter.stop();
+            if arbiter.join().is_err() {
+                tracing::error!("a realm arbiter panicked");
+            }
         }
+        self.store.durability.shutdown();
     }
 
     /// The realm actor serving `host` (tests, tooling).
@@ -190,12 +198,16 @@ pub async fn spawn_with_clock(
     let handle = server.handle();
     actix_web::rt::spawn(server);
     if config.tick {
-        let ticking = state.clone();
+        // Weak: the ticker ends with the server instead of keeping its state alive.
+        let ticking = Arc::downgrade(&state.clone().into_inner());
         actix_web::rt::spawn(async move {
             let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
             loop {
                 every.tick().await;
-                for realm in ticking.registry.all() {
+                let Some(state) = ticking.upgrade() else {
+                    break;
+                };
+                for realm in state.registry.all() {
                     realm.hub.tick();
                 }
             }

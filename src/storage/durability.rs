@@ -48,6 +48,8 @@ pub struct Durability {
     wanted: Mutex<bool>,
     wake: Condvar,
     stop: AtomicBool,
+    /// The flusher thread, joined at shutdown so the database is released.
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Durability {
@@ -62,14 +64,20 @@ impl Durability {
             wanted: Mutex::new(false),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
+            thread: Mutex::new(None),
         });
         if mode != DurabilityMode::Never {
             let flusher = d.clone();
             let spawned = std::thread::Builder::new()
                 .name("hearth-flusher".into())
                 .spawn(move || flusher.run());
-            if let Err(e) = spawned {
-                tracing::error!("cannot start the flusher thread: {e}");
+            match spawned {
+                Ok(handle) => {
+                    if let Ok(mut slot) = d.thread.lock() {
+                        *slot = Some(handle);
+                    }
+                }
+                Err(e) => tracing::error!("cannot start the flusher thread: {e}"),
             }
         }
         d
@@ -113,10 +121,18 @@ impl Durability {
         Ok(())
     }
 
-    /// Stops the flusher thread after a last flush.
+    /// Stops (and joins) the flusher thread after a last flush.
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::SeqCst);
-        self.wake.notify_all();
+        if let Ok(_guard) = self.wanted.lock() {
+            self.wake.notify_all();
+        }
+        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(thread) = thread {
+            if thread.join().is_err() {
+                tracing::error!("the flusher thread panicked");
+            }
+        }
         if let Err(e) = self.flush_now() {
             tracing::error!("final flush failed: {e}");
         }

@@ -1,0 +1,586 @@
+//! Event queues against a real server: register, long-poll, heartbeats, expiry.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth::config::ServeConfig;
+use hearth::events::{HEARTBEAT_MS, QUEUE_TIMEOUT_MS};
+use hearth::realm::ManualClock;
+use serde_json::Value;
+
+struct App {
+    running: hearth::Running,
+    url: String,
+    client: reqwest::Client,
+    clock: ManualClock,
+    _dir: tempfile::TempDir,
+}
+
+impl App {
+    async fn start() -> App {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = ServeConfig::for_tests(dir.path().to_path_buf());
+        config.tick = false;
+        let clock = ManualClock::new(1_800_000_000_000);
+        let running = hearth::spawn_with_clock(config, Arc::new(clock.clone()))
+            .await
+            .unwrap();
+        let url = format!("{}/api/v1", running.url());
+        App {
+            running,
+            url,
+            client: reqwest::Client::new(),
+            clock,
+            _dir: dir,
+        }
+    }
+
+    async fn key(&self, email: &str) -> String {
+        let (status, body) = self
+            .send(
+                reqwest::Method::POST,
+                "/dev_fetch_api_key",
+                None,
+                &[("username", email)],
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["api_key"].as_str().unwrap().to_owned()
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        auth: Option<(&str, &str)>,
+        params: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let mut rb = self
+            .client
+            .request(method.clone(), format!("{}{path}", self.url));
+        if let Some((email, key)) = auth {
+            rb = rb.basic_auth(email, Some(key));
+        }
+        rb = if method == reqwest::Method::GET {
+            rb.query(params)
+        } else {
+            rb.form(params)
+        };
+        let resp = rb.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap())
+    }
+
+    fn tick(&self) {
+        self.running.hub("localhost").unwrap().tick();
+    }
+}
+
+async fn register(app: &App, email: &str, key: &str, params: &[(&str, &str)]) -> (String, Value) {
+    let (status, body) = app
+        .send(
+            reqwest::Method::POST,
+            "/register",
+            Some((email, key)),
+            params,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    (body["queue_id"].as_str().unwrap().to_owned(), body)
+}
+
+async fn create_user(app: &App, admin_key: &str, email: &str) -> u64 {
+    let (status, body) = app
+        .send(
+            reqwest::Method::POST,
+            "/users",
+            Some(("iago@zulip.com", admin_key)),
+            &[
+                ("email", email),
+                ("password", "abcd1234"),
+                ("full_name", "New Person"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["user_id"].as_u64().unwrap()
+}
+
+#[actix_web::test]
+async fn register_answers_queue_and_initial_state() {
+    let app = App::start().await;
+    let key = app.key("hamlet@zulip.com").await;
+    let (queue_id, body) = register(&app, "hamlet@zulip.com", &key, &[]).await;
+    assert!(!queue_id.is_empty());
+    assert_eq!(body["last_event_id"], -1);
+    assert_eq!(body["zulip_feature_level"], 420);
+    assert_eq!(body["max_message_length"], 10000);
+    assert_eq!(body["max_topic_length"], 60);
+    assert_eq!(body["realm_empty_topic_display_name"], "general chat");
+    assert_eq!(body["server_presence_ping_interval_seconds"], 60);
+    assert_eq!(body["server_presence_offline_threshold_seconds"], 200);
+    assert_eq!(body["event_queue_longpoll_timeout_seconds"], 90);
+    assert_eq!(body["user_id"], 10);
+    assert_eq!(body["delivery_email"], "hamlet@zulip.com");
+    let users = body["realm_users"].as_array().unwrap();
+    assert_eq!(users.len(), 16);
+    let iago = users.iter().find(|u| u["full_name"] == "Iago").unwrap();
+    assert!(
+        iago["delivery_email"].is_null(),
+        "a member cannot see an admin's real email"
+    );
+    for key in [
+        "realm_non_active_users",
+        "realm_bots",
+        "subscriptions",
+        "unsubscribed",
+        "never_subscribed",
+        "streams",
+        "realm_user_groups",
+        "custom_profile_fields",
+        "user_status",
+        "presences",
+        "navigation_views",
+        "realm_linkifiers",
+        "realm_default_streams",
+        "channel_folders",
+        "scheduled_messages",
+        "max_message_id",
+        "user_settings",
+    ] {
+        assert!(body.get(key).is_some(), "register lacks {key}");
+    }
+    assert!(body.get("ignored_parameters_unsupported").is_none());
+}
+
+#[actix_web::test]
+async fn register_limits_state_to_fetch_event_types() {
+    let app = App::start().await;
+    let key = app.key("hamlet@zulip.com").await;
+    let (_, body) = register(
+        &app,
+        "hamlet@zulip.com",
+        &key,
+        &[("fetch_event_types", r#"["message"]"#)],
+    )
+    .await;
+    assert_eq!(body["max_message_id"], -1);
+    assert!(body.get("realm_users").is_none());
+    assert!(body.get("zulip_version").is_some());
+    let (status, body) = app
+        .send(
+            reqwest::Method::POST,
+            "/register",
+            Some(("hamlet@zulip.com", &key)),
+            &[("event_types", "notjson")],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["msg"], "event_types is not valid JSON");
+}
+
+/// The start-up register of zulip-terminal: 10 event types, 14 fetch types, and the
+/// keys it reads from the answer.
+#[actix_web::test]
+async fn terminal_client_register_has_every_key_it_reads() {
+    let app = App::start().await;
+    let key = app.key("hamlet@zulip.com").await;
+    let event_types = r#"["message","update_message","reaction","subscription","typing","update_message_flags","update_global_notifications","update_display_settings","user_settings","realm_emoji"]"#;
+    let fetch = r#"["realm","presence","subscription","message","starred_messages","update_message_flags","muted_topics","realm_user","realm_user_groups","update_global_notifications","update_display_settings","user_settings","realm_emoji","zulip_version"]"#;
+    let (_, body) = register(
+        &app,
+        "hamlet@zulip.com",
+        &key,
+        &[
+            ("event_types", event_types),
+            ("fetch_event_types", fetch),
+            ("client_gravatar", "true"),
+            ("apply_markdown", "true"),
+        ],
+    )
+    .await;
+    for key in [
+        "queue_id",
+        "last_event_id",
+        "zulip_version",
+        "zulip_feature_level",
+        "user_id",
+        "email",
+        "full_name",
+        "realm_name",
+        "presences",
+        "realm_users",
+        "cross_realm_bots",
+        "subscriptions",
+        "muted_topics",
+        "realm_user_groups",
+        "realm_emoji",
+        "user_settings",
+        "twenty_four_hour_time",
+        "pm_content_in_desktop_notifications",
+        "unread_msgs",
+        "starred_messages",
+        "realm_message_retention_days",
+        "max_stream_name_length",
+        "max_topic_length",
+        "max_message_length",
+    ] {
+        assert!(body.get(key).is_some(), "terminal client reads {key}");
+    }
+    assert_eq!(
+        body["user_settings"]["send_private_typing_notifications"],
+        true
+    );
+    for key in ["pms", "streams", "huddles", "mentions"] {
+        assert!(body["unread_msgs"][key].is_array());
+    }
+}
+
+#[actix_web::test]
+async fn long_poll_wakes_when_another_user_changes_state() {
+    let app = App::start().await;
+    let hamlet = app.key("hamlet@zulip.com").await;
+    let iago = app.key("iago@zulip.com").await;
+    let (queue, _) = register(
+        &app,
+        "hamlet@zulip.com",
+        &hamlet,
+        &[("event_types", r#"["realm_user"]"#)],
+    )
+    .await;
+    let (admin_queue, _) = register(&app, "iago@zulip.com", &iago, &[]).await;
+
+    let poll = {
+        let (client, url, hamlet, queue) = (
+            app.client.clone(),
+            app.url.clone(),
+            hamlet.clone(),
+            queue.clone(),
+        );
+        tokio::spawn(async move {
+            client
+                .get(format!("{url}/events"))
+                .basic_auth("hamlet@zulip.com", Some(hamlet))
+                .query(&[("queue_id", queue.as_str()), ("last_event_id", "-1")])
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!poll.is_finished(), "the poll parks while nothing happens");
+    let new_id = create_user(&app, &iago, "newbie@zulip.com").await;
+    let body = tokio::time::timeout(Duration::from_secs(10), poll)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(body["result"], "success");
+    let events = body["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["type"], "realm_user");
+    assert_eq!(events[0]["op"], "add");
+    assert_eq!(events[0]["id"], 0);
+    assert_eq!(events[0]["person"]["user_id"], new_id);
+    assert_eq!(
+        events[0]["person"]["email"],
+        format!("user{new_id}@zulipdev.com")
+    );
+    assert!(events[0]["person"]["delivery_email"].is_null());
+    assert!(
+        body.get("queue_id").is_none(),
+        "queue_id is echoed only for a queue the call created"
+    );
+
+    // The administrator's queue gets the real address.
+    let (_, body) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            Some(("iago@zulip.com", &iago)),
+            &[
+                ("queue_id", &admin_queue),
+                ("last_event_id", "-1"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        body["events"][0]["person"]["delivery_email"],
+        "newbie@zulip.com"
+    );
+
+    // Acknowledged events are dropped.
+    let (_, body) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            Some(("hamlet@zulip.com", &hamlet)),
+            &[
+                ("queue_id", &queue),
+                ("last_event_id", "0"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(body["events"], serde_json::json!([]));
+}
+
+#[actix_web::test]
+async fn dont_block_answers_at_once_and_missing_arguments_are_named() {
+    let app = App::start().await;
+    let key = app.key("hamlet@zulip.com").await;
+    let auth = Some(("hamlet@zulip.com", key.as_str()));
+    let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
+    let (status, body) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            auth,
+            &[
+                ("queue_id", &queue),
+                ("last_event_id", "-1"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, body["events"].clone()),
+        (200, serde_json::json!([]))
+    );
+
+    let (status, body) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            auth,
+            &[("queue_id", &queue)],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["code"], "REQUEST_VARIABLE_MISSING");
+    assert_eq!(body["msg"], "Missing 'last_event_id' argument");
+    assert_eq!(body["var_name"], "last_event_id");
+
+    let (status, body) = app.send(reqwest::Method::GET, "/events", auth, &[]).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["msg"], "Missing 'queue_id' argument");
+
+    // Without a queue but with dont_block, the call creates one and names it.
+    let (status, body) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            auth,
+            &[("dont_block", "true")],
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert!(body["queue_id"].is_string());
+    assert_eq!(body["events"], serde_json::json!([]));
+}
+
+#[actix_web::test]
+async fn unknown_queue_and_other_users_queue() {
+    let app = App::start().await;
+    let key = app.key("hamlet@zulip.com").await;
+    let other = app.key("cordelia@zulip.com").await;
+    let (status, body) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            Some(("hamlet@zulip.com", &key)),
+            &[("queue_id", "nope:1"), ("last_event_id", "-1")],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["code"], "BAD_EVENT_QUEUE_ID");
+    assert_eq!(body["msg"], "Bad event queue ID: nope:1");
+    assert_eq!(body["queue_id"], "nope:1");
+
+    let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
+    let (status, body) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            Some(("cordelia@zulip.com", &other)),
+            &[("queue_id", &queue), ("last_event_id", "-1")],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["msg"],
+        "You are not authorized to get events from this queue"
+    );
+
+    let (status, body) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            None,
+            &[("queue_id", &queue), ("last_event_id", "-1")],
+        )
+        .await;
+    assert_eq!(status, 401);
+    assert_eq!(body["code"], "UNAUTHORIZED");
+}
+
+#[actix_web::test]
+async fn heartbeat_after_a_minute_of_silence() {
+    let app = App::start().await;
+    let key = app.key("hamlet@zulip.com").await;
+    let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
+    let poll = {
+        let (client, url, key, queue) = (
+            app.client.clone(),
+            app.url.clone(),
+            key.clone(),
+            queue.clone(),
+        );
+        tokio::spawn(async move {
+            client
+                .get(format!("{url}/events"))
+                .basic_auth("hamlet@zulip.com", Some(key))
+                .query(&[("queue_id", queue.as_str()), ("last_event_id", "-1")])
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    app.clock.advance_ms(HEARTBEAT_MS - 1000);
+    app.tick();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!poll.is_finished(), "no heartbeat before a minute");
+    app.clock.advance_ms(1000);
+    app.tick();
+    let body = tokio::time::timeout(Duration::from_secs(10), poll)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        body["events"],
+        serde_json::json!([{"type": "heartbeat", "id": 0}])
+    );
+}
+
+#[actix_web::test]
+async fn idle_queues_expire_and_delete_removes_a_queue() {
+    let app = App::start().await;
+    let key = app.key("hamlet@zulip.com").await;
+    let auth = Some(("hamlet@zulip.com", key.as_str()));
+    let (idle, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
+    app.clock.advance_ms(QUEUE_TIMEOUT_MS - 1000);
+    app.tick();
+    let (status, _) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            auth,
+            &[
+                ("queue_id", &idle),
+                ("last_event_id", "-1"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        status, 200,
+        "still alive just before ten minutes (and the poll refreshes it)"
+    );
+    app.clock.advance_ms(QUEUE_TIMEOUT_MS);
+    app.tick();
+    let (status, body) = app
+        .send(
+            reqwest::Method::GET,
+            "/events",
+            auth,
+            &[
+                ("queue_id", &idle),
+                ("last_event_id", "-1"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["code"], "BAD_EVENT_QUEUE_ID");
+
+    let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
+    let (status, body) = app
+        .send(
+            reqwest::Method::DELETE,
+            "/events",
+            auth,
+            &[("queue_id", &queue)],
+        )
+        .await;
+    assert_eq!(
+        (status, body["result"].clone()),
+        (200, Value::from("success"))
+    );
+    let (status, body) = app
+        .send(
+            reqwest::Method::DELETE,
+            "/events",
+            auth,
+            &[("queue_id", &queue)],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["msg"], format!("Bad event queue ID: {queue}"));
+}
+
+#[actix_web::test]
+async fn queues_do_not_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let running = hearth::spawn(ServeConfig::for_tests(dir.path().to_path_buf()))
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let url = format!("{}/api/v1", running.url());
+    let key: Value = client
+        .post(format!("{url}/dev_fetch_api_key"))
+        .form(&[("username", "hamlet@zulip.com")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = key["api_key"].as_str().unwrap().to_owned();
+    let reg: Value = client
+        .post(format!("{url}/register"))
+        .basic_auth("hamlet@zulip.com", Some(&key))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let queue = reg["queue_id"].as_str().unwrap().to_owned();
+    running.shutdown().await;
+    let running = hearth::spawn(ServeConfig::for_tests(dir.path().to_path_buf()))
+        .await
+        .unwrap();
+    let url = format!("{}/api/v1", running.url());
+    let resp = client
+        .get(format!("{url}/events"))
+        .basic_auth("hamlet@zulip.com", Some(&key))
+        .query(&[("queue_id", queue.as_str()), ("last_event_id", "-1")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert!(body["msg"]
+        .as_str()
+        .unwrap()
+        .to_lowercase()
+        .starts_with("bad event queue id:"));
+}
