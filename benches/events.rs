@@ -21,12 +21,19 @@ const SIZES: [usize; 3] = [0, 1_000, 10_000];
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
         .map_or(0, |pages| pages * 4)
 }
 
 fn event() -> Vec<Event> {
-    vec![Event::new(json!({"type": "realm_user", "op": "update", "person": {"user_id": 1}}), Audience::Everyone)]
+    vec![Event::new(
+        json!({"type": "realm_user", "op": "update", "person": {"user_id": 1}}),
+        Audience::Everyone,
+    )]
 }
 
 struct Parked {
@@ -38,8 +45,14 @@ struct Parked {
 impl Parked {
     fn new(n: usize) -> Self {
         let hub = Arc::new(EventHub::new(Arc::new(SystemClock)));
-        let queues = (0..n as u64).map(|u| (u, hub.register(u, QueueOptions::default()))).collect();
-        Parked { hub, queues, acked: vec![-1; n] }
+        let queues = (0..n as u64)
+            .map(|u| (u, hub.register(u, QueueOptions::default())))
+            .collect();
+        Parked {
+            hub,
+            queues,
+            acked: vec![-1; n],
+        }
     }
 
     /// Parks one poll per queue; returns their handles once all are waiting.
@@ -50,7 +63,12 @@ impl Parked {
             .zip(&self.acked)
             .map(|((user, q), last)| {
                 let (hub, q, user, last) = (self.hub.clone(), q.clone(), *user, *last);
-                tokio::spawn(async move { hub.get_events(user, &q, Some(last), false).await.unwrap().len() })
+                tokio::spawn(async move {
+                    hub.get_events(user, &q, Some(last), false)
+                        .await
+                        .unwrap()
+                        .len()
+                })
             })
             .collect();
         // Let every poll reach its wait.
@@ -63,14 +81,23 @@ impl Parked {
 }
 
 fn fan_out(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let mut group = c.benchmark_group("events");
-    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
     for n in SIZES {
         let mut parked = Parked::new(n);
         let before = rss_kib();
         let handles = rt.block_on(parked.park());
-        println!("events: {n} parked polls add {} KiB resident", rss_kib().saturating_sub(before));
+        println!(
+            "events: {n} parked polls add {} KiB resident",
+            rss_kib().saturating_sub(before)
+        );
         rt.block_on(async {
             parked.hub.publish(event());
             for h in handles {

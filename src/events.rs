@@ -33,10 +33,11 @@ pub const MAX_LOG_EVENTS: usize = 200_000;
 /// A queue holding more unacknowledged events than this is expired.
 pub const MAX_PENDING_EVENTS: usize = 20_000;
 
-/// One logged event.
+/// One logged event; its body is shared by every queue that receives it.
 struct LogEntry {
     at_ms: i64,
-    event: Arc<Event>,
+    event: Event,
+    body: Arc<Map<String, Value>>,
 }
 
 /// The realm's event log: `entries[i]` has sequence number `start + i`.
@@ -85,13 +86,14 @@ struct QueueState {
 }
 
 impl Queue {
-    fn admits(&self, event: &Event) -> bool {
+    fn admits(&self, event: &Event, body: &Map<String, Value>) -> bool {
+        let kind = body.get("type").and_then(Value::as_str).unwrap_or_default();
         event.audience.includes(self.user_id)
             && self
                 .options
                 .event_types
                 .as_ref()
-                .is_none_or(|t| t.contains(event.kind()))
+                .is_none_or(|t| t.contains(kind))
     }
 
     fn push(st: &mut QueueState, body: Arc<Map<String, Value>>) {
@@ -113,8 +115,11 @@ impl Drop for Connected<'_> {
 pub struct EventHub {
     clock: Arc<dyn Clock>,
     log: RwLock<EventLog>,
-    /// Bumped after every publish; parked polls wait on it.
-    head: watch::Sender<u64>,
+    /// Bumped after every publish (by the waker thread); parked polls wait on it.
+    head: Arc<watch::Sender<u64>>,
+    /// Hands the new log end to the waker thread, which bumps `head`. Waking N parked
+    /// polls costs O(N); this keeps that cost off the realm actor.
+    waker: Mutex<std::sync::mpsc::Sender<u64>>,
     /// Bumped by the ticker; parked polls check heartbeats and supersession on it.
     tick: watch::Sender<u64>,
     queues: DashMap<String, Arc<Queue>>,
@@ -137,10 +142,29 @@ fn bad_queue(id: &str) -> ApiError {
 impl EventHub {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         let generation = format!("{:x}", clock.now_ms());
+        let head = Arc::new(watch::channel(0).0);
+        let (waker, ends) = std::sync::mpsc::channel::<u64>();
+        let woken = head.clone();
+        // The thread ends when the hub (the only sender) is dropped.
+        let spawned = std::thread::Builder::new()
+            .name("hearth-events".into())
+            .spawn(move || {
+                while let Ok(mut end) = ends.recv() {
+                    // Coalesce: one wake-up covers every publish made meanwhile.
+                    while let Ok(later) = ends.try_recv() {
+                        end = end.max(later);
+                    }
+                    woken.send_replace(end);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the event waker thread: {e}");
+        }
         EventHub {
             clock,
             log: RwLock::new(EventLog::default()),
-            head: watch::channel(0).0,
+            head,
+            waker: Mutex::new(waker),
             tick: watch::channel(0).0,
             queues: DashMap::new(),
             next_queue: AtomicU64::new(1),
@@ -157,15 +181,27 @@ impl EventHub {
         let now = self.clock.now_ms();
         let end = match self.log.write() {
             Ok(mut log) => {
-                log.entries.extend(events.into_iter().map(|e| LogEntry {
-                    at_ms: now,
-                    event: Arc::new(e),
+                log.entries.extend(events.into_iter().map(|mut event| {
+                    let body = Arc::new(std::mem::take(&mut event.body));
+                    LogEntry {
+                        at_ms: now,
+                        event,
+                        body,
+                    }
                 }));
                 log.end()
             }
             Err(_) => return,
         };
-        self.head.send_replace(end);
+        let sent = self
+            .waker
+            .lock()
+            .map(|w| w.send(end).is_ok())
+            .unwrap_or(false);
+        if !sent {
+            // No waker thread: wake the polls here rather than not at all.
+            self.head.send_replace(end);
+        }
     }
 
     /// Creates a queue that sees every event published from now on. Called by the realm
@@ -229,8 +265,8 @@ impl EventHub {
         } else {
             let from = (st.cursor - log.start) as usize;
             for entry in log.entries.iter().skip(from) {
-                if q.admits(&entry.event) {
-                    Queue::push(st, Arc::new(entry.event.body.clone()));
+                if q.admits(&entry.event, &entry.body) {
+                    Queue::push(st, entry.body.clone());
                 }
             }
             st.cursor = log.end();
