@@ -71,11 +71,10 @@ impl Parked {
                 })
             })
             .collect();
-        // Let every poll reach its wait.
-        for _ in 0..50 {
-            tokio::task::yield_now().await;
+        // Measure only once every poll waits.
+        while self.hub.parked_polls() < self.queues.len() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
         handles
     }
 }

@@ -102,7 +102,7 @@ impl Queue {
     }
 }
 
-/// Decrements a queue's connected count when a poll ends (or is dropped).
+/// Decrements a counter when a poll ends or stops waiting (or is dropped).
 struct Connected<'a>(&'a AtomicUsize);
 
 impl Drop for Connected<'_> {
@@ -126,6 +126,8 @@ pub struct EventHub {
     next_queue: AtomicU64,
     /// Distinguishes queue ids across restarts.
     generation: String,
+    /// Polls currently waiting for an event.
+    parked: AtomicUsize,
     /// Set at shutdown: parked polls answer at once so the server can stop.
     closed: std::sync::atomic::AtomicBool,
 }
@@ -170,6 +172,7 @@ impl EventHub {
             next_queue: AtomicU64::new(1),
             generation,
             closed: std::sync::atomic::AtomicBool::new(false),
+            parked: AtomicUsize::new(0),
         }
     }
 
@@ -227,6 +230,11 @@ impl EventHub {
         };
         self.queues.insert(id.clone(), Arc::new(queue));
         id
+    }
+
+    /// Number of polls waiting for an event right now.
+    pub fn parked_polls(&self) -> usize {
+        self.parked.load(Ordering::SeqCst)
     }
 
     /// Number of live queues.
@@ -330,6 +338,8 @@ impl EventHub {
             if q.polls.load(Ordering::SeqCst) != poll || self.closed.load(Ordering::SeqCst) {
                 return Ok(Vec::new());
             }
+            self.parked.fetch_add(1, Ordering::SeqCst);
+            let _parked = Connected(&self.parked);
             tokio::select! {
                 _ = head.changed() => {}
                 _ = tick.changed() => {}
