@@ -4,9 +4,12 @@
 //! Under load one `fsync` covers every write appended before it started; idle, a write
 //! costs one `fsync`. The realm actor never waits: handlers await their ticket.
 
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -40,6 +43,9 @@ impl FromStr for DurabilityMode {
 pub struct Durability {
     mode: DurabilityMode,
     db: sled::Db,
+    /// The database folder: sled's `flush` ends with `sync_file_range`, which neither
+    /// flushes the disk cache nor the file size, so hearth `fsync`s the files itself.
+    dir: PathBuf,
     /// Tickets handed out so far; ticket N is taken after its record was appended.
     written: AtomicU64,
     /// Highest ticket known to be on disk.
@@ -54,11 +60,12 @@ pub struct Durability {
 
 impl Durability {
     /// Creates the state and, unless `Never`, its flusher thread.
-    pub fn start(db: sled::Db, mode: DurabilityMode) -> Arc<Durability> {
+    pub fn start(db: sled::Db, dir: &Path, mode: DurabilityMode) -> io::Result<Arc<Durability>> {
         let (durable, _) = watch::channel(0);
         let d = Arc::new(Durability {
             mode,
             db,
+            dir: dir.to_path_buf(),
             written: AtomicU64::new(0),
             durable,
             wanted: Mutex::new(false),
@@ -67,20 +74,17 @@ impl Durability {
             thread: Mutex::new(None),
         });
         if mode != DurabilityMode::Never {
-            let flusher = d.clone();
-            let spawned = std::thread::Builder::new()
+            // Weak: a store dropped without `shutdown` still releases the database
+            // once the flusher's current wait ends.
+            let flusher = Arc::downgrade(&d);
+            let handle = std::thread::Builder::new()
                 .name("hearth-flusher".into())
-                .spawn(move || flusher.run());
-            match spawned {
-                Ok(handle) => {
-                    if let Ok(mut slot) = d.thread.lock() {
-                        *slot = Some(handle);
-                    }
-                }
-                Err(e) => tracing::error!("cannot start the flusher thread: {e}"),
+                .spawn(move || Durability::run(&flusher))?;
+            if let Ok(mut slot) = d.thread.lock() {
+                *slot = Some(handle);
             }
         }
-        d
+        Ok(d)
     }
 
     pub fn mode(&self) -> DurabilityMode {
@@ -109,10 +113,11 @@ impl Durability {
         let _ = rx.wait_for(|d| *d >= ticket).await;
     }
 
-    /// Flushes now, on the caller's thread (snapshots, shutdown).
+    /// Flushes now, on the caller's thread: sled's log, then an `fsync` of its file.
     pub fn flush_now(&self) -> Result<(), sled::Error> {
         let target = self.written.load(Ordering::SeqCst);
         self.db.flush()?;
+        File::open(self.dir.join("db"))?.sync_data()?;
         self.durable.send_if_modified(|d| {
             let moved = target > *d;
             *d = (*d).max(target);
@@ -121,10 +126,26 @@ impl Durability {
         Ok(())
     }
 
+    /// `fsync`s sled's blob files (values over its inline limit, such as snapshots of
+    /// large realms, live there and sled never syncs them) and their folder.
+    pub fn sync_blobs(&self) -> io::Result<()> {
+        let blobs = self.dir.join("blobs");
+        if !blobs.is_dir() {
+            return Ok(());
+        }
+        for entry in std::fs::read_dir(&blobs)? {
+            let path = entry?.path();
+            if path.is_file() {
+                File::open(&path)?.sync_all()?;
+            }
+        }
+        File::open(&blobs)?.sync_all()
+    }
+
     /// Stops (and joins) the flusher thread after a last flush.
     pub fn shutdown(&self) {
-        self.stop.store(true, Ordering::SeqCst);
         if let Ok(_guard) = self.wanted.lock() {
+            self.stop.store(true, Ordering::SeqCst);
             self.wake.notify_all();
         }
         let thread = self.thread.lock().ok().and_then(|mut t| t.take());
@@ -138,27 +159,26 @@ impl Durability {
         }
     }
 
-    fn run(&self) {
-        let period = match self.mode {
-            DurabilityMode::Interval(ms) => Duration::from_millis(ms.max(1)),
-            _ => Duration::from_millis(500),
-        };
-        while !self.stop.load(Ordering::SeqCst) {
-            if self.mode == DurabilityMode::Always {
-                let Ok(guard) = self.wanted.lock() else {
-                    return;
-                };
-                let Ok((mut guard, _)) = self.wake.wait_timeout_while(guard, period, |w| {
-                    !*w && !self.stop.load(Ordering::SeqCst)
-                }) else {
-                    return;
-                };
-                *guard = false;
-            } else {
-                std::thread::sleep(period);
+    fn run(this: &Weak<Durability>) {
+        loop {
+            let Some(d) = this.upgrade() else { return };
+            if d.stop.load(Ordering::SeqCst) {
+                return;
             }
-            if self.written.load(Ordering::SeqCst) > *self.durable.borrow() {
-                if let Err(e) = self.flush_now() {
+            let (period, on_demand) = match d.mode {
+                DurabilityMode::Interval(ms) => (Duration::from_millis(ms.max(1)), false),
+                _ => (Duration::from_millis(500), true),
+            };
+            {
+                let Ok(guard) = d.wanted.lock() else { return };
+                let waited = d.wake.wait_timeout_while(guard, period, |wanted| {
+                    !(d.stop.load(Ordering::SeqCst) || (on_demand && *wanted))
+                });
+                let Ok((mut guard, _)) = waited else { return };
+                *guard = false;
+            }
+            if d.written.load(Ordering::SeqCst) > *d.durable.borrow() {
+                if let Err(e) = d.flush_now() {
                     tracing::error!("flush failed, retrying: {e}");
                     std::thread::sleep(Duration::from_millis(100));
                 }

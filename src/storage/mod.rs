@@ -20,6 +20,8 @@ pub enum StorageError {
     Codec(#[from] codec::CodecError),
     #[error("{0}")]
     Invalid(String),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// The server's database and its flusher.
@@ -37,7 +39,8 @@ impl Store {
     pub fn open(dir: &Path, mode: DurabilityMode) -> Result<Store, StorageError> {
         // hearth decides when to flush (group commit); sled's own timer would only blur that.
         let db = sled::Config::new().path(dir).flush_every_ms(None).open()?;
-        let durability = Durability::start(db.clone(), mode);
+        let durability = Durability::start(db.clone(), dir, mode)
+            .map_err(|e| StorageError::Invalid(format!("cannot start the flusher: {e}")))?;
         Ok(Store { db, durability })
     }
 

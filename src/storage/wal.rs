@@ -94,6 +94,7 @@ impl RealmStore {
         }
         let (mut replayed, mut cut) = (0, 0);
         let mut bad_from = None;
+        let mut expected = from + 1;
         for entry in self.wal.range((from + 1).to_be_bytes()..) {
             let (k, v) = entry?;
             let seq = key_seq(&k);
@@ -101,6 +102,14 @@ impl RealmStore {
                 cut += 1;
                 continue;
             }
+            if seq != expected {
+                // Records between the snapshot and this one are gone (an unreadable
+                // newer snapshot had replaced them): refuse to start on partial state.
+                return Err(StorageError::Invalid(format!(
+                    "WAL gap: expected record {expected}, found {seq} (state after snapshot {from} is incomplete)"
+                )));
+            }
+            expected = seq + 1;
             match codec::decode::<Vec<Change>>(&v) {
                 Ok(changes) => {
                     for c in &changes {
@@ -151,4 +160,62 @@ fn key_seq(k: &[u8]) -> u64 {
     let n = k.len().min(8);
     b[8 - n..].copy_from_slice(&k[k.len() - n..]);
     u64::from_be_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{DurabilityMode, Store};
+    use crate::realm::dev::dev_realm_changes;
+    use crate::realm::{Change, Cx};
+
+    fn seeded() -> (tempfile::TempDir, Store, Vec<Change>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path(), DurabilityMode::Never).expect("open");
+        let changes = dev_realm_changes("http://x", &mut Cx::seeded(1, 1)).expect("seed");
+        (dir, store, changes)
+    }
+
+    #[test]
+    fn replay_rebuilds_the_same_realm_and_cuts_a_torn_tail() {
+        let (_dir, store, changes) = seeded();
+        let mut rs = store.realm("zulip").expect("realm");
+        for c in &changes {
+            rs.append(std::slice::from_ref(c)).expect("append");
+        }
+        rs.append_raw(b"torn").expect("raw");
+        rs.append(&changes[1..2]).expect("after the tear");
+        let got = rs.recover().expect("recover").expect("realm");
+        assert_eq!(got.replayed, changes.len() as u64);
+        assert_eq!(got.cut, 2);
+        let mut live = crate::realm::Realm::from_first_change(&changes[0]).expect("first");
+        changes.iter().for_each(|c| live.apply(c));
+        assert_eq!(got.realm, live);
+        assert_eq!(rs.wal_len(), changes.len(), "the torn tail is deleted");
+    }
+
+    #[test]
+    fn snapshot_then_replay_and_a_gap_is_refused() {
+        let (_dir, store, changes) = seeded();
+        let mut rs = store.realm("zulip").expect("realm");
+        rs.append(&changes).expect("append");
+        let mut live = crate::realm::Realm::from_first_change(&changes[0]).expect("first");
+        changes.iter().for_each(|c| live.apply(c));
+        rs.snapshot(&live).expect("snapshot");
+        assert_eq!(rs.wal_len(), 0, "the snapshot replaces the WAL prefix");
+        let later = Change::CanCreateUsersSet {
+            user_id: 10,
+            value: true,
+        };
+        rs.append(std::slice::from_ref(&later)).expect("append");
+        live.apply(&later);
+        assert_eq!(rs.recover().expect("recover").expect("realm").realm, live);
+
+        // An unreadable snapshot with its WAL prefix gone must not start on partial state.
+        let (newest, _) = rs.snaps.last().expect("read").expect("a snapshot");
+        rs.snaps
+            .insert(newest, b"garbage".to_vec())
+            .expect("corrupt");
+        let err = rs.recover().err().expect("refused").to_string();
+        assert!(err.contains("WAL gap"), "{err}");
+    }
 }
