@@ -714,7 +714,6 @@ impl Realm {
     }
 
     /// `GET /streams`, with Zulip's filters.
-    #[allow(clippy::too_many_arguments)]
     pub fn view_streams(&self, me: &User, f: &StreamFilter) -> ApiResult<Vec<Value>> {
         if f.include_all_active && !me.is_admin() {
             return Err(ApiError::bad_request("User not authorized for this query"));
@@ -840,7 +839,6 @@ impl Realm {
         name: String,
         description: String,
         spec: &ChannelSpec,
-        folder_id: Option<FolderId>,
         creator: Option<UserId>,
         now: i64,
     ) -> Channel {
@@ -864,7 +862,7 @@ impl Realm {
                 || spec.is_web_public
                 || !spec.invite_only,
             is_archived: false,
-            folder_id,
+            folder_id: None,
             date_created: now,
             creator_id: creator,
             message_retention_days: spec.message_retention_days,
@@ -926,7 +924,6 @@ impl Realm {
                         name,
                         description,
                         &req.spec,
-                        None,
                         Some(me.id),
                         cx.now_secs(),
                     ));
@@ -1059,15 +1056,8 @@ impl Realm {
         }
         let folder = self.check_folder(spec.folder_id)?;
         let id = self.next_channel_id;
-        let ch = self.new_channel(
-            id,
-            name,
-            description,
-            &spec,
-            folder,
-            Some(me.id),
-            cx.now_secs(),
-        );
+        let mut ch = self.new_channel(id, name, description, &spec, Some(me.id), cx.now_secs());
+        ch.folder_id = folder;
         let mut changes = vec![Change::ChannelCreated(Box::new(ch))];
         if spec.is_default_stream {
             changes.push(Change::DefaultChannelSet {
