@@ -94,6 +94,14 @@ impl Queue {
                 .event_types
                 .as_ref()
                 .is_none_or(|t| t.contains(kind))
+            && event.capability.is_none_or(|(name, declared)| {
+                self.options
+                    .capabilities
+                    .get(name)
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+                    == declared
+            })
     }
 
     fn push(st: &mut QueueState, body: Arc<Map<String, Value>>) {

@@ -2,6 +2,8 @@
 //! sends a rule to the realm actor and renders its reply.
 
 pub mod auth;
+pub mod bots;
+pub mod channels;
 pub mod error;
 pub mod events;
 pub mod params;
@@ -49,7 +51,69 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/users/me", web::get().to(users::get_own_user))
             .route("/users", web::get().to(users::get_users))
             .route("/users", web::post().to(users::create_user))
+            .route(
+                "/users/me/subscriptions",
+                web::get().to(channels::get_subscriptions),
+            )
+            .route(
+                "/users/me/subscriptions",
+                web::post().to(channels::subscribe),
+            )
+            .route(
+                "/users/me/subscriptions",
+                web::delete().to(channels::unsubscribe),
+            )
+            .route(
+                "/users/me/subscriptions/properties",
+                web::post().to(channels::update_subscription_properties),
+            )
+            .route(
+                "/users/{user_id}/subscriptions/{stream_id}",
+                web::get().to(channels::get_subscription_status),
+            )
             .route("/users/{user}", web::get().to(users::get_user))
+            .route("/channels/create", web::post().to(channels::create_channel))
+            .route("/streams", web::get().to(channels::get_streams))
+            .route("/streams/{stream_id}", web::get().to(channels::get_stream))
+            .route(
+                "/streams/{stream_id}",
+                web::patch().to(channels::update_stream),
+            )
+            .route(
+                "/streams/{stream_id}",
+                web::delete().to(channels::archive_stream),
+            )
+            .route(
+                "/streams/{stream_id}/members",
+                web::get().to(channels::get_stream_members),
+            )
+            .route("/get_stream_id", web::get().to(channels::get_stream_id))
+            .route(
+                "/default_streams",
+                web::post().to(channels::add_default_stream),
+            )
+            .route(
+                "/default_streams",
+                web::delete().to(channels::remove_default_stream),
+            )
+            .route(
+                "/channel_folders/create",
+                web::post().to(channels::create_channel_folder),
+            )
+            .route(
+                "/channel_folders",
+                web::get().to(channels::get_channel_folders),
+            )
+            .route(
+                "/channel_folders",
+                web::patch().to(channels::reorder_channel_folders),
+            )
+            .route(
+                "/channel_folders/{channel_folder_id}",
+                web::patch().to(channels::update_channel_folder),
+            )
+            .route("/bots", web::post().to(bots::create_bot))
+            .route("/bots", web::get().to(bots::get_bots))
             .route("/register", web::post().to(events::register))
             .route("/events", web::get().to(events::get_events))
             .route("/events", web::delete().to(events::delete_events))

@@ -5,6 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::channels::{
+    Channel, ChannelFolder, ChannelId, ChannelUpdate, FolderId, FolderUpdate, NewSubscription,
+    SubProperty,
+};
+use super::groups::UserGroup;
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact. Never a generic patch: one variant per kind of fact.
@@ -16,6 +21,39 @@ pub enum Change {
     UserCreated(NewUser),
     /// A user's `can_create_users` permission was granted or revoked (a server command).
     CanCreateUsersSet { user_id: UserId, value: bool },
+    /// A user group was created (the system groups, at realm creation).
+    UserGroupCreated(UserGroup),
+    /// A channel was created (without subscribers: `Subscribed` follows).
+    ChannelCreated(Box<Channel>),
+    /// Users were subscribed to channels (one request's worth, with their colors).
+    Subscribed { subs: Vec<NewSubscription> },
+    /// Users were unsubscribed from channels: `(channel, user)` pairs.
+    Unsubscribed { subs: Vec<(ChannelId, UserId)> },
+    /// One personal property of a subscription changed.
+    SubscriptionPropertySet {
+        user_id: UserId,
+        channel_id: ChannelId,
+        property: SubProperty,
+    },
+    /// One property of a channel changed.
+    ChannelUpdated {
+        channel_id: ChannelId,
+        update: ChannelUpdate,
+    },
+    /// A channel joined or left the set of default channels.
+    DefaultChannelSet {
+        channel_id: ChannelId,
+        is_default: bool,
+    },
+    /// A channel folder was created.
+    ChannelFolderCreated(ChannelFolder),
+    /// One property of a channel folder changed.
+    ChannelFolderUpdated {
+        folder_id: FolderId,
+        update: FolderUpdate,
+    },
+    /// Channel folders were reordered; `order` is the list as the client sent it.
+    ChannelFoldersReordered { order: Vec<i64> },
 }
 
 /// Everything a new account holds when it is created.
@@ -51,7 +89,17 @@ impl Change {
         match self {
             Change::RealmCreated { .. }
             | Change::UserCreated(_)
-            | Change::CanCreateUsersSet { .. } => DurabilityClass::Durable,
+            | Change::CanCreateUsersSet { .. }
+            | Change::UserGroupCreated(_)
+            | Change::ChannelCreated(_)
+            | Change::Subscribed { .. }
+            | Change::Unsubscribed { .. }
+            | Change::SubscriptionPropertySet { .. }
+            | Change::ChannelUpdated { .. }
+            | Change::DefaultChannelSet { .. }
+            | Change::ChannelFolderCreated(_)
+            | Change::ChannelFolderUpdated { .. }
+            | Change::ChannelFoldersReordered { .. } => DurabilityClass::Durable,
         }
     }
 }

@@ -4,8 +4,14 @@
 //! Seeding is ordinary decisions: it yields the `Change`s a realm is built from, which
 //! go through the WAL like any other write.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
+use super::channels::{
+    pick_color, render_description, Channel, ChannelFolder, ChannelSetting, NewSubscription,
+};
+use super::groups::{system_group_changes, GroupSetting, SystemGroup};
 use super::{Change, Cx, EmailVisibility, NewUser, RealmSettings, Role};
 
 const DEV_REALM_JSON: &str = include_str!("dev_realm.json");
@@ -17,6 +23,39 @@ const FIRST_DEV_USER_ID: u64 = 6;
 struct DevRealm {
     realm: DevRealmSettings,
     users: Vec<DevUser>,
+    channels: Vec<DevChannel>,
+    channel_folders: Vec<DevFolder>,
+}
+
+#[derive(Deserialize)]
+struct DevChannel {
+    name: String,
+    invite_only: bool,
+    is_web_public: bool,
+    description: String,
+    is_archived: bool,
+    history_public_to_subscribers: bool,
+    folder: Option<String>,
+    is_default_channel: bool,
+    subscribers: Vec<String>,
+    group_settings: BTreeMap<String, DevGroupSetting>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum DevGroupSetting {
+    Named(String),
+    Anonymous {
+        direct_members: Vec<String>,
+        direct_subgroups: Vec<String>,
+    },
+}
+
+#[derive(Deserialize)]
+struct DevFolder {
+    name: String,
+    description: String,
+    is_archived: bool,
 }
 
 #[derive(Deserialize)]
@@ -85,6 +124,100 @@ pub fn dev_realm_changes(url: &str, cx: &mut Cx) -> Result<Vec<Change>, String> 
         user_id: creator,
         value: true,
     });
+    let now = cx.now_secs();
+    changes.extend(system_group_changes(1, now));
+    let group_id = |name: &str| {
+        SystemGroup::from_name(name)
+            .and_then(|g| SystemGroup::ALL.iter().position(|x| *x == g))
+            .map(|i| 1 + i as u64)
+            .ok_or_else(|| format!("unknown group {name}"))
+    };
+    let mut folder_ids = BTreeMap::new();
+    for (i, f) in dev.channel_folders.iter().enumerate() {
+        let id = 1 + i as u64;
+        folder_ids.insert(f.name.clone(), id);
+        changes.push(Change::ChannelFolderCreated(ChannelFolder {
+            id,
+            name: f.name.clone(),
+            rendered_description: render_description(&f.description),
+            description: f.description.clone(),
+            order: 1 + i as i64,
+            date_created: now,
+            creator_id: Some(creator),
+            is_archived: f.is_archived,
+        }));
+    }
+    let mut colors: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for (i, c) in dev.channels.iter().enumerate() {
+        let id = 1 + i as u64;
+        let mut settings = BTreeMap::new();
+        for (name, v) in &c.group_settings {
+            let setting = ChannelSetting::from_name(name)
+                .ok_or_else(|| format!("unknown channel setting {name}"))?;
+            let value = match v {
+                DevGroupSetting::Named(g) => GroupSetting::Named(group_id(g)?),
+                DevGroupSetting::Anonymous {
+                    direct_members,
+                    direct_subgroups,
+                } => GroupSetting::Anonymous {
+                    members: direct_members
+                        .iter()
+                        .map(|e| id_of(e).ok_or_else(|| format!("unknown user {e}")))
+                        .collect::<Result<_, _>>()?,
+                    subgroups: direct_subgroups
+                        .iter()
+                        .map(|g| group_id(g))
+                        .collect::<Result<_, _>>()?,
+                },
+            };
+            settings.insert(setting, value);
+        }
+        let folder_id = match &c.folder {
+            Some(f) => Some(
+                *folder_ids
+                    .get(f)
+                    .ok_or_else(|| format!("unknown folder {f}"))?,
+            ),
+            None => None,
+        };
+        changes.push(Change::ChannelCreated(Box::new(Channel {
+            id,
+            name: c.name.clone(),
+            rendered_description: render_description(&c.description),
+            description: c.description.clone(),
+            invite_only: c.invite_only,
+            is_web_public: c.is_web_public,
+            history_public_to_subscribers: c.history_public_to_subscribers,
+            is_archived: c.is_archived,
+            folder_id,
+            date_created: now,
+            creator_id: None,
+            message_retention_days: None,
+            settings,
+            subs: BTreeMap::new(),
+        })));
+        if c.is_default_channel {
+            changes.push(Change::DefaultChannelSet {
+                channel_id: id,
+                is_default: true,
+            });
+        }
+        let mut subs = Vec::new();
+        for email in &c.subscribers {
+            let user_id = id_of(email).ok_or_else(|| format!("unknown subscriber {email}"))?;
+            let used = colors.entry(user_id).or_default();
+            let color = pick_color(used);
+            used.push(color.clone());
+            subs.push(NewSubscription {
+                channel_id: id,
+                user_id,
+                color,
+            });
+        }
+        if !subs.is_empty() {
+            changes.push(Change::Subscribed { subs });
+        }
+    }
     Ok(changes)
 }
 
@@ -96,7 +229,8 @@ pub fn new_realm_changes(
     password_hash: Option<String>,
     cx: &mut Cx,
 ) -> Vec<Change> {
-    vec![
+    let now = cx.now_secs();
+    let mut changes = vec![
         Change::RealmCreated { settings },
         Change::UserCreated(NewUser {
             user_id: 1,
@@ -114,7 +248,9 @@ pub fn new_realm_changes(
             user_id: 1,
             value: true,
         },
-    ]
+    ];
+    changes.extend(system_group_changes(1, now));
+    changes
 }
 
 #[cfg(test)]
@@ -146,5 +282,27 @@ mod tests {
             format!("user{}@zulipdev.com", iago.id)
         );
         assert_eq!(realm.api_email(bot), "default-bot@zulip.com");
+        let verona = realm.channel_by_name("verona").expect("Verona");
+        assert!(verona.is_subscribed(iago.id));
+        assert!(realm.default_channels.contains(&verona.id));
+        let core = realm.channel_by_name("core team").expect("core team");
+        assert!(core.invite_only && !core.is_subscribed(iago.id));
+        let devel = realm.channel_by_name("devel").expect("devel");
+        assert_eq!(
+            devel
+                .folder_id
+                .and_then(|f| realm.folders.get(&f))
+                .map(|f| f.name.as_str()),
+            Some("Engineering")
+        );
+        let admins = realm.system_group_id(SystemGroup::Administrators);
+        assert!(realm.is_group_member(iago, admins));
+        let desdemona = realm
+            .user_by_delivery_email("desdemona@zulip.com")
+            .expect("d");
+        assert!(realm.is_group_member(desdemona, admins));
+        let hamlet = realm.user_by_delivery_email("hamlet@zulip.com").expect("h");
+        assert!(!realm.is_group_member(hamlet, admins));
+        assert_eq!(realm.groups.len(), 8);
     }
 }

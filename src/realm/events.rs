@@ -9,9 +9,23 @@
 //! | `RealmCreated`       | none (no queue can exist yet)                 | -          |
 //! | `UserCreated`        | `realm_user` `op:add` `{person}`              | every active user; `person.delivery_email` real for those who may see it, null for the rest |
 //! | `CanCreateUsersSet`  | none (Zulip sends none: a server command)     | -          |
+//! | `UserCreated` (bot)  | also `realm_bot` `op:add` `{bot}`             | administrators and the bot's owner |
+//! | `UserGroupCreated`   | none (system groups exist before any queue)   | -          |
+//! | `ChannelCreated`     | `stream` `op:create` `{streams}`              | users who can see the channel |
+//! | `Subscribed`         | `stream` `op:create` for newly visible private channels; `subscription` `op:add` `{subscriptions}` per user; `subscription` `op:peer_add` `{stream_ids, user_ids}` per channel | the new subscriber; the new subscriber; others who can see subscribers |
+//! | `Unsubscribed`       | `subscription` `op:remove` `{subscriptions:[{name, stream_id}]}`; `subscription` `op:peer_remove`; `stream` `op:delete` when access is lost | the removed user; others who can see subscribers; the removed user |
+//! | `SubscriptionPropertySet` | `subscription` `op:update` `{stream_id, property, value}` (`is_muted`: `in_home_view` then `is_muted`) | the user |
+//! | `ChannelUpdated`     | `stream` `op:update` `{stream_id, name, property, value, ...}`; archiving: `stream` `op:delete` / unarchiving: `stream` `op:create` for queues without `archived_channels` | users who can see the channel |
+//! | `DefaultChannelSet`  | `default_streams` `{default_streams:[ids]}`   | active non-guest users |
+//! | `ChannelFolderCreated` | `channel_folder` `op:add` `{channel_folder}` | active users |
+//! | `ChannelFolderUpdated` | `channel_folder` `op:update` `{channel_folder_id, data}` | active users |
+//! | `ChannelFoldersReordered` | `channel_folder` `op:reorder` `{order}` (as sent) | active users |
+
+use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+use super::channels::{ChannelId, ChannelUpdate, FolderUpdate};
 use super::users::UserView;
 use super::{Change, Realm, UserId};
 
@@ -45,6 +59,8 @@ impl Audience {
 pub struct Event {
     pub body: Map<String, Value>,
     pub audience: Audience,
+    /// Only queues whose `client_capabilities[name]` is (true) / is not (false) set.
+    pub capability: Option<(&'static str, bool)>,
 }
 
 impl Event {
@@ -53,7 +69,17 @@ impl Event {
             Value::Object(m) => m,
             _ => Map::new(),
         };
-        Event { body, audience }
+        Event {
+            body,
+            audience,
+            capability: None,
+        }
+    }
+
+    /// Restricts the event to queues that declared (or did not declare) a capability.
+    pub fn for_capability(mut self, name: &'static str, declared: bool) -> Self {
+        self.capability = Some((name, declared));
+        self
     }
 
     /// The event's `type`.
@@ -69,9 +95,283 @@ impl Realm {
     /// The events a just-applied change sends, with their recipients.
     pub fn events_for(&self, change: &Change) -> Vec<Event> {
         match change {
-            Change::RealmCreated { .. } | Change::CanCreateUsersSet { .. } => Vec::new(),
-            Change::UserCreated(n) => self.user_added_events(n.user_id),
+            Change::RealmCreated { .. }
+            | Change::CanCreateUsersSet { .. }
+            | Change::UserGroupCreated(_) => Vec::new(),
+            Change::UserCreated(n) => {
+                let mut out = self.user_added_events(n.user_id);
+                out.extend(self.bot_added_events(n.user_id));
+                out
+            }
+            Change::ChannelCreated(_)
+            | Change::Subscribed { .. }
+            | Change::Unsubscribed { .. }
+            | Change::SubscriptionPropertySet { .. }
+            | Change::ChannelUpdated { .. }
+            | Change::DefaultChannelSet { .. }
+            | Change::ChannelFolderCreated(_)
+            | Change::ChannelFolderUpdated { .. }
+            | Change::ChannelFoldersReordered { .. } => self.channel_events(change),
         }
+    }
+
+    /// `realm_bot` add, to administrators and the bot's owner.
+    fn bot_added_events(&self, id: UserId) -> Vec<Event> {
+        let Some(bot) = self.user(id).filter(|u| u.is_bot()) else {
+            return Vec::new();
+        };
+        let ids: Vec<UserId> = self
+            .users
+            .values()
+            .filter(|u| u.is_active && (u.is_admin() || Some(u.id) == bot.bot_owner_id))
+            .map(|u| u.id)
+            .collect();
+        vec![Event::new(
+            json!({"type": "realm_bot", "op": "add", "bot": self.bot_json(bot)}),
+            Audience::users(ids),
+        )]
+    }
+
+    fn active_users(&self, non_guest: bool) -> Vec<UserId> {
+        self.users
+            .values()
+            .filter(|u| u.is_active && !(non_guest && u.is_guest()))
+            .map(|u| u.id)
+            .collect()
+    }
+
+    fn channel_events(&self, change: &Change) -> Vec<Event> {
+        let mut out = Vec::new();
+        match change {
+            Change::ChannelCreated(ch) => {
+                if let Some(ch) = self.channel(ch.id) {
+                    out.push(Event::new(
+                        json!({"type": "stream", "op": "create", "streams": [self.stream_json(ch)]}),
+                        Audience::users(self.channel_viewers(ch)),
+                    ));
+                }
+            }
+            Change::Subscribed { subs } => {
+                let mut by_user: BTreeMap<UserId, Vec<ChannelId>> = BTreeMap::new();
+                let mut by_channel: BTreeMap<ChannelId, Vec<UserId>> = BTreeMap::new();
+                for s in subs {
+                    by_user.entry(s.user_id).or_default().push(s.channel_id);
+                    by_channel.entry(s.channel_id).or_default().push(s.user_id);
+                }
+                for (uid, cids) in &by_user {
+                    let Some(user) = self.user(*uid) else {
+                        continue;
+                    };
+                    let newly_visible: Vec<Value> = cids
+                        .iter()
+                        .filter_map(|c| self.channel(*c))
+                        .filter(|ch| {
+                            (ch.invite_only && !user.is_admin())
+                                || (user.is_guest() && !ch.is_web_public)
+                        })
+                        .map(|ch| Value::Object(self.stream_json(ch)))
+                        .collect();
+                    if !newly_visible.is_empty() {
+                        out.push(Event::new(
+                            json!({"type": "stream", "op": "create", "streams": newly_visible}),
+                            Audience::users(vec![*uid]),
+                        ));
+                    }
+                }
+                for (uid, cids) in &by_user {
+                    let Some(user) = self.user(*uid) else {
+                        continue;
+                    };
+                    let subscriptions: Vec<Value> = cids
+                        .iter()
+                        .filter_map(|c| self.channel(*c))
+                        .filter_map(|ch| {
+                            let sub = ch.subs.get(uid)?;
+                            let see = self.can_see_subscribers(user, ch);
+                            let mut m = self.subscription_json(ch, sub, see);
+                            m.entry("subscribers").or_insert_with(|| json!([]));
+                            Some(Value::Object(m))
+                        })
+                        .collect();
+                    out.push(Event::new(
+                        json!({"type": "subscription", "op": "add", "subscriptions": subscriptions}),
+                        Audience::users(vec![*uid]),
+                    ));
+                }
+                for (cid, uids) in &by_channel {
+                    let Some(ch) = self.channel(*cid) else {
+                        continue;
+                    };
+                    let peers: Vec<UserId> = self
+                        .subscriber_viewers(ch)
+                        .into_iter()
+                        .filter(|u| !uids.contains(u))
+                        .collect();
+                    if !peers.is_empty() {
+                        out.push(Event::new(
+                            json!({"type": "subscription", "op": "peer_add", "stream_ids": [cid], "user_ids": uids}),
+                            Audience::users(peers),
+                        ));
+                    }
+                }
+            }
+            Change::Unsubscribed { subs } => {
+                let mut by_user: BTreeMap<UserId, Vec<ChannelId>> = BTreeMap::new();
+                let mut by_channel: BTreeMap<ChannelId, Vec<UserId>> = BTreeMap::new();
+                for (cid, uid) in subs {
+                    by_user.entry(*uid).or_default().push(*cid);
+                    by_channel.entry(*cid).or_default().push(*uid);
+                }
+                for (uid, cids) in &by_user {
+                    let removed: Vec<Value> = cids
+                        .iter()
+                        .filter_map(|c| self.channel(*c))
+                        .map(|ch| json!({"name": ch.name, "stream_id": ch.id}))
+                        .collect();
+                    out.push(Event::new(
+                        json!({"type": "subscription", "op": "remove", "subscriptions": removed}),
+                        Audience::users(vec![*uid]),
+                    ));
+                }
+                for (cid, uids) in &by_channel {
+                    let Some(ch) = self.channel(*cid) else {
+                        continue;
+                    };
+                    let peers: Vec<UserId> = self
+                        .subscriber_viewers(ch)
+                        .into_iter()
+                        .filter(|u| !uids.contains(u))
+                        .collect();
+                    if !peers.is_empty() {
+                        out.push(Event::new(
+                            json!({"type": "subscription", "op": "peer_remove", "stream_ids": [cid], "user_ids": uids}),
+                            Audience::users(peers),
+                        ));
+                    }
+                }
+                for (uid, cids) in &by_user {
+                    let Some(user) = self.user(*uid) else {
+                        continue;
+                    };
+                    let lost: Vec<ChannelId> = cids
+                        .iter()
+                        .filter_map(|c| self.channel(*c))
+                        .filter(|ch| !self.can_see_channel(user, ch))
+                        .map(|ch| ch.id)
+                        .collect();
+                    if !lost.is_empty() {
+                        let streams: Vec<Value> =
+                            lost.iter().map(|id| json!({"stream_id": id})).collect();
+                        out.push(Event::new(
+                            json!({"type": "stream", "op": "delete", "streams": streams, "stream_ids": lost}),
+                            Audience::users(vec![*uid]),
+                        ));
+                    }
+                }
+            }
+            Change::SubscriptionPropertySet {
+                user_id,
+                channel_id,
+                property,
+            } => {
+                for (name, value) in property.events() {
+                    out.push(Event::new(
+                        json!({"type": "subscription", "op": "update", "stream_id": channel_id, "property": name, "value": value}),
+                        Audience::users(vec![*user_id]),
+                    ));
+                }
+            }
+            Change::ChannelUpdated { channel_id, update } => {
+                let Some(ch) = self.channel(*channel_id) else {
+                    return out;
+                };
+                let viewers = Audience::users(self.channel_viewers(ch));
+                let mut body =
+                    json!({"type": "stream", "op": "update", "stream_id": ch.id, "name": ch.name});
+                let extra = match update {
+                    ChannelUpdate::Name { old, new } => {
+                        json!({"name": old, "property": "name", "value": new})
+                    }
+                    ChannelUpdate::Description {
+                        description,
+                        rendered,
+                    } => {
+                        json!({"property": "description", "value": description, "rendered_description": rendered})
+                    }
+                    ChannelUpdate::Privacy {
+                        invite_only,
+                        history_public_to_subscribers,
+                        is_web_public,
+                    } => {
+                        json!({"property": "invite_only", "value": invite_only, "history_public_to_subscribers": history_public_to_subscribers, "is_web_public": is_web_public})
+                    }
+                    ChannelUpdate::Folder(f) => json!({"property": "folder_id", "value": f}),
+                    ChannelUpdate::Setting(s, v) => {
+                        json!({"property": s.name(), "value": v.json()})
+                    }
+                    ChannelUpdate::Archived(a) => {
+                        json!({"property": "is_archived", "value": a})
+                    }
+                };
+                if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+                    b.extend(e);
+                }
+                match update {
+                    ChannelUpdate::Archived(a) => {
+                        out.push(
+                            Event::new(body, viewers.clone())
+                                .for_capability("archived_channels", true),
+                        );
+                        let legacy = if *a {
+                            json!({"type": "stream", "op": "delete", "streams": [{"stream_id": ch.id}], "stream_ids": [ch.id]})
+                        } else {
+                            json!({"type": "stream", "op": "create", "streams": [self.stream_json(ch)]})
+                        };
+                        out.push(
+                            Event::new(legacy, viewers).for_capability("archived_channels", false),
+                        );
+                    }
+                    _ => out.push(Event::new(body, viewers)),
+                }
+            }
+            Change::DefaultChannelSet { .. } => {
+                let ids: Vec<ChannelId> = self.default_channels.iter().copied().collect();
+                out.push(Event::new(
+                    json!({"type": "default_streams", "default_streams": ids}),
+                    Audience::users(self.active_users(true)),
+                ));
+            }
+            Change::ChannelFolderCreated(f) => {
+                if let Some(f) = self.folders.get(&f.id) {
+                    out.push(Event::new(
+                        json!({"type": "channel_folder", "op": "add", "channel_folder": self.folder_json(f)}),
+                        Audience::users(self.active_users(false)),
+                    ));
+                }
+            }
+            Change::ChannelFolderUpdated { folder_id, update } => {
+                let data = match update {
+                    FolderUpdate::Name(n) => json!({"name": n}),
+                    FolderUpdate::Description {
+                        description,
+                        rendered,
+                    } => json!({"description": description, "rendered_description": rendered}),
+                    FolderUpdate::Archived(a) => json!({"is_archived": a}),
+                };
+                out.push(Event::new(
+                    json!({"type": "channel_folder", "op": "update", "channel_folder_id": folder_id, "data": data}),
+                    Audience::users(self.active_users(false)),
+                ));
+            }
+            Change::ChannelFoldersReordered { order } => {
+                out.push(Event::new(
+                    json!({"type": "channel_folder", "op": "reorder", "order": order}),
+                    Audience::users(self.active_users(false)),
+                ));
+            }
+            _ => {}
+        }
+        out
     }
 
     /// `realm_user` add, split by whether the recipient may see the real email.

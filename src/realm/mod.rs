@@ -5,13 +5,15 @@
 //! and cannot fail.
 
 pub mod change;
+pub mod channels;
 pub mod cx;
 pub mod dev;
 pub mod events;
+pub mod groups;
 pub mod register;
 pub mod users;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -133,9 +135,23 @@ pub struct Realm {
     pub users: BTreeMap<UserId, User>,
     /// The next id `decide_*` hands out; ids are never reused.
     pub next_user_id: UserId,
+    /// User groups by id (the system groups, created with the realm).
+    pub groups: BTreeMap<groups::GroupId, groups::UserGroup>,
+    pub next_group_id: groups::GroupId,
+    /// Channels by id, archived ones included, with their subscriptions.
+    pub channels: BTreeMap<channels::ChannelId, channels::Channel>,
+    pub next_channel_id: channels::ChannelId,
+    /// The channels new users join (seed 4.20).
+    pub default_channels: BTreeSet<channels::ChannelId>,
+    /// Channel folders by id (seed 4.19).
+    pub folders: BTreeMap<channels::FolderId, channels::ChannelFolder>,
+    pub next_folder_id: channels::FolderId,
     /// Lower-cased delivery email -> id. Derived from `users`; rebuilt after loading.
     #[serde(skip)]
     by_email: HashMap<String, UserId>,
+    /// Lower-cased channel name -> id. Derived from `channels`; rebuilt after loading.
+    #[serde(skip)]
+    channel_by_name: HashMap<String, channels::ChannelId>,
 }
 
 impl Realm {
@@ -145,7 +161,15 @@ impl Realm {
             settings,
             users: BTreeMap::new(),
             next_user_id: 1,
+            groups: BTreeMap::new(),
+            next_group_id: 1,
+            channels: BTreeMap::new(),
+            next_channel_id: 1,
+            default_channels: BTreeSet::new(),
+            folders: BTreeMap::new(),
+            next_folder_id: 1,
             by_email: HashMap::new(),
+            channel_by_name: HashMap::new(),
         }
     }
 
@@ -163,6 +187,11 @@ impl Realm {
             .users
             .values()
             .map(|u| (u.delivery_email.to_lowercase(), u.id))
+            .collect();
+        self.channel_by_name = self
+            .channels
+            .values()
+            .map(|c| (c.name.to_lowercase(), c.id))
             .collect();
     }
 
@@ -198,6 +227,19 @@ impl Realm {
                     u.can_create_users = *value;
                 }
             }
+            Change::UserGroupCreated(g) => {
+                self.next_group_id = self.next_group_id.max(g.id + 1);
+                self.groups.insert(g.id, g.clone());
+            }
+            Change::ChannelCreated(_)
+            | Change::Subscribed { .. }
+            | Change::Unsubscribed { .. }
+            | Change::SubscriptionPropertySet { .. }
+            | Change::ChannelUpdated { .. }
+            | Change::DefaultChannelSet { .. }
+            | Change::ChannelFolderCreated(_)
+            | Change::ChannelFolderUpdated { .. }
+            | Change::ChannelFoldersReordered { .. } => self.apply_channel_change(change),
         }
     }
 

@@ -79,16 +79,20 @@ impl Realm {
             m.insert("realm_bots".into(), bots.into());
         }
         if o.wants("subscription") {
-            put(
-                &mut m,
-                json!({"subscriptions": [], "unsubscribed": [], "never_subscribed": []}),
-            );
+            put(&mut m, self.subscription_state(me, o.include_subscribers));
         }
         if o.wants("stream") {
-            m.insert("streams".into(), json!([]));
+            let streams: Vec<Value> = self
+                .channels
+                .values()
+                .filter(|ch| !ch.is_archived && self.can_see_channel(me, ch))
+                .map(|ch| Value::Object(self.stream_json(ch)))
+                .collect();
+            m.insert("streams".into(), streams.into());
         }
         if o.wants("realm_user_groups") {
-            m.insert("realm_user_groups".into(), json!([]));
+            let groups: Vec<Value> = self.groups.values().map(|g| self.group_json(g)).collect();
+            m.insert("realm_user_groups".into(), groups.into());
         }
         if o.wants("custom_profile_fields") {
             put(
@@ -118,13 +122,19 @@ impl Realm {
             m.insert("realm_playgrounds".into(), json!([]));
         }
         if o.wants("default_streams") {
-            m.insert("realm_default_streams".into(), json!([]));
+            let ids: Vec<u64> = self.default_channels.iter().copied().collect();
+            m.insert("realm_default_streams".into(), ids.into());
         }
         if o.wants("default_stream_groups") {
             m.insert("realm_default_stream_groups".into(), json!([]));
         }
         if o.wants("channel_folders") {
-            m.insert("channel_folders".into(), json!([]));
+            let folders: Vec<Value> = self
+                .folders_sorted(true)
+                .into_iter()
+                .map(|f| self.folder_json(f))
+                .collect();
+            m.insert("channel_folders".into(), folders.into());
         }
         if o.wants("scheduled_messages") {
             m.insert("scheduled_messages".into(), json!([]));
@@ -195,6 +205,33 @@ impl Realm {
             }
         }
         m
+    }
+
+    /// `subscriptions`, `unsubscribed` and `never_subscribed` (archived channels are left
+    /// out, as for clients without the `archived_channels` capability).
+    fn subscription_state(&self, me: &User, include_subscribers: bool) -> Value {
+        let (mut subscribed, mut unsubscribed, mut never) = (Vec::new(), Vec::new(), Vec::new());
+        for ch in self.channels.values().filter(|c| !c.is_archived) {
+            let see_subs = include_subscribers && self.can_see_subscribers(me, ch);
+            match ch.subs.get(&me.id) {
+                Some(sub) if sub.active => {
+                    subscribed.push(Value::Object(self.subscription_json(ch, sub, see_subs)))
+                }
+                Some(sub) if self.can_see_channel(me, ch) => {
+                    unsubscribed.push(Value::Object(self.subscription_json(ch, sub, see_subs)))
+                }
+                Some(_) => {}
+                None if self.can_see_channel(me, ch) => {
+                    let mut j = self.stream_json(ch);
+                    if see_subs {
+                        j.insert("subscribers".into(), ch.subscriber_ids().into());
+                    }
+                    never.push(Value::Object(j));
+                }
+                None => {}
+            }
+        }
+        json!({"subscriptions": subscribed, "unsubscribed": unsubscribed, "never_subscribed": never})
     }
 
     fn realm_state(&self, o: &RegisterOptions) -> Value {
@@ -309,7 +346,7 @@ impl Realm {
         })
     }
 
-    fn bot_json(&self, b: &User) -> Value {
+    pub(crate) fn bot_json(&self, b: &User) -> Value {
         json!({
             "user_id": b.id,
             "full_name": b.full_name,

@@ -194,7 +194,60 @@ impl Realm {
             password_hash: Some(req.password_hash),
             date_joined: cx.now_secs(),
         });
-        Ok((vec![change], user_id))
+        let mut changes = vec![change];
+        changes.extend(self.default_channel_subscriptions(user_id));
+        Ok((changes, user_id))
+    }
+
+    /// `POST /bots`: a bot owned by `me`, email `<short_name>-bot@<bot domain>`.
+    pub fn decide_create_bot(
+        &self,
+        me: &User,
+        full_name: &str,
+        short_name: &str,
+        bot_type: i64,
+        cx: &mut Cx,
+    ) -> ApiResult<(Vec<Change>, UserId, String)> {
+        if me.is_guest() {
+            return Err(ApiError::bad_request("Insufficient permission"));
+        }
+        let full_name = check_full_name(full_name)?;
+        let bot_type = match bot_type {
+            1 | 2 => bot_type as u8,
+            _ => return Err(ApiError::bad_request("Invalid bot type")),
+        };
+        let short_name = short_name.trim();
+        let email = format!("{short_name}-bot@{}", self.settings.fake_email_domain);
+        if short_name.is_empty() || !email_is_valid(&email) {
+            return Err(ApiError::bad_request("Bad name or username"));
+        }
+        if self.user_by_delivery_email(&email).is_some() {
+            return Err(ApiError::bad_request("Username already in use"));
+        }
+        let user_id = self.next_user_id;
+        let api_key = cx.api_key();
+        let change = Change::UserCreated(NewUser {
+            user_id,
+            delivery_email: email,
+            full_name,
+            role: Role::Member,
+            bot_type: Some(bot_type),
+            bot_owner_id: Some(me.id),
+            timezone: String::new(),
+            api_key: api_key.clone(),
+            password_hash: None,
+            date_joined: cx.now_secs(),
+        });
+        Ok((vec![change], user_id, api_key))
+    }
+
+    /// `GET /bots`: the caller's bots (every bot, for administrators).
+    pub fn view_bots(&self, me: &User) -> Vec<Value> {
+        self.users
+            .values()
+            .filter(|b| b.is_bot() && (me.is_admin() || b.bot_owner_id == Some(me.id)))
+            .map(|b| self.bot_json(b))
+            .collect()
     }
 
     /// Whether `viewer` may see `user`'s real address (`delivery_email`).
