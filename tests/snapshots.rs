@@ -314,6 +314,10 @@ fn matches(pattern: &str, path: &str) -> bool {
 
 #[test]
 fn every_route_has_a_snapshot() {
+    if updating() {
+        // New files get their status from `snapshots_match` in this same run.
+        return;
+    }
     let routes = routes();
     assert!(routes.len() >= 7, "route table not understood: {routes:?}");
     let snaps: Vec<(String, String, String)> = snapshot_files()
