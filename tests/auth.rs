@@ -1,0 +1,234 @@
+//! HTTP Basic authentication of `/api/v1/` endpoints: Zulip's 401 and 400 answers, their
+//! texts and challenge headers, and the order of the checks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use reqwest::{Method, StatusCode};
+
+/// A well-formed key (32 alphanumeric characters) that belongs to nobody.
+const WRONG_KEY: &str = "abcdefghijklmnopqrstuvwxyz012345";
+
+#[actix_web::test]
+async fn no_credentials_is_401_with_basic_challenge() {
+    let app = spawn_app().await;
+    for (method, path) in [
+        (Method::GET, "/api/v1/users/me"),
+        (Method::GET, "/api/v1/users"),
+        (Method::GET, "/api/v1/users/10"),
+        (Method::GET, "/api/v1/users/hamlet@zulip.com"),
+        (Method::POST, "/api/v1/users"),
+    ] {
+        let reply = send(app.request(method.clone(), path, Auth::None)).await;
+        assert_error(&reply, 401, "UNAUTHORIZED", NOT_LOGGED_IN);
+        assert_eq!(challenge(&reply), Some(BASIC_CHALLENGE), "{method} {path}");
+        assert_eq!(
+            reply.1.get("content-type").unwrap(),
+            "application/json",
+            "{method} {path}"
+        );
+        assert_eq!(common::keys(&reply.2), sorted(&["code", "msg", "result"]));
+    }
+}
+
+#[actix_web::test]
+async fn credentials_are_checked_before_parameters() {
+    let app = spawn_app().await;
+    // A POST without credentials whose parameters are also wrong: 401, not 400.
+    let reply = app
+        .post("/api/v1/users", Auth::None, &[("email", "not-an-email")])
+        .await;
+    assert_error(&reply, 401, "UNAUTHORIZED", NOT_LOGGED_IN);
+    let reply = app
+        .get("/api/v1/users", Auth::None, &[("user_ids", "nonsense")])
+        .await;
+    assert_error(&reply, 401, "UNAUTHORIZED", NOT_LOGGED_IN);
+    let reply = app
+        .get(
+            "/api/v1/users",
+            Auth::Basic(ADMIN, "short"),
+            &[("user_ids", "nonsense")],
+        )
+        .await;
+    assert_error(&reply, 401, "UNAUTHORIZED", "Malformed API key");
+}
+
+#[actix_web::test]
+async fn key_of_wrong_length_is_malformed() {
+    let app = spawn_app().await;
+    let key = app.api_key(ADMIN).await;
+    for bad in ["", "short", &key[..31], &format!("{key}x")] {
+        let reply = app
+            .get("/api/v1/users/me", Auth::Basic(ADMIN, bad), &[])
+            .await;
+        assert_error(&reply, 401, "UNAUTHORIZED", "Malformed API key");
+        assert_eq!(challenge(&reply), Some(BASIC_CHALLENGE));
+    }
+    // The length is checked before the user is looked up.
+    let reply = app
+        .get(
+            "/api/v1/users/me",
+            Auth::Basic("nobody@zulip.com", "x"),
+            &[],
+        )
+        .await;
+    assert_error(&reply, 401, "UNAUTHORIZED", "Malformed API key");
+}
+
+#[actix_web::test]
+async fn unknown_email_or_wrong_key_is_invalid() {
+    let app = spawn_app().await;
+    let admin_key = app.api_key(ADMIN).await;
+    let member_key = app.api_key(MEMBER).await;
+    assert_eq!(WRONG_KEY.len(), 32);
+    let cases = [
+        ("nobody@zulip.com", WRONG_KEY),
+        ("nobody@zulip.com", admin_key.as_str()),
+        (ADMIN, WRONG_KEY),
+        // Someone else's valid key.
+        (ADMIN, member_key.as_str()),
+        // The API email is not the login: Zulip matches the real (delivery) address.
+        ("user11@zulipdev.com", admin_key.as_str()),
+    ];
+    for (email, key) in cases {
+        let reply = app
+            .get("/api/v1/users/me", Auth::Basic(email, key), &[])
+            .await;
+        assert_error(&reply, 401, "UNAUTHORIZED", "Invalid API key");
+        assert_eq!(challenge(&reply), Some(BASIC_CHALLENGE), "{email}");
+    }
+    // The key's case matters.
+    let flipped: String = admin_key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_uppercase() {
+                c.to_ascii_lowercase()
+            } else {
+                c.to_ascii_uppercase()
+            }
+        })
+        .collect();
+    if flipped != admin_key {
+        let reply = app
+            .get("/api/v1/users/me", Auth::Basic(ADMIN, &flipped), &[])
+            .await;
+        assert_error(&reply, 401, "UNAUTHORIZED", "Invalid API key");
+    }
+}
+
+#[actix_web::test]
+async fn valid_credentials_work_and_email_is_case_insensitive() {
+    let app = spawn_app().await;
+    let key = app.api_key(ADMIN).await;
+    for email in [ADMIN, "IAGO@zulip.com", "Iago@Zulip.Com"] {
+        let reply = app
+            .get("/api/v1/users/me", Auth::Basic(email, &key), &[])
+            .await;
+        let body = assert_success(&reply);
+        assert_eq!(body["delivery_email"], ADMIN);
+        assert!(challenge(&reply).is_none());
+    }
+    // The scheme name is case-insensitive too.
+    let header = basic(ADMIN, &key).replacen("Basic", "basic", 1);
+    let reply = app
+        .get("/api/v1/users/me", Auth::Header(&header), &[])
+        .await;
+    assert_eq!(assert_success(&reply)["delivery_email"], ADMIN);
+}
+
+#[actix_web::test]
+async fn non_basic_scheme_is_400() {
+    let app = spawn_app().await;
+    for header in ["Bearer abcdef", "Token xyz", "Digest username=\"iago\""] {
+        let reply = app.get("/api/v1/users/me", Auth::Header(header), &[]).await;
+        assert_error(
+            &reply,
+            400,
+            "BAD_REQUEST",
+            "This endpoint requires HTTP basic authentication.",
+        );
+    }
+}
+
+#[actix_web::test]
+async fn undecodable_basic_header_is_401() {
+    let app = spawn_app().await;
+    // Not base64; base64 of text without a colon; base64 of invalid UTF-8; nothing.
+    for header in [
+        "Basic !!!not-base64!!!",
+        "Basic aWFnb0B6dWxpcC5jb20=",
+        "Basic //79",
+        "Basic",
+    ] {
+        let reply = app.get("/api/v1/users/me", Auth::Header(header), &[]).await;
+        assert_error(
+            &reply,
+            401,
+            "UNAUTHORIZED",
+            "Invalid authorization header for basic auth",
+        );
+        assert_eq!(challenge(&reply), Some(BASIC_CHALLENGE), "{header}");
+    }
+}
+
+#[actix_web::test]
+async fn every_dev_user_authenticates_with_its_key() {
+    let app = spawn_app().await;
+    for email in [
+        ADMIN,
+        MEMBER,
+        OWNER,
+        GUEST,
+        BOT,
+        "AARON@zulip.com",
+        "shiva@zulip.com",
+    ] {
+        let reply = app.get_as(email, "/api/v1/users/me", &[]).await;
+        let body = assert_success(&reply);
+        assert_eq!(body["delivery_email"], email);
+    }
+    // Keys are distinct.
+    let a = app.api_key(ADMIN).await;
+    let b = app.api_key(MEMBER).await;
+    assert_ne!(a, b);
+}
+
+#[actix_web::test]
+async fn json_api_takes_no_basic_credentials() {
+    let app = spawn_app().await;
+    let key = app.api_key(ADMIN).await;
+    for auth in [Auth::None, Auth::Basic(ADMIN, &key)] {
+        let reply = app.get("/json/users/me", auth, &[]).await;
+        assert_error(&reply, 401, "UNAUTHORIZED", NOT_LOGGED_IN);
+        assert_eq!(challenge(&reply), Some("Session realm=\"zulip\""));
+    }
+}
+
+#[actix_web::test]
+async fn fetched_key_is_stable() {
+    let app = spawn_app().await;
+    let (_, _, first) = app
+        .post(
+            "/api/v1/dev_fetch_api_key",
+            Auth::None,
+            &[("username", ADMIN)],
+        )
+        .await;
+    let (_, _, second) = app
+        .post(
+            "/api/v1/dev_fetch_api_key",
+            Auth::None,
+            &[("username", ADMIN)],
+        )
+        .await;
+    assert_eq!(first["api_key"], second["api_key"]);
+    let key = first["api_key"].as_str().unwrap();
+    assert_eq!(key.len(), 32);
+    assert!(key.chars().all(|c| c.is_ascii_alphanumeric()), "{key}");
+    let reply = app
+        .get("/api/v1/users/me", Auth::Basic(ADMIN, key), &[])
+        .await;
+    assert_eq!(reply.0, StatusCode::OK);
+}

@@ -1,0 +1,521 @@
+//! Durability: what the server acknowledged survives a crash (`kill -9` of the real
+//! binary), a clean restart, and a torn WAL tail; the recovered realm equals the live one.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use hearth::actor::CloneRealm;
+use hearth::realm::{Change, NewUser, Realm, Role};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+// ---------------------------------------------------------------- the real binary
+
+/// `hearth serve --dev` as a child process.
+struct Server {
+    child: Child,
+    url: String,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts the binary on a free port with `--durability always`, and waits until it
+    /// answers.
+    async fn start(data: &Path, log: PathBuf) -> Server {
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let out = std::fs::File::create(&log).unwrap();
+            let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+                .args(["serve", "--dev", "--durability", "always", "--workers", "2"])
+                .arg("--data")
+                .arg(data)
+                .arg("--bind")
+                .arg(format!("127.0.0.1:{port}"))
+                .env("RUST_LOG", "info")
+                .env_remove("HEARTH_URL")
+                .stdout(Stdio::null())
+                .stderr(out)
+                .spawn()
+                .expect("start the hearth binary");
+            let mut server = Server {
+                child,
+                url: format!("http://127.0.0.1:{port}"),
+                log: log.clone(),
+            };
+            if server.wait_ready().await {
+                return server;
+            }
+            // The port was taken between our probe and the child's bind: try another.
+            assert!(
+                server.log_text().contains("cannot listen"),
+                "hearth exited:\n{}",
+                server.log_text()
+            );
+        }
+        panic!("no free port for hearth");
+    }
+
+    /// Polls until the server answers (true) or the process exits (false).
+    async fn wait_ready(&mut self) -> bool {
+        let client = client();
+        let url = format!("{}/api/v1/server_settings", self.url);
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                eprintln!("hearth exited with {status}");
+                return false;
+            }
+            if let Ok(resp) = client
+                .get(&url)
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await
+            {
+                if resp.status() == StatusCode::OK {
+                    return true;
+                }
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "hearth never answered:\n{}",
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL: no snapshot, no flush, no goodbye.
+    fn kill_9(mut self) {
+        self.child.kill().expect("kill -9");
+        self.child.wait().expect("reap");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn key_for(client: &reqwest::Client, url: &str, email: &str) -> String {
+    let (status, _, body) = send(
+        client
+            .post(format!("{url}/api/v1/dev_fetch_api_key"))
+            .form(&[("username", email)]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["api_key"].as_str().unwrap().to_owned()
+}
+
+async fn create(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    email: &str,
+) -> Result<u64, String> {
+    let resp = client
+        .post(format!("{url}/api/v1/users"))
+        .header("Authorization", basic(ADMIN, key))
+        .form(&[
+            ("email", email),
+            ("password", "crash-pw-1"),
+            ("full_name", email),
+        ])
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = resp.status();
+    let body: Value = resp.json().await.map_err(|e| e.to_string())?;
+    if status != StatusCode::OK {
+        return Err(format!("{status}: {body}"));
+    }
+    Ok(body["user_id"].as_u64().unwrap())
+}
+
+async fn all_users(client: &reqwest::Client, url: &str, key: &str) -> Vec<Value> {
+    let (status, _, body) = send(
+        client
+            .get(format!("{url}/api/v1/users"))
+            .header("Authorization", basic(ADMIN, key))
+            .query(&[("client_gravatar", "false")]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["members"].as_array().unwrap().clone()
+}
+
+#[actix_web::test]
+async fn acknowledged_users_survive_kill_9() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let client = client();
+    let server = Server::start(&data, tmp.path().join("first.log")).await;
+    let url = server.url.clone();
+    let key = key_for(&client, &url, ADMIN).await;
+
+    // Phase 1: one at a time, each acknowledged.
+    let mut acked: Vec<(String, u64)> = Vec::new();
+    for i in 0..5 {
+        let email = format!("crash{i}@zulip.com");
+        let id = create(&client, &url, &key, &email)
+            .await
+            .expect("acknowledged");
+        acked.push((email, id));
+    }
+    let before = all_users(&client, &url, &key).await;
+    assert_eq!(before.len(), 16 + 5);
+
+    // Phase 2: concurrent writers; the kill lands while some are in flight.
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut writers = Vec::new();
+    for w in 0..3 {
+        let (client, url, key, done) = (client.clone(), url.clone(), key.clone(), done.clone());
+        writers.push(actix_web::rt::spawn(async move {
+            let mut mine = Vec::new();
+            for i in 0.. {
+                let email = format!("crash-w{w}-{i}@zulip.com");
+                match create(&client, &url, &key, &email).await {
+                    Ok(id) => {
+                        mine.push((email, id));
+                        done.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(_) => break,
+                }
+            }
+            mine
+        }));
+    }
+    poll(
+        Duration::from_secs(120),
+        "concurrent acknowledgements",
+        || {
+            let n = done.load(Ordering::SeqCst);
+            async move { (n >= 6).then_some(()) }
+        },
+    )
+    .await;
+    server.kill_9();
+    for w in writers {
+        acked.extend(w.await.unwrap());
+    }
+    assert!(acked.len() >= 11);
+    eprintln!("{} users acknowledged before the kill", acked.len());
+
+    // Restart on the same folder, another port.
+    let server = Server::start(&data, tmp.path().join("second.log")).await;
+    let url = server.url.clone();
+    let key_after = key_for(&client, &url, ADMIN).await;
+    assert_eq!(
+        key_after, key,
+        "API keys are state, recovered like the rest"
+    );
+    let after = all_users(&client, &url, &key_after).await;
+    for m in &before {
+        assert!(after.contains(m), "{m} changed or vanished after the crash");
+    }
+    for (email, id) in &acked {
+        let m = after
+            .iter()
+            .find(|m| m["delivery_email"] == email.as_str())
+            .unwrap_or_else(|| panic!("acknowledged {email} lost in the crash"));
+        assert_eq!(m["user_id"], *id, "{email}");
+        let (status, _, body) = send(
+            client
+                .post(format!("{url}/api/v1/fetch_api_key"))
+                .form(&[("username", email.as_str()), ("password", "crash-pw-1")]),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{email}: {body}");
+        assert_eq!(body["user_id"], *id);
+        let user_key = body["api_key"].as_str().unwrap();
+        let (status, _, me) = send(
+            client
+                .get(format!("{url}/api/v1/users/me"))
+                .header("Authorization", basic(email, user_key)),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{me}");
+        assert_eq!(me["user_id"], *id);
+    }
+    // Ids are never reused, even for writes cut short by the crash.
+    let max = after
+        .iter()
+        .map(|m| m["user_id"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let next = create(&client, &url, &key_after, "after-crash@zulip.com")
+        .await
+        .unwrap();
+    assert!(next > max);
+    drop(server);
+}
+
+// ---------------------------------------------------------------- in-process restarts
+
+#[actix_web::test]
+async fn writes_survive_a_clean_restart() {
+    let mut app = spawn_app().await;
+    let a = app
+        .create_user("keep-a@zulip.com", "pw-keep-a", "Keep A")
+        .await;
+    let b = app
+        .create_user("keep-b@zulip.com", "pw-keep-b", "Keep B")
+        .await;
+    let iago_key = app.api_key(ADMIN).await;
+    let (_, _, before) = app.get_as(ADMIN, "/api/v1/users", &[]).await;
+
+    app.restart().await;
+
+    assert_eq!(app.api_key(ADMIN).await, iago_key);
+    let (_, _, after) = app.get_as(ADMIN, "/api/v1/users", &[]).await;
+    assert_eq!(after["members"], before["members"]);
+    for (email, pw, id) in [
+        ("keep-a@zulip.com", "pw-keep-a", a),
+        ("keep-b@zulip.com", "pw-keep-b", b),
+    ] {
+        let reply = app
+            .post(
+                "/api/v1/fetch_api_key",
+                Auth::None,
+                &[("username", email), ("password", pw)],
+            )
+            .await;
+        assert_eq!(assert_success(&reply)["user_id"], id);
+    }
+    // The duplicate check and the id counter are recovered too.
+    let reply = app
+        .post_as(
+            ADMIN,
+            "/api/v1/users",
+            &[
+                ("email", "KEEP-A@zulip.com"),
+                ("password", "x"),
+                ("full_name", "X"),
+            ],
+        )
+        .await;
+    assert_error(&reply, 400, "BAD_REQUEST", "Email is already in use.");
+    let c = app.create_user("keep-c@zulip.com", "pw", "Keep C").await;
+    assert!(c > b);
+
+    // And a second restart keeps the write made after the first.
+    app.restart().await;
+    let reply = app.get_as(ADMIN, &format!("/api/v1/users/{c}"), &[]).await;
+    assert_eq!(
+        assert_success(&reply)["user"]["delivery_email"],
+        "keep-c@zulip.com"
+    );
+}
+
+#[actix_web::test]
+#[ignore = "src bug: Running::shutdown returns before the realm actors (which own the sled database) are dropped, so an immediate spawn on the same folder fails with \"could not acquire lock\" (src/lib.rs Running::shutdown stops the arbiters without joining them)"]
+async fn shutdown_releases_the_database() {
+    let mut app = spawn_app().await;
+    app.create_user("lock@zulip.com", "pw", "Lock").await;
+    for _ in 0..3 {
+        app.running.take().unwrap().shutdown().await;
+        let running = hearth::spawn(hearth::config::ServeConfig::for_tests(
+            app.dir.path().to_path_buf(),
+        ))
+        .await
+        .expect("the database is free once shutdown returns");
+        app.url = running.url();
+        app.running = Some(running);
+    }
+    let reply = app.get_as(ADMIN, "/api/v1/users/lock@zulip.com", &[]).await;
+    assert_success(&reply);
+}
+
+async fn live_realm(app: &TestApp) -> Realm {
+    let addr = app
+        .server()
+        .realm("127.0.0.1")
+        .expect("a realm for the host");
+    addr.send(CloneRealm).await.expect("realm actor answers")
+}
+
+#[actix_web::test]
+async fn recovered_realm_equals_the_live_one() {
+    let mut app = spawn_app().await;
+    let fresh = live_realm(&app).await;
+    for i in 0..4 {
+        app.create_user(
+            &format!("same{i}@zulip.com"),
+            "pw-same",
+            &format!("Same {i}"),
+        )
+        .await;
+    }
+    let live = live_realm(&app).await;
+    assert_ne!(live, fresh, "the writes changed the realm");
+    assert_eq!(live.users.len(), 20);
+
+    app.restart().await;
+    let recovered = live_realm(&app).await;
+    assert_eq!(recovered, live);
+    // Derived indexes were rebuilt, not just the stored fields.
+    assert!(recovered
+        .user_by_delivery_email("SAME3@zulip.com")
+        .is_some());
+    assert_eq!(
+        recovered.user_by_delivery_email("hamlet@zulip.com"),
+        live.user_by_delivery_email("hamlet@zulip.com")
+    );
+}
+
+// ---------------------------------------------------------------- torn WAL tails
+
+/// Stops the app, runs `f` on the realm's storage, lets the storage go.
+async fn with_stopped_store(app: &mut TestApp, f: impl FnOnce(&mut hearth::storage::RealmStore)) {
+    app.stop().await;
+    let store = open_store(app.dir.path()).await;
+    let mut realm = store
+        .realm(hearth::DEV_SUBDOMAIN)
+        .expect("the dev realm's storage");
+    f(&mut realm);
+    drop(realm);
+    store.db.flush().expect("flush");
+    drop(store);
+}
+
+fn user_change(id: u64, email: &str) -> Change {
+    Change::UserCreated(NewUser {
+        user_id: id,
+        delivery_email: email.to_owned(),
+        full_name: "After The Tear".to_owned(),
+        role: Role::Member,
+        bot_type: None,
+        bot_owner_id: None,
+        timezone: String::new(),
+        api_key: "A".repeat(32),
+        password_hash: None,
+        date_joined: 1_800_000_000,
+    })
+}
+
+#[actix_web::test]
+async fn garbage_tail_is_cut_and_earlier_writes_stay() {
+    let mut app = spawn_app().await;
+    let id = app
+        .create_user("before-tear@zulip.com", "pw-tear", "Before")
+        .await;
+    let live = live_realm(&app).await;
+    with_stopped_store(&mut app, |s| s.append_raw(b"garbage").unwrap()).await;
+
+    app.start().await;
+    assert_eq!(
+        live_realm(&app).await,
+        live,
+        "the tail was cut, nothing else"
+    );
+    let reply = app
+        .post(
+            "/api/v1/fetch_api_key",
+            Auth::None,
+            &[
+                ("username", "before-tear@zulip.com"),
+                ("password", "pw-tear"),
+            ],
+        )
+        .await;
+    assert_eq!(assert_success(&reply)["user_id"], id);
+
+    // Writes after the cut land, and survive another restart.
+    let next = app
+        .create_user("after-cut@zulip.com", "pw-cut", "After Cut")
+        .await;
+    assert!(next > id);
+    app.restart().await;
+    let reply = app
+        .get_as(ADMIN, &format!("/api/v1/users/{next}"), &[])
+        .await;
+    assert_eq!(
+        assert_success(&reply)["user"]["delivery_email"],
+        "after-cut@zulip.com"
+    );
+}
+
+#[actix_web::test]
+async fn everything_after_a_torn_record_is_cut() {
+    let mut app = spawn_app().await;
+    app.create_user("kept@zulip.com", "pw", "Kept").await;
+    let live = live_realm(&app).await;
+    let next_id = live.next_user_id;
+    with_stopped_store(&mut app, |s| {
+        // A record cut short in the middle (a torn write), then a valid one after it.
+        let whole =
+            hearth::storage::codec::encode(&vec![user_change(next_id, "torn@zulip.com")]).unwrap();
+        s.append_raw(&whole[..whole.len() / 2]).unwrap();
+        s.append(&[user_change(next_id + 1, "behind-tear@zulip.com")])
+            .unwrap();
+        let recovered = s.recover().unwrap().expect("a realm");
+        assert_eq!(recovered.cut, 2);
+        assert_eq!(recovered.realm, live);
+    })
+    .await;
+
+    app.start().await;
+    assert_eq!(live_realm(&app).await, live);
+    for email in ["torn@zulip.com", "behind-tear@zulip.com"] {
+        let reply = app
+            .post(
+                "/api/v1/dev_fetch_api_key",
+                Auth::None,
+                &[("username", email)],
+            )
+            .await;
+        assert_error(
+            &reply,
+            401,
+            "AUTHENTICATION_FAILED",
+            "Your username or password is incorrect",
+        );
+    }
+    let reply = app.get_as(ADMIN, "/api/v1/users", &[]).await;
+    assert_eq!(
+        assert_success(&reply)["members"].as_array().unwrap().len(),
+        17
+    );
+}
+
+#[actix_web::test]
+async fn a_valid_wal_tail_is_replayed() {
+    // A record appended behind the last snapshot, as a crash leaves it, is replayed.
+    let mut app = spawn_app().await;
+    let live = live_realm(&app).await;
+    let id = live.next_user_id;
+    with_stopped_store(&mut app, |s| {
+        s.append(&[user_change(id, "replayed@zulip.com")]).unwrap();
+    })
+    .await;
+    app.start().await;
+    let realm = live_realm(&app).await;
+    assert_eq!(realm.users.len(), live.users.len() + 1);
+    assert_eq!(realm.next_user_id, id + 1);
+    let reply = app.get_as(ADMIN, &format!("/api/v1/users/{id}"), &[]).await;
+    let user = &assert_success(&reply)["user"];
+    assert_eq!(user["delivery_email"], "replayed@zulip.com");
+    assert_eq!(user["full_name"], "After The Tear");
+    // Its key, decided before the crash, is the one it has now.
+    let key = app.api_key("replayed@zulip.com").await;
+    assert_eq!(key, "A".repeat(32));
+}
