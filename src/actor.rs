@@ -39,6 +39,8 @@ pub struct Ctx<'a> {
     pub cx: &'a mut Cx,
     /// The realm's event queues (`POST /register` creates one while reading state).
     pub hub: &'a EventHub,
+    /// The server's public URL (see `Realm::url`).
+    pub server_url: &'a str,
 }
 
 impl<'a> Ctx<'a> {
@@ -124,6 +126,8 @@ pub struct RealmActor {
     clock: Arc<dyn Clock>,
     /// Event log and client queues; every applied change is published here.
     hub: Arc<EventHub>,
+    /// The server's public URL: the URL of realms created without one (`--dev`).
+    server_url: Arc<str>,
     /// Records appended since the last snapshot.
     since_snapshot: u64,
     /// Take a snapshot after this many records (0: only on shutdown).
@@ -136,6 +140,7 @@ impl RealmActor {
         store: RealmStore,
         clock: Arc<dyn Clock>,
         hub: Arc<EventHub>,
+        server_url: Arc<str>,
         snapshot_every: u64,
     ) -> Self {
         RealmActor {
@@ -143,6 +148,7 @@ impl RealmActor {
             store,
             clock,
             hub,
+            server_url,
             since_snapshot: 0,
             snapshot_every,
         }
@@ -193,6 +199,7 @@ impl RealmActor {
         let mut cx = Cx::new(&*self.clock);
         let realm = &self.realm;
         let hub = &*self.hub;
+        let server_url = &*self.server_url;
         let rule = call.rule;
         // A rule only reads state, so a panic in one leaves the realm intact.
         let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -203,6 +210,7 @@ impl RealmActor {
                 params: &mut params,
                 cx: &mut cx,
                 hub,
+                server_url,
             })
         }))
         .map_err(|_| {

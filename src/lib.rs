@@ -133,16 +133,18 @@ pub async fn spawn_with_clock(
     let store = Store::open(&config.data, config.durability_mode())?;
     let listener = TcpListener::bind(config.bind)?;
     let addr = listener.local_addr()?;
-    let url = config
+    // The address actually bound (port 0 becomes the real port).
+    let url: Arc<str> = config
         .url
         .clone()
-        .unwrap_or_else(|| format!("http://{}", config.bind));
+        .unwrap_or_else(|| format!("http://{addr}"))
+        .into();
 
     let mut subdomains = store.realm_subdomains();
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
         let changes =
-            dev::dev_realm_changes(&url, &mut Cx::new(&*clock)).map_err(StartError::Realm)?;
+            dev::dev_realm_changes("", &mut Cx::new(&*clock)).map_err(StartError::Realm)?;
         create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
         tracing::info!("seeded the development realm");
         subdomains.push(DEV_SUBDOMAIN.to_owned());
@@ -170,6 +172,7 @@ pub async fn spawn_with_clock(
             realm_store,
             clock.clone(),
             hub.clone(),
+            url.clone(),
             config.snapshot_every,
         );
         let addr =

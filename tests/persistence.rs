@@ -327,7 +327,6 @@ async fn writes_survive_a_clean_restart() {
 }
 
 #[actix_web::test]
-#[ignore = "src bug: Running::shutdown returns before the realm actors (which own the sled database) are dropped, so an immediate spawn on the same folder fails with \"could not acquire lock\" (src/lib.rs Running::shutdown stops the arbiters without joining them)"]
 async fn shutdown_releases_the_database() {
     let mut app = spawn_app().await;
     app.create_user("lock@zulip.com", "pw", "Lock").await;

@@ -282,23 +282,26 @@ fn routes() -> Vec<(String, String)> {
         Some(s[..s.find('"')?].to_owned())
     };
     let mut out = Vec::new();
-    for (at, _) in src.match_indices(".route(") {
-        let after = &src[at + ".route(".len()..];
+    // Entries look like `endpoint!("/path", get => handler, post => handler)`.
+    for (at, _) in src.match_indices("endpoint!(") {
+        let after = &src[at + "endpoint!(".len()..];
         let Some(path) = literal(after) else { continue };
-        let Some(web) = after.find("web::") else {
-            continue;
-        };
-        let method: String = after[web + "web::".len()..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
+        let Some(end) = after.find(')') else { continue };
         let scope = src[..at]
             .rmatch_indices("web::scope(")
             .next()
             .and_then(|(s, _)| literal(&src[s + "web::scope(".len()..]))
             .unwrap_or_default();
-        out.push((method.to_uppercase(), format!("{scope}{path}")));
+        for (arrow, _) in after[..end].match_indices("=>") {
+            let method = after[..arrow]
+                .trim_end()
+                .rsplit([' ', ','])
+                .next()
+                .unwrap_or_default();
+            out.push((method.to_uppercase(), format!("{scope}{path}")));
+        }
     }
+    assert!(out.len() > 10, "could not read the route table");
     out
 }
 

@@ -35,3 +35,15 @@ pub async fn session_required() -> HttpResponse {
     e.challenge = Some("Session realm=\"zulip\"");
     e.error_response()
 }
+
+/// # A known path with another method: 405, as Zulip's `json_method_not_allowed`.
+pub async fn method_not_allowed(allowed: &'static [&'static str]) -> HttpResponse {
+    let allowed: Vec<String> = allowed.iter().map(|m| m.to_uppercase()).collect();
+    HttpResponse::MethodNotAllowed()
+        .insert_header(("Allow", allowed.join(", ")))
+        .json(serde_json::json!({
+            "result": "error",
+            "msg": "Method Not Allowed",
+            "allowed_methods": allowed,
+        }))
+}

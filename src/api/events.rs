@@ -58,6 +58,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             slim_presence,
             user_avatar_url_field_optional,
             longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
+            realm_url: c.realm.url(c.server_url).to_owned(),
         };
         let state = c.realm.register_state(me, &opts);
         // Created while the actor holds the state: the queue sees exactly the events

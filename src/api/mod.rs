@@ -38,85 +38,40 @@ pub struct AppState {
     pub dev: bool,
 }
 
+/// One path and its methods; any other method on it answers 405 with Zulip's body.
+macro_rules! endpoint {
+    ($path:literal, $($method:ident => $handler:path),+ $(,)?) => {
+        web::resource($path)
+            $(.route(web::$method().to($handler)))+
+            .default_service(web::to(|| error::method_not_allowed(&[$(stringify!($method)),+])))
+    };
+}
+
 /// The route table: every endpoint in one place.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/api/v1")
-            .route("/server_settings", web::get().to(server::server_settings))
-            .route(
-                "/dev_fetch_api_key",
-                web::post().to(server::dev_fetch_api_key),
-            )
-            .route("/fetch_api_key", web::post().to(server::fetch_api_key))
-            .route("/users/me", web::get().to(users::get_own_user))
-            .route("/users", web::get().to(users::get_users))
-            .route("/users", web::post().to(users::create_user))
-            .route(
-                "/users/me/subscriptions",
-                web::get().to(channels::get_subscriptions),
-            )
-            .route(
-                "/users/me/subscriptions",
-                web::post().to(channels::subscribe),
-            )
-            .route(
-                "/users/me/subscriptions",
-                web::delete().to(channels::unsubscribe),
-            )
-            .route(
-                "/users/me/subscriptions/properties",
-                web::post().to(channels::update_subscription_properties),
-            )
-            .route(
-                "/users/{user_id}/subscriptions/{stream_id}",
-                web::get().to(channels::get_subscription_status),
-            )
-            .route("/users/{user}", web::get().to(users::get_user))
-            .route("/channels/create", web::post().to(channels::create_channel))
-            .route("/streams", web::get().to(channels::get_streams))
-            .route("/streams/{stream_id}", web::get().to(channels::get_stream))
-            .route(
-                "/streams/{stream_id}",
-                web::patch().to(channels::update_stream),
-            )
-            .route(
-                "/streams/{stream_id}",
-                web::delete().to(channels::archive_stream),
-            )
-            .route(
-                "/streams/{stream_id}/members",
-                web::get().to(channels::get_stream_members),
-            )
-            .route("/get_stream_id", web::get().to(channels::get_stream_id))
-            .route(
-                "/default_streams",
-                web::post().to(channels::add_default_stream),
-            )
-            .route(
-                "/default_streams",
-                web::delete().to(channels::remove_default_stream),
-            )
-            .route(
-                "/channel_folders/create",
-                web::post().to(channels::create_channel_folder),
-            )
-            .route(
-                "/channel_folders",
-                web::get().to(channels::get_channel_folders),
-            )
-            .route(
-                "/channel_folders",
-                web::patch().to(channels::reorder_channel_folders),
-            )
-            .route(
-                "/channel_folders/{channel_folder_id}",
-                web::patch().to(channels::update_channel_folder),
-            )
-            .route("/bots", web::post().to(bots::create_bot))
-            .route("/bots", web::get().to(bots::get_bots))
-            .route("/register", web::post().to(events::register))
-            .route("/events", web::get().to(events::get_events))
-            .route("/events", web::delete().to(events::delete_events))
+            .service(endpoint!("/server_settings", get => server::server_settings))
+            .service(endpoint!("/dev_fetch_api_key", post => server::dev_fetch_api_key))
+            .service(endpoint!("/fetch_api_key", post => server::fetch_api_key))
+            .service(endpoint!("/users/me", get => users::get_own_user))
+            .service(endpoint!("/users", get => users::get_users, post => users::create_user))
+            .service(endpoint!("/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, delete => channels::unsubscribe))
+            .service(endpoint!("/users/me/subscriptions/properties", post => channels::update_subscription_properties))
+            .service(endpoint!("/users/{user_id}/subscriptions/{stream_id}", get => channels::get_subscription_status))
+            .service(endpoint!("/users/{user}", get => users::get_user))
+            .service(endpoint!("/channels/create", post => channels::create_channel))
+            .service(endpoint!("/streams", get => channels::get_streams))
+            .service(endpoint!("/streams/{stream_id}", get => channels::get_stream, patch => channels::update_stream, delete => channels::archive_stream))
+            .service(endpoint!("/streams/{stream_id}/members", get => channels::get_stream_members))
+            .service(endpoint!("/get_stream_id", get => channels::get_stream_id))
+            .service(endpoint!("/default_streams", post => channels::add_default_stream, delete => channels::remove_default_stream))
+            .service(endpoint!("/channel_folders/create", post => channels::create_channel_folder))
+            .service(endpoint!("/channel_folders", get => channels::get_channel_folders, patch => channels::reorder_channel_folders))
+            .service(endpoint!("/channel_folders/{channel_folder_id}", patch => channels::update_channel_folder))
+            .service(endpoint!("/bots", post => bots::create_bot, get => bots::get_bots))
+            .service(endpoint!("/register", post => events::register))
+            .service(endpoint!("/events", get => events::get_events, delete => events::delete_events))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))
@@ -158,6 +113,18 @@ impl CallOpts {
 }
 
 impl ApiRequest {
+    /// A copy addressed to the same realm with the same credentials and no parameters:
+    /// for a cheap check before costly work done outside the actor.
+    pub fn clone_for_check(&self) -> ApiRequest {
+        ApiRequest {
+            realm: self.realm.clone(),
+            hub: self.hub.clone(),
+            credentials: self.credentials.clone(),
+            params: Params::default(),
+            state: self.state.clone(),
+        }
+    }
+
     /// Sends `rule` to the realm, awaits durability of what it wrote, returns the body
     /// (with `ignored_parameters_unsupported` when asked).
     pub async fn call<F>(self, opts: CallOpts, rule: F) -> ApiResult<Map<String, Value>>

@@ -21,6 +21,7 @@ pub async fn server_settings(req: ApiRequest) -> ApiResponse {
     };
     req.call(opts, move |c| {
         let s = &c.realm.settings;
+        let url = c.realm.url(c.server_url);
         let body = json!({
             "authentication_methods": {
                 "password": true, "dev": dev, "email": true, "ldap": false,
@@ -34,13 +35,13 @@ pub async fn server_settings(req: ApiRequest) -> ApiResponse {
             "is_incompatible": false,
             "email_auth_enabled": true,
             "require_email_format_usernames": true,
-            "realm_url": s.url,
+            "realm_url": url,
             "realm_name": s.name,
-            "realm_icon": format!("{}/static/images/logo/zulip-icon-128x128.png", s.url),
+            "realm_icon": format!("{url}/static/images/logo/zulip-icon-128x128.png"),
             "realm_description": "",
             "realm_web_public_access_enabled": false,
             "external_authentication_methods": [],
-            "realm_uri": s.url,
+            "realm_uri": url,
         });
         Ok(Outcome::read(object(body)))
     })

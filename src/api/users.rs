@@ -73,15 +73,23 @@ pub async fn get_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
 
 /// # `POST /users`
 pub async fn create_user(req: ApiRequest) -> ApiResponse {
-    // argon2 is deliberately slow: hash off the realm actor, and only for requests
-    // that carry credentials at all.
-    let hash = match (req.params.peek("password"), &req.credentials) {
-        (Some(pw), Ok(_)) => Some(
-            web::block(move || hash_password(&pw))
-                .await
-                .map_err(|_| ApiError::internal())??,
-        ),
-        _ => None,
+    // argon2 is deliberately slow: hash off the realm actor, and only once the caller
+    // is known to be an administrator (the rule checks everything again).
+    let hash = match req.params.peek("password") {
+        Some(pw) => {
+            req.clone_for_check()
+                .call(CallOpts::USER_PLAIN, |c| {
+                    c.realm.require_admin(c.me()?)?;
+                    Ok(Outcome::default())
+                })
+                .await?;
+            Some(
+                web::block(move || hash_password(&pw))
+                    .await
+                    .map_err(|_| ApiError::internal())??,
+            )
+        }
+        None => None,
     };
     req.call(CallOpts::USER, move |c| {
         let me = c.me()?;

@@ -288,6 +288,15 @@ impl Realm {
             .filter(|u| self.email_is_public(u))
     }
 
+    /// The realm's public URL: the one it was created with, else the server's.
+    pub fn url<'a>(&'a self, server_url: &'a str) -> &'a str {
+        if self.settings.url.is_empty() {
+            server_url
+        } else {
+            &self.settings.url
+        }
+    }
+
     /// Zulip's `require_realm_admin`.
     pub fn require_admin(&self, me: &User) -> ApiResult<()> {
         if me.is_admin() {

@@ -33,6 +33,8 @@ pub struct RegisterOptions {
     pub slim_presence: bool,
     pub user_avatar_url_field_optional: bool,
     pub longpoll_timeout_secs: i64,
+    /// The realm's public URL (`Realm::url`).
+    pub realm_url: String,
 }
 
 impl RegisterOptions {
@@ -239,8 +241,8 @@ impl Realm {
         json!({
             "realm_name": s.name,
             "realm_description": "",
-            "realm_url": s.url,
-            "realm_uri": s.url,
+            "realm_url": o.realm_url,
+            "realm_uri": o.realm_url,
             "realm_date_created": s.date_created,
             "realm_empty_topic_display_name": s.empty_topic_display_name,
             "realm_message_retention_days": -1,
@@ -258,7 +260,7 @@ impl Realm {
             "realm_plan_type": 1,
             "realm_org_type": 0,
             "realm_default_language": "en",
-            "realm_icon_url": format!("{}/static/images/logo/zulip-icon-128x128.png", s.url),
+            "realm_icon_url": format!("{}/static/images/logo/zulip-icon-128x128.png", o.realm_url),
             "realm_icon_source": "G",
             "realm_emails_restricted_to_domains": false,
             "realm_disallow_disposable_email_addresses": true,
