@@ -7,6 +7,7 @@
 //! - `realm/`: the domain, plain Rust. `decide_*` validates and returns `Change`s,
 //!   `view_*` reads, `apply` turns changes into state and cannot fail.
 //! - `actor.rs`: one actix actor per realm; authenticates, runs rules, owns the WAL.
+//! - `events.rs`: event queues: the realm's event log, client queues, long-polls.
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec.
 //! - `registry.rs`: Host -> realm actor.
 //! - `config.rs`: the command line.
