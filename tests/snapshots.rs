@@ -22,16 +22,24 @@
 //!   (polonius), `bot` (default-bot), `user:EMAIL` (that user's key), `basic:EMAIL:KEY`
 //!   (literal credentials), `header:VALUE` (a literal `Authorization` header).
 //! - `{id:EMAIL}` in the path or a parameter value becomes that user's id.
+//! - `{var:NAME}` in the path or a parameter value becomes a value saved by an earlier
+//!   setup step (an unknown name fails the snapshot).
 //! - `params` go in the query string for GET, else in the body; `encoding` may force
 //!   `form`, `multipart` or `query`.
-//! - `setup`: requests made first, each of which must succeed; not compared.
-//! - In bodies, API keys, dates, ids, versions and server addresses are redacted
-//!   (`<api_key>`, `<date>`, `<id>`, `<version>`, `<url>`).
+//! - `setup`: requests made first, in order, each of which must succeed; not compared.
+//!   A step may `save` fields of its answer for later steps and the request:
+//!   `"save": {"queue": "queue_id", "bot": "/user_id"}` stores the body's `queue_id` as
+//!   `{var:queue}`; a field starting with `/` is a JSON pointer into the body. Strings
+//!   are saved as they are, other values as JSON text.
+//! - In bodies, API keys, dates, timestamps, event queue ids, ids, versions and server
+//!   addresses are redacted (`<api_key>`, `<date>`, `<timestamp>`, `<queue_id>`, `<id>`,
+//!   `<version>`, `<url>`); a queue id the body names is also replaced inside messages.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
@@ -56,10 +64,54 @@ fn updating() -> bool {
     std::env::var("UPDATE_SNAPSHOTS").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Replaces every `{id:EMAIL}` with that user's id.
-async fn resolve(app: &TestApp, text: &str) -> String {
+/// Values saved by setup steps, by name (`{var:NAME}`).
+type Vars = HashMap<String, String>;
+
+/// Replaces every `{var:NAME}` with its saved value.
+fn substitute(vars: &Vars, text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
+    while let Some(start) = rest.find("{var:") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find('}').expect("closing brace") + start;
+        let name = &rest[start + "{var:".len()..end];
+        let value = vars
+            .get(name)
+            .unwrap_or_else(|| panic!("no saved variable {name:?} (saved: {vars:?})"));
+        out.push_str(value);
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Stores the fields a setup step asks to `save` from its answer.
+fn save(vars: &mut Vars, step: &Value, body: &Value) {
+    let Some(wanted) = step.get("save").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, field) in wanted {
+        let field = field.as_str().expect("save: NAME -> field or /pointer");
+        let value = if field.starts_with('/') {
+            body.pointer(field)
+        } else {
+            body.get(field)
+        }
+        .unwrap_or_else(|| panic!("save {name}: no {field:?} in {body}"));
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        vars.insert(name.clone(), text);
+    }
+}
+
+/// Replaces every `{var:NAME}` with its saved value, then every `{id:EMAIL}` with that
+/// user's id.
+async fn resolve(app: &TestApp, vars: &Vars, text: &str) -> String {
+    let text = substitute(vars, text);
+    let mut out = String::new();
+    let mut rest = text.as_str();
     while let Some(start) = rest.find("{id:") {
         out.push_str(&rest[..start]);
         let end = rest[start..].find('}').expect("closing brace") + start;
@@ -80,13 +132,13 @@ async fn resolve(app: &TestApp, text: &str) -> String {
 }
 
 /// Makes one request as described by a snapshot (or setup) entry.
-async fn perform(app: &TestApp, spec: &Value) -> Reply {
+async fn perform(app: &TestApp, vars: &Vars, spec: &Value) -> Reply {
     let method: Method = spec["method"]
         .as_str()
         .expect("method")
         .parse()
         .expect("a method");
-    let path = resolve(app, spec["path"].as_str().expect("path")).await;
+    let path = resolve(app, vars, spec["path"].as_str().expect("path")).await;
     let auth = spec["auth"].as_str().unwrap_or("none");
     let (email, key);
     let header;
@@ -127,7 +179,7 @@ async fn perform(app: &TestApp, spec: &Value) -> Reply {
             let v = v
                 .as_str()
                 .expect("parameter values are strings (JSON as text)");
-            params.push((k.clone(), resolve(app, v).await));
+            params.push((k.clone(), resolve(app, vars, v).await));
         }
     }
     let default = if method == Method::GET {
@@ -180,6 +232,11 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
     match (key, v) {
         (Some("api_key"), Value::String(_)) => "<api_key>".into(),
         (Some("date_joined"), Value::String(_)) => "<date>".into(),
+        (
+            Some("date_created" | "realm_date_created" | "server_timestamp" | "server_generation"),
+            Value::Number(_),
+        ) => "<timestamp>".into(),
+        (Some("queue_id"), Value::String(_)) => "<queue_id>".into(),
         (Some("zulip_version"), Value::String(_)) => "<version>".into(),
         (Some("user_id" | "bot_owner_id" | "id"), Value::Number(_)) => "<id>".into(),
         (_, Value::String(s)) => redact_text(s).into(),
@@ -193,6 +250,51 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
     }
 }
 
+/// The strings under `queue_id` keys anywhere in a body.
+fn queue_ids(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x) {
+                    ("queue_id", Value::String(s)) => out.push(s.clone()),
+                    _ => queue_ids(x, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| queue_ids(i, out)),
+        _ => {}
+    }
+}
+
+/// Replaces `needle` with `with` in every string of a body.
+fn replace_in_strings(v: &Value, needle: &str, with: &str) -> Value {
+    match v {
+        Value::String(s) => s.replace(needle, with).into(),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| replace_in_strings(i, needle, with))
+            .collect(),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), replace_in_strings(x, needle, with)))
+                .collect(),
+        ),
+        _ => v.clone(),
+    }
+}
+
+/// `redact`, and the body's event queue ids also where they appear inside text (for
+/// example `Bad event queue ID: ...`).
+fn redact_body(body: &Value) -> Value {
+    let mut ids = Vec::new();
+    queue_ids(body, &mut ids);
+    let mut out = redact(None, body);
+    for id in ids.iter().filter(|id| !id.is_empty()) {
+        out = replace_in_strings(&out, id, "<queue_id>");
+    }
+    out
+}
+
 /// The compared part of an answer.
 fn record(reply: &Reply) -> (Value, Value, Value) {
     let (status, headers, body) = reply;
@@ -202,7 +304,7 @@ fn record(reply: &Reply) -> (Value, Value, Value) {
             h.insert(name.into(), v.to_str().unwrap().into());
         }
     }
-    (status.as_u16().into(), Value::Object(h), redact(None, body))
+    (status.as_u16().into(), Value::Object(h), redact_body(body))
 }
 
 #[actix_web::test]
@@ -220,19 +322,21 @@ async fn snapshots_match() {
         let mut snap: Map<String, Value> =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         let app = spawn_app().await;
+        let mut vars = Vars::new();
         for step in snap
             .get("setup")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default()
         {
-            let (status, _, body) = perform(&app, &step).await;
+            let (status, _, body) = perform(&app, &vars, &step).await;
             assert!(
                 status.is_success(),
                 "{name}: setup step {step} failed: {body}"
             );
+            save(&mut vars, &step, &body);
         }
-        let reply = perform(&app, &Value::Object(snap.clone())).await;
+        let reply = perform(&app, &vars, &Value::Object(snap.clone())).await;
         let (status, headers, body) = record(&reply);
         if let Some(running) = app.running {
             running.shutdown().await;
@@ -359,6 +463,23 @@ fn redaction() {
         redact(None, &v),
         serde_json::json!({"api_key": "<api_key>", "user": {"user_id": "<id>", "date_joined": "<date>"}, "n": [{"id": "<id>"}]})
     );
+    let v = serde_json::json!({"queue_id": "1:2", "date_created": 1700000000, "stream": {"date_created": null}});
+    assert_eq!(
+        redact(None, &v),
+        serde_json::json!({"queue_id": "<queue_id>", "date_created": "<timestamp>", "stream": {"date_created": null}})
+    );
+    let v = serde_json::json!({"msg": "Bad event queue ID: 17:3", "queue_id": "17:3"});
+    assert_eq!(
+        redact_body(&v),
+        serde_json::json!({"msg": "Bad event queue ID: <queue_id>", "queue_id": "<queue_id>"})
+    );
+    let mut vars = Vars::new();
+    save(
+        &mut vars,
+        &serde_json::json!({"save": {"q": "queue_id", "n": "/a/0"}}),
+        &serde_json::json!({"queue_id": "abc", "a": [7]}),
+    );
+    assert_eq!(substitute(&vars, "{var:q}/{var:n}/{id:x}"), "abc/7/{id:x}");
     assert!(matches("/api/v1/users/{user}", "/api/v1/users/10"));
     assert!(!matches("/api/v1/users/{user}", "/api/v1/users"));
     assert!(!matches("/api/v1/users", "/api/v1/users/me"));
