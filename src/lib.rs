@@ -105,7 +105,18 @@ impl Running {
                 tracing::error!("a realm arbiter panicked");
             }
         }
-        self.store.durability.shutdown();
+        let durability = self.store.durability.clone();
+        durability.shutdown();
+        drop(self.state);
+        drop(self.store);
+        // HTTP workers drop their copy of the app state shortly after they stop.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while Arc::strong_count(&durability) > 1 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        if Arc::strong_count(&durability) > 1 {
+            tracing::warn!("the database is still in use after shutdown");
+        }
     }
 
     /// The realm actor serving `host` (tests, tooling).

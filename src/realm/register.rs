@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
-use super::users::{gravatar_url, UserView};
+use super::users::{gravatar_url, gravatar_url_medium, UserView};
 use super::{Realm, User};
 
 /// Zulip's `max_message_length`.
@@ -338,7 +338,7 @@ impl Realm {
             "is_guest": me.is_guest(),
             "avatar_source": "G",
             "avatar_url": avatar,
-            "avatar_url_medium": avatar,
+            "avatar_url_medium": gravatar_url_medium(&me.delivery_email, me.avatar_version),
             "can_create_streams": !me.is_guest(),
             "can_create_public_streams": !me.is_guest(),
             "can_create_private_streams": !me.is_guest(),

@@ -105,6 +105,11 @@ pub fn gravatar_url(email: &str, version: u32) -> String {
     format!("https://secure.gravatar.com/avatar/{hex}?d=identicon&version={version}")
 }
 
+/// The medium-size (500 px) gravatar URL Zulip serves as `avatar_url_medium`.
+pub fn gravatar_url_medium(email: &str, version: u32) -> String {
+    gravatar_url(email, version).replace("?d=identicon&", "?d=identicon&s=500&")
+}
+
 impl Realm {
     /// Resolves Basic credentials to an active user, with Zulip's 401 texts.
     ///
