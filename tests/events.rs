@@ -77,6 +77,34 @@ impl App {
     }
 }
 
+/// Starts a long-poll on `queue` in the background.
+fn spawn_poll(
+    app: &App,
+    email: &'static str,
+    key: &str,
+    queue: &str,
+    last: &'static str,
+) -> tokio::task::JoinHandle<Value> {
+    let (client, url, key, queue) = (
+        app.client.clone(),
+        app.url.clone(),
+        key.to_owned(),
+        queue.to_owned(),
+    );
+    tokio::spawn(async move {
+        client
+            .get(format!("{url}/events"))
+            .basic_auth(email, Some(key))
+            .query(&[("queue_id", queue.as_str()), ("last_event_id", last)])
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    })
+}
+
 async fn register(app: &App, email: &str, key: &str, params: &[(&str, &str)]) -> (String, Value) {
     let (status, body) = app
         .send(
@@ -251,26 +279,7 @@ async fn long_poll_wakes_when_another_user_changes_state() {
     .await;
     let (admin_queue, _) = register(&app, "iago@zulip.com", &iago, &[]).await;
 
-    let poll = {
-        let (client, url, hamlet, queue) = (
-            app.client.clone(),
-            app.url.clone(),
-            hamlet.clone(),
-            queue.clone(),
-        );
-        tokio::spawn(async move {
-            client
-                .get(format!("{url}/events"))
-                .basic_auth("hamlet@zulip.com", Some(hamlet))
-                .query(&[("queue_id", queue.as_str()), ("last_event_id", "-1")])
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        })
-    };
+    let poll = spawn_poll(&app, "hamlet@zulip.com", &hamlet, &queue, "-1");
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!poll.is_finished(), "the poll parks while nothing happens");
     let new_id = create_user(&app, &iago, "newbie@zulip.com").await;
@@ -433,26 +442,7 @@ async fn heartbeat_after_a_minute_of_silence() {
     let app = App::start().await;
     let key = app.key("hamlet@zulip.com").await;
     let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
-    let poll = {
-        let (client, url, key, queue) = (
-            app.client.clone(),
-            app.url.clone(),
-            key.clone(),
-            queue.clone(),
-        );
-        tokio::spawn(async move {
-            client
-                .get(format!("{url}/events"))
-                .basic_auth("hamlet@zulip.com", Some(key))
-                .query(&[("queue_id", queue.as_str()), ("last_event_id", "-1")])
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        })
-    };
+    let poll = spawn_poll(&app, "hamlet@zulip.com", &key, &queue, "-1");
     tokio::time::sleep(Duration::from_millis(100)).await;
     app.clock.advance_ms(HEARTBEAT_MS - 1000);
     app.tick();

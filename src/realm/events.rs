@@ -198,22 +198,7 @@ impl Realm {
                         Audience::users(vec![*uid]),
                     ));
                 }
-                for (cid, uids) in &by_channel {
-                    let Some(ch) = self.channel(*cid) else {
-                        continue;
-                    };
-                    let peers: Vec<UserId> = self
-                        .subscriber_viewers(ch)
-                        .into_iter()
-                        .filter(|u| !uids.contains(u))
-                        .collect();
-                    if !peers.is_empty() {
-                        out.push(Event::new(
-                            json!({"type": "subscription", "op": "peer_add", "stream_ids": [cid], "user_ids": uids}),
-                            Audience::users(peers),
-                        ));
-                    }
-                }
+                out.extend(self.peer_events("peer_add", &by_channel));
             }
             Change::Unsubscribed { subs } => {
                 let mut by_user: BTreeMap<UserId, Vec<ChannelId>> = BTreeMap::new();
@@ -233,22 +218,7 @@ impl Realm {
                         Audience::users(vec![*uid]),
                     ));
                 }
-                for (cid, uids) in &by_channel {
-                    let Some(ch) = self.channel(*cid) else {
-                        continue;
-                    };
-                    let peers: Vec<UserId> = self
-                        .subscriber_viewers(ch)
-                        .into_iter()
-                        .filter(|u| !uids.contains(u))
-                        .collect();
-                    if !peers.is_empty() {
-                        out.push(Event::new(
-                            json!({"type": "subscription", "op": "peer_remove", "stream_ids": [cid], "user_ids": uids}),
-                            Audience::users(peers),
-                        ));
-                    }
-                }
+                out.extend(self.peer_events("peer_remove", &by_channel));
                 for (uid, cids) in &by_user {
                     let Some(user) = self.user(*uid) else {
                         continue;
@@ -370,6 +340,29 @@ impl Realm {
                 ));
             }
             _ => {}
+        }
+        out
+    }
+
+    /// `subscription` `peer_add`/`peer_remove`, one per channel, to those who may see
+    /// the channel's subscribers (other than the users concerned).
+    fn peer_events(&self, op: &str, by_channel: &BTreeMap<ChannelId, Vec<UserId>>) -> Vec<Event> {
+        let mut out = Vec::new();
+        for (cid, uids) in by_channel {
+            let Some(ch) = self.channel(*cid) else {
+                continue;
+            };
+            let peers: Vec<UserId> = self
+                .subscriber_viewers(ch)
+                .into_iter()
+                .filter(|u| !uids.contains(u))
+                .collect();
+            if !peers.is_empty() {
+                out.push(Event::new(
+                    json!({"type": "subscription", "op": op, "stream_ids": [cid], "user_ids": uids}),
+                    Audience::users(peers),
+                ));
+            }
         }
         out
     }
