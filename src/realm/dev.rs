@@ -78,15 +78,16 @@ struct DevUser {
 /// The administrator who holds `can_create_users` in the development realm.
 pub const DEV_USER_CREATOR: &str = "iago@zulip.com";
 
-/// The changes that create the development realm, served at `url`.
-pub fn dev_realm_changes(url: &str, cx: &mut Cx) -> Result<Vec<Change>, String> {
+/// The changes that create the development realm. Its URL is not stored: it is the
+/// server's (`Realm::url`), wherever the server is started.
+pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
     let dev: DevRealm =
         serde_json::from_str(DEV_REALM_JSON).map_err(|e| format!("dev_realm.json: {e}"))?;
     let mut changes = vec![Change::RealmCreated {
         settings: RealmSettings {
             name: dev.realm.name,
             subdomain: dev.realm.subdomain,
-            url: url.to_owned(),
+            url: String::new(),
             dev: true,
             email_visibility: EmailVisibility::AdminsOnly,
             fake_email_domain: "zulipdev.com".into(),
@@ -261,7 +262,7 @@ mod tests {
     #[test]
     fn dev_realm_seeds_users_and_bots() {
         let mut cx = Cx::seeded(1_700_000_000_000, 7);
-        let changes = dev_realm_changes("http://127.0.0.1:9991", &mut cx).expect("seed");
+        let changes = dev_realm_changes(&mut cx).expect("seed");
         let mut realm = Realm::from_first_change(&changes[0]).expect("first");
         for c in &changes {
             realm.apply(c);

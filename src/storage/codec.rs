@@ -69,7 +69,7 @@ mod tests {
     #[test]
     fn changes_round_trip() {
         let mut cx = Cx::seeded(1_700_000_000_000, 1);
-        let changes = dev_realm_changes("http://x", &mut cx).expect("seed");
+        let changes = dev_realm_changes(&mut cx).expect("seed");
         let bytes = encode(&changes).expect("encode");
         let back: Vec<Change> = decode(&bytes).expect("decode");
         assert_eq!(back, changes);
@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn realm_round_trips_and_rebuilds_indexes() {
         let mut cx = Cx::seeded(1_700_000_000_000, 1);
-        let changes = dev_realm_changes("http://x", &mut cx).expect("seed");
+        let changes = dev_realm_changes(&mut cx).expect("seed");
         let mut realm = Realm::from_first_change(&changes[0]).expect("realm");
         changes.iter().for_each(|c| realm.apply(c));
         let mut back: Realm = decode(&encode(&realm).expect("encode")).expect("decode");

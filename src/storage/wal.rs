@@ -171,7 +171,7 @@ mod tests {
     fn seeded() -> (tempfile::TempDir, Store, Vec<Change>) {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path(), DurabilityMode::Never).expect("open");
-        let changes = dev_realm_changes("http://x", &mut Cx::seeded(1, 1)).expect("seed");
+        let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
         (dir, store, changes)
     }
 
