@@ -77,6 +77,21 @@ impl App {
     }
 }
 
+/// `GET /events` with `dont_block`: the queue's events now.
+async fn poll_now(app: &App, email: &str, key: &str, queue: &str, last: &str) -> (u16, Value) {
+    app.send(
+        reqwest::Method::GET,
+        "/events",
+        Some((email, key)),
+        &[
+            ("queue_id", queue),
+            ("last_event_id", last),
+            ("dont_block", "true"),
+        ],
+    )
+    .await
+}
+
 /// Starts a long-poll on `queue` in the background.
 fn spawn_poll(
     app: &App,
@@ -305,36 +320,14 @@ async fn long_poll_wakes_when_another_user_changes_state() {
     );
 
     // The administrator's queue gets the real address.
-    let (_, body) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            Some(("iago@zulip.com", &iago)),
-            &[
-                ("queue_id", &admin_queue),
-                ("last_event_id", "-1"),
-                ("dont_block", "true"),
-            ],
-        )
-        .await;
+    let (_, body) = poll_now(&app, "iago@zulip.com", &iago, &admin_queue, "-1").await;
     assert_eq!(
         body["events"][0]["person"]["delivery_email"],
         "newbie@zulip.com"
     );
 
     // Acknowledged events are dropped.
-    let (_, body) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            Some(("hamlet@zulip.com", &hamlet)),
-            &[
-                ("queue_id", &queue),
-                ("last_event_id", "0"),
-                ("dont_block", "true"),
-            ],
-        )
-        .await;
+    let (_, body) = poll_now(&app, "hamlet@zulip.com", &hamlet, &queue, "0").await;
     assert_eq!(body["events"], serde_json::json!([]));
 }
 
@@ -344,18 +337,7 @@ async fn dont_block_answers_at_once_and_missing_arguments_are_named() {
     let key = app.key("hamlet@zulip.com").await;
     let auth = Some(("hamlet@zulip.com", key.as_str()));
     let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
-    let (status, body) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            auth,
-            &[
-                ("queue_id", &queue),
-                ("last_event_id", "-1"),
-                ("dont_block", "true"),
-            ],
-        )
-        .await;
+    let (status, body) = poll_now(&app, "hamlet@zulip.com", &key, &queue, "-1").await;
     assert_eq!(
         (status, body["events"].clone()),
         (200, serde_json::json!([]))
@@ -468,36 +450,14 @@ async fn idle_queues_expire_and_delete_removes_a_queue() {
     let (idle, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
     app.clock.advance_ms(QUEUE_TIMEOUT_MS - 1000);
     app.tick();
-    let (status, _) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            auth,
-            &[
-                ("queue_id", &idle),
-                ("last_event_id", "-1"),
-                ("dont_block", "true"),
-            ],
-        )
-        .await;
+    let (status, _) = poll_now(&app, "hamlet@zulip.com", &key, &idle, "-1").await;
     assert_eq!(
         status, 200,
         "still alive just before ten minutes (and the poll refreshes it)"
     );
     app.clock.advance_ms(QUEUE_TIMEOUT_MS);
     app.tick();
-    let (status, body) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            auth,
-            &[
-                ("queue_id", &idle),
-                ("last_event_id", "-1"),
-                ("dont_block", "true"),
-            ],
-        )
-        .await;
+    let (status, body) = poll_now(&app, "hamlet@zulip.com", &key, &idle, "-1").await;
     assert_eq!(status, 400);
     assert_eq!(body["code"], "BAD_EVENT_QUEUE_ID");
 

@@ -116,23 +116,22 @@ impl Params {
 
     /// An optional JSON list of integers: `x is not a list`, `x[i] is not an integer`.
     pub fn opt_int_list(&self, name: &str) -> ApiResult<Option<Vec<i64>>> {
-        let Some(v) = self.opt_json(name)? else {
-            return Ok(None);
-        };
-        let list = v
-            .as_array()
-            .ok_or_else(|| ApiError::bad_request(format!("{name} is not a list")))?;
-        list.iter()
-            .enumerate()
-            .map(|(i, v)| as_int(v).ok_or_else(|| not_int(&format!("{name}[{i}]"))))
-            .collect::<ApiResult<Vec<_>>>()
-            .map(Some)
+        self.opt_list(name, "an integer", as_int)
     }
-}
 
-impl Params {
     /// An optional JSON list of strings: `x is not a list`, `x[i] is not a string`.
     pub fn opt_str_list(&self, name: &str) -> ApiResult<Option<Vec<String>>> {
+        self.opt_list(name, "a string", |v| v.as_str().map(str::to_owned))
+    }
+
+    /// An optional JSON list whose items `item` converts; `what` names the item type in
+    /// Zulip's `x[i] is not <what>`.
+    fn opt_list<T>(
+        &self,
+        name: &str,
+        what: &str,
+        item: impl Fn(&Value) -> Option<T>,
+    ) -> ApiResult<Option<Vec<T>>> {
         let Some(v) = self.opt_json(name)? else {
             return Ok(None);
         };
@@ -142,9 +141,7 @@ impl Params {
         list.iter()
             .enumerate()
             .map(|(i, v)| {
-                v.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| ApiError::bad_request(format!("{name}[{i}] is not a string")))
+                item(v).ok_or_else(|| ApiError::bad_request(format!("{name}[{i}] is not {what}")))
             })
             .collect::<ApiResult<Vec<_>>>()
             .map(Some)
