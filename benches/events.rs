@@ -47,9 +47,13 @@ struct Parked {
 
 impl Parked {
     fn new(n: usize) -> Self {
-        let hub = Arc::new(EventHub::new(Arc::new(SystemClock)));
+        let realm = hearth::realm::dev::dev_realm_changes(&mut hearth::realm::Cx::seeded(0, 1))
+            .ok()
+            .and_then(|c| hearth::realm::Realm::from_first_change(&c[0]))
+            .expect("a realm");
+        let hub = Arc::new(EventHub::new(Arc::new(SystemClock), Arc::new(realm)));
         let queues = (0..n as u64)
-            .map(|u| (u, hub.register(u, QueueOptions::default())))
+            .map(|u| (u, hub.register(u, QueueOptions::default()).0))
             .collect();
         Parked {
             hub,

@@ -101,7 +101,7 @@ fn write_syscalls() -> Option<u64> {
 /// the handler awaits durability of the ticket outside it.
 async fn append_and_wait(store: &Mutex<RealmStore>, durability: &Durability, change: &[Change]) {
     let ticket = store.lock().unwrap().append(change).expect("append");
-    durability.wait(ticket).await;
+    durability.wait(ticket).await.expect("durable");
 }
 
 /// `total` appends spread over `writers` concurrent tasks; returns the wall time.
@@ -180,7 +180,7 @@ fn bench_append(c: &mut Criterion) {
                         let change = [Change::UserCreated(user.clone())];
                         let start = Instant::now();
                         let ticket = realm_store.append(&change).expect("append");
-                        store.durability.wait(ticket).await;
+                        store.durability.wait(ticket).await.expect("durable");
                         spent += start.elapsed();
                     }
                     spent
@@ -207,7 +207,7 @@ fn census_single(
     rt.block_on(async {
         for _ in 0..CENSUS_APPENDS {
             let ticket = rs.append(&change).expect("append");
-            store.durability.wait(ticket).await;
+            store.durability.wait(ticket).await.expect("durable");
         }
     });
     let elapsed = start.elapsed();

@@ -1,10 +1,16 @@
-//! `RealmActor`: the one owner of a realm's state. It authenticates each call, runs the
-//! call's rule against the realm, appends the decided changes to the WAL, applies them,
-//! and takes snapshots. It never blocks on I/O other than the WAL append, and never
-//! awaits inside `handle`: durability is awaited by the HTTP handler.
+//! `RealmActor`: the one writer of a realm's state. It runs each write's rule against
+//! its working state, appends the decided changes to the WAL, applies them, and stages
+//! the resulting immutable versions with the realm's `EventHub`, which makes them
+//! visible once they are durable. It never blocks on I/O other than the WAL append,
+//! never awaits inside `handle`, and does no work that grows with the realm: callers
+//! authenticate and read on the HTTP workers against the published version, events are
+//! rendered when a decision is released, and snapshots are encoded and written on a
+//! background thread from an immutable version.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use actix::prelude::*;
 use serde_json::{Map, Value};
@@ -12,8 +18,8 @@ use serde_json::{Map, Value};
 use crate::api::params::Params;
 use crate::error::{ApiError, ApiResult};
 use crate::events::EventHub;
-use crate::realm::{Change, Clock, Cx, DurabilityClass, Realm, User};
-use crate::storage::RealmStore;
+use crate::realm::{Change, Clock, Cx, DurabilityClass, Realm, User, UserId};
+use crate::storage::{RealmStore, SnapshotJob};
 
 /// Basic credentials as sent by the client.
 #[derive(Debug, Clone)]
@@ -22,29 +28,39 @@ pub struct Credentials {
     pub api_key: String,
 }
 
-/// Who a call must be made by.
-#[derive(Debug, Clone)]
-pub enum Auth {
-    /// No authentication (server settings, key fetches).
-    Anonymous,
-    /// A valid user; `Err` carries why the Authorization header was unusable.
-    User(Result<Credentials, ApiError>),
-}
-
 /// What a rule sees: the realm (read-only), the caller, the parameters, the context.
+/// Reads get the published version on an HTTP worker; writes the actor's working state.
 pub struct Ctx<'a> {
     pub realm: &'a Realm,
     me: Option<&'a User>,
     pub params: &'a mut Params,
     pub cx: &'a mut Cx,
-    /// The realm's event queues (`POST /register` creates one while reading state).
+    /// The realm's event queues (`POST /register` creates one).
     pub hub: &'a EventHub,
     /// The server's public URL (see `Realm::url`).
     pub server_url: &'a str,
 }
 
 impl<'a> Ctx<'a> {
-    /// The authenticated caller (calls made with `Auth::User` always have one).
+    pub fn new(
+        realm: &'a Realm,
+        me: Option<&'a User>,
+        params: &'a mut Params,
+        cx: &'a mut Cx,
+        hub: &'a EventHub,
+        server_url: &'a str,
+    ) -> Self {
+        Ctx {
+            realm,
+            me,
+            params,
+            cx,
+            hub,
+            server_url,
+        }
+    }
+
+    /// The authenticated caller (calls made with credentials always have one).
     pub fn me(&self) -> ApiResult<&'a User> {
         self.me.ok_or_else(ApiError::not_logged_in)
     }
@@ -80,12 +96,13 @@ impl Outcome {
     }
 }
 
-/// A rule, run inside the actor.
+/// A rule: run inside the actor for writes, on an HTTP worker for reads.
 pub type Rule = Box<dyn FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send>;
 
-/// One API call sent to a realm.
+/// One write sent to a realm, by a caller already authenticated on the HTTP worker.
 pub struct Call {
-    pub auth: Auth,
+    /// The caller's id (`None`: a call that needs no authentication).
+    pub me: Option<UserId>,
     pub params: Params,
     pub rule: Rule,
 }
@@ -102,14 +119,14 @@ impl Message for Call {
     type Result = ApiResult<Reply>;
 }
 
-/// Asks the actor to write a snapshot now (shutdown).
+/// Asks the actor for a snapshot job of its current state (shutdown); the caller runs it.
 pub struct TakeSnapshot;
 
 impl Message for TakeSnapshot {
-    type Result = Result<(), String>;
+    type Result = (SnapshotJob, Arc<Realm>);
 }
 
-/// Reads a copy of the whole realm (tests, tooling).
+/// Reads a copy of the whole working realm (tests, tooling).
 pub struct CloneRealm;
 
 impl Message for CloneRealm {
@@ -118,23 +135,27 @@ impl Message for CloneRealm {
 
 /// The realm actor.
 pub struct RealmActor {
-    /// The state; only `apply` mutates it.
+    /// The working state: every applied decision, durable or not; only `apply` mutates
+    /// it. Readers never see it: they see the hub's published version.
     realm: Realm,
     /// WAL and snapshots of this realm.
     store: RealmStore,
     /// Time source of every decision (injected in tests).
     clock: Arc<dyn Clock>,
-    /// Event log and client queues; every applied change is published here.
+    /// Published version, event log and client queues; every decision is staged here.
     hub: Arc<EventHub>,
     /// The server's public URL: the URL of realms created without one (`--dev`).
     server_url: Arc<str>,
-    /// Records appended since the last snapshot.
+    /// Records appended (or replayed at start) since the last snapshot began.
     since_snapshot: u64,
     /// Take a snapshot after this many records (0: only on shutdown).
     snapshot_every: u64,
+    /// Set while a background snapshot runs: at most one at a time.
+    snapshotting: Arc<AtomicBool>,
 }
 
 impl RealmActor {
+    /// `replayed`: records replayed at start, which count toward the next snapshot.
     pub fn new(
         realm: Realm,
         store: RealmStore,
@@ -142,6 +163,7 @@ impl RealmActor {
         hub: Arc<EventHub>,
         server_url: Arc<str>,
         snapshot_every: u64,
+        replayed: u64,
     ) -> Self {
         RealmActor {
             realm,
@@ -149,75 +171,104 @@ impl RealmActor {
             clock,
             hub,
             server_url,
-            since_snapshot: 0,
+            since_snapshot: replayed,
             snapshot_every,
+            snapshotting: Arc::new(AtomicBool::new(false)),
         }
     }
 
-    /// Appends, applies; returns the ticket to await when a durable change is among them.
-    fn commit(&mut self, changes: &[Change]) -> ApiResult<Option<u64>> {
+    /// Appends, applies, stages; returns the ticket to await when a durable change is
+    /// among them.
+    fn commit(&mut self, changes: Vec<Change>) -> ApiResult<Option<u64>> {
         if changes.is_empty() {
             return Ok(None);
         }
-        let ticket = self.store.append(changes).map_err(|e| {
+        let ticket = self.store.append(&changes).map_err(|e| {
             tracing::error!("WAL append failed: {e}");
-            ApiError::internal()
+            ApiError::storage_failed()
         })?;
-        let mut events = Vec::new();
-        for change in changes {
-            self.realm.apply(change);
-            events.extend(self.realm.events_for(change));
-        }
-        self.hub.publish(events);
-        self.since_snapshot += 1;
-        if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
-            self.snapshot();
-        }
         let durable = changes
             .iter()
             .any(|c| c.durability() == DurabilityClass::Durable);
+        let mut steps = Vec::with_capacity(changes.len());
+        for change in changes {
+            self.realm.apply(&change);
+            // O(1): the collections are structurally shared.
+            steps.push((change, Arc::new(self.realm.clone())));
+        }
+        self.hub.stage(ticket, steps);
+        self.since_snapshot += 1;
+        if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
+            self.start_snapshot();
+        }
         Ok(durable.then_some(ticket))
     }
 
-    fn snapshot(&mut self) {
-        match self.store.snapshot(&self.realm) {
-            Ok(()) => self.since_snapshot = 0,
-            Err(e) => tracing::error!(
-                "snapshot of realm '{}' failed: {e}",
-                self.realm.settings.subdomain
-            ),
+    /// Starts a snapshot of the current state on a background thread, unless one runs.
+    fn start_snapshot(&mut self) {
+        if self.snapshotting.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // Counted from now: a failed snapshot is tried again after another
+        // `snapshot_every` records, never on every write.
+        self.since_snapshot = 0;
+        let job = self.store.snapshot_job();
+        let version = Arc::new(self.realm.clone());
+        let running = self.snapshotting.clone();
+        let subdomain = self.realm.settings.subdomain.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hearth-snapshot".into())
+            .spawn(move || {
+                let started = Instant::now();
+                let seq = job.seq;
+                match job.run(&version) {
+                    Ok(()) => tracing::info!(
+                        "realm '{subdomain}': snapshot at record {seq} in {} ms",
+                        started.elapsed().as_millis()
+                    ),
+                    Err(e) => tracing::error!("snapshot of realm '{subdomain}' failed: {e}"),
+                }
+                running.store(false, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start a snapshot thread: {e}");
+            self.snapshotting.store(false, Ordering::SeqCst);
         }
     }
 
     fn run(&mut self, call: Call) -> ApiResult<Reply> {
-        let me = match call.auth {
-            Auth::Anonymous => None,
-            Auth::User(Err(e)) => return Err(e),
-            Auth::User(Ok(c)) => Some(self.realm.authenticate(&c.email, &c.api_key)?.id),
-        };
         let mut params = call.params;
         let mut cx = Cx::new(&*self.clock);
         let realm = &self.realm;
+        let me = match call.me {
+            None => None,
+            // Authenticated against a published version, which this state includes.
+            Some(id) => Some(
+                realm
+                    .user(id)
+                    .filter(|u| u.is_active)
+                    .ok_or_else(|| ApiError::unauthorized("Account is deactivated"))?,
+            ),
+        };
         let hub = &*self.hub;
         let server_url = &*self.server_url;
         let rule = call.rule;
         // A rule only reads state, so a panic in one leaves the realm intact.
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let me = me.and_then(|id| realm.user(id));
-            rule(&mut Ctx {
+            rule(&mut Ctx::new(
                 realm,
                 me,
-                params: &mut params,
-                cx: &mut cx,
+                &mut params,
+                &mut cx,
                 hub,
                 server_url,
-            })
+            ))
         }))
         .map_err(|_| {
             tracing::error!("a rule panicked");
             ApiError::internal()
         })??;
-        let ticket = self.commit(&outcome.changes)?;
+        let ticket = self.commit(outcome.changes)?;
         Ok(Reply {
             body: outcome.body,
             ticket,
@@ -240,14 +291,11 @@ impl Handler<Call> for RealmActor {
 }
 
 impl Handler<TakeSnapshot> for RealmActor {
-    type Result = Result<(), String>;
+    type Result = MessageResult<TakeSnapshot>;
 
     fn handle(&mut self, _: TakeSnapshot, _ctx: &mut Self::Context) -> Self::Result {
-        self.store
-            .snapshot(&self.realm)
-            .map_err(|e| e.to_string())?;
         self.since_snapshot = 0;
-        Ok(())
+        MessageResult((self.store.snapshot_job(), Arc::new(self.realm.clone())))
     }
 }
 

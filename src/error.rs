@@ -114,6 +114,16 @@ impl ApiError {
         Self::new(500, ErrorCode::InternalServerError, "Internal server error")
     }
 
+    /// A write the storage could not make durable (a full disk, an I/O error): it was
+    /// not saved, and writes are refused until the storage recovers.
+    pub fn storage_failed() -> Self {
+        Self::new(
+            503,
+            ErrorCode::InternalServerError,
+            "The server could not save this change (storage failure); it was not applied. Try again later.",
+        )
+    }
+
     /// Adds an extra body field (`stream`, `var_name`, `queue_id`, ...).
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.extra.insert(key.to_owned(), value.into());

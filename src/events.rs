@@ -1,11 +1,19 @@
-//! Event queues: `POST /register`, `GET /events` long-polls, `DELETE /events`.
+//! What readers and event queues see of a realm: its published version, its event log,
+//! and the client queues (`POST /register`, `GET /events` long-polls, `DELETE /events`).
 //!
-//! Each realm has one `EventHub`: an append-only log of the events its actor decided,
-//! and the client queues, which are cursors into that log plus their own pending list.
-//! The actor appends each event once (`publish`: O(1) per event, whatever the number of
-//! queues) and bumps a watch channel; parked long-polls run on the HTTP workers, wake
-//! on the bump, pull what their queue may see from their cursor, and answer. So 10 000
-//! parked clients cost the actor nothing, and each costs its HTTP worker one small task.
+//! Each realm has one `EventHub`. The realm actor applies a decision to its working
+//! state and `stage`s it: the immutable versions after each change (structurally
+//! shared, so taking one is O(1)) and the changes. Nothing staged is visible. Once the
+//! WAL record of a decision is durable, `release` turns its changes into events (on the
+//! caller's thread, never the actor's), appends them to the log and makes its version
+//! the one every read sees, in one step under the log lock: a registration reads the
+//! version and its queue's start in that same step, so the two always agree.
+//!
+//! The log is append-only: each event is appended once (O(1) per event, whatever the
+//! number of queues) and a watch channel is bumped; parked long-polls run on the HTTP
+//! workers, wake on the bump, pull what their queue may see from their cursor, and
+//! answer. So 10 000 parked clients cost the actor nothing, and each costs its HTTP
+//! worker one small task.
 //!
 //! Queues live in memory, like Zulip's Tornado queues: a restart forgets them and
 //! clients re-register after `BAD_EVENT_QUEUE_ID`.
@@ -14,13 +22,14 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Notify};
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::realm::events::Event;
-use crate::realm::{Clock, UserId};
+use crate::realm::{Change, Clock, Realm, UserId};
 
 /// A parked poll answers a heartbeat after this much silence (Zulip: about a minute).
 pub const HEARTBEAT_MS: i64 = 60_000;
@@ -119,9 +128,22 @@ impl Drop for Connected<'_> {
     }
 }
 
-/// The event log and queues of one realm.
+/// One decision applied by the realm actor and not yet visible: each change with the
+/// version right after it (events are rendered from that version).
+struct Staged {
+    /// The durability ticket of its WAL record.
+    ticket: u64,
+    steps: Vec<(Change, Arc<Realm>)>,
+}
+
+/// The published version, event log and queues of one realm.
 pub struct EventHub {
     clock: Arc<dyn Clock>,
+    /// The newest version whose every change is durable: what reads see. Only stored
+    /// while `log` is write-locked.
+    version: ArcSwap<Realm>,
+    /// Decisions applied but not yet durable, in ticket order.
+    staged: Mutex<VecDeque<Staged>>,
     log: RwLock<EventLog>,
     /// Bumped after every publish (by the waker thread); parked polls wait on it.
     head: Arc<watch::Sender<u64>>,
@@ -150,7 +172,8 @@ fn bad_queue(id: &str) -> ApiError {
 }
 
 impl EventHub {
-    pub fn new(clock: Arc<dyn Clock>) -> Self {
+    /// A hub whose readers see `realm` until the first release.
+    pub fn new(clock: Arc<dyn Clock>, realm: Arc<Realm>) -> Self {
         let generation = format!("{:x}", clock.now_ms());
         let head = Arc::new(watch::channel(0).0);
         let (waker, ends) = std::sync::mpsc::channel::<u64>();
@@ -172,6 +195,8 @@ impl EventHub {
         }
         EventHub {
             clock,
+            version: ArcSwap::new(realm),
+            staged: Mutex::new(VecDeque::new()),
             log: RwLock::new(EventLog::default()),
             head,
             waker: Mutex::new(waker),
@@ -184,14 +209,65 @@ impl EventHub {
         }
     }
 
-    /// Appends events to the log and wakes parked polls. Called by the realm actor only.
+    /// The newest durable version of the realm (lock-free).
+    pub fn current(&self) -> Arc<Realm> {
+        self.version.load_full()
+    }
+
+    /// Records a decision the actor applied, invisible until `release` reaches `ticket`.
+    /// Called by the realm actor only, in ticket order; O(1).
+    pub fn stage(&self, ticket: u64, steps: Vec<(Change, Arc<Realm>)>) {
+        if steps.is_empty() {
+            return;
+        }
+        match self.staged.lock() {
+            Ok(mut staged) => staged.push_back(Staged { ticket, steps }),
+            Err(_) => tracing::error!("staged decisions lost: a release panicked"),
+        }
+    }
+
+    /// Makes every decision staged with a ticket up to `durable` visible: renders its
+    /// events, appends them to the log and publishes its version. Runs on the caller's
+    /// thread (an HTTP worker that awaited its ticket, or the release task), never on the
+    /// realm actor. Idempotent.
+    pub fn release(&self, durable: u64) {
+        let Ok(mut staged) = self.staged.lock() else {
+            return;
+        };
+        let mut events = Vec::new();
+        let mut newest = None;
+        while staged.front().is_some_and(|s| s.ticket <= durable) {
+            let Some(decision) = staged.pop_front() else {
+                break;
+            };
+            for (change, version) in decision.steps {
+                events.extend(version.events_for(&change));
+                newest = Some(version);
+            }
+        }
+        if let Some(version) = newest {
+            // Still under `staged`: releases publish in ticket order.
+            self.publish_with(Some(version), events);
+        }
+    }
+
+    /// Appends events to the log (without a new version) and wakes parked polls.
     pub fn publish(&self, events: Vec<Event>) {
-        if events.is_empty() {
+        self.publish_with(None, events);
+    }
+
+    /// Appends events and stores `version` in one step under the log lock, then wakes
+    /// parked polls.
+    fn publish_with(&self, version: Option<Arc<Realm>>, events: Vec<Event>) {
+        if events.is_empty() && version.is_none() {
             return;
         }
         let now = self.clock.now_ms();
         let end = match self.log.write() {
             Ok(mut log) => {
+                if let Some(v) = version {
+                    self.version.store(v);
+                }
                 log.entries.extend(events.into_iter().map(|mut event| {
                     let body = Arc::new(std::mem::take(&mut event.body));
                     LogEntry {
@@ -215,12 +291,15 @@ impl EventHub {
         }
     }
 
-    /// Creates a queue that sees every event published from now on. Called by the realm
-    /// actor while it builds the initial state, so state and queue start at one point.
-    pub fn register(&self, user_id: UserId, options: QueueOptions) -> String {
+    /// Creates a queue that sees every event published after the version it returns:
+    /// the state a registration answers with.
+    pub fn register(&self, user_id: UserId, options: QueueOptions) -> (String, Arc<Realm>) {
         let n = self.next_queue.fetch_add(1, Ordering::SeqCst);
         let id = format!("{}:{n}", self.generation);
-        let cursor = self.log.read().map(|l| l.end()).unwrap_or_default();
+        let (cursor, version) = match self.log.read() {
+            Ok(l) => (l.end(), self.version.load_full()),
+            Err(_) => (0, self.version.load_full()),
+        };
         let queue = Queue {
             id: id.clone(),
             user_id,
@@ -237,7 +316,7 @@ impl EventHub {
             connected: AtomicUsize::new(0),
         };
         self.queues.insert(id.clone(), Arc::new(queue));
-        id
+        (id, version)
     }
 
     /// Number of polls waiting for an event right now.
@@ -416,6 +495,20 @@ mod tests {
     use crate::realm::events::Audience;
     use crate::realm::ManualClock;
 
+    fn hub(clock: ManualClock) -> EventHub {
+        let realm = crate::realm::Realm::new(crate::realm::RealmSettings {
+            name: "test".into(),
+            subdomain: "test".into(),
+            url: String::new(),
+            dev: false,
+            email_visibility: crate::realm::EmailVisibility::Everyone,
+            fake_email_domain: "test.invalid".into(),
+            empty_topic_display_name: "general chat".into(),
+            date_created: 0,
+        });
+        EventHub::new(Arc::new(clock), Arc::new(realm))
+    }
+
     fn event(kind: &str, audience: Audience) -> Event {
         Event::new(json!({"type": kind, "op": "add"}), audience)
     }
@@ -423,9 +516,9 @@ mod tests {
     #[tokio::test]
     async fn queue_sees_only_its_events_after_registration() {
         let clock = ManualClock::new(1_000_000);
-        let hub = EventHub::new(Arc::new(clock.clone()));
+        let hub = hub(clock.clone());
         hub.publish(vec![event("before", Audience::Everyone)]);
-        let q = hub.register(7, QueueOptions::default());
+        let (q, _) = hub.register(7, QueueOptions::default());
         hub.publish(vec![
             event("mine", Audience::users(vec![7])),
             event("other", Audience::users(vec![8])),
@@ -455,12 +548,12 @@ mod tests {
 
     #[tokio::test]
     async fn event_types_filter() {
-        let hub = EventHub::new(Arc::new(ManualClock::new(0)));
+        let hub = hub(ManualClock::new(0));
         let opts = QueueOptions {
             event_types: Some(["b".to_owned()].into()),
             ..Default::default()
         };
-        let q = hub.register(1, opts);
+        let (q, _) = hub.register(1, opts);
         hub.publish(vec![
             event("a", Audience::Everyone),
             event("b", Audience::Everyone),
@@ -473,8 +566,8 @@ mod tests {
     #[tokio::test]
     async fn parked_poll_wakes_on_publish_and_heartbeat() {
         let clock = ManualClock::new(0);
-        let hub = Arc::new(EventHub::new(Arc::new(clock.clone())));
-        let q = hub.register(1, QueueOptions::default());
+        let hub = Arc::new(hub(clock.clone()));
+        let (q, _) = hub.register(1, QueueOptions::default());
         let (h, id) = (hub.clone(), q.clone());
         let poll = tokio::spawn(async move { h.get_events(1, &id, None, false).await });
         tokio::task::yield_now().await;
@@ -497,8 +590,8 @@ mod tests {
     #[tokio::test]
     async fn idle_queues_are_collected_and_answer_bad_queue_id() {
         let clock = ManualClock::new(0);
-        let hub = EventHub::new(Arc::new(clock.clone()));
-        let q = hub.register(1, QueueOptions::default());
+        let hub = hub(clock.clone());
+        let (q, _) = hub.register(1, QueueOptions::default());
         clock.advance_ms(QUEUE_TIMEOUT_MS);
         hub.tick();
         let err = hub.get_events(1, &q, None, true).await.expect_err("gone");
@@ -509,8 +602,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_new_poll_finishes_the_previous_one() {
-        let hub = Arc::new(EventHub::new(Arc::new(ManualClock::new(0))));
-        let q = hub.register(1, QueueOptions::default());
+        let hub = Arc::new(hub(ManualClock::new(0)));
+        let (q, _) = hub.register(1, QueueOptions::default());
         let (h, id) = (hub.clone(), q.clone());
         let first = tokio::spawn(async move { h.get_events(1, &id, None, false).await });
         tokio::task::yield_now().await;

@@ -91,8 +91,11 @@ impl Running {
         }
         for realm in self.state.registry.all() {
             match realm.addr.send(TakeSnapshot).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::error!("shutdown snapshot failed: {e}"),
+                Ok((job, version)) => match web::block(move || job.run(&version)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::error!("shutdown snapshot failed: {e}"),
+                    Err(e) => tracing::error!("shutdown snapshot failed: {e}"),
+                },
                 Err(e) => tracing::error!("realm actor gone at shutdown: {e}"),
             }
         }
@@ -177,7 +180,10 @@ pub async fn spawn_with_clock(
             recovered.replayed,
             recovered.cut
         );
-        let hub = Arc::new(EventHub::new(clock.clone()));
+        let hub = Arc::new(EventHub::new(
+            clock.clone(),
+            Arc::new(recovered.realm.clone()),
+        ));
         let actor = RealmActor::new(
             recovered.realm,
             realm_store,
@@ -185,10 +191,19 @@ pub async fn spawn_with_clock(
             hub.clone(),
             url.clone(),
             config.snapshot_every,
+            recovered.replayed,
         );
         let addr =
             RealmActor::start_in_arbiter(&arbiters[i % arbiters.len()].handle(), move |_| actor);
-        registry.insert(subdomain, RealmHandle { addr, hub });
+        registry.insert(
+            subdomain,
+            RealmHandle {
+                addr,
+                hub,
+                clock: clock.clone(),
+                server_url: url.clone(),
+            },
+        );
     }
 
     let state = web::Data::new(AppState {
@@ -211,6 +226,7 @@ pub async fn spawn_with_clock(
     let server = server.run();
     let handle = server.handle();
     actix_web::rt::spawn(server);
+    spawn_release_task(&state);
     if config.tick {
         // Weak: the ticker ends with the server instead of keeping its state alive.
         let ticking = Arc::downgrade(&state.clone().into_inner());
@@ -234,6 +250,24 @@ pub async fn spawn_with_clock(
         store,
         _arbiters: arbiters,
     })
+}
+
+/// Makes decisions visible as soon as they are durable, also those whose handler is
+/// gone (a client that disconnected while its write was being flushed). Handlers release
+/// their own decision before answering, so this is only the safety net.
+fn spawn_release_task(state: &web::Data<AppState>) {
+    let mut visible = state.durability.subscribe_visible();
+    // Weak: the task ends with the server instead of keeping its state alive.
+    let weak = Arc::downgrade(&state.clone().into_inner());
+    actix_web::rt::spawn(async move {
+        while visible.changed().await.is_ok() {
+            let upto = *visible.borrow_and_update();
+            let Some(state) = weak.upgrade() else { break };
+            for realm in state.registry.all() {
+                realm.hub.release(upto);
+            }
+        }
+    });
 }
 
 /// Request logging at debug level (`RUST_LOG=hearth=debug`).

@@ -7,13 +7,18 @@ use dashmap::DashMap;
 
 use crate::actor::RealmActor;
 use crate::events::EventHub;
+use crate::realm::Clock;
 
-/// How handlers reach a realm: its actor, and its event hub (long-polls wait there,
-/// not in the actor).
+/// How handlers reach a realm: its actor (writes), and its event hub (the published
+/// version every read and authentication uses; long-polls wait there too).
 #[derive(Clone)]
 pub struct RealmHandle {
     pub addr: Addr<RealmActor>,
     pub hub: Arc<EventHub>,
+    /// The clock of decisions and reads.
+    pub clock: Arc<dyn Clock>,
+    /// The server's public URL (see `Realm::url`).
+    pub server_url: Arc<str>,
 }
 
 /// Every realm this server serves, by subdomain.

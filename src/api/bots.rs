@@ -36,12 +36,11 @@ pub async fn create_bot(req: ApiRequest) -> ApiResponse {
 
 /// # `GET /bots`
 pub async fn get_bots(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
+    req.read_large(CallOpts::USER, |c| {
         let me = c.me()?;
         let mut body = Map::new();
         body.insert("bots".into(), Value::Array(c.realm.view_bots(me)));
         Ok(Outcome::read(body))
     })
     .await
-    .map(success)
 }

@@ -201,14 +201,13 @@ pub async fn subscribe(req: ApiRequest) -> ApiResponse {
 
 /// # `GET /users/me/subscriptions`
 pub async fn get_subscriptions(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
+    req.read_large(CallOpts::USER, |c| {
         let me = c.me()?;
         let include = c.params.bool_or("include_subscribers", false)?;
         let subs = c.realm.view_subscriptions(me, include);
         Ok(Outcome::read(one("subscriptions", Value::Array(subs))))
     })
     .await
-    .map(success)
 }
 
 /// # `DELETE /users/me/subscriptions`
@@ -247,7 +246,7 @@ pub async fn update_subscription_properties(req: ApiRequest) -> ApiResponse {
 
 /// # `GET /streams`
 pub async fn get_streams(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
+    req.read_large(CallOpts::USER, |c| {
         let me = c.me()?;
         let p = &*c.params;
         let f = StreamFilter {
@@ -265,13 +264,12 @@ pub async fn get_streams(req: ApiRequest) -> ApiResponse {
         Ok(Outcome::read(one("streams", Value::Array(streams))))
     })
     .await
-    .map(success)
 }
 
 /// # `GET /streams/{stream_id}`
 pub async fn get_stream(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = stream_id_path(&path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
+    req.read(CallOpts::USER, move |c| {
         let me = c.me()?;
         Ok(Outcome::read(one("stream", c.realm.view_stream(me, id)?)))
     })
@@ -282,18 +280,17 @@ pub async fn get_stream(req: ApiRequest, path: web::Path<String>) -> ApiResponse
 /// # `GET /streams/{stream_id}/members`
 pub async fn get_stream_members(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = stream_id_path(&path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
+    req.read_large(CallOpts::USER, move |c| {
         let me = c.me()?;
         let ids = c.realm.view_stream_members(me, id)?;
         Ok(Outcome::read(one("subscribers", json!(ids))))
     })
     .await
-    .map(success)
 }
 
 /// # `GET /get_stream_id`
 pub async fn get_stream_id(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
+    req.read(CallOpts::USER, |c| {
         let me = c.me()?;
         let name = c.params.str("stream")?;
         let id = c.realm.view_stream_id(me, &name)?;
@@ -311,7 +308,7 @@ pub async fn get_subscription_status(
     let (user, stream) = path.into_inner();
     let user_id = path_int("user_id", &user)?;
     let stream_id = stream_id_path(&stream)?;
-    req.call(CallOpts::USER, move |c| {
+    req.read(CallOpts::USER, move |c| {
         let me = c.me()?;
         let is = c.realm.view_is_subscribed(me, user_id, stream_id)?;
         Ok(Outcome::read(one("is_subscribed", json!(is))))
@@ -410,7 +407,7 @@ pub async fn create_channel_folder(req: ApiRequest) -> ApiResponse {
 
 /// # `GET /channel_folders`
 pub async fn get_channel_folders(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
+    req.read_large(CallOpts::USER, |c| {
         c.me()?;
         let include_archived = c.params.bool_or("include_archived", false)?;
         let folders: Vec<Value> = c
@@ -422,7 +419,6 @@ pub async fn get_channel_folders(req: ApiRequest) -> ApiResponse {
         Ok(Outcome::read(one("channel_folders", Value::Array(folders))))
     })
     .await
-    .map(success)
 }
 
 /// # `PATCH /channel_folders`

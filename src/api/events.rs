@@ -26,7 +26,7 @@ fn queue_options(p: &super::params::Params) -> Result<QueueOptions, ApiError> {
 
 /// # `POST /register`
 pub async fn register(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
+    req.read_large(CallOpts::USER, |c| {
         let me = c.me()?;
         let p = &*c.params;
         let queue = queue_options(p)?;
@@ -51,6 +51,10 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             .get("user_avatar_url_field_optional")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        // The queue sees exactly the events published after `version`, the state
+        // answered below (newer than or equal to the one `me` was authenticated in).
+        let (queue_id, version) = c.hub.register(me.id, queue);
+        let me = version.user(me.id).ok_or_else(ApiError::internal)?;
         let opts = RegisterOptions {
             fetch_event_types,
             client_gravatar,
@@ -58,12 +62,9 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             slim_presence,
             user_avatar_url_field_optional,
             longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
-            realm_url: c.realm.url(c.server_url).to_owned(),
+            realm_url: version.url(c.server_url).to_owned(),
         };
-        let state = c.realm.register_state(me, &opts);
-        // Created while the actor holds the state: the queue sees exactly the events
-        // of changes applied after this snapshot.
-        let queue_id = c.hub.register(me.id, queue);
+        let state = version.register_state(me, &opts);
         let mut body = Map::new();
         body.insert("queue_id".into(), queue_id.into());
         body.insert("last_event_id".into(), (-1).into());
@@ -71,29 +72,12 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         Ok(Outcome::read(body))
     })
     .await
-    .map(success)
-}
-
-/// Authenticates the caller; returns their id. Parameters are read afterwards, on the
-/// HTTP worker, because long-polls never wait inside the realm actor.
-async fn caller(req: ApiRequest) -> Result<u64, ApiError> {
-    let body = req
-        .call(CallOpts::USER_PLAIN, |c| {
-            let mut m = Map::new();
-            m.insert("user_id".into(), c.me()?.id.into());
-            Ok(Outcome::read(m))
-        })
-        .await?;
-    body.get("user_id")
-        .and_then(Value::as_u64)
-        .ok_or_else(ApiError::internal)
 }
 
 /// # `GET /events`
 pub async fn get_events(req: ApiRequest) -> ApiResponse {
-    let hub = req.hub.clone();
-    let p = req.params.clone();
-    let user_id = caller(req).await?;
+    let user_id = req.caller()?;
+    let (hub, p) = (req.hub, req.params);
     let queue_id = p.opt_str("queue_id");
     let dont_block = p.bool_or("dont_block", false)?;
     let last_event_id = p.opt_int("last_event_id")?;
@@ -107,7 +91,7 @@ pub async fn get_events(req: ApiRequest) -> ApiResponse {
                 .await?
         }
         None if dont_block => {
-            let queue_id = hub.register(user_id, queue_options(&p)?);
+            let (queue_id, _) = hub.register(user_id, queue_options(&p)?);
             let events = hub.get_events(user_id, &queue_id, None, true).await?;
             body.insert("queue_id".into(), queue_id.into());
             events
@@ -124,9 +108,8 @@ pub async fn get_events(req: ApiRequest) -> ApiResponse {
 
 /// # `DELETE /events`
 pub async fn delete_events(req: ApiRequest) -> ApiResponse {
-    let hub = req.hub.clone();
-    let p = req.params.clone();
-    let user_id = caller(req).await?;
+    let user_id = req.caller()?;
+    let (hub, p) = (req.hub, req.params);
     let queue_id = p.str("queue_id")?;
     hub.delete(user_id, &queue_id)?;
     let mut body = Map::new();

@@ -1,5 +1,6 @@
-//! The HTTP layer: the route table, the request extractor, and the call helper that
-//! sends a rule to the realm actor and renders its reply.
+//! The HTTP layer: the route table, the request extractor, and the helpers that run a
+//! read on the worker against the published version (`read`, `read_large`) or send a
+//! write to the realm actor (`call`), and render the reply.
 
 pub mod auth;
 pub mod bots;
@@ -10,6 +11,7 @@ pub mod params;
 pub mod server;
 pub mod users;
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use actix::Addr;
@@ -20,9 +22,10 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
 
-use crate::actor::{Auth, Call, Ctx, Outcome, RealmActor};
+use crate::actor::{Call, Ctx, Outcome, RealmActor};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::EventHub;
+use crate::realm::{Clock, Cx, Realm, User, UserId};
 use crate::registry::Registry;
 use crate::storage::Durability;
 use params::Params;
@@ -85,6 +88,8 @@ pub struct ApiRequest {
     pub credentials: Result<crate::actor::Credentials, ApiError>,
     pub params: Params,
     pub state: web::Data<AppState>,
+    clock: Arc<dyn Clock>,
+    server_url: Arc<str>,
 }
 
 /// How a call is made.
@@ -113,45 +118,42 @@ impl CallOpts {
 }
 
 impl ApiRequest {
-    /// A copy addressed to the same realm with the same credentials and no parameters:
-    /// for a cheap check before costly work done outside the actor.
-    pub fn clone_for_check(&self) -> ApiRequest {
-        ApiRequest {
-            realm: self.realm.clone(),
-            hub: self.hub.clone(),
-            credentials: self.credentials.clone(),
-            params: Params::default(),
-            state: self.state.clone(),
-        }
+    /// Authenticates the caller against `version` (on this worker, never the actor).
+    fn authenticate<'r>(&self, version: &'r Realm) -> ApiResult<&'r User> {
+        let c = self.credentials.as_ref().map_err(Clone::clone)?;
+        version.authenticate(&c.email, &c.api_key)
     }
 
-    /// Sends `rule` to the realm, awaits durability of what it wrote, returns the body
+    /// Runs `check` with the published version and the authenticated caller: a cheap
+    /// check (a role) on this worker before costly work such as password hashing.
+    pub fn check<T>(&self, check: impl FnOnce(&Realm, &User) -> ApiResult<T>) -> ApiResult<T> {
+        let version = self.hub.current();
+        let me = self.authenticate(&version)?;
+        check(&version, me)
+    }
+
+    /// Authenticates the caller against the published version; returns their id.
+    pub fn caller(&self) -> ApiResult<UserId> {
+        let version = self.hub.current();
+        self.authenticate(&version).map(|u| u.id)
+    }
+
+    /// A write: authenticates the caller on this worker, sends `rule` to the realm actor,
+    /// awaits the durability of what it wrote and makes it visible, and returns the body
     /// (with `ignored_parameters_unsupported` when asked).
     pub async fn call<F>(self, opts: CallOpts, rule: F) -> ApiResult<Map<String, Value>>
     where
         F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
     {
-        self.call_private(opts, rule).await.map(|(body, _)| body)
-    }
-
-    /// As `call`, also returning the rule's private value (never sent to the client).
-    pub async fn call_private<F>(
-        self,
-        opts: CallOpts,
-        rule: F,
-    ) -> ApiResult<(Map<String, Value>, Option<String>)>
-    where
-        F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
-    {
-        let auth = if opts.anonymous {
-            Auth::Anonymous
+        let me = if opts.anonymous {
+            None
         } else {
-            Auth::User(self.credentials)
+            Some(self.caller()?)
         };
         let reply = self
             .realm
             .send(Call {
-                auth,
+                me,
                 params: self.params,
                 rule: Box::new(rule),
             })
@@ -161,26 +163,104 @@ impl ApiRequest {
                 ApiError::internal()
             })??;
         if let Some(ticket) = reply.ticket {
-            self.state.durability.wait(ticket).await;
+            self.state.durability.wait(ticket).await.map_err(|e| {
+                tracing::error!("a write was not made durable: {e}");
+                ApiError::storage_failed()
+            })?;
         }
-        let mut body = reply.body;
-        if opts.report_ignored && !reply.ignored.is_empty() {
-            body.insert(
-                "ignored_parameters_unsupported".into(),
-                reply.ignored.into(),
-            );
-        }
-        Ok((body, reply.private))
+        // Read-your-writes: what this answer acknowledges is visible before it is sent.
+        self.hub.release(self.state.durability.visible());
+        Ok(with_ignored(opts, reply.body, reply.ignored))
+    }
+
+    /// Runs a read rule on this worker against the published version; the realm actor
+    /// is not involved. For reads whose cost is small and does not grow with the realm.
+    pub async fn read<F>(self, opts: CallOpts, rule: F) -> ApiResult<Map<String, Value>>
+    where
+        F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome>,
+    {
+        self.read_private(opts, rule).map(|(body, _)| body)
+    }
+
+    /// As `read`, also returning the rule's private value (never sent to the client).
+    pub fn read_private<F>(
+        mut self,
+        opts: CallOpts,
+        rule: F,
+    ) -> ApiResult<(Map<String, Value>, Option<String>)>
+    where
+        F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome>,
+    {
+        let version = self.hub.current();
+        let me = if opts.anonymous {
+            None
+        } else {
+            Some(self.authenticate(&version)?)
+        };
+        let mut cx = Cx::new(&*self.clock);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            rule(&mut Ctx::new(
+                &version,
+                me,
+                &mut self.params,
+                &mut cx,
+                &self.hub,
+                &self.server_url,
+            ))
+        }))
+        .map_err(|_| {
+            tracing::error!("a read rule panicked");
+            ApiError::internal()
+        })??;
+        let ignored = self.params.unused();
+        Ok((with_ignored(opts, outcome.body, ignored), outcome.private))
+    }
+
+    /// A read whose cost grows with the realm (listings, registration): the rule and
+    /// the JSON encoding run on the blocking pool, so the HTTP worker keeps serving
+    /// small requests meanwhile.
+    pub async fn read_large<F>(self, opts: CallOpts, rule: F) -> ApiResponse
+    where
+        F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
+    {
+        let bytes = web::block(move || {
+            let body = self.read_private(opts, rule)?.0;
+            serde_json::to_vec(&success_value(body)).map_err(|e| {
+                tracing::error!("cannot encode a response: {e}");
+                ApiError::internal()
+            })
+        })
+        .await
+        .map_err(|_| ApiError::internal())??;
+        Ok(HttpResponse::Ok()
+            .content_type(actix_web::http::header::ContentType::json())
+            .body(bytes))
     }
 }
 
-/// Renders a success body: `result`, `msg`, then the data.
-pub fn success(body: Map<String, Value>) -> HttpResponse {
+fn with_ignored(
+    opts: CallOpts,
+    mut body: Map<String, Value>,
+    ignored: Vec<String>,
+) -> Map<String, Value> {
+    if opts.report_ignored && !ignored.is_empty() {
+        body.insert("ignored_parameters_unsupported".into(), ignored.into());
+    }
+    body
+}
+
+/// `result`, `msg`, then the data.
+fn success_value(body: Map<String, Value>) -> Value {
     let mut m = Map::with_capacity(body.len() + 2);
     m.insert("result".into(), "success".into());
     m.insert("msg".into(), "".into());
     m.extend(body);
-    HttpResponse::Ok().json(Value::Object(m))
+    Value::Object(m)
+}
+
+/// Renders a success body: `result`, `msg`, then the data.
+pub fn success(body: Map<String, Value>) -> HttpResponse {
+    HttpResponse::Ok().json(success_value(body))
 }
 
 /// A handler's result.
@@ -214,6 +294,8 @@ impl FromRequest for ApiRequest {
                 credentials: auth::credentials(&req),
                 params: Params::new(query, body),
                 state,
+                clock: handle.clock,
+                server_url: handle.server_url,
             })
         })
     }

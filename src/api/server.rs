@@ -19,7 +19,7 @@ pub async fn server_settings(req: ApiRequest) -> ApiResponse {
         anonymous: true,
         report_ignored: false,
     };
-    req.call(opts, move |c| {
+    req.read(opts, move |c| {
         let s = &c.realm.settings;
         let url = c.realm.url(c.server_url);
         let body = json!({
@@ -59,7 +59,7 @@ fn object(v: Value) -> Map<String, Value> {
 /// # `POST /dev_fetch_api_key`
 pub async fn dev_fetch_api_key(req: ApiRequest) -> ApiResponse {
     let dev = req.state.dev;
-    req.call(CallOpts::ANONYMOUS, move |c| {
+    req.read(CallOpts::ANONYMOUS, move |c| {
         let username = c.params.str("username")?;
         if !dev {
             return Err(ApiError::bad_request(
@@ -84,26 +84,24 @@ fn auth_failed() -> ApiError {
 /// # `POST /fetch_api_key`
 pub async fn fetch_api_key(req: ApiRequest) -> ApiResponse {
     let password = req.params.peek("password");
-    let (body, hash) = req
-        .call_private(CallOpts::ANONYMOUS, |c| {
-            let username = c.params.str("username")?;
-            c.params.str("password")?;
-            let user = c
-                .realm
-                .user_by_delivery_email(&username)
-                .ok_or_else(auth_failed)?;
-            if !user.is_active {
-                return Err(ApiError::new(
-                    401,
-                    ErrorCode::UserDeactivated,
-                    "Account is deactivated",
-                ));
-            }
-            let mut out = Outcome::read(Realm::api_key_body(user));
-            out.private = Some(user.password_hash.clone().ok_or_else(auth_failed)?);
-            Ok(out)
-        })
-        .await?;
+    let (body, hash) = req.read_private(CallOpts::ANONYMOUS, |c| {
+        let username = c.params.str("username")?;
+        c.params.str("password")?;
+        let user = c
+            .realm
+            .user_by_delivery_email(&username)
+            .ok_or_else(auth_failed)?;
+        if !user.is_active {
+            return Err(ApiError::new(
+                401,
+                ErrorCode::UserDeactivated,
+                "Account is deactivated",
+            ));
+        }
+        let mut out = Outcome::read(Realm::api_key_body(user));
+        out.private = Some(user.password_hash.clone().ok_or_else(auth_failed)?);
+        Ok(out)
+    })?;
     let (Some(password), Some(hash)) = (password, hash) else {
         return Err(auth_failed());
     };

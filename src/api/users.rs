@@ -23,7 +23,7 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
 
 /// # `GET /users/me`
 pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER_PLAIN, |c| {
+    req.read(CallOpts::USER_PLAIN, |c| {
         Ok(Outcome::read(c.realm.own_user_json(c.me()?)))
     })
     .await
@@ -32,7 +32,7 @@ pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
 
 /// # `GET /users`
 pub async fn get_users(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
+    req.read_large(CallOpts::USER, |c| {
         let me = c.me()?;
         let view = view_opts(c)?;
         let ids = c.params.opt_int_list("user_ids")?;
@@ -40,7 +40,6 @@ pub async fn get_users(req: ApiRequest) -> ApiResponse {
         Ok(Outcome::read(one("members", Value::Array(members))))
     })
     .await
-    .map(success)
 }
 
 /// # `GET /users/{user_id}` and `GET /users/{email}`
@@ -58,7 +57,7 @@ pub async fn get_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     } else {
         return Err(super::error::not_found_error());
     };
-    req.call(CallOpts::USER, move |c| {
+    req.read(CallOpts::USER, move |c| {
         let me = c.me()?;
         let view = view_opts(c)?;
         let user = match key {
@@ -77,12 +76,7 @@ pub async fn create_user(req: ApiRequest) -> ApiResponse {
     // is known to be an administrator (the rule checks everything again).
     let hash = match req.params.peek("password") {
         Some(pw) => {
-            req.clone_for_check()
-                .call(CallOpts::USER_PLAIN, |c| {
-                    c.realm.require_admin(c.me()?)?;
-                    Ok(Outcome::default())
-                })
-                .await?;
+            req.check(|realm, me| realm.require_admin(me))?;
             Some(
                 web::block(move || hash_password(&pw))
                     .await

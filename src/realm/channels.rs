@@ -3,7 +3,7 @@
 //! of seed 2.1 and Zulip's stream/subscription objects, and the `decide_*` rules of
 //! seed 4.1, 4.5, 4.19 and 4.20 plus channel creation, update and archiving.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -158,7 +158,7 @@ pub struct Channel {
     /// Every group setting (all of `ChannelSetting::ALL` are present).
     pub settings: BTreeMap<ChannelSetting, GroupSetting>,
     /// Subscriptions by user, active or not.
-    pub subs: BTreeMap<UserId, Subscription>,
+    pub subs: imbl::OrdMap<UserId, Subscription>,
 }
 
 impl Channel {
@@ -401,16 +401,61 @@ pub fn check_channel_description(raw: &str) -> ApiResult<String> {
     Ok(raw.trim().to_owned())
 }
 
+/// How one user's subscriptions (active or not) use the color palette: how many use
+/// each palette color, and how many there are. Kept up to date by `apply`, so choosing
+/// a color costs O(palette), not a scan of the realm's channels.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ColorUse {
+    per_color: [u32; STREAM_ASSIGNMENT_COLORS.len()],
+    total: u32,
+}
+
+impl ColorUse {
+    fn palette_index(color: &str) -> Option<usize> {
+        STREAM_ASSIGNMENT_COLORS
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(color))
+    }
+
+    /// Counts one more subscription with `color`.
+    pub fn add(&mut self, color: &str) {
+        if let Some(i) = Self::palette_index(color) {
+            self.per_color[i] += 1;
+        }
+        self.total += 1;
+    }
+
+    /// Forgets one subscription with `color`.
+    pub fn remove(&mut self, color: &str) {
+        if let Some(i) = Self::palette_index(color) {
+            self.per_color[i] = self.per_color[i].saturating_sub(1);
+        }
+        self.total = self.total.saturating_sub(1);
+    }
+
+    /// Replaces one subscription's color.
+    pub fn recolor(&mut self, old: &str, new: &str) {
+        self.remove(old);
+        self.add(new);
+    }
+
+    /// The first palette color not in use, or the palette in turn once all are used.
+    pub fn pick(&self) -> String {
+        let i = self
+            .per_color
+            .iter()
+            .position(|n| *n == 0)
+            .unwrap_or(self.total as usize % STREAM_ASSIGNMENT_COLORS.len());
+        STREAM_ASSIGNMENT_COLORS[i].to_owned()
+    }
+}
+
 /// The next color for a user who already uses `used`: the first palette color not in
 /// use, or the palette in turn once all are used.
 pub fn pick_color(used: &[String]) -> String {
-    STREAM_ASSIGNMENT_COLORS
-        .iter()
-        .find(|c| !used.iter().any(|u| u.eq_ignore_ascii_case(c)))
-        .map_or_else(
-            || STREAM_ASSIGNMENT_COLORS[used.len() % STREAM_ASSIGNMENT_COLORS.len()].to_owned(),
-            |c| (*c).to_owned(),
-        )
+    let mut u = ColorUse::default();
+    used.iter().for_each(|c| u.add(c));
+    u.pick()
 }
 
 /// `"Invalid channel ID"`.
@@ -793,18 +838,23 @@ impl Realm {
 
     // ---- subscribe / create --------------------------------------------------
 
-    /// Colors for new subscriptions of `user`, given colors already chosen in this
-    /// decision (`taken`).
-    fn next_color(&self, user: UserId, taken: &BTreeMap<UserId, Vec<String>>) -> String {
-        let mut used: Vec<String> = self
-            .channels
-            .values()
-            .filter_map(|c| c.subs.get(&user).map(|s| s.color.clone()))
-            .collect();
-        if let Some(t) = taken.get(&user) {
-            used.extend(t.iter().cloned());
-        }
-        pick_color(&used)
+    /// The color of a new subscription of `user`; `taken` holds the palette use of the
+    /// users this decision already chose colors for, and records this choice.
+    fn next_color(&self, user: UserId, taken: &mut HashMap<UserId, ColorUse>) -> String {
+        let used = taken
+            .entry(user)
+            .or_insert_with(|| self.color_use.get(&user).cloned().unwrap_or_default());
+        let color = used.pick();
+        used.add(&color);
+        color
+    }
+
+    /// Records `color` as chosen for `user` in this decision (a color the client asked for).
+    fn take_color(&self, user: UserId, color: &str, taken: &mut HashMap<UserId, ColorUse>) {
+        taken
+            .entry(user)
+            .or_insert_with(|| self.color_use.get(&user).cloned().unwrap_or_default())
+            .add(color);
     }
 
     /// Whether `me` may create a channel with this privacy (realm group settings of the
@@ -867,7 +917,7 @@ impl Realm {
             creator_id: creator,
             message_retention_days: spec.message_retention_days,
             settings,
-            subs: BTreeMap::new(),
+            subs: imbl::OrdMap::new(),
         }
     }
 
@@ -976,15 +1026,17 @@ impl Realm {
             }
         }
         // Decide.
-        let mut taken: BTreeMap<UserId, Vec<String>> = BTreeMap::new();
+        let mut taken = HashMap::new();
         let mut subs = Vec::new();
-        let color_of = |item_name: &str| {
-            req.items
-                .iter()
-                .find(|i| i.name.trim().eq_ignore_ascii_case(item_name))
-                .and_then(|i| i.color.clone())
-                .filter(|c| is_hex_color(c))
-        };
+        // The first item of each name decides its requested color.
+        let mut requested: HashMap<String, Option<String>> = HashMap::new();
+        for i in &req.items {
+            requested
+                .entry(i.name.trim().to_lowercase())
+                .or_insert_with(|| i.color.clone().filter(|c| is_hex_color(c)));
+        }
+        let color_of =
+            |item_name: &str| requested.get(&item_name.to_lowercase()).cloned().flatten();
         let all: Vec<(ChannelId, String, bool)> = authorized
             .iter()
             .map(|c| (c.id, c.name.clone(), false))
@@ -1001,10 +1053,12 @@ impl Realm {
                     continue;
                 }
                 let color = match color_of(name) {
-                    Some(c) if user == me.id => c,
-                    _ => self.next_color(user, &taken),
+                    Some(c) if user == me.id => {
+                        self.take_color(user, &c, &mut taken);
+                        c
+                    }
+                    _ => self.next_color(user, &mut taken),
                 };
-                taken.entry(user).or_default().push(color.clone());
                 subs.push(NewSubscription {
                     channel_id: *id,
                     user_id: user,
@@ -1065,18 +1119,14 @@ impl Realm {
                 is_default: true,
             });
         }
-        let mut taken = BTreeMap::new();
+        let mut taken = HashMap::new();
         let mut subs = Vec::new();
         let mut seen = BTreeSet::new();
         for user in subscribers {
             if !seen.insert(user) {
                 continue;
             }
-            let color = self.next_color(user, &taken);
-            taken
-                .entry(user)
-                .or_insert_with(Vec::new)
-                .push(color.clone());
+            let color = self.next_color(user, &mut taken);
             subs.push(NewSubscription {
                 channel_id: id,
                 user_id: user,
@@ -1091,18 +1141,14 @@ impl Realm {
 
     /// Subscriptions of a new user to the default channels (`POST /users`).
     pub fn default_channel_subscriptions(&self, user: UserId) -> Option<Change> {
-        let mut taken = BTreeMap::new();
+        let mut taken = HashMap::new();
         let subs: Vec<NewSubscription> = self
             .default_channels
             .iter()
             .filter_map(|id| self.channels.get(id))
             .filter(|ch| !ch.is_archived)
             .map(|ch| {
-                let color = self.next_color(user, &taken);
-                taken
-                    .entry(user)
-                    .or_insert_with(Vec::new)
-                    .push(color.clone());
+                let color = self.next_color(user, &mut taken);
                 NewSubscription {
                     channel_id: ch.id,
                     user_id: user,
@@ -1601,12 +1647,15 @@ impl Realm {
             Change::Subscribed { subs } => {
                 for s in subs {
                     if let Some(ch) = self.channels.get_mut(&s.channel_id) {
+                        let colors = self.color_use.entry(s.user_id).or_default();
                         match ch.subs.get_mut(&s.user_id) {
                             Some(existing) => {
+                                colors.recolor(&existing.color, &s.color);
                                 existing.active = true;
                                 existing.color = s.color.clone();
                             }
                             None => {
+                                colors.add(&s.color);
                                 ch.subs
                                     .insert(s.user_id, Subscription::new(s.color.clone()));
                             }
@@ -1636,7 +1685,13 @@ impl Realm {
                     .and_then(|ch| ch.subs.get_mut(user_id))
                 {
                     match property {
-                        SubProperty::Color(c) => sub.color = c.clone(),
+                        SubProperty::Color(c) => {
+                            self.color_use
+                                .entry(*user_id)
+                                .or_default()
+                                .recolor(&sub.color, c);
+                            sub.color = c.clone();
+                        }
                         SubProperty::IsMuted(v) => sub.is_muted = *v,
                         SubProperty::PinToTop(v) => sub.pin_to_top = *v,
                         SubProperty::DesktopNotifications(v) => {

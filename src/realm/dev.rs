@@ -195,7 +195,7 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
             creator_id: None,
             message_retention_days: None,
             settings,
-            subs: BTreeMap::new(),
+            subs: imbl::OrdMap::new(),
         })));
         if c.is_default_channel {
             changes.push(Change::DefaultChannelSet {

@@ -13,7 +13,7 @@ pub mod groups;
 pub mod register;
 pub mod users;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use imbl::{HashMap, OrdMap, OrdSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -132,19 +132,19 @@ impl User {
 pub struct Realm {
     pub settings: RealmSettings,
     /// Every account, active or not, by id (ordered, so listings are stable).
-    pub users: BTreeMap<UserId, User>,
+    pub users: OrdMap<UserId, User>,
     /// The next id `decide_*` hands out; ids are never reused.
     pub next_user_id: UserId,
     /// User groups by id (the system groups, created with the realm).
-    pub groups: BTreeMap<groups::GroupId, groups::UserGroup>,
+    pub groups: OrdMap<groups::GroupId, groups::UserGroup>,
     pub next_group_id: groups::GroupId,
     /// Channels by id, archived ones included, with their subscriptions.
-    pub channels: BTreeMap<channels::ChannelId, channels::Channel>,
+    pub channels: OrdMap<channels::ChannelId, channels::Channel>,
     pub next_channel_id: channels::ChannelId,
     /// The channels new users join (seed 4.20).
-    pub default_channels: BTreeSet<channels::ChannelId>,
+    pub default_channels: OrdSet<channels::ChannelId>,
     /// Channel folders by id (seed 4.19).
-    pub folders: BTreeMap<channels::FolderId, channels::ChannelFolder>,
+    pub folders: OrdMap<channels::FolderId, channels::ChannelFolder>,
     pub next_folder_id: channels::FolderId,
     /// Lower-cased delivery email -> id. Derived from `users`; rebuilt after loading.
     #[serde(skip)]
@@ -152,6 +152,10 @@ pub struct Realm {
     /// Lower-cased channel name -> id. Derived from `channels`; rebuilt after loading.
     #[serde(skip)]
     channel_by_name: HashMap<String, channels::ChannelId>,
+    /// Palette use of each user's subscriptions. Derived from `channels`; rebuilt after
+    /// loading.
+    #[serde(skip)]
+    color_use: HashMap<UserId, channels::ColorUse>,
 }
 
 impl Realm {
@@ -159,17 +163,18 @@ impl Realm {
     pub fn new(settings: RealmSettings) -> Self {
         Realm {
             settings,
-            users: BTreeMap::new(),
+            users: OrdMap::new(),
             next_user_id: 1,
-            groups: BTreeMap::new(),
+            groups: OrdMap::new(),
             next_group_id: 1,
-            channels: BTreeMap::new(),
+            channels: OrdMap::new(),
             next_channel_id: 1,
-            default_channels: BTreeSet::new(),
-            folders: BTreeMap::new(),
+            default_channels: OrdSet::new(),
+            folders: OrdMap::new(),
             next_folder_id: 1,
             by_email: HashMap::new(),
             channel_by_name: HashMap::new(),
+            color_use: HashMap::new(),
         }
     }
 
@@ -193,6 +198,13 @@ impl Realm {
             .values()
             .map(|c| (c.name.to_lowercase(), c.id))
             .collect();
+        let mut color_use: HashMap<UserId, channels::ColorUse> = HashMap::new();
+        for ch in self.channels.values() {
+            for (user, sub) in ch.subs.iter() {
+                color_use.entry(*user).or_default().add(&sub.color);
+            }
+        }
+        self.color_use = color_use;
     }
 
     /// Turns a decided fact into state. Infallible: `decide_*` validated it.

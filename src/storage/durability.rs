@@ -3,6 +3,14 @@
 //!
 //! Under load one `fsync` covers every write appended before it started; idle, a write
 //! costs one `fsync`. The realm actor never waits: handlers await their ticket.
+//!
+//! A second watch channel, `visible`, says up to which ticket the mode lets readers see
+//! writes: in `always` the durable ticket, in `interval` and `never` every ticket at
+//! once (those modes promise no more).
+//!
+//! A flush that fails is retried a bounded number of times; then the store is *failed*
+//! (like fjall's `Poisoned`): every waiting and later writer gets `StorageFailed` at
+//! once, and nothing more becomes visible, until `recover` is called.
 
 use std::fs::File;
 use std::io;
@@ -39,6 +47,15 @@ impl FromStr for DurabilityMode {
     }
 }
 
+/// A failed flush is tried this many times in all before the store fails.
+const FLUSH_ATTEMPTS: u32 = 3;
+const FLUSH_RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// The store could not make writes durable; it refuses writes until recovered.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("storage failed: {0}")]
+pub struct StorageFailed(pub String);
+
 /// The flusher's shared state.
 pub struct Durability {
     mode: DurabilityMode,
@@ -50,6 +67,12 @@ pub struct Durability {
     written: AtomicU64,
     /// Highest ticket known to be on disk.
     durable: watch::Sender<u64>,
+    /// Highest ticket readers may see (see the module doc).
+    visible: watch::Sender<u64>,
+    /// Why the store failed, when it did: writes are refused until `recover`.
+    failed: Mutex<Option<String>>,
+    /// Bumped when the store fails, so waiters wake up.
+    failures: watch::Sender<u64>,
     /// Set when a writer waits for a flush; the flusher sleeps on the condvar otherwise.
     wanted: Mutex<bool>,
     wake: Condvar,
@@ -68,6 +91,9 @@ impl Durability {
             dir: dir.to_path_buf(),
             written: AtomicU64::new(0),
             durable,
+            visible: watch::channel(0).0,
+            failed: Mutex::new(None),
+            failures: watch::channel(0).0,
             wanted: Mutex::new(false),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -93,24 +119,80 @@ impl Durability {
 
     /// Called by a realm actor after appending a record: the ticket to wait for.
     pub fn ticket(&self) -> u64 {
-        self.written.fetch_add(1, Ordering::SeqCst) + 1
+        let t = self.written.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.mode != DurabilityMode::Always {
+            self.visible.send_modify(|v| *v = (*v).max(t));
+        }
+        t
+    }
+
+    /// Why the store failed, if it did (writes are refused then).
+    pub fn failure(&self) -> Option<String> {
+        self.failed.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Refuses a write while the store is failed.
+    pub fn check_writable(&self) -> Result<(), StorageFailed> {
+        match self.failure() {
+            Some(why) => Err(StorageFailed(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the store failed: waiting writers are answered with the error.
+    pub fn fail(&self, why: String) {
+        tracing::error!("storage failed, refusing writes: {why}");
+        if let Ok(mut f) = self.failed.lock() {
+            *f = Some(why);
+        }
+        self.failures.send_modify(|n| *n += 1);
+    }
+
+    /// Clears a failure once the caller has brought memory back in line with the disk
+    /// (the realm actors reload); writes are accepted again.
+    pub fn clear_failure(&self) {
+        if let Ok(mut f) = self.failed.lock() {
+            *f = None;
+        }
+    }
+
+    /// Highest ticket readers may see.
+    pub fn visible(&self) -> u64 {
+        *self.visible.borrow()
+    }
+
+    /// A receiver that changes whenever more becomes visible (the release task).
+    pub fn subscribe_visible(&self) -> watch::Receiver<u64> {
+        self.visible.subscribe()
     }
 
     /// Waits until `ticket` is durable, in `always` mode; returns at once otherwise.
-    pub async fn wait(&self, ticket: u64) {
+    /// Fails at once when the store has failed before the ticket became durable.
+    pub async fn wait(&self, ticket: u64) -> Result<(), StorageFailed> {
         if self.mode != DurabilityMode::Always {
-            return;
+            return Ok(());
         }
         let mut rx = self.durable.subscribe();
+        let mut failures = self.failures.subscribe();
         if *rx.borrow() >= ticket {
-            return;
+            return Ok(());
         }
+        self.check_writable()?;
         if let Ok(mut wanted) = self.wanted.lock() {
             *wanted = true;
             self.wake.notify_one();
         }
-        // The sender lives as long as `self`, so this only ends when the ticket is durable.
-        let _ = rx.wait_for(|d| *d >= ticket).await;
+        loop {
+            failures.borrow_and_update();
+            if *rx.borrow_and_update() >= ticket {
+                return Ok(());
+            }
+            self.check_writable()?;
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return Err(StorageFailed("the flusher stopped".into())) },
+                _ = failures.changed() => {}
+            }
+        }
     }
 
     /// Flushes now, on the caller's thread: sled's log, then an `fsync` of its file.
@@ -123,6 +205,13 @@ impl Durability {
             *d = (*d).max(target);
             moved
         });
+        if self.mode == DurabilityMode::Always && self.failure().is_none() {
+            self.visible.send_if_modified(|v| {
+                let moved = target > *v;
+                *v = (*v).max(target);
+                moved
+            });
+        }
         Ok(())
     }
 
@@ -159,6 +248,26 @@ impl Durability {
         }
     }
 
+    /// Flushes, retrying a failed flush `FLUSH_ATTEMPTS` times in all, then fails the
+    /// store: writers never wait on a flush that keeps failing.
+    fn flush_with_retries(&self) {
+        let mut last = String::new();
+        for attempt in 1..=FLUSH_ATTEMPTS {
+            match self.flush_now() {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::warn!("flush failed (attempt {attempt} of {FLUSH_ATTEMPTS}): {e}");
+                    last = e.to_string();
+                    std::thread::sleep(FLUSH_RETRY_PAUSE);
+                }
+            }
+        }
+        self.fail(format!(
+            "cannot flush the database in {}: {last}",
+            self.dir.display()
+        ));
+    }
+
     fn run(this: &Weak<Durability>) {
         loop {
             let Some(d) = this.upgrade() else { return };
@@ -177,11 +286,8 @@ impl Durability {
                 let Ok((mut guard, _)) = waited else { return };
                 *guard = false;
             }
-            if d.written.load(Ordering::SeqCst) > *d.durable.borrow() {
-                if let Err(e) = d.flush_now() {
-                    tracing::error!("flush failed, retrying: {e}");
-                    std::thread::sleep(Duration::from_millis(100));
-                }
+            if d.written.load(Ordering::SeqCst) > *d.durable.borrow() && d.failure().is_none() {
+                d.flush_with_retries();
             }
         }
     }

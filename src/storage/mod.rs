@@ -5,8 +5,9 @@ pub mod codec;
 pub mod durability;
 pub mod wal;
 
+pub use durability::StorageFailed;
 pub use durability::{Durability, DurabilityMode};
-pub use wal::RealmStore;
+pub use wal::{RealmStore, SnapshotJob};
 
 use std::path::Path;
 use std::sync::Arc;

@@ -18,6 +18,36 @@ pub struct RealmStore {
     durability: Arc<Durability>,
 }
 
+/// A snapshot to take: the sequence number it covers and the trees it writes.
+pub struct SnapshotJob {
+    /// The last WAL record the snapshot covers.
+    pub seq: u64,
+    wal: sled::Tree,
+    snaps: sled::Tree,
+    durability: Arc<Durability>,
+}
+
+impl SnapshotJob {
+    /// Encodes and writes the snapshot, makes it and its blob files durable, and only
+    /// then deletes the WAL prefix and the older snapshots it replaces. A crash at any
+    /// point leaves either the old snapshot and its WAL, or the new one: nothing
+    /// acknowledged is lost.
+    pub fn run(self, realm: &Realm) -> Result<(), StorageError> {
+        let seq = self.seq;
+        self.snaps
+            .insert(seq.to_be_bytes(), codec::encode(realm)?)?;
+        self.durability.flush_now()?;
+        self.durability.sync_blobs()?;
+        for key in self.wal.range(..=seq.to_be_bytes()).keys() {
+            self.wal.remove(key?)?;
+        }
+        for key in self.snaps.range(..seq.to_be_bytes()).keys() {
+            self.snaps.remove(key?)?;
+        }
+        Ok(())
+    }
+}
+
 /// What start-up found on disk.
 pub struct Recovered {
     pub realm: Realm,
@@ -48,7 +78,11 @@ impl RealmStore {
     }
 
     /// Appends one decision's changes; returns the durability ticket to wait for.
+    /// Refused while the store is failed.
     pub fn append(&mut self, changes: &[Change]) -> Result<u64, StorageError> {
+        self.durability
+            .check_writable()
+            .map_err(|e| StorageError::Invalid(e.to_string()))?;
         let bytes = codec::encode(&changes)?;
         let seq = self.last_seq + 1;
         self.wal.insert(seq.to_be_bytes(), bytes)?;
@@ -56,20 +90,21 @@ impl RealmStore {
         Ok(self.durability.ticket())
     }
 
-    /// Writes a snapshot of `realm` (covering every record so far), makes it durable,
-    /// then deletes the WAL prefix and the older snapshots it replaces.
+    /// Writes a snapshot of `realm` (covering every record so far) on this thread; see
+    /// `SnapshotJob::run`.
     pub fn snapshot(&mut self, realm: &Realm) -> Result<(), StorageError> {
-        let seq = self.last_seq;
-        self.snaps
-            .insert(seq.to_be_bytes(), codec::encode(realm)?)?;
-        self.durability.flush_now()?;
-        for key in self.wal.range(..=seq.to_be_bytes()).keys() {
-            self.wal.remove(key?)?;
+        self.snapshot_job().run(realm)
+    }
+
+    /// What a snapshot of the state after the last appended record needs, to be run on
+    /// another thread from an immutable version of the realm.
+    pub fn snapshot_job(&self) -> SnapshotJob {
+        SnapshotJob {
+            seq: self.last_seq,
+            wal: self.wal.clone(),
+            snaps: self.snaps.clone(),
+            durability: self.durability.clone(),
         }
-        for key in self.snaps.range(..seq.to_be_bytes()).keys() {
-            self.snaps.remove(key?)?;
-        }
-        Ok(())
     }
 
     /// Loads the newest readable snapshot and replays the WAL after it. A record that
