@@ -10,6 +10,11 @@ use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
 
+/// Most items a JSON list parameter may hold (`subscriptions`, `principals`,
+/// `user_ids`, ...): a decision's cost grows with its lists, so one request cannot hold
+/// the realm for long. Above it: `x is too long (limit: 10000 items)`.
+pub const MAX_LIST_ITEMS: usize = 10_000;
+
 /// The parameters of one request.
 #[derive(Debug, Default, Clone)]
 pub struct Params {
@@ -77,14 +82,20 @@ impl Params {
         self.opt_str(name).ok_or_else(|| ApiError::missing(name))
     }
 
-    /// An optional JSON-encoded value: `x is not valid JSON`.
+    /// An optional JSON-encoded value: `x is not valid JSON`; a list longer than
+    /// `MAX_LIST_ITEMS` is refused.
     pub fn opt_json(&self, name: &str) -> ApiResult<Option<Value>> {
-        match self.raw(name) {
-            None => Ok(None),
-            Some(s) => serde_json::from_str(s)
-                .map(Some)
-                .map_err(|_| ApiError::bad_request(format!("{name} is not valid JSON"))),
+        let Some(s) = self.raw(name) else {
+            return Ok(None);
+        };
+        let v: Value = serde_json::from_str(s)
+            .map_err(|_| ApiError::bad_request(format!("{name} is not valid JSON")))?;
+        if v.as_array().is_some_and(|l| l.len() > MAX_LIST_ITEMS) {
+            return Err(ApiError::bad_request(format!(
+                "{name} is too long (limit: {MAX_LIST_ITEMS} items)"
+            )));
         }
+        Ok(Some(v))
     }
 
     /// An optional JSON boolean: `x is not a boolean`.
@@ -214,6 +225,21 @@ mod tests {
         assert_eq!(missing.msg, "Missing 'content' argument");
         assert_eq!(missing.code.as_str(), "REQUEST_VARIABLE_MISSING");
         assert_eq!(missing.extra.get("var_name"), Some(&Value::from("content")));
+    }
+
+    #[test]
+    fn long_lists_are_refused() {
+        let ok = serde_json::to_string(&vec![1; MAX_LIST_ITEMS]).expect("json");
+        let long = serde_json::to_string(&vec![1; MAX_LIST_ITEMS + 1]).expect("json");
+        let p = Params::from_pairs(&[("ok", &ok), ("long", &long)]);
+        assert_eq!(
+            p.opt_int_list("ok").ok().flatten().map(|l| l.len()),
+            Some(MAX_LIST_ITEMS)
+        );
+        assert_eq!(
+            p.opt_int_list("long").map_err(|e| e.msg),
+            Err("long is too long (limit: 10000 items)".into())
+        );
     }
 
     #[test]

@@ -1,0 +1,345 @@
+//! The read path under load, over real HTTP against the in-process server:
+//!
+//! 1. `GET /users/me` latency at 10 000 users, idle and while 4 clients loop on
+//!    `GET /users` (about 4 MB each);
+//! 2. a stream of small writes at 100 000 users while snapshots run (`--snapshot-every`
+//!    500), against the same stream with snapshots off;
+//! 3. one user's small write while another's request subscribes to 10 000 new channels.
+//!
+//! `cargo bench --bench readpath` (add `-- quick` for smaller sizes). Prints a table;
+//! figures go to `benches/RESULTS.md`. Client and server share the machine's cores, as
+//! they would in a one-machine load test: compare ratios from one run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use hearth::config::ServeConfig;
+use hearth::realm::{dev, Change, Cx, NewUser, Realm, Role};
+use hearth::storage::{DurabilityMode, Store};
+
+const DEV_ADMIN: &str = "iago@zulip.com";
+const DEV_MEMBER: &str = "hamlet@zulip.com";
+
+/// A data folder holding the development realm plus `extra` members; returns the
+/// realm (for API keys).
+fn seed(dir: &Path, extra: usize) -> Realm {
+    let store = Store::open(dir, DurabilityMode::Never).expect("store");
+    let mut rs = store.realm(hearth::DEV_SUBDOMAIN).expect("realm store");
+    let mut cx = Cx::seeded(1_700_000_000_000, 7);
+    let mut changes = dev::dev_realm_changes(&mut cx).expect("dev realm");
+    let mut realm = Realm::from_first_change(&changes[0]).expect("first change");
+    changes.iter().for_each(|c| realm.apply(c));
+    let first = realm.next_user_id;
+    for i in 0..extra as u64 {
+        changes.push(Change::UserCreated(NewUser {
+            user_id: first + i,
+            delivery_email: format!("load{i}@zulip.com"),
+            full_name: format!("Load User {i}"),
+            role: Role::Member,
+            bot_type: None,
+            bot_owner_id: None,
+            timezone: "UTC".into(),
+            api_key: cx.api_key(),
+            password_hash: None,
+            date_joined: cx.now_secs(),
+        }));
+    }
+    let realm = hearth::actor::create_realm(&mut rs, &changes).expect("create");
+    store.durability.shutdown();
+    realm
+}
+
+fn basic(realm: &Realm, email: &str) -> String {
+    let user = realm.user_by_delivery_email(email).expect("user");
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(format!("{email}:{}", user.api_key));
+    format!("Basic {token}")
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+struct Stats {
+    p50: Duration,
+    p99: Duration,
+    max: Duration,
+    n: usize,
+}
+
+fn stats(mut v: Vec<Duration>) -> Stats {
+    v.sort();
+    Stats {
+        p50: percentile(&v, 0.5),
+        p99: percentile(&v, 0.99),
+        max: *v.last().expect("samples"),
+        n: v.len(),
+    }
+}
+
+fn row(what: &str, s: &Stats) {
+    println!(
+        "| {what} | {} | {:.3} | {:.3} | {:.3} |",
+        s.n,
+        ms(s.p50),
+        ms(s.p99),
+        ms(s.max)
+    );
+}
+
+/// Runs the client side on its own multi-threaded runtime (the server has the actix
+/// System of the main thread and its own workers).
+fn client_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("client runtime")
+}
+
+async fn timed(rb: reqwest::RequestBuilder) -> Duration {
+    let start = Instant::now();
+    let resp = rb.send().await.expect("sent");
+    assert!(resp.status().is_success(), "status {}", resp.status());
+    resp.bytes().await.expect("body");
+    start.elapsed()
+}
+
+/// Starts the server on `dir` inside a new actix System on this thread and runs
+/// `client` (on another thread) against its URL.
+fn with_server<T: Send + 'static>(
+    dir: &Path,
+    snapshot_every: u64,
+    client: impl FnOnce(String) -> T + Send + 'static,
+) -> T {
+    let mut config = ServeConfig::for_tests(dir.to_path_buf());
+    config.snapshot_every = snapshot_every;
+    config.workers = Some(2);
+    actix_web::rt::System::new().block_on(async move {
+        let running = hearth::spawn(config).await.expect("server");
+        let url = running.url();
+        let handle = std::thread::spawn(move || client(url));
+        while !handle.is_finished() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let out = handle.join().expect("client thread");
+        running.shutdown().await;
+        out
+    })
+}
+
+fn users_me_under_listing_load(users: usize, samples: usize) {
+    let dir = tempfile::tempdir().expect("dir");
+    let realm = seed(dir.path(), users);
+    let me = basic(&realm, DEV_MEMBER);
+    let lister = basic(&realm, DEV_ADMIN);
+    let (idle, loaded, listings, listing_bytes) = with_server(dir.path(), 0, move |url| {
+        client_runtime().block_on(async move {
+            let http = reqwest::Client::new();
+            let one = || {
+                http.get(format!("{url}/api/v1/users/me"))
+                    .header("Authorization", &me)
+            };
+            for _ in 0..100 {
+                timed(one()).await;
+            }
+            let mut idle = Vec::with_capacity(samples);
+            for _ in 0..samples {
+                idle.push(timed(one()).await);
+            }
+            let stop = Arc::new(AtomicBool::new(false));
+            let done = Arc::new(AtomicU64::new(0));
+            let bytes = Arc::new(AtomicU64::new(0));
+            let mut loops = Vec::new();
+            for _ in 0..4 {
+                let (http, url, auth) = (http.clone(), url.clone(), lister.clone());
+                let (stop, done, bytes) = (stop.clone(), done.clone(), bytes.clone());
+                loops.push(tokio::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        let resp = http
+                            .get(format!("{url}/api/v1/users"))
+                            .header("Authorization", &auth)
+                            .send()
+                            .await
+                            .expect("listing");
+                        let body = resp.bytes().await.expect("body");
+                        bytes.store(body.len() as u64, Ordering::Relaxed);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }));
+            }
+            // Let the listings start before sampling.
+            while done.load(Ordering::Relaxed) < 4 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let mut loaded = Vec::with_capacity(samples);
+            for _ in 0..samples {
+                loaded.push(timed(one()).await);
+            }
+            stop.store(true, Ordering::Relaxed);
+            for l in loops {
+                l.await.expect("loop");
+            }
+            (
+                idle,
+                loaded,
+                done.load(Ordering::Relaxed),
+                bytes.load(Ordering::Relaxed),
+            )
+        })
+    });
+    let (idle, loaded) = (stats(idle), stats(loaded));
+    println!(
+        "\n## GET /users/me at {} users; GET /users is {} KiB, {listings} listings ran\n",
+        users + 20,
+        listing_bytes / 1024
+    );
+    println!("| what | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|");
+    row("GET /users/me, idle", &idle);
+    row("GET /users/me, 4 clients looping GET /users", &loaded);
+    println!(
+        "\np50 ratio loaded/idle: {:.2}x",
+        ms(loaded.p50) / ms(idle.p50)
+    );
+}
+
+/// Sequential small writes (a subscription property) at `users` users; returns their
+/// latencies.
+fn small_writes(users: usize, snapshot_every: u64, writes: usize) -> Stats {
+    let dir = tempfile::tempdir().expect("dir");
+    let realm = seed(dir.path(), users);
+    let auth = basic(&realm, DEV_MEMBER);
+    let channel = realm
+        .channels
+        .values()
+        .find(|c| c.is_subscribed(realm.user_by_delivery_email(DEV_MEMBER).expect("me").id))
+        .expect("a subscribed channel")
+        .id;
+    let lat = with_server(dir.path(), snapshot_every, move |url| {
+        client_runtime().block_on(async move {
+            let http = reqwest::Client::new();
+            let mut lat = Vec::with_capacity(writes);
+            for i in 0..writes {
+                let data = format!(
+                    r#"[{{"stream_id":{channel},"property":"pin_to_top","value":{}}}]"#,
+                    i % 2 == 0
+                );
+                lat.push(
+                    timed(
+                        http.post(format!("{url}/api/v1/users/me/subscriptions/properties"))
+                            .header("Authorization", &auth)
+                            .form(&[("subscription_data", data)]),
+                    )
+                    .await,
+                );
+            }
+            lat
+        })
+    });
+    stats(lat)
+}
+
+fn writes_during_snapshots(users: usize, writes: usize) {
+    let every = 500;
+    let off = small_writes(users, 0, writes);
+    let on = small_writes(users, every, writes);
+    println!(
+        "\n## {writes} sequential small writes at {} users, durability never\n",
+        users + 20
+    );
+    println!("| what | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|");
+    row("no snapshots", &off);
+    row(
+        &format!("a snapshot every {every} writes ({} ran)", writes / every as usize),
+        &on,
+    );
+    println!(
+        "\nmax ratio with/without snapshots: {:.2}x",
+        ms(on.max) / ms(off.max)
+    );
+}
+
+fn write_beside_big_subscribe(channels: usize) {
+    let dir = tempfile::tempdir().expect("dir");
+    let realm = seed(dir.path(), 0);
+    let big = basic(&realm, DEV_ADMIN);
+    let small = basic(&realm, DEV_MEMBER);
+    let channel = realm
+        .channels
+        .values()
+        .find(|c| c.is_subscribed(realm.user_by_delivery_email(DEV_MEMBER).expect("me").id))
+        .expect("a subscribed channel")
+        .id;
+    let (idle, beside, big_took) = with_server(dir.path(), 0, move |url| {
+        client_runtime().block_on(async move {
+            let http = reqwest::Client::new();
+            let write = |i: usize| {
+                let data = format!(
+                    r#"[{{"stream_id":{channel},"property":"pin_to_top","value":{}}}]"#,
+                    i % 2 == 0
+                );
+                http.post(format!("{url}/api/v1/users/me/subscriptions/properties"))
+                    .header("Authorization", &small)
+                    .form(&[("subscription_data", data)])
+            };
+            let mut idle = Vec::new();
+            for i in 0..200 {
+                idle.push(timed(write(i)).await);
+            }
+            let subs: Vec<serde_json::Value> = (0..channels)
+                .map(|i| serde_json::json!({"name": format!("bulk {i}")}))
+                .collect();
+            let form = [("subscriptions", serde_json::to_string(&subs).expect("json"))];
+            let started = Instant::now();
+            let bulk = tokio::spawn(
+                http.post(format!("{url}/api/v1/users/me/subscriptions"))
+                    .header("Authorization", &big)
+                    .form(&form)
+                    .send(),
+            );
+            let mut beside = Vec::new();
+            let mut i = 0;
+            while !bulk.is_finished() {
+                beside.push(timed(write(i)).await);
+                i += 1;
+            }
+            let resp = bulk.await.expect("join").expect("bulk sent");
+            assert!(resp.status().is_success(), "bulk: {}", resp.status());
+            (idle, beside, started.elapsed())
+        })
+    });
+    println!("\n## A small write beside one request subscribing to {channels} new channels\n");
+    println!(
+        "The subscribe request took {:.0} ms end to end.\n",
+        ms(big_took)
+    );
+    println!("| what | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|");
+    row("small write, idle", &stats(idle));
+    if beside.is_empty() {
+        println!("| small write, beside the subscribe | 0 | - | - | - |");
+    } else {
+        row("small write, beside the subscribe", &stats(beside));
+    }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "quick");
+    let (users, big_users, channels) = if quick {
+        (2_000, 10_000, 2_000)
+    } else {
+        (10_000, 100_000, 10_000)
+    };
+    users_me_under_listing_load(users, 2_000);
+    writes_during_snapshots(big_users, 3_000);
+    write_beside_big_subscribe(channels);
+}
