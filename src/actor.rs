@@ -20,6 +20,8 @@ use crate::storage::RealmStore;
 pub struct Credentials {
     pub email: String,
     pub api_key: String,
+    /// Where the authenticated user's id goes, for the request log.
+    pub logged: crate::logging::LoggedUser,
 }
 
 /// Who a call must be made by.
@@ -193,7 +195,11 @@ impl RealmActor {
         let me = match call.auth {
             Auth::Anonymous => None,
             Auth::User(Err(e)) => return Err(e),
-            Auth::User(Ok(c)) => Some(self.realm.authenticate(&c.email, &c.api_key)?.id),
+            Auth::User(Ok(c)) => {
+                let id = self.realm.authenticate(&c.email, &c.api_key)?.id;
+                c.logged.set(id);
+                Some(id)
+            }
         };
         let mut params = call.params;
         let mut cx = Cx::new(&*self.clock);
