@@ -255,6 +255,22 @@ fn second_server_on_one_folder_names_the_folder() {
     let first = Server::start(&["--dev", "--data", data], &[]);
     let out = run(&["serve", "--dev", "--bind", "127.0.0.1:0", "--data", data]);
     assert_failed(&out, &[data, "in use by another hearth process"]);
+    // Creating a realm in it meanwhile is refused the same way.
+    let out = run(&[
+        "realm",
+        "create",
+        "--subdomain",
+        "other",
+        "--name",
+        "Other",
+        "--owner-email",
+        "o@other.test",
+        "--data",
+        data,
+        "--zuliprc",
+        dir.path().join("zuliprc").to_str().unwrap(),
+    ]);
+    assert_failed(&out, &[data, "in use by another hearth process"]);
     // The first one is unharmed.
     block_on(async {
         let reply = send(http().get(format!("{}/api/v1/server_settings", first.url))).await;
