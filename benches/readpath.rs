@@ -56,8 +56,8 @@ fn seed(dir: &Path, extra: usize) -> Realm {
 
 fn basic(realm: &Realm, email: &str) -> String {
     let user = realm.user_by_delivery_email(email).expect("user");
-    let token = base64::engine::general_purpose::STANDARD
-        .encode(format!("{email}:{}", user.api_key));
+    let token =
+        base64::engine::general_purpose::STANDARD.encode(format!("{email}:{}", user.api_key));
     format!("Basic {token}")
 }
 
@@ -260,7 +260,10 @@ fn writes_during_snapshots(users: usize, writes: usize) {
     println!("| what | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|");
     row("no snapshots", &off);
     row(
-        &format!("a snapshot every {every} writes ({} ran)", writes / every as usize),
+        &format!(
+            "a snapshot every {every} writes ({} ran)",
+            writes / every as usize
+        ),
         &on,
     );
     println!(

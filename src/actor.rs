@@ -26,6 +26,8 @@ use crate::storage::{RealmStore, SnapshotJob};
 pub struct Credentials {
     pub email: String,
     pub api_key: String,
+    /// Where the authenticated user's id goes, for the request log.
+    pub logged: crate::logging::LoggedUser,
 }
 
 /// What a rule sees: the realm (read-only), the caller, the parameters, the context.

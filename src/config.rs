@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::logging::LogFormat;
 use crate::storage::DurabilityMode;
 
 /// hearth: a team-chat server that speaks the Zulip REST API.
@@ -13,6 +14,15 @@ use crate::storage::DurabilityMode;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Log lines as text or as one JSON object per line (on stderr; `RUST_LOG` filters).
+    #[arg(
+        long,
+        global = true,
+        env = "HEARTH_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
 }
 
 #[derive(Debug, Subcommand)]
@@ -22,11 +32,38 @@ pub enum Command {
     /// Manage realms (organizations).
     #[command(subcommand)]
     Realm(RealmCommand),
+    /// Copy a stopped server's data folder to a new folder.
+    Backup(BackupArgs),
+    /// Copy a backup into a new data folder.
+    Restore(RestoreArgs),
+}
+
+/// `hearth backup`.
+#[derive(Debug, Clone, Args)]
+pub struct BackupArgs {
+    /// Data folder to back up (its server must be stopped).
+    #[arg(long, env = "HEARTH_DATA", default_value = "./data")]
+    pub data: PathBuf,
+    /// Folder to create with the copy (must not exist, or be empty).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `hearth restore`.
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    /// The backup folder (made by `hearth backup`).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// Data folder to create (must not exist, or be empty).
+    #[arg(long, env = "HEARTH_DATA", default_value = "./data")]
+    pub data: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum RealmCommand {
-    /// Create a production realm with its owner; prints the owner's API key.
+    /// Create a production realm with its owner; prints the owner's API key and the
+    /// zuliprc path.
     Create(CreateRealm),
 }
 

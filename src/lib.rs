@@ -11,6 +11,8 @@
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec.
 //! - `registry.rs`: Host -> realm actor.
 //! - `config.rs`: the command line.
+//! - `logging.rs`: log set-up and the one-line-per-request middleware.
+//! - `backup.rs`: `hearth backup` and `hearth restore`.
 //!
 //! A write travels: handler -> actor (`decide`, WAL append, `apply`) -> handler awaits
 //! the flush that covers it -> answer. Nothing answered `success` is lost on `kill -9`
@@ -21,14 +23,17 @@
 
 pub mod actor;
 pub mod api;
+pub mod backup;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod logging;
 pub mod realm;
 pub mod registry;
 pub mod storage;
 
 use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
 use std::sync::Arc;
 
 use actix::{Actor, Arbiter};
@@ -40,7 +45,7 @@ use crate::config::ServeConfig;
 use crate::events::EventHub;
 use crate::realm::{dev, Clock, Cx, SystemClock};
 use crate::registry::{RealmHandle, Registry};
-use crate::storage::Store;
+use crate::storage::{DurabilityMode, StorageError, Store};
 
 /// The Zulip API feature level hearth implements.
 pub const ZULIP_FEATURE_LEVEL: u32 = 420;
@@ -51,20 +56,86 @@ pub const DEV_SUBDOMAIN: &str = "zulip";
 /// Realm actors run on this many arbiter threads.
 const REALM_ARBITERS: usize = 2;
 
-/// Why the server could not start.
+/// Why the server, or a command on its data folder, could not start. Each message is
+/// one line that names what it is about, for the operator.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("storage: {0}")]
     Storage(#[from] storage::StorageError),
     #[error("{0}")]
     Realm(String),
-    #[error("cannot listen: {0}")]
-    Io(#[from] std::io::Error),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("data folder {path}: {cause}")]
+    DataFolder { path: String, cause: String },
+    #[error("data folder {0} is in use by another hearth process; stop it first")]
+    Locked(String),
     #[error(
         "no realm in {0}: create one with `hearth realm create --subdomain S --name NAME \
          --owner-email E`, or run `hearth serve --dev` for the development realm"
     )]
     NoRealm(String),
+    #[error("{0}")]
+    Backup(String),
+}
+
+impl StartError {
+    fn data_folder(path: &Path, cause: impl ToString) -> StartError {
+        StartError::DataFolder {
+            path: path.display().to_string(),
+            cause: cause.to_string(),
+        }
+    }
+}
+
+/// Whether a database error is sled's "the folder is locked by another process".
+fn is_lock_error(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io) if io.to_string().contains("could not acquire lock"))
+}
+
+/// Names the folder in a sled open error: locked, or why it cannot be used.
+pub(crate) fn open_error(path: &Path, e: sled::Error) -> StartError {
+    if is_lock_error(&e) {
+        StartError::Locked(path.display().to_string())
+    } else if let sled::Error::Io(io) = &e {
+        StartError::data_folder(path, io)
+    } else {
+        StartError::data_folder(path, e)
+    }
+}
+
+/// Opens (creating it if needed) the data folder. Returns the store and whether this
+/// call created the folder, so that a failed start can remove what it made.
+pub fn open_data_folder(path: &Path, mode: DurabilityMode) -> Result<(Store, bool), StartError> {
+    if path.exists() && !path.is_dir() {
+        return Err(StartError::data_folder(path, "not a folder"));
+    }
+    let created = !path.exists();
+    std::fs::create_dir_all(path).map_err(|e| StartError::data_folder(path, e))?;
+    match Store::open(path, mode) {
+        Ok(store) => Ok((store, created)),
+        Err(e) => {
+            if created {
+                let _ = std::fs::remove_dir_all(path);
+            }
+            Err(match e {
+                StorageError::Sled(e) => open_error(path, e),
+                other => StartError::data_folder(path, other),
+            })
+        }
+    }
+}
+
+/// Closes a store and removes the data folder a failed start created.
+fn discard_new_folder(store: Store, path: &Path) {
+    store.durability.shutdown();
+    drop(store);
+    if let Err(e) = std::fs::remove_dir_all(path) {
+        tracing::warn!("cannot remove {}: {e}", path.display());
+    }
 }
 
 /// A running server.
@@ -144,10 +215,14 @@ pub async fn spawn_with_clock(
     config: ServeConfig,
     clock: Arc<dyn Clock>,
 ) -> Result<Running, StartError> {
-    std::fs::create_dir_all(&config.data)?;
-    let store = Store::open(&config.data, config.durability_mode())?;
-    let listener = TcpListener::bind(config.bind)?;
-    let addr = listener.local_addr()?;
+    // Listen first: a busy port must not leave a new, empty data folder behind.
+    let bind_error = |source| StartError::Bind {
+        addr: config.bind,
+        source,
+    };
+    let listener = TcpListener::bind(config.bind).map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
+    let (store, created) = open_data_folder(&config.data, config.durability_mode())?;
     // The address actually bound (port 0 becomes the real port).
     let url: Arc<str> = config
         .url
@@ -164,6 +239,9 @@ pub async fn spawn_with_clock(
         subdomains.push(DEV_SUBDOMAIN.to_owned());
     }
     if subdomains.is_empty() {
+        if created {
+            discard_new_folder(store, &config.data);
+        }
         return Err(StartError::NoRealm(config.data.display().to_string()));
     }
 
@@ -215,11 +293,12 @@ pub async fn spawn_with_clock(
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(app_state.clone())
-            .wrap(tracing_actix())
+            .wrap(actix_web::middleware::from_fn(logging::log_request))
             .configure(api::routes)
     })
     .disable_signals()
-    .listen(listener)?;
+    .listen(listener)
+    .map_err(|source| StartError::Bind { addr, source })?;
     if let Some(workers) = config.workers {
         server = server.workers(workers);
     }
@@ -270,26 +349,31 @@ fn spawn_release_task(state: &web::Data<AppState>) {
     });
 }
 
-/// Request logging at debug level (`RUST_LOG=hearth=debug`).
-fn tracing_actix() -> actix_web::middleware::Logger {
-    actix_web::middleware::Logger::new("%r %s %Dms").log_target("hearth::http")
-}
-
 /// `hearth realm create`: creates a production realm and its owner in `data`.
 /// Returns the owner's API key and user id.
 pub fn create_production_realm(c: &config::CreateRealm) -> Result<(String, u64), StartError> {
-    std::fs::create_dir_all(&c.data)?;
-    let store = Store::open(&c.data, storage::DurabilityMode::Always)?;
-    if store.realm_subdomains().iter().any(|s| s == &c.subdomain) {
-        return Err(StartError::Realm(format!(
-            "realm '{}' already exists",
-            c.subdomain
-        )));
-    }
+    // Arguments first: a refused command leaves no data folder behind.
     if !realm::users::email_is_valid(&c.owner_email) {
         return Err(StartError::Realm(format!(
             "'{}' is not a valid email address",
             c.owner_email
+        )));
+    }
+    if let Some(pw) = &c.owner_password {
+        if !realm::users::password_is_strong(pw) {
+            return Err(StartError::Realm(format!(
+                "the owner password is too weak: use at least {} characters that are hard \
+                 to guess (a few unrelated words, not a common word or pattern)",
+                realm::users::PASSWORD_MIN_LENGTH
+            )));
+        }
+    }
+    let (store, _) = open_data_folder(&c.data, DurabilityMode::Always)?;
+    if store.realm_subdomains().iter().any(|s| s == &c.subdomain) {
+        return Err(StartError::Realm(format!(
+            "realm '{}' already exists in {}",
+            c.subdomain,
+            c.data.display()
         )));
     }
     let password_hash = match &c.owner_password {

@@ -1,25 +1,25 @@
 //! The `hearth` command.
 
+use std::io::Write;
+
 use clap::Parser;
-use hearth::config::{Cli, Command, RealmCommand, ServeConfig};
-use tracing_subscriber::EnvFilter;
+use hearth::config::{BackupArgs, Cli, Command, RealmCommand, RestoreArgs, ServeConfig};
 
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("info,hearth::http=warn")),
-        )
-        .init();
     let cli = Cli::parse();
+    hearth::logging::init(cli.log_format);
     let result = match cli.command {
         Command::Serve(config) => actix_web::rt::System::new().block_on(serve(config)),
         Command::Realm(RealmCommand::Create(c)) => create(&c),
+        Command::Backup(b) => backup(&b),
+        Command::Restore(r) => restore(&r),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e}");
+            // One plain line on stderr, whatever the log format: the operator's answer.
+            let line = e.replace('\n', " ");
+            let _ = writeln!(std::io::stderr().lock(), "hearth: error: {line}");
             std::process::ExitCode::FAILURE
         }
     }
@@ -75,16 +75,69 @@ fn create(c: &hearth::config::CreateRealm) -> Result<(), String> {
         "[api]\nemail={}\nkey={}\nsite={}\n",
         c.owner_email, api_key, c.url
     );
-    std::fs::write(&c.zuliprc, rc).map_err(|e| format!("writing {}: {e}", c.zuliprc.display()))?;
-    tracing::info!(
-        "created realm '{}' ({}); owner {} is user {user_id}; zuliprc written to {}",
-        c.subdomain,
-        c.name,
-        c.owner_email,
-        c.zuliprc.display()
-    );
-    // The key is the command's output, for scripts: stdout, not the log.
+    let written = write_private(&c.zuliprc, rc.as_bytes())
+        .map_err(|e| format!("writing {}: {e}", c.zuliprc.display()));
+    if written.is_ok() {
+        tracing::info!(
+            "created realm '{}' ({}); owner {} is user {user_id}; zuliprc written to {}",
+            c.subdomain,
+            c.name,
+            c.owner_email,
+            c.zuliprc.display()
+        );
+    }
+    // The command's output, for scripts: the key, then the zuliprc path. The key is
+    // printed even when the zuliprc could not be written: the realm exists.
     let mut out = std::io::stdout().lock();
-    std::io::Write::write_all(&mut out, format!("{api_key}\n").as_bytes())
-        .map_err(|e| e.to_string())
+    writeln!(out, "{api_key}").map_err(|e| e.to_string())?;
+    written?;
+    writeln!(out, "{}", c.zuliprc.display()).map_err(|e| e.to_string())
+}
+
+/// Writes `bytes` to a file only its owner may read (Zulip clients refuse a wider
+/// zuliprc): a new file created with mode 0600, then renamed over `path`.
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = path.with_file_name(name);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let result = options.open(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn backup(b: &BackupArgs) -> Result<(), String> {
+    let copied = hearth::backup::backup(&b.data, &b.out).map_err(|e| e.to_string())?;
+    report("backed up", &b.data, &b.out, &copied);
+    Ok(())
+}
+
+fn restore(r: &RestoreArgs) -> Result<(), String> {
+    let copied = hearth::backup::restore(&r.from, &r.data).map_err(|e| e.to_string())?;
+    report("restored", &r.from, &r.data, &copied);
+    Ok(())
+}
+
+fn report(what: &str, from: &std::path::Path, to: &std::path::Path, c: &hearth::backup::Copied) {
+    let realms: Vec<String> = c
+        .realms
+        .iter()
+        .map(|(subdomain, users)| format!("'{subdomain}' ({users} users)"))
+        .collect();
+    tracing::info!(
+        "{what} {} to {} ({} bytes); realms: {}",
+        from.display(),
+        to.display(),
+        c.bytes,
+        realms.join(", ")
+    );
 }

@@ -45,6 +45,18 @@ impl Registry {
             .map(|e| e.value().clone())
     }
 
+    /// The subdomain of the realm `for_host` picks (the request log).
+    pub fn subdomain_for_host(&self, host: &str) -> Option<String> {
+        if self.realms.len() == 1 {
+            return self.realms.iter().next().map(|e| e.key().clone());
+        }
+        let label = host.split('.').next().unwrap_or_default();
+        [label, ""]
+            .into_iter()
+            .find(|s| self.realms.contains_key(*s))
+            .map(str::to_owned)
+    }
+
     /// Every realm (shutdown snapshots, the ticker).
     pub fn all(&self) -> Vec<RealmHandle> {
         self.realms.iter().map(|e| e.value().clone()).collect()

@@ -1,11 +1,12 @@
 //! Basic credentials and the realm a request is for (its Host).
 
 use actix_web::http::header::AUTHORIZATION;
-use actix_web::HttpRequest;
+use actix_web::{HttpMessage, HttpRequest};
 use base64::Engine;
 
 use crate::actor::Credentials;
 use crate::error::ApiError;
+use crate::logging::LoggedUser;
 
 /// Reads `Authorization: Basic base64(email:api_key)` with Zulip's error texts.
 pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
@@ -24,9 +25,12 @@ pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
         .map_err(|_| invalid_header())?;
     let text = String::from_utf8(decoded).map_err(|_| invalid_header())?;
     let (email, api_key) = text.split_once(':').ok_or_else(invalid_header)?;
+    let logged = LoggedUser::default();
+    req.extensions_mut().insert(logged.clone());
     Ok(Credentials {
         email: email.to_owned(),
         api_key: api_key.to_owned(),
+        logged,
     })
 }
 

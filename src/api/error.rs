@@ -36,14 +36,20 @@ pub async fn session_required() -> HttpResponse {
     e.error_response()
 }
 
-/// # A known path with another method: 405, as Zulip's `json_method_not_allowed`.
+/// # A known path with another method: 405, as Zulip's `json_method_not_allowed`, with
+/// the `code` every Zulip error body carries (`BAD_REQUEST`, its `JsonableError` default).
 pub async fn method_not_allowed(allowed: &'static [&'static str]) -> HttpResponse {
     let allowed: Vec<String> = allowed.iter().map(|m| m.to_uppercase()).collect();
-    HttpResponse::MethodNotAllowed()
-        .insert_header(("Allow", allowed.join(", ")))
-        .json(serde_json::json!({
-            "result": "error",
-            "msg": "Method Not Allowed",
-            "allowed_methods": allowed,
-        }))
+    let mut resp = ApiError::new(
+        405,
+        crate::error::ErrorCode::BadRequest,
+        "Method Not Allowed",
+    )
+    .with("allowed_methods", allowed.clone())
+    .error_response();
+    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&allowed.join(", ")) {
+        resp.headers_mut()
+            .insert(actix_web::http::header::ALLOW, value);
+    }
+    resp
 }

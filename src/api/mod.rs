@@ -121,7 +121,9 @@ impl ApiRequest {
     /// Authenticates the caller against `version` (on this worker, never the actor).
     fn authenticate<'r>(&self, version: &'r Realm) -> ApiResult<&'r User> {
         let c = self.credentials.as_ref().map_err(Clone::clone)?;
-        version.authenticate(&c.email, &c.api_key)
+        let me = version.authenticate(&c.email, &c.api_key)?;
+        c.logged.set(me.id);
+        Ok(me)
     }
 
     /// Runs `check` with the published version and the authenticated caller: a cheap

@@ -104,9 +104,10 @@ pub async fn start_server(dir: &Path) -> Running {
     }
 }
 
-/// Whether an error is sled's "database in use by another handle".
+/// Whether an error is sled's "database in use by another handle" (`StartError::Locked`
+/// at start-up, sled's own text from `Store::open`).
 pub fn is_lock_error(msg: &str) -> bool {
-    msg.contains("could not acquire lock")
+    msg.contains("could not acquire lock") || msg.contains("in use by another hearth process")
 }
 
 /// Opens the store of a stopped server (retrying while the old handle is released).
