@@ -232,7 +232,7 @@ fn small_writes(users: usize, snapshot_every: u64, writes: usize) -> Stats {
             for i in 0..writes {
                 let data = format!(
                     r#"[{{"stream_id":{channel},"property":"pin_to_top","value":{}}}]"#,
-                    i % 2 == 0
+                    i.is_multiple_of(2)
                 );
                 lat.push(
                     timed(
@@ -289,7 +289,7 @@ fn write_beside_big_subscribe(channels: usize) {
             let write = |i: usize| {
                 let data = format!(
                     r#"[{{"stream_id":{channel},"property":"pin_to_top","value":{}}}]"#,
-                    i % 2 == 0
+                    i.is_multiple_of(2)
                 );
                 http.post(format!("{url}/api/v1/users/me/subscriptions/properties"))
                     .header("Authorization", &small)
