@@ -333,11 +333,14 @@ impl Actor for RealmActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         // Storage failures, as they happen: reset at once rather than on the next write.
         let failures = self.store.durability().subscribe_failures();
-        ctx.add_stream(futures_util::stream::unfold(failures, |mut rx| async move {
-            rx.changed().await.ok()?;
-            let n = *rx.borrow_and_update();
-            Some((StorageFault(n), rx))
-        }));
+        ctx.add_stream(futures_util::stream::unfold(
+            failures,
+            |mut rx| async move {
+                rx.changed().await.ok()?;
+                let n = *rx.borrow_and_update();
+                Some((StorageFault(n), rx))
+            },
+        ));
     }
 }
 

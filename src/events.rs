@@ -648,13 +648,17 @@ mod tests {
         assert_eq!(evs.last().expect("an event")["type"], "x");
 
         // Discarded decisions never become visible.
-        hub.stage(2, 2, vec![(
-            Change::CanCreateUsersSet {
-                user_id: 1,
-                value: false,
-            },
-            Arc::new(crate::realm::Realm::clone(&hub.current())),
-        )]);
+        hub.stage(
+            2,
+            2,
+            vec![(
+                Change::CanCreateUsersSet {
+                    user_id: 1,
+                    value: false,
+                },
+                Arc::new(crate::realm::Realm::clone(&hub.current())),
+            )],
+        );
         assert_eq!(hub.discard_staged(), vec![2]);
         hub.release(2);
         assert_eq!(hub.current().settings.name, "renamed");

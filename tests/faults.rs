@@ -47,7 +47,10 @@ impl Tmpfs {
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
     }
 }
 
@@ -238,7 +241,10 @@ async fn a_full_disk_fails_writes_fast_drops_them_and_recovers_without_restart()
     assert!(durability.failure().is_none());
     let seen = api.channels(MEMBER).await;
     assert!(seen.iter().any(|n| n == "after-full"));
-    assert!(!seen.contains(&failed), "{failed} reappeared after recovery");
+    assert!(
+        !seen.contains(&failed),
+        "{failed} reappeared after recovery"
+    );
     assert!(!seen.iter().any(|n| n == "during-failure"));
     assert_success(&api.create_channel(&key, "after-full-2").await);
 
@@ -248,8 +254,14 @@ async fn a_full_disk_fails_writes_fast_drops_them_and_recovers_without_restart()
     let running = start(&data, |_| {}).await;
     let api = Api::of(&running);
     let seen = api.channels(MEMBER).await;
-    assert!(!seen.contains(&failed), "{failed} reappeared after a restart");
-    for name in acked.iter().chain(&["after-full".to_owned(), "after-full-2".to_owned()]) {
+    assert!(
+        !seen.contains(&failed),
+        "{failed} reappeared after a restart"
+    );
+    for name in acked
+        .iter()
+        .chain(&["after-full".to_owned(), "after-full-2".to_owned()])
+    {
         assert!(seen.contains(name), "{name} lost across the restart");
     }
     running.shutdown().await;

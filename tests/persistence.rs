@@ -7,7 +7,7 @@ mod common;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,7 +52,8 @@ impl Server {
                 .args(extra)
                 .env("RUST_LOG", "info")
                 .env_remove("HEARTH_URL")
-                .stdout(Stdio::null())
+                // The log goes to stdout, start-up errors to stderr: both in `log`.
+                .stdout(out.try_clone().unwrap())
                 .stderr(out)
                 .spawn()
                 .expect("start the hearth binary");
@@ -231,12 +232,19 @@ async fn acknowledged_writes_survive_kill_9_during_snapshots() {
         let key = key_for(&client, &url, ADMIN).await;
         let seen = channel_names(&client, &url, &key).await;
         for name in &acked {
-            assert!(seen.contains(name), "cycle {cycle}: acknowledged {name} lost");
+            assert!(
+                seen.contains(name),
+                "cycle {cycle}: acknowledged {name} lost"
+            );
         }
         let mut writers = Vec::new();
         for w in 0..3 {
-            let (client, url, key, description) =
-                (client.clone(), url.clone(), key.clone(), description.clone());
+            let (client, url, key, description) = (
+                client.clone(),
+                url.clone(),
+                key.clone(),
+                description.clone(),
+            );
             writers.push(actix_web::rt::spawn(async move {
                 let mut mine = Vec::new();
                 for i in 0.. {
@@ -632,7 +640,8 @@ async fn everything_after_a_torn_record_is_cut() {
     with_stopped_store(&mut app, |s| {
         // A record cut short in the middle (a torn write), then a valid one after it.
         let whole =
-            hearth::storage::codec::encode_changes(&[user_change(next_id, "torn@zulip.com")]).unwrap();
+            hearth::storage::codec::encode_changes(&[user_change(next_id, "torn@zulip.com")])
+                .unwrap();
         s.append_raw(&whole[..whole.len() / 2]).unwrap();
         s.append(&[user_change(next_id + 1, "behind-tear@zulip.com")])
             .unwrap();

@@ -602,14 +602,19 @@ mod tests {
         rs.append(&changes).expect("durable record");
         d.flush_now().expect("flush");
         let durable_seq = rs.last_seq();
-        let t = rs.append(&changes[..1]).expect("a record that will be dropped");
+        let t = rs
+            .append(&changes[..1])
+            .expect("a record that will be dropped");
         d.fail("disk full".into());
         assert!(d.db().is_none(), "the database is closed");
         assert!(!d.try_recover(), "not before every realm reset");
         rs.reset(durable_seq, &realm).expect("reset");
         assert!(d.try_recover(), "recovers once every realm reset");
         assert!(d.failure().is_none());
-        assert!(d.is_dead(t), "the dropped record's ticket never counts as durable");
+        assert!(
+            d.is_dead(t),
+            "the dropped record's ticket never counts as durable"
+        );
         assert_eq!(rs.wal_len(), 0, "the reset snapshot replaced the WAL");
         assert_eq!(rs.snapshot_count(), 1);
         assert_eq!(rs.recover().expect("recover").expect("realm").realm, realm);

@@ -131,7 +131,10 @@ impl RealmStore {
         let db = self.durability.db().ok_or_else(|| {
             StorageError::Invalid("the database is closed after a storage failure".into())
         })?;
-        let trees = (db.open_tree(&self.wal_name)?, db.open_tree(&self.snaps_name)?);
+        let trees = (
+            db.open_tree(&self.wal_name)?,
+            db.open_tree(&self.snaps_name)?,
+        );
         self.trees = Some(trees.clone());
         Ok(trees)
     }
@@ -365,8 +368,7 @@ mod tests {
         // A "blob" whose fsync fails (procfs files refuse fsync with EINVAL).
         let blobs = dir.path().join("blobs");
         std::fs::create_dir_all(&blobs).expect("blobs");
-        std::os::unix::fs::symlink("/proc/self/status", blobs.join("unsyncable"))
-            .expect("symlink");
+        std::os::unix::fs::symlink("/proc/self/status", blobs.join("unsyncable")).expect("symlink");
         let err = rs.snapshot(&live).expect_err("the snapshot fails");
         assert!(matches!(err, super::StorageError::Io(_)), "{err}");
         assert_eq!(rs.wal_len(), 1, "no WAL prefix deleted");
