@@ -350,7 +350,7 @@ fn bench_snapshot(c: &mut Criterion) {
         realm.apply(&Change::UserCreated(new_user(id, &mut cx)));
     }
     assert_eq!(realm.users.len() as u64, SNAPSHOT_USERS);
-    let bytes = codec::encode(&realm).expect("encode");
+    let bytes = codec::encode_realm(&realm).expect("encode");
     eprintln!(
         "snapshot size: {} users -> {} bytes ({:.1} bytes/user)",
         SNAPSHOT_USERS,
@@ -362,14 +362,14 @@ fn bench_snapshot(c: &mut Criterion) {
     group.sampling_mode(SamplingMode::Flat);
     group.throughput(Throughput::Bytes(bytes.len() as u64));
     group.bench_function("encode", |b| {
-        b.iter(|| codec::encode(black_box(&realm)).expect("encode"))
+        b.iter(|| codec::encode_realm(black_box(&realm)).expect("encode"))
     });
     group.bench_function("decode", |b| {
-        b.iter(|| codec::decode::<Realm>(black_box(&bytes)).expect("decode"));
+        b.iter(|| codec::decode_realm(black_box(&bytes)).expect("decode"));
     });
     group.bench_function("decode_and_rebuild_indexes", |b| {
         b.iter(|| {
-            let mut r = codec::decode::<Realm>(black_box(&bytes)).expect("decode");
+            let mut r = codec::decode_realm(black_box(&bytes)).expect("decode");
             r.rebuild_indexes();
             r
         });

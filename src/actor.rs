@@ -6,6 +6,13 @@
 //! authenticate and read on the HTTP workers against the published version, events are
 //! rendered when a decision is released, and snapshots are encoded and written on a
 //! background thread from an immutable version.
+//!
+//! After a storage fault (the flusher could not make the WAL durable), the actor is told
+//! through the failure watch of `Durability` (or notices on its next call): it drops
+//! every staged decision, goes back to the published version (exactly the durable
+//! state), and hands that state to its store (`RealmStore::reset`), which the flusher
+//! writes once the disk accepts writes again. Decisions answered with a 503 thus never
+//! become visible, before or after a restart.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -125,7 +132,7 @@ impl Message for Call {
 pub struct TakeSnapshot;
 
 impl Message for TakeSnapshot {
-    type Result = (SnapshotJob, Arc<Realm>);
+    type Result = Result<(SnapshotJob, Arc<Realm>), String>;
 }
 
 /// Reads a copy of the whole working realm (tests, tooling).
@@ -185,10 +192,14 @@ impl RealmActor {
         if changes.is_empty() {
             return Ok(None);
         }
+        if self.store.needs_reset() {
+            self.reset_after_fault();
+        }
         let ticket = self.store.append(&changes).map_err(|e| {
             tracing::error!("WAL append failed: {e}");
             ApiError::storage_failed()
         })?;
+        let seq = self.store.last_seq();
         let durable = changes
             .iter()
             .any(|c| c.durability() == DurabilityClass::Durable);
@@ -198,7 +209,7 @@ impl RealmActor {
             // O(1): the collections are structurally shared.
             steps.push((change, Arc::new(self.realm.clone())));
         }
-        self.hub.stage(ticket, steps);
+        self.hub.stage(ticket, seq, steps);
         self.since_snapshot += 1;
         if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
             self.start_snapshot();
@@ -214,7 +225,14 @@ impl RealmActor {
         // Counted from now: a failed snapshot is tried again after another
         // `snapshot_every` records, never on every write.
         self.since_snapshot = 0;
-        let job = self.store.snapshot_job();
+        let job = match self.store.snapshot_job() {
+            Ok(job) => job,
+            Err(e) => {
+                tracing::error!("cannot plan a snapshot: {e}");
+                self.snapshotting.store(false, Ordering::SeqCst);
+                return;
+            }
+        };
         let version = Arc::new(self.realm.clone());
         let running = self.snapshotting.clone();
         let subdomain = self.realm.settings.subdomain.clone();
@@ -235,6 +253,37 @@ impl RealmActor {
         if let Err(e) = spawned {
             tracing::error!("cannot start a snapshot thread: {e}");
             self.snapshotting.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// After a storage fault: makes visible what did become durable, drops the rest
+    /// (memory then agrees with the disk), and hands the state to the store to write
+    /// once the disk accepts writes again. Idempotent per fault.
+    fn reset_after_fault(&mut self) {
+        if !self.store.needs_reset() {
+            return;
+        }
+        let durability = self.store.durability().clone();
+        let released = match durability.mode() {
+            crate::storage::DurabilityMode::Always => durability.durable(),
+            _ => durability.visible(),
+        };
+        self.hub.release(released);
+        let dropped = self.hub.discard_staged();
+        let seq = match dropped.iter().min() {
+            Some(first) => first.saturating_sub(1),
+            None => self.store.last_seq(),
+        };
+        self.realm = (*self.hub.current()).clone();
+        self.since_snapshot = 0;
+        let subdomain = &self.realm.settings.subdomain;
+        tracing::warn!(
+            "realm '{subdomain}': storage fault, {} decisions that were not durable dropped; \
+             state reset to WAL record {seq}",
+            dropped.len()
+        );
+        if let Err(e) = self.store.reset(seq, &self.realm) {
+            tracing::error!("realm '{subdomain}': cannot reset after the storage fault: {e}");
         }
     }
 
@@ -282,6 +331,31 @@ impl RealmActor {
 
 impl Actor for RealmActor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Storage failures, as they happen: reset at once rather than on the next write.
+        let failures = self.store.durability().subscribe_failures();
+        ctx.add_stream(futures_util::stream::unfold(
+            failures,
+            |mut rx| async move {
+                rx.changed().await.ok()?;
+                let n = *rx.borrow_and_update();
+                Some((StorageFault(n), rx))
+            },
+        ));
+    }
+}
+
+/// The store failed (the failure count): reset to the durable state.
+pub struct StorageFault(pub u64);
+
+impl StreamHandler<StorageFault> for RealmActor {
+    fn handle(&mut self, _: StorageFault, _ctx: &mut Self::Context) {
+        self.reset_after_fault();
+    }
+
+    /// The store is gone (shutdown): the actor keeps serving until stopped.
+    fn finished(&mut self, _ctx: &mut Self::Context) {}
 }
 
 impl Handler<Call> for RealmActor {
@@ -297,7 +371,15 @@ impl Handler<TakeSnapshot> for RealmActor {
 
     fn handle(&mut self, _: TakeSnapshot, _ctx: &mut Self::Context) -> Self::Result {
         self.since_snapshot = 0;
-        MessageResult((self.store.snapshot_job(), Arc::new(self.realm.clone())))
+        if self.store.needs_reset() {
+            self.reset_after_fault();
+        }
+        MessageResult(
+            self.store
+                .snapshot_job()
+                .map(|job| (job, Arc::new(self.realm.clone())))
+                .map_err(|e| e.to_string()),
+        )
     }
 }
 

@@ -17,10 +17,15 @@
 //!
 //! Queues live in memory, like Zulip's Tornado queues: a restart forgets them and
 //! clients re-register after `BAD_EVENT_QUEUE_ID`.
+//!
+//! After a storage fault the actor `discard_staged`s what was never durable: those
+//! decisions never become visible, and their events are never sent. A poisoned lock
+//! (a panic while holding it) never drops events: every lock here guards data that
+//! stays consistent, so the guard is recovered.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
@@ -133,6 +138,8 @@ impl Drop for Connected<'_> {
 struct Staged {
     /// The durability ticket of its WAL record.
     ticket: u64,
+    /// The sequence number of its WAL record.
+    seq: u64,
     steps: Vec<(Change, Arc<Realm>)>,
 }
 
@@ -216,14 +223,22 @@ impl EventHub {
 
     /// Records a decision the actor applied, invisible until `release` reaches `ticket`.
     /// Called by the realm actor only, in ticket order; O(1).
-    pub fn stage(&self, ticket: u64, steps: Vec<(Change, Arc<Realm>)>) {
+    pub fn stage(&self, ticket: u64, seq: u64, steps: Vec<(Change, Arc<Realm>)>) {
         if steps.is_empty() {
             return;
         }
-        match self.staged.lock() {
-            Ok(mut staged) => staged.push_back(Staged { ticket, steps }),
-            Err(_) => tracing::error!("staged decisions lost: a release panicked"),
-        }
+        lock(&self.staged).push_back(Staged { ticket, seq, steps });
+    }
+
+    /// Drops every staged decision (a storage fault: none of them will be durable);
+    /// returns the WAL sequence numbers of their records. They never become visible.
+    pub fn discard_staged(&self) -> Vec<u64> {
+        lock(&self.staged).drain(..).map(|s| s.seq).collect()
+    }
+
+    /// Number of staged decisions (not yet durable).
+    pub fn staged_len(&self) -> usize {
+        lock(&self.staged).len()
     }
 
     /// Makes every decision staged with a ticket up to `durable` visible: renders its
@@ -231,9 +246,7 @@ impl EventHub {
     /// thread (an HTTP worker that awaited its ticket, or the release task), never on the
     /// realm actor. Idempotent.
     pub fn release(&self, durable: u64) {
-        let Ok(mut staged) = self.staged.lock() else {
-            return;
-        };
+        let mut staged = lock(&self.staged);
         let mut events = Vec::new();
         let mut newest = None;
         while staged.front().is_some_and(|s| s.ticket <= durable) {
@@ -263,28 +276,22 @@ impl EventHub {
             return;
         }
         let now = self.clock.now_ms();
-        let end = match self.log.write() {
-            Ok(mut log) => {
-                if let Some(v) = version {
-                    self.version.store(v);
-                }
-                log.entries.extend(events.into_iter().map(|mut event| {
-                    let body = Arc::new(std::mem::take(&mut event.body));
-                    LogEntry {
-                        at_ms: now,
-                        event,
-                        body,
-                    }
-                }));
-                log.end()
+        let end = {
+            let mut log = write(&self.log);
+            if let Some(v) = version {
+                self.version.store(v);
             }
-            Err(_) => return,
+            log.entries.extend(events.into_iter().map(|mut event| {
+                let body = Arc::new(std::mem::take(&mut event.body));
+                LogEntry {
+                    at_ms: now,
+                    event,
+                    body,
+                }
+            }));
+            log.end()
         };
-        let sent = self
-            .waker
-            .lock()
-            .map(|w| w.send(end).is_ok())
-            .unwrap_or(false);
+        let sent = lock(&self.waker).send(end).is_ok();
         if !sent {
             // No waker thread: wake the polls here rather than not at all.
             self.head.send_replace(end);
@@ -296,9 +303,9 @@ impl EventHub {
     pub fn register(&self, user_id: UserId, options: QueueOptions) -> (String, Arc<Realm>) {
         let n = self.next_queue.fetch_add(1, Ordering::SeqCst);
         let id = format!("{}:{n}", self.generation);
-        let (cursor, version) = match self.log.read() {
-            Ok(l) => (l.end(), self.version.load_full()),
-            Err(_) => (0, self.version.load_full()),
+        let (cursor, version) = {
+            let log = read(&self.log);
+            (log.end(), self.version.load_full())
         };
         let queue = Queue {
             id: id.clone(),
@@ -352,9 +359,7 @@ impl EventHub {
 
     /// Moves the log entries this queue may see into its pending list.
     fn pull(&self, q: &Queue, st: &mut QueueState) -> ApiResult<()> {
-        let Ok(log) = self.log.read() else {
-            return Err(ApiError::internal());
-        };
+        let log = read(&self.log);
         if st.cursor < log.start {
             st.expired = true;
         } else {
@@ -400,9 +405,7 @@ impl EventHub {
             head.borrow_and_update();
             tick.borrow_and_update();
             {
-                let Ok(mut st) = q.state.lock() else {
-                    return Err(ApiError::internal());
-                };
+                let mut st = lock(&q.state);
                 if first {
                     if let Some(last) = last_event_id {
                         while st.pending.front().is_some_and(|(id, _)| *id <= last) {
@@ -448,20 +451,30 @@ impl EventHub {
         self.tick.send_modify(|t| *t += 1);
         self.queues.retain(|_, q| {
             q.connected.load(Ordering::SeqCst) > 0
-                || q.state
-                    .lock()
-                    .map(|st| now - st.last_active_ms < QUEUE_TIMEOUT_MS)
-                    .unwrap_or(false)
+                || now - lock(&q.state).last_active_ms < QUEUE_TIMEOUT_MS
         });
-        if let Ok(mut log) = self.log.write() {
-            while log.entries.front().is_some_and(|e| {
-                now - e.at_ms >= QUEUE_TIMEOUT_MS || log.entries.len() > MAX_LOG_EVENTS
-            }) {
-                log.entries.pop_front();
-                log.start += 1;
-            }
+        let mut log = write(&self.log);
+        while log.entries.front().is_some_and(|e| {
+            now - e.at_ms >= QUEUE_TIMEOUT_MS || log.entries.len() > MAX_LOG_EVENTS
+        }) {
+            log.entries.pop_front();
+            log.start += 1;
         }
     }
+}
+
+// A panic while holding one of these locks leaves its data consistent (each update is a
+// single push, pop or assignment), so a poisoned lock is recovered, never given up on.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn heartbeat() -> Map<String, Value> {
@@ -598,6 +611,57 @@ mod tests {
         assert_eq!(err.code, ErrorCode::BadEventQueueId);
         assert_eq!(err.msg, format!("Bad event queue ID: {q}"));
         assert_eq!(err.extra["queue_id"], q);
+    }
+
+    #[tokio::test]
+    async fn a_poisoned_lock_drops_no_staged_decision_nor_event() {
+        let hub = hub(ManualClock::new(0));
+        let (q, _) = hub.register(1, QueueOptions::default());
+        let poison = |f: &(dyn Fn() + Sync)| {
+            let _ = std::thread::scope(|s| s.spawn(f).join());
+        };
+        poison(&|| {
+            let _g = hub.staged.lock();
+            panic!("poison staged");
+        });
+        poison(&|| {
+            let _g = hub.log.write();
+            panic!("poison log");
+        });
+        poison(&|| {
+            let _g = hub.waker.lock();
+            panic!("poison waker");
+        });
+        assert!(hub.staged.is_poisoned() && hub.log.is_poisoned());
+        let mut next = (*hub.current()).clone();
+        next.settings.name = "renamed".into();
+        let change = Change::CanCreateUsersSet {
+            user_id: 1,
+            value: true,
+        };
+        hub.stage(1, 1, vec![(change, Arc::new(next))]);
+        assert_eq!(hub.staged_len(), 1);
+        hub.release(1);
+        assert_eq!(hub.current().settings.name, "renamed");
+        hub.publish(vec![event("x", Audience::Everyone)]);
+        let evs = hub.get_events(1, &q, None, true).await.expect("events");
+        assert_eq!(evs.last().expect("an event")["type"], "x");
+
+        // Discarded decisions never become visible.
+        hub.stage(
+            2,
+            2,
+            vec![(
+                Change::CanCreateUsersSet {
+                    user_id: 1,
+                    value: false,
+                },
+                Arc::new(crate::realm::Realm::clone(&hub.current())),
+            )],
+        );
+        assert_eq!(hub.discard_staged(), vec![2]);
+        hub.release(2);
+        assert_eq!(hub.current().settings.name, "renamed");
     }
 
     #[tokio::test]

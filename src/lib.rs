@@ -162,7 +162,8 @@ impl Running {
         }
         for realm in self.state.registry.all() {
             match realm.addr.send(TakeSnapshot).await {
-                Ok((job, version)) => match web::block(move || job.run(&version)).await {
+                Ok(Err(e)) => tracing::error!("shutdown snapshot impossible: {e}"),
+                Ok(Ok((job, version))) => match web::block(move || job.run(&version)).await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => tracing::error!("shutdown snapshot failed: {e}"),
                     Err(e) => tracing::error!("shutdown snapshot failed: {e}"),
@@ -196,6 +197,12 @@ impl Running {
     /// The realm actor serving `host` (tests, tooling).
     pub fn realm(&self, host: &str) -> Option<actix::Addr<RealmActor>> {
         self.state.registry.for_host(host).map(|r| r.addr)
+    }
+
+    /// The server's flusher and database (tests and tooling: failure state, snapshot
+    /// counts).
+    pub fn durability(&self) -> Arc<storage::Durability> {
+        self.store.durability.clone()
     }
 
     /// The event hub of the realm serving `host` (tests drive its ticker by hand).

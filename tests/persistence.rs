@@ -7,7 +7,7 @@ mod common;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +31,11 @@ impl Server {
     /// Starts the binary on a free port with `--durability always`, and waits until it
     /// answers.
     async fn start(data: &Path, log: PathBuf) -> Server {
+        Server::start_with(data, log, &[]).await
+    }
+
+    /// As `start`, with more `hearth serve` arguments.
+    async fn start_with(data: &Path, log: PathBuf, extra: &[&str]) -> Server {
         for _ in 0..5 {
             let port = TcpListener::bind("127.0.0.1:0")
                 .unwrap()
@@ -44,9 +49,11 @@ impl Server {
                 .arg(data)
                 .arg("--bind")
                 .arg(format!("127.0.0.1:{port}"))
+                .args(extra)
                 .env("RUST_LOG", "info")
                 .env_remove("HEARTH_URL")
-                .stdout(Stdio::null())
+                // The log goes to stdout, start-up errors to stderr: both in `log`.
+                .stdout(out.try_clone().unwrap())
                 .stderr(out)
                 .spawn()
                 .expect("start the hearth binary");
@@ -149,6 +156,177 @@ async fn create(
         return Err(format!("{status}: {body}"));
     }
     Ok(body["user_id"].as_u64().unwrap())
+}
+
+/// `POST /api/v1/channels/create` as the administrator; the new channel's id.
+async fn create_channel(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    name: &str,
+    description: &str,
+) -> Result<u64, String> {
+    let resp = client
+        .post(format!("{url}/api/v1/channels/create"))
+        .header("Authorization", basic(ADMIN, key))
+        .form(&[("name", name), ("description", description)])
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = resp.status();
+    let body: Value = resp.json().await.map_err(|e| e.to_string())?;
+    if status != StatusCode::OK {
+        return Err(format!("{status}: {body}"));
+    }
+    Ok(body["id"].as_u64().unwrap())
+}
+
+/// Names of every channel the administrator sees.
+async fn channel_names(client: &reqwest::Client, url: &str, key: &str) -> Vec<String> {
+    let (status, _, body) = send(
+        client
+            .get(format!("{url}/api/v1/streams"))
+            .header("Authorization", basic(ADMIN, key)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The "N WAL records replayed" of a server's start-up log.
+fn replayed_at_start(log: &str) -> u64 {
+    let line = log
+        .lines()
+        .find(|l| l.contains("WAL records replayed"))
+        .unwrap_or_else(|| panic!("no replay line in:\n{log}"));
+    let before = line.split(" WAL records replayed").next().unwrap();
+    before
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {line}"))
+}
+
+#[actix_web::test]
+async fn acknowledged_writes_survive_kill_9_during_snapshots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let client = client();
+    // Large snapshots (hundreds of channels with long descriptions, so they live in
+    // sled's blob files), taken every few records, killed at varied moments.
+    let description = "d".repeat(1000);
+    let mut acked: Vec<String> = Vec::new();
+    for (cycle, delay_ms) in [150u64, 400, 50, 700, 250].into_iter().enumerate() {
+        let server = Server::start_with(
+            &data,
+            tmp.path().join(format!("cycle{cycle}.log")),
+            &["--snapshot-every", "8"],
+        )
+        .await;
+        let url = server.url.clone();
+        let key = key_for(&client, &url, ADMIN).await;
+        let seen = channel_names(&client, &url, &key).await;
+        for name in &acked {
+            assert!(
+                seen.contains(name),
+                "cycle {cycle}: acknowledged {name} lost"
+            );
+        }
+        let mut writers = Vec::new();
+        for w in 0..3 {
+            let (client, url, key, description) = (
+                client.clone(),
+                url.clone(),
+                key.clone(),
+                description.clone(),
+            );
+            writers.push(actix_web::rt::spawn(async move {
+                let mut mine = Vec::new();
+                for i in 0.. {
+                    let name = format!("snap-c{cycle}-w{w}-{i}");
+                    match create_channel(&client, &url, &key, &name, &description).await {
+                        Ok(_) => mine.push(name),
+                        Err(_) => break,
+                    }
+                }
+                mine
+            }));
+        }
+        // Enough records for several snapshots, then the kill after a varied delay.
+        poll(Duration::from_secs(120), "writes before the kill", || {
+            let (client, url, key) = (client.clone(), url.clone(), key.clone());
+            async move {
+                let n = channel_names(&client, &url, &key).await.len();
+                (n >= 40 * (cycle + 1)).then_some(())
+            }
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        let log = server.log.clone();
+        server.kill_9();
+        for w in writers {
+            acked.extend(w.await.unwrap());
+        }
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        eprintln!(
+            "cycle {cycle}: {} acknowledged so far, {} snapshots written",
+            acked.len(),
+            text.matches("snapshot at record").count()
+        );
+    }
+    let server = Server::start(&data, tmp.path().join("last.log")).await;
+    let key = key_for(&client, &server.url, ADMIN).await;
+    let seen = channel_names(&client, &server.url, &key).await;
+    for name in &acked {
+        assert!(seen.contains(name), "acknowledged {name} lost");
+    }
+    assert!(acked.len() >= 200, "{} writes", acked.len());
+}
+
+#[actix_web::test]
+async fn the_wal_replayed_at_start_stays_bounded_across_crashes() {
+    // Each run writes fewer records than --snapshot-every and is killed: only because
+    // replayed records count toward the next snapshot does the WAL stop growing.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let client = client();
+    let every = 10u64;
+    let per_run = 7u64;
+    let runs = 10u64;
+    let mut replayed = Vec::new();
+    for run in 0..runs {
+        let log = tmp.path().join(format!("run{run}.log"));
+        let server = Server::start_with(&data, log.clone(), &["--snapshot-every", "10"]).await;
+        replayed.push(replayed_at_start(&server.log_text()));
+        let key = key_for(&client, &server.url, ADMIN).await;
+        for i in 0..per_run {
+            create_channel(&client, &server.url, &key, &format!("r{run}-{i}"), "")
+                .await
+                .unwrap();
+        }
+        server.kill_9();
+    }
+    let server = Server::start(&data, tmp.path().join("last.log")).await;
+    replayed.push(replayed_at_start(&server.log_text()));
+    eprintln!("WAL records replayed at each start: {replayed:?}");
+    // Without the carry-over the last start would replay runs * per_run = 70 records.
+    // With it: at most a snapshot interval, one run, and a snapshot in flight.
+    let bound = 2 * every + per_run;
+    for (run, n) in replayed.iter().enumerate() {
+        assert!(*n <= bound, "start {run} replayed {n} records (> {bound})");
+    }
+    let key = key_for(&client, &server.url, ADMIN).await;
+    let seen = channel_names(&client, &server.url, &key).await;
+    for run in 0..runs {
+        for i in 0..per_run {
+            assert!(seen.contains(&format!("r{run}-{i}")));
+        }
+    }
 }
 
 async fn all_users(client: &reqwest::Client, url: &str, key: &str) -> Vec<Value> {
@@ -392,7 +570,7 @@ async fn with_stopped_store(app: &mut TestApp, f: impl FnOnce(&mut hearth::stora
         .expect("the dev realm's storage");
     f(&mut realm);
     drop(realm);
-    store.db.flush().expect("flush");
+    store.durability.flush_now().expect("flush");
     drop(store);
 }
 
@@ -462,7 +640,8 @@ async fn everything_after_a_torn_record_is_cut() {
     with_stopped_store(&mut app, |s| {
         // A record cut short in the middle (a torn write), then a valid one after it.
         let whole =
-            hearth::storage::codec::encode(&vec![user_change(next_id, "torn@zulip.com")]).unwrap();
+            hearth::storage::codec::encode_changes(&[user_change(next_id, "torn@zulip.com")])
+                .unwrap();
         s.append_raw(&whole[..whole.len() / 2]).unwrap();
         s.append(&[user_change(next_id + 1, "behind-tear@zulip.com")])
             .unwrap();

@@ -1,13 +1,30 @@
 //! The one place that knows how records are encoded on disk.
 //!
-//! Frame: `[format version: u8][crc32 of payload: u32 LE][bincode payload]`. The version
-//! byte lets the encoding change without touching anything else; the checksum tells a
-//! torn or corrupt record from a good one.
+//! Frame: `[schema version: u8][crc32 of payload: u32 LE][bincode payload]`. The
+//! checksum tells a torn or corrupt record from a good one. bincode is positional, so
+//! the payload's layout is exactly its Rust type: adding a field to `User` or a variant
+//! to `Change` changes it. Each record type therefore carries its own schema version:
+//!
+//! - `Realm` (snapshots): `REALM_SCHEMA`; `Vec<Change>` (WAL records): `CHANGES_SCHEMA`.
+//! - `decode_realm` and `decode_changes` dispatch on the version: the current one
+//!   decodes into today's types; an older one decodes into that version's types, kept
+//!   frozen in `storage/legacy.rs`, and migrates forward one version at a time.
+//! - Changing a stored type means: copy its current definition into `legacy.rs` as the
+//!   old version, bump the schema constant, add the migration step and its arm here.
+//!   The golden fixtures in `tests/fixtures/` (schema 1 records) must keep decoding.
+//!
+//! Schema 1 is the format hearth wrote from its first release (the byte was called the
+//! format version then), so every existing data folder reads as schema 1.
 
 use serde::{de::DeserializeOwned, Serialize};
 
-/// The current format version of every record hearth writes.
-pub const FORMAT_VERSION: u8 = 1;
+use super::legacy;
+use crate::realm::{Change, Realm};
+
+/// Schema version of the snapshot record (`Realm`) hearth writes.
+pub const REALM_SCHEMA: u8 = 1;
+/// Schema version of the WAL record (`Vec<Change>`) hearth writes.
+pub const CHANGES_SCHEMA: u8 = 1;
 const HEADER: usize = 5;
 
 /// Why a record could not be encoded or decoded.
@@ -15,7 +32,7 @@ const HEADER: usize = 5;
 pub enum CodecError {
     #[error("record too short ({0} bytes)")]
     Truncated(usize),
-    #[error("unknown format version {0}")]
+    #[error("unknown schema version {0}")]
     Version(u8),
     #[error("checksum mismatch")]
     Checksum,
@@ -31,34 +48,77 @@ fn config() -> bincode::config::Configuration {
     bincode::config::standard()
 }
 
-/// Encodes a value into a framed record.
-pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, CodecError> {
+/// Encodes a value into a frame of schema `version`.
+pub fn encode_versioned<T: Serialize>(version: u8, value: &T) -> Result<Vec<u8>, CodecError> {
     let payload = bincode::serde::encode_to_vec(value, config())?;
     let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.push(FORMAT_VERSION);
+    out.push(version);
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
     Ok(out)
 }
 
-/// Decodes a framed record, checking version and checksum.
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
+/// Checks a frame's length and checksum; returns its schema version and payload.
+pub fn open_frame(bytes: &[u8]) -> Result<(u8, &[u8]), CodecError> {
     if bytes.len() < HEADER {
         return Err(CodecError::Truncated(bytes.len()));
-    }
-    if bytes[0] != FORMAT_VERSION {
-        return Err(CodecError::Version(bytes[0]));
     }
     let crc = u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
     let payload = &bytes[HEADER..];
     if crc32fast::hash(payload) != crc {
         return Err(CodecError::Checksum);
     }
+    Ok((bytes[0], payload))
+}
+
+/// Decodes a whole payload as `T` (trailing bytes are an error).
+pub fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, CodecError> {
     let (value, used) = bincode::serde::decode_from_slice(payload, config())?;
     if used != payload.len() {
         return Err(CodecError::Trailing(payload.len() - used));
     }
     Ok(value)
+}
+
+/// Encodes a snapshot record.
+pub fn encode_realm(realm: &Realm) -> Result<Vec<u8>, CodecError> {
+    encode_versioned(REALM_SCHEMA, realm)
+}
+
+/// Decodes a snapshot record of any known schema version (indexes not rebuilt).
+pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
+    let (version, payload) = open_frame(bytes)?;
+    match version {
+        1 => decode_payload::<legacy::v1::Realm>(payload).map(legacy::v1::realm_to_current),
+        v => Err(CodecError::Version(v)),
+    }
+}
+
+/// Encodes a WAL record: the changes of one decision.
+pub fn encode_changes(changes: &[Change]) -> Result<Vec<u8>, CodecError> {
+    encode_versioned(CHANGES_SCHEMA, &changes)
+}
+
+/// Decodes a WAL record of any known schema version.
+pub fn decode_changes(bytes: &[u8]) -> Result<Vec<Change>, CodecError> {
+    let (version, payload) = open_frame(bytes)?;
+    match version {
+        1 => decode_payload::<Vec<legacy::v1::Change>>(payload).map(legacy::v1::changes_to_current),
+        v => Err(CodecError::Version(v)),
+    }
+}
+
+/// Encodes any value in a schema-1 frame (tests and tools that store ad-hoc values).
+pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, CodecError> {
+    encode_versioned(1, value)
+}
+
+/// Decodes a schema-1 frame of any value (see `encode`).
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
+    match open_frame(bytes)? {
+        (1, payload) => decode_payload(payload),
+        (v, _) => Err(CodecError::Version(v)),
+    }
 }
 
 #[cfg(test)]
@@ -70,9 +130,9 @@ mod tests {
     fn changes_round_trip() {
         let mut cx = Cx::seeded(1_700_000_000_000, 1);
         let changes = dev_realm_changes(&mut cx).expect("seed");
-        let bytes = encode(&changes).expect("encode");
-        let back: Vec<Change> = decode(&bytes).expect("decode");
-        assert_eq!(back, changes);
+        let bytes = encode_changes(&changes).expect("encode");
+        assert_eq!(bytes[0], CHANGES_SCHEMA);
+        assert_eq!(decode_changes(&bytes).expect("decode"), changes);
     }
 
     #[test]
@@ -81,7 +141,9 @@ mod tests {
         let changes = dev_realm_changes(&mut cx).expect("seed");
         let mut realm = Realm::from_first_change(&changes[0]).expect("realm");
         changes.iter().for_each(|c| realm.apply(c));
-        let mut back: Realm = decode(&encode(&realm).expect("encode")).expect("decode");
+        let bytes = encode_realm(&realm).expect("encode");
+        assert_eq!(bytes[0], REALM_SCHEMA);
+        let mut back = decode_realm(&bytes).expect("decode");
         back.rebuild_indexes();
         assert_eq!(back, realm);
         assert!(back.user_by_delivery_email("hamlet@zulip.com").is_some());
@@ -103,5 +165,56 @@ mod tests {
         let mut v2 = encode(&1u8).expect("encode");
         v2[0] = 9;
         assert!(matches!(decode::<u8>(&v2), Err(CodecError::Version(9))));
+        let unknown = encode_versioned(CHANGES_SCHEMA + 1, &Vec::<Change>::new()).expect("encode");
+        assert!(matches!(
+            decode_changes(&unknown),
+            Err(CodecError::Version(v)) if v == CHANGES_SCHEMA + 1
+        ));
+    }
+
+    /// The migration pattern of `legacy.rs`, on a stand-in type: a record written with
+    /// schema 1 of a type that later gained a field decodes through its frozen copy.
+    #[test]
+    fn an_old_schema_decodes_through_its_frozen_type() {
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct UserV1 {
+            id: u64,
+            name: String,
+        }
+        #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+        struct UserV2 {
+            id: u64,
+            name: String,
+            pronouns: String,
+        }
+        fn decode_user(bytes: &[u8]) -> Result<UserV2, CodecError> {
+            match open_frame(bytes)? {
+                (1, p) => decode_payload::<UserV1>(p).map(|u| UserV2 {
+                    id: u.id,
+                    name: u.name,
+                    pronouns: String::new(),
+                }),
+                (2, p) => decode_payload(p),
+                (v, _) => Err(CodecError::Version(v)),
+            }
+        }
+        let old = encode_versioned(
+            1,
+            &UserV1 {
+                id: 7,
+                name: "Ann".into(),
+            },
+        )
+        .expect("encode");
+        // Decoding the old bytes as the new type directly fails: bincode is positional.
+        assert!(decode_payload::<UserV2>(&old[HEADER..]).is_err());
+        let want = UserV2 {
+            id: 7,
+            name: "Ann".into(),
+            pronouns: String::new(),
+        };
+        assert_eq!(decode_user(&old).expect("migrated"), want);
+        let new = encode_versioned(2, &want).expect("encode");
+        assert_eq!(decode_user(&new).expect("current"), want);
     }
 }

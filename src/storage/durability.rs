@@ -8,16 +8,32 @@
 //! writes: in `always` the durable ticket, in `interval` and `never` every ticket at
 //! once (those modes promise no more).
 //!
+//! # Faults
+//!
 //! A flush that fails is retried a bounded number of times; then the store is *failed*
 //! (like fjall's `Poisoned`): every waiting and later writer gets `StorageFailed` at
-//! once, and nothing more becomes visible, until `recover` is called.
+//! once, nothing more becomes visible, and the database handle is closed (sled keeps a
+//! failed write's error forever, so only a reopened database can write again).
+//!
+//! Each realm store then *resets*: its actor drops the decisions that never became
+//! durable, goes back to the published (durable) version, and hands a snapshot of that
+//! state to `acknowledge_fault`. While failed, the flusher probes every
+//! `PROBE_PERIOD`: once every realm store acknowledged, it reopens the database, checks
+//! that a flush succeeds (space came back), removes the WAL records and snapshots the
+//! failed decisions left behind, writes the reset snapshots, flushes, and only then
+//! clears the failure. The tickets of the dropped decisions are *dead*: they never
+//! count as durable, so no waiter is told `success` for them and no release shows them.
+//!
+//! A poisoned lock never ends the flusher or drops data: every lock here guards plain
+//! values that stay consistent, so the guard is recovered (`PoisonError::into_inner`).
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -50,16 +66,44 @@ impl FromStr for DurabilityMode {
 /// A failed flush is tried this many times in all before the store fails.
 const FLUSH_ATTEMPTS: u32 = 3;
 const FLUSH_RETRY_PAUSE: Duration = Duration::from_millis(200);
+/// While failed, the flusher tries to recover this often.
+const PROBE_PERIOD: Duration = Duration::from_secs(1);
 
 /// The store could not make writes durable; it refuses writes until recovered.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("storage failed: {0}")]
 pub struct StorageFailed(pub String);
 
+/// Locks a mutex whose data stays consistent even if a holder panicked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a realm store hands over after a fault: the state its actor went back to.
+#[derive(Debug, Clone)]
+pub struct Reset {
+    /// The realm's WAL tree: every record in it is removed.
+    pub wal: String,
+    /// The realm's snapshots tree: every snapshot in it is replaced by `snapshot`.
+    pub snaps: String,
+    /// The sequence number the snapshot covers (the realm's last durable record).
+    pub seq: u64,
+    /// The encoded realm.
+    pub snapshot: Vec<u8>,
+}
+
+/// Realm stores that must reset before a failure can be cleared.
+#[derive(Default)]
+struct Participants {
+    next_id: u64,
+    live: HashMap<u64, Option<(u64, Reset)>>,
+}
+
 /// The flusher's shared state.
 pub struct Durability {
     mode: DurabilityMode,
-    db: sled::Db,
+    /// The database; `None` while failed (closed so that it can be reopened).
+    db: RwLock<Option<sled::Db>>,
     /// The database folder: sled's `flush` ends with `sync_file_range`, which neither
     /// flushes the disk cache nor the file size, so hearth `fsync`s the files itself.
     dir: PathBuf,
@@ -69,10 +113,20 @@ pub struct Durability {
     durable: watch::Sender<u64>,
     /// Highest ticket readers may see (see the module doc).
     visible: watch::Sender<u64>,
-    /// Why the store failed, when it did: writes are refused until `recover`.
+    /// Why the store failed, when it did: writes are refused until it recovers.
     failed: Mutex<Option<String>>,
-    /// Bumped when the store fails, so waiters wake up.
+    /// Number of failures so far; bumped (and sent) when the store fails, so waiters
+    /// and realm actors wake up.
     failures: watch::Sender<u64>,
+    /// Ticket ranges `(after, upto]` dropped by a fault: never durable.
+    dead: Mutex<Vec<(u64, u64)>>,
+    /// Realm stores, and the reset each handed over for the current failure.
+    participants: Mutex<Participants>,
+    /// Tests: the next snapshots fail before writing anything.
+    fail_snapshots: AtomicBool,
+    /// Snapshots started (and how many of them failed), for tests and tooling.
+    snapshots_started: AtomicU64,
+    snapshots_failed: AtomicU64,
     /// Set when a writer waits for a flush; the flusher sleeps on the condvar otherwise.
     wanted: Mutex<bool>,
     wake: Condvar,
@@ -81,19 +135,28 @@ pub struct Durability {
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
+fn closed() -> sled::Error {
+    sled::Error::Unsupported("the database is closed after a storage failure".into())
+}
+
 impl Durability {
     /// Creates the state and, unless `Never`, its flusher thread.
     pub fn start(db: sled::Db, dir: &Path, mode: DurabilityMode) -> io::Result<Arc<Durability>> {
         let (durable, _) = watch::channel(0);
         let d = Arc::new(Durability {
             mode,
-            db,
+            db: RwLock::new(Some(db)),
             dir: dir.to_path_buf(),
             written: AtomicU64::new(0),
             durable,
             visible: watch::channel(0).0,
             failed: Mutex::new(None),
             failures: watch::channel(0).0,
+            dead: Mutex::new(Vec::new()),
+            participants: Mutex::new(Participants::default()),
+            fail_snapshots: AtomicBool::new(false),
+            snapshots_started: AtomicU64::new(0),
+            snapshots_failed: AtomicU64::new(0),
             wanted: Mutex::new(false),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -106,15 +169,26 @@ impl Durability {
             let handle = std::thread::Builder::new()
                 .name("hearth-flusher".into())
                 .spawn(move || Durability::run(&flusher))?;
-            if let Ok(mut slot) = d.thread.lock() {
-                *slot = Some(handle);
-            }
+            *lock(&d.thread) = Some(handle);
         }
         Ok(d)
     }
 
     pub fn mode(&self) -> DurabilityMode {
         self.mode
+    }
+
+    /// The open database, or `None` while the store is failed.
+    pub fn db(&self) -> Option<sled::Db> {
+        self.db
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The database folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Called by a realm actor after appending a record: the ticket to wait for.
@@ -128,7 +202,17 @@ impl Durability {
 
     /// Why the store failed, if it did (writes are refused then).
     pub fn failure(&self) -> Option<String> {
-        self.failed.lock().ok().and_then(|f| f.clone())
+        lock(&self.failed).clone()
+    }
+
+    /// Number of failures so far (each one is reset separately).
+    pub fn failures(&self) -> u64 {
+        *self.failures.borrow()
+    }
+
+    /// A receiver that changes whenever the store fails.
+    pub fn subscribe_failures(&self) -> watch::Receiver<u64> {
+        self.failures.subscribe()
     }
 
     /// Refuses a write while the store is failed.
@@ -139,21 +223,44 @@ impl Durability {
         }
     }
 
-    /// Marks the store failed: waiting writers are answered with the error.
+    /// Marks the store failed and closes the database: waiting writers are answered
+    /// with the error, realm stores are asked to reset (see the module doc).
     pub fn fail(&self, why: String) {
-        tracing::error!("storage failed, refusing writes: {why}");
-        if let Ok(mut f) = self.failed.lock() {
-            *f = Some(why);
+        tracing::error!("storage failed, refusing writes until it recovers: {why}");
+        {
+            let mut failed = lock(&self.failed);
+            if failed.is_some() {
+                return;
+            }
+            *failed = Some(why);
         }
+        *self.db.write().unwrap_or_else(PoisonError::into_inner) = None;
         self.failures.send_modify(|n| *n += 1);
     }
 
-    /// Clears a failure once the caller has brought memory back in line with the disk
-    /// (the realm actors reload); writes are accepted again.
+    /// Clears a failure: writes are accepted again. Every ticket handed out before is
+    /// settled: the ones not durable yet are dead (their decisions were reset).
     pub fn clear_failure(&self) {
-        if let Ok(mut f) = self.failed.lock() {
-            *f = None;
+        let mut failed = lock(&self.failed);
+        if failed.is_none() {
+            return;
         }
+        let upto = self.written.load(Ordering::SeqCst);
+        let after = *self.durable.borrow();
+        if upto > after {
+            lock(&self.dead).push((after, upto));
+        }
+        self.durable.send_modify(|d| *d = (*d).max(upto));
+        self.visible.send_modify(|v| *v = (*v).max(upto));
+        *failed = None;
+        tracing::info!("storage recovered: writes are accepted again");
+    }
+
+    /// Whether `ticket` belongs to a decision dropped by a fault.
+    pub fn is_dead(&self, ticket: u64) -> bool {
+        lock(&self.dead)
+            .iter()
+            .any(|&(after, upto)| ticket > after && ticket <= upto)
     }
 
     /// Highest ticket readers may see.
@@ -161,9 +268,61 @@ impl Durability {
         *self.visible.borrow()
     }
 
+    /// Highest ticket known durable.
+    pub fn durable(&self) -> u64 {
+        *self.durable.borrow()
+    }
+
     /// A receiver that changes whenever more becomes visible (the release task).
     pub fn subscribe_visible(&self) -> watch::Receiver<u64> {
         self.visible.subscribe()
+    }
+
+    /// Registers a realm store: a failure is cleared only after each one reset.
+    pub(super) fn join(&self) -> u64 {
+        let mut p = lock(&self.participants);
+        p.next_id += 1;
+        let id = p.next_id;
+        p.live.insert(id, None);
+        id
+    }
+
+    /// A realm store is gone (its actor stopped): nothing to wait for.
+    pub(super) fn leave(&self, id: u64) {
+        lock(&self.participants).live.remove(&id);
+    }
+
+    /// A realm store went back to its durable state after failure number `failure`.
+    pub(super) fn acknowledge_fault(&self, id: u64, failure: u64, reset: Reset) {
+        if let Some(slot) = lock(&self.participants).live.get_mut(&id) {
+            *slot = Some((failure, reset));
+        }
+    }
+
+    /// Test hook: while set, snapshots fail before writing anything.
+    pub fn fail_snapshots_for_tests(&self, fail: bool) {
+        self.fail_snapshots.store(fail, Ordering::SeqCst);
+    }
+
+    /// Counts a snapshot that starts; refuses it under `fail_snapshots_for_tests`.
+    pub(super) fn snapshot_started(&self) -> io::Result<()> {
+        self.snapshots_started.fetch_add(1, Ordering::SeqCst);
+        if self.fail_snapshots.load(Ordering::SeqCst) {
+            return Err(io::Error::other("snapshot failure injected by a test"));
+        }
+        Ok(())
+    }
+
+    pub(super) fn snapshot_failed(&self) {
+        self.snapshots_failed.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Snapshots started so far, and how many of them failed.
+    pub fn snapshot_counts(&self) -> (u64, u64) {
+        (
+            self.snapshots_started.load(Ordering::SeqCst),
+            self.snapshots_failed.load(Ordering::SeqCst),
+        )
     }
 
     /// Waits until `ticket` is durable, in `always` mode; returns at once otherwise.
@@ -174,18 +333,28 @@ impl Durability {
         }
         let mut rx = self.durable.subscribe();
         let mut failures = self.failures.subscribe();
+        let dead = || StorageFailed("the write was dropped by a storage failure".into());
         if *rx.borrow() >= ticket {
-            return Ok(());
+            return if self.is_dead(ticket) {
+                Err(dead())
+            } else {
+                Ok(())
+            };
         }
         self.check_writable()?;
-        if let Ok(mut wanted) = self.wanted.lock() {
+        {
+            let mut wanted = lock(&self.wanted);
             *wanted = true;
             self.wake.notify_one();
         }
         loop {
             failures.borrow_and_update();
             if *rx.borrow_and_update() >= ticket {
-                return Ok(());
+                return if self.is_dead(ticket) {
+                    Err(dead())
+                } else {
+                    Ok(())
+                };
             }
             self.check_writable()?;
             tokio::select! {
@@ -198,14 +367,22 @@ impl Durability {
     /// Flushes now, on the caller's thread: sled's log, then an `fsync` of its file.
     pub fn flush_now(&self) -> Result<(), sled::Error> {
         let target = self.written.load(Ordering::SeqCst);
-        self.db.flush()?;
+        let db = self.db().ok_or_else(closed)?;
+        db.flush()?;
+        drop(db);
         File::open(self.dir.join("db"))?.sync_data()?;
+        // Under `failed`: a failure that closed the database meanwhile wins, and none of
+        // these tickets is declared durable after `clear_failure` settled them.
+        let failed = lock(&self.failed);
+        if failed.is_some() {
+            return Err(closed());
+        }
         self.durable.send_if_modified(|d| {
             let moved = target > *d;
             *d = (*d).max(target);
             moved
         });
-        if self.mode == DurabilityMode::Always && self.failure().is_none() {
+        if self.mode == DurabilityMode::Always {
             self.visible.send_if_modified(|v| {
                 let moved = target > *v;
                 *v = (*v).max(target);
@@ -233,11 +410,12 @@ impl Durability {
 
     /// Stops (and joins) the flusher thread after a last flush.
     pub fn shutdown(&self) {
-        if let Ok(_guard) = self.wanted.lock() {
+        {
+            let _guard = lock(&self.wanted);
             self.stop.store(true, Ordering::SeqCst);
             self.wake.notify_all();
         }
-        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+        let thread = lock(&self.thread).take();
         if let Some(thread) = thread {
             if thread.join().is_err() {
                 tracing::error!("the flusher thread panicked");
@@ -268,27 +446,180 @@ impl Durability {
         ));
     }
 
+    /// One recovery attempt of a failed store (see the module doc). Returns whether
+    /// the store accepts writes again.
+    pub fn try_recover(&self) -> bool {
+        let failure = self.failures();
+        if self.failure().is_none() {
+            return true;
+        }
+        let resets: Vec<Reset> = {
+            let p = lock(&self.participants);
+            let mut resets = Vec::with_capacity(p.live.len());
+            for slot in p.live.values() {
+                match slot {
+                    Some((f, reset)) if *f == failure => resets.push(reset.clone()),
+                    // A realm has not reset yet: its actor still holds the old database.
+                    _ => return false,
+                }
+            }
+            resets
+        };
+        match self.reopen_and_reset(&resets) {
+            Ok(db) => {
+                let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+                if self.failures() != failure {
+                    return false;
+                }
+                *slot = Some(db);
+                drop(slot);
+                self.clear_failure();
+                true
+            }
+            Err(e) => {
+                tracing::warn!("storage still failing: {e}");
+                false
+            }
+        }
+    }
+
+    /// Reopens the database and writes the resets, durably; the database is dropped
+    /// again (closed) on any error.
+    fn reopen_and_reset(&self, resets: &[Reset]) -> Result<sled::Db, sled::Error> {
+        let db = sled::Config::new()
+            .path(&self.dir)
+            .flush_every_ms(None)
+            .open()?;
+        let probe = db.open_tree("hearth:probe")?;
+        probe.insert("probe", &self.failures().to_be_bytes())?;
+        db.flush()?;
+        File::open(self.dir.join("db"))?.sync_data()?;
+        for reset in resets {
+            let wal = db.open_tree(&reset.wal)?;
+            let snaps = db.open_tree(&reset.snaps)?;
+            // First what the failed decisions may have left on disk, then the rest.
+            for key in wal.range((reset.seq + 1).to_be_bytes()..).keys() {
+                wal.remove(key?)?;
+            }
+            for key in snaps.range((reset.seq + 1).to_be_bytes()..).keys() {
+                snaps.remove(key?)?;
+            }
+            snaps.insert(reset.seq.to_be_bytes(), reset.snapshot.as_slice())?;
+            for key in wal.iter().keys() {
+                wal.remove(key?)?;
+            }
+            for key in snaps.range(..reset.seq.to_be_bytes()).keys() {
+                snaps.remove(key?)?;
+            }
+        }
+        db.flush()?;
+        File::open(self.dir.join("db"))?.sync_data()?;
+        self.sync_blobs()?;
+        Ok(db)
+    }
+
     fn run(this: &Weak<Durability>) {
         loop {
             let Some(d) = this.upgrade() else { return };
             if d.stop.load(Ordering::SeqCst) {
                 return;
             }
+            let failed = d.failure().is_some();
             let (period, on_demand) = match d.mode {
+                _ if failed => (PROBE_PERIOD, false),
                 DurabilityMode::Interval(ms) => (Duration::from_millis(ms.max(1)), false),
                 _ => (Duration::from_millis(500), true),
             };
             {
-                let Ok(guard) = d.wanted.lock() else { return };
-                let waited = d.wake.wait_timeout_while(guard, period, |wanted| {
-                    !(d.stop.load(Ordering::SeqCst) || (on_demand && *wanted))
-                });
-                let Ok((mut guard, _)) = waited else { return };
+                let guard = lock(&d.wanted);
+                let (mut guard, _) = d
+                    .wake
+                    .wait_timeout_while(guard, period, |wanted| {
+                        !(d.stop.load(Ordering::SeqCst) || (on_demand && *wanted))
+                    })
+                    .unwrap_or_else(PoisonError::into_inner);
                 *guard = false;
             }
-            if d.written.load(Ordering::SeqCst) > *d.durable.borrow() && d.failure().is_none() {
+            if d.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            if failed {
+                d.try_recover();
+            } else if d.written.load(Ordering::SeqCst) > *d.durable.borrow() {
                 d.flush_with_retries();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{DurabilityMode, Store};
+    use crate::realm::dev::dev_realm_changes;
+    use crate::realm::{Cx, Realm};
+
+    #[tokio::test]
+    async fn a_poisoned_lock_neither_ends_the_flusher_nor_loses_a_write() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path(), DurabilityMode::Always).expect("open");
+        let d = store.durability.clone();
+        // Panics while holding each lock the flusher and writers take.
+        let poison = |f: &(dyn Fn() + Sync)| {
+            let _ = std::thread::scope(|s| s.spawn(f).join());
+        };
+        poison(&|| {
+            let _g = d.wanted.lock();
+            panic!("poison wanted");
+        });
+        poison(&|| {
+            let _g = d.failed.lock();
+            panic!("poison failed");
+        });
+        poison(&|| {
+            let _g = d.participants.lock();
+            panic!("poison participants");
+        });
+        assert!(d.wanted.is_poisoned() && d.failed.is_poisoned());
+        let mut rs = store.realm("zulip").expect("realm");
+        let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
+        let ticket = rs.append(&changes).expect("append");
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(30), d.wait(ticket));
+        waited.await.expect("no hang").expect("durable");
+        assert!(d.durable() >= ticket && d.visible() >= ticket);
+        assert!(d.failure().is_none());
+        d.shutdown();
+    }
+
+    #[test]
+    fn a_fault_resets_realms_and_the_store_recovers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path(), DurabilityMode::Never).expect("open");
+        let d = store.durability.clone();
+        let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
+        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
+        changes.iter().for_each(|c| realm.apply(c));
+        let mut rs = store.realm("zulip").expect("realm");
+        rs.append(&changes).expect("durable record");
+        d.flush_now().expect("flush");
+        let durable_seq = rs.last_seq();
+        let t = rs
+            .append(&changes[..1])
+            .expect("a record that will be dropped");
+        d.fail("disk full".into());
+        assert!(d.db().is_none(), "the database is closed");
+        assert!(!d.try_recover(), "not before every realm reset");
+        rs.reset(durable_seq, &realm).expect("reset");
+        assert!(d.try_recover(), "recovers once every realm reset");
+        assert!(d.failure().is_none());
+        assert!(
+            d.is_dead(t),
+            "the dropped record's ticket never counts as durable"
+        );
+        assert_eq!(rs.wal_len(), 0, "the reset snapshot replaced the WAL");
+        assert_eq!(rs.snapshot_count(), 1);
+        assert_eq!(rs.recover().expect("recover").expect("realm").realm, realm);
+        let next = rs.append(&changes[..1]).expect("writes again");
+        assert!(!d.is_dead(next));
+        assert_eq!(rs.last_seq(), durable_seq + 1);
     }
 }

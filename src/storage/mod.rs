@@ -3,6 +3,7 @@
 
 pub mod codec;
 pub mod durability;
+pub mod legacy;
 pub mod wal;
 
 pub use durability::StorageFailed;
@@ -25,10 +26,10 @@ pub enum StorageError {
     Io(#[from] std::io::Error),
 }
 
-/// The server's database and its flusher.
+/// The server's database and its flusher. The database handle itself lives in
+/// `Durability`, which closes and reopens it around a storage fault.
 #[derive(Clone)]
 pub struct Store {
-    pub db: sled::Db,
     pub durability: Arc<Durability>,
 }
 
@@ -42,13 +43,20 @@ impl Store {
         let db = sled::Config::new().path(dir).flush_every_ms(None).open()?;
         let durability = Durability::start(db.clone(), dir, mode)
             .map_err(|e| StorageError::Invalid(format!("cannot start the flusher: {e}")))?;
-        Ok(Store { db, durability })
+        Ok(Store { durability })
+    }
+
+    /// The open database (`None` while the store is failed).
+    pub fn db(&self) -> Option<sled::Db> {
+        self.durability.db()
     }
 
     /// Subdomains of the realms this database holds.
     pub fn realm_subdomains(&self) -> Vec<String> {
-        self.db
-            .tree_names()
+        let Some(db) = self.db() else {
+            return Vec::new();
+        };
+        db.tree_names()
             .iter()
             .filter_map(|n| {
                 std::str::from_utf8(n)
@@ -61,8 +69,10 @@ impl Store {
 
     /// The WAL and snapshot trees of one realm.
     pub fn realm(&self, subdomain: &str) -> Result<RealmStore, StorageError> {
-        let wal = self.db.open_tree(format!("{WAL_PREFIX}{subdomain}"))?;
-        let snaps = self.db.open_tree(format!("{SNAP_PREFIX}{subdomain}"))?;
-        RealmStore::new(wal, snaps, self.durability.clone())
+        RealmStore::new(
+            format!("{WAL_PREFIX}{subdomain}"),
+            format!("{SNAP_PREFIX}{subdomain}"),
+            self.durability.clone(),
+        )
     }
 }

@@ -3,19 +3,38 @@
 //! WAL key: big-endian u64 sequence number; value: the framed `Vec<Change>` of one
 //! decision (so a decision is replayed whole or not at all). Snapshot key: the sequence
 //! number of the last record it covers; value: the framed `Realm`.
+//!
+//! After a storage fault (see `durability`) the realm's actor calls `reset`: the store
+//! drops its handles on the failed database and hands the state the actor went back to
+//! over to the flusher, which writes it as the realm's only snapshot once the database
+//! can be reopened; the trees are opened again on the next write.
 
 use std::sync::Arc;
 
+use super::durability::Reset;
 use super::{codec, Durability, StorageError};
 use crate::realm::{Change, Realm};
 
 /// Storage of one realm, owned by its actor.
 pub struct RealmStore {
-    wal: sled::Tree,
-    snaps: sled::Tree,
+    /// Tree names: `wal:<subdomain>`, `snap:<subdomain>`.
+    wal_name: String,
+    snaps_name: String,
+    /// The trees, on the database currently open; `None` after a fault.
+    trees: Option<(sled::Tree, sled::Tree)>,
     /// Sequence number of the last record appended (or covered by a snapshot).
     last_seq: u64,
+    /// The failures this store has reset after (see `Durability::failures`).
+    reset_failures: u64,
+    /// Registration with `Durability`: a failure clears only once every store reset.
+    participant: u64,
     durability: Arc<Durability>,
+}
+
+impl Drop for RealmStore {
+    fn drop(&mut self) {
+        self.durability.leave(self.participant);
+    }
 }
 
 /// A snapshot to take: the sequence number it covers and the trees it writes.
@@ -24,6 +43,8 @@ pub struct SnapshotJob {
     pub seq: u64,
     wal: sled::Tree,
     snaps: sled::Tree,
+    /// `Durability::failures` when the job was made: after a fault it must not run.
+    failures: u64,
     durability: Arc<Durability>,
 }
 
@@ -31,11 +52,29 @@ impl SnapshotJob {
     /// Encodes and writes the snapshot, makes it and its blob files durable, and only
     /// then deletes the WAL prefix and the older snapshots it replaces. A crash at any
     /// point leaves either the old snapshot and its WAL, or the new one: nothing
-    /// acknowledged is lost.
+    /// acknowledged is lost. A failure at any step (flush, blob sync) leaves the WAL
+    /// as it was; the actor tries again after another `--snapshot-every` records.
     pub fn run(self, realm: &Realm) -> Result<(), StorageError> {
+        let result = self.run_inner(realm);
+        if result.is_err() {
+            self.durability.snapshot_failed();
+        }
+        result
+    }
+
+    fn run_inner(&self, realm: &Realm) -> Result<(), StorageError> {
+        self.durability.snapshot_started()?;
+        if self.durability.failures() != self.failures {
+            return Err(StorageError::Invalid(
+                "a storage fault happened since this snapshot was planned".into(),
+            ));
+        }
+        self.durability
+            .check_writable()
+            .map_err(|e| StorageError::Invalid(e.to_string()))?;
         let seq = self.seq;
         self.snaps
-            .insert(seq.to_be_bytes(), codec::encode(realm)?)?;
+            .insert(seq.to_be_bytes(), codec::encode_realm(realm)?)?;
         self.durability.flush_now()?;
         self.durability.sync_blobs()?;
         for key in self.wal.range(..=seq.to_be_bytes()).keys() {
@@ -59,33 +98,90 @@ pub struct Recovered {
 
 impl RealmStore {
     pub(super) fn new(
-        wal: sled::Tree,
-        snaps: sled::Tree,
+        wal_name: String,
+        snaps_name: String,
         durability: Arc<Durability>,
     ) -> Result<Self, StorageError> {
+        let participant = durability.join();
+        let mut store = RealmStore {
+            wal_name,
+            snaps_name,
+            trees: None,
+            last_seq: 0,
+            reset_failures: durability.failures(),
+            participant,
+            durability,
+        };
+        let (wal, snaps) = store.trees()?;
         let last_wal = wal.last()?.map(|(k, _)| key_seq(&k)).unwrap_or(0);
         let last_snap = snaps.last()?.map(|(k, _)| key_seq(&k)).unwrap_or(0);
-        Ok(RealmStore {
-            wal,
-            snaps,
-            last_seq: last_wal.max(last_snap),
-            durability,
-        })
+        store.last_seq = last_wal.max(last_snap);
+        Ok(store)
     }
 
     pub fn durability(&self) -> &Arc<Durability> {
         &self.durability
     }
 
-    /// Appends one decision's changes; returns the durability ticket to wait for.
-    /// Refused while the store is failed.
+    /// The trees on the open database (opened again after a fault).
+    fn trees(&mut self) -> Result<(sled::Tree, sled::Tree), StorageError> {
+        if let Some(trees) = &self.trees {
+            return Ok(trees.clone());
+        }
+        let db = self.durability.db().ok_or_else(|| {
+            StorageError::Invalid("the database is closed after a storage failure".into())
+        })?;
+        let trees = (
+            db.open_tree(&self.wal_name)?,
+            db.open_tree(&self.snaps_name)?,
+        );
+        self.trees = Some(trees.clone());
+        Ok(trees)
+    }
+
+    /// Whether the store failed since this realm last reset: its actor must `reset`.
+    pub fn needs_reset(&self) -> bool {
+        self.durability.failures() != self.reset_failures && self.durability.failure().is_some()
+    }
+
+    /// After a fault: `realm` is the state the actor went back to, covering the WAL up
+    /// to `seq` (its last durable record). Drops the handles on the failed database and
+    /// hands `realm` to the flusher, which makes it the realm's only snapshot before the
+    /// store accepts writes again.
+    pub fn reset(&mut self, seq: u64, realm: &Realm) -> Result<(), StorageError> {
+        let failure = self.durability.failures();
+        self.trees = None;
+        self.last_seq = seq;
+        self.reset_failures = failure;
+        let snapshot = codec::encode_realm(realm)?;
+        self.durability.acknowledge_fault(
+            self.participant,
+            failure,
+            Reset {
+                wal: self.wal_name.clone(),
+                snaps: self.snaps_name.clone(),
+                seq,
+                snapshot,
+            },
+        );
+        Ok(())
+    }
+
+    /// Sequence number of the last record appended.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Appends one decision's changes (as record `last_seq() + 1`); returns the
+    /// durability ticket to wait for. Refused while the store is failed.
     pub fn append(&mut self, changes: &[Change]) -> Result<u64, StorageError> {
         self.durability
             .check_writable()
             .map_err(|e| StorageError::Invalid(e.to_string()))?;
-        let bytes = codec::encode(&changes)?;
+        let bytes = codec::encode_changes(changes)?;
         let seq = self.last_seq + 1;
-        self.wal.insert(seq.to_be_bytes(), bytes)?;
+        let (wal, _) = self.trees()?;
+        wal.insert(seq.to_be_bytes(), bytes)?;
         self.last_seq = seq;
         Ok(self.durability.ticket())
     }
@@ -93,28 +189,31 @@ impl RealmStore {
     /// Writes a snapshot of `realm` (covering every record so far) on this thread; see
     /// `SnapshotJob::run`.
     pub fn snapshot(&mut self, realm: &Realm) -> Result<(), StorageError> {
-        self.snapshot_job().run(realm)
+        self.snapshot_job()?.run(realm)
     }
 
     /// What a snapshot of the state after the last appended record needs, to be run on
     /// another thread from an immutable version of the realm.
-    pub fn snapshot_job(&self) -> SnapshotJob {
-        SnapshotJob {
+    pub fn snapshot_job(&mut self) -> Result<SnapshotJob, StorageError> {
+        let (wal, snaps) = self.trees()?;
+        Ok(SnapshotJob {
             seq: self.last_seq,
-            wal: self.wal.clone(),
-            snaps: self.snaps.clone(),
+            wal,
+            snaps,
+            failures: self.durability.failures(),
             durability: self.durability.clone(),
-        }
+        })
     }
 
     /// Loads the newest readable snapshot and replays the WAL after it. A record that
     /// does not decode ends the log: it and everything after it are cut, with a warning.
     pub fn recover(&mut self) -> Result<Option<Recovered>, StorageError> {
+        let (wal, snaps) = self.trees()?;
         let mut realm = None;
         let mut from = 0;
-        for entry in self.snaps.iter().rev() {
+        for entry in snaps.iter().rev() {
             let (k, v) = entry?;
-            match codec::decode::<Realm>(&v) {
+            match codec::decode_realm(&v) {
                 Ok(mut r) => {
                     r.rebuild_indexes();
                     realm = Some(r);
@@ -130,7 +229,7 @@ impl RealmStore {
         let (mut replayed, mut cut) = (0, 0);
         let mut bad_from = None;
         let mut expected = from + 1;
-        for entry in self.wal.range((from + 1).to_be_bytes()..) {
+        for entry in wal.range((from + 1).to_be_bytes()..) {
             let (k, v) = entry?;
             let seq = key_seq(&k);
             if bad_from.is_some() {
@@ -145,7 +244,7 @@ impl RealmStore {
                 )));
             }
             expected = seq + 1;
-            match codec::decode::<Vec<Change>>(&v) {
+            match codec::decode_changes(&v) {
                 Ok(changes) => {
                     for c in &changes {
                         match &mut realm {
@@ -163,8 +262,8 @@ impl RealmStore {
             }
         }
         if let Some(seq) = bad_from {
-            for key in self.wal.range(seq.to_be_bytes()..).keys() {
-                self.wal.remove(key?)?;
+            for key in wal.range(seq.to_be_bytes()..).keys() {
+                wal.remove(key?)?;
             }
             self.durability.flush_now()?;
             self.last_seq = seq - 1;
@@ -179,14 +278,20 @@ impl RealmStore {
     /// Test and tooling hook: writes raw bytes as the next WAL record (a torn write).
     pub fn append_raw(&mut self, bytes: &[u8]) -> Result<(), StorageError> {
         let seq = self.last_seq + 1;
-        self.wal.insert(seq.to_be_bytes(), bytes)?;
+        let (wal, _) = self.trees()?;
+        wal.insert(seq.to_be_bytes(), bytes)?;
         self.last_seq = seq;
         Ok(())
     }
 
     /// Number of WAL records currently stored.
-    pub fn wal_len(&self) -> usize {
-        self.wal.len()
+    pub fn wal_len(&mut self) -> usize {
+        self.trees().map(|(wal, _)| wal.len()).unwrap_or(0)
+    }
+
+    /// Number of snapshots currently stored.
+    pub fn snapshot_count(&mut self) -> usize {
+        self.trees().map(|(_, snaps)| snaps.len()).unwrap_or(0)
     }
 }
 
@@ -246,11 +351,44 @@ mod tests {
         assert_eq!(rs.recover().expect("recover").expect("realm").realm, live);
 
         // An unreadable snapshot with its WAL prefix gone must not start on partial state.
-        let (newest, _) = rs.snaps.last().expect("read").expect("a snapshot");
-        rs.snaps
-            .insert(newest, b"garbage".to_vec())
-            .expect("corrupt");
+        let (_, snaps) = rs.trees().expect("trees");
+        let (newest, _) = snaps.last().expect("read").expect("a snapshot");
+        snaps.insert(newest, b"garbage".to_vec()).expect("corrupt");
         let err = rs.recover().err().expect("refused").to_string();
         assert!(err.contains("WAL gap"), "{err}");
+    }
+
+    #[test]
+    fn a_failing_blob_sync_fails_the_snapshot_and_keeps_the_wal() {
+        let (dir, store, changes) = seeded();
+        let mut rs = store.realm("zulip").expect("realm");
+        rs.append(&changes).expect("append");
+        let mut live = crate::realm::Realm::from_first_change(&changes[0]).expect("first");
+        changes.iter().for_each(|c| live.apply(c));
+        // A "blob" whose fsync fails (procfs files refuse fsync with EINVAL).
+        let blobs = dir.path().join("blobs");
+        std::fs::create_dir_all(&blobs).expect("blobs");
+        std::os::unix::fs::symlink("/proc/self/status", blobs.join("unsyncable")).expect("symlink");
+        let err = rs.snapshot(&live).expect_err("the snapshot fails");
+        assert!(matches!(err, super::StorageError::Io(_)), "{err}");
+        assert_eq!(rs.wal_len(), 1, "no WAL prefix deleted");
+        assert_eq!(store.durability.snapshot_counts(), (1, 1));
+        std::fs::remove_file(blobs.join("unsyncable")).expect("rm");
+        rs.snapshot(&live).expect("then it succeeds");
+        assert_eq!(rs.wal_len(), 0);
+        assert_eq!(rs.recover().expect("recover").expect("realm").realm, live);
+    }
+
+    #[test]
+    fn a_snapshot_planned_before_a_fault_never_runs() {
+        let (_dir, store, changes) = seeded();
+        let mut rs = store.realm("zulip").expect("realm");
+        rs.append(&changes).expect("append");
+        let job = rs.snapshot_job().expect("job");
+        store.durability.fail("test".into());
+        assert!(rs.needs_reset());
+        let live = crate::realm::Realm::from_first_change(&changes[0]).expect("first");
+        assert!(job.run(&live).is_err());
+        assert!(rs.append(&changes).is_err(), "writes are refused");
     }
 }

@@ -1,0 +1,119 @@
+//! Stored formats stay readable: golden bytes of today's records (schema 1), and a data
+//! folder written by an earlier hearth.
+//!
+//! `UPDATE_FIXTURES=1 cargo test --test formats` rewrites the golden records; do that only
+//! when adding a schema version (old fixtures must then be kept, not replaced).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+use hearth::realm::dev::dev_realm_changes;
+use hearth::realm::{Cx, Realm};
+use hearth::storage::codec;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// What today's code builds from a fixed seed: the dev realm's changes and the realm.
+fn built() -> (Vec<hearth::realm::Change>, Realm) {
+    let changes = dev_realm_changes(&mut Cx::seeded(1_700_000_000_000, 7)).unwrap();
+    let mut realm = Realm::from_first_change(&changes[0]).unwrap();
+    changes.iter().for_each(|c| realm.apply(c));
+    (changes, realm)
+}
+
+fn golden(name: &str, bytes: &[u8]) -> Vec<u8> {
+    let path = fixture(name);
+    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+        std::fs::write(&path, bytes).unwrap();
+    }
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn golden_wal_record_of_schema_1_decodes() {
+    let (changes, _) = built();
+    let stored = golden(
+        "wal-v1-dev-realm.bin",
+        &codec::encode_changes(&changes).unwrap(),
+    );
+    assert_eq!(stored[0], 1, "schema 1 fixture");
+    assert_eq!(codec::decode_changes(&stored).unwrap(), changes);
+    if codec::CHANGES_SCHEMA == 1 {
+        assert_eq!(
+            codec::encode_changes(&changes).unwrap(),
+            stored,
+            "the WAL encoding changed without a new schema version"
+        );
+    }
+}
+
+#[test]
+fn golden_snapshot_of_schema_1_decodes() {
+    let (_, realm) = built();
+    let stored = golden(
+        "snapshot-v1-dev-realm.bin",
+        &codec::encode_realm(&realm).unwrap(),
+    );
+    assert_eq!(stored[0], 1, "schema 1 fixture");
+    let mut back = codec::decode_realm(&stored).unwrap();
+    back.rebuild_indexes();
+    assert_eq!(back, realm);
+    assert!(back.user_by_delivery_email("hamlet@zulip.com").is_some());
+    if codec::REALM_SCHEMA == 1 {
+        assert_eq!(
+            codec::encode_realm(&realm).unwrap(),
+            stored,
+            "the snapshot encoding changed without a new schema version"
+        );
+    }
+}
+
+/// `tests/fixtures/data-9ca7417.tar.gz`: a data folder written by hearth 9ca7417 (a
+/// snapshot from a clean stop, then WAL records left by `kill -9`): it opens, keeps
+/// everything, and takes writes.
+#[actix_web::test]
+async fn a_data_folder_of_an_earlier_hearth_opens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(fixture("data-9ca7417.tar.gz"))
+        .arg("-C")
+        .arg(tmp.path())
+        .status()
+        .expect("tar");
+    assert!(status.success());
+    let data = tmp.path().join("data");
+    let dir = tempfile::TempDir::new_in(tmp.path()).unwrap();
+    std::fs::remove_dir(dir.path()).unwrap();
+    std::fs::rename(&data, dir.path()).unwrap();
+    let app = spawn_app_in(dir).await;
+    // Written by 9ca7417: one user before its clean stop, one after its restart.
+    for email in ["old-snapshot@zulip.com", "old-wal@zulip.com"] {
+        let reply = app
+            .post(
+                "/api/v1/fetch_api_key",
+                Auth::None,
+                &[("username", email), ("password", "old-hearth-pw")],
+            )
+            .await;
+        assert_success(&reply);
+    }
+    let reply = app.get_as(ADMIN, "/api/v1/streams", &[]).await;
+    let names: Vec<&str> = assert_success(&reply)["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"old-channel"), "{names:?}");
+    app.create_user("new-on-old@zulip.com", "pw-new", "New")
+        .await;
+}
