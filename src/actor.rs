@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use crate::api::params::Params;
 use crate::error::{ApiError, ApiResult};
-use crate::events::EventHub;
+use crate::events::{EventHub, Step};
 use crate::realm::{Change, Clock, Cx, DurabilityClass, Realm, User, UserId};
 use crate::storage::{RealmStore, SnapshotJob};
 
@@ -203,11 +203,20 @@ impl RealmActor {
         let durable = changes
             .iter()
             .any(|c| c.durability() == DurabilityClass::Durable);
-        let mut steps = Vec::with_capacity(changes.len());
+        // A version after each change, or after each run of changes that batch (ten
+        // thousand channels created by one request): cheap, since the collections are
+        // structurally shared and each later mutation copies only the paths it touches.
+        let mut steps: Vec<Step> = Vec::new();
+        let mut run: Vec<Change> = Vec::new();
         for change in changes {
+            if run.last().is_some_and(|r| !r.batches_with(&change)) {
+                steps.push((std::mem::take(&mut run), Arc::new(self.realm.clone())));
+            }
             self.realm.apply(&change);
-            // O(1): the collections are structurally shared.
-            steps.push((change, Arc::new(self.realm.clone())));
+            run.push(change);
+        }
+        if !run.is_empty() {
+            steps.push((run, Arc::new(self.realm.clone())));
         }
         self.hub.stage(ticket, seq, steps);
         self.since_snapshot += 1;

@@ -2,12 +2,19 @@
 //! and the client queues (`POST /register`, `GET /events` long-polls, `DELETE /events`).
 //!
 //! Each realm has one `EventHub`. The realm actor applies a decision to its working
-//! state and `stage`s it: the immutable versions after each change (structurally
-//! shared, so taking one is O(1)) and the changes. Nothing staged is visible. Once the
-//! WAL record of a decision is durable, `release` turns its changes into events (on the
-//! caller's thread, never the actor's), appends them to the log and makes its version
-//! the one every read sees, in one step under the log lock: a registration reads the
-//! version and its queue's start in that same step, so the two always agree.
+//! state and `stage`s it: its changes, and the immutable versions after them
+//! (structurally shared, so taking one is cheap). Nothing staged is visible. Once the
+//! WAL record of a decision is durable, `release` makes its version the one every read
+//! sees (O(1)) and hands the decision to the realm's renderer thread, which turns its
+//! changes into events and appends them to the log, in decision order, tagged with the
+//! decision's ticket. So a write is answered as soon as it is durable and visible, and
+//! a large decision's events never hold up the next writer.
+//!
+//! A registration answers the published version and starts its queue at the log's
+//! current end, skipping the events of decisions its version already includes (their
+//! ticket is at most the version's): state and queue always agree. A poll first waits
+//! until the events of every decision visible when it started are in the log, so a
+//! client that polls after a write is answered sees that write's events.
 //!
 //! The log is append-only: each event is appended once (O(1) per event, whatever the
 //! number of queues) and a watch channel is bumped; parked long-polls run on the HTTP
@@ -50,6 +57,8 @@ pub const MAX_PENDING_EVENTS: usize = 20_000;
 /// One logged event; its body is shared by every queue that receives it.
 struct LogEntry {
     at_ms: i64,
+    /// The decision whose events these are (`None`: published without a decision).
+    ticket: Option<u64>,
     event: Event,
     body: Arc<Map<String, Value>>,
 }
@@ -88,6 +97,9 @@ pub struct Queue {
     superseded: Notify,
     /// Polls currently parked on this queue (a connected client is never collected).
     connected: AtomicUsize,
+    /// The ticket of the last decision the registration's state included: events of
+    /// decisions up to it are skipped.
+    since_ticket: u64,
 }
 
 struct QueueState {
@@ -133,25 +145,40 @@ impl Drop for Connected<'_> {
     }
 }
 
-/// One decision applied by the realm actor and not yet visible: each change with the
-/// version right after it (events are rendered from that version).
+/// Changes of one decision and the version right after them (their events are rendered
+/// from it): one change, or a run of changes that batch (`Change::batches_with`).
+pub type Step = (Vec<Change>, Arc<Realm>);
+
+/// One decision applied by the realm actor and not yet visible.
 struct Staged {
     /// The durability ticket of its WAL record.
     ticket: u64,
     /// The sequence number of its WAL record.
     seq: u64,
-    steps: Vec<(Change, Arc<Realm>)>,
+    steps: Vec<Step>,
 }
+
+/// The version reads see, and the ticket of the last decision it includes.
+struct Published {
+    realm: Arc<Realm>,
+    ticket: u64,
+}
+
+/// Released decisions on their way to the renderer thread.
+type RenderJob = Vec<(u64, Vec<Step>)>;
 
 /// The published version, event log and queues of one realm.
 pub struct EventHub {
     clock: Arc<dyn Clock>,
-    /// The newest version whose every change is durable: what reads see. Only stored
-    /// while `log` is write-locked.
-    version: ArcSwap<Realm>,
+    /// The newest version whose every change is durable: what reads see.
+    version: ArcSwap<Published>,
     /// Decisions applied but not yet durable, in ticket order.
     staged: Mutex<VecDeque<Staged>>,
-    log: RwLock<EventLog>,
+    log: Arc<RwLock<EventLog>>,
+    /// Released decisions go to the renderer thread, in ticket order.
+    render: Mutex<std::sync::mpsc::Sender<RenderJob>>,
+    /// The ticket of the last decision whose events are in the log.
+    rendered: Arc<watch::Sender<u64>>,
     /// Bumped after every publish (by the waker thread); parked polls wait on it.
     head: Arc<watch::Sender<u64>>,
     /// Hands the new log end to the waker thread, which bumps `head`. Waking N parked
@@ -200,11 +227,34 @@ impl EventHub {
         if let Err(e) = spawned {
             tracing::error!("cannot start the event waker thread: {e}");
         }
+        let log = Arc::new(RwLock::new(EventLog::default()));
+        let rendered = Arc::new(watch::channel(0).0);
+        let (render, jobs) = std::sync::mpsc::channel::<RenderJob>();
+        let renderer = Renderer {
+            clock: clock.clone(),
+            log: log.clone(),
+            head: head.clone(),
+            rendered: rendered.clone(),
+        };
+        // The thread ends when the hub (the only sender) is dropped.
+        let spawned = std::thread::Builder::new()
+            .name("hearth-render".into())
+            .spawn(move || {
+                while let Ok(job) = jobs.recv() {
+                    renderer.render(job);
+                }
+            });
+        if let Err(e) = spawned {
+            // Start-up cannot go on without it: events would never be delivered.
+            tracing::error!("cannot start the event renderer thread: {e}");
+        }
         EventHub {
             clock,
-            version: ArcSwap::new(realm),
+            version: ArcSwap::new(Arc::new(Published { realm, ticket: 0 })),
             staged: Mutex::new(VecDeque::new()),
-            log: RwLock::new(EventLog::default()),
+            log,
+            render: Mutex::new(render),
+            rendered,
             head,
             waker: Mutex::new(waker),
             tick: watch::channel(0).0,
@@ -218,12 +268,12 @@ impl EventHub {
 
     /// The newest durable version of the realm (lock-free).
     pub fn current(&self) -> Arc<Realm> {
-        self.version.load_full()
+        self.version.load().realm.clone()
     }
 
     /// Records a decision the actor applied, invisible until `release` reaches `ticket`.
     /// Called by the realm actor only, in ticket order; O(1).
-    pub fn stage(&self, ticket: u64, seq: u64, steps: Vec<(Change, Arc<Realm>)>) {
+    pub fn stage(&self, ticket: u64, seq: u64, steps: Vec<Step>) {
         if steps.is_empty() {
             return;
         }
@@ -241,56 +291,51 @@ impl EventHub {
         lock(&self.staged).len()
     }
 
-    /// Makes every decision staged with a ticket up to `durable` visible: renders its
-    /// events, appends them to the log and publishes its version. Runs on the caller's
-    /// thread (an HTTP worker that awaited its ticket, or the release task), never on the
-    /// realm actor. Idempotent.
+    /// Makes every decision staged with a ticket up to `durable` visible: publishes the
+    /// newest version among them and hands them to the renderer thread. O(decisions);
+    /// runs on the caller's thread (an HTTP worker that awaited its ticket, or the
+    /// release task), never on the realm actor. Idempotent.
     pub fn release(&self, durable: u64) {
         let mut staged = lock(&self.staged);
-        let mut events = Vec::new();
-        let mut newest = None;
+        let mut job = Vec::new();
         while staged.front().is_some_and(|s| s.ticket <= durable) {
-            let Some(decision) = staged.pop_front() else {
-                break;
-            };
-            for (change, version) in decision.steps {
-                events.extend(version.events_for(&change));
-                newest = Some(version);
+            if let Some(decision) = staged.pop_front() {
+                job.push((decision.ticket, decision.steps));
             }
         }
-        if let Some(version) = newest {
-            // Still under `staged`: releases publish in ticket order.
-            self.publish_with(Some(version), events);
+        let newest = job
+            .last()
+            .and_then(|(ticket, steps)| Some((*ticket, steps.last()?.1.clone())));
+        if let Some((ticket, realm)) = newest {
+            // Still under `staged`: versions and render jobs go out in ticket order.
+            self.version.store(Arc::new(Published { realm, ticket }));
+            if let Err(std::sync::mpsc::SendError(job)) = lock(&self.render).send(job) {
+                // No renderer thread: render here rather than lose the events.
+                Renderer {
+                    clock: self.clock.clone(),
+                    log: self.log.clone(),
+                    head: self.head.clone(),
+                    rendered: self.rendered.clone(),
+                }
+                .render(job);
+            }
         }
+    }
+
+    /// Waits until the events of every decision visible now are in the log.
+    pub async fn settled(&self) {
+        let target = self.version.load().ticket;
+        let mut rendered = self.rendered.subscribe();
+        // The sender lives as long as `self`.
+        let _ = rendered.wait_for(|r| *r >= target).await;
     }
 
     /// Appends events to the log (without a new version) and wakes parked polls.
     pub fn publish(&self, events: Vec<Event>) {
-        self.publish_with(None, events);
-    }
-
-    /// Appends events and stores `version` in one step under the log lock, then wakes
-    /// parked polls.
-    fn publish_with(&self, version: Option<Arc<Realm>>, events: Vec<Event>) {
-        if events.is_empty() && version.is_none() {
+        if events.is_empty() {
             return;
         }
-        let now = self.clock.now_ms();
-        let end = {
-            let mut log = write(&self.log);
-            if let Some(v) = version {
-                self.version.store(v);
-            }
-            log.entries.extend(events.into_iter().map(|mut event| {
-                let body = Arc::new(std::mem::take(&mut event.body));
-                LogEntry {
-                    at_ms: now,
-                    event,
-                    body,
-                }
-            }));
-            log.end()
-        };
+        let end = append(&self.log, &*self.clock, None, events);
         let sent = lock(&self.waker).send(end).is_ok();
         if !sent {
             // No waker thread: wake the polls here rather than not at all.
@@ -303,10 +348,11 @@ impl EventHub {
     pub fn register(&self, user_id: UserId, options: QueueOptions) -> (String, Arc<Realm>) {
         let n = self.next_queue.fetch_add(1, Ordering::SeqCst);
         let id = format!("{}:{n}", self.generation);
-        let (cursor, version) = {
-            let log = read(&self.log);
-            (log.end(), self.version.load_full())
-        };
+        // The log's end first, then the version: every entry before the cursor belongs
+        // to a decision the version includes, and entries after it of such decisions
+        // are skipped by their ticket.
+        let cursor = read(&self.log).end();
+        let published = self.version.load_full();
         let queue = Queue {
             id: id.clone(),
             user_id,
@@ -321,9 +367,10 @@ impl EventHub {
             polls: AtomicU64::new(0),
             superseded: Notify::new(),
             connected: AtomicUsize::new(0),
+            since_ticket: published.ticket,
         };
         self.queues.insert(id.clone(), Arc::new(queue));
-        (id, version)
+        (id, published.realm.clone())
     }
 
     /// Number of polls waiting for an event right now.
@@ -365,7 +412,8 @@ impl EventHub {
         } else {
             let from = (st.cursor - log.start) as usize;
             for entry in log.entries.iter().skip(from) {
-                if q.admits(&entry.event, &entry.body) {
+                let after = entry.ticket.is_none_or(|t| t > q.since_ticket);
+                if after && q.admits(&entry.event, &entry.body) {
                     Queue::push(st, entry.body.clone());
                 }
             }
@@ -393,6 +441,9 @@ impl EventHub {
         dont_block: bool,
     ) -> ApiResult<Vec<Value>> {
         let q = self.queue_of(user_id, queue_id)?;
+        // Read-your-writes for events: a write answered before this poll has its events
+        // in the log before the poll reads it.
+        self.settled().await;
         let poll = q.polls.fetch_add(1, Ordering::SeqCst) + 1;
         q.superseded.notify_waiters();
         q.connected.fetch_add(1, Ordering::SeqCst);
@@ -475,6 +526,62 @@ fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 
 fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Renders released decisions into the log (the renderer thread).
+struct Renderer {
+    clock: Arc<dyn Clock>,
+    log: Arc<RwLock<EventLog>>,
+    head: Arc<watch::Sender<u64>>,
+    rendered: Arc<watch::Sender<u64>>,
+}
+
+impl Renderer {
+    fn render(&self, job: RenderJob) {
+        let mut end = None;
+        let mut last = None;
+        for (ticket, steps) in job {
+            let events = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                steps
+                    .iter()
+                    .flat_map(|(changes, v)| changes.iter().flat_map(|c| v.events_for(c)))
+                    .collect::<Vec<Event>>()
+            }))
+            .unwrap_or_else(|_| {
+                tracing::error!("rendering the events of decision {ticket} panicked");
+                Vec::new()
+            });
+            end = Some(append(&self.log, &*self.clock, Some(ticket), events));
+            last = Some(ticket);
+        }
+        if let Some(end) = end {
+            self.head.send_replace(end);
+        }
+        if let Some(ticket) = last {
+            self.rendered.send_modify(|r| *r = (*r).max(ticket));
+        }
+    }
+}
+
+/// Appends events to the log; returns its new end.
+fn append(
+    log: &RwLock<EventLog>,
+    clock: &dyn Clock,
+    ticket: Option<u64>,
+    events: Vec<Event>,
+) -> u64 {
+    let now = clock.now_ms();
+    let mut log = write(log);
+    log.entries.extend(events.into_iter().map(|mut event| {
+        let body = Arc::new(std::mem::take(&mut event.body));
+        LogEntry {
+            at_ms: now,
+            ticket,
+            event,
+            body,
+        }
+    }));
+    log.end()
 }
 
 fn heartbeat() -> Map<String, Value> {
@@ -639,7 +746,7 @@ mod tests {
             user_id: 1,
             value: true,
         };
-        hub.stage(1, 1, vec![(change, Arc::new(next))]);
+        hub.stage(1, 1, vec![(vec![change], Arc::new(next))]);
         assert_eq!(hub.staged_len(), 1);
         hub.release(1);
         assert_eq!(hub.current().settings.name, "renamed");
@@ -652,10 +759,10 @@ mod tests {
             2,
             2,
             vec![(
-                Change::CanCreateUsersSet {
+                vec![Change::CanCreateUsersSet {
                     user_id: 1,
                     value: false,
-                },
+                }],
                 Arc::new(crate::realm::Realm::clone(&hub.current())),
             )],
         );

@@ -84,6 +84,17 @@ pub enum DurabilityClass {
 }
 
 impl Change {
+    /// Whether `next`, right after `self` in one decision, may be applied before the
+    /// events of `self` are rendered: true only where neither can change the other's
+    /// events (channels created together). Lets the actor take one version for a long
+    /// run of such changes instead of one per change.
+    pub fn batches_with(&self, next: &Change) -> bool {
+        matches!(
+            (self, next),
+            (Change::ChannelCreated(_), Change::ChannelCreated(_))
+        )
+    }
+
     /// How durable this change must be before its request is answered.
     pub fn durability(&self) -> DurabilityClass {
         match self {

@@ -4,6 +4,7 @@
 //! seed 4.1, 4.5, 4.19 and 4.20 plus channel creation, update and archiving.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -529,14 +530,14 @@ pub struct ChannelPatch {
 
 impl Realm {
     pub fn channel(&self, id: ChannelId) -> Option<&Channel> {
-        self.channels.get(&id)
+        self.channels.get(&id).map(Arc::as_ref)
     }
 
     /// A channel by name, case-insensitively.
     pub fn channel_by_name(&self, name: &str) -> Option<&Channel> {
         self.channel_by_name
             .get(&name.to_lowercase())
-            .and_then(|id| self.channels.get(id))
+            .and_then(|id| self.channel(*id))
     }
 
     /// Zulip's metadata access: whether `user` may know the channel exists and read
@@ -603,7 +604,7 @@ impl Realm {
     pub fn access_channel(&self, user: &User, id: i64) -> ApiResult<&Channel> {
         u64::try_from(id)
             .ok()
-            .and_then(|id| self.channels.get(&id))
+            .and_then(|id| self.channel(id))
             .filter(|ch| self.can_access_channel(user, ch))
             .ok_or_else(invalid_channel_id)
     }
@@ -612,7 +613,7 @@ impl Realm {
     pub fn access_channel_metadata(&self, user: &User, id: i64) -> ApiResult<&Channel> {
         u64::try_from(id)
             .ok()
-            .and_then(|id| self.channels.get(&id))
+            .and_then(|id| self.channel(id))
             .filter(|ch| self.can_see_channel(user, ch))
             .ok_or_else(invalid_channel_id)
     }
@@ -1171,7 +1172,7 @@ impl Realm {
         for (i, p) in list.iter().enumerate() {
             let user = match p {
                 Value::String(email) => self.user_by_api_email(email.trim()),
-                Value::Number(n) => n.as_u64().and_then(|id| self.users.get(&id)),
+                Value::Number(n) => n.as_u64().and_then(|id| self.user(id)),
                 _ => {
                     return Err(ApiError::bad_request(format!(
                         "principals[{i}] is not a string"
@@ -1642,11 +1643,11 @@ impl Realm {
             Change::ChannelCreated(ch) => {
                 self.next_channel_id = self.next_channel_id.max(ch.id + 1);
                 self.channel_by_name.insert(ch.name.to_lowercase(), ch.id);
-                self.channels.insert(ch.id, (**ch).clone());
+                self.channels.insert(ch.id, Arc::new((**ch).clone()));
             }
             Change::Subscribed { subs } => {
                 for s in subs {
-                    if let Some(ch) = self.channels.get_mut(&s.channel_id) {
+                    if let Some(ch) = self.channels.get_mut(&s.channel_id).map(Arc::make_mut) {
                         let colors = self.color_use.entry(s.user_id).or_default();
                         match ch.subs.get_mut(&s.user_id) {
                             Some(existing) => {
@@ -1668,6 +1669,7 @@ impl Realm {
                     if let Some(sub) = self
                         .channels
                         .get_mut(cid)
+                        .map(Arc::make_mut)
                         .and_then(|ch| ch.subs.get_mut(uid))
                     {
                         sub.active = false;
@@ -1682,6 +1684,7 @@ impl Realm {
                 if let Some(sub) = self
                     .channels
                     .get_mut(channel_id)
+                    .map(Arc::make_mut)
                     .and_then(|ch| ch.subs.get_mut(user_id))
                 {
                     match property {
@@ -1709,7 +1712,7 @@ impl Realm {
                 }
             }
             Change::ChannelUpdated { channel_id, update } => {
-                let Some(ch) = self.channels.get_mut(channel_id) else {
+                let Some(ch) = self.channels.get_mut(channel_id).map(Arc::make_mut) else {
                     return;
                 };
                 match update {

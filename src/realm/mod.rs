@@ -13,6 +13,8 @@ pub mod groups;
 pub mod register;
 pub mod users;
 
+use std::sync::Arc;
+
 use imbl::{HashMap, OrdMap, OrdSet};
 
 use serde::{Deserialize, Serialize};
@@ -132,14 +134,14 @@ impl User {
 pub struct Realm {
     pub settings: RealmSettings,
     /// Every account, active or not, by id (ordered, so listings are stable).
-    pub users: OrdMap<UserId, User>,
+    pub users: OrdMap<UserId, Arc<User>>,
     /// The next id `decide_*` hands out; ids are never reused.
     pub next_user_id: UserId,
     /// User groups by id (the system groups, created with the realm).
     pub groups: OrdMap<groups::GroupId, groups::UserGroup>,
     pub next_group_id: groups::GroupId,
     /// Channels by id, archived ones included, with their subscriptions.
-    pub channels: OrdMap<channels::ChannelId, channels::Channel>,
+    pub channels: OrdMap<channels::ChannelId, Arc<channels::Channel>>,
     pub next_channel_id: channels::ChannelId,
     /// The channels new users join (seed 4.20).
     pub default_channels: OrdSet<channels::ChannelId>,
@@ -217,7 +219,7 @@ impl Realm {
                 self.next_user_id = self.next_user_id.max(n.user_id + 1);
                 self.users.insert(
                     n.user_id,
-                    User {
+                    Arc::new(User {
                         id: n.user_id,
                         delivery_email: n.delivery_email.clone(),
                         full_name: n.full_name.clone(),
@@ -231,12 +233,12 @@ impl Realm {
                         date_joined: n.date_joined,
                         avatar_version: 1,
                         can_create_users: false,
-                    },
+                    }),
                 );
             }
             Change::CanCreateUsersSet { user_id, value } => {
                 if let Some(u) = self.users.get_mut(user_id) {
-                    u.can_create_users = *value;
+                    Arc::make_mut(u).can_create_users = *value;
                 }
             }
             Change::UserGroupCreated(g) => {
@@ -256,14 +258,14 @@ impl Realm {
     }
 
     pub fn user(&self, id: UserId) -> Option<&User> {
-        self.users.get(&id)
+        self.users.get(&id).map(Arc::as_ref)
     }
 
     /// Looks a user up by real (delivery) email, case-insensitively.
     pub fn user_by_delivery_email(&self, email: &str) -> Option<&User> {
         self.by_email
             .get(&email.to_lowercase())
-            .and_then(|id| self.users.get(id))
+            .and_then(|id| self.user(*id))
     }
 
     /// Whether `user`'s real address is the API email everyone sees.

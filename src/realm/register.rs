@@ -315,13 +315,13 @@ impl Realm {
             .users
             .values()
             .filter(|u| u.is_active)
-            .map(render)
+            .map(|u| render(u))
             .collect();
         let inactive: Vec<Value> = self
             .users
             .values()
             .filter(|u| !u.is_active)
-            .map(render)
+            .map(|u| render(u))
             .collect();
         let avatar = gravatar_url(&me.delivery_email, me.avatar_version);
         json!({

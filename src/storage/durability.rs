@@ -377,11 +377,8 @@ impl Durability {
         if failed.is_some() {
             return Err(closed());
         }
-        self.durable.send_if_modified(|d| {
-            let moved = target > *d;
-            *d = (*d).max(target);
-            moved
-        });
+        // `visible` first: a writer woken by `durable` releases up to `visible`, which
+        // must already cover its own ticket (read-your-writes).
         if self.mode == DurabilityMode::Always {
             self.visible.send_if_modified(|v| {
                 let moved = target > *v;
@@ -389,6 +386,11 @@ impl Durability {
                 moved
             });
         }
+        self.durable.send_if_modified(|d| {
+            let moved = target > *d;
+            *d = (*d).max(target);
+            moved
+        });
         Ok(())
     }
 
