@@ -4,9 +4,12 @@
 //!    `GET /users` (about 4 MB each);
 //! 2. a stream of small writes at 100 000 users while snapshots run (`--snapshot-every`
 //!    500), against the same stream with snapshots off;
-//! 3. one user's small write while another's request subscribes to 10 000 new channels.
+//! 3. one user's small write while another's request subscribes to 10 000 new channels;
+//! 4. what publishing costs a write: applying one small change to the working state and
+//!    taking the immutable version readers get, at 100 000 users.
 //!
-//! `cargo bench --bench readpath` (add `-- quick` for smaller sizes). Prints a table;
+//! `cargo bench --bench readpath` (add `-- quick` for smaller sizes, or name the
+//! sections to run: `-- users snapshots subscribe publish`). Prints a table;
 //! figures go to `benches/RESULTS.md`. Client and server share the machine's cores, as
 //! they would in a one-machine load test: compare ratios from one run.
 
@@ -335,14 +338,69 @@ fn write_beside_big_subscribe(channels: usize) {
     }
 }
 
+/// Apply + version per write, in process: the part of publishing that runs on the actor.
+fn publish_cost(users: usize) {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut realm = seed(dir.path(), users);
+    let me = realm.user_by_delivery_email(DEV_MEMBER).expect("me").id;
+    let channel = realm
+        .channels
+        .values()
+        .find(|c| c.is_subscribed(me))
+        .expect("a subscribed channel")
+        .id;
+    let n = 20_000;
+    let change = |i: usize| Change::SubscriptionPropertySet {
+        user_id: me,
+        channel_id: channel,
+        property: hearth::realm::channels::SubProperty::PinToTop(i.is_multiple_of(2)),
+    };
+    let start = Instant::now();
+    for i in 0..n {
+        realm.apply(&change(i));
+    }
+    let apply_only = start.elapsed() / n as u32;
+    let published = arc_swap::ArcSwap::from_pointee(realm.clone());
+    let start = Instant::now();
+    for i in 0..n {
+        realm.apply(&change(i));
+        published.store(Arc::new(realm.clone()));
+    }
+    let with_version = start.elapsed() / n as u32;
+    println!("\n## Publishing a version, at {} users\n", users + 20);
+    println!("| what | per write |\n|---|---|");
+    println!(
+        "| apply one subscription property | {:.2} µs |",
+        apply_only.as_secs_f64() * 1e6
+    );
+    println!(
+        "| apply it and publish the new version (clone + `ArcSwap::store`) | {:.2} µs |",
+        with_version.as_secs_f64() * 1e6
+    );
+}
+
 fn main() {
-    let quick = std::env::args().any(|a| a == "quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "quick");
+    let only = |name: &str| {
+        let named = ["users", "snapshots", "subscribe", "publish"];
+        !args.iter().any(|a| named.contains(&a.as_str())) || args.iter().any(|a| a == name)
+    };
     let (users, big_users, channels) = if quick {
         (2_000, 10_000, 2_000)
     } else {
         (10_000, 100_000, 10_000)
     };
-    users_me_under_listing_load(users, 2_000);
-    writes_during_snapshots(big_users, 3_000);
-    write_beside_big_subscribe(channels);
+    if only("users") {
+        users_me_under_listing_load(users, 2_000);
+    }
+    if only("snapshots") {
+        writes_during_snapshots(big_users, 3_000);
+    }
+    if only("subscribe") {
+        write_beside_big_subscribe(channels);
+    }
+    if only("publish") {
+        publish_cost(big_users);
+    }
 }

@@ -2,21 +2,28 @@
 //!
 //! # Layout
 //!
-//! - `api/`: HTTP only. Parses Zulip-style parameters and credentials, sends one rule to
-//!   the realm actor, renders the reply. One file per resource group.
+//! - `api/`: HTTP only. Parses Zulip-style parameters and credentials, authenticates
+//!   against the published version, runs reads on the worker (`read`, `read_large`) or
+//!   sends a write's rule to the realm actor (`call`), renders the reply. One file per
+//!   resource group.
 //! - `realm/`: the domain, plain Rust. `decide_*` validates and returns `Change`s,
-//!   `view_*` reads, `apply` turns changes into state and cannot fail.
-//! - `actor.rs`: one actix actor per realm; authenticates, runs rules, owns the WAL.
-//! - `events.rs`: event queues: the realm's event log, client queues, long-polls.
+//!   `view_*` reads, `apply` turns changes into state and cannot fail. Its collections
+//!   are structurally shared (`imbl`), so a version is cheap to take.
+//! - `actor.rs`: one actix actor per realm, the only writer: runs write rules, appends
+//!   to the WAL, applies, stages versions; starts background snapshots.
+//! - `events.rs`: what readers see: the published version (visible once durable), the
+//!   event log (rendered off the actor), client queues, long-polls.
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec.
 //! - `registry.rs`: Host -> realm actor.
 //! - `config.rs`: the command line.
 //! - `logging.rs`: log set-up and the one-line-per-request middleware.
 //! - `backup.rs`: `hearth backup` and `hearth restore`.
 //!
-//! A write travels: handler -> actor (`decide`, WAL append, `apply`) -> handler awaits
-//! the flush that covers it -> answer. Nothing answered `success` is lost on `kill -9`
-//! in the default `always` durability mode.
+//! A write travels: handler (authenticate) -> actor (`decide`, WAL append, `apply`,
+//! stage) -> handler awaits the flush that covers it -> release (the version becomes
+//! visible, events go to the renderer) -> answer. A read never reaches the actor.
+//! Nothing answered `success` is lost on `kill -9` in the default `always` mode, and
+//! nothing is visible to anyone before it is durable.
 
 // The register state is one large `json!` literal.
 #![recursion_limit = "256"]
