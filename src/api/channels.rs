@@ -159,9 +159,8 @@ fn subscribe_items(p: &Params) -> ApiResult<Vec<SubscribeItem>> {
 
 /// # `POST /users/me/subscriptions`
 pub async fn subscribe(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
+    req.write(CallOpts::USER, subscribe_items, |c, items| {
         let me = c.me()?;
-        let items = subscribe_items(c.params)?;
         let principals = principals(c)?;
         let authorization_errors_fatal = c.params.bool_or("authorization_errors_fatal", true)?;
         c.params.bool_or("announce", false)?;
@@ -212,12 +211,12 @@ pub async fn get_subscriptions(req: ApiRequest) -> ApiResponse {
 
 /// # `DELETE /users/me/subscriptions`
 pub async fn unsubscribe(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
+    let names = |p: &Params| {
+        p.opt_str_list("subscriptions")?
+            .ok_or_else(|| ApiError::missing("subscriptions"))
+    };
+    req.write(CallOpts::USER, names, |c, names| {
         let me = c.me()?;
-        let names = c
-            .params
-            .opt_str_list("subscriptions")?
-            .ok_or_else(|| ApiError::missing("subscriptions"))?;
         let principals = principals(c)?;
         let (changes, removed, not_removed) = c.realm.decide_unsubscribe(me, &names, principals)?;
         let mut body = Map::new();

@@ -147,17 +147,35 @@ impl ApiRequest {
     where
         F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
     {
+        self.write(opts, |_| Ok(()), move |c, ()| rule(c)).await
+    }
+
+    /// A write whose parameters are parsed here, on the worker, after authentication
+    /// (Zulip's order): `parse` turns them into a typed value that the rule, run by the
+    /// realm actor, receives. Long lists are parsed here, not on the actor.
+    pub async fn write<T, P, F>(
+        self,
+        opts: CallOpts,
+        parse: P,
+        rule: F,
+    ) -> ApiResult<Map<String, Value>>
+    where
+        T: Send + 'static,
+        P: FnOnce(&Params) -> ApiResult<T>,
+        F: FnOnce(&mut Ctx<'_>, T) -> ApiResult<Outcome> + Send + 'static,
+    {
         let me = if opts.anonymous {
             None
         } else {
             Some(self.caller()?)
         };
+        let parsed = parse(&self.params)?;
         let reply = self
             .realm
             .send(Call {
                 me,
                 params: self.params,
-                rule: Box::new(rule),
+                rule: Box::new(move |c: &mut Ctx<'_>| rule(c, parsed)),
             })
             .await
             .map_err(|e| {
