@@ -1791,7 +1791,12 @@ impl Realm {
                     }
                 }
             }
-            _ => {}
+            // Not channel changes: `Realm::apply` never routes them here. Listed, not
+            // `_`, so that a new variant must be placed.
+            Change::RealmCreated { .. }
+            | Change::UserCreated(_)
+            | Change::CanCreateUsersSet { .. }
+            | Change::UserGroupCreated(_) => {}
         }
     }
 }

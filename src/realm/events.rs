@@ -339,7 +339,12 @@ impl Realm {
                     Audience::users(self.active_users(false)),
                 ));
             }
-            _ => {}
+            // Not channel changes: `events_for` never routes them here. Listed, not `_`,
+            // so that a new variant must be placed.
+            Change::RealmCreated { .. }
+            | Change::UserCreated(_)
+            | Change::CanCreateUsersSet { .. }
+            | Change::UserGroupCreated(_) => {}
         }
         out
     }
