@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{success, ApiRequest, ApiResponse, CallOpts};
+use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts};
 use crate::actor::Outcome;
 use crate::error::ApiError;
 use crate::events::{QueueOptions, LONGPOLL_TIMEOUT_SECS};
@@ -99,11 +99,7 @@ pub async fn get_events(req: ApiRequest) -> ApiResponse {
         None => return Err(ApiError::missing("queue_id")),
     };
     body.insert("events".into(), events.into());
-    let ignored = p.unused();
-    if !ignored.is_empty() {
-        body.insert("ignored_parameters_unsupported".into(), ignored.into());
-    }
-    Ok(success(body))
+    Ok(success(with_ignored(body, p.unused())))
 }
 
 /// # `DELETE /events`
@@ -112,10 +108,5 @@ pub async fn delete_events(req: ApiRequest) -> ApiResponse {
     let (hub, p) = (req.hub, req.params);
     let queue_id = p.str("queue_id")?;
     hub.delete(user_id, &queue_id)?;
-    let mut body = Map::new();
-    let ignored = p.unused();
-    if !ignored.is_empty() {
-        body.insert("ignored_parameters_unsupported".into(), ignored.into());
-    }
-    Ok(success(body))
+    Ok(success(with_ignored(Map::new(), p.unused())))
 }

@@ -92,29 +92,17 @@ pub struct ApiRequest {
     server_url: Arc<str>,
 }
 
-/// How a call is made.
+/// How a call is made. Every success answer lists the parameters it did not read in
+/// `ignored_parameters_unsupported` (feature level 167).
 #[derive(Debug, Clone, Copy)]
 pub struct CallOpts {
     /// Needs no credentials.
     pub anonymous: bool,
-    /// Adds `ignored_parameters_unsupported` (views on Zulip's `typed_endpoint`).
-    pub report_ignored: bool,
 }
 
 impl CallOpts {
-    pub const USER: CallOpts = CallOpts {
-        anonymous: false,
-        report_ignored: true,
-    };
-    /// Zulip views without `typed_endpoint` never report ignored parameters.
-    pub const USER_PLAIN: CallOpts = CallOpts {
-        anonymous: false,
-        report_ignored: false,
-    };
-    pub const ANONYMOUS: CallOpts = CallOpts {
-        anonymous: true,
-        report_ignored: true,
-    };
+    pub const USER: CallOpts = CallOpts { anonymous: false };
+    pub const ANONYMOUS: CallOpts = CallOpts { anonymous: true };
 }
 
 impl ApiRequest {
@@ -190,7 +178,7 @@ impl ApiRequest {
         }
         // Read-your-writes: what this answer acknowledges is visible before it is sent.
         self.hub.release(self.state.durability.visible());
-        Ok(with_ignored(opts, reply.body, reply.ignored))
+        Ok(with_ignored(reply.body, reply.ignored))
     }
 
     /// Runs a read rule on this worker against the published version; the realm actor
@@ -233,7 +221,7 @@ impl ApiRequest {
             ApiError::internal()
         })??;
         let ignored = self.params.unused();
-        Ok((with_ignored(opts, outcome.body, ignored), outcome.private))
+        Ok((with_ignored(outcome.body, ignored), outcome.private))
     }
 
     /// A read whose cost grows with the realm (listings, registration): the rule and
@@ -258,12 +246,9 @@ impl ApiRequest {
     }
 }
 
-fn with_ignored(
-    opts: CallOpts,
-    mut body: Map<String, Value>,
-    ignored: Vec<String>,
-) -> Map<String, Value> {
-    if opts.report_ignored && !ignored.is_empty() {
+/// Adds `ignored_parameters_unsupported` when some parameters were not read.
+pub fn with_ignored(mut body: Map<String, Value>, ignored: Vec<String>) -> Map<String, Value> {
+    if !ignored.is_empty() {
         body.insert("ignored_parameters_unsupported".into(), ignored.into());
     }
     body

@@ -15,11 +15,7 @@ use crate::realm::Realm;
 /// placeholder ones when it starts).
 pub async fn server_settings(req: ApiRequest) -> ApiResponse {
     let dev = req.state.dev;
-    let opts = CallOpts {
-        anonymous: true,
-        report_ignored: false,
-    };
-    req.read(opts, move |c| {
+    req.read(CallOpts::ANONYMOUS, move |c| {
         let s = &c.realm.settings;
         let url = c.realm.url(c.server_url);
         let body = json!({

@@ -23,7 +23,7 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
 
 /// # `GET /users/me`
 pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
-    req.read(CallOpts::USER_PLAIN, |c| {
+    req.read(CallOpts::USER, |c| {
         Ok(Outcome::read(c.realm.own_user_json(c.me()?)))
     })
     .await
