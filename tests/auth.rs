@@ -13,7 +13,7 @@ const WRONG_KEY: &str = "abcdefghijklmnopqrstuvwxyz012345";
 
 #[actix_web::test]
 async fn no_credentials_is_401_with_basic_challenge() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     for (method, path) in [
         (Method::GET, "/api/v1/users/me"),
         (Method::GET, "/api/v1/users"),
@@ -35,7 +35,7 @@ async fn no_credentials_is_401_with_basic_challenge() {
 
 #[actix_web::test]
 async fn credentials_are_checked_before_parameters() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     // A POST without credentials whose parameters are also wrong: 401, not 400.
     let reply = app
         .post("/api/v1/users", Auth::None, &[("email", "not-an-email")])
@@ -57,7 +57,7 @@ async fn credentials_are_checked_before_parameters() {
 
 #[actix_web::test]
 async fn key_of_wrong_length_is_malformed() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let key = app.api_key(ADMIN).await;
     for bad in ["", "short", &key[..31], &format!("{key}x")] {
         let reply = app
@@ -79,7 +79,7 @@ async fn key_of_wrong_length_is_malformed() {
 
 #[actix_web::test]
 async fn unknown_email_or_wrong_key_is_invalid() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let admin_key = app.api_key(ADMIN).await;
     let member_key = app.api_key(MEMBER).await;
     assert_eq!(WRONG_KEY.len(), 32);
@@ -120,7 +120,7 @@ async fn unknown_email_or_wrong_key_is_invalid() {
 
 #[actix_web::test]
 async fn valid_credentials_work_and_email_is_case_insensitive() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let key = app.api_key(ADMIN).await;
     for email in [ADMIN, "IAGO@zulip.com", "Iago@Zulip.Com"] {
         let reply = app
@@ -140,7 +140,7 @@ async fn valid_credentials_work_and_email_is_case_insensitive() {
 
 #[actix_web::test]
 async fn non_basic_scheme_is_400() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     for header in ["Bearer abcdef", "Token xyz", "Digest username=\"iago\""] {
         let reply = app.get("/api/v1/users/me", Auth::Header(header), &[]).await;
         assert_error(
@@ -154,7 +154,7 @@ async fn non_basic_scheme_is_400() {
 
 #[actix_web::test]
 async fn undecodable_basic_header_is_401() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     // Not base64; base64 of text without a colon; base64 of invalid UTF-8; nothing.
     for header in [
         "Basic !!!not-base64!!!",
@@ -175,7 +175,7 @@ async fn undecodable_basic_header_is_401() {
 
 #[actix_web::test]
 async fn every_dev_user_authenticates_with_its_key() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     for email in [
         ADMIN,
         MEMBER,
@@ -197,7 +197,7 @@ async fn every_dev_user_authenticates_with_its_key() {
 
 #[actix_web::test]
 async fn json_api_takes_no_basic_credentials() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let key = app.api_key(ADMIN).await;
     for auth in [Auth::None, Auth::Basic(ADMIN, &key)] {
         let reply = app.get("/json/users/me", auth, &[]).await;
@@ -208,7 +208,7 @@ async fn json_api_takes_no_basic_credentials() {
 
 #[actix_web::test]
 async fn fetched_key_is_stable() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let (_, _, first) = app
         .post(
             "/api/v1/dev_fetch_api_key",

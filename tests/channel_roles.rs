@@ -7,11 +7,11 @@
 //! outgoing-webhook, desdemona owns default-bot), guest polonius.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod channels_common;
+mod common;
 
 use std::collections::HashMap;
 
-use channels_common::*;
+use common::*;
 use serde_json::{json, Map, Value};
 
 const ZOE: &str = "ZOE@zulip.com";
@@ -77,7 +77,7 @@ fn bad(
 }
 
 /// Sends every case and compares the whole body: `result`, `msg`, `code` and fields.
-async fn run(s: &mut Server, method: &str, path: &str, table: &[Case]) {
+async fn run(s: &TestApp, method: &str, path: &str, table: &[Case]) {
     for (i, c) in table.iter().enumerate() {
         let params: Vec<(&str, &str)> = c.params.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let (status, body) = s.call(method, path, c.who, &params).await;
@@ -99,8 +99,8 @@ async fn run(s: &mut Server, method: &str, path: &str, table: &[Case]) {
 }
 
 /// Every user's id and API email, by real (delivery) email in lower case.
-async fn users(s: &mut Server) -> HashMap<String, (i64, String)> {
-    let body = s.ok("GET", "/users", IAGO, &[]).await;
+async fn users(s: &TestApp) -> HashMap<String, (i64, String)> {
+    let body = s.ok("GET", "/api/v1/users", IAGO, &[]).await;
     body["members"]
         .as_array()
         .expect("members")
@@ -126,8 +126,10 @@ fn api_email(users: &HashMap<String, (i64, String)>, email: &str) -> String {
 }
 
 /// A user's subscription to the channel named `name`, from `GET /users/me/subscriptions`.
-async fn subscription(s: &mut Server, who: &str, name: &str) -> Value {
-    let body = s.ok("GET", "/users/me/subscriptions", who, &[]).await;
+async fn subscription(s: &TestApp, who: &str, name: &str) -> Value {
+    let body = s
+        .ok("GET", "/api/v1/users/me/subscriptions", who, &[])
+        .await;
     body["subscriptions"]
         .as_array()
         .expect("subscriptions")
@@ -137,11 +139,11 @@ async fn subscription(s: &mut Server, who: &str, name: &str) -> Value {
         .unwrap_or_else(|| panic!("{who} is not subscribed to {name}"))
 }
 
-async fn is_subscribed(s: &mut Server, user: i64, stream: i64) -> bool {
+async fn is_subscribed(s: &TestApp, user: i64, stream: i64) -> bool {
     let body = s
         .ok(
             "GET",
-            &format!("/users/{user}/subscriptions/{stream}"),
+            &format!("/api/v1/users/{user}/subscriptions/{stream}"),
             IAGO,
             &[],
         )
@@ -160,12 +162,12 @@ fn one_property(stream_id: i64, property: &str, value: Value) -> Vec<(&'static s
 
 #[actix_web::test]
 async fn subscription_properties_every_role() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     // A public channel the owner is not in, a private one the owner is not in.
     for (name, private) in [("roles-open", "false"), ("roles-closed", "true")] {
         s.ok(
             "POST",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             IAGO,
             &[
                 ("subscriptions", &json!([{ "name": name }]).to_string()),
@@ -219,32 +221,38 @@ async fn subscription_properties_every_role() {
     for (who, _) in ROLES {
         table.push(bad(who, pin(unknown), "BAD_REQUEST", "Invalid channel ID"));
     }
-    run(&mut s, "POST", "/users/me/subscriptions/properties", &table).await;
+    run(
+        &s,
+        "POST",
+        "/api/v1/users/me/subscriptions/properties",
+        &table,
+    )
+    .await;
 
     // Effects, and again after a restart.
     for round in 0..2 {
         for (who, role) in ROLES {
-            let sub = subscription(&mut s, who, "Verona").await;
+            let sub = subscription(&s, who, "Verona").await;
             assert_eq!(sub["pin_to_top"], true, "{role}, round {round}");
         }
         for who in [DESDEMONA, ZOE] {
-            let sub = subscription(&mut s, who, "core team").await;
+            let sub = subscription(&s, who, "core team").await;
             assert_eq!(sub["pin_to_top"], true, "{who}, round {round}");
         }
-        let sub = subscription(&mut s, IAGO, "roles-open").await;
+        let sub = subscription(&s, IAGO, "roles-open").await;
         assert_eq!(sub["pin_to_top"], false);
         if round == 0 {
             s.restart().await;
         }
     }
-    s.shutdown().await;
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn subscription_properties_value_types() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     let verona = 3;
-    let before = subscription(&mut s, HAMLET, "Verona").await;
+    let before = subscription(&s, HAMLET, "Verona").await;
     let booleans = [
         "is_muted",
         "in_home_view",
@@ -300,9 +308,15 @@ async fn subscription_properties_value_types() {
         "BAD_REQUEST",
         "pin_to_top is not a boolean",
     ));
-    run(&mut s, "POST", "/users/me/subscriptions/properties", &table).await;
+    run(
+        &s,
+        "POST",
+        "/api/v1/users/me/subscriptions/properties",
+        &table,
+    )
+    .await;
     // Nothing changed.
-    assert_eq!(subscription(&mut s, HAMLET, "Verona").await, before);
+    assert_eq!(subscription(&s, HAMLET, "Verona").await, before);
 
     // The right type for each of the nine, as one request.
     let mut data: Vec<Value> = booleans
@@ -312,9 +326,9 @@ async fn subscription_properties_value_types() {
         .collect();
     data.push(json!({"stream_id": verona, "property": "color", "value": "#c0ffee"}));
     run(
-        &mut s,
+        &s,
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         &[ok(
             HAMLET,
             vec![("subscription_data", Value::from(data).to_string())],
@@ -323,7 +337,7 @@ async fn subscription_properties_value_types() {
     )
     .await;
     for round in 0..2 {
-        let sub = subscription(&mut s, HAMLET, "Verona").await;
+        let sub = subscription(&s, HAMLET, "Verona").await;
         assert_eq!(sub["color"], "#c0ffee", "round {round}");
         for prop in booleans
             .iter()
@@ -335,12 +349,12 @@ async fn subscription_properties_value_types() {
             s.restart().await;
         }
     }
-    s.shutdown().await;
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn subscription_properties_muting_inverse() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     let verona = 3;
     // (who, property, value) then the (in_home_view, is_muted) that GET shows.
     let steps = [
@@ -354,13 +368,13 @@ async fn subscription_properties_muting_inverse() {
     ];
     for (who, prop, value, (home, muted)) in steps {
         run(
-            &mut s,
+            &s,
             "POST",
-            "/users/me/subscriptions/properties",
+            "/api/v1/users/me/subscriptions/properties",
             &[ok(who, one_property(verona, prop, json!(value)), json!({}))],
         )
         .await;
-        let sub = subscription(&mut s, who, "Verona").await;
+        let sub = subscription(&s, who, "Verona").await;
         assert_eq!(
             (sub["in_home_view"].clone(), sub["is_muted"].clone()),
             (json!(home), json!(muted)),
@@ -370,9 +384,9 @@ async fn subscription_properties_muting_inverse() {
     // Two events per change, in_home_view first (seed 6.1).
     let q = s.register(IAGO, &[]).await;
     run(
-        &mut s,
+        &s,
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         &[ok(
             IAGO,
             one_property(verona, "in_home_view", json!(false)),
@@ -395,16 +409,16 @@ async fn subscription_properties_muting_inverse() {
     );
     s.restart().await;
     for who in [HAMLET, POLONIUS, DESDEMONA, IAGO] {
-        let sub = subscription(&mut s, who, "Verona").await;
+        let sub = subscription(&s, who, "Verona").await;
         assert_eq!(sub["is_muted"], true, "{who}");
         assert_eq!(sub["in_home_view"], false, "{who}");
     }
-    let sub = subscription(&mut s, SHIVA, "Verona").await;
+    let sub = subscription(&s, SHIVA, "Verona").await;
     assert_eq!(
         (&sub["is_muted"], &sub["in_home_view"]),
         (&json!(false), &json!(true))
     );
-    s.shutdown().await;
+    s.stop().await;
 }
 
 // ---- DELETE /users/me/subscriptions (seed 4.5) --------------------------------------
@@ -423,13 +437,13 @@ fn removed(r: &[&str], n: &[&str]) -> Value {
 
 #[actix_web::test]
 async fn unsubscribe_others_every_role() {
-    let mut s = Server::start().await;
-    let u = users(&mut s).await;
+    let mut s = TestApp::spawn().await;
+    let u = users(&s).await;
     let id = |e: &str| json!(id_of(&u, e));
     // A private channel with ZOE's bot in it, which ZOE cannot access.
     s.ok(
         "POST",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         IAGO,
         &[
             ("subscriptions", r#"[{"name":"roles-secret"}]"#),
@@ -566,7 +580,7 @@ async fn unsubscribe_others_every_role() {
             removed(&["Denmark"], &["Denmark"]),
         ),
     ];
-    run(&mut s, "DELETE", "/users/me/subscriptions", &table).await;
+    run(&s, "DELETE", "/api/v1/users/me/subscriptions", &table).await;
 
     // (user, channel, subscribed) after the table, and again after a restart.
     let expected = [
@@ -592,7 +606,7 @@ async fn unsubscribe_others_every_role() {
         for (who, name, want) in expected {
             let sid = s.stream_id(name).await;
             assert_eq!(
-                is_subscribed(&mut s, id_of(&u, who), sid).await,
+                is_subscribed(&s, id_of(&u, who), sid).await,
                 want,
                 "{who} in {name}, round {round}"
             );
@@ -601,13 +615,13 @@ async fn unsubscribe_others_every_role() {
             s.restart().await;
         }
     }
-    s.shutdown().await;
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn unsubscribe_principals_and_channel_names() {
-    let mut s = Server::start().await;
-    let u = users(&mut s).await;
+    let mut s = TestApp::spawn().await;
+    let u = users(&s).await;
     let othello = id_of(&u, OTHELLO);
     let no_user = "No such user";
     let mut table = vec![
@@ -675,20 +689,20 @@ async fn unsubscribe_principals_and_channel_names() {
         msg: "Channel 'nowhere' does not exist".into(),
         fields: json!({"stream": "nowhere"}),
     });
-    run(&mut s, "DELETE", "/users/me/subscriptions", &table).await;
+    run(&s, "DELETE", "/api/v1/users/me/subscriptions", &table).await;
     for (who, _) in ROLES {
-        assert!(is_subscribed(&mut s, id_of(&u, who), 3).await, "{who}");
+        assert!(is_subscribed(&s, id_of(&u, who), 3).await, "{who}");
     }
-    assert!(is_subscribed(&mut s, othello, 3).await);
-    s.shutdown().await;
+    assert!(is_subscribed(&s, othello, 3).await);
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn unsubscribe_remove_subscribers_group() {
-    let mut s = Server::start().await;
-    let u = users(&mut s).await;
+    let mut s = TestApp::spawn().await;
+    let u = users(&s).await;
     let id = |e: &str| json!(id_of(&u, e));
-    let reg = s.ok("POST", "/register", IAGO, &[]).await;
+    let reg = s.ok("POST", "/api/v1/register", IAGO, &[]).await;
     let members = reg["realm_user_groups"]
         .as_array()
         .expect("groups")
@@ -701,7 +715,7 @@ async fn unsubscribe_remove_subscribers_group() {
     for sid in [8, 4] {
         s.ok(
             "PATCH",
-            &format!("/streams/{sid}"),
+            &format!("/api/v1/streams/{sid}"),
             IAGO,
             &[(
                 "can_remove_subscribers_group",
@@ -765,7 +779,7 @@ async fn unsubscribe_remove_subscribers_group() {
             denied,
         ),
     ];
-    run(&mut s, "DELETE", "/users/me/subscriptions", &table).await;
+    run(&s, "DELETE", "/api/v1/users/me/subscriptions", &table).await;
     let expected = [
         (ZOE, 8, false),
         (CORDELIA, 8, true),
@@ -778,7 +792,7 @@ async fn unsubscribe_remove_subscribers_group() {
     for round in 0..2 {
         for (who, sid, want) in expected {
             assert_eq!(
-                is_subscribed(&mut s, id_of(&u, who), sid).await,
+                is_subscribed(&s, id_of(&u, who), sid).await,
                 want,
                 "{who} in {sid}, round {round}"
             );
@@ -787,20 +801,20 @@ async fn unsubscribe_remove_subscribers_group() {
             s.restart().await;
         }
     }
-    s.shutdown().await;
+    s.stop().await;
 }
 
 // ---- POST / DELETE /default_streams (seed 4.20) -------------------------------------
 
-async fn default_ids(s: &mut Server) -> Value {
-    let reg = s.ok("POST", "/register", HAMLET, &[]).await;
+async fn default_ids(s: &TestApp) -> Value {
+    let reg = s.ok("POST", "/api/v1/register", HAMLET, &[]).await;
     reg["realm_default_streams"].clone()
 }
 
 #[actix_web::test]
 async fn default_streams_every_role() {
-    let mut s = Server::start().await;
-    assert_eq!(default_ids(&mut s).await, json!([1, 2, 3, 10, 11, 13, 14]));
+    let mut s = TestApp::spawn().await;
+    assert_eq!(default_ids(&s).await, json!([1, 2, 3, 10, 11, 13, 14]));
     let sid = |id: &str| p(&[("stream_id", id)]);
     let mut add = Vec::new();
     let mut remove = Vec::new();
@@ -859,17 +873,19 @@ async fn default_streams_every_role() {
     remove.push(ok(IAGO, sid("2"), json!({})));
     // A private channel is never default: removing it is a no-op for a subscriber.
     remove.push(ok(DESDEMONA, sid("8"), json!({})));
-    run(&mut s, "POST", "/default_streams", &add).await;
-    run(&mut s, "DELETE", "/default_streams", &remove).await;
+    run(&s, "POST", "/api/v1/default_streams", &add).await;
+    run(&s, "DELETE", "/api/v1/default_streams", &remove).await;
 
     for round in 0..2 {
         assert_eq!(
-            default_ids(&mut s).await,
+            default_ids(&s).await,
             json!([3, 4, 5, 10, 11, 13, 14]),
             "round {round}"
         );
         for (stream, want) in [(1, false), (2, false), (4, true), (5, true), (6, false)] {
-            let body = s.ok("GET", &format!("/streams/{stream}"), IAGO, &[]).await;
+            let body = s
+                .ok("GET", &format!("/api/v1/streams/{stream}"), IAGO, &[])
+                .await;
             assert_eq!(
                 body["stream"]["is_default"], want,
                 "{stream}, round {round}"
@@ -879,16 +895,16 @@ async fn default_streams_every_role() {
             s.restart().await;
         }
     }
-    s.shutdown().await;
+    s.stop().await;
 }
 
 // ---- PATCH /channel_folders, POST /channel_folders/create (seed 4.19) ---------------
 
-async fn folder_order(s: &mut Server) -> Vec<(i64, i64, bool)> {
+async fn folder_order(s: &TestApp) -> Vec<(i64, i64, bool)> {
     let body = s
         .ok(
             "GET",
-            "/channel_folders",
+            "/api/v1/channel_folders",
             HAMLET,
             &[("include_archived", "true")],
         )
@@ -911,7 +927,7 @@ async fn folder_order(s: &mut Server) -> Vec<(i64, i64, bool)> {
 
 #[actix_web::test]
 async fn channel_folders_every_role() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     let order = |o: &str| p(&[("order", o)]);
     let name = |n: &str| p(&[("name", n), ("description", "Made by a role test")]);
 
@@ -935,11 +951,11 @@ async fn channel_folders_every_role() {
         name("Admin folder"),
         json!({"channel_folder_id": 4}),
     ));
-    run(&mut s, "POST", "/channel_folders/create", &create).await;
+    run(&s, "POST", "/api/v1/channel_folders/create", &create).await;
     // Folder 3 is archived: it still has to be in every order.
     s.ok(
         "PATCH",
-        "/channel_folders/3",
+        "/api/v1/channel_folders/3",
         IAGO,
         &[("is_archived", "true")],
     )
@@ -988,18 +1004,18 @@ async fn channel_folders_every_role() {
     }
     reorder.push(ok(DESDEMONA, order("[3,1,4,2]"), json!({})));
     reorder.push(ok(IAGO, order("[4,2,3,1]"), json!({})));
-    run(&mut s, "PATCH", "/channel_folders", &reorder).await;
+    run(&s, "PATCH", "/api/v1/channel_folders", &reorder).await;
 
     for round in 0..2 {
         assert_eq!(
-            folder_order(&mut s).await,
+            folder_order(&s).await,
             vec![(4, 0, false), (2, 1, false), (3, 2, true), (1, 3, false)],
             "round {round}"
         );
         let body = s
             .ok(
                 "GET",
-                "/channel_folders",
+                "/api/v1/channel_folders",
                 CORDELIA,
                 &[("include_archived", "true")],
             )
@@ -1015,5 +1031,5 @@ async fn channel_folders_every_role() {
             s.restart().await;
         }
     }
-    s.shutdown().await;
+    s.stop().await;
 }

@@ -1,9 +1,9 @@
 //! Channels, subscriptions, default channels, channel folders and bots against a real
 //! server on the development realm.
 
-mod channels_common;
+mod common;
 
-use channels_common::*;
+use common::*;
 use serde_json::{json, Value};
 
 fn names(list: &Value) -> Vec<String> {
@@ -22,12 +22,12 @@ fn find<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
 
 #[actix_web::test]
 async fn dev_realm_state_and_reads() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     let hamlet = s.user_id(HAMLET).await;
     let reg = s
         .ok(
             "POST",
-            "/register",
+            "/api/v1/register",
             HAMLET,
             &[("include_subscribers", "true")],
         )
@@ -66,28 +66,28 @@ async fn dev_realm_state_and_reads() {
     assert_eq!(devel["folder_id"], json!(1));
 
     // Administrators see the private channel's metadata, not as a subscription.
-    let reg = s.ok("POST", "/register", IAGO, &[]).await;
+    let reg = s.ok("POST", "/api/v1/register", IAGO, &[]).await;
     assert!(names(&reg["never_subscribed"]).contains(&"core team".to_owned()));
 
     // GET /users/me/subscriptions.
-    let (st, body) = s
-        .snap(
-            "get-subscriptions",
+    let body = s
+        .ok(
             "GET",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             CORDELIA,
             &[("include_subscribers", "true")],
         )
         .await;
-    assert_eq!(st, 200);
     let core = find(&body["subscriptions"], "core team").unwrap();
     assert_eq!(core["invite_only"], true);
     assert_eq!(core["subscribers"], json!([7, 8, 9]));
-    let body = s.ok("GET", "/users/me/subscriptions", CORDELIA, &[]).await;
+    let body = s
+        .ok("GET", "/api/v1/users/me/subscriptions", CORDELIA, &[])
+        .await;
     assert!(find(&body["subscriptions"], "core team").unwrap()["subscribers"].is_null());
 
     // GET /streams per role.
-    let (_, body) = s.snap("get-streams", "GET", "/streams", HAMLET, &[]).await;
+    let body = s.ok("GET", "/api/v1/streams", HAMLET, &[]).await;
     let hamlet_streams = names(&body["streams"]);
     assert!(hamlet_streams.contains(&"Denmark".to_owned()));
     assert!(!hamlet_streams.contains(&"core team".to_owned()));
@@ -95,7 +95,7 @@ async fn dev_realm_state_and_reads() {
         find(&body["streams"], "Verona").unwrap()["is_default"],
         true
     );
-    let body = s.ok("GET", "/streams", POLONIUS, &[]).await;
+    let body = s.ok("GET", "/api/v1/streams", POLONIUS, &[]).await;
     let guest_streams = names(&body["streams"]);
     assert!(guest_streams.contains(&"Verona".to_owned()));
     assert!(!guest_streams.contains(&"Rome".to_owned()));
@@ -103,19 +103,19 @@ async fn dev_realm_state_and_reads() {
     let body = s
         .ok(
             "GET",
-            "/streams",
+            "/api/v1/streams",
             POLONIUS,
             &[("include_web_public", "true")],
         )
         .await;
     assert!(names(&body["streams"]).contains(&"Rome".to_owned()));
     let body = s
-        .ok("GET", "/streams", IAGO, &[("include_all", "true")])
+        .ok("GET", "/api/v1/streams", IAGO, &[("include_all", "true")])
         .await;
     assert!(names(&body["streams"]).contains(&"core team".to_owned()));
     s.err(
         "GET",
-        "/streams",
+        "/api/v1/streams",
         HAMLET,
         &[("include_all_active", "true")],
         400,
@@ -125,14 +125,13 @@ async fn dev_realm_state_and_reads() {
     .await;
 
     // GET /streams/{id}.
-    let (st, body) = s.snap("get-stream", "GET", "/streams/4", HAMLET, &[]).await;
-    assert_eq!(st, 200);
+    let body = s.ok("GET", "/api/v1/streams/4", HAMLET, &[]).await;
     assert_eq!(body["stream"]["name"], "Denmark");
     assert_eq!(body["stream"]["is_default"], false);
     assert_eq!(body["stream"]["subscriber_count"], 8);
     s.err(
         "GET",
-        "/streams/8",
+        "/api/v1/streams/8",
         HAMLET,
         &[],
         400,
@@ -142,7 +141,7 @@ async fn dev_realm_state_and_reads() {
     .await;
     s.err(
         "GET",
-        "/streams/1",
+        "/api/v1/streams/1",
         POLONIUS,
         &[],
         400,
@@ -150,11 +149,11 @@ async fn dev_realm_state_and_reads() {
         "Invalid channel ID",
     )
     .await;
-    s.ok("GET", "/streams/8", IAGO, &[]).await;
-    s.ok("GET", "/streams/8", DESDEMONA, &[]).await;
+    s.ok("GET", "/api/v1/streams/8", IAGO, &[]).await;
+    s.ok("GET", "/api/v1/streams/8", DESDEMONA, &[]).await;
     s.err(
         "GET",
-        "/streams/999",
+        "/api/v1/streams/999",
         IAGO,
         &[],
         400,
@@ -164,11 +163,10 @@ async fn dev_realm_state_and_reads() {
     .await;
 
     // GET /get_stream_id.
-    let (_, body) = s
-        .snap(
-            "get-stream-id",
+    let body = s
+        .ok(
             "GET",
-            "/get_stream_id",
+            "/api/v1/get_stream_id",
             HAMLET,
             &[("stream", "verona")],
         )
@@ -176,7 +174,7 @@ async fn dev_realm_state_and_reads() {
     assert_eq!(body["stream_id"], 3);
     s.err(
         "GET",
-        "/get_stream_id",
+        "/api/v1/get_stream_id",
         HAMLET,
         &[("stream", "core team")],
         400,
@@ -186,7 +184,7 @@ async fn dev_realm_state_and_reads() {
     .await;
     s.err(
         "GET",
-        "/get_stream_id",
+        "/api/v1/get_stream_id",
         HAMLET,
         &[],
         400,
@@ -196,13 +194,11 @@ async fn dev_realm_state_and_reads() {
     .await;
 
     // GET /streams/{id}/members.
-    let (_, body) = s
-        .snap("get-stream-members", "GET", "/streams/8/members", IAGO, &[])
-        .await;
+    let body = s.ok("GET", "/api/v1/streams/8/members", IAGO, &[]).await;
     assert_eq!(body["subscribers"], json!([7, 8, 9]));
     s.err(
         "GET",
-        "/streams/8/members",
+        "/api/v1/streams/8/members",
         HAMLET,
         &[],
         400,
@@ -212,21 +208,17 @@ async fn dev_realm_state_and_reads() {
     .await;
 
     // GET /users/{user_id}/subscriptions/{stream_id}.
-    let (_, body) = s
-        .snap(
-            "get-subscription-status",
-            "GET",
-            "/users/10/subscriptions/3",
-            IAGO,
-            &[],
-        )
+    let body = s
+        .ok("GET", "/api/v1/users/10/subscriptions/3", IAGO, &[])
         .await;
     assert_eq!(body["is_subscribed"], true);
-    let body = s.ok("GET", "/users/10/subscriptions/4", IAGO, &[]).await;
+    let body = s
+        .ok("GET", "/api/v1/users/10/subscriptions/4", IAGO, &[])
+        .await;
     assert_eq!(body["is_subscribed"], false);
     s.err(
         "GET",
-        "/users/999/subscriptions/3",
+        "/api/v1/users/999/subscriptions/3",
         IAGO,
         &[],
         400,
@@ -236,7 +228,7 @@ async fn dev_realm_state_and_reads() {
     .await;
     s.err(
         "GET",
-        "/users/10/subscriptions/8",
+        "/api/v1/users/10/subscriptions/8",
         HAMLET,
         &[],
         400,
@@ -244,20 +236,19 @@ async fn dev_realm_state_and_reads() {
         "Invalid channel ID",
     )
     .await;
-    s.shutdown().await;
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn subscription_properties_seed_4_1() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     let q = s.register(IAGO, &[]).await;
     let other = s.register(HAMLET, &[]).await;
     // Errors, as recorded.
     let (st, body) = s
-        .snap(
-            "properties-unknown",
+        .call(
             "POST",
-            "/users/me/subscriptions/properties",
+            "/api/v1/users/me/subscriptions/properties",
             IAGO,
             &[(
                 "subscription_data",
@@ -272,7 +263,7 @@ async fn subscription_properties_seed_4_1() {
     assert_eq!(body["code"], "BAD_REQUEST");
     s.err(
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         IAGO,
         &[(
             "subscription_data",
@@ -285,7 +276,7 @@ async fn subscription_properties_seed_4_1() {
     .await;
     s.err(
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         IAGO,
         &[(
             "subscription_data",
@@ -298,7 +289,7 @@ async fn subscription_properties_seed_4_1() {
     .await;
     s.err(
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         IAGO,
         &[(
             "subscription_data",
@@ -311,7 +302,7 @@ async fn subscription_properties_seed_4_1() {
     .await;
     s.err(
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         IAGO,
         &[(
             "subscription_data",
@@ -324,7 +315,7 @@ async fn subscription_properties_seed_4_1() {
     .await;
     s.err(
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         IAGO,
         &[(
             "subscription_data",
@@ -337,7 +328,7 @@ async fn subscription_properties_seed_4_1() {
     .await;
     s.err(
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         IAGO,
         &[],
         400,
@@ -348,7 +339,7 @@ async fn subscription_properties_seed_4_1() {
     // The whole list is validated first: a bad later item leaves the first unapplied.
     s.err(
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         IAGO,
         &[(
             "subscription_data",
@@ -371,16 +362,14 @@ async fn subscription_properties_seed_4_1() {
         {"stream_id":3,"property":"push_notifications","value":true},
         {"stream_id":3,"property":"email_notifications","value":false},
         {"stream_id":3,"property":"wildcard_mentions_notify","value":true}]"##;
-    let (st, body) = s
-        .snap(
-            "properties-success",
+    let body = s
+        .ok(
             "POST",
-            "/users/me/subscriptions/properties",
+            "/api/v1/users/me/subscriptions/properties",
             IAGO,
             &[("subscription_data", data), ("bogus", "1")],
         )
         .await;
-    assert_eq!(st, 200);
     assert_eq!(
         body,
         json!({"result": "success", "msg": "", "ignored_parameters_unsupported": ["bogus"]})
@@ -415,7 +404,7 @@ async fn subscription_properties_seed_4_1() {
     // A guest sets a property on a subscribed channel.
     s.ok(
         "POST",
-        "/users/me/subscriptions/properties",
+        "/api/v1/users/me/subscriptions/properties",
         POLONIUS,
         &[(
             "subscription_data",
@@ -425,7 +414,9 @@ async fn subscription_properties_seed_4_1() {
     .await;
 
     s.restart().await;
-    let body = s.ok("GET", "/users/me/subscriptions", IAGO, &[]).await;
+    let body = s
+        .ok("GET", "/api/v1/users/me/subscriptions", IAGO, &[])
+        .await;
     let verona = find(&body["subscriptions"], "Verona").unwrap();
     assert_eq!(verona["color"], "#abcdef");
     assert_eq!(verona["is_muted"], false);
@@ -435,23 +426,24 @@ async fn subscription_properties_seed_4_1() {
     assert_eq!(verona["audible_notifications"], false);
     assert_eq!(verona["email_notifications"], false);
     assert_eq!(verona["wildcard_mentions_notify"], true);
-    let body = s.ok("GET", "/users/me/subscriptions", POLONIUS, &[]).await;
+    let body = s
+        .ok("GET", "/api/v1/users/me/subscriptions", POLONIUS, &[])
+        .await;
     assert_eq!(
         find(&body["subscriptions"], "Verona").unwrap()["is_muted"],
         true
     );
-    s.shutdown().await;
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn unsubscribe_seed_4_5() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     // Missing channel: the seed's STREAM_DOES_NOT_EXIST with `stream`; nothing removed.
     let (st, body) = s
-        .snap(
-            "unsubscribe-missing",
+        .call(
             "DELETE",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             IAGO,
             &[("subscriptions", r#"["Verona","no such channel"]"#)],
         )
@@ -462,22 +454,22 @@ async fn unsubscribe_seed_4_5() {
         json!({"result": "error", "msg": "Channel 'no such channel' does not exist",
                "code": "STREAM_DOES_NOT_EXIST", "stream": "no such channel"})
     );
-    let body = s.ok("GET", "/users/10/subscriptions/3", IAGO, &[]).await;
+    let body = s
+        .ok("GET", "/api/v1/users/10/subscriptions/3", IAGO, &[])
+        .await;
     assert_eq!(body["is_subscribed"], true);
 
     let q_hamlet = s.register(HAMLET, &[]).await;
     let q_othello = s.register(OTHELLO, &[]).await;
     // Self: removed and not_removed.
-    let (st, body) = s
-        .snap(
-            "unsubscribe-self",
+    let body = s
+        .ok(
             "DELETE",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             HAMLET,
             &[("subscriptions", r#"["Verona","Denmark"]"#)],
         )
         .await;
-    assert_eq!(st, 200);
     assert_eq!(body["removed"], json!(["Verona"]));
     assert_eq!(body["not_removed"], json!(["Denmark"]));
     let ev = s.events(HAMLET, &q_hamlet).await;
@@ -496,7 +488,7 @@ async fn unsubscribe_seed_4_5() {
     // Principals: API emails, not real ones; user ids; unknown users.
     s.err(
         "DELETE",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         IAGO,
         &[
             ("subscriptions", r#"["Verona"]"#),
@@ -509,7 +501,7 @@ async fn unsubscribe_seed_4_5() {
     .await;
     s.err(
         "DELETE",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         IAGO,
         &[("subscriptions", r#"["Verona"]"#), ("principals", "[999]")],
         400,
@@ -520,7 +512,7 @@ async fn unsubscribe_seed_4_5() {
     let body = s
         .ok(
             "DELETE",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             IAGO,
             &[
                 ("subscriptions", r#"["Verona"]"#),
@@ -533,7 +525,7 @@ async fn unsubscribe_seed_4_5() {
     let body = s
         .ok(
             "DELETE",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             IAGO,
             &[("subscriptions", r#"["core team"]"#), ("principals", "[7]")],
         )
@@ -543,7 +535,7 @@ async fn unsubscribe_seed_4_5() {
     for who in [CORDELIA, SHIVA, POLONIUS] {
         s.err(
             "DELETE",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             who,
             &[("subscriptions", r#"["Denmark"]"#), ("principals", "[6]")],
             400,
@@ -555,7 +547,7 @@ async fn unsubscribe_seed_4_5() {
     // ... (c) unless in can_remove_subscribers_group and with access.
     s.ok(
         "PATCH",
-        "/streams/4",
+        "/api/v1/streams/4",
         IAGO,
         &[("can_remove_subscribers_group", r#"{"new": 4}"#)],
     )
@@ -563,7 +555,7 @@ async fn unsubscribe_seed_4_5() {
     let body = s
         .ok(
             "DELETE",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             SHIVA,
             &[("subscriptions", r#"["Denmark"]"#), ("principals", "[6]")],
         )
@@ -571,7 +563,7 @@ async fn unsubscribe_seed_4_5() {
     assert_eq!(body["removed"], json!(["Denmark"]));
     s.err(
         "DELETE",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         CORDELIA,
         &[("subscriptions", r#"["Denmark"]"#), ("principals", "[7]")],
         400,
@@ -583,7 +575,7 @@ async fn unsubscribe_seed_4_5() {
     let bot = s
         .ok(
             "POST",
-            "/bots",
+            "/api/v1/bots",
             HAMLET,
             &[("full_name", "Hamlet's bot"), ("short_name", "hamlets")],
         )
@@ -591,7 +583,7 @@ async fn unsubscribe_seed_4_5() {
     let bot_id = bot["user_id"].as_i64().unwrap().to_string();
     s.ok(
         "POST",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         HAMLET,
         &[
             ("subscriptions", r#"[{"name":"Denmark"}]"#),
@@ -601,7 +593,7 @@ async fn unsubscribe_seed_4_5() {
     .await;
     s.err(
         "DELETE",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         CORDELIA,
         &[
             ("subscriptions", r#"["Denmark"]"#),
@@ -612,11 +604,10 @@ async fn unsubscribe_seed_4_5() {
         "Insufficient permission",
     )
     .await;
-    let (st, body) = s
-        .snap(
-            "unsubscribe-own-bot",
+    let body = s
+        .ok(
             "DELETE",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             HAMLET,
             &[
                 ("subscriptions", r#"["Denmark"]"#),
@@ -624,14 +615,13 @@ async fn unsubscribe_seed_4_5() {
             ],
         )
         .await;
-    assert_eq!(st, 200);
     assert_eq!(body["removed"], json!(["Denmark"]));
     // Archived channels can be modified.
-    s.ok("DELETE", "/streams/13", IAGO, &[]).await;
+    s.ok("DELETE", "/api/v1/streams/13", IAGO, &[]).await;
     let body = s
         .ok(
             "DELETE",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             CORDELIA,
             &[("subscriptions", r#"["social"]"#)],
         )
@@ -641,7 +631,7 @@ async fn unsubscribe_seed_4_5() {
     let q_cordelia = s.register(CORDELIA, &[]).await;
     s.ok(
         "DELETE",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         CORDELIA,
         &[("subscriptions", r#"["core team"]"#)],
     )
@@ -659,23 +649,23 @@ async fn unsubscribe_seed_4_5() {
         let body = s
             .ok(
                 "GET",
-                &format!("/users/{user}/subscriptions/{sid}"),
+                &format!("/api/v1/users/{user}/subscriptions/{sid}"),
                 IAGO,
                 &[],
             )
             .await;
         assert_eq!(body["is_subscribed"], false, "user {user} channel {sid}");
     }
-    s.shutdown().await;
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn default_channels_seed_4_20() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     for who in [HAMLET, SHIVA, POLONIUS] {
         s.err(
             "POST",
-            "/default_streams",
+            "/api/v1/default_streams",
             who,
             &[],
             400,
@@ -684,19 +674,19 @@ async fn default_channels_seed_4_20() {
         )
         .await;
     }
-    let (_, body) = s
-        .snap(
-            "default-unknown",
-            "POST",
-            "/default_streams",
-            IAGO,
-            &[("stream_id", "99999")],
-        )
-        .await;
-    assert_eq!(body["msg"], "Invalid channel ID");
     s.err(
         "POST",
-        "/default_streams",
+        "/api/v1/default_streams",
+        IAGO,
+        &[("stream_id", "99999")],
+        400,
+        "BAD_REQUEST",
+        "Invalid channel ID",
+    )
+    .await;
+    s.err(
+        "POST",
+        "/api/v1/default_streams",
         IAGO,
         &[("stream_id", "8")],
         400,
@@ -706,7 +696,7 @@ async fn default_channels_seed_4_20() {
     .await;
     s.err(
         "POST",
-        "/default_streams",
+        "/api/v1/default_streams",
         IAGO,
         &[],
         400,
@@ -716,7 +706,7 @@ async fn default_channels_seed_4_20() {
     .await;
     s.ok(
         "POST",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         IAGO,
         &[
             ("subscriptions", r#"[{"name":"oracle-private"}]"#),
@@ -726,10 +716,9 @@ async fn default_channels_seed_4_20() {
     .await;
     let private = s.stream_id("oracle-private").await.to_string();
     let (st, body) = s
-        .snap(
-            "default-private",
+        .call(
             "POST",
-            "/default_streams",
+            "/api/v1/default_streams",
             IAGO,
             &[("stream_id", &private)],
         )
@@ -742,10 +731,9 @@ async fn default_channels_seed_4_20() {
     let q = s.register(HAMLET, &[]).await;
     let q_guest = s.register(POLONIUS, &[]).await;
     let (st, body) = s
-        .snap(
-            "default-add",
+        .call(
             "POST",
-            "/default_streams",
+            "/api/v1/default_streams",
             DESDEMONA,
             &[("stream_id", "4")],
         )
@@ -760,11 +748,21 @@ async fn default_channels_seed_4_20() {
     );
     assert!(s.events(POLONIUS, &q_guest).await.is_empty());
     // Repeat: success, no event.
-    s.ok("POST", "/default_streams", IAGO, &[("stream_id", "4")])
-        .await;
+    s.ok(
+        "POST",
+        "/api/v1/default_streams",
+        IAGO,
+        &[("stream_id", "4")],
+    )
+    .await;
     assert_eq!(s.events(HAMLET, &q).await.len(), 1);
     let body = s
-        .ok("GET", "/streams", HAMLET, &[("include_default", "true")])
+        .ok(
+            "GET",
+            "/api/v1/streams",
+            HAMLET,
+            &[("include_default", "true")],
+        )
         .await;
     assert_eq!(
         find(&body["streams"], "Denmark").unwrap()["is_default"],
@@ -774,7 +772,7 @@ async fn default_channels_seed_4_20() {
     let body = s
         .ok(
             "POST",
-            "/users",
+            "/api/v1/users",
             IAGO,
             &[
                 ("email", "newbie@zulip.com"),
@@ -787,7 +785,7 @@ async fn default_channels_seed_4_20() {
     let body = s
         .ok(
             "GET",
-            &format!("/users/{newbie}/subscriptions/4"),
+            &format!("/api/v1/users/{newbie}/subscriptions/4"),
             IAGO,
             &[],
         )
@@ -796,7 +794,7 @@ async fn default_channels_seed_4_20() {
     let body = s
         .ok(
             "GET",
-            &format!("/users/{newbie}/subscriptions/5"),
+            &format!("/api/v1/users/{newbie}/subscriptions/5"),
             IAGO,
             &[],
         )
@@ -805,7 +803,7 @@ async fn default_channels_seed_4_20() {
     // Removal.
     s.err(
         "DELETE",
-        "/default_streams",
+        "/api/v1/default_streams",
         HAMLET,
         &[("stream_id", "4")],
         400,
@@ -813,34 +811,31 @@ async fn default_channels_seed_4_20() {
         "Must be an organization administrator",
     )
     .await;
-    let (st, _) = s
-        .snap(
-            "default-remove",
-            "DELETE",
-            "/default_streams",
-            IAGO,
-            &[("stream_id", "3")],
-        )
-        .await;
-    assert_eq!(st, 200);
+    s.ok(
+        "DELETE",
+        "/api/v1/default_streams",
+        IAGO,
+        &[("stream_id", "3")],
+    )
+    .await;
     s.restart().await;
-    let reg = s.ok("POST", "/register", HAMLET, &[]).await;
+    let reg = s.ok("POST", "/api/v1/register", HAMLET, &[]).await;
     assert_eq!(
         reg["realm_default_streams"],
         json!([1, 2, 4, 10, 11, 13, 14])
     );
-    let body = s.ok("GET", "/streams/3", HAMLET, &[]).await;
+    let body = s.ok("GET", "/api/v1/streams/3", HAMLET, &[]).await;
     assert_eq!(body["stream"]["is_default"], false);
-    s.shutdown().await;
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn channel_folders_seed_4_19() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     for who in [HAMLET, SHIVA, POLONIUS] {
         s.err(
             "PATCH",
-            "/channel_folders",
+            "/api/v1/channel_folders",
             who,
             &[],
             400,
@@ -850,7 +845,7 @@ async fn channel_folders_seed_4_19() {
         .await;
         s.err(
             "POST",
-            "/channel_folders/create",
+            "/api/v1/channel_folders/create",
             who,
             &[],
             400,
@@ -859,30 +854,25 @@ async fn channel_folders_seed_4_19() {
         )
         .await;
     }
-    let (st, body) = s
-        .snap("folders-get", "GET", "/channel_folders", HAMLET, &[])
-        .await;
-    assert_eq!(st, 200);
+    let body = s.ok("GET", "/api/v1/channel_folders", HAMLET, &[]).await;
     assert_eq!(body["channel_folders"][1]["name"], "Information");
     assert_eq!(
         body["channel_folders"][1]["rendered_description"],
         "<p>For user-facing information and questions</p>"
     );
     let q = s.register(HAMLET, &[]).await;
-    let (st, body) = s
-        .snap(
-            "folders-create",
+    let body = s
+        .ok(
             "POST",
-            "/channel_folders/create",
+            "/api/v1/channel_folders/create",
             IAGO,
             &[("name", "Archive me"), ("description", "Old *stuff*")],
         )
         .await;
-    assert_eq!(st, 200);
     assert_eq!(body["channel_folder_id"], 3);
     s.err(
         "POST",
-        "/channel_folders/create",
+        "/api/v1/channel_folders/create",
         IAGO,
         &[("name", "archive ME")],
         400,
@@ -892,7 +882,7 @@ async fn channel_folders_seed_4_19() {
     .await;
     s.err(
         "POST",
-        "/channel_folders/create",
+        "/api/v1/channel_folders/create",
         IAGO,
         &[("name", "  ")],
         400,
@@ -912,7 +902,7 @@ async fn channel_folders_seed_4_19() {
     // Update and archive.
     s.err(
         "PATCH",
-        "/channel_folders/99",
+        "/api/v1/channel_folders/99",
         IAGO,
         &[("name", "x")],
         400,
@@ -922,7 +912,7 @@ async fn channel_folders_seed_4_19() {
     .await;
     s.err(
         "PATCH",
-        "/channel_folders/1",
+        "/api/v1/channel_folders/1",
         IAGO,
         &[("is_archived", "true")],
         400,
@@ -930,16 +920,13 @@ async fn channel_folders_seed_4_19() {
         "You need to remove all the channels from this folder to archive it.",
     )
     .await;
-    let (st, _) = s
-        .snap(
-            "folders-update",
-            "PATCH",
-            "/channel_folders/3",
-            IAGO,
-            &[("name", "Archived"), ("is_archived", "true")],
-        )
-        .await;
-    assert_eq!(st, 200);
+    s.ok(
+        "PATCH",
+        "/api/v1/channel_folders/3",
+        IAGO,
+        &[("name", "Archived"), ("is_archived", "true")],
+    )
+    .await;
     let ev = s.events(HAMLET, &q).await;
     assert_eq!(
         ev[1..],
@@ -948,33 +935,34 @@ async fn channel_folders_seed_4_19() {
             json!({"type": "channel_folder", "op": "update", "channel_folder_id": 3, "data": {"is_archived": true}, "id": 2}),
         ]
     );
-    let body = s.ok("GET", "/channel_folders", HAMLET, &[]).await;
+    let body = s.ok("GET", "/api/v1/channel_folders", HAMLET, &[]).await;
     assert_eq!(body["channel_folders"].as_array().unwrap().len(), 2);
     let body = s
         .ok(
             "GET",
-            "/channel_folders",
+            "/api/v1/channel_folders",
             HAMLET,
             &[("include_archived", "true")],
         )
         .await;
     assert_eq!(body["channel_folders"][2]["is_archived"], true);
     // Reorder: every folder, archived ones included.
-    for (name, order) in [
-        ("folders-reorder-missing", "[1]"),
-        ("folders-reorder-duplicate", "[1,1]"),
-        ("folders-reorder-without-archived", "[2,1]"),
-    ] {
-        let (st, body) = s
-            .snap(name, "PATCH", "/channel_folders", IAGO, &[("order", order)])
-            .await;
-        assert_eq!(st, 400);
-        assert_eq!(body["msg"], "Invalid order mapping.");
-        assert_eq!(body["code"], "BAD_REQUEST");
+    // A folder missing, one twice, the archived one left out.
+    for order in ["[1]", "[1,1]", "[2,1]"] {
+        s.err(
+            "PATCH",
+            "/api/v1/channel_folders",
+            IAGO,
+            &[("order", order)],
+            400,
+            "BAD_REQUEST",
+            "Invalid order mapping.",
+        )
+        .await;
     }
     s.err(
         "PATCH",
-        "/channel_folders",
+        "/api/v1/channel_folders",
         IAGO,
         &[("order", "notjson")],
         400,
@@ -983,17 +971,21 @@ async fn channel_folders_seed_4_19() {
     )
     .await;
     let (st, body) = s
-        .snap(
-            "folders-reorder-unknown-extra",
+        .call(
             "PATCH",
-            "/channel_folders",
+            "/api/v1/channel_folders",
             IAGO,
             &[("order", "[3,2,1,999]")],
         )
         .await;
     assert_eq!((st, body), (200, json!({"result": "success", "msg": ""})));
-    s.ok("PATCH", "/channel_folders", IAGO, &[("order", "[2,1,3,2]")])
-        .await;
+    s.ok(
+        "PATCH",
+        "/api/v1/channel_folders",
+        IAGO,
+        &[("order", "[2,1,3,2]")],
+    )
+    .await;
     let ev = s.events(HAMLET, &q).await;
     assert_eq!(
         ev[3..],
@@ -1006,7 +998,7 @@ async fn channel_folders_seed_4_19() {
     let body = s
         .ok(
             "GET",
-            "/channel_folders",
+            "/api/v1/channel_folders",
             HAMLET,
             &[("include_archived", "true")],
         )
@@ -1019,19 +1011,18 @@ async fn channel_folders_seed_4_19() {
         .collect();
     assert_eq!(order, vec![(1, 1), (3, 2), (2, 3)]);
     assert_eq!(body["channel_folders"][1]["name"], "Archived");
-    s.shutdown().await;
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn create_patch_archive_channels() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     let q = s.register(HAMLET, &[]).await;
     // POST /channels/create.
-    let (st, body) = s
-        .snap(
-            "channels-create",
+    let body = s
+        .ok(
             "POST",
-            "/channels/create",
+            "/api/v1/channels/create",
             HAMLET,
             &[
                 ("name", "new-channel"),
@@ -1041,14 +1032,12 @@ async fn create_patch_archive_channels() {
             ],
         )
         .await;
-    assert_eq!(st, 200);
     let id = body["id"].as_i64().unwrap();
     assert_eq!(id, 18);
     let (st, body) = s
-        .snap(
-            "channels-create-exists",
+        .call(
             "POST",
-            "/channels/create",
+            "/api/v1/channels/create",
             IAGO,
             &[("name", "NEW-channel")],
         )
@@ -1058,7 +1047,7 @@ async fn create_patch_archive_channels() {
     assert_eq!(body["msg"], "Channel 'new-channel' already exists");
     s.err(
         "POST",
-        "/channels/create",
+        "/api/v1/channels/create",
         POLONIUS,
         &[("name", "guest-channel")],
         400,
@@ -1068,7 +1057,7 @@ async fn create_patch_archive_channels() {
     .await;
     s.err(
         "POST",
-        "/channels/create",
+        "/api/v1/channels/create",
         HAMLET,
         &[("name", "x"), ("folder_id", "99")],
         400,
@@ -1078,7 +1067,7 @@ async fn create_patch_archive_channels() {
     .await;
     s.err(
         "POST",
-        "/channels/create",
+        "/api/v1/channels/create",
         HAMLET,
         &[("name", "web"), ("is_web_public", "true")],
         400,
@@ -1104,11 +1093,10 @@ async fn create_patch_archive_channels() {
     );
 
     // POST /users/me/subscriptions: create, already subscribed, unauthorized.
-    let (st, body) = s
-        .snap(
-            "subscribe-create",
+    let body = s
+        .ok(
             "POST",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             IAGO,
             &[
                 (
@@ -1119,12 +1107,11 @@ async fn create_patch_archive_channels() {
             ],
         )
         .await;
-    assert_eq!(st, 200);
     assert_eq!(body["subscribed"], json!({"11": ["oracle-private"]}));
     assert_eq!(body["already_subscribed"], json!({"11": ["Verona"]}));
     s.err(
         "POST",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         HAMLET,
         &[("subscriptions", r#"[{"name":"core team"}]"#)],
         400,
@@ -1132,11 +1119,10 @@ async fn create_patch_archive_channels() {
         "Unable to access channel (core team).",
     )
     .await;
-    let (_, body) = s
-        .snap(
-            "subscribe-unauthorized",
+    let body = s
+        .ok(
             "POST",
-            "/users/me/subscriptions",
+            "/api/v1/users/me/subscriptions",
             HAMLET,
             &[
                 (
@@ -1151,7 +1137,7 @@ async fn create_patch_archive_channels() {
     assert_eq!(body["unauthorized"], json!(["core team"]));
     s.err(
         "POST",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         POLONIUS,
         &[
             ("subscriptions", r#"[{"name":"Verona"}]"#),
@@ -1166,7 +1152,7 @@ async fn create_patch_archive_channels() {
     let q_cordelia = s.register(CORDELIA, &[]).await;
     s.ok(
         "POST",
-        "/users/me/subscriptions",
+        "/api/v1/users/me/subscriptions",
         IAGO,
         &[
             ("subscriptions", r#"[{"name":"oracle-private"}]"#),
@@ -1184,7 +1170,7 @@ async fn create_patch_archive_channels() {
     let q = s.register(HAMLET, &[]).await;
     s.err(
         "PATCH",
-        "/streams/4",
+        "/api/v1/streams/4",
         CORDELIA,
         &[("description", "x")],
         400,
@@ -1194,7 +1180,7 @@ async fn create_patch_archive_channels() {
     .await;
     s.err(
         "PATCH",
-        "/streams/8",
+        "/api/v1/streams/8",
         HAMLET,
         &[("description", "x")],
         400,
@@ -1202,19 +1188,16 @@ async fn create_patch_archive_channels() {
         "Invalid channel ID",
     )
     .await;
-    let (st, _) = s
-        .snap(
-            "stream-patch",
-            "PATCH",
-            &format!("/streams/{id}"),
-            HAMLET,
-            &[("new_name", "renamed"), ("description", "**Bold**")],
-        )
-        .await;
-    assert_eq!(st, 200);
+    s.ok(
+        "PATCH",
+        &format!("/api/v1/streams/{id}"),
+        HAMLET,
+        &[("new_name", "renamed"), ("description", "**Bold**")],
+    )
+    .await;
     s.err(
         "PATCH",
-        &format!("/streams/{id}"),
+        &format!("/api/v1/streams/{id}"),
         HAMLET,
         &[("new_name", "verona")],
         409,
@@ -1224,7 +1207,7 @@ async fn create_patch_archive_channels() {
     .await;
     s.err(
         "PATCH",
-        "/streams/3",
+        "/api/v1/streams/3",
         IAGO,
         &[("is_private", "true")],
         400,
@@ -1232,7 +1215,7 @@ async fn create_patch_archive_channels() {
         "A default channel cannot be made private.",
     )
     .await;
-    s.ok("PATCH", "/streams/4", IAGO, &[("folder_id", "1")])
+    s.ok("PATCH", "/api/v1/streams/4", IAGO, &[("folder_id", "1")])
         .await;
     let ev = s.events(HAMLET, &q).await;
     assert_eq!(
@@ -1261,7 +1244,7 @@ async fn create_patch_archive_channels() {
         .await;
     s.err(
         "DELETE",
-        "/streams/4",
+        "/api/v1/streams/4",
         HAMLET,
         &[],
         400,
@@ -1269,13 +1252,10 @@ async fn create_patch_archive_channels() {
         "You do not have permission to administer this channel.",
     )
     .await;
-    let (st, _) = s
-        .snap("stream-archive", "DELETE", "/streams/4", IAGO, &[])
-        .await;
-    assert_eq!(st, 200);
+    s.ok("DELETE", "/api/v1/streams/4", IAGO, &[]).await;
     s.err(
         "DELETE",
-        "/streams/4",
+        "/api/v1/streams/4",
         IAGO,
         &[],
         400,
@@ -1294,10 +1274,15 @@ async fn create_patch_archive_channels() {
         json!({"type": "stream", "op": "update", "stream_id": 4, "name": "Denmark",
                "property": "is_archived", "value": true, "id": 0})
     );
-    let body = s.ok("GET", "/streams", HAMLET, &[]).await;
+    let body = s.ok("GET", "/api/v1/streams", HAMLET, &[]).await;
     assert!(!names(&body["streams"]).contains(&"Denmark".to_owned()));
     let body = s
-        .ok("GET", "/streams", HAMLET, &[("exclude_archived", "false")])
+        .ok(
+            "GET",
+            "/api/v1/streams",
+            HAMLET,
+            &[("exclude_archived", "false")],
+        )
         .await;
     assert_eq!(
         find(&body["streams"], "Denmark").unwrap()["is_archived"],
@@ -1305,49 +1290,54 @@ async fn create_patch_archive_channels() {
     );
 
     s.restart().await;
-    let body = s.ok("GET", "/streams/4", IAGO, &[]).await;
+    let body = s.ok("GET", "/api/v1/streams/4", IAGO, &[]).await;
     assert_eq!(body["stream"]["is_archived"], true);
     assert_eq!(body["stream"]["folder_id"], 1);
-    let body = s.ok("GET", &format!("/streams/{id}"), HAMLET, &[]).await;
+    let body = s
+        .ok("GET", &format!("/api/v1/streams/{id}"), HAMLET, &[])
+        .await;
     assert_eq!(body["stream"]["name"], "renamed");
     assert_eq!(body["stream"]["description"], "**Bold**");
     let body = s
         .ok(
             "GET",
-            "/get_stream_id",
+            "/api/v1/get_stream_id",
             IAGO,
             &[("stream", "oracle-private")],
         )
         .await;
     assert_eq!(body["stream_id"], 19);
-    s.ok("PATCH", "/streams/4", IAGO, &[("is_archived", "false")])
-        .await;
-    let body = s.ok("GET", "/streams/4", IAGO, &[]).await;
+    s.ok(
+        "PATCH",
+        "/api/v1/streams/4",
+        IAGO,
+        &[("is_archived", "false")],
+    )
+    .await;
+    let body = s.ok("GET", "/api/v1/streams/4", IAGO, &[]).await;
     assert_eq!(body["stream"]["is_archived"], false);
-    s.shutdown().await;
+    s.stop().await;
 }
 
 #[actix_web::test]
 async fn bots() {
-    let mut s = Server::start().await;
+    let mut s = TestApp::spawn().await;
     let q_owner = s.register(HAMLET, &[]).await;
     let q_admin = s.register(IAGO, &[]).await;
     let q_other = s.register(CORDELIA, &[]).await;
-    let (st, body) = s
-        .snap(
-            "bots-create",
+    let body = s
+        .ok(
             "POST",
-            "/bots",
+            "/api/v1/bots",
             HAMLET,
             &[("full_name", "Helper Bot"), ("short_name", "helper")],
         )
         .await;
-    assert_eq!(st, 200);
     let bot_id = body["user_id"].as_i64().unwrap();
     assert_eq!(body["api_key"].as_str().unwrap().len(), 32);
     s.err(
         "POST",
-        "/bots",
+        "/api/v1/bots",
         CORDELIA,
         &[("full_name", "Again"), ("short_name", "helper")],
         400,
@@ -1357,7 +1347,7 @@ async fn bots() {
     .await;
     s.err(
         "POST",
-        "/bots",
+        "/api/v1/bots",
         POLONIUS,
         &[("full_name", "Guest bot"), ("short_name", "guesty")],
         400,
@@ -1375,18 +1365,18 @@ async fn bots() {
     let ev = s.events(CORDELIA, &q_other).await;
     assert_eq!(ev.len(), 1);
     assert_eq!(ev[0]["type"], "realm_user");
-    let (_, body) = s.snap("bots-get", "GET", "/bots", HAMLET, &[]).await;
+    let body = s.ok("GET", "/api/v1/bots", HAMLET, &[]).await;
     assert_eq!(body["bots"].as_array().unwrap().len(), 1);
     assert_eq!(body["bots"][0]["user_id"], bot_id);
     s.restart().await;
     let body = s
-        .ok("GET", &format!("/users/{bot_id}"), CORDELIA, &[])
+        .ok("GET", &format!("/api/v1/users/{bot_id}"), CORDELIA, &[])
         .await;
     assert_eq!(body["user"]["is_bot"], true);
     assert_eq!(body["user"]["bot_type"], 1);
     assert_eq!(body["user"]["bot_owner_id"], 10);
     assert_eq!(body["user"]["email"], "helper-bot@zulipdev.com");
-    let body = s.ok("GET", "/bots", IAGO, &[]).await;
+    let body = s.ok("GET", "/api/v1/bots", IAGO, &[]).await;
     assert!(body["bots"].as_array().unwrap().len() > 6);
-    s.shutdown().await;
+    s.stop().await;
 }

@@ -1,88 +1,28 @@
 //! Event queues against a real server: register, long-poll, heartbeats, expiry.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
-use hearth::config::ServeConfig;
+use common::*;
 use hearth::events::{HEARTBEAT_MS, QUEUE_TIMEOUT_MS};
 use hearth::realm::ManualClock;
+use reqwest::Method;
 use serde_json::Value;
 
-struct App {
-    running: hearth::Running,
-    url: String,
-    client: reqwest::Client,
-    clock: ManualClock,
-    _dir: tempfile::TempDir,
-}
-
-impl App {
-    async fn start() -> App {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = ServeConfig::for_tests(dir.path().to_path_buf());
-        config.tick = false;
-        let clock = ManualClock::new(1_800_000_000_000);
-        let running = hearth::spawn_with_clock(config, Arc::new(clock.clone()))
-            .await
-            .unwrap();
-        let url = format!("{}/api/v1", running.url());
-        App {
-            running,
-            url,
-            client: reqwest::Client::new(),
-            clock,
-            _dir: dir,
-        }
-    }
-
-    async fn key(&self, email: &str) -> String {
-        let (status, body) = self
-            .send(
-                reqwest::Method::POST,
-                "/dev_fetch_api_key",
-                None,
-                &[("username", email)],
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        body["api_key"].as_str().unwrap().to_owned()
-    }
-
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        auth: Option<(&str, &str)>,
-        params: &[(&str, &str)],
-    ) -> (u16, Value) {
-        let mut rb = self
-            .client
-            .request(method.clone(), format!("{}{path}", self.url));
-        if let Some((email, key)) = auth {
-            rb = rb.basic_auth(email, Some(key));
-        }
-        rb = if method == reqwest::Method::GET {
-            rb.query(params)
-        } else {
-            rb.form(params)
-        };
-        let resp = rb.send().await.unwrap();
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap())
-    }
-
-    fn tick(&self) {
-        self.running.hub("localhost").unwrap().tick();
-    }
+/// A development server on a manual clock: heartbeats and expiry happen when the test
+/// advances the clock and ticks.
+async fn start() -> TestApp {
+    TestApp::spawn_with_clock(ManualClock::new(1_800_000_000_000)).await
 }
 
 /// `GET /events` with `dont_block`: the queue's events now.
-async fn poll_now(app: &App, email: &str, key: &str, queue: &str, last: &str) -> (u16, Value) {
-    app.send(
-        reqwest::Method::GET,
-        "/events",
-        Some((email, key)),
+async fn poll_now(app: &TestApp, email: &str, queue: &str, last: &str) -> (u16, Value) {
+    app.call(
+        "GET",
+        "/api/v1/events",
+        email,
         &[
             ("queue_id", queue),
             ("last_event_id", last),
@@ -93,69 +33,31 @@ async fn poll_now(app: &App, email: &str, key: &str, queue: &str, last: &str) ->
 }
 
 /// Starts a long-poll on `queue` in the background.
-fn spawn_poll(
-    app: &App,
-    email: &'static str,
-    key: &str,
+async fn spawn_poll(
+    app: &TestApp,
+    email: &str,
     queue: &str,
-    last: &'static str,
+    last: &str,
 ) -> tokio::task::JoinHandle<Value> {
-    let (client, url, key, queue) = (
-        app.client.clone(),
-        app.url.clone(),
-        key.to_owned(),
-        queue.to_owned(),
-    );
-    tokio::spawn(async move {
-        client
-            .get(format!("{url}/events"))
-            .basic_auth(email, Some(key))
-            .query(&[("queue_id", queue.as_str()), ("last_event_id", last)])
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    })
+    let key = app.api_key(email).await;
+    let poll = app
+        .request(Method::GET, "/api/v1/events", Auth::Basic(email, &key))
+        .query(&[("queue_id", queue), ("last_event_id", last)]);
+    tokio::spawn(async move { send(poll).await.2 })
 }
 
-async fn register(app: &App, email: &str, key: &str, params: &[(&str, &str)]) -> (String, Value) {
-    let (status, body) = app
-        .send(
-            reqwest::Method::POST,
-            "/register",
-            Some((email, key)),
-            params,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    (body["queue_id"].as_str().unwrap().to_owned(), body)
-}
-
-async fn create_user(app: &App, admin_key: &str, email: &str) -> u64 {
-    let (status, body) = app
-        .send(
-            reqwest::Method::POST,
-            "/users",
-            Some(("iago@zulip.com", admin_key)),
-            &[
-                ("email", email),
-                ("password", "abcd1234"),
-                ("full_name", "New Person"),
-            ],
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["user_id"].as_u64().unwrap()
+/// A new member made by the administrator; its id.
+async fn create_user(app: &TestApp, email: &str) -> u64 {
+    app.create_user(email, "abcd1234", "New Person").await
 }
 
 #[actix_web::test]
 async fn register_answers_queue_and_initial_state() {
-    let app = App::start().await;
-    let key = app.key("hamlet@zulip.com").await;
-    let (queue_id, body) = register(&app, "hamlet@zulip.com", &key, &[]).await;
-    assert!(!queue_id.is_empty());
+    let app = start().await;
+    let body = app
+        .ok("POST", "/api/v1/register", "hamlet@zulip.com", &[])
+        .await;
+    assert!(!body["queue_id"].as_str().expect("queue_id").is_empty());
     assert_eq!(body["last_event_id"], -1);
     assert_eq!(body["zulip_feature_level"], 420);
     assert_eq!(body["max_message_length"], 10000);
@@ -199,23 +101,23 @@ async fn register_answers_queue_and_initial_state() {
 
 #[actix_web::test]
 async fn register_limits_state_to_fetch_event_types() {
-    let app = App::start().await;
-    let key = app.key("hamlet@zulip.com").await;
-    let (_, body) = register(
-        &app,
-        "hamlet@zulip.com",
-        &key,
-        &[("fetch_event_types", r#"["message"]"#)],
-    )
-    .await;
+    let app = start().await;
+    let body = app
+        .ok(
+            "POST",
+            "/api/v1/register",
+            "hamlet@zulip.com",
+            &[("fetch_event_types", r#"["message"]"#)],
+        )
+        .await;
     assert_eq!(body["max_message_id"], -1);
     assert!(body.get("realm_users").is_none());
     assert!(body.get("zulip_version").is_some());
     let (status, body) = app
-        .send(
-            reqwest::Method::POST,
-            "/register",
-            Some(("hamlet@zulip.com", &key)),
+        .call(
+            "POST",
+            "/api/v1/register",
+            "hamlet@zulip.com",
             &[("event_types", "notjson")],
         )
         .await;
@@ -227,22 +129,22 @@ async fn register_limits_state_to_fetch_event_types() {
 /// keys it reads from the answer.
 #[actix_web::test]
 async fn terminal_client_register_has_every_key_it_reads() {
-    let app = App::start().await;
-    let key = app.key("hamlet@zulip.com").await;
+    let app = start().await;
     let event_types = r#"["message","update_message","reaction","subscription","typing","update_message_flags","update_global_notifications","update_display_settings","user_settings","realm_emoji"]"#;
     let fetch = r#"["realm","presence","subscription","message","starred_messages","update_message_flags","muted_topics","realm_user","realm_user_groups","update_global_notifications","update_display_settings","user_settings","realm_emoji","zulip_version"]"#;
-    let (_, body) = register(
-        &app,
-        "hamlet@zulip.com",
-        &key,
-        &[
-            ("event_types", event_types),
-            ("fetch_event_types", fetch),
-            ("client_gravatar", "true"),
-            ("apply_markdown", "true"),
-        ],
-    )
-    .await;
+    let body = app
+        .ok(
+            "POST",
+            "/api/v1/register",
+            "hamlet@zulip.com",
+            &[
+                ("event_types", event_types),
+                ("fetch_event_types", fetch),
+                ("client_gravatar", "true"),
+                ("apply_markdown", "true"),
+            ],
+        )
+        .await;
     for key in [
         "queue_id",
         "last_event_id",
@@ -282,22 +184,16 @@ async fn terminal_client_register_has_every_key_it_reads() {
 
 #[actix_web::test]
 async fn long_poll_wakes_when_another_user_changes_state() {
-    let app = App::start().await;
-    let hamlet = app.key("hamlet@zulip.com").await;
-    let iago = app.key("iago@zulip.com").await;
-    let (queue, _) = register(
-        &app,
-        "hamlet@zulip.com",
-        &hamlet,
-        &[("event_types", r#"["realm_user"]"#)],
-    )
-    .await;
-    let (admin_queue, _) = register(&app, "iago@zulip.com", &iago, &[]).await;
+    let app = start().await;
+    let queue = app
+        .register("hamlet@zulip.com", &[("event_types", r#"["realm_user"]"#)])
+        .await;
+    let admin_queue = app.register("iago@zulip.com", &[]).await;
 
-    let poll = spawn_poll(&app, "hamlet@zulip.com", &hamlet, &queue, "-1");
+    let poll = spawn_poll(&app, "hamlet@zulip.com", &queue, "-1").await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!poll.is_finished(), "the poll parks while nothing happens");
-    let new_id = create_user(&app, &iago, "newbie@zulip.com").await;
+    let new_id = create_user(&app, "newbie@zulip.com").await;
     let body = tokio::time::timeout(Duration::from_secs(10), poll)
         .await
         .unwrap()
@@ -320,34 +216,32 @@ async fn long_poll_wakes_when_another_user_changes_state() {
     );
 
     // The administrator's queue gets the real address.
-    let (_, body) = poll_now(&app, "iago@zulip.com", &iago, &admin_queue, "-1").await;
+    let (_, body) = poll_now(&app, "iago@zulip.com", &admin_queue, "-1").await;
     assert_eq!(
         body["events"][0]["person"]["delivery_email"],
         "newbie@zulip.com"
     );
 
     // Acknowledged events are dropped.
-    let (_, body) = poll_now(&app, "hamlet@zulip.com", &hamlet, &queue, "0").await;
+    let (_, body) = poll_now(&app, "hamlet@zulip.com", &queue, "0").await;
     assert_eq!(body["events"], serde_json::json!([]));
 }
 
 #[actix_web::test]
 async fn dont_block_answers_at_once_and_missing_arguments_are_named() {
-    let app = App::start().await;
-    let key = app.key("hamlet@zulip.com").await;
-    let auth = Some(("hamlet@zulip.com", key.as_str()));
-    let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
-    let (status, body) = poll_now(&app, "hamlet@zulip.com", &key, &queue, "-1").await;
+    let app = start().await;
+    let queue = app.register("hamlet@zulip.com", &[]).await;
+    let (status, body) = poll_now(&app, "hamlet@zulip.com", &queue, "-1").await;
     assert_eq!(
         (status, body["events"].clone()),
         (200, serde_json::json!([]))
     );
 
     let (status, body) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            auth,
+        .call(
+            "GET",
+            "/api/v1/events",
+            "hamlet@zulip.com",
             &[("queue_id", &queue)],
         )
         .await;
@@ -356,16 +250,18 @@ async fn dont_block_answers_at_once_and_missing_arguments_are_named() {
     assert_eq!(body["msg"], "Missing 'last_event_id' argument");
     assert_eq!(body["var_name"], "last_event_id");
 
-    let (status, body) = app.send(reqwest::Method::GET, "/events", auth, &[]).await;
+    let (status, body) = app
+        .call("GET", "/api/v1/events", "hamlet@zulip.com", &[])
+        .await;
     assert_eq!(status, 400);
     assert_eq!(body["msg"], "Missing 'queue_id' argument");
 
     // Without a queue but with dont_block, the call creates one and names it.
     let (status, body) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            auth,
+        .call(
+            "GET",
+            "/api/v1/events",
+            "hamlet@zulip.com",
             &[("dont_block", "true")],
         )
         .await;
@@ -376,14 +272,12 @@ async fn dont_block_answers_at_once_and_missing_arguments_are_named() {
 
 #[actix_web::test]
 async fn unknown_queue_and_other_users_queue() {
-    let app = App::start().await;
-    let key = app.key("hamlet@zulip.com").await;
-    let other = app.key("cordelia@zulip.com").await;
+    let app = start().await;
     let (status, body) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            Some(("hamlet@zulip.com", &key)),
+        .call(
+            "GET",
+            "/api/v1/events",
+            "hamlet@zulip.com",
             &[("queue_id", "nope:1"), ("last_event_id", "-1")],
         )
         .await;
@@ -392,12 +286,12 @@ async fn unknown_queue_and_other_users_queue() {
     assert_eq!(body["msg"], "Bad event queue ID: nope:1");
     assert_eq!(body["queue_id"], "nope:1");
 
-    let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
+    let queue = app.register("hamlet@zulip.com", &[]).await;
     let (status, body) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            Some(("cordelia@zulip.com", &other)),
+        .call(
+            "GET",
+            "/api/v1/events",
+            "cordelia@zulip.com",
             &[("queue_id", &queue), ("last_event_id", "-1")],
         )
         .await;
@@ -407,30 +301,28 @@ async fn unknown_queue_and_other_users_queue() {
         "You are not authorized to get events from this queue"
     );
 
-    let (status, body) = app
-        .send(
-            reqwest::Method::GET,
-            "/events",
-            None,
+    let (status, _, body) = app
+        .get(
+            "/api/v1/events",
+            Auth::None,
             &[("queue_id", &queue), ("last_event_id", "-1")],
         )
         .await;
-    assert_eq!(status, 401);
+    assert_eq!(status.as_u16(), 401);
     assert_eq!(body["code"], "UNAUTHORIZED");
 }
 
 #[actix_web::test]
 async fn heartbeat_after_a_minute_of_silence() {
-    let app = App::start().await;
-    let key = app.key("hamlet@zulip.com").await;
-    let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
-    let poll = spawn_poll(&app, "hamlet@zulip.com", &key, &queue, "-1");
+    let app = start().await;
+    let queue = app.register("hamlet@zulip.com", &[]).await;
+    let poll = spawn_poll(&app, "hamlet@zulip.com", &queue, "-1").await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    app.clock.advance_ms(HEARTBEAT_MS - 1000);
+    app.clock().advance_ms(HEARTBEAT_MS - 1000);
     app.tick();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!poll.is_finished(), "no heartbeat before a minute");
-    app.clock.advance_ms(1000);
+    app.clock().advance_ms(1000);
     app.tick();
     let body = tokio::time::timeout(Duration::from_secs(10), poll)
         .await
@@ -444,29 +336,27 @@ async fn heartbeat_after_a_minute_of_silence() {
 
 #[actix_web::test]
 async fn idle_queues_expire_and_delete_removes_a_queue() {
-    let app = App::start().await;
-    let key = app.key("hamlet@zulip.com").await;
-    let auth = Some(("hamlet@zulip.com", key.as_str()));
-    let (idle, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
-    app.clock.advance_ms(QUEUE_TIMEOUT_MS - 1000);
+    let app = start().await;
+    let idle = app.register("hamlet@zulip.com", &[]).await;
+    app.clock().advance_ms(QUEUE_TIMEOUT_MS - 1000);
     app.tick();
-    let (status, _) = poll_now(&app, "hamlet@zulip.com", &key, &idle, "-1").await;
+    let (status, _) = poll_now(&app, "hamlet@zulip.com", &idle, "-1").await;
     assert_eq!(
         status, 200,
         "still alive just before ten minutes (and the poll refreshes it)"
     );
-    app.clock.advance_ms(QUEUE_TIMEOUT_MS);
+    app.clock().advance_ms(QUEUE_TIMEOUT_MS);
     app.tick();
-    let (status, body) = poll_now(&app, "hamlet@zulip.com", &key, &idle, "-1").await;
+    let (status, body) = poll_now(&app, "hamlet@zulip.com", &idle, "-1").await;
     assert_eq!(status, 400);
     assert_eq!(body["code"], "BAD_EVENT_QUEUE_ID");
 
-    let (queue, _) = register(&app, "hamlet@zulip.com", &key, &[]).await;
+    let queue = app.register("hamlet@zulip.com", &[]).await;
     let (status, body) = app
-        .send(
-            reqwest::Method::DELETE,
-            "/events",
-            auth,
+        .call(
+            "DELETE",
+            "/api/v1/events",
+            "hamlet@zulip.com",
             &[("queue_id", &queue)],
         )
         .await;
@@ -475,10 +365,10 @@ async fn idle_queues_expire_and_delete_removes_a_queue() {
         (200, Value::from("success"))
     );
     let (status, body) = app
-        .send(
-            reqwest::Method::DELETE,
-            "/events",
-            auth,
+        .call(
+            "DELETE",
+            "/api/v1/events",
+            "hamlet@zulip.com",
             &[("queue_id", &queue)],
         )
         .await;
@@ -488,46 +378,18 @@ async fn idle_queues_expire_and_delete_removes_a_queue() {
 
 #[actix_web::test]
 async fn queues_do_not_survive_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let running = hearth::spawn(ServeConfig::for_tests(dir.path().to_path_buf()))
-        .await
-        .unwrap();
-    let client = reqwest::Client::new();
-    let url = format!("{}/api/v1", running.url());
-    let key: Value = client
-        .post(format!("{url}/dev_fetch_api_key"))
-        .form(&[("username", "hamlet@zulip.com")])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let key = key["api_key"].as_str().unwrap().to_owned();
-    let reg: Value = client
-        .post(format!("{url}/register"))
-        .basic_auth("hamlet@zulip.com", Some(&key))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let queue = reg["queue_id"].as_str().unwrap().to_owned();
-    running.shutdown().await;
-    let running = hearth::spawn(ServeConfig::for_tests(dir.path().to_path_buf()))
-        .await
-        .unwrap();
-    let url = format!("{}/api/v1", running.url());
-    let resp = client
-        .get(format!("{url}/events"))
-        .basic_auth("hamlet@zulip.com", Some(&key))
-        .query(&[("queue_id", queue.as_str()), ("last_event_id", "-1")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 400);
-    let body: Value = resp.json().await.unwrap();
+    let mut app = TestApp::spawn().await;
+    let key = app.api_key("hamlet@zulip.com").await;
+    let queue = app.register("hamlet@zulip.com", &[]).await;
+    app.restart().await;
+    let (status, _, body) = app
+        .get(
+            "/api/v1/events",
+            Auth::Basic("hamlet@zulip.com", &key),
+            &[("queue_id", queue.as_str()), ("last_event_id", "-1")],
+        )
+        .await;
+    assert_eq!(status.as_u16(), 400);
     assert!(body["msg"]
         .as_str()
         .unwrap()

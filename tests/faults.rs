@@ -93,20 +93,10 @@ fn fill(path: &Path) -> u64 {
 
 /// A server in `dir` with `--durability always`.
 async fn start(dir: &Path, tweak: impl FnOnce(&mut ServeConfig)) -> Running {
-    init_log();
     let mut config = ServeConfig::for_tests(dir.to_path_buf());
     config.durability = DurabilityArg::Always;
     tweak(&mut config);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match hearth::spawn(config.clone()).await {
-            Ok(running) => return running,
-            Err(e) if is_lock_error(&e.to_string()) && Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            Err(e) => panic!("hearth does not start in {}: {e}", dir.display()),
-        }
-    }
+    start_server_with(config, None).await
 }
 
 struct Api {

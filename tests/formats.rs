@@ -94,7 +94,7 @@ async fn a_data_folder_of_an_earlier_hearth_opens() {
     let dir = tempfile::TempDir::new_in(tmp.path()).unwrap();
     std::fs::remove_dir(dir.path()).unwrap();
     std::fs::rename(&data, dir.path()).unwrap();
-    let app = spawn_app_in(dir).await;
+    let app = TestApp::spawn_in(dir).await;
     // Written by 9ca7417: one user before its clean stop, one after its restart.
     for email in ["old-snapshot@zulip.com", "old-wal@zulip.com"] {
         let reply = app

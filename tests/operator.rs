@@ -188,7 +188,7 @@ async fn dev_key(url: &str, email: &str) -> String {
 
 #[actix_web::test]
 async fn wrong_method_answers_zulip_error_body_with_code() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     for (method, path, allowed) in [
         (Method::POST, "/api/v1/server_settings", vec!["GET"]),
         (Method::DELETE, "/api/v1/users", vec!["GET", "POST"]),

@@ -451,7 +451,7 @@ async fn acknowledged_users_survive_kill_9() {
 
 #[actix_web::test]
 async fn writes_survive_a_clean_restart() {
-    let mut app = spawn_app().await;
+    let mut app = TestApp::spawn().await;
     let a = app
         .create_user("keep-a@zulip.com", "pw-keep-a", "Keep A")
         .await;
@@ -506,7 +506,7 @@ async fn writes_survive_a_clean_restart() {
 
 #[actix_web::test]
 async fn shutdown_releases_the_database() {
-    let mut app = spawn_app().await;
+    let mut app = TestApp::spawn().await;
     app.create_user("lock@zulip.com", "pw", "Lock").await;
     for _ in 0..3 {
         app.running.take().unwrap().shutdown().await;
@@ -532,7 +532,7 @@ async fn live_realm(app: &TestApp) -> Realm {
 
 #[actix_web::test]
 async fn recovered_realm_equals_the_live_one() {
-    let mut app = spawn_app().await;
+    let mut app = TestApp::spawn().await;
     let fresh = live_realm(&app).await;
     for i in 0..4 {
         app.create_user(
@@ -591,7 +591,7 @@ fn user_change(id: u64, email: &str) -> Change {
 
 #[actix_web::test]
 async fn garbage_tail_is_cut_and_earlier_writes_stay() {
-    let mut app = spawn_app().await;
+    let mut app = TestApp::spawn().await;
     let id = app
         .create_user("before-tear@zulip.com", "pw-tear", "Before")
         .await;
@@ -633,7 +633,7 @@ async fn garbage_tail_is_cut_and_earlier_writes_stay() {
 
 #[actix_web::test]
 async fn everything_after_a_torn_record_is_cut() {
-    let mut app = spawn_app().await;
+    let mut app = TestApp::spawn().await;
     app.create_user("kept@zulip.com", "pw", "Kept").await;
     let live = live_realm(&app).await;
     let next_id = live.next_user_id;
@@ -678,7 +678,7 @@ async fn everything_after_a_torn_record_is_cut() {
 #[actix_web::test]
 async fn a_valid_wal_tail_is_replayed() {
     // A record appended behind the last snapshot, as a crash leaves it, is replayed.
-    let mut app = spawn_app().await;
+    let mut app = TestApp::spawn().await;
     let live = live_realm(&app).await;
     let id = live.next_user_id;
     with_stopped_store(&mut app, |s| {

@@ -47,7 +47,7 @@ async fn official_python_client() {
     };
     let mut failed = Vec::new();
     for script in scripts {
-        let app = spawn_app().await;
+        let app = TestApp::spawn().await;
         let (python, script_arg, url) = (python.clone(), script.clone(), app.url.clone());
         // The server runs on this thread's System: wait for the child off it.
         let out = tokio::task::spawn_blocking(move || {

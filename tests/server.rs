@@ -77,7 +77,7 @@ fn check_server_settings(reply: &Reply) {
 
 #[actix_web::test]
 async fn server_settings_needs_no_auth() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app.get("/api/v1/server_settings", Auth::None, &[]).await;
     check_server_settings(&reply);
     assert_eq!(reply.1.get("content-type").unwrap(), "application/json");
@@ -86,7 +86,7 @@ async fn server_settings_needs_no_auth() {
 #[actix_web::test]
 async fn server_settings_ignores_bad_credentials() {
     // The Python client sends its (possibly placeholder) credentials when it starts.
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let bogus = ["Basic Ym9ndXNAemVscC5jb206eHh4", "Bearer nope", "Basic !!!"];
     let bad_key = basic("nobody@zulip.com", "abcdefghijklmnopqrstuvwxyz012345");
     for header in bogus.iter().copied().chain([bad_key.as_str()]) {
@@ -103,14 +103,14 @@ async fn server_settings_ignores_bad_credentials() {
 
 #[actix_web::test]
 async fn server_settings_realm_url_is_the_served_address() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let (_, _, body) = app.get("/api/v1/server_settings", Auth::None, &[]).await;
     assert_eq!(body["realm_url"], app.url.as_str());
 }
 
 #[actix_web::test]
 async fn dev_fetch_api_key_success() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app
         .post(
             "/api/v1/dev_fetch_api_key",
@@ -138,7 +138,7 @@ async fn dev_fetch_api_key_success() {
 
 #[actix_web::test]
 async fn dev_fetch_api_key_is_case_insensitive_and_returns_the_real_email() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let (_, _, lower) = app
         .post(
             "/api/v1/dev_fetch_api_key",
@@ -171,7 +171,7 @@ async fn dev_fetch_api_key_is_case_insensitive_and_returns_the_real_email() {
 
 #[actix_web::test]
 async fn dev_fetch_api_key_errors() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app
         .post(
             "/api/v1/dev_fetch_api_key",
@@ -233,7 +233,7 @@ async fn dev_fetch_api_key_errors() {
 
 #[actix_web::test]
 async fn dev_fetch_api_key_ignores_credentials() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app
         .post(
             "/api/v1/dev_fetch_api_key",
@@ -246,7 +246,7 @@ async fn dev_fetch_api_key_ignores_credentials() {
 
 #[actix_web::test]
 async fn fetch_api_key_with_password() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let id = app
         .create_user("newbie@zulip.com", "s3cret-enough-pw", "New Bie")
         .await;
@@ -306,7 +306,7 @@ async fn fetch_api_key_with_password() {
 
 #[actix_web::test]
 async fn fetch_api_key_failures() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     app.create_user("newbie@zulip.com", "s3cret-enough-pw", "New Bie")
         .await;
     let failed = "Your username or password is incorrect";
@@ -356,7 +356,7 @@ async fn fetch_api_key_failures() {
 
 #[actix_web::test]
 async fn unknown_paths_are_json_404() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let key = app.api_key(ADMIN).await;
     for (method, path) in [
         (Method::GET, "/api/v1/no_such_endpoint"),
@@ -378,7 +378,7 @@ async fn unknown_paths_are_json_404() {
 
 #[actix_web::test]
 async fn wrong_method_is_405() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     for (method, path) in [
         (Method::POST, "/api/v1/server_settings"),
         (Method::GET, "/api/v1/dev_fetch_api_key"),
@@ -393,7 +393,7 @@ async fn wrong_method_is_405() {
 
 #[actix_web::test]
 async fn json_api_answers_session_challenge() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     for path in ["/json/users/me", "/json/users", "/json/server_settings"] {
         let reply = app.get(path, Auth::None, &[]).await;
         assert_error(&reply, 401, "UNAUTHORIZED", NOT_LOGGED_IN);

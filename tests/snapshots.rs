@@ -321,7 +321,7 @@ async fn snapshots_match() {
         let text = std::fs::read_to_string(file).unwrap();
         let mut snap: Map<String, Value> =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let app = spawn_app().await;
+        let app = TestApp::spawn().await;
         let mut vars = Vars::new();
         for step in snap
             .get("setup")

@@ -187,7 +187,7 @@ fn member(members: &Value, user_id: u64) -> &Value {
 
 #[actix_web::test]
 async fn own_user_as_admin() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app.get_as(ADMIN, "/api/v1/users/me", &[]).await;
     let body = assert_success(&reply);
     assert_eq!(reply.1.get("content-type").unwrap(), "application/json");
@@ -217,7 +217,7 @@ async fn own_user_as_admin() {
 
 #[actix_web::test]
 async fn own_user_as_member_owner_guest_moderator() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let cases = [
         (MEMBER, "King Hamlet", 400, false, false, false, ""),
         (
@@ -261,7 +261,7 @@ async fn own_user_as_member_owner_guest_moderator() {
 
 #[actix_web::test]
 async fn own_user_as_bot() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let ids = dev_ids(&app).await;
     let reply = app.get_as(BOT, "/api/v1/users/me", &[]).await;
     let body = assert_success(&reply);
@@ -279,7 +279,7 @@ async fn own_user_as_bot() {
 
 #[actix_web::test]
 async fn own_user_never_reports_ignored_parameters() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app
         .get_as(
             ADMIN,
@@ -300,7 +300,7 @@ async fn own_user_never_reports_ignored_parameters() {
 
 #[actix_web::test]
 async fn users_lists_all_sixteen_dev_accounts() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app.get_as(ADMIN, "/api/v1/users", &[]).await;
     let body = assert_success(&reply);
     assert_eq!(common::keys(body), sorted(&["result", "msg", "members"]));
@@ -360,7 +360,7 @@ async fn users_lists_all_sixteen_dev_accounts() {
 
 #[actix_web::test]
 async fn users_hides_other_humans_real_emails_from_members() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app.get_as(MEMBER, "/api/v1/users", &[]).await;
     let members = assert_success(&reply)["members"]
         .as_array()
@@ -395,7 +395,7 @@ async fn users_hides_other_humans_real_emails_from_members() {
 
 #[actix_web::test]
 async fn users_client_gravatar_false_gives_every_avatar_url() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app
         .get_as(ADMIN, "/api/v1/users", &[("client_gravatar", "false")])
         .await;
@@ -424,7 +424,7 @@ async fn users_client_gravatar_false_gives_every_avatar_url() {
 
 #[actix_web::test]
 async fn users_filtered_by_user_ids() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let ids = dev_ids(&app).await;
     let (hamlet, iago) = (ids[MEMBER], ids[ADMIN]);
     let filter = format!("[{hamlet},{iago}]");
@@ -453,7 +453,7 @@ async fn users_filtered_by_user_ids() {
 
 #[actix_web::test]
 async fn users_parameter_errors() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let cases = [
         ("user_ids", "nonsense", "user_ids is not valid JSON"),
         ("user_ids", "[1,", "user_ids is not valid JSON"),
@@ -482,7 +482,7 @@ async fn users_parameter_errors() {
 
 #[actix_web::test]
 async fn users_with_custom_profile_fields() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app
         .get_as(
             MEMBER,
@@ -521,7 +521,7 @@ async fn users_with_custom_profile_fields() {
 
 #[actix_web::test]
 async fn users_reports_ignored_parameters_sorted() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app
         .get_as(
             MEMBER,
@@ -547,7 +547,7 @@ async fn users_reports_ignored_parameters_sorted() {
 
 #[actix_web::test]
 async fn user_by_id() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let ids = dev_ids(&app).await;
     let hamlet = ids[MEMBER];
     let reply = app
@@ -608,7 +608,7 @@ async fn user_by_id() {
 
 #[actix_web::test]
 async fn user_by_unknown_id() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     for path in [
         "/api/v1/users/999999",
         "/api/v1/users/0",
@@ -622,7 +622,7 @@ async fn user_by_unknown_id() {
 
 #[actix_web::test]
 async fn user_by_email() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let ids = dev_ids(&app).await;
     let hamlet = ids[MEMBER];
     let api_email = format!("user{hamlet}@zulipdev.com");
@@ -676,7 +676,7 @@ fn new_user_form(email: &str) -> Vec<(&str, &str)> {
 
 #[actix_web::test]
 async fn create_user_needs_an_administrator_before_anything_else() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     for form in [
         new_user_form("newperson@zulip.com"),
         vec![],
@@ -699,7 +699,7 @@ async fn create_user_needs_an_administrator_before_anything_else() {
 
 #[actix_web::test]
 async fn create_user_needs_can_create_users() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     // Desdemona owns the realm but only Iago holds can_create_users.
     let reply = app
         .post_as(
@@ -726,7 +726,7 @@ async fn create_user_needs_can_create_users() {
 
 #[actix_web::test]
 async fn create_user_missing_parameters() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let cases: [(&[(&str, &str)], &str); 4] = [
         (&[], "email"),
         (&[("password", "abcd1234"), ("full_name", "X")], "email"),
@@ -754,7 +754,7 @@ async fn create_user_missing_parameters() {
 
 #[actix_web::test]
 async fn create_user_validation() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     for email in ["not-an-email", "a@", "@zulip.com", "two@@zulip.com"] {
         let reply = app
             .post_as(ADMIN, "/api/v1/users", &new_user_form(email))
@@ -808,7 +808,7 @@ async fn create_user_validation() {
 
 #[actix_web::test]
 async fn create_user_success() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let reply = app
         .post_as(
             ADMIN,
@@ -918,7 +918,7 @@ async fn create_user_success() {
 
 #[actix_web::test]
 async fn create_user_reports_ignored_parameters_on_success_only() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let mut form = new_user_form("ignored@zulip.com");
     form.extend([("zzz", "1"), ("aaa", "2"), ("mmm", "[1]")]);
     let reply = app.post_as(ADMIN, "/api/v1/users", &form).await;
@@ -942,7 +942,7 @@ async fn create_user_reports_ignored_parameters_on_success_only() {
 #[actix_web::test]
 async fn create_user_with_multipart_body() {
     // zulip-js and browsers' FormData send multipart/form-data.
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let key = app.api_key(ADMIN).await;
     let form = reqwest::multipart::Form::new()
         .text("email", "multi@zulip.com")
@@ -979,7 +979,7 @@ async fn create_user_with_multipart_body() {
 #[actix_web::test]
 async fn create_user_with_query_string_parameters() {
     // Zulip reads POST parameters from the body, then the query string.
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let key = app.api_key(ADMIN).await;
     let rb = app
         .request(Method::POST, "/api/v1/users", Auth::Basic(ADMIN, &key))
@@ -1024,7 +1024,7 @@ async fn create_user_with_query_string_parameters() {
 
 #[actix_web::test]
 async fn too_large_body_is_a_json_4xx() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let key = app.api_key(ADMIN).await;
     let big = "x".repeat(5 * 1024 * 1024);
     let rb = app
@@ -1061,7 +1061,7 @@ async fn too_large_body_is_a_json_4xx() {
 
 #[actix_web::test]
 async fn concurrent_creations_of_one_address_make_one_user() {
-    let app = spawn_app().await;
+    let app = TestApp::spawn().await;
     let key = app.api_key(ADMIN).await;
     let tries = (0..6).map(|_| {
         app.post(

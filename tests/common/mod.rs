@@ -1,5 +1,23 @@
-//! Shared by the integration tests: a real hearth server on port 0 with a fresh data
-//! folder, and an HTTP client that speaks to it the way Zulip clients do.
+//! The one harness of the integration tests: a real hearth server on port 0 with a
+//! fresh data folder, and an HTTP client that speaks to it the way Zulip clients do.
+//!
+//! - Start: `TestApp::spawn()` (development realm, new temporary folder),
+//!   `TestApp::spawn_in(dir)` (an existing folder, e.g. a fixture), or
+//!   `TestApp::spawn_with_clock(clock)` (an injected `ManualClock`, no background
+//!   ticker: the test moves time with `clock.advance_ms` and ticks the event hub with
+//!   `tick`). `stop`, `start` and `restart` reuse the same folder (and clock).
+//!   Every start goes through `start_server`, which retries only sled's lock error.
+//! - Authenticate: `api_key(email)` (cached per start), or `Auth` for literal
+//!   credentials and headers.
+//! - Call: `call(method, path, email, params)` as a user (params in the query for GET,
+//!   in the form otherwise; paths are absolute, `/api/v1/...`) answers `(status, body)`;
+//!   `get`/`post` take an `Auth` and answer the headers too (`Reply`), `get_as`/`post_as`
+//!   as a user. `ok` and `err` call and assert success, or an error's status, code and
+//!   msg (`assert_success` and `assert_error` check a `Reply` the same way).
+//! - Events: `register(email, params)` answers a queue id, `events(email, queue)` what
+//!   waits in it.
+//!
+//! Golden responses live in `snapshots/` and are replayed by `tests/snapshots.rs`.
 //!
 //! `TEST_LOG=1 cargo test` shows the server's log.
 
@@ -7,11 +25,12 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Mutex, Once};
+use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use hearth::config::ServeConfig;
+use hearth::realm::ManualClock;
 use hearth::Running;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, RequestBuilder, StatusCode};
@@ -28,6 +47,18 @@ pub const OWNER: &str = "desdemona@zulip.com";
 pub const GUEST: &str = "polonius@zulip.com";
 /// A generic bot owned by the owner.
 pub const BOT: &str = "default-bot@zulip.com";
+
+// The development realm's people by name (`ADMIN` is `IAGO`, `MEMBER` is `HAMLET`,
+// `OWNER` is `DESDEMONA`, `GUEST` is `POLONIUS`, `BOT` is `DEFAULT_BOT`).
+pub const DESDEMONA: &str = OWNER;
+pub const IAGO: &str = ADMIN;
+pub const SHIVA: &str = "shiva@zulip.com";
+pub const HAMLET: &str = MEMBER;
+pub const CORDELIA: &str = "cordelia@zulip.com";
+pub const POLONIUS: &str = GUEST;
+pub const OTHELLO: &str = "othello@zulip.com";
+pub const PROSPERO: &str = "prospero@zulip.com";
+pub const DEFAULT_BOT: &str = BOT;
 
 /// The Basic challenge of `/api/v1/` answers.
 pub const BASIC_CHALLENGE: &str = "Basic realm=\"zulip\"";
@@ -56,6 +87,8 @@ pub struct TestApp {
     /// `None` only between `stop` and `start`.
     pub running: Option<Running>,
     pub client: reqwest::Client,
+    /// The injected clock, when started with `spawn_with_clock`.
+    pub clock: Option<ManualClock>,
     /// API keys fetched so far, by email.
     keys: Mutex<HashMap<String, String>>,
 }
@@ -86,20 +119,30 @@ pub fn client() -> reqwest::Client {
 }
 
 /// Starts hearth (development realm, no fsync waits) on port 0 in `dir`.
+pub async fn start_server(dir: &Path) -> Running {
+    start_server_with(ServeConfig::for_tests(dir.to_path_buf()), None).await
+}
+
+/// Starts hearth with this configuration (and this clock, if any).
 ///
 /// A restart in the same process may find the database still locked for a moment:
 /// `Running::shutdown` returns before the realm actors that own it are dropped (see
-/// `persistence::shutdown_releases_the_database`). Only that error is retried.
-pub async fn start_server(dir: &Path) -> Running {
+/// `persistence::shutdown_releases_the_database`). Only that error is retried; any
+/// other is reported with the folder.
+pub async fn start_server_with(config: ServeConfig, clock: Option<&ManualClock>) -> Running {
     init_log();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match hearth::spawn(ServeConfig::for_tests(dir.to_path_buf())).await {
+        let started = match clock {
+            Some(clock) => hearth::spawn_with_clock(config.clone(), Arc::new(clock.clone())).await,
+            None => hearth::spawn(config.clone()).await,
+        };
+        match started {
             Ok(running) => return running,
             Err(e) if is_lock_error(&e.to_string()) && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            Err(e) => panic!("hearth does not start in {}: {e}", dir.display()),
+            Err(e) => panic!("hearth does not start in {}: {e}", config.data.display()),
         }
     }
 }
@@ -121,25 +164,6 @@ pub async fn open_store(dir: &Path) -> hearth::storage::Store {
             }
             Err(e) => panic!("cannot open the store in {}: {e}", dir.display()),
         }
-    }
-}
-
-/// Starts a fresh development server in a new temporary folder.
-/// Must run inside an actix System (`#[actix_web::test]`).
-pub async fn spawn_app() -> TestApp {
-    let dir = tempfile::tempdir().expect("temp dir");
-    spawn_app_in(dir).await
-}
-
-/// Starts a server in an existing folder (a restart when it holds data).
-pub async fn spawn_app_in(dir: TempDir) -> TestApp {
-    let running = start_server(dir.path()).await;
-    TestApp {
-        url: running.url(),
-        dir,
-        running: Some(running),
-        client: client(),
-        keys: Mutex::new(HashMap::new()),
     }
 }
 
@@ -174,6 +198,55 @@ pub fn with_auth(rb: RequestBuilder, auth: Auth<'_>) -> RequestBuilder {
 }
 
 impl TestApp {
+    /// Starts a fresh development server in a new temporary folder.
+    /// Must run inside an actix System (`#[actix_web::test]`).
+    pub async fn spawn() -> TestApp {
+        TestApp::spawn_in(tempfile::tempdir().expect("temp dir")).await
+    }
+
+    /// Starts a server in an existing folder (a restart when it holds data).
+    pub async fn spawn_in(dir: TempDir) -> TestApp {
+        TestApp::spawn_from(dir, None).await
+    }
+
+    /// Starts a fresh development server whose time is `clock`. The background ticker is
+    /// off: `tick` runs the event hub's timers (heartbeats, queue expiry) by hand.
+    pub async fn spawn_with_clock(clock: ManualClock) -> TestApp {
+        TestApp::spawn_from(tempfile::tempdir().expect("temp dir"), Some(clock)).await
+    }
+
+    async fn spawn_from(dir: TempDir, clock: Option<ManualClock>) -> TestApp {
+        let running = start_server_with(TestApp::config(dir.path(), &clock), clock.as_ref()).await;
+        TestApp {
+            url: running.url(),
+            dir,
+            running: Some(running),
+            client: client(),
+            clock,
+            keys: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The test configuration; without the heartbeat ticker when the clock is manual.
+    fn config(dir: &Path, clock: &Option<ManualClock>) -> ServeConfig {
+        let mut config = ServeConfig::for_tests(dir.to_path_buf());
+        config.tick = clock.is_none();
+        config
+    }
+
+    /// The injected clock (panics unless started with `spawn_with_clock`).
+    pub fn clock(&self) -> &ManualClock {
+        self.clock.as_ref().expect("started with spawn_with_clock")
+    }
+
+    /// Runs the development realm's event-hub timers once (heartbeats, queue expiry).
+    pub fn tick(&self) {
+        self.server()
+            .hub("localhost")
+            .expect("the development realm")
+            .tick();
+    }
+
     /// The running server (panics between `stop` and `start`).
     pub fn server(&self) -> &Running {
         self.running.as_ref().expect("server running")
@@ -218,16 +291,124 @@ impl TestApp {
         key
     }
 
-    /// GET as `email` (its key fetched first).
-    pub async fn get_as(&self, email: &str, path: &str, query: &[(&str, &str)]) -> Reply {
+    /// A request as `email` (its key fetched first): `params` go in the query string for
+    /// GET, in a form body otherwise.
+    pub async fn send_as(
+        &self,
+        method: Method,
+        path: &str,
+        email: &str,
+        params: &[(&str, &str)],
+    ) -> Reply {
         let key = self.api_key(email).await;
-        self.get(path, Auth::Basic(email, &key), query).await
+        let rb = self.request(method.clone(), path, Auth::Basic(email, &key));
+        send(if method == Method::GET {
+            rb.query(params)
+        } else {
+            rb.form(params)
+        })
+        .await
+    }
+
+    /// GET as `email`.
+    pub async fn get_as(&self, email: &str, path: &str, query: &[(&str, &str)]) -> Reply {
+        self.send_as(Method::GET, path, email, query).await
     }
 
     /// POST (form body) as `email`.
     pub async fn post_as(&self, email: &str, path: &str, form: &[(&str, &str)]) -> Reply {
-        let key = self.api_key(email).await;
-        self.post(path, Auth::Basic(email, &key), form).await
+        self.send_as(Method::POST, path, email, form).await
+    }
+
+    /// `method` (`"GET"`, `"PATCH"`, ...) on `path` as `email`: status and body.
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        email: &str,
+        params: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let (status, _, body) = self
+            .send_as(method_named(method), path, email, params)
+            .await;
+        (status.as_u16(), body)
+    }
+
+    /// `call`, asserting a success (see `assert_success`); returns the body.
+    pub async fn ok(
+        &self,
+        method: &str,
+        path: &str,
+        email: &str,
+        params: &[(&str, &str)],
+    ) -> Value {
+        let reply = self
+            .send_as(method_named(method), path, email, params)
+            .await;
+        check_success(&reply, &format!("{method} {path} as {email}"));
+        reply.2
+    }
+
+    /// `call`, asserting an error with this status, code and msg; returns the body.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn err(
+        &self,
+        method: &str,
+        path: &str,
+        email: &str,
+        params: &[(&str, &str)],
+        status: u16,
+        code: &str,
+        msg: &str,
+    ) -> Value {
+        let reply = self
+            .send_as(method_named(method), path, email, params)
+            .await;
+        check_error(
+            &reply,
+            status,
+            code,
+            msg,
+            &format!("{method} {path} as {email}"),
+        );
+        reply.2
+    }
+
+    /// Registers an event queue for `email`; returns its id.
+    pub async fn register(&self, email: &str, params: &[(&str, &str)]) -> String {
+        let body = self.ok("POST", "/api/v1/register", email, params).await;
+        body["queue_id"].as_str().expect("queue_id").to_owned()
+    }
+
+    /// The events waiting in a queue, heartbeats left out (never blocks).
+    pub async fn events(&self, email: &str, queue: &str) -> Vec<Value> {
+        let params = [
+            ("queue_id", queue),
+            ("last_event_id", "-1"),
+            ("dont_block", "true"),
+        ];
+        let body = self.ok("GET", "/api/v1/events", email, &params).await;
+        body["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["type"] != "heartbeat")
+            .cloned()
+            .collect()
+    }
+
+    /// The id of a channel by name (as the administrator sees it).
+    pub async fn stream_id(&self, name: &str) -> i64 {
+        let body = self
+            .ok("GET", "/api/v1/get_stream_id", ADMIN, &[("stream", name)])
+            .await;
+        body["stream_id"].as_i64().expect("stream_id")
+    }
+
+    /// A user's id.
+    pub async fn user_id(&self, email: &str) -> i64 {
+        let body = self.ok("GET", "/api/v1/users/me", email, &[]).await;
+        body["user_id"].as_i64().expect("user_id")
     }
 
     /// Creates a user as the development realm's administrator; returns its id.
@@ -258,7 +439,8 @@ impl TestApp {
     /// Starts the server again on the same folder (a new port).
     pub async fn start(&mut self) {
         assert!(self.running.is_none(), "already running");
-        let running = start_server(self.dir.path()).await;
+        let config = TestApp::config(self.dir.path(), &self.clock);
+        let running = start_server_with(config, self.clock.as_ref()).await;
         self.url = running.url();
         self.running = Some(running);
     }
@@ -270,24 +452,41 @@ impl TestApp {
     }
 }
 
+/// A method by name (`"GET"`, `"PATCH"`, ...).
+fn method_named(method: &str) -> Method {
+    Method::from_bytes(method.as_bytes()).expect("an HTTP method")
+}
+
 /// Asserts an error answer: status, `result`, `code`, `msg`.
 #[track_caller]
 pub fn assert_error(reply: &Reply, status: u16, code: &str, msg: &str) {
-    let (s, _, body) = reply;
-    assert_eq!(s.as_u16(), status, "status of {body}");
-    assert_eq!(body["result"], "error", "{body}");
-    assert_eq!(body["code"], code, "{body}");
-    assert_eq!(body["msg"], msg, "{body}");
+    check_error(reply, status, code, msg, "");
 }
 
 /// Asserts a success answer (`200`, `result` success, empty `msg`) and returns its body.
 #[track_caller]
 pub fn assert_success(reply: &Reply) -> &Value {
+    check_success(reply, "");
+    &reply.2
+}
+
+/// `assert_error`, naming the request (`what`) in failures.
+#[track_caller]
+fn check_error(reply: &Reply, status: u16, code: &str, msg: &str, what: &str) {
     let (s, _, body) = reply;
-    assert_eq!(*s, StatusCode::OK, "{body}");
-    assert_eq!(body["result"], "success", "{body}");
-    assert_eq!(body["msg"], "", "{body}");
-    body
+    assert_eq!(s.as_u16(), status, "{what}: status of {body}");
+    assert_eq!(body["result"], "error", "{what}: {body}");
+    assert_eq!(body["code"], code, "{what}: {body}");
+    assert_eq!(body["msg"], msg, "{what}: {body}");
+}
+
+/// `assert_success`, naming the request (`what`) in failures.
+#[track_caller]
+fn check_success(reply: &Reply, what: &str) {
+    let (s, _, body) = reply;
+    assert_eq!(*s, StatusCode::OK, "{what}: {body}");
+    assert_eq!(body["result"], "success", "{what}: {body}");
+    assert_eq!(body["msg"], "", "{what}: {body}");
 }
 
 /// The `WWW-Authenticate` header of a reply.
