@@ -89,6 +89,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// The injected clock, when started with `spawn_with_clock`.
     pub clock: Option<ManualClock>,
+    /// Started with `spawn_durable` (`--durability always`), also on restarts.
+    pub durable: bool,
     /// API keys fetched so far, by email.
     keys: Mutex<HashMap<String, String>>,
 }
@@ -215,22 +217,38 @@ impl TestApp {
         TestApp::spawn_from(tempfile::tempdir().expect("temp dir"), Some(clock)).await
     }
 
+    /// Starts a fresh development server in `--durability always` mode: every write is
+    /// answered after its flush (tests of what becomes visible when).
+    pub async fn spawn_durable() -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        TestApp::spawn_from_with(dir, None, true).await
+    }
+
     async fn spawn_from(dir: TempDir, clock: Option<ManualClock>) -> TestApp {
-        let running = start_server_with(TestApp::config(dir.path(), &clock), clock.as_ref()).await;
+        TestApp::spawn_from_with(dir, clock, false).await
+    }
+
+    async fn spawn_from_with(dir: TempDir, clock: Option<ManualClock>, durable: bool) -> TestApp {
+        let config = TestApp::config(dir.path(), &clock, durable);
+        let running = start_server_with(config, clock.as_ref()).await;
         TestApp {
             url: running.url(),
             dir,
             running: Some(running),
             client: client(),
             clock,
+            durable,
             keys: Mutex::new(HashMap::new()),
         }
     }
 
     /// The test configuration; without the heartbeat ticker when the clock is manual.
-    fn config(dir: &Path, clock: &Option<ManualClock>) -> ServeConfig {
+    fn config(dir: &Path, clock: &Option<ManualClock>, durable: bool) -> ServeConfig {
         let mut config = ServeConfig::for_tests(dir.to_path_buf());
         config.tick = clock.is_none();
+        if durable {
+            config.durability = hearth::config::DurabilityArg::Always;
+        }
         config
     }
 
@@ -439,7 +457,7 @@ impl TestApp {
     /// Starts the server again on the same folder (a new port).
     pub async fn start(&mut self) {
         assert!(self.running.is_none(), "already running");
-        let config = TestApp::config(self.dir.path(), &self.clock);
+        let config = TestApp::config(self.dir.path(), &self.clock, self.durable);
         let running = start_server_with(config, self.clock.as_ref()).await;
         self.url = running.url();
         self.running = Some(running);
