@@ -216,35 +216,47 @@ fn users_me_under_listing_load(users: usize, samples: usize) {
     );
 }
 
+/// A channel the member is subscribed to.
+fn member_channel(realm: &Realm) -> u64 {
+    let me = realm.user_by_delivery_email(DEV_MEMBER).expect("me").id;
+    realm
+        .channels
+        .values()
+        .find(|c| c.is_subscribed(me))
+        .expect("a subscribed channel")
+        .id
+}
+
+/// The small write of these benches: the member pins (or unpins) `channel`.
+fn pin_write(
+    http: &reqwest::Client,
+    url: &str,
+    auth: &str,
+    channel: u64,
+    i: usize,
+) -> reqwest::RequestBuilder {
+    let data = format!(
+        r#"[{{"stream_id":{channel},"property":"pin_to_top","value":{}}}]"#,
+        i.is_multiple_of(2)
+    );
+    http.post(format!("{url}/api/v1/users/me/subscriptions/properties"))
+        .header("Authorization", auth)
+        .form(&[("subscription_data", data)])
+}
+
 /// Sequential small writes (a subscription property) at `users` users; returns their
 /// latencies.
 fn small_writes(users: usize, snapshot_every: u64, writes: usize) -> Stats {
     let dir = tempfile::tempdir().expect("dir");
     let realm = seed(dir.path(), users);
     let auth = basic(&realm, DEV_MEMBER);
-    let channel = realm
-        .channels
-        .values()
-        .find(|c| c.is_subscribed(realm.user_by_delivery_email(DEV_MEMBER).expect("me").id))
-        .expect("a subscribed channel")
-        .id;
+    let channel = member_channel(&realm);
     let lat = with_server(dir.path(), snapshot_every, move |url| {
         client_runtime().block_on(async move {
             let http = reqwest::Client::new();
             let mut lat = Vec::with_capacity(writes);
             for i in 0..writes {
-                let data = format!(
-                    r#"[{{"stream_id":{channel},"property":"pin_to_top","value":{}}}]"#,
-                    i.is_multiple_of(2)
-                );
-                lat.push(
-                    timed(
-                        http.post(format!("{url}/api/v1/users/me/subscriptions/properties"))
-                            .header("Authorization", &auth)
-                            .form(&[("subscription_data", data)]),
-                    )
-                    .await,
-                );
+                lat.push(timed(pin_write(&http, &url, &auth, channel, i)).await);
             }
             lat
         })
@@ -280,24 +292,11 @@ fn write_beside_big_subscribe(channels: usize) {
     let realm = seed(dir.path(), 0);
     let big = basic(&realm, DEV_ADMIN);
     let small = basic(&realm, DEV_MEMBER);
-    let channel = realm
-        .channels
-        .values()
-        .find(|c| c.is_subscribed(realm.user_by_delivery_email(DEV_MEMBER).expect("me").id))
-        .expect("a subscribed channel")
-        .id;
+    let channel = member_channel(&realm);
     let (idle, beside, big_took) = with_server(dir.path(), 0, move |url| {
         client_runtime().block_on(async move {
             let http = reqwest::Client::new();
-            let write = |i: usize| {
-                let data = format!(
-                    r#"[{{"stream_id":{channel},"property":"pin_to_top","value":{}}}]"#,
-                    i.is_multiple_of(2)
-                );
-                http.post(format!("{url}/api/v1/users/me/subscriptions/properties"))
-                    .header("Authorization", &small)
-                    .form(&[("subscription_data", data)])
-            };
+            let write = |i: usize| pin_write(&http, &url, &small, channel, i);
             let mut idle = Vec::new();
             for i in 0..200 {
                 idle.push(timed(write(i)).await);
@@ -343,12 +342,7 @@ fn publish_cost(users: usize) {
     let dir = tempfile::tempdir().expect("dir");
     let mut realm = seed(dir.path(), users);
     let me = realm.user_by_delivery_email(DEV_MEMBER).expect("me").id;
-    let channel = realm
-        .channels
-        .values()
-        .find(|c| c.is_subscribed(me))
-        .expect("a subscribed channel")
-        .id;
+    let channel = member_channel(&realm);
     let n = 20_000;
     let change = |i: usize| Change::SubscriptionPropertySet {
         user_id: me,
