@@ -10,6 +10,7 @@
 //! - `events.rs`: event queues: the realm's event log, client queues, long-polls.
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec.
 //! - `registry.rs`: Host -> realm actor.
+//! - `passwords.rs`: argon2 hashing and verifying on a few threads, bounded in memory.
 //! - `config.rs`: the command line.
 //!
 //! A write travels: handler -> actor (`decide`, WAL append, `apply`) -> handler awaits
@@ -24,6 +25,7 @@ pub mod api;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod passwords;
 pub mod realm;
 pub mod registry;
 pub mod storage;

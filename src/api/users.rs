@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::{success, ApiRequest, ApiResponse, CallOpts};
 use crate::actor::Outcome;
 use crate::error::ApiError;
-use crate::realm::users::{hash_password, CreateUser, UserView};
+use crate::realm::users::{CreateUser, UserView};
 
 fn view_opts(c: &crate::actor::Ctx<'_>) -> Result<UserView, ApiError> {
     Ok(UserView {
@@ -83,11 +83,7 @@ pub async fn create_user(req: ApiRequest) -> ApiResponse {
                     Ok(Outcome::default())
                 })
                 .await?;
-            Some(
-                web::block(move || hash_password(&pw))
-                    .await
-                    .map_err(|_| ApiError::internal())??,
-            )
+            Some(crate::passwords::hash(pw).await?)
         }
         None => None,
     };
