@@ -7,10 +7,13 @@ Starts BINARY (default target/release/hearth) with a fresh data folder, creates 
 users with passwords (4 requests at a time), restarts it on the same folder, then
 sends 100 wrong-password `POST /fetch_api_key` (50 at a time). Prints VmRSS (from
 /proc/PID/status) at each step, 10 s after each burst, and the answers' statuses.
+Last, the median time of 21 sequential failed `POST /fetch_api_key` of each kind
+(wrong password, unknown user, user without a password).
 """
 import collections
 import concurrent.futures as cf
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,6 +103,20 @@ def main():
           f"in {secs:.2f} s {statuses}")
     time.sleep(10)
     print(f"  10 s later: {rss_mib(p.pid):.1f} MiB")
+
+    for kind, username, password in [
+        ("wrong password", "u1@zulip.com", "wrong password"),
+        ("unknown user", "nobody@zulip.com", PASSWORD),
+        ("user without a password", "hamlet@zulip.com", PASSWORD),
+    ]:
+        times = []
+        for _ in range(21):
+            t = time.monotonic()
+            status, _ = post("/api/v1/fetch_api_key", {"username": username,
+                                                       "password": password})
+            times.append(time.monotonic() - t)
+        print(f"fetch_api_key, {kind}: {status}, median "
+              f"{statistics.median(times) * 1000:.1f} ms")
     stop(p)
 
 

@@ -204,10 +204,18 @@ fn verify_with(password: &[u8], stored: &str, memory: &mut Vec<Block>) -> bool {
 fn blocks<'m>(memory: &'m mut Vec<Block>, params: &Params) -> &'m mut [Block] {
     let count = params.block_count();
     if memory.len() < count {
+        // Reserved above glibc's largest mmap threshold (32 MiB), so the block is
+        // always its own mapping and freeing it returns it to the system; only the
+        // pages used are resident. At 19 MiB, glibc moved its threshold past it after
+        // the first free and kept every later block in its heaps.
+        *memory = Vec::with_capacity(count.max(MMAPPED_BLOCKS));
         memory.resize(count, Block::default());
     }
     &mut memory[..count]
 }
+
+/// 33 MiB of blocks: see [`blocks`].
+const MMAPPED_BLOCKS: usize = 33 * 1024;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
