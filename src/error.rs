@@ -26,6 +26,7 @@ pub enum ErrorCode {
     InternalServerError,
     CannotDeactivateGroupInUse,
     NoActivePushDevice,
+    RateLimitHit,
 }
 
 impl ErrorCode {
@@ -48,6 +49,7 @@ impl ErrorCode {
             ErrorCode::InternalServerError => "INTERNAL_SERVER_ERROR",
             ErrorCode::CannotDeactivateGroupInUse => "CANNOT_DEACTIVATE_GROUP_IN_USE",
             ErrorCode::NoActivePushDevice => "NO_ACTIVE_PUSH_DEVICE",
+            ErrorCode::RateLimitHit => "RATE_LIMIT_HIT",
         }
     }
 }
@@ -122,6 +124,17 @@ impl ApiError {
             ErrorCode::InternalServerError,
             "The server could not save this change (storage failure); it was not applied. Try again later.",
         )
+    }
+
+    /// Zulip's `RateLimitedError`: 429 with `retry-after` (seconds) in the body; the
+    /// `Retry-After` header is added when rendered.
+    pub fn rate_limited(retry_after_secs: f64) -> Self {
+        Self::new(
+            429,
+            ErrorCode::RateLimitHit,
+            "API usage exceeded rate limit",
+        )
+        .with("retry-after", retry_after_secs)
     }
 
     /// Adds an extra body field (`stream`, `var_name`, `queue_id`, ...).

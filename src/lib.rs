@@ -15,6 +15,7 @@
 //!   event log (rendered off the actor), client queues, long-polls.
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec.
 //! - `registry.rs`: Host -> realm actor.
+//! - `passwords.rs`: argon2 hashing and verifying on a few threads, bounded in memory.
 //! - `config.rs`: the command line.
 //! - `logging.rs`: log set-up and the one-line-per-request middleware.
 //! - `backup.rs`: `hearth backup` and `hearth restore`.
@@ -35,6 +36,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod logging;
+pub mod passwords;
 pub mod realm;
 pub mod registry;
 pub mod storage;

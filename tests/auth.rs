@@ -232,3 +232,61 @@ async fn fetched_key_is_stable() {
         .await;
     assert_eq!(reply.0, StatusCode::OK);
 }
+
+/// `POST /fetch_api_key` needs no account, and each attempt costs an argon2 hash: a
+/// burst is hashed a few at a time, the overflow answered Zulip's 429 at once, and the
+/// server keeps answering.
+#[actix_web::test]
+async fn concurrent_wrong_password_fetches_are_401_or_429() {
+    let app = TestApp::spawn().await;
+    app.create_user("burst@zulip.com", "correct horse battery staple 9", "Burst")
+        .await;
+    let failed = "Your username or password is incorrect";
+    let attempts = [
+        ("burst@zulip.com", "wrong horse"),
+        ("nobody@zulip.com", "correct horse battery staple 9"),
+        // Development users have no password.
+        (MEMBER, "anything"),
+    ];
+    let replies = futures_util::future::join_all((0..120).map(|i| {
+        let (username, password) = attempts[i % attempts.len()];
+        send(
+            app.request(Method::POST, "/api/v1/fetch_api_key", Auth::None)
+                .form(&[("username", username), ("password", password)]),
+        )
+    }))
+    .await;
+    let mut limited = 0;
+    for reply in &replies {
+        if reply.0 == StatusCode::TOO_MANY_REQUESTS {
+            limited += 1;
+            assert_error(
+                reply,
+                429,
+                "RATE_LIMIT_HIT",
+                "API usage exceeded rate limit",
+            );
+            let retry_after = reply.2["retry-after"].as_f64().unwrap();
+            assert!(retry_after > 0.0, "{}", reply.2);
+            let header = reply.1.get("retry-after").unwrap().to_str().unwrap();
+            assert!(header.parse::<u64>().unwrap() >= 1, "{header}");
+        } else {
+            assert_error(reply, 401, "AUTHENTICATION_FAILED", failed);
+            assert!(reply.2.get("api_key").is_none());
+        }
+    }
+    assert!(limited < replies.len(), "every attempt was turned away");
+
+    // The server still answers, and the right password still logs in.
+    let reply = app
+        .post(
+            "/api/v1/fetch_api_key",
+            Auth::None,
+            &[
+                ("username", "burst@zulip.com"),
+                ("password", "correct horse battery staple 9"),
+            ],
+        )
+        .await;
+    assert_eq!(assert_success(&reply)["email"], "burst@zulip.com");
+}

@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
@@ -14,6 +14,12 @@ impl ResponseError for ApiError {
         let mut resp = HttpResponse::build(self.status_code());
         if let Some(challenge) = self.challenge {
             resp.insert_header(("WWW-Authenticate", challenge));
+        }
+        if self.code == ErrorCode::RateLimitHit {
+            if let Some(secs) = self.extra.get("retry-after").and_then(|v| v.as_f64()) {
+                // The header takes whole seconds.
+                resp.insert_header(("Retry-After", (secs.ceil() as u64).to_string()));
+            }
         }
         resp.json(self.body())
     }

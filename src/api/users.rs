@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::{success, ApiRequest, ApiResponse, CallOpts};
 use crate::actor::Outcome;
 use crate::error::ApiError;
-use crate::realm::users::{hash_password, CreateUser, UserView};
+use crate::realm::users::{CreateUser, UserView};
 
 fn view_opts(c: &crate::actor::Ctx<'_>) -> Result<UserView, ApiError> {
     Ok(UserView {
@@ -77,11 +77,7 @@ pub async fn create_user(req: ApiRequest) -> ApiResponse {
     let hash = match req.params.peek("password") {
         Some(pw) => {
             req.check(|realm, me| realm.require_admin(me))?;
-            Some(
-                web::block(move || hash_password(&pw))
-                    .await
-                    .map_err(|_| ApiError::internal())??,
-            )
+            Some(crate::passwords::hash(pw).await?)
         }
         None => None,
     };
