@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::groups::{GroupSetting, SystemGroup};
+pub use super::markdown::render_description;
 use super::{Change, Cx, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
@@ -320,56 +321,6 @@ pub enum FolderUpdate {
         rendered: String,
     },
     Archived(bool),
-}
-
-fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Replaces `delim text delim` pairs with `<tag>text</tag>` (no nesting across pairs).
-fn inline_pairs(s: &str, delim: &str, tag: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(start) = rest.find(delim) {
-        let after = &rest[start + delim.len()..];
-        match after.find(delim) {
-            Some(end) if end > 0 && !after[..end].starts_with(' ') => {
-                out.push_str(&rest[..start]);
-                out.push_str(&format!("<{tag}>{}</{tag}>", &after[..end]));
-                rest = &after[end + delim.len()..];
-            }
-            _ => {
-                out.push_str(&rest[..start + delim.len()]);
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A small Markdown subset for descriptions: paragraphs, `code`, **strong**, *em*.
-/// Zulip's full renderer (emoji, links, mentions) is a later feature.
-pub fn render_description(text: &str) -> String {
-    if text.trim().is_empty() {
-        return String::new();
-    }
-    let escaped = escape_html(text.trim());
-    let code = inline_pairs(&escaped, "`", "code");
-    let strong = inline_pairs(&code, "**", "strong");
-    let em = inline_pairs(&strong, "*", "em");
-    format!("<p>{}</p>", em.replace('\n', "<br>\n"))
 }
 
 /// Zulip's `check_stream_name`: the stripped name, or Zulip's error.

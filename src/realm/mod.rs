@@ -10,6 +10,7 @@ pub mod cx;
 pub mod dev;
 pub mod events;
 pub mod groups;
+pub mod markdown;
 pub mod register;
 pub mod users;
 
