@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """RSS of a release hearth server under bursts of argon2 work.
 
-Usage: python3 benches/password_rss.py [BINARY] [PORT]
+Usage: python3 benches/password_rss.py [BINARY] [PORT] [USERS]
 
-Starts BINARY (default target/release/hearth) with a fresh data folder, creates 300
-users with passwords (4 requests at a time), restarts it on the same folder, then
+Starts BINARY (default target/release/hearth) with a fresh data folder, creates USERS
+(default 300) users with passwords (4 requests at a time), restarts it on the same folder, then
 sends 100 wrong-password `POST /fetch_api_key` (50 at a time). Prints VmRSS (from
 /proc/PID/status) at each step, 10 s after each burst, and the answers' statuses.
 Last, the median time of 21 sequential failed `POST /fetch_api_key` of each kind
@@ -24,6 +24,7 @@ import urllib.request
 
 BINARY = sys.argv[1] if len(sys.argv) > 1 else "target/release/hearth"
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 9877
+USERS = int(sys.argv[3]) if len(sys.argv) > 3 else 300
 URL = f"http://127.0.0.1:{PORT}"
 PASSWORD = "correct horse battery staple 9"
 
@@ -84,8 +85,8 @@ def main():
         return post("/api/v1/users", {"email": f"u{i}@zulip.com", "password": PASSWORD,
                                       "full_name": f"User {i}"}, auth)
 
-    secs, statuses = burst(300, 4, create)
-    print(f"after 300 POST /users (4 at a time): {rss_mib(p.pid):.1f} MiB "
+    secs, statuses = burst(USERS, 4, create)
+    print(f"after {USERS} POST /users (4 at a time): {rss_mib(p.pid):.1f} MiB "
           f"in {secs:.2f} s {statuses}")
     time.sleep(10)
     print(f"  10 s later: {rss_mib(p.pid):.1f} MiB")
@@ -95,7 +96,7 @@ def main():
     print(f"after a restart: {rss_mib(p.pid):.1f} MiB")
 
     def wrong(i):
-        return post("/api/v1/fetch_api_key", {"username": f"u{i % 300}@zulip.com",
+        return post("/api/v1/fetch_api_key", {"username": f"u{i % USERS}@zulip.com",
                                               "password": "wrong password"})
 
     secs, statuses = burst(100, 50, wrong)
