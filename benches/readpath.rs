@@ -361,6 +361,16 @@ fn publish_cost(users: usize) {
         published.store(Arc::new(realm.clone()));
     }
     let with_version = start.elapsed() / n as u32;
+    // What the actor does to start a snapshot: take the version, hand it to a thread.
+    let starts = 200;
+    let mut threads = Vec::with_capacity(starts);
+    let start = Instant::now();
+    for _ in 0..starts {
+        let version = Arc::new(realm.clone());
+        threads.push(std::thread::spawn(move || drop(version)));
+    }
+    let snapshot_start = start.elapsed() / starts as u32;
+    threads.into_iter().for_each(|t| t.join().expect("thread"));
     println!("\n## Publishing a version, at {} users\n", users + 20);
     println!("| what | per write |\n|---|---|");
     println!(
@@ -370,6 +380,10 @@ fn publish_cost(users: usize) {
     println!(
         "| apply it and publish the new version (clone + `ArcSwap::store`) | {:.2} µs |",
         with_version.as_secs_f64() * 1e6
+    );
+    println!(
+        "| start a snapshot on the actor (take the version, spawn its thread) | {:.2} µs |",
+        snapshot_start.as_secs_f64() * 1e6
     );
 }
 
