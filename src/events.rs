@@ -187,6 +187,9 @@ pub struct EventHub {
     /// Bumped by the ticker; parked polls check heartbeats and supersession on it.
     tick: watch::Sender<u64>,
     queues: DashMap<String, Arc<Queue>>,
+    /// Live queues plus registrations under way. While it is 0 no queue can ever read
+    /// an event rendered now, so the renderer renders nothing.
+    listeners: Arc<AtomicUsize>,
     next_queue: AtomicU64,
     /// Distinguishes queue ids across restarts.
     generation: String,
@@ -230,11 +233,13 @@ impl EventHub {
         let log = Arc::new(RwLock::new(EventLog::default()));
         let rendered = Arc::new(watch::channel(0).0);
         let (render, jobs) = std::sync::mpsc::channel::<RenderJob>();
+        let listeners = Arc::new(AtomicUsize::new(0));
         let renderer = Renderer {
             clock: clock.clone(),
             log: log.clone(),
             head: head.clone(),
             rendered: rendered.clone(),
+            listeners: listeners.clone(),
         };
         // The thread ends when the hub (the only sender) is dropped.
         let spawned = std::thread::Builder::new()
@@ -259,6 +264,7 @@ impl EventHub {
             waker: Mutex::new(waker),
             tick: watch::channel(0).0,
             queues: DashMap::new(),
+            listeners,
             next_queue: AtomicU64::new(1),
             generation,
             closed: std::sync::atomic::AtomicBool::new(false),
@@ -316,6 +322,7 @@ impl EventHub {
                     log: self.log.clone(),
                     head: self.head.clone(),
                     rendered: self.rendered.clone(),
+                    listeners: self.listeners.clone(),
                 }
                 .render(job);
             }
@@ -348,6 +355,10 @@ impl EventHub {
     pub fn register(&self, user_id: UserId, options: QueueOptions) -> (String, Arc<Realm>) {
         let n = self.next_queue.fetch_add(1, Ordering::SeqCst);
         let id = format!("{}:{n}", self.generation);
+        // Counted before anything is read: from here on the renderer renders, and
+        // `tick` prunes nothing this registration could still need. The count stays
+        // with the queue and goes when it is removed (`remove_queue`).
+        self.listeners.fetch_add(1, Ordering::SeqCst);
         // The log's end first, then the version: every entry before the cursor belongs
         // to a decision the version includes, and entries after it of such decisions
         // are skipped by their ticket.
@@ -371,6 +382,13 @@ impl EventHub {
         };
         self.queues.insert(id.clone(), Arc::new(queue));
         (id, published.realm.clone())
+    }
+
+    /// Removes a queue (deleted, expired or collected).
+    fn remove_queue(&self, id: &str) {
+        if self.queues.remove(id).is_some() {
+            self.listeners.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// Number of polls waiting for an event right now.
@@ -400,7 +418,7 @@ impl EventHub {
     /// `DELETE /events`.
     pub fn delete(&self, user_id: UserId, queue_id: &str) -> ApiResult<()> {
         self.queue_of(user_id, queue_id)?;
-        self.queues.remove(queue_id);
+        self.remove_queue(queue_id);
         Ok(())
     }
 
@@ -424,7 +442,7 @@ impl EventHub {
         }
         if st.expired {
             drop(log);
-            self.queues.remove(&q.id);
+            self.remove_queue(&q.id);
             return Err(bad_queue(&q.id));
         }
         Ok(())
@@ -496,17 +514,37 @@ impl EventHub {
     }
 
     /// Periodic work (every second in a server; by hand in tests): wakes parked polls so
-    /// they can send heartbeats, collects idle queues, prunes the log.
+    /// they can send heartbeats, collects idle queues, prunes the log: entries older than
+    /// a queue's lifetime, beyond `MAX_LOG_EVENTS`, or already read by every queue.
     pub fn tick(&self) {
         let now = self.clock.now_ms();
         self.tick.send_modify(|t| *t += 1);
-        self.queues.retain(|_, q| {
-            q.connected.load(Ordering::SeqCst) > 0
-                || now - lock(&q.state).last_active_ms < QUEUE_TIMEOUT_MS
-        });
+        let idle: Vec<String> = self
+            .queues
+            .iter()
+            .filter(|q| {
+                q.connected.load(Ordering::SeqCst) == 0
+                    && now - lock(&q.state).last_active_ms >= QUEUE_TIMEOUT_MS
+            })
+            .map(|q| q.id.clone())
+            .collect();
+        idle.iter().for_each(|id| self.remove_queue(id));
+        // Read before the log's end: a registration counted later starts at the end.
+        let registering = self.listeners.load(Ordering::SeqCst) > self.queues.len();
         let mut log = write(&self.log);
+        let read_by_all = if registering {
+            log.start
+        } else {
+            self.queues
+                .iter()
+                .map(|q| lock(&q.state).cursor)
+                .min()
+                .unwrap_or(log.end())
+        };
         while log.entries.front().is_some_and(|e| {
-            now - e.at_ms >= QUEUE_TIMEOUT_MS || log.entries.len() > MAX_LOG_EVENTS
+            log.start < read_by_all
+                || now - e.at_ms >= QUEUE_TIMEOUT_MS
+                || log.entries.len() > MAX_LOG_EVENTS
         }) {
             log.entries.pop_front();
             log.start += 1;
@@ -534,6 +572,8 @@ struct Renderer {
     log: Arc<RwLock<EventLog>>,
     head: Arc<watch::Sender<u64>>,
     rendered: Arc<watch::Sender<u64>>,
+    /// `EventHub::listeners`.
+    listeners: Arc<AtomicUsize>,
 }
 
 impl Renderer {
@@ -541,6 +581,12 @@ impl Renderer {
         let mut end = None;
         let mut last = None;
         for (ticket, steps) in job {
+            last = Some(ticket);
+            // Published before this render, so any registration from now on has a
+            // version that includes it: nobody can read these events.
+            if self.listeners.load(Ordering::SeqCst) == 0 {
+                continue;
+            }
             let events = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 steps
                     .iter()
@@ -552,7 +598,6 @@ impl Renderer {
                 Vec::new()
             });
             end = Some(append(&self.log, &*self.clock, Some(ticket), events));
-            last = Some(ticket);
         }
         if let Some(end) = end {
             self.head.send_replace(end);
@@ -769,6 +814,43 @@ mod tests {
         assert_eq!(hub.discard_staged(), vec![2]);
         hub.release(2);
         assert_eq!(hub.current().settings.name, "renamed");
+    }
+
+    fn log_len(hub: &EventHub) -> usize {
+        read(&hub.log).entries.len()
+    }
+
+    #[tokio::test]
+    async fn nothing_is_logged_for_nobody_and_read_entries_are_pruned() {
+        let hub = hub(ManualClock::new(0));
+        let default_set = |ticket: u64| {
+            let version = Arc::new(crate::realm::Realm::clone(&hub.current()));
+            let change = Change::DefaultChannelSet {
+                channel_id: 1,
+                is_default: true,
+            };
+            hub.stage(ticket, ticket, vec![(vec![change], version)]);
+            hub.release(ticket);
+        };
+        // No queue: a released decision renders nothing, yet counts as rendered.
+        default_set(1);
+        hub.settled().await;
+        assert_eq!(log_len(&hub), 0);
+
+        let (q, _) = hub.register(7, QueueOptions::default());
+        default_set(2);
+        hub.settled().await;
+        assert_eq!(log_len(&hub), 1);
+        hub.tick();
+        assert_eq!(log_len(&hub), 1, "not read yet");
+        // (The realm has no users, so the event is for nobody; the poll reads past it.)
+        hub.get_events(7, &q, None, true).await.expect("events");
+        hub.tick();
+        assert_eq!(log_len(&hub), 0, "read by every queue");
+        hub.delete(7, &q).expect("delete");
+        default_set(3);
+        hub.settled().await;
+        assert_eq!(log_len(&hub), 0, "the last queue is gone");
     }
 
     #[tokio::test]
