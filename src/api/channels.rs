@@ -108,8 +108,11 @@ pub async fn create_channel(req: ApiRequest) -> ApiResponse {
                 }
             })?,
         };
-        c.params.bool_or("announce", false)?;
-        c.params.opt_bool("send_new_subscription_messages")?;
+        // Notification messages are not sent (hearth has no messages yet): the two
+        // flags are type-checked as Zulip does, then reported as ignored.
+        c.params.check_unread_bool("announce")?;
+        c.params
+            .check_unread_bool("send_new_subscription_messages")?;
         let spec = channel_spec(c)?;
         let (changes, id) =
             c.realm
@@ -163,8 +166,11 @@ pub async fn subscribe(req: ApiRequest) -> ApiResponse {
         let me = c.me()?;
         let principals = principals(c)?;
         let authorization_errors_fatal = c.params.bool_or("authorization_errors_fatal", true)?;
-        c.params.bool_or("announce", false)?;
-        c.params.opt_bool("send_new_subscription_messages")?;
+        // Notification messages are not sent (hearth has no messages yet): the two
+        // flags are type-checked as Zulip does, then reported as ignored.
+        c.params.check_unread_bool("announce")?;
+        c.params
+            .check_unread_bool("send_new_subscription_messages")?;
         let spec = channel_spec(c)?;
         let out = c.realm.decide_subscribe(
             me,

@@ -1468,8 +1468,13 @@ impl Realm {
     // ---- default channels (seed 4.20) ---------------------------------------
 
     /// `POST /default_streams`, after `require_admin`.
+    /// An archived channel answers "Invalid channel ID", as Zulip's
+    /// `access_stream_by_id` does for inactive channels.
     pub fn decide_add_default_channel(&self, me: &User, id: i64) -> ApiResult<Vec<Change>> {
         let ch = self.access_channel(me, id)?;
+        if ch.is_archived {
+            return Err(invalid_channel_id());
+        }
         if ch.invite_only {
             return Err(ApiError::bad_request(
                 "Private channels cannot be made default.",

@@ -1,0 +1,151 @@
+//! Zulip fidelity of parameters and checks: parameters hearth does not act on are
+//! reported as ignored, and validation texts and orders follow Zulip's.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn ignored(body: &Value) -> Value {
+    body["ignored_parameters_unsupported"].clone()
+}
+
+#[actix_web::test]
+async fn notification_flags_are_reported_as_ignored() {
+    let s = TestApp::spawn().await;
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/users/me/subscriptions",
+            IAGO,
+            &[
+                ("subscriptions", r#"[{"name":"flags one"}]"#),
+                ("announce", "true"),
+                ("send_new_subscription_messages", "false"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        ignored(&body),
+        json!(["announce", "send_new_subscription_messages"])
+    );
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[
+                ("name", "flags two"),
+                ("announce", "false"),
+                ("send_new_subscription_messages", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        ignored(&body),
+        json!(["announce", "send_new_subscription_messages"])
+    );
+    // Zulip still type-checks them.
+    s.err(
+        "POST",
+        "/api/v1/users/me/subscriptions",
+        IAGO,
+        &[
+            ("subscriptions", r#"[{"name":"flags three"}]"#),
+            ("announce", "1"),
+        ],
+        400,
+        "BAD_REQUEST",
+        "announce is not a boolean",
+    )
+    .await;
+    s.err(
+        "POST",
+        "/api/v1/channels/create",
+        IAGO,
+        &[
+            ("name", "flags three"),
+            ("send_new_subscription_messages", "x"),
+        ],
+        400,
+        "BAD_REQUEST",
+        "send_new_subscription_messages is not valid JSON",
+    )
+    .await;
+    // Without them nothing is reported.
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[("name", "flags four")],
+        )
+        .await;
+    assert_eq!(ignored(&body), Value::Null);
+}
+
+#[actix_web::test]
+async fn register_reports_narrow_as_ignored() {
+    let s = TestApp::spawn().await;
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/register",
+            HAMLET,
+            &[
+                ("narrow", r#"[["channel","Verona"]]"#),
+                ("fetch_event_types", r#"["realm_user"]"#),
+            ],
+        )
+        .await;
+    assert_eq!(ignored(&body), json!(["narrow"]));
+    s.err(
+        "POST",
+        "/api/v1/register",
+        HAMLET,
+        &[("narrow", "nope")],
+        400,
+        "BAD_REQUEST",
+        "narrow is not valid JSON",
+    )
+    .await;
+}
+
+#[actix_web::test]
+async fn archived_channel_cannot_be_made_default() {
+    let s = TestApp::spawn().await;
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[("name", "soon archived")],
+        )
+        .await;
+    let id = body["id"].as_i64().unwrap().to_string();
+    s.ok("DELETE", &format!("/api/v1/streams/{id}"), IAGO, &[])
+        .await;
+    s.err(
+        "POST",
+        "/api/v1/default_streams",
+        IAGO,
+        &[("stream_id", &id)],
+        400,
+        "BAD_REQUEST",
+        "Invalid channel ID",
+    )
+    .await;
+    let reg = s
+        .ok(
+            "POST",
+            "/api/v1/register",
+            IAGO,
+            &[("fetch_event_types", r#"["default_streams"]"#)],
+        )
+        .await;
+    let id: i64 = id.parse().unwrap();
+    assert!(!reg["realm_default_streams"]
+        .as_array()
+        .unwrap()
+        .contains(&json!(id)));
+}
