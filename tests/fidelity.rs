@@ -149,3 +149,97 @@ async fn archived_channel_cannot_be_made_default() {
         .unwrap()
         .contains(&json!(id)));
 }
+
+#[actix_web::test]
+async fn message_retention_days_on_channel_update() {
+    let mut s = TestApp::spawn().await;
+    let verona = s.stream_id("Verona").await;
+    let path = format!("/api/v1/streams/{verona}");
+    // Owners only, checked before the value.
+    s.err(
+        "PATCH",
+        &path,
+        IAGO,
+        &[("message_retention_days", "0")],
+        400,
+        "UNAUTHORIZED_PRINCIPAL",
+        "Must be an organization owner",
+    )
+    .await;
+    for (value, shown) in [("0", "0"), ("-3", "-3"), ("\"forever\"", "forever")] {
+        s.err(
+            "PATCH",
+            &path,
+            DESDEMONA,
+            &[("message_retention_days", value)],
+            400,
+            "BAD_REQUEST",
+            &format!("Bad value for 'message_retention_days': {shown}"),
+        )
+        .await;
+    }
+    s.err(
+        "PATCH",
+        &path,
+        DESDEMONA,
+        &[("message_retention_days", "forever")],
+        400,
+        "BAD_REQUEST",
+        "message_retention_days is not valid JSON",
+    )
+    .await;
+
+    let queue = s
+        .register(HAMLET, &[("event_types", r#"["stream"]"#)])
+        .await;
+    let body = s
+        .ok(
+            "PATCH",
+            &path,
+            DESDEMONA,
+            &[("message_retention_days", "30")],
+        )
+        .await;
+    assert_eq!(body["ignored_parameters_unsupported"], Value::Null);
+    s.ok(
+        "PATCH",
+        &path,
+        DESDEMONA,
+        &[("message_retention_days", "\"unlimited\"")],
+    )
+    .await;
+    let events = s.events(HAMLET, &queue).await;
+    let updates: Vec<(Value, Value)> = events
+        .iter()
+        .filter(|e| e["type"] == "stream" && e["op"] == "update")
+        .map(|e| {
+            assert_eq!(e["stream_id"], json!(verona));
+            assert_eq!(e["name"], "Verona");
+            (e["property"].clone(), e["value"].clone())
+        })
+        .collect();
+    assert_eq!(
+        updates,
+        vec![
+            (json!("message_retention_days"), json!(30)),
+            (json!("message_retention_days"), json!(-1)),
+        ]
+    );
+    let stream = s.ok("GET", &path, HAMLET, &[]).await;
+    assert_eq!(stream["stream"]["message_retention_days"], json!(-1));
+
+    // Kept across a restart (a WAL record, then a snapshot).
+    s.restart().await;
+    let stream = s.ok("GET", &path, HAMLET, &[]).await;
+    assert_eq!(stream["stream"]["message_retention_days"], json!(-1));
+    s.ok(
+        "PATCH",
+        &path,
+        DESDEMONA,
+        &[("message_retention_days", "\"realm_default\"")],
+    )
+    .await;
+    s.restart().await;
+    let stream = s.ok("GET", &path, HAMLET, &[]).await;
+    assert_eq!(stream["stream"]["message_retention_days"], Value::Null);
+}

@@ -296,6 +296,9 @@ pub enum ChannelUpdate {
     Folder(Option<FolderId>),
     Setting(ChannelSetting, GroupSetting),
     Archived(bool),
+    /// `None`: the realm's policy; `Some(-1)`: unlimited. (Last: WAL records name
+    /// variants by position.)
+    MessageRetentionDays(Option<i64>),
 }
 
 /// A channel folder.
@@ -525,7 +528,27 @@ pub struct ChannelPatch {
     pub is_archived: Option<bool>,
     /// `Some(None)`: remove from its folder.
     pub folder_id: Option<Option<i64>>,
+    /// The JSON value as sent: checked after the owner check, as Zulip does.
+    pub message_retention_days: Option<Value>,
     pub settings: Vec<(ChannelSetting, GroupSetting)>,
+}
+
+/// Zulip's `parse_message_retention_days` with `Stream.MESSAGE_RETENTION_SPECIAL_VALUES_MAP`:
+/// a positive number of days, `"unlimited"` (-1) or `"realm_default"` (None).
+pub fn parse_message_retention_days(v: &Value) -> ApiResult<Option<i64>> {
+    let bad = |shown: String| {
+        ApiError::bad_request(format!("Bad value for 'message_retention_days': {shown}"))
+    };
+    match v {
+        Value::String(s) if s == "unlimited" => Ok(Some(-1)),
+        Value::String(s) if s == "realm_default" => Ok(None),
+        Value::String(s) => Err(bad(s.clone())),
+        Value::Number(n) => match n.as_i64() {
+            Some(d) if d > 0 => Ok(Some(d)),
+            _ => Err(bad(n.to_string())),
+        },
+        other => Err(bad(other.to_string())),
+    }
 }
 
 impl Realm {
@@ -1437,6 +1460,15 @@ impl Realm {
                 changes.push(upd(ChannelUpdate::Folder(folder)));
             }
         }
+        if let Some(raw) = &p.message_retention_days {
+            if !me.is_owner() {
+                return Err(ApiError::must_be_owner());
+            }
+            let days = parse_message_retention_days(raw)?;
+            if days != ch.message_retention_days {
+                changes.push(upd(ChannelUpdate::MessageRetentionDays(days)));
+            }
+        }
         for (s, v) in p.settings {
             if ch.setting(s) != v {
                 changes.push(upd(ChannelUpdate::Setting(s, v)));
@@ -1748,6 +1780,7 @@ impl Realm {
                     ChannelUpdate::Setting(s, v) => {
                         ch.settings.insert(*s, v.clone());
                     }
+                    ChannelUpdate::MessageRetentionDays(d) => ch.message_retention_days = *d,
                     ChannelUpdate::Archived(a) => {
                         ch.is_archived = *a;
                         if *a {
