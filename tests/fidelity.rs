@@ -243,3 +243,65 @@ async fn message_retention_days_on_channel_update() {
     let stream = s.ok("GET", &path, HAMLET, &[]).await;
     assert_eq!(stream["stream"]["message_retention_days"], Value::Null);
 }
+
+#[actix_web::test]
+async fn create_user_full_name_checks() {
+    let s = TestApp::spawn().await;
+    let cases = [
+        ("", "Name too short!"),
+        ("   ", "Name too short!"),
+        ("A", "Name too short!"),
+        ("A*B", "Invalid characters in name!"),
+        ("Ann @home", "Invalid characters in name!"),
+        ("Tab\u{7}Bell", "Invalid characters in name!"),
+        ("Ann|15", "Invalid format!"),
+    ];
+    for (i, (name, msg)) in cases.iter().enumerate() {
+        let email = format!("name{i}@zulip.com");
+        s.err(
+            "POST",
+            "/api/v1/users",
+            IAGO,
+            &[
+                ("email", &email),
+                ("password", "abcd1234"),
+                ("full_name", name),
+            ],
+            400,
+            "BAD_REQUEST",
+            msg,
+        )
+        .await;
+    }
+    let long = "x".repeat(101);
+    s.err(
+        "POST",
+        "/api/v1/users",
+        IAGO,
+        &[
+            ("email", "long@zulip.com"),
+            ("password", "abcd1234"),
+            ("full_name", &long),
+        ],
+        400,
+        "BAD_REQUEST",
+        "Name too long!",
+    )
+    .await;
+    // Stripped before it is stored; two characters suffice.
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/users",
+            IAGO,
+            &[
+                ("email", "short@zulip.com"),
+                ("password", "abcd1234"),
+                ("full_name", "  Al  "),
+            ],
+        )
+        .await;
+    let id = body["user_id"].as_i64().unwrap();
+    let user = s.ok("GET", &format!("/api/v1/users/{id}"), IAGO, &[]).await;
+    assert_eq!(user["user"]["full_name"], "Al");
+}
