@@ -305,3 +305,59 @@ async fn create_user_full_name_checks() {
     let user = s.ok("GET", &format!("/api/v1/users/{id}"), IAGO, &[]).await;
     assert_eq!(user["user"]["full_name"], "Al");
 }
+
+#[actix_web::test]
+async fn unsubscribe_principals_and_channel_administrators() {
+    let s = TestApp::spawn().await;
+    let hamlet = s.user_id(HAMLET).await;
+    // `principals=[]` is the caller.
+    let body = s
+        .ok(
+            "DELETE",
+            "/api/v1/users/me/subscriptions",
+            HAMLET,
+            &[("subscriptions", r#"["Verona"]"#), ("principals", "[]")],
+        )
+        .await;
+    assert_eq!(body["removed"], json!(["Verona"]));
+    assert_eq!(body["not_removed"], json!([]));
+
+    // Cordelia creates a channel (so administers it) with Hamlet in it.
+    let hamlet_s = hamlet.to_string();
+    s.ok(
+        "POST",
+        "/api/v1/channels/create",
+        CORDELIA,
+        &[
+            ("name", "cordelia's"),
+            ("subscribers", &format!("[{hamlet_s}]")),
+        ],
+    )
+    .await;
+    // Othello does not administer it.
+    s.err(
+        "DELETE",
+        "/api/v1/users/me/subscriptions",
+        OTHELLO,
+        &[
+            ("subscriptions", r#"["cordelia's"]"#),
+            ("principals", &format!("[{hamlet_s}]")),
+        ],
+        400,
+        "BAD_REQUEST",
+        "Insufficient permission",
+    )
+    .await;
+    let body = s
+        .ok(
+            "DELETE",
+            "/api/v1/users/me/subscriptions",
+            CORDELIA,
+            &[
+                ("subscriptions", r#"["cordelia's"]"#),
+                ("principals", &format!("[{hamlet_s}]")),
+            ],
+        )
+        .await;
+    assert_eq!(body["removed"], json!(["cordelia's"]));
+}

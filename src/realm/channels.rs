@@ -1218,7 +1218,11 @@ impl Realm {
         names: &[String],
         principals: Option<Vec<UserId>>,
     ) -> ApiResult<(Vec<Change>, Vec<String>, Vec<String>)> {
-        let targets = principals.unwrap_or_else(|| vec![me.id]);
+        // Zulip tests `if principals:`: an empty list means the caller too.
+        let targets = match principals {
+            Some(p) if !p.is_empty() => p,
+            _ => vec![me.id],
+        };
         let mut channels: Vec<&Channel> = Vec::new();
         for raw in names {
             let name = raw.trim();
@@ -1244,7 +1248,9 @@ impl Realm {
                     && self.can_access_channel(me, ch);
                 let via_group = self.can_access_channel(me, ch)
                     && self.in_setting(me, &ch.setting(ChannelSetting::CanRemoveSubscribers));
-                if !(me.is_admin() || own_bot || via_group) {
+                // Channel administrators (the creator, by default) may remove anyone.
+                let administers = self.can_administer_channel(me, ch);
+                if !(me.is_admin() || own_bot || via_group || administers) {
                     return Err(insufficient_permission());
                 }
             }
