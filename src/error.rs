@@ -101,6 +101,15 @@ impl ApiError {
         )
     }
 
+    /// `OrganizationOwnerRequiredError`.
+    pub fn must_be_owner() -> Self {
+        Self::new(
+            400,
+            ErrorCode::UnauthorizedPrincipal,
+            "Must be an organization owner",
+        )
+    }
+
     /// `Missing 'x' argument`, with `var_name`.
     pub fn missing(var: &str) -> Self {
         Self::new(

@@ -139,13 +139,14 @@ async fn create(
     key: &str,
     email: &str,
 ) -> Result<u64, String> {
+    let full_name = email.replace('@', " at ");
     let resp = client
         .post(format!("{url}/api/v1/users"))
         .header("Authorization", basic(ADMIN, key))
         .form(&[
             ("email", email),
             ("password", "crash-pw-1"),
-            ("full_name", email),
+            ("full_name", &full_name),
         ])
         .send()
         .await
@@ -487,7 +488,7 @@ async fn writes_survive_a_clean_restart() {
             &[
                 ("email", "KEEP-A@zulip.com"),
                 ("password", "x"),
-                ("full_name", "X"),
+                ("full_name", "Xy"),
             ],
         )
         .await;

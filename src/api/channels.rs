@@ -8,7 +8,8 @@ use super::{success, ApiRequest, ApiResponse, CallOpts};
 use crate::actor::{Ctx, Outcome};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::channels::{
-    ChannelPatch, ChannelSetting, ChannelSpec, StreamFilter, SubscribeItem, SubscribeRequest,
+    parse_message_retention_days, ChannelPatch, ChannelSetting, ChannelSpec, StreamFilter,
+    SubscribeItem, SubscribeRequest,
 };
 use crate::realm::groups::GroupSetting;
 use crate::realm::Realm;
@@ -51,20 +52,12 @@ fn group_settings(
     Ok(out)
 }
 
-/// `message_retention_days`: an integer, "unlimited" (-1) or "realm_default" (None).
+/// `message_retention_days`: a positive integer, "unlimited" (-1) or "realm_default"
+/// (None), with Zulip's texts.
 fn retention(p: &Params) -> ApiResult<Option<i64>> {
     match p.opt_json("message_retention_days")? {
         None => Ok(None),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .filter(|d| *d > 0)
-            .map(Some)
-            .ok_or_else(|| ApiError::bad_request("Bad value for 'message_retention_days'")),
-        Some(Value::String(s)) if s == "unlimited" => Ok(Some(-1)),
-        Some(Value::String(s)) if s == "realm_default" => Ok(None),
-        Some(_) => Err(ApiError::bad_request(
-            "Bad value for 'message_retention_days'",
-        )),
+        Some(v) => parse_message_retention_days(&v),
     }
 }
 
@@ -108,8 +101,11 @@ pub async fn create_channel(req: ApiRequest) -> ApiResponse {
                 }
             })?,
         };
-        c.params.bool_or("announce", false)?;
-        c.params.opt_bool("send_new_subscription_messages")?;
+        // Notification messages are not sent (hearth has no messages yet): the two
+        // flags are type-checked as Zulip does, then reported as ignored.
+        c.params.check_unread_bool("announce")?;
+        c.params
+            .check_unread_bool("send_new_subscription_messages")?;
         let spec = channel_spec(c)?;
         let (changes, id) =
             c.realm
@@ -163,8 +159,11 @@ pub async fn subscribe(req: ApiRequest) -> ApiResponse {
         let me = c.me()?;
         let principals = principals(c)?;
         let authorization_errors_fatal = c.params.bool_or("authorization_errors_fatal", true)?;
-        c.params.bool_or("announce", false)?;
-        c.params.opt_bool("send_new_subscription_messages")?;
+        // Notification messages are not sent (hearth has no messages yet): the two
+        // flags are type-checked as Zulip does, then reported as ignored.
+        c.params.check_unread_bool("announce")?;
+        c.params
+            .check_unread_bool("send_new_subscription_messages")?;
         let spec = channel_spec(c)?;
         let out = c.realm.decide_subscribe(
             me,
@@ -340,9 +339,9 @@ pub async fn update_stream(req: ApiRequest, path: web::Path<String>) -> ApiRespo
             is_default_stream: p.opt_bool("is_default_stream")?,
             is_archived: p.opt_bool("is_archived")?,
             folder_id,
+            message_retention_days: p.opt_json("message_retention_days")?,
             settings: group_settings(c.realm, p, true)?,
         };
-        retention(p)?;
         let changes = c.realm.decide_update_channel(me, id, patch)?;
         Ok(Outcome::write(changes, Map::new()))
     })

@@ -34,7 +34,9 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             Some(list) => Some(list.into_iter().collect()),
             None => queue.event_types.clone(),
         };
-        p.opt_json("narrow")?;
+        // `narrow` only filters message events, which hearth does not have yet: checked,
+        // then reported as ignored.
+        p.check_unread_list("narrow")?;
         p.bool_or("apply_markdown", false)?;
         let client_gravatar = p.bool_or("client_gravatar", true)?;
         let include_subscribers = match p.opt_json("include_subscribers")? {

@@ -108,6 +108,36 @@ impl Params {
             .transpose()
     }
 
+    /// Checks an optional JSON boolean as Zulip's parser does, without marking it
+    /// read: for parameters hearth accepts but does not act on, so a well-formed value
+    /// is still reported in `ignored_parameters_unsupported`.
+    pub fn check_unread_bool(&self, name: &str) -> ApiResult<()> {
+        let Some(s) = self.values.get(name) else {
+            return Ok(());
+        };
+        let v: Value = serde_json::from_str(s)
+            .map_err(|_| ApiError::bad_request(format!("{name} is not valid JSON")))?;
+        if v.is_boolean() {
+            Ok(())
+        } else {
+            Err(ApiError::bad_request(format!("{name} is not a boolean")))
+        }
+    }
+
+    /// Checks an optional JSON list without marking it read (see `check_unread_bool`).
+    pub fn check_unread_list(&self, name: &str) -> ApiResult<()> {
+        let Some(s) = self.values.get(name) else {
+            return Ok(());
+        };
+        let v: Value = serde_json::from_str(s)
+            .map_err(|_| ApiError::bad_request(format!("{name} is not valid JSON")))?;
+        if v.is_array() {
+            Ok(())
+        } else {
+            Err(ApiError::bad_request(format!("{name} is not a list")))
+        }
+    }
+
     /// A JSON boolean with a default.
     pub fn bool_or(&self, name: &str, default: bool) -> ApiResult<bool> {
         Ok(self.opt_bool(name)?.unwrap_or(default))

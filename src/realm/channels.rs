@@ -297,6 +297,9 @@ pub enum ChannelUpdate {
     Folder(Option<FolderId>),
     Setting(ChannelSetting, GroupSetting),
     Archived(bool),
+    /// `None`: the realm's policy; `Some(-1)`: unlimited. (Last: WAL records name
+    /// variants by position.)
+    MessageRetentionDays(Option<i64>),
 }
 
 /// A channel folder.
@@ -476,7 +479,27 @@ pub struct ChannelPatch {
     pub is_archived: Option<bool>,
     /// `Some(None)`: remove from its folder.
     pub folder_id: Option<Option<i64>>,
+    /// The JSON value as sent: checked after the owner check, as Zulip does.
+    pub message_retention_days: Option<Value>,
     pub settings: Vec<(ChannelSetting, GroupSetting)>,
+}
+
+/// Zulip's `parse_message_retention_days` with `Stream.MESSAGE_RETENTION_SPECIAL_VALUES_MAP`:
+/// a positive number of days, `"unlimited"` (-1) or `"realm_default"` (None).
+pub fn parse_message_retention_days(v: &Value) -> ApiResult<Option<i64>> {
+    let bad = |shown: String| {
+        ApiError::bad_request(format!("Bad value for 'message_retention_days': {shown}"))
+    };
+    match v {
+        Value::String(s) if s == "unlimited" => Ok(Some(-1)),
+        Value::String(s) if s == "realm_default" => Ok(None),
+        Value::String(s) => Err(bad(s.clone())),
+        Value::Number(n) => match n.as_i64() {
+            Some(d) if d > 0 => Ok(Some(d)),
+            _ => Err(bad(n.to_string())),
+        },
+        other => Err(bad(other.to_string())),
+    }
 }
 
 impl Realm {
@@ -1146,7 +1169,11 @@ impl Realm {
         names: &[String],
         principals: Option<Vec<UserId>>,
     ) -> ApiResult<(Vec<Change>, Vec<String>, Vec<String>)> {
-        let targets = principals.unwrap_or_else(|| vec![me.id]);
+        // Zulip tests `if principals:`: an empty list means the caller too.
+        let targets = match principals {
+            Some(p) if !p.is_empty() => p,
+            _ => vec![me.id],
+        };
         let mut channels: Vec<&Channel> = Vec::new();
         for raw in names {
             let name = raw.trim();
@@ -1172,7 +1199,9 @@ impl Realm {
                     && self.can_access_channel(me, ch);
                 let via_group = self.can_access_channel(me, ch)
                     && self.in_setting(me, &ch.setting(ChannelSetting::CanRemoveSubscribers));
-                if !(me.is_admin() || own_bot || via_group) {
+                // Channel administrators (the creator, by default) may remove anyone.
+                let administers = self.can_administer_channel(me, ch);
+                if !(me.is_admin() || own_bot || via_group || administers) {
                     return Err(insufficient_permission());
                 }
             }
@@ -1388,6 +1417,15 @@ impl Realm {
                 changes.push(upd(ChannelUpdate::Folder(folder)));
             }
         }
+        if let Some(raw) = &p.message_retention_days {
+            if !me.is_owner() {
+                return Err(ApiError::must_be_owner());
+            }
+            let days = parse_message_retention_days(raw)?;
+            if days != ch.message_retention_days {
+                changes.push(upd(ChannelUpdate::MessageRetentionDays(days)));
+            }
+        }
         for (s, v) in p.settings {
             if ch.setting(s) != v {
                 changes.push(upd(ChannelUpdate::Setting(s, v)));
@@ -1419,8 +1457,13 @@ impl Realm {
     // ---- default channels (seed 4.20) ---------------------------------------
 
     /// `POST /default_streams`, after `require_admin`.
+    /// An archived channel answers "Invalid channel ID", as Zulip's
+    /// `access_stream_by_id` does for inactive channels.
     pub fn decide_add_default_channel(&self, me: &User, id: i64) -> ApiResult<Vec<Change>> {
         let ch = self.access_channel(me, id)?;
+        if ch.is_archived {
+            return Err(invalid_channel_id());
+        }
         if ch.invite_only {
             return Err(ApiError::bad_request(
                 "Private channels cannot be made default.",
@@ -1694,6 +1737,7 @@ impl Realm {
                     ChannelUpdate::Setting(s, v) => {
                         ch.settings.insert(*s, v.clone());
                     }
+                    ChannelUpdate::MessageRetentionDays(d) => ch.message_retention_days = *d,
                     ChannelUpdate::Archived(a) => {
                         ch.is_archived = *a;
                         if *a {

@@ -282,6 +282,9 @@ impl Realm {
                     ChannelUpdate::Archived(a) => {
                         json!({"property": "is_archived", "value": a})
                     }
+                    ChannelUpdate::MessageRetentionDays(d) => {
+                        json!({"property": "message_retention_days", "value": d})
+                    }
                 };
                 if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
                     b.extend(e);

@@ -65,17 +65,36 @@ pub fn password_is_strong(password: &str) -> bool {
         && zxcvbn::zxcvbn(password, &[]).guesses() >= PASSWORD_MIN_GUESSES
 }
 
-/// Zulip's `check_full_name`: stripped, 1..=100 characters, no control characters.
+/// Zulip's `UserProfile.MIN_NAME_LENGTH`.
+pub const MIN_NAME_LENGTH: usize = 2;
+
+/// Zulip's `UserProfile.NAME_INVALID_CHARS`.
+pub const NAME_INVALID_CHARS: [char; 6] = ['*', '`', '\\', '>', '"', '@'];
+
+/// Zulip's `check_full_name`, its checks in its order: stripped, 2..=100 characters,
+/// printable (`check_string_is_printable`) and none of `NAME_INVALID_CHARS`, and the
+/// raw value not ending in `|<digits>` (ambiguous with the mention syntax).
 pub fn check_full_name(raw: &str) -> ApiResult<String> {
     let name = raw.trim();
-    if name.chars().count() > MAX_NAME_LENGTH {
+    let len = name.chars().count();
+    if len > MAX_NAME_LENGTH {
         return Err(ApiError::bad_request("Name too long!"));
     }
-    if name.is_empty() {
+    if len < MIN_NAME_LENGTH {
         return Err(ApiError::bad_request("Name too short!"));
     }
-    if name.chars().any(|c| c.is_control()) {
+    let unprintable = |c: char| c.is_control() || c == '\u{fffe}';
+    if name
+        .chars()
+        .any(|c| unprintable(c) || NAME_INVALID_CHARS.contains(&c))
+    {
         return Err(ApiError::bad_request("Invalid characters in name!"));
+    }
+    let ends_with_id = raw
+        .rsplit_once('|')
+        .is_some_and(|(_, tail)| !tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit()));
+    if ends_with_id {
+        return Err(ApiError::bad_request("Invalid format!"));
     }
     Ok(name.to_owned())
 }
@@ -407,6 +426,23 @@ mod tests {
             check_full_name(&"x".repeat(101)).map_err(|e| e.msg),
             Err("Name too long!".into())
         );
+        assert!(check_full_name(&"x".repeat(100)).is_ok());
+        assert_eq!(
+            check_full_name(" A ").map_err(|e| e.msg),
+            Err("Name too short!".into())
+        );
+        for bad in ["A*b", "A`b", "A\\b", "A>b", "A\"b", "A@b", "A\u{7}b"] {
+            assert_eq!(
+                check_full_name(bad).map_err(|e| e.msg),
+                Err("Invalid characters in name!".into())
+            );
+        }
+        assert_eq!(
+            check_full_name("Ann|15").map_err(|e| e.msg),
+            Err("Invalid format!".into())
+        );
+        assert!(check_full_name("Ann|15 ").is_ok());
+        assert!(check_full_name("Ann|x").is_ok());
     }
 
     #[test]

@@ -1,0 +1,363 @@
+//! Zulip fidelity of parameters and checks: parameters hearth does not act on are
+//! reported as ignored, and validation texts and orders follow Zulip's.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn ignored(body: &Value) -> Value {
+    body["ignored_parameters_unsupported"].clone()
+}
+
+#[actix_web::test]
+async fn notification_flags_are_reported_as_ignored() {
+    let s = TestApp::spawn().await;
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/users/me/subscriptions",
+            IAGO,
+            &[
+                ("subscriptions", r#"[{"name":"flags one"}]"#),
+                ("announce", "true"),
+                ("send_new_subscription_messages", "false"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        ignored(&body),
+        json!(["announce", "send_new_subscription_messages"])
+    );
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[
+                ("name", "flags two"),
+                ("announce", "false"),
+                ("send_new_subscription_messages", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        ignored(&body),
+        json!(["announce", "send_new_subscription_messages"])
+    );
+    // Zulip still type-checks them.
+    s.err(
+        "POST",
+        "/api/v1/users/me/subscriptions",
+        IAGO,
+        &[
+            ("subscriptions", r#"[{"name":"flags three"}]"#),
+            ("announce", "1"),
+        ],
+        400,
+        "BAD_REQUEST",
+        "announce is not a boolean",
+    )
+    .await;
+    s.err(
+        "POST",
+        "/api/v1/channels/create",
+        IAGO,
+        &[
+            ("name", "flags three"),
+            ("send_new_subscription_messages", "x"),
+        ],
+        400,
+        "BAD_REQUEST",
+        "send_new_subscription_messages is not valid JSON",
+    )
+    .await;
+    // Without them nothing is reported.
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[("name", "flags four")],
+        )
+        .await;
+    assert_eq!(ignored(&body), Value::Null);
+}
+
+#[actix_web::test]
+async fn register_reports_narrow_as_ignored() {
+    let s = TestApp::spawn().await;
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/register",
+            HAMLET,
+            &[
+                ("narrow", r#"[["channel","Verona"]]"#),
+                ("fetch_event_types", r#"["realm_user"]"#),
+            ],
+        )
+        .await;
+    assert_eq!(ignored(&body), json!(["narrow"]));
+    s.err(
+        "POST",
+        "/api/v1/register",
+        HAMLET,
+        &[("narrow", "nope")],
+        400,
+        "BAD_REQUEST",
+        "narrow is not valid JSON",
+    )
+    .await;
+}
+
+#[actix_web::test]
+async fn archived_channel_cannot_be_made_default() {
+    let s = TestApp::spawn().await;
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[("name", "soon archived")],
+        )
+        .await;
+    let id = body["id"].as_i64().unwrap().to_string();
+    s.ok("DELETE", &format!("/api/v1/streams/{id}"), IAGO, &[])
+        .await;
+    s.err(
+        "POST",
+        "/api/v1/default_streams",
+        IAGO,
+        &[("stream_id", &id)],
+        400,
+        "BAD_REQUEST",
+        "Invalid channel ID",
+    )
+    .await;
+    let reg = s
+        .ok(
+            "POST",
+            "/api/v1/register",
+            IAGO,
+            &[("fetch_event_types", r#"["default_streams"]"#)],
+        )
+        .await;
+    let id: i64 = id.parse().unwrap();
+    assert!(!reg["realm_default_streams"]
+        .as_array()
+        .unwrap()
+        .contains(&json!(id)));
+}
+
+#[actix_web::test]
+async fn message_retention_days_on_channel_update() {
+    let mut s = TestApp::spawn().await;
+    let verona = s.stream_id("Verona").await;
+    let path = format!("/api/v1/streams/{verona}");
+    // Owners only, checked before the value.
+    s.err(
+        "PATCH",
+        &path,
+        IAGO,
+        &[("message_retention_days", "0")],
+        400,
+        "UNAUTHORIZED_PRINCIPAL",
+        "Must be an organization owner",
+    )
+    .await;
+    for (value, shown) in [("0", "0"), ("-3", "-3"), ("\"forever\"", "forever")] {
+        s.err(
+            "PATCH",
+            &path,
+            DESDEMONA,
+            &[("message_retention_days", value)],
+            400,
+            "BAD_REQUEST",
+            &format!("Bad value for 'message_retention_days': {shown}"),
+        )
+        .await;
+    }
+    s.err(
+        "PATCH",
+        &path,
+        DESDEMONA,
+        &[("message_retention_days", "forever")],
+        400,
+        "BAD_REQUEST",
+        "message_retention_days is not valid JSON",
+    )
+    .await;
+
+    let queue = s
+        .register(HAMLET, &[("event_types", r#"["stream"]"#)])
+        .await;
+    let body = s
+        .ok(
+            "PATCH",
+            &path,
+            DESDEMONA,
+            &[("message_retention_days", "30")],
+        )
+        .await;
+    assert_eq!(body["ignored_parameters_unsupported"], Value::Null);
+    s.ok(
+        "PATCH",
+        &path,
+        DESDEMONA,
+        &[("message_retention_days", "\"unlimited\"")],
+    )
+    .await;
+    let events = s.events(HAMLET, &queue).await;
+    let updates: Vec<(Value, Value)> = events
+        .iter()
+        .filter(|e| e["type"] == "stream" && e["op"] == "update")
+        .map(|e| {
+            assert_eq!(e["stream_id"], json!(verona));
+            assert_eq!(e["name"], "Verona");
+            (e["property"].clone(), e["value"].clone())
+        })
+        .collect();
+    assert_eq!(
+        updates,
+        vec![
+            (json!("message_retention_days"), json!(30)),
+            (json!("message_retention_days"), json!(-1)),
+        ]
+    );
+    let stream = s.ok("GET", &path, HAMLET, &[]).await;
+    assert_eq!(stream["stream"]["message_retention_days"], json!(-1));
+
+    // Kept across a restart (a WAL record, then a snapshot).
+    s.restart().await;
+    let stream = s.ok("GET", &path, HAMLET, &[]).await;
+    assert_eq!(stream["stream"]["message_retention_days"], json!(-1));
+    s.ok(
+        "PATCH",
+        &path,
+        DESDEMONA,
+        &[("message_retention_days", "\"realm_default\"")],
+    )
+    .await;
+    s.restart().await;
+    let stream = s.ok("GET", &path, HAMLET, &[]).await;
+    assert_eq!(stream["stream"]["message_retention_days"], Value::Null);
+}
+
+#[actix_web::test]
+async fn create_user_full_name_checks() {
+    let s = TestApp::spawn().await;
+    let cases = [
+        ("", "Name too short!"),
+        ("   ", "Name too short!"),
+        ("A", "Name too short!"),
+        ("A*B", "Invalid characters in name!"),
+        ("Ann @home", "Invalid characters in name!"),
+        ("Tab\u{7}Bell", "Invalid characters in name!"),
+        ("Ann|15", "Invalid format!"),
+    ];
+    for (i, (name, msg)) in cases.iter().enumerate() {
+        let email = format!("name{i}@zulip.com");
+        s.err(
+            "POST",
+            "/api/v1/users",
+            IAGO,
+            &[
+                ("email", &email),
+                ("password", "abcd1234"),
+                ("full_name", name),
+            ],
+            400,
+            "BAD_REQUEST",
+            msg,
+        )
+        .await;
+    }
+    let long = "x".repeat(101);
+    s.err(
+        "POST",
+        "/api/v1/users",
+        IAGO,
+        &[
+            ("email", "long@zulip.com"),
+            ("password", "abcd1234"),
+            ("full_name", &long),
+        ],
+        400,
+        "BAD_REQUEST",
+        "Name too long!",
+    )
+    .await;
+    // Stripped before it is stored; two characters suffice.
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/users",
+            IAGO,
+            &[
+                ("email", "short@zulip.com"),
+                ("password", "abcd1234"),
+                ("full_name", "  Al  "),
+            ],
+        )
+        .await;
+    let id = body["user_id"].as_i64().unwrap();
+    let user = s.ok("GET", &format!("/api/v1/users/{id}"), IAGO, &[]).await;
+    assert_eq!(user["user"]["full_name"], "Al");
+}
+
+#[actix_web::test]
+async fn unsubscribe_principals_and_channel_administrators() {
+    let s = TestApp::spawn().await;
+    let hamlet = s.user_id(HAMLET).await;
+    // `principals=[]` is the caller.
+    let body = s
+        .ok(
+            "DELETE",
+            "/api/v1/users/me/subscriptions",
+            HAMLET,
+            &[("subscriptions", r#"["Verona"]"#), ("principals", "[]")],
+        )
+        .await;
+    assert_eq!(body["removed"], json!(["Verona"]));
+    assert_eq!(body["not_removed"], json!([]));
+
+    // Cordelia creates a channel (so administers it) with Hamlet in it.
+    let hamlet_s = hamlet.to_string();
+    s.ok(
+        "POST",
+        "/api/v1/channels/create",
+        CORDELIA,
+        &[
+            ("name", "cordelia's"),
+            ("subscribers", &format!("[{hamlet_s}]")),
+        ],
+    )
+    .await;
+    // Othello does not administer it.
+    s.err(
+        "DELETE",
+        "/api/v1/users/me/subscriptions",
+        OTHELLO,
+        &[
+            ("subscriptions", r#"["cordelia's"]"#),
+            ("principals", &format!("[{hamlet_s}]")),
+        ],
+        400,
+        "BAD_REQUEST",
+        "Insufficient permission",
+    )
+    .await;
+    let body = s
+        .ok(
+            "DELETE",
+            "/api/v1/users/me/subscriptions",
+            CORDELIA,
+            &[
+                ("subscriptions", r#"["cordelia's"]"#),
+                ("principals", &format!("[{hamlet_s}]")),
+            ],
+        )
+        .await;
+    assert_eq!(body["removed"], json!(["cordelia's"]));
+}
