@@ -47,6 +47,8 @@ use crate::realm::{Change, Clock, Realm, UserId};
 pub const HEARTBEAT_MS: i64 = 60_000;
 /// Queues without a connected client for this long are collected (Zulip: 10 minutes).
 pub const QUEUE_TIMEOUT_MS: i64 = 600_000;
+/// The longest `queue_lifespan_secs` a client may ask for (Zulip: 7 days).
+pub const MAX_QUEUE_TIMEOUT_SECS: i64 = 7 * 24 * 60 * 60;
 /// What `POST /register` advertises as `event_queue_longpoll_timeout_seconds`.
 pub const LONGPOLL_TIMEOUT_SECS: i64 = 90;
 /// At most this many events are kept in a realm's log; older ones are pruned.
@@ -84,6 +86,20 @@ pub struct QueueOptions {
     pub all_public_streams: bool,
     /// `client_capabilities` as sent.
     pub capabilities: Map<String, Value>,
+    /// `queue_lifespan_secs`: how long the queue lives unpolled; 0 is Zulip's default
+    /// (`QUEUE_TIMEOUT_MS`), and at most `MAX_QUEUE_TIMEOUT_SECS`.
+    pub lifespan_secs: i64,
+}
+
+impl QueueOptions {
+    /// Zulip's `ClientDescriptor.queue_timeout`, in milliseconds.
+    fn timeout_ms(&self) -> i64 {
+        if self.lifespan_secs == 0 {
+            QUEUE_TIMEOUT_MS
+        } else {
+            self.lifespan_secs.min(MAX_QUEUE_TIMEOUT_SECS) * 1000
+        }
+    }
 }
 
 /// A client's queue.
@@ -524,13 +540,19 @@ impl EventHub {
             .iter()
             .filter(|q| {
                 q.connected.load(Ordering::SeqCst) == 0
-                    && now - lock(&q.state).last_active_ms >= QUEUE_TIMEOUT_MS
+                    && now - lock(&q.state).last_active_ms >= q.options.timeout_ms()
             })
             .map(|q| q.id.clone())
             .collect();
         idle.iter().for_each(|id| self.remove_queue(id));
         // Read before the log's end: a registration counted later starts at the end.
         let registering = self.listeners.load(Ordering::SeqCst) > self.queues.len();
+        // Kept as long as the longest-lived queue may still come back for it.
+        let keep_ms = self
+            .queues
+            .iter()
+            .map(|q| q.options.timeout_ms())
+            .fold(QUEUE_TIMEOUT_MS, i64::max);
         let mut log = write(&self.log);
         let read_by_all = if registering {
             log.start
@@ -543,7 +565,7 @@ impl EventHub {
         };
         while log.entries.front().is_some_and(|e| {
             log.start < read_by_all
-                || now - e.at_ms >= QUEUE_TIMEOUT_MS
+                || now - e.at_ms >= keep_ms
                 || log.entries.len() > MAX_LOG_EVENTS
         }) {
             log.entries.pop_front();
@@ -851,6 +873,31 @@ mod tests {
         default_set(3);
         hub.settled().await;
         assert_eq!(log_len(&hub), 0, "the last queue is gone");
+    }
+
+    #[tokio::test]
+    async fn queue_lifespan_is_zulips() {
+        let clock = ManualClock::new(0);
+        let hub = hub(clock.clone());
+        let with = |secs| QueueOptions {
+            lifespan_secs: secs,
+            ..Default::default()
+        };
+        let (default, _) = hub.register(1, with(0));
+        let (short, _) = hub.register(1, with(30));
+        let (long, _) = hub.register(1, with(3600));
+        let (capped, _) = hub.register(1, with(MAX_QUEUE_TIMEOUT_SECS * 10));
+        clock.advance_ms(30_000);
+        hub.tick();
+        assert_eq!(hub.queue_count(), 3, "the 30 s queue is gone");
+        clock.advance_ms(QUEUE_TIMEOUT_MS);
+        hub.tick();
+        assert!(hub.get_events(1, &default, None, true).await.is_err());
+        assert!(hub.get_events(1, &short, None, true).await.is_err());
+        assert!(hub.get_events(1, &long, None, true).await.is_ok());
+        clock.advance_ms(MAX_QUEUE_TIMEOUT_SECS * 1000);
+        hub.tick();
+        assert!(hub.get_events(1, &capped, None, true).await.is_err());
     }
 
     #[tokio::test]

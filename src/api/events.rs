@@ -21,6 +21,7 @@ fn queue_options(p: &super::params::Params) -> Result<QueueOptions, ApiError> {
         event_types,
         all_public_streams,
         capabilities,
+        lifespan_secs: 0,
     })
 }
 
@@ -29,7 +30,8 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
     req.read_large(CallOpts::USER, |c| {
         let me = c.me()?;
         let p = &*c.params;
-        let queue = queue_options(p)?;
+        let mut queue = queue_options(p)?;
+        queue.lifespan_secs = p.opt_int("queue_lifespan_secs")?.unwrap_or(0);
         let fetch_event_types = match p.opt_str_list("fetch_event_types")? {
             Some(list) => Some(list.into_iter().collect()),
             None => queue.event_types.clone(),
@@ -47,7 +49,6 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         };
         let slim_presence = p.bool_or("slim_presence", false)?;
         p.opt_int("presence_history_limit_days")?;
-        p.opt_int("queue_lifespan_secs")?;
         let user_avatar_url_field_optional = queue
             .capabilities
             .get("user_avatar_url_field_optional")
