@@ -1,0 +1,484 @@
+//! Subscribing (creating missing channels), `POST /channels/create`, unsubscribing
+//! (seed 4.5) and subscription properties (seed 4.1); subscription colours.
+
+use super::*;
+
+impl Realm {
+    // ---- subscribe / create --------------------------------------------------
+
+    /// The color of a new subscription of `user`; `taken` holds the palette use of the
+    /// users this decision already chose colors for, and records this choice.
+    pub(super) fn next_color(&self, user: UserId, taken: &mut HashMap<UserId, ColorUse>) -> String {
+        let used = taken
+            .entry(user)
+            .or_insert_with(|| self.color_use.get(&user).cloned().unwrap_or_default());
+        let color = used.pick();
+        used.add(&color);
+        color
+    }
+
+    /// Records `color` as chosen for `user` in this decision (a color the client asked for).
+    pub(super) fn take_color(
+        &self,
+        user: UserId,
+        color: &str,
+        taken: &mut HashMap<UserId, ColorUse>,
+    ) {
+        taken
+            .entry(user)
+            .or_insert_with(|| self.color_use.get(&user).cloned().unwrap_or_default())
+            .add(color);
+    }
+
+    /// Whether `me` may create a channel with this privacy (realm group settings of the
+    /// development realm: members create public/private, owners web-public).
+    pub(super) fn check_can_create(&self, me: &User, spec: &ChannelSpec) -> ApiResult<()> {
+        let needed = if spec.is_web_public {
+            SystemGroup::Owners
+        } else {
+            SystemGroup::Members
+        };
+        if !needed.includes_role(me.role) {
+            return Err(insufficient_permission());
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_folder(&self, id: Option<i64>) -> ApiResult<Option<FolderId>> {
+        match id {
+            None => Ok(None),
+            Some(id) => u64::try_from(id)
+                .ok()
+                .filter(|id| self.folders.get(id).is_some_and(|f| !f.is_archived))
+                .map(Some)
+                .ok_or_else(|| ApiError::bad_request("Invalid channel folder ID")),
+        }
+    }
+
+    /// Builds a new channel (not yet subscribed) with Zulip's defaults.
+    pub(super) fn new_channel(
+        &self,
+        id: ChannelId,
+        name: String,
+        description: String,
+        spec: &ChannelSpec,
+        creator: Option<UserId>,
+        now: i64,
+    ) -> Channel {
+        let mut settings: BTreeMap<ChannelSetting, GroupSetting> = ChannelSetting::ALL
+            .into_iter()
+            .map(|s| (s, s.default_for(self, creator)))
+            .collect();
+        for (s, v) in &spec.settings {
+            settings.insert(*s, v.clone());
+        }
+        Channel {
+            id,
+            rendered_description: render_description(&description),
+            name,
+            description,
+            invite_only: spec.invite_only,
+            is_web_public: spec.is_web_public,
+            history_public_to_subscribers: spec
+                .history_public_to_subscribers
+                .unwrap_or(!spec.invite_only)
+                || spec.is_web_public
+                || !spec.invite_only,
+            is_archived: false,
+            folder_id: None,
+            date_created: now,
+            creator_id: creator,
+            message_retention_days: spec.message_retention_days,
+            settings,
+            subs: imbl::OrdMap::new(),
+        }
+    }
+
+    /// Whether `me` may subscribe themself to an existing channel.
+    pub(super) fn can_subscribe_self(&self, me: &User, ch: &Channel) -> bool {
+        ch.is_subscribed(me.id)
+            || self.can_access_channel(me, ch)
+            || (me.is_admin() && ch.invite_only)
+    }
+
+    /// Whether `me` may subscribe other users to a channel.
+    pub(super) fn can_subscribe_others(&self, me: &User, ch: &Channel) -> bool {
+        if me.is_admin() {
+            return true;
+        }
+        let realm_allows = SystemGroup::Members.includes_role(me.role);
+        let channel_allows = self.in_setting(me, &ch.setting(ChannelSetting::CanAddSubscribers));
+        if channel_allows {
+            return true;
+        }
+        realm_allows
+            && self.can_access_channel(me, ch)
+            && (ch.is_public() || ch.is_subscribed(me.id))
+    }
+
+    /// `POST /users/me/subscriptions`: subscribes the caller or `principals`, creating
+    /// missing channels.
+    pub fn decide_subscribe(
+        &self,
+        me: &User,
+        req: SubscribeRequest,
+        cx: &mut Cx,
+    ) -> ApiResult<SubscribeOutcome> {
+        let targets = req.principals.clone().unwrap_or_else(|| vec![me.id]);
+        let subscribing_others = targets.iter().any(|t| *t != me.id);
+        let mut out = SubscribeOutcome::default();
+        // Resolve names; channels to create get ids in request order.
+        let mut next_id = self.next_channel_id;
+        let mut existing: Vec<&Channel> = Vec::new();
+        let mut to_create: Vec<Channel> = Vec::new();
+        let mut seen = BTreeSet::new();
+        for item in &req.items {
+            let name = check_channel_name(&item.name)?;
+            if !seen.insert(name.to_lowercase()) {
+                continue;
+            }
+            match self.channel_by_name(&name) {
+                Some(ch) => existing.push(ch),
+                None => {
+                    let description =
+                        check_channel_description(item.description.as_deref().unwrap_or_default())?;
+                    to_create.push(self.new_channel(
+                        next_id,
+                        name,
+                        description,
+                        &req.spec,
+                        Some(me.id),
+                        cx.now_secs(),
+                    ));
+                    next_id += 1;
+                }
+            }
+        }
+        if !to_create.is_empty() {
+            self.check_can_create(me, &req.spec)?;
+            if req.spec.is_default_stream && req.spec.invite_only {
+                return Err(ApiError::bad_request(
+                    "A default channel cannot be private.",
+                ));
+            }
+            let folder = self.check_folder(req.spec.folder_id)?;
+            for ch in &mut to_create {
+                ch.folder_id = folder;
+            }
+        }
+        // Authorization for existing channels.
+        let mut authorized: Vec<&Channel> = Vec::new();
+        for ch in existing {
+            if self.can_subscribe_self(me, ch)
+                && !(ch.invite_only && me.is_guest() && !ch.is_subscribed(me.id))
+            {
+                authorized.push(ch);
+            } else {
+                out.unauthorized.push(ch.name.clone());
+            }
+        }
+        if !out.unauthorized.is_empty() && req.authorization_errors_fatal {
+            return Err(ApiError::bad_request(format!(
+                "Unable to access channel ({}).",
+                out.unauthorized.join(", ")
+            )));
+        }
+        if subscribing_others {
+            if !SystemGroup::Members.includes_role(me.role) && !me.is_admin() {
+                let any_channel_grant = authorized
+                    .iter()
+                    .all(|ch| self.in_setting(me, &ch.setting(ChannelSetting::CanAddSubscribers)));
+                if !any_channel_grant || !to_create.is_empty() {
+                    return Err(insufficient_permission());
+                }
+            }
+            for ch in &authorized {
+                if !self.can_subscribe_others(me, ch) {
+                    return Err(insufficient_permission());
+                }
+            }
+        }
+        // Decide.
+        let mut taken = HashMap::new();
+        let mut subs = Vec::new();
+        // The first item of each name decides its requested color.
+        let mut requested: HashMap<String, Option<String>> = HashMap::new();
+        for i in &req.items {
+            requested
+                .entry(i.name.trim().to_lowercase())
+                .or_insert_with(|| i.color.clone().filter(|c| is_hex_color(c)));
+        }
+        let color_of =
+            |item_name: &str| requested.get(&item_name.to_lowercase()).cloned().flatten();
+        let all: Vec<(ChannelId, String, bool)> = authorized
+            .iter()
+            .map(|c| (c.id, c.name.clone(), false))
+            .chain(to_create.iter().map(|c| (c.id, c.name.clone(), true)))
+            .collect();
+        for &user in &targets {
+            for (id, name, new) in &all {
+                let already = !*new && self.channels.get(id).is_some_and(|c| c.is_subscribed(user));
+                if already {
+                    out.already_subscribed
+                        .entry(user)
+                        .or_default()
+                        .push(name.clone());
+                    continue;
+                }
+                let color = match color_of(name) {
+                    Some(c) if user == me.id => {
+                        self.take_color(user, &c, &mut taken);
+                        c
+                    }
+                    _ => self.next_color(user, &mut taken),
+                };
+                subs.push(NewSubscription {
+                    channel_id: *id,
+                    user_id: user,
+                    color,
+                });
+                out.subscribed.entry(user).or_default().push(name.clone());
+            }
+        }
+        for ch in to_create {
+            out.created.push(ch.id);
+            let id = ch.id;
+            out.changes.push(Change::ChannelCreated(Box::new(ch)));
+            if req.spec.is_default_stream {
+                out.changes.push(Change::DefaultChannelSet {
+                    channel_id: id,
+                    is_default: true,
+                });
+            }
+        }
+        if !subs.is_empty() {
+            out.changes.push(Change::Subscribed { subs });
+        }
+        Ok(out)
+    }
+
+    /// `POST /channels/create`: one new channel, 409 if the name is taken.
+    pub fn decide_create_channel(
+        &self,
+        me: &User,
+        name: &str,
+        description: &str,
+        subscribers: Vec<UserId>,
+        spec: ChannelSpec,
+        cx: &mut Cx,
+    ) -> ApiResult<(Vec<Change>, ChannelId)> {
+        let name = check_channel_name(name)?;
+        if let Some(ch) = self.channel_by_name(&name) {
+            return Err(channel_exists(&ch.name));
+        }
+        let description = check_channel_description(description)?;
+        self.check_can_create(me, &spec)?;
+        if spec.is_default_stream && spec.invite_only {
+            return Err(ApiError::bad_request(
+                "A default channel cannot be private.",
+            ));
+        }
+        if subscribers.iter().any(|s| *s != me.id) && !SystemGroup::Members.includes_role(me.role) {
+            return Err(insufficient_permission());
+        }
+        let folder = self.check_folder(spec.folder_id)?;
+        let id = self.next_channel_id;
+        let mut ch = self.new_channel(id, name, description, &spec, Some(me.id), cx.now_secs());
+        ch.folder_id = folder;
+        let mut changes = vec![Change::ChannelCreated(Box::new(ch))];
+        if spec.is_default_stream {
+            changes.push(Change::DefaultChannelSet {
+                channel_id: id,
+                is_default: true,
+            });
+        }
+        let mut taken = HashMap::new();
+        let mut subs = Vec::new();
+        let mut seen = BTreeSet::new();
+        for user in subscribers {
+            if !seen.insert(user) {
+                continue;
+            }
+            let color = self.next_color(user, &mut taken);
+            subs.push(NewSubscription {
+                channel_id: id,
+                user_id: user,
+                color,
+            });
+        }
+        if !subs.is_empty() {
+            changes.push(Change::Subscribed { subs });
+        }
+        Ok((changes, id))
+    }
+
+    /// Subscriptions of a new user to the default channels (`POST /users`).
+    pub fn default_channel_subscriptions(&self, user: UserId) -> Option<Change> {
+        let mut taken = HashMap::new();
+        let subs: Vec<NewSubscription> = self
+            .default_channels
+            .iter()
+            .filter_map(|id| self.channels.get(id))
+            .filter(|ch| !ch.is_archived)
+            .map(|ch| {
+                let color = self.next_color(user, &mut taken);
+                NewSubscription {
+                    channel_id: ch.id,
+                    user_id: user,
+                    color,
+                }
+            })
+            .collect();
+        (!subs.is_empty()).then_some(Change::Subscribed { subs })
+    }
+
+    // ---- unsubscribe (seed 4.5) ---------------------------------------------
+
+    /// Resolves `principals` (API emails or user ids) to active users: "No such user".
+    pub fn resolve_principals(&self, principals: &Value) -> ApiResult<Vec<UserId>> {
+        let list = principals
+            .as_array()
+            .ok_or_else(|| ApiError::bad_request("principals is not a list"))?;
+        let no_such = || ApiError::bad_request("No such user");
+        let mut out = Vec::new();
+        for (i, p) in list.iter().enumerate() {
+            let user = match p {
+                Value::String(email) => self.user_by_api_email(email.trim()),
+                Value::Number(n) => n.as_u64().and_then(|id| self.user(id)),
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "principals[{i}] is not a string"
+                    )))
+                }
+            };
+            let user = user.filter(|u| u.is_active).ok_or_else(no_such)?;
+            if !out.contains(&user.id) {
+                out.push(user.id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `DELETE /users/me/subscriptions` (seed 4.5). Returns the changes and the
+    /// `removed` / `not_removed` name lists.
+    pub fn decide_unsubscribe(
+        &self,
+        me: &User,
+        names: &[String],
+        principals: Option<Vec<UserId>>,
+    ) -> ApiResult<(Vec<Change>, Vec<String>, Vec<String>)> {
+        // Zulip tests `if principals:`: an empty list means the caller too.
+        let targets = match principals {
+            Some(p) if !p.is_empty() => p,
+            _ => vec![me.id],
+        };
+        let mut channels: Vec<&Channel> = Vec::new();
+        for raw in names {
+            let name = raw.trim();
+            let ch = self.channel_by_name(name).ok_or_else(|| {
+                ApiError::new(
+                    400,
+                    ErrorCode::StreamDoesNotExist,
+                    format!("Channel '{name}' does not exist"),
+                )
+                .with("stream", name)
+            })?;
+            if !channels.iter().any(|c| c.id == ch.id) {
+                channels.push(ch);
+            }
+        }
+        for &t in &targets {
+            if t == me.id {
+                continue;
+            }
+            let target = self.users.get(&t);
+            for ch in &channels {
+                let own_bot = target.is_some_and(|b| b.is_bot() && b.bot_owner_id == Some(me.id))
+                    && self.can_access_channel(me, ch);
+                let via_group = self.can_access_channel(me, ch)
+                    && self.in_setting(me, &ch.setting(ChannelSetting::CanRemoveSubscribers));
+                // Channel administrators (the creator, by default) may remove anyone.
+                let administers = self.can_administer_channel(me, ch);
+                if !(me.is_admin() || own_bot || via_group || administers) {
+                    return Err(insufficient_permission());
+                }
+            }
+        }
+        let (mut removed, mut not_removed, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
+        for &t in &targets {
+            for ch in &channels {
+                if ch.is_subscribed(t) {
+                    removed.push(ch.name.clone());
+                    pairs.push((ch.id, t));
+                } else {
+                    not_removed.push(ch.name.clone());
+                }
+            }
+        }
+        let changes = if pairs.is_empty() {
+            Vec::new()
+        } else {
+            vec![Change::Unsubscribed { subs: pairs }]
+        };
+        Ok((changes, removed, not_removed))
+    }
+
+    // ---- subscription properties (seed 4.1) ---------------------------------
+
+    /// `POST /users/me/subscriptions/properties`: validates the whole list, then checks
+    /// each item's channel in order.
+    pub fn decide_subscription_properties(
+        &self,
+        me: &User,
+        data: &Value,
+    ) -> ApiResult<Vec<Change>> {
+        let list = data
+            .as_array()
+            .ok_or_else(|| ApiError::bad_request("subscription_data is not a list"))?;
+        let mut parsed = Vec::new();
+        for (i, item) in list.iter().enumerate() {
+            let obj = item.as_object().ok_or_else(|| {
+                ApiError::bad_request(format!("subscription_data[{i}] is not a dict"))
+            })?;
+            let field = |k: &str| {
+                obj.get(k).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "subscription_data[{i}][\"{k}\"] field is missing: Field required"
+                    ))
+                })
+            };
+            let stream_id = field("stream_id")?.as_i64().ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "subscription_data[{i}][\"stream_id\"] is not an integer"
+                ))
+            })?;
+            let property = field("property")?.as_str().ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "subscription_data[{i}][\"property\"] is not a string"
+                ))
+            })?;
+            let value = field("value")?;
+            if !(value.is_boolean() || value.is_string()) {
+                return Err(ApiError::bad_request(format!(
+                    "subscription_data[{i}][\"value\"] is not a string"
+                )));
+            }
+            parsed.push((stream_id, SubProperty::parse(i, property, value)?));
+        }
+        let mut changes = Vec::new();
+        for (stream_id, property) in parsed {
+            let ch = self.access_channel(me, stream_id)?;
+            if !ch.is_subscribed(me.id) {
+                return Err(ApiError::bad_request(format!(
+                    "Not subscribed to channel ID {stream_id}"
+                )));
+            }
+            changes.push(Change::SubscriptionPropertySet {
+                user_id: me.id,
+                channel_id: ch.id,
+                property,
+            });
+        }
+        Ok(changes)
+    }
+}
