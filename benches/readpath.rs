@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use hearth::config::ServeConfig;
 use hearth::realm::{dev, Change, Cx, NewUser, Realm, Role};
+use hearth::realm::{ChannelChange, UserChange};
 use hearth::storage::{DurabilityMode, Store};
 
 const DEV_ADMIN: &str = "iago@zulip.com";
@@ -39,7 +40,7 @@ fn seed(dir: &Path, extra: usize) -> Realm {
     changes.iter().for_each(|c| realm.apply(c));
     let first = realm.next_user_id;
     for i in 0..extra as u64 {
-        changes.push(Change::UserCreated(NewUser {
+        changes.push(Change::User(UserChange::UserCreated(NewUser {
             user_id: first + i,
             delivery_email: format!("load{i}@zulip.com"),
             full_name: format!("Load User {i}"),
@@ -50,7 +51,7 @@ fn seed(dir: &Path, extra: usize) -> Realm {
             api_key: cx.api_key(),
             password_hash: None,
             date_joined: cx.now_secs(),
-        }));
+        })));
     }
     let realm = hearth::actor::create_realm(&mut rs, &changes).expect("create");
     store.durability.shutdown();
@@ -344,10 +345,12 @@ fn publish_cost(users: usize) {
     let me = realm.user_by_delivery_email(DEV_MEMBER).expect("me").id;
     let channel = member_channel(&realm);
     let n = 20_000;
-    let change = |i: usize| Change::SubscriptionPropertySet {
-        user_id: me,
-        channel_id: channel,
-        property: hearth::realm::channels::SubProperty::PinToTop(i.is_multiple_of(2)),
+    let change = |i: usize| {
+        Change::Channel(ChannelChange::SubscriptionPropertySet {
+            user_id: me,
+            channel_id: channel,
+            property: hearth::realm::channels::SubProperty::PinToTop(i.is_multiple_of(2)),
+        })
     };
     let start = Instant::now();
     for i in 0..n {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, BenchmarkId, Criterion, SamplingMode, Throughput};
 use hearth::actor::create_realm;
 use hearth::realm::dev::new_realm_changes;
-use hearth::realm::{Change, Cx, EmailVisibility, NewUser, Realm, RealmSettings, Role};
+use hearth::realm::{Change, Cx, EmailVisibility, NewUser, Realm, RealmSettings, Role, UserChange};
 use hearth::storage::{codec, Durability, DurabilityMode, RealmStore, Store};
 use tokio::runtime::Runtime;
 
@@ -119,7 +119,10 @@ fn run_writers(
         .map(|w| {
             let share = total / writers as u64 + u64::from(w < total % writers as u64);
             let id = next_id.fetch_add(1, Ordering::Relaxed);
-            (share, vec![Change::UserCreated(new_user(id, &mut cx))])
+            (
+                share,
+                vec![Change::User(UserChange::UserCreated(new_user(id, &mut cx)))],
+            )
         })
         .collect();
     rt.block_on(async {
@@ -177,7 +180,7 @@ fn bench_append(c: &mut Criterion) {
                         // Only the id changes: the record keeps its size, nothing allocates.
                         user.user_id = next_id;
                         next_id += 1;
-                        let change = [Change::UserCreated(user.clone())];
+                        let change = [Change::User(UserChange::UserCreated(user.clone()))];
                         let start = Instant::now();
                         let ticket = realm_store.append(&change).expect("append");
                         store.durability.wait(ticket).await.expect("durable");
@@ -201,7 +204,10 @@ fn census_single(
     rs: &mut RealmStore,
     cx: &mut Cx,
 ) {
-    let change = [Change::UserCreated(new_user(u64::MAX / 2, cx))];
+    let change = [Change::User(UserChange::UserCreated(new_user(
+        u64::MAX / 2,
+        cx,
+    )))];
     let before = write_syscalls();
     let start = Instant::now();
     rt.block_on(async {
@@ -285,7 +291,7 @@ fn bench_replay(c: &mut Criterion) {
         let (store, mut realm_store) = open_with_realm(dir.path(), DurabilityMode::Never, &mut cx);
         for id in 2..2 + REPLAY_RECORDS {
             realm_store
-                .append(&[Change::UserCreated(new_user(id, &mut cx))])
+                .append(&[Change::User(UserChange::UserCreated(new_user(id, &mut cx)))])
                 .expect("append");
         }
         store.durability.flush_now().expect("flush");
@@ -347,7 +353,9 @@ fn bench_snapshot(c: &mut Criterion) {
     let mut realm = Realm::from_first_change(&first[0]).expect("realm");
     first.iter().for_each(|c| realm.apply(c));
     for id in 2..=SNAPSHOT_USERS {
-        realm.apply(&Change::UserCreated(new_user(id, &mut cx)));
+        realm.apply(&Change::User(UserChange::UserCreated(new_user(
+            id, &mut cx,
+        ))));
     }
     assert_eq!(realm.users.len() as u64, SNAPSHOT_USERS);
     let bytes = codec::encode_realm(&realm).expect("encode");

@@ -681,6 +681,7 @@ mod tests {
     use super::*;
     use crate::realm::events::Audience;
     use crate::realm::ManualClock;
+    use crate::realm::{ChannelChange, UserChange};
 
     fn hub(clock: ManualClock) -> EventHub {
         let realm = crate::realm::Realm::new(crate::realm::RealmSettings {
@@ -809,10 +810,10 @@ mod tests {
         assert!(hub.staged.is_poisoned() && hub.log.is_poisoned());
         let mut next = (*hub.current()).clone();
         next.settings.name = "renamed".into();
-        let change = Change::CanCreateUsersSet {
+        let change = Change::User(UserChange::CanCreateUsersSet {
             user_id: 1,
             value: true,
-        };
+        });
         hub.stage(1, 1, vec![(vec![change], Arc::new(next))]);
         assert_eq!(hub.staged_len(), 1);
         hub.release(1);
@@ -826,10 +827,10 @@ mod tests {
             2,
             2,
             vec![(
-                vec![Change::CanCreateUsersSet {
+                vec![Change::User(UserChange::CanCreateUsersSet {
                     user_id: 1,
                     value: false,
-                }],
+                })],
                 Arc::new(crate::realm::Realm::clone(&hub.current())),
             )],
         );
@@ -847,10 +848,10 @@ mod tests {
         let hub = hub(ManualClock::new(0));
         let default_set = |ticket: u64| {
             let version = Arc::new(crate::realm::Realm::clone(&hub.current()));
-            let change = Change::DefaultChannelSet {
+            let change = Change::Channel(ChannelChange::DefaultChannelSet {
                 channel_id: 1,
                 is_default: true,
-            };
+            });
             hub.stage(ticket, ticket, vec![(vec![change], version)]);
             hub.release(ticket);
         };

@@ -1,5 +1,5 @@
-//! Stored formats stay readable: golden bytes of today's records (schema 1), and a data
-//! folder written by an earlier hearth.
+//! Stored formats stay readable: golden bytes of every schema version (WAL records of
+//! schemas 1 and 2, snapshots of schema 1), and a data folder written by an earlier hearth.
 //!
 //! `UPDATE_FIXTURES=1 cargo test --test formats` rewrites the golden records; do that only
 //! when adding a schema version (old fixtures must then be kept, not replaced).
@@ -47,6 +47,25 @@ fn golden_wal_record_of_schema_1_decodes() {
     assert_eq!(stored[0], 1, "schema 1 fixture");
     assert_eq!(codec::decode_changes(&stored).unwrap(), changes);
     if codec::CHANGES_SCHEMA == 1 {
+        assert_eq!(
+            codec::encode_changes(&changes).unwrap(),
+            stored,
+            "the WAL encoding changed without a new schema version"
+        );
+    }
+}
+
+/// Schema 2 nests changes by resource; schema 1 records (above) migrate to it.
+#[test]
+fn golden_wal_record_of_schema_2_decodes() {
+    let (changes, _) = built();
+    let stored = golden(
+        "wal-v2-dev-realm.bin",
+        &codec::encode_changes(&changes).unwrap(),
+    );
+    assert_eq!(stored[0], 2, "schema 2 fixture");
+    assert_eq!(codec::decode_changes(&stored).unwrap(), changes);
+    if codec::CHANGES_SCHEMA == 2 {
         assert_eq!(
             codec::encode_changes(&changes).unwrap(),
             stored,

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use common::*;
 use hearth::actor::CloneRealm;
+use hearth::realm::UserChange;
 use hearth::realm::{Change, NewUser, Realm, Role};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -576,7 +577,7 @@ async fn with_stopped_store(app: &mut TestApp, f: impl FnOnce(&mut hearth::stora
 }
 
 fn user_change(id: u64, email: &str) -> Change {
-    Change::UserCreated(NewUser {
+    Change::User(UserChange::UserCreated(NewUser {
         user_id: id,
         delivery_email: email.to_owned(),
         full_name: "After The Tear".to_owned(),
@@ -587,7 +588,7 @@ fn user_change(id: u64, email: &str) -> Change {
         api_key: "A".repeat(32),
         password_hash: None,
         date_joined: 1_800_000_000,
-    })
+    }))
 }
 
 #[actix_web::test]

@@ -12,17 +12,43 @@ use super::channels::{
 use super::groups::UserGroup;
 use super::{RealmSettings, Role, UserId};
 
-/// One decided fact. Never a generic patch: one variant per kind of fact.
+/// One decided fact, by the resource it is about. Never a generic patch: one variant
+/// per kind of fact, and every match over a resource's changes is exhaustive, so a new
+/// kind of fact cannot silently produce no state or no event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Change {
+    Realm(RealmChange),
+    User(UserChange),
+    Group(GroupChange),
+    Channel(ChannelChange),
+}
+
+/// Facts about the realm itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RealmChange {
     /// The realm came into being with these settings (first record of every realm).
     RealmCreated { settings: RealmSettings },
+}
+
+/// Facts about accounts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum UserChange {
     /// A user or bot account was created.
     UserCreated(NewUser),
     /// A user's `can_create_users` permission was granted or revoked (a server command).
     CanCreateUsersSet { user_id: UserId, value: bool },
+}
+
+/// Facts about user groups.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum GroupChange {
     /// A user group was created (the system groups, at realm creation).
     UserGroupCreated(UserGroup),
+}
+
+/// Facts about channels, subscriptions, default channels and channel folders.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ChannelChange {
     /// A channel was created (without subscribers: `Subscribed` follows).
     ChannelCreated(Box<Channel>),
     /// Users were subscribed to channels (one request's worth, with their colors).
@@ -91,26 +117,19 @@ impl Change {
     pub fn batches_with(&self, next: &Change) -> bool {
         matches!(
             (self, next),
-            (Change::ChannelCreated(_), Change::ChannelCreated(_))
+            (
+                Change::Channel(ChannelChange::ChannelCreated(_)),
+                Change::Channel(ChannelChange::ChannelCreated(_))
+            )
         )
     }
 
     /// How durable this change must be before its request is answered.
     pub fn durability(&self) -> DurabilityClass {
         match self {
-            Change::RealmCreated { .. }
-            | Change::UserCreated(_)
-            | Change::CanCreateUsersSet { .. }
-            | Change::UserGroupCreated(_)
-            | Change::ChannelCreated(_)
-            | Change::Subscribed { .. }
-            | Change::Unsubscribed { .. }
-            | Change::SubscriptionPropertySet { .. }
-            | Change::ChannelUpdated { .. }
-            | Change::DefaultChannelSet { .. }
-            | Change::ChannelFolderCreated(_)
-            | Change::ChannelFolderUpdated { .. }
-            | Change::ChannelFoldersReordered { .. } => DurabilityClass::Durable,
+            Change::Realm(_) | Change::User(_) | Change::Group(_) | Change::Channel(_) => {
+                DurabilityClass::Durable
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ use super::channels::{
 };
 use super::groups::{system_group_changes, GroupSetting, SystemGroup};
 use super::{Change, Cx, EmailVisibility, NewUser, RealmSettings, Role};
+use crate::realm::{ChannelChange, RealmChange, UserChange};
 
 const DEV_REALM_JSON: &str = include_str!("dev_realm.json");
 
@@ -83,7 +84,7 @@ pub const DEV_USER_CREATOR: &str = "iago@zulip.com";
 pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
     let dev: DevRealm =
         serde_json::from_str(DEV_REALM_JSON).map_err(|e| format!("dev_realm.json: {e}"))?;
-    let mut changes = vec![Change::RealmCreated {
+    let mut changes = vec![Change::Realm(RealmChange::RealmCreated {
         settings: RealmSettings {
             name: dev.realm.name,
             subdomain: dev.realm.subdomain,
@@ -94,7 +95,7 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
             empty_topic_display_name: dev.realm.empty_topic_display_name,
             date_created: cx.now_secs(),
         },
-    }];
+    })];
     let id_of = |email: &str| {
         dev.users
             .iter()
@@ -107,7 +108,7 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
             Some(owner) => Some(id_of(owner).ok_or_else(|| format!("unknown bot owner {owner}"))?),
             None => None,
         };
-        changes.push(Change::UserCreated(NewUser {
+        changes.push(Change::User(UserChange::UserCreated(NewUser {
             user_id: FIRST_DEV_USER_ID + i as u64,
             delivery_email: u.delivery_email.clone(),
             full_name: u.full_name.clone(),
@@ -118,13 +119,13 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
             api_key: cx.api_key(),
             password_hash: None,
             date_joined: cx.now_secs(),
-        }));
+        })));
     }
     let creator = id_of(DEV_USER_CREATOR).ok_or("the development realm has no iago")?;
-    changes.push(Change::CanCreateUsersSet {
+    changes.push(Change::User(UserChange::CanCreateUsersSet {
         user_id: creator,
         value: true,
-    });
+    }));
     let now = cx.now_secs();
     changes.extend(system_group_changes(1, now));
     let group_id = |name: &str| {
@@ -137,16 +138,18 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
     for (i, f) in dev.channel_folders.iter().enumerate() {
         let id = 1 + i as u64;
         folder_ids.insert(f.name.clone(), id);
-        changes.push(Change::ChannelFolderCreated(ChannelFolder {
-            id,
-            name: f.name.clone(),
-            rendered_description: render_description(&f.description),
-            description: f.description.clone(),
-            order: 1 + i as i64,
-            date_created: now,
-            creator_id: Some(creator),
-            is_archived: f.is_archived,
-        }));
+        changes.push(Change::Channel(ChannelChange::ChannelFolderCreated(
+            ChannelFolder {
+                id,
+                name: f.name.clone(),
+                rendered_description: render_description(&f.description),
+                description: f.description.clone(),
+                order: 1 + i as i64,
+                date_created: now,
+                creator_id: Some(creator),
+                is_archived: f.is_archived,
+            },
+        )));
     }
     let mut colors: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for (i, c) in dev.channels.iter().enumerate() {
@@ -181,27 +184,29 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
             ),
             None => None,
         };
-        changes.push(Change::ChannelCreated(Box::new(Channel {
-            id,
-            name: c.name.clone(),
-            rendered_description: render_description(&c.description),
-            description: c.description.clone(),
-            invite_only: c.invite_only,
-            is_web_public: c.is_web_public,
-            history_public_to_subscribers: c.history_public_to_subscribers,
-            is_archived: c.is_archived,
-            folder_id,
-            date_created: now,
-            creator_id: None,
-            message_retention_days: None,
-            settings,
-            subs: imbl::OrdMap::new(),
-        })));
+        changes.push(Change::Channel(ChannelChange::ChannelCreated(Box::new(
+            Channel {
+                id,
+                name: c.name.clone(),
+                rendered_description: render_description(&c.description),
+                description: c.description.clone(),
+                invite_only: c.invite_only,
+                is_web_public: c.is_web_public,
+                history_public_to_subscribers: c.history_public_to_subscribers,
+                is_archived: c.is_archived,
+                folder_id,
+                date_created: now,
+                creator_id: None,
+                message_retention_days: None,
+                settings,
+                subs: imbl::OrdMap::new(),
+            },
+        ))));
         if c.is_default_channel {
-            changes.push(Change::DefaultChannelSet {
+            changes.push(Change::Channel(ChannelChange::DefaultChannelSet {
                 channel_id: id,
                 is_default: true,
-            });
+            }));
         }
         let mut subs = Vec::new();
         for email in &c.subscribers {
@@ -216,7 +221,7 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
             });
         }
         if !subs.is_empty() {
-            changes.push(Change::Subscribed { subs });
+            changes.push(Change::Channel(ChannelChange::Subscribed { subs }));
         }
     }
     Ok(changes)
@@ -232,8 +237,8 @@ pub fn new_realm_changes(
 ) -> Vec<Change> {
     let now = cx.now_secs();
     let mut changes = vec![
-        Change::RealmCreated { settings },
-        Change::UserCreated(NewUser {
+        Change::Realm(RealmChange::RealmCreated { settings }),
+        Change::User(UserChange::UserCreated(NewUser {
             user_id: 1,
             delivery_email: owner_email.to_owned(),
             full_name: owner_name.to_owned(),
@@ -244,11 +249,11 @@ pub fn new_realm_changes(
             api_key: cx.api_key(),
             password_hash,
             date_joined: cx.now_secs(),
-        }),
-        Change::CanCreateUsersSet {
+        })),
+        Change::User(UserChange::CanCreateUsersSet {
             user_id: 1,
             value: true,
-        },
+        }),
     ];
     changes.extend(system_group_changes(1, now));
     changes

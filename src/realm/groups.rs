@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::{Realm, Role, User, UserId};
 use crate::error::{ApiError, ApiResult};
+use crate::realm::GroupChange;
 
 /// A user group id, unique within a realm.
 pub type GroupId = u64;
@@ -153,7 +154,7 @@ pub fn system_group_changes(first: GroupId, now: i64) -> Vec<super::Change> {
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            super::Change::UserGroupCreated(UserGroup {
+            super::Change::Group(GroupChange::UserGroupCreated(UserGroup {
                 id: first + i as u64,
                 name: g.name().to_owned(),
                 description: g.description().to_owned(),
@@ -162,7 +163,7 @@ pub fn system_group_changes(first: GroupId, now: i64) -> Vec<super::Change> {
                 subgroups: Vec::new(),
                 date_created: now,
                 creator_id: None,
-            })
+            }))
         })
         .collect()
 }

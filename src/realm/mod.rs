@@ -20,7 +20,9 @@ use imbl::{HashMap, OrdMap, OrdSet};
 
 use serde::{Deserialize, Serialize};
 
-pub use change::{Change, DurabilityClass, NewUser};
+pub use change::{
+    Change, ChannelChange, DurabilityClass, GroupChange, NewUser, RealmChange, UserChange,
+};
 pub use cx::{Clock, Cx, ManualClock, SystemClock};
 
 use crate::error::{ApiError, ApiResult};
@@ -162,7 +164,7 @@ pub struct Realm {
 }
 
 impl Realm {
-    /// An empty realm with these settings (what `Change::RealmCreated` yields).
+    /// An empty realm with these settings (what `Change::Realm(RealmChange::RealmCreated)` yields).
     pub fn new(settings: RealmSettings) -> Self {
         Realm {
             settings,
@@ -184,7 +186,9 @@ impl Realm {
     /// Builds a realm from its first change, which must be `RealmCreated`.
     pub fn from_first_change(change: &Change) -> Option<Self> {
         match change {
-            Change::RealmCreated { settings } => Some(Realm::new(settings.clone())),
+            Change::Realm(RealmChange::RealmCreated { settings }) => {
+                Some(Realm::new(settings.clone()))
+            }
             _ => None,
         }
     }
@@ -213,8 +217,10 @@ impl Realm {
     /// Turns a decided fact into state. Infallible: `decide_*` validated it.
     pub fn apply(&mut self, change: &Change) {
         match change {
-            Change::RealmCreated { settings } => self.settings = settings.clone(),
-            Change::UserCreated(n) => {
+            Change::Realm(RealmChange::RealmCreated { settings }) => {
+                self.settings = settings.clone()
+            }
+            Change::User(UserChange::UserCreated(n)) => {
                 self.by_email
                     .insert(n.delivery_email.to_lowercase(), n.user_id);
                 self.next_user_id = self.next_user_id.max(n.user_id + 1);
@@ -237,24 +243,16 @@ impl Realm {
                     }),
                 );
             }
-            Change::CanCreateUsersSet { user_id, value } => {
+            Change::User(UserChange::CanCreateUsersSet { user_id, value }) => {
                 if let Some(u) = self.users.get_mut(user_id) {
                     Arc::make_mut(u).can_create_users = *value;
                 }
             }
-            Change::UserGroupCreated(g) => {
+            Change::Group(GroupChange::UserGroupCreated(g)) => {
                 self.next_group_id = self.next_group_id.max(g.id + 1);
                 self.groups.insert(g.id, g.clone());
             }
-            Change::ChannelCreated(_)
-            | Change::Subscribed { .. }
-            | Change::Unsubscribed { .. }
-            | Change::SubscriptionPropertySet { .. }
-            | Change::ChannelUpdated { .. }
-            | Change::DefaultChannelSet { .. }
-            | Change::ChannelFolderCreated(_)
-            | Change::ChannelFolderUpdated { .. }
-            | Change::ChannelFoldersReordered { .. } => self.apply_channel_change(change),
+            Change::Channel(c) => self.apply_channel_change(c),
         }
     }
 

@@ -6,6 +6,7 @@ use subtle::ConstantTimeEq;
 
 use super::{Change, Cx, NewUser, Realm, Role, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::realm::UserChange;
 
 /// Zulip's API key length; a key of any other length is "Malformed".
 pub const API_KEY_LENGTH: usize = 32;
@@ -206,7 +207,7 @@ impl Realm {
             return Err(ApiError::bad_request("The password is too weak."));
         }
         let user_id = self.next_user_id;
-        let change = Change::UserCreated(NewUser {
+        let change = Change::User(UserChange::UserCreated(NewUser {
             user_id,
             delivery_email: email.to_owned(),
             full_name,
@@ -217,7 +218,7 @@ impl Realm {
             api_key: cx.api_key(),
             password_hash: Some(req.password_hash),
             date_joined: cx.now_secs(),
-        });
+        }));
         let mut changes = vec![change];
         changes.extend(self.default_channel_subscriptions(user_id));
         Ok((changes, user_id))
@@ -250,7 +251,7 @@ impl Realm {
         }
         let user_id = self.next_user_id;
         let api_key = cx.api_key();
-        let change = Change::UserCreated(NewUser {
+        let change = Change::User(UserChange::UserCreated(NewUser {
             user_id,
             delivery_email: email,
             full_name,
@@ -261,7 +262,7 @@ impl Realm {
             api_key: api_key.clone(),
             password_hash: None,
             date_joined: cx.now_secs(),
-        });
+        }));
         Ok((vec![change], user_id, api_key))
     }
 

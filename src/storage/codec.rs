@@ -24,7 +24,7 @@ use crate::realm::{Change, Realm};
 /// Schema version of the snapshot record (`Realm`) hearth writes.
 pub const REALM_SCHEMA: u8 = 1;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
-pub const CHANGES_SCHEMA: u8 = 1;
+pub const CHANGES_SCHEMA: u8 = 2;
 const HEADER: usize = 5;
 
 /// Why a record could not be encoded or decoded.
@@ -104,6 +104,7 @@ pub fn decode_changes(bytes: &[u8]) -> Result<Vec<Change>, CodecError> {
     let (version, payload) = open_frame(bytes)?;
     match version {
         1 => decode_payload::<Vec<legacy::v1::Change>>(payload).map(legacy::v1::changes_to_current),
+        2 => decode_payload::<Vec<Change>>(payload),
         v => Err(CodecError::Version(v)),
     }
 }

@@ -306,6 +306,7 @@ fn key_seq(k: &[u8]) -> u64 {
 mod tests {
     use super::super::{DurabilityMode, Store};
     use crate::realm::dev::dev_realm_changes;
+    use crate::realm::UserChange;
     use crate::realm::{Change, Cx};
 
     fn seeded() -> (tempfile::TempDir, Store, Vec<Change>) {
@@ -342,10 +343,10 @@ mod tests {
         changes.iter().for_each(|c| live.apply(c));
         rs.snapshot(&live).expect("snapshot");
         assert_eq!(rs.wal_len(), 0, "the snapshot replaces the WAL prefix");
-        let later = Change::CanCreateUsersSet {
+        let later = Change::User(UserChange::CanCreateUsersSet {
             user_id: 10,
             value: true,
-        };
+        });
         rs.append(std::slice::from_ref(&later)).expect("append");
         live.apply(&later);
         assert_eq!(rs.recover().expect("recover").expect("realm").realm, live);

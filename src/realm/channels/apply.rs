@@ -1,19 +1,20 @@
 //! Channel changes turned into state.
 
 use super::*;
+use crate::realm::ChannelChange;
 
 impl Realm {
     // ---- apply -----------------------------------------------------------------
 
     /// Applies a channel change (called by `Realm::apply`).
-    pub(in crate::realm) fn apply_channel_change(&mut self, change: &Change) {
+    pub(in crate::realm) fn apply_channel_change(&mut self, change: &ChannelChange) {
         match change {
-            Change::ChannelCreated(ch) => {
+            ChannelChange::ChannelCreated(ch) => {
                 self.next_channel_id = self.next_channel_id.max(ch.id + 1);
                 self.channel_by_name.insert(ch.name.to_lowercase(), ch.id);
                 self.channels.insert(ch.id, Arc::new((**ch).clone()));
             }
-            Change::Subscribed { subs } => {
+            ChannelChange::Subscribed { subs } => {
                 for s in subs {
                     if let Some(ch) = self.channels.get_mut(&s.channel_id).map(Arc::make_mut) {
                         let colors = self.color_use.entry(s.user_id).or_default();
@@ -32,7 +33,7 @@ impl Realm {
                     }
                 }
             }
-            Change::Unsubscribed { subs } => {
+            ChannelChange::Unsubscribed { subs } => {
                 for (cid, uid) in subs {
                     if let Some(sub) = self
                         .channels
@@ -44,7 +45,7 @@ impl Realm {
                     }
                 }
             }
-            Change::SubscriptionPropertySet {
+            ChannelChange::SubscriptionPropertySet {
                 user_id,
                 channel_id,
                 property,
@@ -79,7 +80,7 @@ impl Realm {
                     }
                 }
             }
-            Change::ChannelUpdated { channel_id, update } => {
+            ChannelChange::ChannelUpdated { channel_id, update } => {
                 let Some(ch) = self.channels.get_mut(channel_id).map(Arc::make_mut) else {
                     return;
                 };
@@ -120,7 +121,7 @@ impl Realm {
                     }
                 }
             }
-            Change::DefaultChannelSet {
+            ChannelChange::DefaultChannelSet {
                 channel_id,
                 is_default,
             } => {
@@ -130,11 +131,11 @@ impl Realm {
                     self.default_channels.remove(channel_id);
                 }
             }
-            Change::ChannelFolderCreated(f) => {
+            ChannelChange::ChannelFolderCreated(f) => {
                 self.next_folder_id = self.next_folder_id.max(f.id + 1);
                 self.folders.insert(f.id, f.clone());
             }
-            Change::ChannelFolderUpdated { folder_id, update } => {
+            ChannelChange::ChannelFolderUpdated { folder_id, update } => {
                 if let Some(f) = self.folders.get_mut(folder_id) {
                     match update {
                         FolderUpdate::Name(n) => f.name = n.clone(),
@@ -149,7 +150,7 @@ impl Realm {
                     }
                 }
             }
-            Change::ChannelFoldersReordered { order } => {
+            ChannelChange::ChannelFoldersReordered { order } => {
                 // Zulip enumerates the list: a duplicated id keeps its last position.
                 for (i, id) in order.iter().enumerate() {
                     if let Some(f) = u64::try_from(*id)
@@ -160,12 +161,6 @@ impl Realm {
                     }
                 }
             }
-            // Not channel changes: `Realm::apply` never routes them here. Listed, not
-            // `_`, so that a new variant must be placed.
-            Change::RealmCreated { .. }
-            | Change::UserCreated(_)
-            | Change::CanCreateUsersSet { .. }
-            | Change::UserGroupCreated(_) => {}
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Channel folders (seed 4.19).
 
 use super::*;
+use crate::realm::ChannelChange;
 
 impl Realm {
     // ---- channel folders (seed 4.19) ----------------------------------------
@@ -61,16 +62,18 @@ impl Realm {
             .max()
             .unwrap_or(1);
         Ok((
-            vec![Change::ChannelFolderCreated(ChannelFolder {
-                id,
-                name,
-                rendered_description: render_description(&description),
-                description,
-                order,
-                date_created: cx.now_secs(),
-                creator_id: Some(me.id),
-                is_archived: false,
-            })],
+            vec![Change::Channel(ChannelChange::ChannelFolderCreated(
+                ChannelFolder {
+                    id,
+                    name,
+                    rendered_description: render_description(&description),
+                    description,
+                    order,
+                    date_created: cx.now_secs(),
+                    creator_id: Some(me.id),
+                    is_archived: false,
+                },
+            ))],
             id,
         ))
     }
@@ -88,9 +91,11 @@ impl Realm {
             .and_then(|id| self.folders.get(&id))
             .ok_or_else(|| ApiError::bad_request("Invalid channel folder ID"))?;
         let mut changes = Vec::new();
-        let upd = |update| Change::ChannelFolderUpdated {
-            folder_id: f.id,
-            update,
+        let upd = |update| {
+            Change::Channel(ChannelChange::ChannelFolderUpdated {
+                folder_id: f.id,
+                update,
+            })
         };
         if let Some(raw) = name {
             let name = self.check_folder_name(&raw, Some(f.id))?;
@@ -139,6 +144,8 @@ impl Realm {
         if !all_present {
             return Err(ApiError::bad_request("Invalid order mapping."));
         }
-        Ok(vec![Change::ChannelFoldersReordered { order }])
+        Ok(vec![Change::Channel(
+            ChannelChange::ChannelFoldersReordered { order },
+        )])
     }
 }

@@ -2,6 +2,7 @@
 //! (seed 4.5) and subscription properties (seed 4.1); subscription colours.
 
 use super::*;
+use crate::realm::ChannelChange;
 
 impl Realm {
     // ---- subscribe / create --------------------------------------------------
@@ -243,16 +244,19 @@ impl Realm {
         for ch in to_create {
             out.created.push(ch.id);
             let id = ch.id;
-            out.changes.push(Change::ChannelCreated(Box::new(ch)));
+            out.changes
+                .push(Change::Channel(ChannelChange::ChannelCreated(Box::new(ch))));
             if req.spec.is_default_stream {
-                out.changes.push(Change::DefaultChannelSet {
-                    channel_id: id,
-                    is_default: true,
-                });
+                out.changes
+                    .push(Change::Channel(ChannelChange::DefaultChannelSet {
+                        channel_id: id,
+                        is_default: true,
+                    }));
             }
         }
         if !subs.is_empty() {
-            out.changes.push(Change::Subscribed { subs });
+            out.changes
+                .push(Change::Channel(ChannelChange::Subscribed { subs }));
         }
         Ok(out)
     }
@@ -285,12 +289,12 @@ impl Realm {
         let id = self.next_channel_id;
         let mut ch = self.new_channel(id, name, description, &spec, Some(me.id), cx.now_secs());
         ch.folder_id = folder;
-        let mut changes = vec![Change::ChannelCreated(Box::new(ch))];
+        let mut changes = vec![Change::Channel(ChannelChange::ChannelCreated(Box::new(ch)))];
         if spec.is_default_stream {
-            changes.push(Change::DefaultChannelSet {
+            changes.push(Change::Channel(ChannelChange::DefaultChannelSet {
                 channel_id: id,
                 is_default: true,
-            });
+            }));
         }
         let mut taken = HashMap::new();
         let mut subs = Vec::new();
@@ -307,7 +311,7 @@ impl Realm {
             });
         }
         if !subs.is_empty() {
-            changes.push(Change::Subscribed { subs });
+            changes.push(Change::Channel(ChannelChange::Subscribed { subs }));
         }
         Ok((changes, id))
     }
@@ -329,7 +333,7 @@ impl Realm {
                 }
             })
             .collect();
-        (!subs.is_empty()).then_some(Change::Subscribed { subs })
+        (!subs.is_empty()).then_some(Change::Channel(ChannelChange::Subscribed { subs }))
     }
 
     // ---- unsubscribe (seed 4.5) ---------------------------------------------
@@ -418,7 +422,7 @@ impl Realm {
         let changes = if pairs.is_empty() {
             Vec::new()
         } else {
-            vec![Change::Unsubscribed { subs: pairs }]
+            vec![Change::Channel(ChannelChange::Unsubscribed { subs: pairs })]
         };
         Ok((changes, removed, not_removed))
     }
@@ -473,11 +477,11 @@ impl Realm {
                     "Not subscribed to channel ID {stream_id}"
                 )));
             }
-            changes.push(Change::SubscriptionPropertySet {
+            changes.push(Change::Channel(ChannelChange::SubscriptionPropertySet {
                 user_id: me.id,
                 channel_id: ch.id,
                 property,
-            });
+            }));
         }
         Ok(changes)
     }

@@ -1,6 +1,7 @@
 //! Channel updates and archiving, and default channels (seed 4.20).
 
 use super::*;
+use crate::realm::ChannelChange;
 
 impl Realm {
     // ---- update / archive ----------------------------------------------------
@@ -32,9 +33,11 @@ impl Realm {
         let ch = self.access_channel_for_admin(me, id)?;
         let cid = ch.id;
         let mut changes = Vec::new();
-        let upd = |update| Change::ChannelUpdated {
-            channel_id: cid,
-            update,
+        let upd = |update| {
+            Change::Channel(ChannelChange::ChannelUpdated {
+                channel_id: cid,
+                update,
+            })
         };
         if p.is_archived == Some(true) {
             return Err(ApiError::bad_request("Invalid parameters"));
@@ -124,10 +127,10 @@ impl Realm {
                         "A default channel cannot be private.",
                     ));
                 }
-                changes.push(Change::DefaultChannelSet {
+                changes.push(Change::Channel(ChannelChange::DefaultChannelSet {
                     channel_id: cid,
                     is_default: d,
-                });
+                }));
             }
         }
         if let Some(folder) = p.folder_id {
@@ -161,15 +164,15 @@ impl Realm {
         }
         let mut changes = Vec::new();
         if self.default_channels.contains(&ch.id) {
-            changes.push(Change::DefaultChannelSet {
+            changes.push(Change::Channel(ChannelChange::DefaultChannelSet {
                 channel_id: ch.id,
                 is_default: false,
-            });
+            }));
         }
-        changes.push(Change::ChannelUpdated {
+        changes.push(Change::Channel(ChannelChange::ChannelUpdated {
             channel_id: ch.id,
             update: ChannelUpdate::Archived(true),
-        });
+        }));
         Ok(changes)
     }
 
@@ -191,10 +194,10 @@ impl Realm {
         if self.default_channels.contains(&ch.id) {
             return Ok(Vec::new());
         }
-        Ok(vec![Change::DefaultChannelSet {
+        Ok(vec![Change::Channel(ChannelChange::DefaultChannelSet {
             channel_id: ch.id,
             is_default: true,
-        }])
+        })])
     }
 
     /// `DELETE /default_streams`, after `require_admin`.
@@ -207,9 +210,9 @@ impl Realm {
         if !self.default_channels.contains(&ch.id) {
             return Ok(Vec::new());
         }
-        Ok(vec![Change::DefaultChannelSet {
+        Ok(vec![Change::Channel(ChannelChange::DefaultChannelSet {
             channel_id: ch.id,
             is_default: false,
-        }])
+        })])
     }
 }
