@@ -20,108 +20,35 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use serde_json::{Map, Value};
 
-use crate::api::params::Params;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{EventHub, Step};
 use crate::realm::{Change, Clock, Cx, DurabilityClass, Realm, User, UserId};
 use crate::storage::{RealmStore, SnapshotJob};
 
-/// Basic credentials as sent by the client.
-#[derive(Debug, Clone)]
-pub struct Credentials {
-    pub email: String,
-    pub api_key: String,
-    /// Where the authenticated user's id goes, for the request log.
-    pub logged: crate::logging::LoggedUser,
-}
-
-/// What a rule sees: the realm (read-only), the caller, the parameters, the context.
-/// Reads get the published version on an HTTP worker; writes the actor's working state.
-pub struct Ctx<'a> {
-    pub realm: &'a Realm,
-    me: Option<&'a User>,
-    pub params: &'a mut Params,
-    pub cx: &'a mut Cx,
-    /// The realm's event queues (`POST /register` creates one).
-    pub hub: &'a EventHub,
-    /// The server's public URL (see `Realm::url`).
-    pub server_url: &'a str,
-}
-
-impl<'a> Ctx<'a> {
-    pub fn new(
-        realm: &'a Realm,
-        me: Option<&'a User>,
-        params: &'a mut Params,
-        cx: &'a mut Cx,
-        hub: &'a EventHub,
-        server_url: &'a str,
-    ) -> Self {
-        Ctx {
-            realm,
-            me,
-            params,
-            cx,
-            hub,
-            server_url,
-        }
-    }
-
-    /// The authenticated caller (calls made with credentials always have one).
-    pub fn me(&self) -> ApiResult<&'a User> {
-        self.me.ok_or_else(ApiError::not_logged_in)
-    }
-}
-
-/// What a rule returns: the changes it decided and the success body.
-#[derive(Default)]
-pub struct Outcome {
+/// What a write's decision yields: the changes to commit, and an answer for the HTTP
+/// layer, opaque to the actor (it renders nothing).
+pub struct Decided {
     pub changes: Vec<Change>,
-    pub body: Map<String, Value>,
-    /// A value for the HTTP handler only, never sent (a password hash to verify off the
-    /// actor, for instance).
-    pub private: Option<String>,
+    pub answer: Box<dyn std::any::Any + Send>,
 }
 
-impl Outcome {
-    /// A read: no changes, this body.
-    pub fn read(body: Map<String, Value>) -> Self {
-        Outcome {
-            changes: Vec::new(),
-            body,
-            private: None,
-        }
-    }
-
-    /// A write: these changes, this body.
-    pub fn write(changes: Vec<Change>, body: Map<String, Value>) -> Self {
-        Outcome {
-            changes,
-            body,
-            private: None,
-        }
-    }
-}
-
-/// A rule: run inside the actor for writes, on an HTTP worker for reads.
-pub type Rule = Box<dyn FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send>;
+/// A write's decision, run against the actor's working state with the caller and the
+/// decision's context. Built by the HTTP layer (which parses parameters and renders the
+/// answer); the actor only runs it, commits its changes and returns its answer.
+pub type Decide = Box<dyn FnOnce(&Realm, Option<&User>, &mut Cx) -> ApiResult<Decided> + Send>;
 
 /// One write sent to a realm, by a caller already authenticated on the HTTP worker.
 pub struct Call {
     /// The caller's id (`None`: a call that needs no authentication).
     pub me: Option<UserId>,
-    pub params: Params,
-    pub rule: Rule,
+    pub decide: Decide,
 }
 
-/// The actor's answer: the body, the durability ticket to await, the unused params.
+/// The actor's answer: the durability ticket to await, and the decision's answer.
 pub struct Reply {
-    pub body: Map<String, Value>,
     pub ticket: Option<u64>,
-    pub ignored: Vec<String>,
-    pub private: Option<String>,
+    pub answer: Box<dyn std::any::Any + Send>,
 }
 
 impl Message for Call {
@@ -153,8 +80,6 @@ pub struct RealmActor {
     clock: Arc<dyn Clock>,
     /// Published version, event log and client queues; every decision is staged here.
     hub: Arc<EventHub>,
-    /// The server's public URL: the URL of realms created without one (`--dev`).
-    server_url: Arc<str>,
     /// Records appended (or replayed at start) since the last snapshot began.
     since_snapshot: u64,
     /// Take a snapshot after this many records (0: only on shutdown).
@@ -170,7 +95,6 @@ impl RealmActor {
         store: RealmStore,
         clock: Arc<dyn Clock>,
         hub: Arc<EventHub>,
-        server_url: Arc<str>,
         snapshot_every: u64,
         replayed: u64,
     ) -> Self {
@@ -179,7 +103,6 @@ impl RealmActor {
             store,
             clock,
             hub,
-            server_url,
             since_snapshot: replayed,
             snapshot_every,
             snapshotting: Arc::new(AtomicBool::new(false)),
@@ -297,7 +220,6 @@ impl RealmActor {
     }
 
     fn run(&mut self, call: Call) -> ApiResult<Reply> {
-        let mut params = call.params;
         let mut cx = Cx::new(&*self.clock);
         let realm = &self.realm;
         let me = match call.me {
@@ -310,30 +232,17 @@ impl RealmActor {
                     .ok_or_else(|| ApiError::unauthorized("Account is deactivated"))?,
             ),
         };
-        let hub = &*self.hub;
-        let server_url = &*self.server_url;
-        let rule = call.rule;
-        // A rule only reads state, so a panic in one leaves the realm intact.
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            rule(&mut Ctx::new(
-                realm,
-                me,
-                &mut params,
-                &mut cx,
-                hub,
-                server_url,
-            ))
-        }))
-        .map_err(|_| {
-            tracing::error!("a rule panicked");
-            ApiError::internal()
-        })??;
-        let ticket = self.commit(outcome.changes)?;
+        let decide = call.decide;
+        // A decision only reads state, so a panic in one leaves the realm intact.
+        let decided =
+            catch_unwind(AssertUnwindSafe(|| decide(realm, me, &mut cx))).map_err(|_| {
+                tracing::error!("a rule panicked");
+                ApiError::internal()
+            })??;
+        let ticket = self.commit(decided.changes)?;
         Ok(Reply {
-            body: outcome.body,
             ticket,
-            ignored: params.unused(),
-            private: outcome.private,
+            answer: decided.answer,
         })
     }
 }

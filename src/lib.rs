@@ -283,7 +283,6 @@ pub async fn spawn_with_clock(
             realm_store,
             clock.clone(),
             hub.clone(),
-            url.clone(),
             config.snapshot_every,
             recovered.replayed,
         );

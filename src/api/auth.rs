@@ -4,7 +4,7 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::{HttpMessage, HttpRequest};
 use base64::Engine;
 
-use crate::actor::Credentials;
+use super::Credentials;
 use crate::error::ApiError;
 use crate::logging::LoggedUser;
 

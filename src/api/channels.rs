@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts};
-use crate::actor::{Ctx, Outcome};
+use super::{Ctx, Outcome};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::channels::{
     parse_message_retention_days, ChannelPatch, ChannelSetting, ChannelSpec, StreamFilter,

@@ -4,8 +4,8 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::Outcome;
 use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts};
-use crate::actor::Outcome;
 use crate::error::ApiError;
 use crate::events::{QueueOptions, LONGPOLL_TIMEOUT_SECS};
 use crate::realm::register::RegisterOptions;

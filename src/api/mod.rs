@@ -8,6 +8,7 @@ pub mod channels;
 pub mod error;
 pub mod events;
 pub mod params;
+pub mod rule;
 pub mod server;
 pub mod users;
 
@@ -22,13 +23,14 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
 
-use crate::actor::{Call, Ctx, Outcome, RealmActor};
+use crate::actor::{Call, Decided, RealmActor};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::EventHub;
 use crate::realm::{Clock, Cx, Realm, User, UserId};
 use crate::registry::Registry;
 use crate::storage::Durability;
 use params::Params;
+pub use rule::{Credentials, Ctx, Outcome};
 
 /// Largest request body accepted (parameters only; hearth takes no uploads yet).
 pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -85,7 +87,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 pub struct ApiRequest {
     pub realm: Addr<RealmActor>,
     pub hub: Arc<EventHub>,
-    pub credentials: Result<crate::actor::Credentials, ApiError>,
+    pub credentials: Result<Credentials, ApiError>,
     pub params: Params,
     pub state: web::Data<AppState>,
     clock: Arc<dyn Clock>,
@@ -158,18 +160,34 @@ impl ApiRequest {
             Some(self.caller()?)
         };
         let parsed = parse(&self.params)?;
+        let (hub, server_url, mut params) =
+            (self.hub.clone(), self.server_url.clone(), self.params);
+        let decide = move |realm: &Realm, me: Option<&User>, cx: &mut Cx| {
+            let outcome = rule(
+                &mut Ctx::new(realm, me, &mut params, cx, &hub, &server_url),
+                parsed,
+            )?;
+            let answer: (Map<String, Value>, Vec<String>) = (outcome.body, params.unused());
+            Ok(Decided {
+                changes: outcome.changes,
+                answer: Box::new(answer),
+            })
+        };
         let reply = self
             .realm
             .send(Call {
                 me,
-                params: self.params,
-                rule: Box::new(move |c: &mut Ctx<'_>| rule(c, parsed)),
+                decide: Box::new(decide),
             })
             .await
             .map_err(|e| {
                 tracing::error!("realm actor unavailable: {e}");
                 ApiError::internal()
             })??;
+        let (body, ignored) = *reply
+            .answer
+            .downcast::<(Map<String, Value>, Vec<String>)>()
+            .map_err(|_| ApiError::internal())?;
         if let Some(ticket) = reply.ticket {
             self.state.durability.wait(ticket).await.map_err(|e| {
                 tracing::error!("a write was not made durable: {e}");
@@ -178,7 +196,7 @@ impl ApiRequest {
         }
         // Read-your-writes: what this answer acknowledges is visible before it is sent.
         self.hub.release(self.state.durability.visible());
-        Ok(with_ignored(reply.body, reply.ignored))
+        Ok(with_ignored(body, ignored))
     }
 
     /// Runs a read rule on this worker against the published version; the realm actor

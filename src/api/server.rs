@@ -2,8 +2,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::Outcome;
 use super::{success, ApiRequest, ApiResponse, CallOpts};
-use crate::actor::Outcome;
 use crate::error::{ApiError, ErrorCode};
 use crate::realm::Realm;
 

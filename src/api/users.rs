@@ -3,12 +3,12 @@
 use actix_web::web;
 use serde_json::{json, Map, Value};
 
+use super::Outcome;
 use super::{success, ApiRequest, ApiResponse, CallOpts};
-use crate::actor::Outcome;
 use crate::error::ApiError;
 use crate::realm::users::{CreateUser, UserView};
 
-fn view_opts(c: &crate::actor::Ctx<'_>) -> Result<UserView, ApiError> {
+fn view_opts(c: &super::Ctx<'_>) -> Result<UserView, ApiError> {
     Ok(UserView {
         client_gravatar: c.params.bool_or("client_gravatar", true)?,
         include_custom_profile_fields: c.params.bool_or("include_custom_profile_fields", false)?,
