@@ -458,9 +458,11 @@ impl Realm {
                 ))
             })?;
             let value = field("value")?;
+            // `value: bool | str` in pydantic's strict mode: when neither member fits,
+            // the first error is the `bool` member's, located at `["value"]["bool"]`.
             if !(value.is_boolean() || value.is_string()) {
                 return Err(ApiError::bad_request(format!(
-                    "subscription_data[{i}][\"value\"] is not a string"
+                    "subscription_data[{i}][\"value\"][\"bool\"] is not a boolean"
                 )));
             }
             parsed.push((stream_id, SubProperty::parse(i, property, value)?));
