@@ -431,3 +431,58 @@ async fn subscription_property_value_types() {
     )
     .await;
 }
+
+#[actix_web::test]
+async fn unsubscribe_blank_name_and_mixed_principals() {
+    let s = TestApp::spawn().await;
+    let path = "/api/v1/users/me/subscriptions";
+    for names in [
+        r#"[""]"#,
+        r#"["Verona","   "]"#,
+        r#"["no such channel",""]"#,
+    ] {
+        s.err(
+            "DELETE",
+            path,
+            IAGO,
+            &[("subscriptions", names)],
+            400,
+            "BAD_REQUEST",
+            "Channel name can't be empty.",
+        )
+        .await;
+    }
+    let hamlet = s.user_id(HAMLET).await;
+    let mixed = format!(r#"[{hamlet},"{CORDELIA}"]"#);
+    s.err(
+        "DELETE",
+        path,
+        IAGO,
+        &[("subscriptions", r#"["Verona"]"#), ("principals", &mixed)],
+        400,
+        "BAD_REQUEST",
+        r#"principals["list[str]"][0] is not a string"#,
+    )
+    .await;
+    let mixed = format!(r#"["{CORDELIA}",{hamlet}]"#);
+    s.err(
+        "DELETE",
+        path,
+        IAGO,
+        &[("subscriptions", r#"["Verona"]"#), ("principals", &mixed)],
+        400,
+        "BAD_REQUEST",
+        r#"principals["list[str]"][1] is not a string"#,
+    )
+    .await;
+    // Nothing was removed.
+    let body = s
+        .ok(
+            "DELETE",
+            path,
+            HAMLET,
+            &[("subscriptions", r#"["Verona"]"#)],
+        )
+        .await;
+    assert_eq!(body["removed"], json!(["Verona"]));
+}
