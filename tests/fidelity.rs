@@ -361,3 +361,128 @@ async fn unsubscribe_principals_and_channel_administrators() {
         .await;
     assert_eq!(body["removed"], json!(["cordelia's"]));
 }
+
+#[actix_web::test]
+async fn subscription_property_value_types() {
+    let s = TestApp::spawn().await;
+    let path = "/api/v1/users/me/subscriptions/properties";
+    let post = |data: &'static str, msg: &'static str| {
+        let s = &s;
+        async move {
+            s.err(
+                "POST",
+                path,
+                IAGO,
+                &[("subscription_data", data)],
+                400,
+                "BAD_REQUEST",
+                msg,
+            )
+            .await;
+        }
+    };
+    // A boolean property given a string: the property's own check.
+    post(
+        r#"[{"stream_id":1,"property":"is_muted","value":"x"}]"#,
+        "is_muted is not a boolean",
+    )
+    .await;
+    post(
+        r#"[{"stream_id":1,"property":"pin_to_top","value":"true"}]"#,
+        "pin_to_top is not a boolean",
+    )
+    .await;
+    // Neither boolean nor string: `value: bool | str` fails on its first member.
+    post(
+        r#"[{"stream_id":1,"property":"desktop_notifications","value":1}]"#,
+        r#"subscription_data[0]["value"]["bool"] is not a boolean"#,
+    )
+    .await;
+    post(
+        r#"[{"stream_id":1,"property":"color","value":7}]"#,
+        r#"subscription_data[0]["value"]["bool"] is not a boolean"#,
+    )
+    .await;
+    post(
+        r#"[{"stream_id":1,"property":"is_muted","value":true},{"stream_id":1,"property":"is_muted","value":null}]"#,
+        r#"subscription_data[1]["value"]["bool"] is not a boolean"#,
+    )
+    .await;
+    // `color` given a boolean: Zulip's check_color sees "True", not a colour.
+    post(
+        r#"[{"stream_id":1,"property":"color","value":false}]"#,
+        "Invalid subscription_data[0]: Value error, color is not a valid hex color code",
+    )
+    .await;
+    // stream_id as a string, or missing.
+    post(
+        r#"[{"stream_id":"1","property":"is_muted","value":true}]"#,
+        r#"subscription_data[0]["stream_id"] is not an integer"#,
+    )
+    .await;
+    post(
+        r##"[{"property":"color","value":"#ffffff"}]"##,
+        r#"subscription_data[0]["stream_id"] field is missing: Field required"#,
+    )
+    .await;
+    post(
+        r#"[{"stream_id":1,"property":"color"}]"#,
+        r#"subscription_data[0]["value"] field is missing: Field required"#,
+    )
+    .await;
+}
+
+#[actix_web::test]
+async fn unsubscribe_blank_name_and_mixed_principals() {
+    let s = TestApp::spawn().await;
+    let path = "/api/v1/users/me/subscriptions";
+    for names in [
+        r#"[""]"#,
+        r#"["Verona","   "]"#,
+        r#"["no such channel",""]"#,
+    ] {
+        s.err(
+            "DELETE",
+            path,
+            IAGO,
+            &[("subscriptions", names)],
+            400,
+            "BAD_REQUEST",
+            "Channel name can't be empty.",
+        )
+        .await;
+    }
+    let hamlet = s.user_id(HAMLET).await;
+    let mixed = format!(r#"[{hamlet},"{CORDELIA}"]"#);
+    s.err(
+        "DELETE",
+        path,
+        IAGO,
+        &[("subscriptions", r#"["Verona"]"#), ("principals", &mixed)],
+        400,
+        "BAD_REQUEST",
+        r#"principals["list[str]"][0] is not a string"#,
+    )
+    .await;
+    let mixed = format!(r#"["{CORDELIA}",{hamlet}]"#);
+    s.err(
+        "DELETE",
+        path,
+        IAGO,
+        &[("subscriptions", r#"["Verona"]"#), ("principals", &mixed)],
+        400,
+        "BAD_REQUEST",
+        r#"principals["list[str]"][1] is not a string"#,
+    )
+    .await;
+    // Nothing was removed.
+    let body = s
+        .ok(
+            "DELETE",
+            path,
+            HAMLET,
+            &[("subscriptions", r#"["Verona"]"#)],
+        )
+        .await;
+    assert_eq!(body["removed"], json!(["Verona"]));
+}

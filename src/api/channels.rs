@@ -216,6 +216,9 @@ pub async fn unsubscribe(req: ApiRequest) -> ApiResponse {
     };
     req.write(CallOpts::USER, names, |c, names| {
         let me = c.me()?;
+        if let Some(v) = c.params.opt_json("principals")? {
+            Realm::check_principals_type(&v)?;
+        }
         let principals = principals(c)?;
         let (changes, removed, not_removed) = c.realm.decide_unsubscribe(me, &names, principals)?;
         let mut body = Map::new();

@@ -241,13 +241,11 @@ impl SubProperty {
                         "Invalid subscription_data[{index}]: Value error, {why}"
                     ))
                 };
-                let s = value
-                    .as_str()
-                    .ok_or_else(|| invalid("color is not a string"))?;
-                if !is_hex_color(s) {
-                    return Err(invalid("color is not a valid hex color code"));
+                // Zulip's `check_color` tests `str(value)`: `true` is "True", no colour.
+                match value.as_str() {
+                    Some(s) if is_hex_color(s) => SubProperty::Color(s.to_owned()),
+                    _ => return Err(invalid("color is not a valid hex color code")),
                 }
-                SubProperty::Color(s.to_owned())
             }
             "is_muted" => SubProperty::IsMuted(boolean()?),
             "in_home_view" => SubProperty::IsMuted(!boolean()?),

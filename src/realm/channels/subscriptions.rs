@@ -338,6 +338,26 @@ impl Realm {
 
     // ---- unsubscribe (seed 4.5) ---------------------------------------------
 
+    /// Zulip's `principals: Json[list[str] | list[int]]` in pydantic's strict mode: a
+    /// list of strings or a list of integers; otherwise the first error is the
+    /// `list[str]` member's.
+    pub fn check_principals_type(principals: &Value) -> ApiResult<()> {
+        let Some(list) = principals.as_array() else {
+            return Err(ApiError::bad_request(
+                "principals[\"list[str]\"] is not a list",
+            ));
+        };
+        if list.iter().all(Value::is_string) || list.iter().all(|v| v.is_i64() || v.is_u64()) {
+            return Ok(());
+        }
+        match list.iter().position(|v| !v.is_string()) {
+            Some(i) => Err(ApiError::bad_request(format!(
+                "principals[\"list[str]\"][{i}] is not a string"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Resolves `principals` (API emails or user ids) to active users: "No such user".
     pub fn resolve_principals(&self, principals: &Value) -> ApiResult<Vec<UserId>> {
         let list = principals
@@ -376,6 +396,10 @@ impl Realm {
             Some(p) if !p.is_empty() => p,
             _ => vec![me.id],
         };
+        // Zulip's list_to_streams checks every name before looking any up.
+        for raw in names {
+            check_channel_name(raw)?;
+        }
         let mut channels: Vec<&Channel> = Vec::new();
         for raw in names {
             let name = raw.trim();
@@ -462,9 +486,11 @@ impl Realm {
                 ))
             })?;
             let value = field("value")?;
+            // `value: bool | str` in pydantic's strict mode: when neither member fits,
+            // the first error is the `bool` member's, located at `["value"]["bool"]`.
             if !(value.is_boolean() || value.is_string()) {
                 return Err(ApiError::bad_request(format!(
-                    "subscription_data[{i}][\"value\"] is not a string"
+                    "subscription_data[{i}][\"value\"][\"bool\"] is not a boolean"
                 )));
             }
             parsed.push((stream_id, SubProperty::parse(i, property, value)?));
