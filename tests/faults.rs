@@ -6,13 +6,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
 use hearth::config::{DurabilityArg, ServeConfig};
-use hearth::Running;
 use reqwest::StatusCode;
 
 /// Generous bound on one request: a hang guard, not a speed assertion.
@@ -91,72 +90,43 @@ fn fill(path: &Path) -> u64 {
     written
 }
 
-/// A server in `dir` with `--durability always`.
-async fn start(dir: &Path, tweak: impl FnOnce(&mut ServeConfig)) -> Running {
-    let mut config = ServeConfig::for_tests(dir.to_path_buf());
-    config.durability = DurabilityArg::Always;
-    tweak(&mut config);
-    start_server_with(config, None).await
+/// A server in a folder under `parent` (a tmpfs, or a temporary folder), with
+/// `--durability always` and `tweak`.
+async fn start_in(
+    parent: &Path,
+    tweak: impl Fn(&mut ServeConfig) + Send + Sync + 'static,
+) -> TestApp {
+    let dir = tempfile::tempdir_in(parent).unwrap();
+    TestApp::spawn_configured(dir, move |c| {
+        c.durability = DurabilityArg::Always;
+        tweak(c);
+    })
+    .await
 }
 
-struct Api {
-    url: String,
-    client: reqwest::Client,
+/// `POST /api/v1/channels/create` as the administrator, within the hang guard.
+async fn create_channel(app: &TestApp, name: &str) -> Reply {
+    let started = Instant::now();
+    let reply = app
+        .post_as(
+            ADMIN,
+            "/api/v1/channels/create",
+            &[("name", name), ("description", "faults")],
+        )
+        .await;
+    assert!(started.elapsed() < HANG_GUARD, "{name}: no answer in time");
+    reply
 }
 
-impl Api {
-    fn of(running: &Running) -> Api {
-        Api {
-            url: running.url(),
-            client: reqwest::Client::builder()
-                .timeout(HANG_GUARD)
-                .build()
-                .unwrap(),
-        }
-    }
-
-    async fn key(&self, email: &str) -> String {
-        let (status, _, body) = send(
-            self.client
-                .post(format!("{}/api/v1/dev_fetch_api_key", self.url))
-                .form(&[("username", email)]),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        body["api_key"].as_str().unwrap().to_owned()
-    }
-
-    /// `POST /api/v1/channels/create` as the administrator.
-    async fn create_channel(&self, key: &str, name: &str) -> Reply {
-        let started = Instant::now();
-        let reply = send(
-            self.client
-                .post(format!("{}/api/v1/channels/create", self.url))
-                .header("Authorization", basic(ADMIN, key))
-                .form(&[("name", name), ("description", "faults")]),
-        )
-        .await;
-        assert!(started.elapsed() < HANG_GUARD, "{name}: no answer in time");
-        reply
-    }
-
-    /// Channel names `email` sees in `GET /api/v1/streams`.
-    async fn channels(&self, email: &str) -> Vec<String> {
-        let key = self.key(email).await;
-        let (status, _, body) = send(
-            self.client
-                .get(format!("{}/api/v1/streams", self.url))
-                .header("Authorization", basic(email, &key)),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        body["streams"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["name"].as_str().unwrap().to_owned())
-            .collect()
-    }
+/// Channel names `email` sees in `GET /api/v1/streams`.
+async fn channels(app: &TestApp, email: &str) -> Vec<String> {
+    let body = app.ok("GET", "/api/v1/streams", email, &[]).await;
+    body["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 fn assert_storage_error(reply: &Reply) {
@@ -175,11 +145,8 @@ async fn a_full_disk_fails_writes_fast_drops_them_and_recovers_without_restart()
     let Some(fs) = tmpfs_or_skip(16 * 1024, "full disk") else {
         return;
     };
-    let data: PathBuf = fs.path().join("data");
-    let running = start(&data, |_| {}).await;
-    let api = Api::of(&running);
-    let key = api.key(ADMIN).await;
-    assert_success(&api.create_channel(&key, "before-full").await);
+    let mut app = start_in(fs.path(), |_| {}).await;
+    assert_success(&create_channel(&app, "before-full").await);
 
     let filler = fs.path().join("filler");
     let filled = fill(&filler);
@@ -191,7 +158,7 @@ async fn a_full_disk_fails_writes_fast_drops_them_and_recovers_without_restart()
     let mut failed = None;
     for i in 0..2000 {
         let name = format!("while-full-{i}");
-        let reply = api.create_channel(&key, &name).await;
+        let reply = create_channel(&app, &name).await;
         if reply.0 == StatusCode::OK {
             acked.push(name);
         } else {
@@ -202,13 +169,13 @@ async fn a_full_disk_fails_writes_fast_drops_them_and_recovers_without_restart()
     }
     let failed = failed.expect("a write to a full disk failed");
     eprintln!("{} writes acknowledged, then {failed} failed", acked.len());
-    let durability = running.durability();
+    let durability = app.server().durability();
     assert!(durability.failure().is_some(), "the store is failed");
 
     // While failed, writes answer 503 at once, and nothing failed is visible.
-    assert_storage_error(&api.create_channel(&key, "during-failure").await);
+    assert_storage_error(&create_channel(&app, "during-failure").await);
     for who in [MEMBER, ADMIN] {
-        let seen = api.channels(who).await;
+        let seen = channels(&app, who).await;
         assert!(!seen.contains(&failed), "{who} sees {failed}");
         assert!(!seen.iter().any(|n| n == "during-failure"));
         for name in &acked {
@@ -220,7 +187,7 @@ async fn a_full_disk_fails_writes_fast_drops_them_and_recovers_without_restart()
     std::fs::remove_file(&filler).unwrap();
     let deadline = Instant::now() + HANG_GUARD;
     loop {
-        let reply = api.create_channel(&key, "after-full").await;
+        let reply = create_channel(&app, "after-full").await;
         if reply.0 == StatusCode::OK {
             break;
         }
@@ -229,21 +196,19 @@ async fn a_full_disk_fails_writes_fast_drops_them_and_recovers_without_restart()
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(durability.failure().is_none());
-    let seen = api.channels(MEMBER).await;
+    let seen = channels(&app, MEMBER).await;
     assert!(seen.iter().any(|n| n == "after-full"));
     assert!(
         !seen.contains(&failed),
         "{failed} reappeared after recovery"
     );
     assert!(!seen.iter().any(|n| n == "during-failure"));
-    assert_success(&api.create_channel(&key, "after-full-2").await);
+    assert_success(&create_channel(&app, "after-full-2").await);
 
     // Restart on the same folder: the failed write stays gone, the later ones stay.
     drop(durability);
-    running.shutdown().await;
-    let running = start(&data, |_| {}).await;
-    let api = Api::of(&running);
-    let seen = api.channels(MEMBER).await;
+    app.restart().await;
+    let seen = channels(&app, MEMBER).await;
     assert!(
         !seen.contains(&failed),
         "{failed} reappeared after a restart"
@@ -254,24 +219,21 @@ async fn a_full_disk_fails_writes_fast_drops_them_and_recovers_without_restart()
     {
         assert!(seen.contains(name), "{name} lost across the restart");
     }
-    running.shutdown().await;
+    app.stop().await;
 }
 
 #[actix_web::test]
 async fn a_failing_snapshot_is_retried_after_snapshot_every_records_not_on_every_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let running = start(dir.path(), |c| {
+    let mut app = TestApp::spawn_configured(tempfile::tempdir().unwrap(), |c| {
         c.durability = DurabilityArg::Never;
         c.snapshot_every = 5;
     })
     .await;
-    let api = Api::of(&running);
-    let key = api.key(ADMIN).await;
-    let durability = running.durability();
+    let durability = app.server().durability();
     durability.fail_snapshots_for_tests(true);
     let (started0, failed0) = durability.snapshot_counts();
     for i in 0..12 {
-        assert_success(&api.create_channel(&key, &format!("snap-{i}")).await);
+        assert_success(&create_channel(&app, &format!("snap-{i}")).await);
     }
     // 12 records with a snapshot due every 5: at most 2 attempts (records 5 and 10).
     let attempts = poll(HANG_GUARD, "the failed snapshots", || {
@@ -289,7 +251,7 @@ async fn a_failing_snapshot_is_retried_after_snapshot_every_records_not_on_every
     // Once snapshots work again, the next one is taken and succeeds.
     durability.fail_snapshots_for_tests(false);
     for i in 12..20 {
-        assert_success(&api.create_channel(&key, &format!("snap-{i}")).await);
+        assert_success(&create_channel(&app, &format!("snap-{i}")).await);
     }
     poll(HANG_GUARD, "a successful snapshot", || {
         let (started, failed) = durability.snapshot_counts();
@@ -298,11 +260,10 @@ async fn a_failing_snapshot_is_retried_after_snapshot_every_records_not_on_every
     })
     .await;
     drop(durability);
-    running.shutdown().await;
-    let running = start(dir.path(), |c| c.durability = DurabilityArg::Never).await;
-    let seen = Api::of(&running).channels(ADMIN).await;
+    app.restart().await;
+    let seen = channels(&app, ADMIN).await;
     for i in 0..20 {
         assert!(seen.contains(&format!("snap-{i}")));
     }
-    running.shutdown().await;
+    app.stop().await;
 }

@@ -5,8 +5,10 @@
 //!   `TestApp::spawn_in(dir)` (an existing folder, e.g. a fixture), or
 //!   `TestApp::spawn_with_clock(clock)` (an injected `ManualClock`, no background
 //!   ticker: the test moves time with `clock.advance_ms` and ticks the event hub with
-//!   `tick`). `stop`, `start` and `restart` reuse the same folder (and clock).
-//!   Every start goes through `start_server`, which retries only sled's lock error.
+//!   `tick`), `spawn_durable()` (`--durability always`), `spawn_configured(dir, tweak)`
+//!   (any other configuration, kept across restarts). `stop`, `start` and `restart`
+//!   reuse the same folder (and clock). Every start goes through `start_server`, which
+//!   retries only sled's lock error.
 //! - Authenticate: `api_key(email)` (cached per start), or `Auth` for literal
 //!   credentials and headers.
 //! - Call: `call(method, path, email, params)` as a user (params in the query for GET,
@@ -29,7 +31,7 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use hearth::config::ServeConfig;
+use hearth::config::{DurabilityArg, ServeConfig};
 use hearth::realm::ManualClock;
 use hearth::Running;
 use reqwest::header::HeaderMap;
@@ -89,11 +91,14 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// The injected clock, when started with `spawn_with_clock`.
     pub clock: Option<ManualClock>,
-    /// Started with `spawn_durable` (`--durability always`), also on restarts.
-    pub durable: bool,
+    /// Applied to the test configuration at every start (`spawn_configured`).
+    tweak: ConfigTweak,
     /// API keys fetched so far, by email.
     keys: Mutex<HashMap<String, String>>,
 }
+
+/// A change to the test configuration (`TestApp::spawn_configured`).
+type ConfigTweak = Arc<dyn Fn(&mut ServeConfig) + Send + Sync>;
 
 static LOG: Once = Once::new();
 
@@ -221,15 +226,28 @@ impl TestApp {
     /// answered after its flush (tests of what becomes visible when).
     pub async fn spawn_durable() -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
-        TestApp::spawn_from_with(dir, None, true).await
+        TestApp::spawn_configured(dir, |c| c.durability = DurabilityArg::Always).await
+    }
+
+    /// Starts a server in `dir` with the test configuration changed by `tweak`, at this
+    /// start and every later one (restarts keep it).
+    pub async fn spawn_configured(
+        dir: TempDir,
+        tweak: impl Fn(&mut ServeConfig) + Send + Sync + 'static,
+    ) -> TestApp {
+        TestApp::spawn_from_with(dir, None, Arc::new(tweak)).await
     }
 
     async fn spawn_from(dir: TempDir, clock: Option<ManualClock>) -> TestApp {
-        TestApp::spawn_from_with(dir, clock, false).await
+        TestApp::spawn_from_with(dir, clock, Arc::new(|_: &mut ServeConfig| {})).await
     }
 
-    async fn spawn_from_with(dir: TempDir, clock: Option<ManualClock>, durable: bool) -> TestApp {
-        let config = TestApp::config(dir.path(), &clock, durable);
+    async fn spawn_from_with(
+        dir: TempDir,
+        clock: Option<ManualClock>,
+        tweak: ConfigTweak,
+    ) -> TestApp {
+        let config = TestApp::config(dir.path(), &clock, &tweak);
         let running = start_server_with(config, clock.as_ref()).await;
         TestApp {
             url: running.url(),
@@ -237,18 +255,16 @@ impl TestApp {
             running: Some(running),
             client: client(),
             clock,
-            durable,
+            tweak,
             keys: Mutex::new(HashMap::new()),
         }
     }
 
     /// The test configuration; without the heartbeat ticker when the clock is manual.
-    fn config(dir: &Path, clock: &Option<ManualClock>, durable: bool) -> ServeConfig {
+    fn config(dir: &Path, clock: &Option<ManualClock>, tweak: &ConfigTweak) -> ServeConfig {
         let mut config = ServeConfig::for_tests(dir.to_path_buf());
         config.tick = clock.is_none();
-        if durable {
-            config.durability = hearth::config::DurabilityArg::Always;
-        }
+        tweak(&mut config);
         config
     }
 
@@ -457,7 +473,7 @@ impl TestApp {
     /// Starts the server again on the same folder (a new port).
     pub async fn start(&mut self) {
         assert!(self.running.is_none(), "already running");
-        let config = TestApp::config(self.dir.path(), &self.clock, self.durable);
+        let config = TestApp::config(self.dir.path(), &self.clock, &self.tweak);
         let running = start_server_with(config, self.clock.as_ref()).await;
         self.url = running.url();
         self.running = Some(running);
