@@ -486,3 +486,49 @@ async fn unsubscribe_blank_name_and_mixed_principals() {
         .await;
     assert_eq!(body["removed"], json!(["Verona"]));
 }
+
+/// Peer events are batched as Zulip's `send_peer_subscriber_events`: public channels
+/// with the same subscribing users share one `peer_add`, sent to every other active
+/// non-guest user; a private channel gets its own, to those who may see its subscribers.
+#[actix_web::test]
+async fn peer_subscription_events_are_batched_as_zulip() {
+    let app = TestApp::spawn().await;
+    let queue = app
+        .register(HAMLET, &[("event_types", r#"["subscription"]"#)])
+        .await;
+    let guest_queue = app
+        .register(POLONIUS, &[("event_types", r#"["subscription"]"#)])
+        .await;
+    let names = ["batch a", "batch b", "batch c"];
+    let subs: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+    app.ok(
+        "POST",
+        "/api/v1/users/me/subscriptions",
+        IAGO,
+        &[("subscriptions", &serde_json::to_string(&subs).unwrap())],
+    )
+    .await;
+    let mut ids = Vec::new();
+    for n in names {
+        ids.push(app.stream_id(n).await);
+    }
+    ids.sort_unstable();
+    let iago = app.user_id(IAGO).await;
+    let peer: Vec<Value> = app
+        .events(HAMLET, &queue)
+        .await
+        .into_iter()
+        .filter(|e| e["op"] == "peer_add")
+        .collect();
+    assert_eq!(peer.len(), 1, "one event for the three channels: {peer:?}");
+    assert_eq!(peer[0]["stream_ids"], json!(ids));
+    assert_eq!(peer[0]["user_ids"], json!([iago]));
+    // Guests are not told about public channels they are not in.
+    let guest_peer = app
+        .events(POLONIUS, &guest_queue)
+        .await
+        .into_iter()
+        .filter(|e| e["op"] == "peer_add")
+        .count();
+    assert_eq!(guest_peer, 0);
+}

@@ -12,7 +12,7 @@
 //! | `UserCreated` (bot)  | also `realm_bot` `op:add` `{bot}`             | administrators and the bot's owner |
 //! | `UserGroupCreated`   | none (system groups exist before any queue)   | -          |
 //! | `ChannelCreated`     | `stream` `op:create` `{streams}`              | users who can see the channel |
-//! | `Subscribed`         | `stream` `op:create` for newly visible private channels; `subscription` `op:add` `{subscriptions}` per user; `subscription` `op:peer_add` `{stream_ids, user_ids}` per channel | the new subscriber; the new subscriber; others who can see subscribers |
+//! | `Subscribed`         | `stream` `op:create` for newly visible private channels; `subscription` `op:add` `{subscriptions}` per user; `subscription` `op:peer_add` `{stream_ids, user_ids}`, batched as Zulip (`peer_events`) | the new subscriber; the new subscriber; others who can see subscribers |
 //! | `Unsubscribed`       | `subscription` `op:remove` `{subscriptions:[{name, stream_id}]}`; `subscription` `op:peer_remove`; `stream` `op:delete` when access is lost | the removed user; others who can see subscribers; the removed user |
 //! | `SubscriptionPropertySet` | `subscription` `op:update` `{stream_id, property, value}` (`is_muted`: `in_home_view` then `is_muted`) | the user |
 //! | `ChannelUpdated`     | `stream` `op:update` `{stream_id, name, property, value, ...}`; archiving: `stream` `op:delete` / unarchiving: `stream` `op:create` for queues without `archived_channels` | users who can see the channel |
@@ -339,24 +339,78 @@ impl Realm {
         out
     }
 
-    /// `subscription` `peer_add`/`peer_remove`, one per channel, to those who may see
-    /// the channel's subscribers (other than the users concerned).
+    /// `subscription` `peer_add`/`peer_remove`, batched as Zulip's
+    /// `send_peer_subscriber_events`: a private channel gets its own event, to those who
+    /// may see its subscribers; public channels whose set of altered users is the same
+    /// share one event, to every active non-guest user (all active users for web-public
+    /// channels), unless a guest subscribes to one, which then gets its own event. The
+    /// users concerned are never told.
     fn peer_events(&self, op: &str, by_channel: &BTreeMap<ChannelId, Vec<UserId>>) -> Vec<Event> {
+        let event = |stream_ids: Vec<ChannelId>, altered: &[UserId], peers: Vec<UserId>| {
+            Event::new(
+                json!({"type": "subscription", "op": op, "stream_ids": stream_ids, "user_ids": altered}),
+                Audience::users(peers),
+            )
+        };
+        let not_altered = |ids: Vec<UserId>, altered: &[UserId]| -> Vec<UserId> {
+            ids.into_iter().filter(|u| !altered.contains(u)).collect()
+        };
         let mut out = Vec::new();
+        // Public channels, by the (sorted) set of users whose subscription changed.
+        let mut public: BTreeMap<Vec<UserId>, Vec<ChannelId>> = BTreeMap::new();
         for (cid, uids) in by_channel {
             let Some(ch) = self.channel(*cid) else {
                 continue;
             };
-            let peers: Vec<UserId> = self
-                .subscriber_viewers(ch)
-                .into_iter()
-                .filter(|u| !uids.contains(u))
-                .collect();
-            if !peers.is_empty() {
-                out.push(Event::new(
-                    json!({"type": "subscription", "op": op, "stream_ids": [cid], "user_ids": uids}),
-                    Audience::users(peers),
-                ));
+            let mut altered = uids.clone();
+            altered.sort_unstable();
+            altered.dedup();
+            if altered.is_empty() {
+                continue;
+            }
+            if ch.invite_only {
+                let peers = not_altered(self.subscriber_viewers(ch), &altered);
+                if !peers.is_empty() {
+                    out.push(event(vec![*cid], &altered, peers));
+                }
+            } else {
+                public.entry(altered).or_default().push(*cid);
+            }
+        }
+        if public.is_empty() {
+            return out;
+        }
+        let non_guests = self.active_users(true);
+        for (altered, cids) in public {
+            let (mut web_public, mut without_guests) = (Vec::new(), Vec::new());
+            for cid in cids {
+                let Some(ch) = self.channel(cid) else {
+                    continue;
+                };
+                if ch.is_web_public {
+                    web_public.push(cid);
+                    continue;
+                }
+                let guests: Vec<UserId> = ch
+                    .subscriber_ids()
+                    .into_iter()
+                    .filter(|u| non_guests.binary_search(u).is_err())
+                    .collect();
+                if guests.is_empty() {
+                    without_guests.push(cid);
+                } else {
+                    let mut peers = non_guests.clone();
+                    peers.extend(guests);
+                    out.push(event(vec![cid], &altered, not_altered(peers, &altered)));
+                }
+            }
+            if !web_public.is_empty() {
+                let peers = not_altered(self.active_users(false), &altered);
+                out.push(event(web_public, &altered, peers));
+            }
+            if !without_guests.is_empty() {
+                let peers = not_altered(non_guests.clone(), &altered);
+                out.push(event(without_guests, &altered, peers));
             }
         }
         out
