@@ -193,6 +193,8 @@ pub struct EventHub {
     log: Arc<RwLock<EventLog>>,
     /// Released decisions go to the renderer thread, in ticket order.
     render: Mutex<std::sync::mpsc::Sender<RenderJob>>,
+    /// `Renderer::previous`, for rendering on the caller's thread without a renderer.
+    previous: Arc<Mutex<Arc<Realm>>>,
     /// The ticket of the last decision whose events are in the log.
     rendered: Arc<watch::Sender<u64>>,
     /// Bumped after every publish (by the waker thread); parked polls wait on it.
@@ -250,12 +252,14 @@ impl EventHub {
         let rendered = Arc::new(watch::channel(0).0);
         let (render, jobs) = std::sync::mpsc::channel::<RenderJob>();
         let listeners = Arc::new(AtomicUsize::new(0));
+        let previous = Arc::new(Mutex::new(realm.clone()));
         let renderer = Renderer {
             clock: clock.clone(),
             log: log.clone(),
             head: head.clone(),
             rendered: rendered.clone(),
             listeners: listeners.clone(),
+            previous: previous.clone(),
         };
         // The thread ends when the hub (the only sender) is dropped.
         let spawned = std::thread::Builder::new()
@@ -275,6 +279,7 @@ impl EventHub {
             staged: Mutex::new(VecDeque::new()),
             log,
             render: Mutex::new(render),
+            previous,
             rendered,
             head,
             waker: Mutex::new(waker),
@@ -339,6 +344,7 @@ impl EventHub {
                     head: self.head.clone(),
                     rendered: self.rendered.clone(),
                     listeners: self.listeners.clone(),
+                    previous: self.previous.clone(),
                 }
                 .render(job);
             }
@@ -596,24 +602,37 @@ struct Renderer {
     rendered: Arc<watch::Sender<u64>>,
     /// `EventHub::listeners`.
     listeners: Arc<AtomicUsize>,
+    /// The version before the next decision to render (events that depend on what
+    /// changed, such as who gained or lost access, compare it with the one after).
+    previous: Arc<Mutex<Arc<Realm>>>,
 }
 
 impl Renderer {
     fn render(&self, job: RenderJob) {
         let mut end = None;
         let mut last = None;
+        let mut previous = lock(&self.previous);
         for (ticket, steps) in job {
             last = Some(ticket);
+            let before = previous.clone();
+            if let Some((_, after)) = steps.last() {
+                *previous = after.clone();
+            }
             // Published before this render, so any registration from now on has a
             // version that includes it: nobody can read these events.
             if self.listeners.load(Ordering::SeqCst) == 0 {
                 continue;
             }
             let events = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                steps
-                    .iter()
-                    .flat_map(|(changes, v)| changes.iter().flat_map(|c| v.events_for(c)))
-                    .collect::<Vec<Event>>()
+                let mut events = Vec::new();
+                let mut before = &before;
+                for (changes, after) in &steps {
+                    for c in changes {
+                        events.extend(after.events_for(before, c));
+                    }
+                    before = after;
+                }
+                events
             }))
             .unwrap_or_else(|_| {
                 tracing::error!("rendering the events of decision {ticket} panicked");

@@ -526,3 +526,43 @@ async fn peer_subscription_events_are_batched_as_zulip() {
         .count();
     assert_eq!(guest_peer, 0);
 }
+
+/// A privacy change tells users who lose access that the channel is gone, and users
+/// who gain it that it exists (Zulip's `do_change_stream_permission`).
+#[actix_web::test]
+async fn privacy_changes_create_and_delete_the_channel_for_who_gains_or_loses_access() {
+    let app = TestApp::spawn().await;
+    let body = app
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[("name", "turning"), ("subscribers", "[]")],
+        )
+        .await;
+    let id = body["id"].as_i64().unwrap();
+    let queue = app
+        .register(HAMLET, &[("event_types", r#"["stream"]"#)])
+        .await;
+    let path = format!("/api/v1/streams/{id}");
+    app.ok("PATCH", &path, IAGO, &[("is_private", "true")])
+        .await;
+    let events = app.events(HAMLET, &queue).await;
+    let ops: Vec<&str> = events.iter().map(|e| e["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["delete"], "{events:?}");
+    assert_eq!(events[0]["stream_ids"], json!([id]));
+
+    app.ok("PATCH", &path, IAGO, &[("is_private", "false")])
+        .await;
+    let events: Vec<Value> = app
+        .events(HAMLET, &queue)
+        .await
+        .into_iter()
+        .skip(1)
+        .collect();
+    let ops: Vec<&str> = events.iter().map(|e| e["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["create", "update"], "{events:?}");
+    assert_eq!(events[0]["streams"][0]["stream_id"], json!(id));
+    assert_eq!(events[1]["property"], "invite_only");
+    assert_eq!(events[1]["value"], false);
+}

@@ -93,8 +93,9 @@ impl Event {
 }
 
 impl Realm {
-    /// The events a just-applied change sends, with their recipients.
-    pub fn events_for(&self, change: &Change) -> Vec<Event> {
+    /// The events a just-applied change sends, with their recipients. `self` is the
+    /// version right after the change, `before` the one right before it.
+    pub fn events_for(&self, before: &Realm, change: &Change) -> Vec<Event> {
         match change {
             Change::Realm(RealmChange::RealmCreated { .. })
             | Change::User(UserChange::CanCreateUsersSet { .. })
@@ -104,7 +105,7 @@ impl Realm {
                 out.extend(self.bot_added_events(n.user_id));
                 out
             }
-            Change::Channel(c) => self.channel_events(c),
+            Change::Channel(c) => self.channel_events(before, c),
         }
     }
 
@@ -133,7 +134,7 @@ impl Realm {
             .collect()
     }
 
-    fn channel_events(&self, change: &ChannelChange) -> Vec<Event> {
+    fn channel_events(&self, before: &Realm, change: &ChannelChange) -> Vec<Event> {
         let mut out = Vec::new();
         match change {
             ChannelChange::ChannelCreated(ch) => {
@@ -296,6 +297,33 @@ impl Realm {
                         out.push(
                             Event::new(legacy, viewers).for_capability("archived_channels", false),
                         );
+                    }
+                    ChannelUpdate::Privacy { .. } => {
+                        // As Zulip's `do_change_stream_permission`: users who gain
+                        // access get the channel created first; users who lose it get
+                        // it deleted after the update (which only viewers get).
+                        let was: Vec<UserId> = before
+                            .channel(ch.id)
+                            .map(|old| before.channel_viewers(old))
+                            .unwrap_or_default();
+                        let now = self.channel_viewers(ch);
+                        let gained: Vec<UserId> =
+                            now.iter().filter(|u| !was.contains(u)).copied().collect();
+                        let lost: Vec<UserId> =
+                            was.iter().filter(|u| !now.contains(u)).copied().collect();
+                        if !gained.is_empty() {
+                            out.push(Event::new(
+                                json!({"type": "stream", "op": "create", "streams": [self.stream_json(ch)]}),
+                                Audience::users(gained),
+                            ));
+                        }
+                        out.push(Event::new(body, viewers));
+                        if !lost.is_empty() {
+                            out.push(Event::new(
+                                json!({"type": "stream", "op": "delete", "streams": [{"stream_id": ch.id}], "stream_ids": [ch.id]}),
+                                Audience::users(lost),
+                            ));
+                        }
                     }
                     _ => out.push(Event::new(body, viewers)),
                 }
