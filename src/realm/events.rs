@@ -15,7 +15,7 @@
 //! | `Subscribed`         | `stream` `op:create` for newly visible private channels; `subscription` `op:add` `{subscriptions}` per user; `subscription` `op:peer_add` `{stream_ids, user_ids}`, batched as Zulip (`peer_events`) | the new subscriber; the new subscriber; others who can see subscribers |
 //! | `Unsubscribed`       | `subscription` `op:remove` `{subscriptions:[{name, stream_id}]}`; `subscription` `op:peer_remove`; `stream` `op:delete` when access is lost | the removed user; others who can see subscribers; the removed user |
 //! | `SubscriptionPropertySet` | `subscription` `op:update` `{stream_id, property, value}` (`is_muted`: `in_home_view` then `is_muted`) | the user |
-//! | `ChannelUpdated`     | `stream` `op:update` `{stream_id, name, property, value, ...}`; archiving: `stream` `op:delete` / unarchiving: `stream` `op:create` for queues without `archived_channels` | users who can see the channel |
+//! | `ChannelUpdated`     | `stream` `op:update` `{stream_id, name, property, value, ...}`; archiving: `stream` `op:delete` / unarchiving: `stream` `op:create` for queues without `archived_channels`; privacy: `stream` `op:create` before the update to users who gain access, `op:delete` after it to users who lose it | users who can see the channel |
 //! | `DefaultChannelSet`  | `default_streams` `{default_streams:[ids]}`   | active non-guest users |
 //! | `ChannelFolderCreated` | `channel_folder` `op:add` `{channel_folder}` | active users |
 //! | `ChannelFolderUpdated` | `channel_folder` `op:update` `{channel_folder_id, data}` | active users |
