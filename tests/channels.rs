@@ -6,16 +6,6 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-fn names(list: &Value) -> Vec<String> {
-    list.as_array()
-        .map(|a| {
-            a.iter()
-                .map(|s| s["name"].as_str().unwrap_or_default().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn find<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
     list.as_array()?.iter().find(|s| s["name"] == name)
 }

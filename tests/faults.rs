@@ -120,13 +120,7 @@ async fn create_channel(app: &TestApp, name: &str) -> Reply {
 
 /// Channel names `email` sees in `GET /api/v1/streams`.
 async fn channels(app: &TestApp, email: &str) -> Vec<String> {
-    let body = app.ok("GET", "/api/v1/streams", email, &[]).await;
-    body["streams"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap().to_owned())
-        .collect()
+    names(&app.ok("GET", "/api/v1/streams", email, &[]).await["streams"])
 }
 
 fn assert_storage_error(reply: &Reply) {

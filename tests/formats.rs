@@ -116,13 +116,8 @@ async fn a_data_folder_of_an_earlier_hearth_opens() {
         assert_success(&reply);
     }
     let reply = app.get_as(ADMIN, "/api/v1/streams", &[]).await;
-    let names: Vec<&str> = assert_success(&reply)["streams"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
-    assert!(names.contains(&"old-channel"), "{names:?}");
+    let seen = names(&assert_success(&reply)["streams"]);
+    assert!(seen.iter().any(|n| n == "old-channel"), "{seen:?}");
     app.create_user("new-on-old@zulip.com", "pw-new", "New")
         .await;
 }

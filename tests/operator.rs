@@ -315,12 +315,11 @@ fn no_realm_leaves_no_new_folder() {
 // ---------------------------------------------------------------------------------
 // 3. Output streams and the request log
 
-/// `hearth realm create` with a strong password in `dir`; returns its output.
-fn create_realm(dir: &Path, extra_env: &[(&str, &str)]) -> Output {
-    let data = dir.join("data");
-    let zuliprc = dir.join("zuliprc");
-    let mut cmd = hearth();
-    cmd.args([
+/// The arguments of `hearth realm create` for the root realm "Acme" in `dir`, owned by
+/// boss@acme.test with `password`.
+fn acme_args(dir: &Path, password: &str) -> Vec<String> {
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    [
         "realm",
         "create",
         "--subdomain",
@@ -330,14 +329,22 @@ fn create_realm(dir: &Path, extra_env: &[(&str, &str)]) -> Output {
         "--owner-email",
         "boss@acme.test",
         "--owner-password",
-        "a long passphrase",
+        password,
         "--data",
-        data.to_str().unwrap(),
+        &path("data"),
         "--url",
         "https://chat.acme.test",
         "--zuliprc",
-        zuliprc.to_str().unwrap(),
-    ]);
+        &path("zuliprc"),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// `hearth realm create` with a strong password in `dir`; returns its output.
+fn create_realm(dir: &Path, extra_env: &[(&str, &str)]) -> Output {
+    let mut cmd = hearth();
+    cmd.args(acme_args(dir, "a long passphrase"));
     cmd.envs(extra_env.iter().copied());
     cmd.output().expect("hearth runs")
 }
@@ -564,22 +571,8 @@ fn weak_owner_password_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     for weak in ["abc", "password", "abcd1234"] {
-        let out = run(&[
-            "realm",
-            "create",
-            "--subdomain",
-            "",
-            "--name",
-            "Acme",
-            "--owner-email",
-            "boss@acme.test",
-            "--owner-password",
-            weak,
-            "--data",
-            data.to_str().unwrap(),
-            "--zuliprc",
-            dir.path().join("zuliprc").to_str().unwrap(),
-        ]);
+        let args = acme_args(dir.path(), weak);
+        let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let line = assert_failed(&out, &["owner password is too weak"]);
         if weak == "abcd1234" {
             assert!(!line.contains(weak), "the password is not echoed: {line}");

@@ -192,12 +192,7 @@ async fn channel_names(client: &reqwest::Client, url: &str, key: &str) -> Vec<St
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    body["streams"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap().to_owned())
-        .collect()
+    names(&body["streams"])
 }
 
 /// The "N WAL records replayed" of a server's start-up log.

@@ -13,14 +13,6 @@ use common::*;
 use hearth::api::params::MAX_LIST_ITEMS;
 use serde_json::{json, Value};
 
-fn names(list: &Value, key: &str) -> Vec<String> {
-    list.as_array()
-        .expect("a list")
-        .iter()
-        .map(|s| s[key].as_str().expect("a name").to_owned())
-        .collect()
-}
-
 /// In `always` mode, what a write acknowledges is visible at once: to the writer and
 /// to everyone else, on the very next read.
 #[actix_web::test]
@@ -41,7 +33,7 @@ async fn an_acknowledged_write_is_visible_on_the_next_read() {
         assert!(body["stream_id"].is_i64(), "{body}");
     }
     let body = app.ok("GET", "/api/v1/streams", MEMBER, &[]).await;
-    let seen: HashSet<String> = names(&body["streams"], "name").into_iter().collect();
+    let seen: HashSet<String> = names(&body["streams"]).into_iter().collect();
     assert!((0..30).all(|i| seen.contains(&format!("visible {i}"))));
 }
 
@@ -84,7 +76,7 @@ async fn registration_state_and_queue_never_overlap_nor_miss() {
                 ],
             )
             .await;
-        let in_state: BTreeSet<String> = names(&body["streams"], "name")
+        let in_state: BTreeSet<String> = names(&body["streams"])
             .into_iter()
             .filter(|n| n.starts_with("race "))
             .collect();
@@ -100,7 +92,7 @@ async fn registration_state_and_queue_never_overlap_nor_miss() {
         let mut announced = Vec::new();
         for e in app.events(MEMBER, queue).await {
             if e["op"] == "create" {
-                announced.extend(names(&e["streams"], "name"));
+                announced.extend(names(&e["streams"]));
             }
         }
         let announced_set: BTreeSet<String> = announced.iter().cloned().collect();

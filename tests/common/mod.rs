@@ -486,6 +486,15 @@ impl TestApp {
     }
 }
 
+/// The `name` of every object in a JSON list (channels, subscriptions, folders).
+pub fn names(list: &Value) -> Vec<String> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|s| s["name"].as_str().expect("a name").to_owned())
+        .collect()
+}
+
 /// A method by name (`"GET"`, `"PATCH"`, ...).
 fn method_named(method: &str) -> Method {
     Method::from_bytes(method.as_bytes()).expect("an HTTP method")
