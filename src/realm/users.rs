@@ -48,18 +48,6 @@ pub fn hash_password(password: &str) -> ApiResult<String> {
         })
 }
 
-/// Checks a password against a stored argon2 PHC string.
-pub fn verify_password(password: &str, hash: &str) -> bool {
-    use argon2::password_hash::{PasswordHash, PasswordVerifier};
-    PasswordHash::new(hash)
-        .map(|h| {
-            argon2::Argon2::default()
-                .verify_password(password.as_bytes(), &h)
-                .is_ok()
-        })
-        .unwrap_or(false)
-}
-
 /// Zulip's `check_password_strength`: minimum length, then zxcvbn guesses.
 pub fn password_is_strong(password: &str) -> bool {
     password.chars().count() >= PASSWORD_MIN_LENGTH
