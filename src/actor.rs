@@ -135,6 +135,13 @@ impl RealmActor {
             if run.last().is_some_and(|r| !r.batches_with(&change)) {
                 steps.push((std::mem::take(&mut run), Arc::new(self.realm.clone())));
             }
+            // Message rows go into the same durable commit as the WAL record.
+            if let Err(e) = self.store.messages().project(&self.realm, &change) {
+                tracing::error!("message store write failed: {e}");
+                self.store
+                    .durability()
+                    .fail(format!("message store write failed: {e}"));
+            }
             self.realm.apply(&change);
             run.push(change);
         }

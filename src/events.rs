@@ -89,6 +89,10 @@ pub struct QueueOptions {
     /// `queue_lifespan_secs`: how long the queue lives unpolled; 0 is Zulip's default
     /// (`QUEUE_TIMEOUT_MS`), and at most `MAX_QUEUE_TIMEOUT_SECS`.
     pub lifespan_secs: i64,
+    /// `apply_markdown`: message content as HTML (else raw Markdown).
+    pub apply_markdown: bool,
+    /// `client_gravatar`: no `avatar_url` where the client computes a gravatar.
+    pub client_gravatar: bool,
 }
 
 impl QueueOptions {
@@ -508,11 +512,11 @@ impl EventHub {
                 st.last_active_ms = self.clock.now_ms();
                 self.pull(&q, &mut st)?;
                 if !st.pending.is_empty() || dont_block {
-                    return Ok(render(&st.pending));
+                    return Ok(render(&st.pending, &q.options));
                 }
                 if self.clock.now_ms() - parked_at >= HEARTBEAT_MS {
                     Queue::push(&mut st, Arc::new(heartbeat()));
-                    return Ok(render(&st.pending));
+                    return Ok(render(&st.pending, &q.options));
                 }
             }
             let superseded = q.superseded.notified();
@@ -677,7 +681,10 @@ fn heartbeat() -> Map<String, Value> {
     }
 }
 
-fn render(pending: &VecDeque<(i64, Arc<Map<String, Value>>)>) -> Vec<Value> {
+fn render(
+    pending: &VecDeque<(i64, Arc<Map<String, Value>>)>,
+    options: &QueueOptions,
+) -> Vec<Value> {
     pending
         .iter()
         .map(|(id, body)| {
@@ -687,12 +694,39 @@ fn render(pending: &VecDeque<(i64, Arc<Map<String, Value>>)>) -> Vec<Value> {
                 body.get("type").cloned().unwrap_or(Value::Null),
             );
             for (k, v) in body.iter() {
-                m.insert(k.clone(), v.clone());
+                if !k.starts_with(SHAPE_PREFIX) {
+                    m.insert(k.clone(), v.clone());
+                }
             }
+            shape_message(&mut m, body, options);
             m.insert("id".into(), (*id).into());
             Value::Object(m)
         })
         .collect()
+}
+
+/// Keys of an event body that shape it per queue and are never sent.
+pub const SHAPE_PREFIX: &str = "__";
+/// The raw Markdown of a `message` event's message (for `apply_markdown: false`).
+pub const SHAPE_RAW_CONTENT: &str = "__raw_content";
+/// Set when the sender's avatar is a gravatar a `client_gravatar` client computes.
+pub const SHAPE_GRAVATAR: &str = "__gravatar";
+
+/// A `message` event as this queue asked for it: raw Markdown without
+/// `apply_markdown`, no `avatar_url` the client computes itself with `client_gravatar`.
+fn shape_message(m: &mut Map<String, Value>, body: &Map<String, Value>, options: &QueueOptions) {
+    let Some(Value::Object(message)) = m.get_mut("message") else {
+        return;
+    };
+    if !options.apply_markdown {
+        if let Some(raw) = body.get(SHAPE_RAW_CONTENT) {
+            message.insert("content".into(), raw.clone());
+            message.insert("content_type".into(), "text/x-markdown".into());
+        }
+    }
+    if options.client_gravatar && body.get(SHAPE_GRAVATAR) == Some(&Value::Bool(true)) {
+        message.insert("avatar_url".into(), Value::Null);
+    }
 }
 
 #[cfg(test)]

@@ -278,6 +278,7 @@ pub async fn spawn_with_clock(
             clock.clone(),
             Arc::new(recovered.realm.clone()),
         ));
+        let messages = realm_store.messages().clone();
         let actor = RealmActor::new(
             recovered.realm,
             realm_store,
@@ -295,6 +296,7 @@ pub async fn spawn_with_clock(
                 hub,
                 clock: clock.clone(),
                 server_url: url.clone(),
+                messages,
             },
         );
     }

@@ -19,6 +19,8 @@ pub struct RealmHandle {
     pub clock: Arc<dyn Clock>,
     /// The server's public URL (see `Realm::url`).
     pub server_url: Arc<str>,
+    /// The realm's message rows (reads run on the HTTP workers).
+    pub messages: crate::storage::messages::MessageStore,
 }
 
 /// Every realm this server serves, by subdomain.

@@ -233,12 +233,26 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
         (Some("api_key"), Value::String(_)) => "<api_key>".into(),
         (Some("date_joined"), Value::String(_)) => "<date>".into(),
         (
-            Some("date_created" | "realm_date_created" | "server_timestamp" | "server_generation"),
+            Some(
+                "date_created"
+                | "realm_date_created"
+                | "server_timestamp"
+                | "server_generation"
+                | "timestamp"
+                | "last_edit_timestamp"
+                | "last_moved_timestamp",
+            ),
             Value::Number(_),
         ) => "<timestamp>".into(),
         (Some("queue_id"), Value::String(_)) => "<queue_id>".into(),
         (Some("zulip_version"), Value::String(_)) => "<version>".into(),
-        (Some("user_id" | "bot_owner_id" | "id"), Value::Number(_)) => "<id>".into(),
+        (
+            Some(
+                "user_id" | "bot_owner_id" | "id" | "max_id" | "first_processed_id"
+                | "last_processed_id",
+            ),
+            Value::Number(_),
+        ) => "<id>".into(),
         (_, Value::String(s)) => redact_text(s).into(),
         (_, Value::Array(items)) => items.iter().map(|i| redact(None, i)).collect(),
         (_, Value::Object(m)) => Value::Object(

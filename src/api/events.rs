@@ -22,12 +22,15 @@ fn queue_options(p: &super::params::Params) -> Result<QueueOptions, ApiError> {
         all_public_streams,
         capabilities,
         lifespan_secs: 0,
+        apply_markdown: p.bool_or("apply_markdown", false)?,
+        client_gravatar: p.bool_or("client_gravatar", false)?,
     })
 }
 
 /// # `POST /register`
 pub async fn register(req: ApiRequest) -> ApiResponse {
-    req.read_large(CallOpts::USER, |c| {
+    let store = req.messages.clone();
+    req.read_large(CallOpts::USER, move |c| {
         let me = c.me()?;
         let p = &*c.params;
         let mut queue = queue_options(p)?;
@@ -39,8 +42,8 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         // `narrow` only filters message events, which hearth does not have yet: checked,
         // then reported as ignored.
         p.check_unread_list("narrow")?;
-        p.bool_or("apply_markdown", false)?;
         let client_gravatar = p.bool_or("client_gravatar", true)?;
+        queue.client_gravatar = client_gravatar;
         let include_subscribers = match p.opt_json("include_subscribers")? {
             None | Some(Value::Bool(false)) => false,
             Some(Value::Bool(true)) => true,
@@ -72,6 +75,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         body.insert("queue_id".into(), queue_id.into());
         body.insert("last_event_id".into(), (-1).into());
         body.extend(state);
+        super::messages::register_message_state(&store, &version, me, &mut body)?;
         Ok(Outcome::read(body))
     })
     .await

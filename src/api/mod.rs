@@ -7,6 +7,7 @@ pub mod bots;
 pub mod channels;
 pub mod error;
 pub mod events;
+pub mod messages;
 pub mod params;
 pub mod rule;
 pub mod server;
@@ -75,6 +76,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/channel_folders", get => channels::get_channel_folders, patch => channels::reorder_channel_folders))
             .service(endpoint!("/channel_folders/{channel_folder_id}", patch => channels::update_channel_folder))
             .service(endpoint!("/bots", post => bots::create_bot, get => bots::get_bots))
+            .service(endpoint!("/messages", get => messages::get_messages, post => messages::send_message))
+            .service(endpoint!("/messages/flags", post => messages::update_flags))
+            .service(endpoint!("/messages/flags/narrow", post => messages::update_flags_for_narrow))
+            .service(endpoint!("/messages/{message_id}", get => messages::get_message))
+            .service(endpoint!("/users/me/{stream_id}/topics", get => messages::get_topics))
             .service(endpoint!("/register", post => events::register))
             .service(endpoint!("/events", get => events::get_events, delete => events::delete_events))
             .default_service(web::to(error::not_found)),
@@ -92,6 +98,24 @@ pub struct ApiRequest {
     pub state: web::Data<AppState>,
     clock: Arc<dyn Clock>,
     server_url: Arc<str>,
+    /// The realm's message store (reads on this worker).
+    pub messages: crate::storage::messages::MessageStore,
+    /// The client's name: the `client` parameter, else the `User-Agent` product.
+    pub client: String,
+}
+
+/// Zulip's client name for a request: the `User-Agent`'s first product name
+/// (`ZulipPython/0.9.1 ...` is `ZulipPython`), or "Unspecified".
+fn client_name(req: &HttpRequest) -> String {
+    req.headers()
+        .get(actix_web::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split(['/', ' ']).next())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("Unspecified")
+        .chars()
+        .take(30)
+        .collect()
 }
 
 /// How a call is made. Every success answer lists the parameters it did not read in
@@ -311,14 +335,21 @@ impl FromRequest for ApiRequest {
             } else {
                 read_body(&req, payload).await?
             };
+            let params = Params::new(query, body);
+            let client = params
+                .opt_str("client")
+                .filter(|c| !c.is_empty())
+                .unwrap_or_else(|| client_name(&req));
             Ok(ApiRequest {
                 realm: handle.addr,
                 hub: handle.hub,
                 credentials: auth::credentials(&req),
-                params: Params::new(query, body),
+                params,
                 state,
                 clock: handle.clock,
                 server_url: handle.server_url,
+                messages: handle.messages,
+                client,
             })
         })
     }

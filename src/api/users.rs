@@ -23,8 +23,12 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
 
 /// # `GET /users/me`
 pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
-    req.read(CallOpts::USER, |c| {
-        Ok(Outcome::read(c.realm.own_user_json(c.me()?)))
+    let store = req.messages.clone();
+    req.read(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let mut body = c.realm.own_user_json(me);
+        super::messages::fill_max_message_id(&store, c.realm, me, &mut body)?;
+        Ok(Outcome::read(body))
     })
     .await
     .map(success)

@@ -10,6 +10,7 @@ use super::channels::{
     SubProperty,
 };
 use super::groups::UserGroup;
+use super::messages::MessageChange;
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact, by the resource it is about. Never a generic patch: one variant
@@ -21,6 +22,7 @@ pub enum Change {
     User(UserChange),
     Group(GroupChange),
     Channel(ChannelChange),
+    Message(MessageChange),
 }
 
 /// Facts about the realm itself.
@@ -127,9 +129,11 @@ impl Change {
     /// How durable this change must be before its request is answered.
     pub fn durability(&self) -> DurabilityClass {
         match self {
-            Change::Realm(_) | Change::User(_) | Change::Group(_) | Change::Channel(_) => {
-                DurabilityClass::Durable
-            }
+            Change::Realm(_)
+            | Change::User(_)
+            | Change::Group(_)
+            | Change::Channel(_)
+            | Change::Message(_) => DurabilityClass::Durable,
         }
     }
 }

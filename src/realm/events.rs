@@ -26,8 +26,11 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::channels::{ChannelId, ChannelUpdate, FolderUpdate};
+use super::messages::json::MessageView;
+use super::messages::{flags, MessageChange};
 use super::users::UserView;
 use super::{Change, Realm, UserId};
+use crate::events::{SHAPE_GRAVATAR, SHAPE_RAW_CONTENT};
 use crate::realm::{ChannelChange, GroupChange, RealmChange, UserChange};
 
 /// Who receives an event.
@@ -106,6 +109,49 @@ impl Realm {
                 out
             }
             Change::Channel(c) => self.channel_events(before, c),
+            Change::Message(m) => self.message_events(before, m),
+        }
+    }
+
+    /// Message events: `message` per group of recipients with the same flags;
+    /// `update_message_flags` to the user whose flags changed.
+    fn message_events(&self, before: &Realm, change: &MessageChange) -> Vec<Event> {
+        match change {
+            MessageChange::Sent(m) => {
+                let mut groups: BTreeMap<u32, Vec<UserId>> = BTreeMap::new();
+                for (user, bits) in before.message_recipients(m) {
+                    groups.entry(bits).or_default().push(user);
+                }
+                let message = Value::Object(self.message_json(m, MessageView::default(), None));
+                let gravatar = self
+                    .user(m.sender_id)
+                    .is_some_and(|u| self.email_is_public(u));
+                groups
+                    .into_iter()
+                    .map(|(bits, users)| {
+                        Event::new(
+                            json!({"type": "message", "message": message, "flags": flags::names(bits),
+                                   SHAPE_RAW_CONTENT: m.content, SHAPE_GRAVATAR: gravatar}),
+                            Audience::users(users),
+                        )
+                    })
+                    .collect()
+            }
+            MessageChange::FlagsChanged {
+                user_id,
+                flag,
+                add,
+                ids,
+            } => {
+                let name = flags::names(*flag).first().copied().unwrap_or_default();
+                let op = if *add { "add" } else { "remove" };
+                vec![Event::new(
+                    json!({"type": "update_message_flags", "op": op, "operation": op,
+                           "flag": name, "messages": ids, "all": false}),
+                    Audience::users(vec![*user_id]),
+                )]
+            }
+            MessageChange::Edited { .. } | MessageChange::Deleted { .. } => Vec::new(),
         }
     }
 

@@ -11,6 +11,7 @@ pub mod dev;
 pub mod events;
 pub mod groups;
 pub mod markdown;
+pub mod messages;
 pub mod register;
 pub mod users;
 
@@ -151,6 +152,9 @@ pub struct Realm {
     /// Channel folders by id (seed 4.19).
     pub folders: OrdMap<channels::FolderId, channels::ChannelFolder>,
     pub next_folder_id: channels::FolderId,
+    /// Next message id and topics per channel (message rows live in the message store).
+    #[serde(default)]
+    pub messages: messages::MessageState,
     /// Lower-cased delivery email -> id. Derived from `users`; rebuilt after loading.
     #[serde(skip)]
     by_email: HashMap<String, UserId>,
@@ -177,6 +181,7 @@ impl Realm {
             default_channels: OrdSet::new(),
             folders: OrdMap::new(),
             next_folder_id: 1,
+            messages: messages::MessageState::new(),
             by_email: HashMap::new(),
             channel_by_name: HashMap::new(),
             color_use: HashMap::new(),
@@ -253,6 +258,7 @@ impl Realm {
                 self.groups.insert(g.id, g.clone());
             }
             Change::Channel(c) => self.apply_channel_change(c),
+            Change::Message(m) => self.messages.apply(m),
         }
     }
 

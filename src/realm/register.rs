@@ -145,6 +145,7 @@ impl Realm {
             m.insert("reminders".into(), json!([]));
         }
         if o.wants("message") {
+            // Filled from the message store by the caller (`api::messages`).
             m.insert("max_message_id".into(), json!(-1));
         }
         if o.wants("update_message_flags") && o.wants("message") {

@@ -312,6 +312,7 @@ impl Realm {
         } else {
             m.insert("profile_data".into(), Value::Object(self.profile_data(me)));
         }
+        // Filled from the message store by the caller.
         m.insert("max_message_id".into(), json!(-1));
         m
     }

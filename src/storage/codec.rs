@@ -22,7 +22,7 @@ use super::legacy;
 use crate::realm::{Change, Realm};
 
 /// Schema version of the snapshot record (`Realm`) hearth writes.
-pub const REALM_SCHEMA: u8 = 1;
+pub const REALM_SCHEMA: u8 = 2;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
 pub const CHANGES_SCHEMA: u8 = 2;
 const HEADER: usize = 5;
@@ -90,6 +90,7 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
     let (version, payload) = open_frame(bytes)?;
     match version {
         1 => decode_payload::<legacy::v1::Realm>(payload).map(legacy::v1::realm_to_current),
+        REALM_SCHEMA => decode_payload::<Realm>(payload),
         v => Err(CodecError::Version(v)),
     }
 }

@@ -1,7 +1,8 @@
 //! Stored record types of every schema version, frozen, and the steps that migrate
 //! each version to the next (see `codec`).
 //!
-//! Snapshot schema 1 is today's `Realm` (identity migration). WAL schema 1 stored
+//! Snapshot schema 1 is the `Realm` before messages, frozen in `v1`; schema 2 is today's
+//! (it added the message state and later sections with their defaults). WAL schema 1 stored
 //! `Change` as one flat enum; schema 2 nests it by resource: the flat enum is frozen in
 //! `v1` with its migration. When a stored type changes, its old definition is copied
 //! here first (with every type it contains that changes), and the old version's
@@ -21,8 +22,8 @@
 //! }
 //! ```
 
-/// Schema 1: the first stored format. Its `Realm` is today's; its `Change` was one flat
-/// enum, frozen here, which schema 2 nested by resource.
+/// Schema 1: the first stored format. Its `Realm` had no message state; its `Change`
+/// was one flat enum, frozen here, which schema 2 nested by resource.
 pub mod v1 {
     use serde::Deserialize;
 
@@ -35,10 +36,39 @@ pub mod v1 {
         ChannelChange, GroupChange, NewUser, RealmChange, RealmSettings, UserChange, UserId,
     };
 
-    pub use crate::realm::Realm;
+    use crate::realm::channels::ChannelFolder as Folder;
+    use crate::realm::groups::GroupId;
+    use crate::realm::{RealmSettings as Settings, User};
+    use imbl::{OrdMap, OrdSet};
+    use std::sync::Arc;
 
-    /// Schema 1 is the current snapshot schema: nothing to migrate.
-    pub fn realm_to_current(realm: Realm) -> crate::realm::Realm {
+    /// The snapshot's realm as schema 1 stored it: before messages.
+    #[derive(Debug, Deserialize)]
+    pub struct Realm {
+        pub settings: Settings,
+        pub users: OrdMap<UserId, Arc<User>>,
+        pub next_user_id: UserId,
+        pub groups: OrdMap<GroupId, UserGroup>,
+        pub next_group_id: GroupId,
+        pub channels: OrdMap<ChannelId, Arc<Channel>>,
+        pub next_channel_id: ChannelId,
+        pub default_channels: OrdSet<ChannelId>,
+        pub folders: OrdMap<FolderId, Folder>,
+        pub next_folder_id: FolderId,
+    }
+
+    /// Schema 2 added the realm's message state (empty for a realm of schema 1).
+    pub fn realm_to_current(r: Realm) -> crate::realm::Realm {
+        let mut realm = crate::realm::Realm::new(r.settings);
+        realm.users = r.users;
+        realm.next_user_id = r.next_user_id;
+        realm.groups = r.groups;
+        realm.next_group_id = r.next_group_id;
+        realm.channels = r.channels;
+        realm.next_channel_id = r.next_channel_id;
+        realm.default_channels = r.default_channels;
+        realm.folders = r.folders;
+        realm.next_folder_id = r.next_folder_id;
         realm
     }
 

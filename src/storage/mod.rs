@@ -4,6 +4,7 @@
 pub mod codec;
 pub mod durability;
 pub mod legacy;
+pub mod messages;
 pub mod wal;
 
 pub use durability::StorageFailed;
@@ -72,6 +73,7 @@ impl Store {
         RealmStore::new(
             format!("{WAL_PREFIX}{subdomain}"),
             format!("{SNAP_PREFIX}{subdomain}"),
+            messages::MessageStore::new(subdomain, self.durability.clone()),
             self.durability.clone(),
         )
     }

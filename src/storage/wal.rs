@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use super::durability::Reset;
+use super::messages::MessageStore;
 use super::{codec, Durability, StorageError};
 use crate::realm::{Change, Realm};
 
@@ -29,6 +30,8 @@ pub struct RealmStore {
     /// Registration with `Durability`: a failure clears only once every store reset.
     participant: u64,
     durability: Arc<Durability>,
+    /// The realm's message rows and indexes.
+    messages: MessageStore,
 }
 
 impl Drop for RealmStore {
@@ -100,6 +103,7 @@ impl RealmStore {
     pub(super) fn new(
         wal_name: String,
         snaps_name: String,
+        messages: MessageStore,
         durability: Arc<Durability>,
     ) -> Result<Self, StorageError> {
         let participant = durability.join();
@@ -111,6 +115,7 @@ impl RealmStore {
             reset_failures: durability.failures(),
             participant,
             durability,
+            messages,
         };
         let (wal, snaps) = store.trees()?;
         let last_wal = wal.last()?.map(|(k, _)| key_seq(&k)).unwrap_or(0);
@@ -121,6 +126,11 @@ impl RealmStore {
 
     pub fn durability(&self) -> &Arc<Durability> {
         &self.durability
+    }
+
+    /// The realm's message store (rows are written by `MessageStore::project`).
+    pub fn messages(&self) -> &MessageStore {
+        &self.messages
     }
 
     /// The trees on the open database (opened again after a fault).
@@ -248,7 +258,10 @@ impl RealmStore {
                 Ok(changes) => {
                     for c in &changes {
                         match &mut realm {
-                            Some(r) => r.apply(c),
+                            Some(r) => {
+                                self.messages.project(r, c)?;
+                                r.apply(c)
+                            }
                             None => realm = Realm::from_first_change(c),
                         }
                     }

@@ -1,0 +1,568 @@
+//! Messages: send, fetch, flags, topics.
+//!
+//! Sends are parsed and rendered on the worker against the published version; the
+//! realm actor only checks the recipient, hands out the id and commits. Fetches walk
+//! the message store on the blocking pool; the actor never sees them.
+
+use actix_web::web;
+use serde_json::{json, Map, Value};
+
+use super::params::{path_int, Params};
+use super::{success, ApiRequest, ApiResponse, CallOpts, Ctx, Outcome};
+use crate::error::{ApiError, ApiResult};
+use crate::realm::messages::fetch::{self, can_read, MessageRows, Narrow, Source};
+use crate::realm::messages::json::MessageView;
+use crate::realm::messages::send::{
+    self, normalize_body, normalize_topic, parse_channel_to, parse_direct_to, Addressee,
+    SendRequest,
+};
+use crate::realm::messages::{
+    flags, MessageChange, MessageId, Recipient, MAX_MESSAGES_PER_FETCH, MAX_UNREAD_MESSAGES,
+};
+use crate::realm::{Change, Realm, User};
+use crate::storage::messages::MessageStore;
+
+fn one(key: &str, value: Value) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(key.to_owned(), value);
+    m
+}
+
+/// The topic parameter (`topic`, or its old name `subject`).
+fn topic_param(p: &Params) -> Option<String> {
+    p.opt_str("topic").or_else(|| p.opt_str("subject"))
+}
+
+fn message_view(p: &Params) -> ApiResult<MessageView> {
+    Ok(MessageView {
+        apply_markdown: p.bool_or("apply_markdown", true)?,
+        client_gravatar: p.bool_or("client_gravatar", true)?,
+        allow_empty_topic_name: p.bool_or("allow_empty_topic_name", false)?,
+    })
+}
+
+/// Parses a send as Zulip's view and `Addressee.legacy_build` do, then normalizes the
+/// content (Zulip's order).
+fn parse_send(p: &Params, realm: &Realm, client: &str) -> ApiResult<(Addressee, String, bool)> {
+    let content = p.str("content")?;
+    let kind = p.str("type")?;
+    let read_by_sender = p.opt_bool("read_by_sender")?;
+    let to = p.opt_str("to");
+    let topic = topic_param(p);
+    let addressee = match kind.as_str() {
+        "stream" | "channel" => {
+            let channel = match &to {
+                Some(raw) => parse_channel_to(raw)?,
+                None => return Err(ApiError::bad_request("Missing channel")),
+            };
+            let Some(topic) = topic else {
+                return Err(ApiError::bad_request("Missing topic"));
+            };
+            Addressee::Channel {
+                channel,
+                topic: normalize_topic(realm, &topic)?,
+            }
+        }
+        "private" | "direct" => {
+            let (ids, emails) = match &to {
+                Some(raw) => parse_direct_to(raw)?,
+                None => (Vec::new(), Vec::new()),
+            };
+            if ids.is_empty() && emails.is_empty() {
+                return Err(ApiError::bad_request("Message must have recipients"));
+            }
+            // `Addressee.legacy_build` looks the users up before the content is read.
+            realm.lookup_direct_recipients(&ids, &emails)?;
+            Addressee::Direct { ids, emails }
+        }
+        _ => return Err(ApiError::bad_request("Invalid type")),
+    };
+    let content = normalize_body(&content)?;
+    let read_by_sender = read_by_sender.unwrap_or_else(|| default_read_by_sender(client));
+    Ok((addressee, content, read_by_sender))
+}
+
+/// Zulip's `Client.default_read_by_sender`: messages sent from a full Zulip UI are read
+/// by their sender; messages sent through the API by integrations are not.
+fn default_read_by_sender(client: &str) -> bool {
+    let c = client.to_lowercase();
+    [
+        "zulipandroid",
+        "zulipios",
+        "zulipdesktop",
+        "zulipmobile",
+        "zulipelectron",
+        "zulipterminal",
+        "snipe",
+        "website",
+        "ios",
+        "android",
+    ]
+    .contains(&c.as_str())
+        || c.contains("desktop app")
+}
+
+/// # `POST /messages`
+pub async fn send_message(req: ApiRequest) -> ApiResponse {
+    let version = req.hub.current();
+    let client = req.client.clone();
+    req.write(
+        CallOpts::USER,
+        |p| {
+            let (to, content, read_by_sender) = parse_send(p, &version, &client)?;
+            // Rendered here against the published version: mentions and channel
+            // links resolve as the sender saw the realm.
+            let rendered = version.render_message(&content);
+            Ok(SendRequest {
+                to,
+                content,
+                rendered,
+                client,
+                read_by_sender,
+            })
+        },
+        |c: &mut Ctx<'_>, r: SendRequest| {
+            let me = c.me()?;
+            let m = c.realm.decide_send(me, r, c.cx)?;
+            let body = one("id", m.id.into());
+            Ok(Outcome::write(vec![send::sent(m)], body))
+        },
+    )
+    .await
+    .map(success)
+}
+
+/// `num_before` / `num_after`: non-negative integers.
+fn count_param(p: &Params, name: &str) -> ApiResult<usize> {
+    match p.opt_int(name)? {
+        None => Ok(0),
+        Some(n) if n < 0 => Err(ApiError::bad_request(format!(
+            "{name} is too small (minimum 0)"
+        ))),
+        Some(n) => Ok(n as usize),
+    }
+}
+
+/// # `GET /messages`
+pub async fn get_messages(req: ApiRequest) -> ApiResponse {
+    let store = req.messages.clone();
+    req.read_large(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let p = &*c.params;
+        let anchor = p.opt_str("anchor");
+        let use_first_unread = p.bool_or("use_first_unread_anchor", false)?;
+        let num_before = count_param(p, "num_before")?;
+        let num_after = count_param(p, "num_after")?;
+        let include_anchor = p.bool_or("include_anchor", true)?;
+        let view = message_view(p)?;
+        let narrow = p.opt_json("narrow")?.unwrap_or(Value::Array(Vec::new()));
+        let anchor = if use_first_unread {
+            fetch::Anchor::FirstUnread
+        } else {
+            fetch::parse_anchor(anchor.as_deref())?
+        };
+        if (num_before + num_after) as u64 > MAX_MESSAGES_PER_FETCH {
+            return Err(ApiError::bad_request(format!(
+                "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+            )));
+        }
+        if num_before > 0 && num_after > 0 && !include_anchor {
+            return Err(ApiError::bad_request(
+                "The anchor can only be excluded at an end of the range",
+            ));
+        }
+        let terms = c.realm.parse_narrow(me, &narrow)?;
+        let narrow = Narrow {
+            realm: c.realm,
+            me,
+            terms,
+        };
+        let found = fetch::fetch(
+            &store,
+            &narrow,
+            anchor,
+            num_before,
+            num_after,
+            include_anchor,
+        )?;
+        let messages: Vec<Value> = found
+            .messages
+            .iter()
+            .map(|(m, f)| c.realm.message_json_for(m, *f, view))
+            .collect();
+        let mut body = Map::new();
+        body.insert("messages".into(), messages.into());
+        body.insert("found_anchor".into(), found.found_anchor.into());
+        body.insert("found_oldest".into(), found.found_oldest.into());
+        body.insert("found_newest".into(), found.found_newest.into());
+        body.insert("history_limited".into(), false.into());
+        body.insert("anchor".into(), found.anchor.into());
+        Ok(Outcome::read(body))
+    })
+    .await
+}
+
+/// Zulip's `access_message`: the message, if `me` may read it; else "Invalid
+/// message(s)".
+pub fn access_message(
+    store: &MessageStore,
+    realm: &Realm,
+    me: &User,
+    id: i64,
+) -> ApiResult<(crate::realm::messages::Message, Option<u32>)> {
+    let invalid = || ApiError::bad_request("Invalid message(s)");
+    let id = u64::try_from(id).map_err(|_| invalid())?;
+    if id > realm.messages.max_visible() {
+        return Err(invalid());
+    }
+    let m = store.row(id)?.ok_or_else(invalid)?;
+    let f = store.user_flags(me.id, id)?;
+    if can_read(realm, me, &m, f) {
+        Ok((m, f))
+    } else {
+        Err(invalid())
+    }
+}
+
+/// # `GET /messages/{message_id}`
+pub async fn get_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("message_id", &path)?;
+    let store = req.messages.clone();
+    req.read(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let view = MessageView {
+            apply_markdown: c.params.bool_or("apply_markdown", true)?,
+            client_gravatar: true,
+            allow_empty_topic_name: c.params.bool_or("allow_empty_topic_name", false)?,
+        };
+        let (m, f) = access_message(&store, c.realm, me, id)?;
+        let mut body = Map::new();
+        body.insert("raw_content".into(), m.content.clone().into());
+        body.insert("message".into(), c.realm.message_json_for(&m, f, view));
+        Ok(Outcome::read(body))
+    })
+    .await
+    .map(success)
+}
+
+/// A flags request, parsed on the worker.
+struct FlagsRequest {
+    ids: Vec<i64>,
+    add: bool,
+    flag: u32,
+}
+
+fn parse_flag(p: &Params) -> ApiResult<(bool, u32)> {
+    let flag = p.str("flag")?;
+    let op = p.str("op")?;
+    let Some(bit) = flags::by_name(&flag) else {
+        return Err(ApiError::bad_request(format!("Invalid flag: '{flag}'")));
+    };
+    if !flags::EDITABLE.contains(&flag.as_str()) {
+        return Err(ApiError::bad_request(format!(
+            "Flag not editable: '{flag}'"
+        )));
+    }
+    let add = match op.as_str() {
+        "add" => true,
+        "remove" => false,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid message flag operation: '{other}'"
+            )))
+        }
+    };
+    Ok((add, bit))
+}
+
+/// Decides a flags change for `ids`: the ids whose flag changes (messages not
+/// received are checked for access and become historical).
+fn decide_flags(
+    store: &MessageStore,
+    realm: &Realm,
+    me: &User,
+    ids: &[i64],
+    add: bool,
+    flag: u32,
+) -> ApiResult<Option<Change>> {
+    let mut changed: Vec<MessageId> = Vec::new();
+    for id in ids {
+        let Ok(uid) = u64::try_from(*id) else {
+            return Err(ApiError::bad_request("Invalid message(s)"));
+        };
+        match store.user_flags(me.id, uid)? {
+            Some(bits) => {
+                if (bits & flag != 0) != add {
+                    changed.push(uid);
+                }
+            }
+            None => {
+                // Not received: read and historical, until a change makes it differ.
+                let base = flags::READ | flags::HISTORICAL;
+                let new = if add { base | flag } else { base & !flag };
+                if new != base {
+                    access_message(store, realm, me, *id)?;
+                    changed.push(uid);
+                }
+            }
+        }
+    }
+    changed.sort_unstable();
+    changed.dedup();
+    Ok((!changed.is_empty()).then(|| {
+        Change::Message(MessageChange::FlagsChanged {
+            user_id: me.id,
+            flag,
+            add,
+            ids: changed,
+        })
+    }))
+}
+
+/// # `POST /messages/flags`
+pub async fn update_flags(req: ApiRequest) -> ApiResponse {
+    let store = req.messages.clone();
+    req.write(
+        CallOpts::USER,
+        |p| {
+            let ids = p
+                .opt_int_list("messages")?
+                .ok_or_else(|| ApiError::missing("messages"))?;
+            let (add, flag) = parse_flag(p)?;
+            Ok(FlagsRequest { ids, add, flag })
+        },
+        move |c: &mut Ctx<'_>, r: FlagsRequest| {
+            let me = c.me()?;
+            let change = decide_flags(&store, c.realm, me, &r.ids, r.add, r.flag)?;
+            let ids: Vec<Value> = r.ids.iter().map(|i| Value::from(*i)).collect();
+            let mut body = one("messages", ids.into());
+            body.insert("ignored_because_not_subscribed_channels".into(), json!([]));
+            Ok(Outcome::write(change.into_iter().collect(), body))
+        },
+    )
+    .await
+    .map(success)
+}
+
+/// # `POST /messages/flags/narrow`
+pub async fn update_flags_for_narrow(req: ApiRequest) -> ApiResponse {
+    // The narrow is walked here, on the worker; the actor gets the ids.
+    let store = req.messages.clone();
+    let version = req.hub.current();
+    let me = req.caller()?;
+    let p = &req.params;
+    let anchor = fetch::parse_anchor(p.opt_str("anchor").as_deref())?;
+    let include_anchor = p.bool_or("include_anchor", true)?;
+    let num_before = count_param(p, "num_before")?;
+    let num_after = count_param(p, "num_after")?;
+    let narrow = p
+        .opt_json("narrow")?
+        .ok_or_else(|| ApiError::missing("narrow"))?;
+    let (add, flag) = parse_flag(p)?;
+    if (num_before + num_after) as u64 > MAX_MESSAGES_PER_FETCH {
+        return Err(ApiError::bad_request(format!(
+            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+        )));
+    }
+    let me_user = version.user(me).ok_or_else(ApiError::internal)?;
+    let terms = version.parse_narrow(me_user, &narrow)?;
+    let (found, ids) = {
+        let narrow = Narrow {
+            realm: &version,
+            me: me_user,
+            terms,
+        };
+        let found = fetch::fetch(
+            &store,
+            &narrow,
+            anchor,
+            num_before,
+            num_after,
+            include_anchor,
+        )?;
+        let ids: Vec<i64> = found.messages.iter().map(|(m, _)| m.id as i64).collect();
+        (found, ids)
+    };
+    let processed = ids.len();
+    let (first, last) = (ids.first().copied(), ids.last().copied());
+    let store2 = store.clone();
+    let body = req
+        .write(
+            CallOpts::USER,
+            |_| Ok(()),
+            move |c: &mut Ctx<'_>, ()| {
+                let me = c.me()?;
+                let change = decide_flags(&store2, c.realm, me, &ids, add, flag)?;
+                let updated = match &change {
+                    Some(Change::Message(MessageChange::FlagsChanged { ids, .. })) => ids.len(),
+                    _ => 0,
+                };
+                let mut body = Map::new();
+                body.insert("processed_count".into(), processed.into());
+                body.insert("updated_count".into(), updated.into());
+                body.insert("first_processed_id".into(), json!(first));
+                body.insert("last_processed_id".into(), json!(last));
+                body.insert("found_oldest".into(), found.found_oldest.into());
+                body.insert("found_newest".into(), found.found_newest.into());
+                Ok(Outcome::write(change.into_iter().collect(), body))
+            },
+        )
+        .await?;
+    Ok(success(body))
+}
+
+/// # `GET /users/me/{stream_id}/topics`
+pub async fn get_topics(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("stream_id", &path)?;
+    req.read(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let allow_empty = c.params.bool_or("allow_empty_topic_name", false)?;
+        let ch = c.realm.access_channel(me, id)?;
+        let mut topics: Vec<(u64, String)> = c
+            .realm
+            .messages
+            .topics
+            .get(&ch.id)
+            .map(|t| {
+                t.values()
+                    .map(|t| (t.max_id, c.realm.topic_for_client(&t.name, allow_empty)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        topics.sort_by_key(|t| std::cmp::Reverse(t.0));
+        let topics: Vec<Value> = topics
+            .into_iter()
+            .map(|(max_id, name)| json!({"name": name, "max_id": max_id}))
+            .collect();
+        Ok(Outcome::read(one("topics", topics.into())))
+    })
+    .await
+    .map(success)
+}
+
+/// Sets `max_message_id` (when the body has it): the newest message `me` received, or
+/// -1.
+pub fn fill_max_message_id(
+    store: &MessageStore,
+    realm: &Realm,
+    me: &User,
+    body: &mut Map<String, Value>,
+) -> ApiResult<()> {
+    if body.contains_key("max_message_id") {
+        let max = realm.messages.max_visible();
+        let newest = store
+            .scan(&Source::User(me.id), 0, max, true)?
+            .next()
+            .transpose()?;
+        body.insert(
+            "max_message_id".into(),
+            newest.map_or(json!(-1), |id| json!(id)),
+        );
+    }
+    Ok(())
+}
+
+/// `unread_msgs`, `max_message_id` and `starred_messages` of `/register`, read from
+/// the message store (bounded by Zulip's `MAX_UNREAD_MESSAGES`).
+pub fn register_message_state(
+    store: &MessageStore,
+    realm: &Realm,
+    me: &User,
+    body: &mut Map<String, Value>,
+) -> ApiResult<()> {
+    let max = realm.messages.max_visible();
+    fill_max_message_id(store, realm, me, body)?;
+    if body.contains_key("unread_msgs") {
+        body.insert("unread_msgs".into(), unread_msgs(store, realm, me)?);
+    }
+    if body.contains_key("starred_messages") {
+        let mut starred = Vec::new();
+        for id in store.scan(&Source::User(me.id), 0, max, false)? {
+            let id = id?;
+            if store
+                .user_flags(me.id, id)?
+                .is_some_and(|f| f & flags::STARRED != 0)
+                && store.row(id)?.is_some()
+            {
+                starred.push(id);
+            }
+        }
+        body.insert("starred_messages".into(), starred.into());
+    }
+    Ok(())
+}
+
+fn unread_msgs(store: &MessageStore, realm: &Realm, me: &User) -> ApiResult<Value> {
+    use std::collections::BTreeMap;
+    let max = realm.messages.max_visible();
+    let mut streams: BTreeMap<(u64, String), (String, Vec<u64>)> = BTreeMap::new();
+    let mut pms: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut huddles: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut mentions = Vec::new();
+    let mut count = 0usize;
+    let mut missing = false;
+    for id in store.scan(&Source::Unread(me.id), 0, max, false)? {
+        let id = id?;
+        if count >= MAX_UNREAD_MESSAGES {
+            missing = true;
+            break;
+        }
+        let Some(m) = store.row(id)? else { continue };
+        count += 1;
+        let bits = store.user_flags(me.id, id)?.unwrap_or(0);
+        if bits
+            & (flags::MENTIONED
+                | flags::STREAM_WILDCARD_MENTIONED
+                | flags::TOPIC_WILDCARD_MENTIONED)
+            != 0
+        {
+            mentions.push(id);
+        }
+        match &m.recipient {
+            Recipient::Channel { channel_id, topic } => {
+                streams
+                    .entry((*channel_id, topic.to_lowercase()))
+                    .or_insert_with(|| (topic.clone(), Vec::new()))
+                    .1
+                    .push(id);
+            }
+            Recipient::Direct { users } if users.len() <= 2 => {
+                let other = users.iter().copied().find(|u| *u != me.id).unwrap_or(me.id);
+                pms.entry(other).or_default().push(id);
+            }
+            Recipient::Direct { users } => {
+                let key = users
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                huddles.entry(key).or_default().push(id);
+            }
+        }
+    }
+    let streams: Vec<Value> = streams
+        .into_iter()
+        .map(|((channel_id, _), (topic, ids))| {
+            json!({"stream_id": channel_id, "topic": realm.topic_for_client(&topic, false),
+                   "unread_message_ids": ids})
+        })
+        .collect();
+    let pms: Vec<Value> = pms
+        .into_iter()
+        .map(|(other, ids)| {
+            json!({"other_user_id": other, "sender_id": other, "unread_message_ids": ids})
+        })
+        .collect();
+    let huddles: Vec<Value> = huddles
+        .into_iter()
+        .map(|(key, ids)| json!({"user_ids_string": key, "unread_message_ids": ids}))
+        .collect();
+    Ok(json!({
+        "pms": pms,
+        "streams": streams,
+        "huddles": huddles,
+        "mentions": mentions,
+        "count": count,
+        "old_unreads_missing": missing,
+    }))
+}

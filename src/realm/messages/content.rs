@@ -1,0 +1,353 @@
+//! Message Markdown: Zulip's dialect on `pulldown-cmark`, with user, wildcard and
+//! channel mentions, Zulip's code blocks and quote blocks, and links for bare URLs.
+//!
+//! Mentions are found before parsing and replaced by placeholders (private-use
+//! characters), so Markdown never sees their `**`; after parsing, a placeholder in text
+//! becomes the mention's HTML, and one inside code becomes its source text again.
+//! Raw HTML is shown as text, never passed through.
+
+use std::sync::LazyLock;
+
+use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, Options, Parser, Tag, TagEnd};
+use regex::Regex;
+
+use super::Wildcard;
+use crate::realm::{Realm, UserId};
+
+/// What rendering found besides the HTML.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Rendered {
+    pub html: String,
+    /// Users mentioned (not silently).
+    pub mentioned: Vec<UserId>,
+    pub wildcard: Wildcard,
+}
+
+const OPEN: char = '\u{F8F0}';
+const CLOSE: char = '\u{F8F1}';
+
+/// A pattern of this file; each is a literal covered by the tests below, so building it
+/// cannot fail at run time.
+fn pattern(re: &str) -> Regex {
+    #[allow(clippy::expect_used)]
+    Regex::new(re).expect("a literal pattern")
+}
+
+static MENTION: LazyLock<Regex> =
+    LazyLock::new(|| pattern(r"(@_?)\*\*([^*\n]+?)\*\*|#\*\*([^*\n>]+?)(?:>([^*\n]+?))?\*\*"));
+static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| pattern("\u{F8F0}([0-9]+)\u{F8F1}"));
+static URL: LazyLock<Regex> = LazyLock::new(|| pattern(r#"https?://[^\s<>"']*[^\s<>"'.,;:!?)\]]"#));
+static QUOTE_FENCE: LazyLock<Regex> =
+    LazyLock::new(|| pattern(r"(?ms)^(`{3,}|~{3,})quote[ \t]*\n(.*?)\n?^(?:`{3,}|~{3,})[ \t]*$"));
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Zulip's narrow URL fragment for a channel: `id-name` with the name hash-encoded.
+fn channel_slug(id: u64, name: &str) -> String {
+    format!("{id}-{}", hash_encode(name))
+}
+
+/// Zulip's `hash_util_encode`: URL-encoding with `.` for `%`.
+fn hash_encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'~' => out.push(*b as char),
+            b' ' => out.push_str(".20"),
+            _ => out.push_str(&format!(".{b:02X}")),
+        }
+    }
+    out
+}
+
+struct Mention {
+    source: String,
+    html: String,
+}
+
+impl Realm {
+    /// Finds the user a mention names: `Name|id`, or a unique active full name.
+    fn mentioned_user(&self, text: &str) -> Option<UserId> {
+        if let Some((_, id)) = text.rsplit_once('|') {
+            let id: UserId = id.trim().parse().ok()?;
+            return self.user(id).filter(|u| u.is_active).map(|u| u.id);
+        }
+        let mut found = self
+            .users
+            .values()
+            .filter(|u| u.is_active && u.full_name.eq_ignore_ascii_case(text.trim()));
+        let first = found.next()?;
+        found.next().is_none().then_some(first.id)
+    }
+
+    /// Renders a message's Markdown for this realm.
+    pub fn render_message(&self, text: &str) -> Rendered {
+        let mut out = Rendered::default();
+        let mut mentions: Vec<Mention> = Vec::new();
+        let text = QUOTE_FENCE.replace_all(text, |c: &regex::Captures| {
+            c[2].lines()
+                .map(|l| format!("> {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        let text = MENTION.replace_all(&text, |c: &regex::Captures| {
+            let source = c[0].to_owned();
+            let html = if let Some(name) = c.get(2) {
+                let silent = &c[1] == "@_";
+                let name = name.as_str();
+                match name {
+                    "all" | "everyone" | "channel" | "stream" => {
+                        if !silent && out.wildcard == Wildcard::None {
+                            out.wildcard = Wildcard::Channel;
+                        }
+                        let class = if silent { " silent" } else { "" };
+                        Some(format!(
+                            "<span class=\"user-mention channel-wildcard-mention{class}\" data-user-id=\"*\">{}{}</span>",
+                            if silent { "" } else { "@" },
+                            escape(name)
+                        ))
+                    }
+                    "topic" => {
+                        if !silent {
+                            out.wildcard = Wildcard::Topic;
+                        }
+                        let class = if silent { " silent" } else { "" };
+                        Some(format!(
+                            "<span class=\"topic-mention{class}\">{}topic</span>",
+                            if silent { "" } else { "@" }
+                        ))
+                    }
+                    _ => self.mentioned_user(name).and_then(|id| {
+                        let user = self.user(id)?;
+                        if !silent && !out.mentioned.contains(&id) {
+                            out.mentioned.push(id);
+                        }
+                        Some(if silent {
+                            format!(
+                                "<span class=\"user-mention silent\" data-user-id=\"{id}\">{}</span>",
+                                escape(&user.full_name)
+                            )
+                        } else {
+                            format!(
+                                "<span class=\"user-mention\" data-user-id=\"{id}\">@{}</span>",
+                                escape(&user.full_name)
+                            )
+                        })
+                    }),
+                }
+            } else {
+                let name = c.get(3).map_or("", |m| m.as_str());
+                self.channel_by_name(name).map(|ch| match c.get(4) {
+                    Some(topic) => format!(
+                        "<a class=\"stream-topic\" data-stream-id=\"{}\" href=\"/#narrow/channel/{}/topic/{}\">#{} &gt; {}</a>",
+                        ch.id,
+                        channel_slug(ch.id, &ch.name),
+                        hash_encode(topic.as_str()),
+                        escape(&ch.name),
+                        escape(topic.as_str())
+                    ),
+                    None => format!(
+                        "<a class=\"stream\" data-stream-id=\"{}\" href=\"/#narrow/channel/{}\">#{}</a>",
+                        ch.id,
+                        channel_slug(ch.id, &ch.name),
+                        escape(&ch.name)
+                    ),
+                })
+            };
+            match html {
+                Some(html) => {
+                    mentions.push(Mention { source, html });
+                    format!("{OPEN}{}{CLOSE}", mentions.len() - 1)
+                }
+                None => source,
+            }
+        });
+        out.html = render(&text, &mentions);
+        out
+    }
+}
+
+/// Puts mentions' sources back (inside code).
+fn restore(text: &str, mentions: &[Mention]) -> String {
+    PLACEHOLDER
+        .replace_all(text, |c: &regex::Captures| {
+            c[1].parse::<usize>()
+                .ok()
+                .and_then(|i| mentions.get(i))
+                .map_or_else(String::new, |m| m.source.clone())
+        })
+        .into_owned()
+}
+
+/// Text as HTML: mentions as their HTML, bare URLs as links, the rest escaped.
+fn text_html(text: &str, mentions: &[Mention], in_link: bool) -> String {
+    let mut out = String::new();
+    let mut last = 0;
+    for c in PLACEHOLDER.captures_iter(text) {
+        let m = c.get(0).map_or(0..0, |m| m.range());
+        out.push_str(&plain_html(&text[last..m.start], in_link));
+        if let Some(mention) = c[1].parse::<usize>().ok().and_then(|i| mentions.get(i)) {
+            out.push_str(&mention.html);
+        }
+        last = m.end;
+    }
+    out.push_str(&plain_html(&text[last..], in_link));
+    out
+}
+
+fn plain_html(text: &str, in_link: bool) -> String {
+    if in_link {
+        return escape(text);
+    }
+    let mut out = String::new();
+    let mut last = 0;
+    for m in URL.find_iter(text) {
+        out.push_str(&escape(&text[last..m.start()]));
+        let url = escape(m.as_str());
+        out.push_str(&format!("<a href=\"{url}\">{url}</a>"));
+        last = m.end();
+    }
+    out.push_str(&escape(&text[last..]));
+    out
+}
+
+fn render(text: &str, mentions: &[Mention]) -> String {
+    let text = text.trim_end();
+    if text.trim().is_empty() {
+        return String::new();
+    }
+    let mut in_code = false;
+    let mut in_link = 0usize;
+    let parser = Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH).map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => {
+            Event::Html(CowStr::from(text_html(&raw, mentions, true)))
+        }
+        Event::SoftBreak => Event::HardBreak,
+        Event::Start(Tag::Heading { .. }) => Event::Start(Tag::Paragraph),
+        Event::End(TagEnd::Heading(_)) => Event::End(TagEnd::Paragraph),
+        Event::Start(Tag::Image { dest_url, .. }) => {
+            in_link += 1;
+            Event::Html(CowStr::from(format!(
+                "<a href=\"{}\">",
+                escape(&restore(&dest_url, mentions))
+            )))
+        }
+        Event::End(TagEnd::Image) => {
+            in_link = in_link.saturating_sub(1);
+            Event::Html(CowStr::from("</a>"))
+        }
+        Event::Start(Tag::Link { .. }) => {
+            in_link += 1;
+            event
+        }
+        Event::End(TagEnd::Link) => {
+            in_link = in_link.saturating_sub(1);
+            event
+        }
+        Event::Start(Tag::CodeBlock(kind)) => {
+            in_code = true;
+            let lang = match &kind {
+                CodeBlockKind::Fenced(l) => l.split_whitespace().next().unwrap_or(""),
+                CodeBlockKind::Indented => "",
+            };
+            let attr = if lang.is_empty() {
+                String::new()
+            } else {
+                format!(" data-code-language=\"{}\"", escape(lang))
+            };
+            Event::Html(CowStr::from(format!(
+                "<div class=\"codehilite\"{attr}><pre><span></span><code>"
+            )))
+        }
+        Event::End(TagEnd::CodeBlock) => {
+            in_code = false;
+            Event::Html(CowStr::from("</code></pre></div>\n"))
+        }
+        Event::Code(code) => Event::Code(CowStr::from(restore(&code, mentions))),
+        Event::Text(t) if in_code => Event::Html(CowStr::from(escape(&restore(&t, mentions)))),
+        Event::Text(t) => Event::Html(CowStr::from(text_html(&t, mentions, in_link > 0))),
+        other => other,
+    });
+    let mut out = String::with_capacity(text.len() + 16);
+    html::push_html(&mut out, parser);
+    out.replace("<br />", "<br>").trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::realm::dev;
+    use crate::realm::{Cx, ManualClock, Realm};
+
+    fn realm() -> Realm {
+        let clock = ManualClock::new(1_700_000_000_000);
+        let changes = dev::dev_realm_changes(&mut Cx::new(&clock)).expect("dev realm");
+        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
+        for c in &changes {
+            realm.apply(c);
+        }
+        realm
+    }
+
+    #[test]
+    fn paragraphs_code_and_quotes() {
+        let r = realm();
+        assert_eq!(
+            r.render_message("original content").html,
+            "<p>original content</p>"
+        );
+        assert_eq!(
+            r.render_message("Peace!\n```quote\nI've learned that\nfeel.\n```")
+                .html,
+            "<p>Peace!</p>\n<blockquote>\n<p>I&#39;ve learned that<br>\nfeel.</p>\n</blockquote>"
+        );
+        assert_eq!(
+            r.render_message("```\nlet x = 1 < 2;\n```").html,
+            "<div class=\"codehilite\"><pre><span></span><code>let x = 1 &lt; 2;\n</code></pre></div>"
+        );
+        assert_eq!(
+            r.render_message("<b>x</b>").html,
+            "<p>&lt;b&gt;x&lt;/b&gt;</p>"
+        );
+        assert_eq!(
+            r.render_message("see https://zulip.com.").html,
+            "<p>see <a href=\"https://zulip.com\">https://zulip.com</a>.</p>"
+        );
+    }
+
+    #[test]
+    fn mentions() {
+        let r = realm();
+        let iago = r.user_by_delivery_email("iago@zulip.com").expect("iago");
+        let out = r.render_message(&format!(
+            "hi @**{}** and @_**{}**",
+            iago.full_name, iago.full_name
+        ));
+        assert_eq!(out.mentioned, vec![iago.id]);
+        assert!(out.html.contains(&format!(
+            "<span class=\"user-mention\" data-user-id=\"{}\">@{}</span>",
+            iago.id, iago.full_name
+        )));
+        assert!(out.html.contains("user-mention silent"));
+        let out = r.render_message("`@**all**` @**all**");
+        assert_eq!(out.wildcard, super::Wildcard::Channel);
+        assert!(out.html.starts_with("<p><code>@**all**</code> <span"));
+        let out = r.render_message("@**nobody at all**");
+        assert_eq!(out.html, "<p>@<strong>nobody at all</strong></p>");
+        assert!(out.mentioned.is_empty());
+        let out = r.render_message("#**Verona>lunch**");
+        assert!(out.html.contains("class=\"stream-topic\""), "{}", out.html);
+    }
+}

@@ -1,0 +1,326 @@
+//! Messages: what a message is, the per-user flags, and the small part of message
+//! state the realm keeps in memory.
+//!
+//! Message rows are not realm state: they live in the message store (`storage::messages`),
+//! one sled tree of rows by id plus index trees for the narrows, and never enter a
+//! snapshot. The realm keeps only what decisions and cheap reads need: the next id and
+//! the topics of each channel (name and newest message). A send is a `MessageChange::Sent`
+//! carrying the whole message; the store writes its rows in the same durable commit as
+//! the WAL record, and replay writes them again (idempotently).
+
+pub mod content;
+pub mod fetch;
+pub mod json;
+pub mod send;
+
+use imbl::OrdMap;
+use serde::{Deserialize, Serialize};
+
+use super::channels::ChannelId;
+use super::{Realm, UserId};
+
+/// A message id, unique within a realm, increasing with time.
+pub type MessageId = u64;
+
+/// Zulip's `LARGER_THAN_MAX_MESSAGE_ID`: the anchor `newest` stands for.
+pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
+/// Zulip's `MAX_MESSAGES_PER_FETCH`.
+pub const MAX_MESSAGES_PER_FETCH: u64 = 5000;
+/// Zulip's `MAX_UNREAD_MESSAGES`: at most this many unread ids in `/register`.
+pub const MAX_UNREAD_MESSAGES: usize = 50_000;
+
+/// Where a message went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Recipient {
+    /// A channel and topic ("" is the empty topic).
+    Channel {
+        channel_id: ChannelId,
+        topic: String,
+    },
+    /// A direct-message conversation: every participant, sender included, sorted.
+    Direct { users: Vec<UserId> },
+}
+
+impl Recipient {
+    pub fn channel(&self) -> Option<ChannelId> {
+        match self {
+            Recipient::Channel { channel_id, .. } => Some(*channel_id),
+            Recipient::Direct { .. } => None,
+        }
+    }
+
+    pub fn topic(&self) -> Option<&str> {
+        match self {
+            Recipient::Channel { topic, .. } => Some(topic),
+            Recipient::Direct { .. } => None,
+        }
+    }
+}
+
+/// One edit of a message, as Zulip's `edit_history` keeps it: what it was before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EditRecord {
+    pub user_id: UserId,
+    pub timestamp: i64,
+    pub prev_content: Option<String>,
+    pub prev_rendered_content: Option<String>,
+    pub prev_topic: Option<String>,
+    pub prev_channel: Option<ChannelId>,
+    /// The topic / channel after the edit (only when it moved).
+    pub topic: Option<String>,
+    pub channel: Option<ChannelId>,
+}
+
+/// An emoji reaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reaction {
+    pub user_id: UserId,
+    pub emoji_name: String,
+    pub emoji_code: String,
+    pub reaction_type: String,
+}
+
+/// A message as stored in its row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: MessageId,
+    pub sender_id: UserId,
+    pub recipient: Recipient,
+    /// Raw Markdown.
+    pub content: String,
+    /// HTML, rendered when it was decided.
+    pub rendered_content: String,
+    /// UNIX seconds.
+    pub timestamp: i64,
+    /// The sending client's name.
+    pub client: String,
+    pub is_me_message: bool,
+    /// Users mentioned by name (they get the `mentioned` flag).
+    pub mentioned: Vec<UserId>,
+    /// `@**all**` and its synonyms: every recipient gets `stream_wildcard_mentioned`.
+    pub wildcard: Wildcard,
+    /// Whether the sender has it as read (`read_by_sender`).
+    pub sender_read: bool,
+    /// Edits, oldest first.
+    pub edits: Vec<EditRecord>,
+    pub last_edit_timestamp: Option<i64>,
+    pub last_moved_timestamp: Option<i64>,
+    pub reactions: Vec<Reaction>,
+}
+
+/// Which wildcard mention a message holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Wildcard {
+    #[default]
+    None,
+    /// `@**all**`, `@**everyone**`, `@**channel**`, `@**stream**`.
+    Channel,
+    /// `@**topic**`.
+    Topic,
+}
+
+/// Per-user message flags, as bits (stored in the user-message tree).
+pub mod flags {
+    pub const READ: u32 = 1;
+    pub const STARRED: u32 = 1 << 1;
+    pub const COLLAPSED: u32 = 1 << 2;
+    pub const MENTIONED: u32 = 1 << 3;
+    pub const STREAM_WILDCARD_MENTIONED: u32 = 1 << 4;
+    pub const TOPIC_WILDCARD_MENTIONED: u32 = 1 << 5;
+    pub const HAS_ALERT_WORD: u32 = 1 << 6;
+    pub const HISTORICAL: u32 = 1 << 7;
+
+    /// Zulip's names, in the order Zulip lists them.
+    pub const NAMES: [(u32, &str); 8] = [
+        (READ, "read"),
+        (STARRED, "starred"),
+        (COLLAPSED, "collapsed"),
+        (MENTIONED, "mentioned"),
+        (STREAM_WILDCARD_MENTIONED, "stream_wildcard_mentioned"),
+        (TOPIC_WILDCARD_MENTIONED, "topic_wildcard_mentioned"),
+        (HAS_ALERT_WORD, "has_alert_word"),
+        (HISTORICAL, "historical"),
+    ];
+
+    /// Flags a user may change with `POST /messages/flags`.
+    pub const EDITABLE: [&str; 3] = ["read", "starred", "collapsed"];
+
+    /// A flag's bit by name (any Zulip flag).
+    pub fn by_name(name: &str) -> Option<u32> {
+        match name {
+            "wildcard_mentioned" => Some(STREAM_WILDCARD_MENTIONED),
+            _ => NAMES.iter().find(|(_, n)| *n == name).map(|(b, _)| *b),
+        }
+    }
+
+    /// The names of the set bits, in Zulip's order.
+    pub fn names(bits: u32) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = NAMES
+            .iter()
+            .filter(|(b, _)| bits & b != 0)
+            .map(|(_, n)| *n)
+            .collect();
+        // Zulip still sends the legacy name beside the new one.
+        if bits & (STREAM_WILDCARD_MENTIONED | TOPIC_WILDCARD_MENTIONED) != 0 {
+            out.push("wildcard_mentioned");
+        }
+        out
+    }
+}
+
+/// A topic of a channel, as the realm remembers it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopicMeta {
+    /// The topic as last written (case kept).
+    pub name: String,
+    /// The newest message in it.
+    pub max_id: MessageId,
+}
+
+/// What the realm keeps of its messages in memory (and in snapshots).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MessageState {
+    /// The id the next message gets; every id below it was handed out.
+    pub next_id: MessageId,
+    /// Topics by channel, keyed by the lower-cased topic.
+    pub topics: OrdMap<ChannelId, OrdMap<String, TopicMeta>>,
+}
+
+impl MessageState {
+    pub fn new() -> Self {
+        MessageState {
+            next_id: 1,
+            topics: OrdMap::new(),
+        }
+    }
+
+    /// The newest message id any reader of this version may see (0: none).
+    pub fn max_visible(&self) -> MessageId {
+        self.next_id.saturating_sub(1)
+    }
+}
+
+/// Facts about messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum MessageChange {
+    /// A message was sent. Its recipients (and their flags) follow from the realm's
+    /// state when it was sent: the channel's subscribers, or the conversation.
+    Sent(Box<Message>),
+    /// Flags of one user's messages changed (`add` or remove `flag`, one bit).
+    FlagsChanged {
+        user_id: UserId,
+        flag: u32,
+        add: bool,
+        ids: Vec<MessageId>,
+    },
+    /// Messages were edited by `user_id`: each pair is the row before and after (the
+    /// first is the message the request named; a move with `propagate_mode` brings
+    /// the others), and the topics they left or joined have these newest messages now.
+    Edited {
+        user_id: UserId,
+        propagate_mode: String,
+        pairs: Vec<(Message, Message)>,
+        topic_max: Vec<TopicMax>,
+    },
+    /// Messages were deleted.
+    Deleted {
+        messages: Vec<Message>,
+        topic_max: Vec<TopicMax>,
+    },
+}
+
+/// The newest message of a topic after a change (`None`: the topic is empty now).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopicMax {
+    pub channel_id: ChannelId,
+    pub topic: String,
+    pub max_id: Option<MessageId>,
+}
+
+impl MessageState {
+    /// Applies a message change to the in-memory state.
+    pub fn apply(&mut self, change: &MessageChange) {
+        match change {
+            MessageChange::Sent(m) => {
+                self.next_id = self.next_id.max(m.id + 1);
+                if let Recipient::Channel { channel_id, topic } = &m.recipient {
+                    let topics = self.topics.entry(*channel_id).or_default();
+                    let key = topic.to_lowercase();
+                    let max_id = topics.get(&key).map_or(m.id, |t| t.max_id.max(m.id));
+                    topics.insert(
+                        key,
+                        TopicMeta {
+                            name: topic.clone(),
+                            max_id,
+                        },
+                    );
+                }
+            }
+            MessageChange::FlagsChanged { .. } => {}
+            MessageChange::Edited { topic_max, .. } | MessageChange::Deleted { topic_max, .. } => {
+                for t in topic_max {
+                    let topics = self.topics.entry(t.channel_id).or_default();
+                    let key = t.topic.to_lowercase();
+                    match t.max_id {
+                        Some(max_id) => {
+                            topics.insert(
+                                key,
+                                TopicMeta {
+                                    name: t.topic.clone(),
+                                    max_id,
+                                },
+                            );
+                        }
+                        None => {
+                            topics.remove(&key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Realm {
+    /// Who receives a message, with the flags they start with.
+    pub fn message_recipients(&self, m: &Message) -> Vec<(UserId, u32)> {
+        let realm = self;
+        let mut users: Vec<UserId> = match &m.recipient {
+            Recipient::Channel { channel_id, .. } => realm
+                .channel(*channel_id)
+                .map(|c| c.subscriber_ids())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|u| realm.user(*u).is_some_and(|u| u.is_active))
+                .collect(),
+            Recipient::Direct { users } => users.clone(),
+        };
+        if !users.contains(&m.sender_id) {
+            users.push(m.sender_id);
+        }
+        users.sort_unstable();
+        users.dedup();
+        let wildcard = match m.wildcard {
+            Wildcard::None => 0,
+            Wildcard::Channel => flags::STREAM_WILDCARD_MENTIONED,
+            Wildcard::Topic => flags::TOPIC_WILDCARD_MENTIONED,
+        };
+        users
+            .into_iter()
+            .map(|u| {
+                let mut bits = 0;
+                if u == m.sender_id {
+                    if m.sender_read {
+                        bits |= flags::READ;
+                    }
+                } else {
+                    bits |= wildcard;
+                }
+                if m.mentioned.contains(&u) {
+                    bits |= flags::MENTIONED;
+                }
+                (u, bits)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,344 @@
+//! `POST /messages`: Zulip's `check_send_message`, as a decision.
+
+use serde_json::Value;
+
+use super::content::Rendered;
+use super::{Message, MessageChange, Recipient};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::realm::channels::{Channel, ChannelSetting};
+use crate::realm::{Change, Cx, Realm, User, UserId};
+
+/// Zulip's `max_message_length`.
+pub const MAX_MESSAGE_LENGTH: usize = 10_000;
+/// Zulip's `max_topic_length`.
+pub const MAX_TOPIC_LENGTH: usize = 60;
+
+/// A channel named by id or by name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChannelRef {
+    Id(i64),
+    Name(String),
+}
+
+/// Who a message goes to, as the client named them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Addressee {
+    Channel {
+        channel: ChannelRef,
+        topic: String,
+    },
+    /// User ids or API emails.
+    Direct {
+        ids: Vec<i64>,
+        emails: Vec<String>,
+    },
+}
+
+/// A send, parsed on the HTTP worker and rendered against the published version.
+#[derive(Debug, Clone)]
+pub struct SendRequest {
+    pub to: Addressee,
+    /// Normalized content (`normalize_body`).
+    pub content: String,
+    pub rendered: Rendered,
+    pub client: String,
+    pub read_by_sender: bool,
+}
+
+/// Zulip's `normalize_body`: trailing whitespace and leading newlines go; empty and
+/// NUL are refused; too long is truncated with a note.
+pub fn normalize_body(raw: &str) -> ApiResult<String> {
+    let body = raw.trim_end().trim_start_matches('\n');
+    if body.is_empty() {
+        return Err(ApiError::bad_request("Message must not be empty"));
+    }
+    if body.contains('\0') {
+        return Err(ApiError::bad_request("Message must not contain null bytes"));
+    }
+    Ok(truncate(body, MAX_MESSAGE_LENGTH, "\n[message truncated]"))
+}
+
+/// Truncates to `max` characters, ending with `suffix` when cut.
+pub fn truncate(s: &str, max: usize, suffix: &str) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let keep = max.saturating_sub(suffix.chars().count());
+    let mut out: String = s.chars().take(keep).collect();
+    out.push_str(suffix);
+    out
+}
+
+/// A topic as given (alias `subject`), stripped; `(no topic)` and the realm's
+/// empty-topic display name read as the empty topic; too long is cut with "...".
+pub fn normalize_topic(realm: &Realm, raw: &str) -> ApiResult<String> {
+    let t = raw.trim();
+    if let Some(pos) = t.chars().position(|c| c.is_control() || is_noncharacter(c)) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid character in topic, at position {}!",
+            pos + 1
+        )));
+    }
+    if t == "(no topic)" || t == realm.settings.empty_topic_display_name {
+        return Ok(String::new());
+    }
+    Ok(truncate(t, MAX_TOPIC_LENGTH, "..."))
+}
+
+/// Unicode non-characters (U+FDD0..U+FDEF and the last two of every plane).
+fn is_noncharacter(c: char) -> bool {
+    let n = c as u32;
+    (0xFDD0..=0xFDEF).contains(&n) || n & 0xFFFE == 0xFFFE
+}
+
+/// Zulip's `extract_stream_indicator`: a JSON id, a JSON one-item list, or a name.
+pub fn parse_channel_to(raw: &str) -> ApiResult<ChannelRef> {
+    let v = match serde_json::from_str::<Value>(raw) {
+        Ok(v) => v,
+        Err(_) => return Ok(ChannelRef::Name(raw.to_owned())),
+    };
+    let v = match v {
+        Value::Array(mut items) => {
+            if items.len() != 1 {
+                return Err(ApiError::bad_request("Expected exactly one channel"));
+            }
+            items.remove(0)
+        }
+        other => other,
+    };
+    match v {
+        Value::String(s) => Ok(ChannelRef::Name(s)),
+        Value::Number(n) => n
+            .as_i64()
+            .map(ChannelRef::Id)
+            .ok_or_else(|| ApiError::bad_request("Invalid data type for channel")),
+        _ => Err(ApiError::bad_request("Invalid data type for channel")),
+    }
+}
+
+/// Zulip's `extract_private_recipients`: a JSON list of ids or of emails, or emails
+/// separated by commas.
+pub fn parse_direct_to(raw: &str) -> ApiResult<(Vec<i64>, Vec<String>)> {
+    let items = match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Array(items)) => items,
+        Ok(Value::Number(n)) => vec![Value::Number(n)],
+        Ok(Value::String(s)) => s
+            .split(',')
+            .map(|e| Value::String(e.trim().to_owned()))
+            .collect(),
+        Ok(_) => return Err(ApiError::bad_request("Invalid data type for recipients")),
+        Err(_) => raw
+            .split(',')
+            .map(|e| Value::String(e.trim().to_owned()))
+            .collect(),
+    };
+    let (mut ids, mut emails) = (Vec::new(), Vec::new());
+    for item in items {
+        match item {
+            Value::Number(n) => ids.push(
+                n.as_i64()
+                    .ok_or_else(|| ApiError::bad_request("Invalid data type for recipients"))?,
+            ),
+            Value::String(s) if !s.is_empty() => emails.push(s),
+            Value::String(_) => {}
+            _ => return Err(ApiError::bad_request("Invalid data type for recipients")),
+        }
+    }
+    if !ids.is_empty() && !emails.is_empty() {
+        return Err(ApiError::bad_request(
+            "Recipient lists may contain emails or user IDs, but not both.",
+        ));
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    emails.dedup();
+    Ok((ids, emails))
+}
+
+/// STREAM_DOES_NOT_EXIST for a name.
+pub fn channel_name_missing(name: &str) -> ApiError {
+    ApiError::new(
+        400,
+        ErrorCode::StreamDoesNotExist,
+        format!("Channel '{name}' does not exist"),
+    )
+    .with("stream", html_escape(name))
+}
+
+/// Django's `escape`.
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+}
+
+/// STREAM_DOES_NOT_EXIST for an id.
+pub fn channel_id_missing(id: i64) -> ApiError {
+    ApiError::new(
+        400,
+        ErrorCode::StreamDoesNotExist,
+        format!("Channel with ID '{id}' does not exist"),
+    )
+    .with("stream_id", id)
+}
+
+impl Realm {
+    /// The channel a send names, if the sender can see it.
+    pub fn channel_for_send(&self, me: &User, r: &ChannelRef) -> ApiResult<&Channel> {
+        match r {
+            ChannelRef::Id(id) => u64::try_from(*id)
+                .ok()
+                .and_then(|id| self.channel(id))
+                .filter(|c| self.can_see_channel(me, c))
+                .ok_or_else(|| channel_id_missing(*id)),
+            ChannelRef::Name(name) => self
+                .channel_by_name(name.trim())
+                .filter(|c| self.can_see_channel(me, c))
+                .ok_or_else(|| channel_name_missing(name.trim())),
+        }
+    }
+
+    /// Zulip's `access_stream_for_send_message`.
+    pub fn check_can_post(&self, me: &User, ch: &Channel) -> ApiResult<()> {
+        if ch.is_archived {
+            return Err(ApiError::bad_request(format!(
+                "Not authorized to send to channel '{}'",
+                ch.name
+            )));
+        }
+        if !self.in_setting(me, &ch.setting(ChannelSetting::CanSendMessage)) {
+            return Err(ApiError::bad_request(
+                "You do not have permission to post in this channel.",
+            ));
+        }
+        if ch.is_public() && !me.is_guest() || ch.is_subscribed(me.id) {
+            return Ok(());
+        }
+        Err(ApiError::bad_request(format!(
+            "Not authorized to send to channel '{}'",
+            ch.name
+        )))
+    }
+
+    /// Zulip's `get_user_profiles` / `get_user_profiles_by_ids`: every named user
+    /// exists (deactivated ones included).
+    pub fn lookup_direct_recipients(&self, ids: &[i64], emails: &[String]) -> ApiResult<()> {
+        for email in emails {
+            if self.user_by_api_email(email.trim()).is_none() {
+                return Err(ApiError::bad_request(format!("Invalid email '{email}'")));
+            }
+        }
+        for id in ids {
+            if u64::try_from(*id)
+                .ok()
+                .and_then(|id| self.user(id))
+                .is_none()
+            {
+                return Err(ApiError::bad_request(format!("Invalid user ID {id}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The participants of a direct message (sender included, sorted).
+    pub fn direct_recipients(
+        &self,
+        me: &User,
+        ids: &[i64],
+        emails: &[String],
+    ) -> ApiResult<Vec<UserId>> {
+        let mut users = vec![me.id];
+        for id in ids {
+            let user = u64::try_from(*id)
+                .ok()
+                .and_then(|id| self.user(id))
+                .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID {id}")))?;
+            if !user.is_active {
+                return Err(ApiError::bad_request(format!(
+                    "'{}' is no longer using Zulip.",
+                    self.api_email(user)
+                )));
+            }
+            users.push(user.id);
+        }
+        for email in emails {
+            let user = self
+                .user_by_api_email(email.trim())
+                .ok_or_else(|| ApiError::bad_request(format!("Invalid email '{email}'")))?;
+            if !user.is_active {
+                return Err(ApiError::bad_request(format!(
+                    "'{}' is no longer using Zulip.",
+                    self.api_email(user)
+                )));
+            }
+            users.push(user.id);
+        }
+        users.sort_unstable();
+        users.dedup();
+        Ok(users)
+    }
+
+    /// Decides a send: the message with its id and time.
+    pub fn decide_send(&self, me: &User, r: SendRequest, cx: &mut Cx) -> ApiResult<Message> {
+        let recipient = match &r.to {
+            Addressee::Channel { channel, topic } => {
+                let ch = self.channel_for_send(me, channel)?;
+                self.check_can_post(me, ch)?;
+                Recipient::Channel {
+                    channel_id: ch.id,
+                    topic: topic.clone(),
+                }
+            }
+            Addressee::Direct { ids, emails } => {
+                if ids.is_empty() && emails.is_empty() {
+                    return Err(ApiError::bad_request("Message must have recipients"));
+                }
+                let users = self.direct_recipients(me, ids, emails)?;
+                Recipient::Direct { users }
+            }
+        };
+        let is_me_message = r.content.starts_with("/me ") && !r.content.contains('\n');
+        let mentioned = match &recipient {
+            Recipient::Channel { channel_id, .. } => {
+                let ch = self.channel(*channel_id);
+                r.rendered
+                    .mentioned
+                    .iter()
+                    .copied()
+                    .filter(|u| ch.is_some_and(|c| c.is_subscribed(*u)) || *u == me.id)
+                    .collect()
+            }
+            Recipient::Direct { users } => r
+                .rendered
+                .mentioned
+                .iter()
+                .copied()
+                .filter(|u| users.contains(u))
+                .collect(),
+        };
+        Ok(Message {
+            id: self.messages.next_id,
+            sender_id: me.id,
+            recipient,
+            content: r.content,
+            rendered_content: r.rendered.html,
+            timestamp: cx.now_secs(),
+            client: r.client,
+            is_me_message,
+            mentioned,
+            wildcard: r.rendered.wildcard,
+            sender_read: r.read_by_sender,
+            edits: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+            reactions: Vec::new(),
+        })
+    }
+}
+
+/// The change that records a decided send.
+pub fn sent(m: Message) -> Change {
+    Change::Message(MessageChange::Sent(Box::new(m)))
+}
