@@ -686,3 +686,311 @@ async fn messages_survive_restart() {
     let c = send_stream(&app, MEMBER, "Verona", "persist", "three").await;
     assert!(c > b);
 }
+
+#[actix_web::test]
+async fn edit_content_and_history() {
+    let clock = hearth::realm::ManualClock::new(1_795_238_601_000);
+    let mut app = TestApp::spawn_with_clock(clock.clone()).await;
+    let id = send_stream(&app, IAGO, "Verona", "oracle", "original content").await;
+    let path = format!("/api/v1/messages/{id}");
+    let queue = app.register(MEMBER, &[]).await;
+    let body = app
+        .ok(
+            "PATCH",
+            &path,
+            IAGO,
+            &[("content", "edited content"), ("topic", "oracle edited")],
+        )
+        .await;
+    assert_eq!(body["detached_uploads"], json!([]));
+    // Zulip's recorded history of the same edit (rec 12d).
+    let iago = app.user_id(IAGO).await;
+    let history = app.ok("GET", &format!("{path}/history"), MEMBER, &[]).await;
+    assert_eq!(
+        history["message_history"],
+        json!([
+            {"content": "original content", "rendered_content": "<p>original content</p>",
+             "timestamp": 1_795_238_601, "topic": "oracle", "user_id": iago},
+            {"content": "edited content", "rendered_content": "<p>edited content</p>",
+             "timestamp": 1_795_238_601, "topic": "oracle edited", "user_id": iago,
+             "prev_topic": "oracle", "prev_content": "original content",
+             "prev_rendered_content": "<p>original content</p>",
+             "content_html_diff": "<div><p> <span class=\"highlight_text_inserted\">edited</span> <span class=\"highlight_text_deleted\">original</span> content</p></div>"}
+        ])
+    );
+    // The event.
+    app.tick();
+    let events = app.events(MEMBER, &queue).await;
+    let e = events
+        .iter()
+        .find(|e| e["type"] == "update_message")
+        .expect("update_message");
+    assert_eq!(e["message_id"], id);
+    assert_eq!(e["orig_content"], "original content");
+    assert_eq!(e["content"], "edited content");
+    assert_eq!(e["orig_subject"], "oracle");
+    assert_eq!(e["subject"], "oracle edited");
+    assert_eq!(e["message_ids"], json!([id]));
+    // Rules.
+    app.err(
+        "PATCH",
+        &path,
+        MEMBER,
+        &[("content", "mine now")],
+        400,
+        "BAD_REQUEST",
+        "You don't have permission to edit this message",
+    )
+    .await;
+    app.err(
+        "PATCH",
+        &path,
+        IAGO,
+        &[("topic", "oracle edited")],
+        400,
+        "BAD_REQUEST",
+        "Nothing to change",
+    )
+    .await;
+    app.err(
+        "PATCH",
+        &path,
+        IAGO,
+        &[("topic", "x"), ("propagate_mode", "sideways")],
+        400,
+        "BAD_REQUEST",
+        "Invalid propagate_mode",
+    )
+    .await;
+    app.err(
+        "GET",
+        "/api/v1/messages/99999999/history",
+        IAGO,
+        &[],
+        400,
+        "BAD_REQUEST",
+        "Invalid message(s)",
+    )
+    .await;
+    clock.advance_ms(621_000);
+    app.err(
+        "PATCH",
+        &path,
+        IAGO,
+        &[("content", "too late")],
+        400,
+        "BAD_REQUEST",
+        "The time limit for editing this message has passed",
+    )
+    .await;
+    // Topic moves stay allowed for three days.
+    app.ok("PATCH", &path, IAGO, &[("topic", "later topic")])
+        .await;
+    // Survives a restart.
+    app.restart().await;
+    let history = app.ok("GET", &format!("{path}/history"), MEMBER, &[]).await;
+    assert_eq!(history["message_history"].as_array().unwrap().len(), 3);
+    let m = app.ok("GET", &path, MEMBER, &[]).await;
+    assert_eq!(m["message"]["subject"], "later topic");
+    assert_eq!(m["raw_content"], "edited content");
+}
+
+#[actix_web::test]
+async fn move_a_topic_and_direct_message_rules() {
+    let app = TestApp::spawn().await;
+    let a = send_stream(&app, MEMBER, "Verona", "old", "a").await;
+    let b = send_stream(&app, OTHELLO, "Verona", "old", "b").await;
+    let c = send_stream(&app, MEMBER, "Verona", "old", "c").await;
+    let other = send_stream(&app, MEMBER, "Verona", "elsewhere", "d").await;
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{b}"),
+        MEMBER,
+        &[("topic", "new"), ("propagate_mode", "change_later")],
+    )
+    .await;
+    let n = r#"[{"operator":"channel","operand":"Verona"},{"operator":"topic","operand":"new"}]"#;
+    let body = fetch(
+        &app,
+        MEMBER,
+        &[("anchor", "oldest"), ("num_after", "10"), ("narrow", n)],
+    )
+    .await;
+    assert_eq!(ids(&body), vec![b, c]);
+    let n = r#"[{"operator":"channel","operand":"Verona"},{"operator":"topic","operand":"old"}]"#;
+    let body = fetch(
+        &app,
+        MEMBER,
+        &[("anchor", "oldest"), ("num_after", "10"), ("narrow", n)],
+    )
+    .await;
+    assert_eq!(ids(&body), vec![a]);
+    assert!(body["messages"][0].get("last_moved_timestamp").is_none());
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{a}"),
+        MEMBER,
+        &[("topic", "new"), ("propagate_mode", "change_all")],
+    )
+    .await;
+    let verona = app.stream_id("Verona").await;
+    let topics = app
+        .ok(
+            "GET",
+            &format!("/api/v1/users/me/{verona}/topics"),
+            MEMBER,
+            &[],
+        )
+        .await;
+    assert_eq!(
+        topics["topics"],
+        json!([{"name": "elsewhere", "max_id": other}, {"name": "new", "max_id": c}])
+    );
+    // Direct messages.
+    let othello = app.user_id(OTHELLO).await;
+    let dm = app
+        .ok(
+            "POST",
+            "/api/v1/messages",
+            MEMBER,
+            &[
+                ("type", "private"),
+                ("to", &format!("[{othello}]")),
+                ("content", "psst"),
+            ],
+        )
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    app.err(
+        "PATCH",
+        &format!("/api/v1/messages/{dm}"),
+        MEMBER,
+        &[("topic", "t")],
+        400,
+        "BAD_REQUEST",
+        "Direct messages cannot have topics.",
+    )
+    .await;
+    let denmark = app.stream_id("Denmark").await.to_string();
+    app.err(
+        "PATCH",
+        &format!("/api/v1/messages/{dm}"),
+        MEMBER,
+        &[("stream_id", &denmark)],
+        400,
+        "BAD_REQUEST",
+        "Direct messages cannot be moved to channels.",
+    )
+    .await;
+    app.err(
+        "PATCH",
+        &format!("/api/v1/messages/{a}"),
+        MEMBER,
+        &[("stream_id", &denmark), ("content", "x")],
+        400,
+        "BAD_REQUEST",
+        "Cannot change message content while changing channel",
+    )
+    .await;
+    // Move to another channel.
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{a}"),
+        MEMBER,
+        &[("stream_id", &denmark)],
+    )
+    .await;
+    let m = app
+        .ok("GET", &format!("/api/v1/messages/{a}"), OTHELLO, &[])
+        .await;
+    assert_eq!(m["message"]["display_recipient"], "Denmark");
+    assert!(m["message"]["last_moved_timestamp"].is_number());
+}
+
+#[actix_web::test]
+async fn delete_messages() {
+    let app = TestApp::spawn().await;
+    let mine = send_stream(&app, MEMBER, "Verona", "t", "mine").await;
+    let theirs = send_stream(&app, OTHELLO, "Verona", "t", "theirs").await;
+    let bulk = app
+        .register(
+            MEMBER,
+            &[("client_capabilities", r#"{"bulk_message_deletion": true}"#)],
+        )
+        .await;
+    let legacy = app.register(MEMBER, &[]).await;
+    app.err(
+        "DELETE",
+        &format!("/api/v1/messages/{theirs}"),
+        MEMBER,
+        &[],
+        400,
+        "BAD_REQUEST",
+        "You don't have permission to delete this message",
+    )
+    .await;
+    app.ok("DELETE", &format!("/api/v1/messages/{mine}"), MEMBER, &[])
+        .await;
+    app.err(
+        "DELETE",
+        &format!("/api/v1/messages/{mine}"),
+        MEMBER,
+        &[],
+        400,
+        "BAD_REQUEST",
+        "Invalid message(s)",
+    )
+    .await;
+    app.err(
+        "GET",
+        &format!("/api/v1/messages/{mine}"),
+        MEMBER,
+        &[],
+        400,
+        "BAD_REQUEST",
+        "Invalid message(s)",
+    )
+    .await;
+    // Administrators delete anyone's.
+    app.ok("DELETE", &format!("/api/v1/messages/{theirs}"), IAGO, &[])
+        .await;
+    let verona = app.stream_id("Verona").await;
+    let events = app.events(MEMBER, &bulk).await;
+    let deletes: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "delete_message")
+        .collect();
+    assert_eq!(deletes.len(), 2);
+    assert_eq!(deletes[0]["message_ids"], json!([mine]));
+    assert_eq!(deletes[0]["message_type"], "stream");
+    assert_eq!(deletes[0]["stream_id"], verona);
+    assert_eq!(deletes[0]["topic"], "t");
+    let events = app.events(MEMBER, &legacy).await;
+    let deletes: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "delete_message")
+        .collect();
+    assert_eq!(deletes[0]["message_id"], mine);
+    assert!(deletes[0].get("message_ids").is_none());
+    let body = fetch(&app, MEMBER, &[("anchor", "newest"), ("num_before", "10")]).await;
+    assert_eq!(ids(&body), Vec::<u64>::new());
+    let topics = app
+        .ok(
+            "GET",
+            &format!("/api/v1/users/me/{verona}/topics"),
+            MEMBER,
+            &[],
+        )
+        .await;
+    assert_eq!(topics["topics"], json!([]));
+    let reg = app
+        .ok(
+            "POST",
+            "/api/v1/register",
+            OTHELLO,
+            &[("fetch_event_types", r#"["message","update_message_flags"]"#)],
+        )
+        .await;
+    assert_eq!(reg["unread_msgs"]["count"], 0);
+}

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts, Ctx, Outcome};
 use crate::error::{ApiError, ApiResult};
+use crate::realm::messages::edit::{EditRequest, Propagate};
 use crate::realm::messages::fetch::{self, can_read, MessageRows, Narrow, Source};
 use crate::realm::messages::json::MessageView;
 use crate::realm::messages::send::{
@@ -17,7 +18,8 @@ use crate::realm::messages::send::{
     SendRequest,
 };
 use crate::realm::messages::{
-    flags, MessageChange, MessageId, Recipient, MAX_MESSAGES_PER_FETCH, MAX_UNREAD_MESSAGES,
+    flags, MessageChange, MessageId, Recipient, TopicMax, MAX_MESSAGES_PER_FETCH,
+    MAX_UNREAD_MESSAGES,
 };
 use crate::realm::{Change, Realm, User};
 use crate::storage::messages::MessageStore;
@@ -565,4 +567,208 @@ fn unread_msgs(store: &MessageStore, realm: &Realm, me: &User) -> ApiResult<Valu
         "count": count,
         "old_unreads_missing": missing,
     }))
+}
+
+/// The topics that `pairs` (rows before and after) left and joined, with their newest
+/// messages afterwards, read from the store as the actor sees it.
+fn topic_max_after(
+    store: &MessageStore,
+    realm: &Realm,
+    removed: &[&crate::realm::messages::Message],
+    added: &[&crate::realm::messages::Message],
+) -> ApiResult<Vec<TopicMax>> {
+    use std::collections::BTreeMap;
+    let skip: Vec<MessageId> = removed.iter().map(|m| m.id).collect();
+    let mut out: BTreeMap<(u64, String), TopicMax> = BTreeMap::new();
+    for m in removed {
+        if let Recipient::Channel { channel_id, topic } = &m.recipient {
+            let key = (*channel_id, topic.to_lowercase());
+            if out.contains_key(&key) {
+                continue;
+            }
+            let max_id = store.topic_max(*channel_id, topic, &skip).map_err(|e| {
+                tracing::error!("message store read failed: {e}");
+                ApiError::internal()
+            })?;
+            let name = realm
+                .messages
+                .topics
+                .get(channel_id)
+                .and_then(|t| t.get(&topic.to_lowercase()))
+                .map_or_else(|| topic.clone(), |t| t.name.clone());
+            out.insert(
+                key,
+                TopicMax {
+                    channel_id: *channel_id,
+                    topic: name,
+                    max_id,
+                },
+            );
+        }
+    }
+    for m in added {
+        if let Recipient::Channel { channel_id, topic } = &m.recipient {
+            let key = (*channel_id, topic.to_lowercase());
+            let existing = out.get(&key).map(|t| t.max_id).unwrap_or_else(|| {
+                realm
+                    .messages
+                    .topics
+                    .get(channel_id)
+                    .and_then(|t| t.get(&topic.to_lowercase()))
+                    .map(|t| t.max_id)
+            });
+            let max_id = existing.map_or(m.id, |e| e.max(m.id));
+            out.insert(
+                key,
+                TopicMax {
+                    channel_id: *channel_id,
+                    topic: topic.clone(),
+                    max_id: Some(max_id),
+                },
+            );
+        }
+    }
+    Ok(out.into_values().collect())
+}
+
+/// An edit, parsed and rendered on the worker.
+struct ParsedEdit {
+    id: i64,
+    request: EditRequest,
+    /// The rest of the target's topic, for a propagated move.
+    others: Vec<crate::realm::messages::Message>,
+}
+
+/// # `PATCH /messages/{message_id}`
+pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("message_id", &path)?;
+    let version = req.hub.current();
+    let store = req.messages.clone();
+    let reader = store.clone();
+    let body = req
+        .write(
+            CallOpts::USER,
+            |p| {
+                let content = p.opt_str("content");
+                let topic = topic_param(p);
+                let channel_id = p.opt_int("stream_id")?;
+                let propagate = Propagate::parse(
+                    &p.opt_str("propagate_mode")
+                        .unwrap_or_else(|| "change_one".into()),
+                )?;
+                // Notification Bot messages about moves are not sent: these stay unread
+                // and are reported in `ignored_parameters_unsupported`.
+                p.check_unread_bool("send_notification_to_old_thread")?;
+                p.check_unread_bool("send_notification_to_new_thread")?;
+                let rendered = content.as_deref().map(|c| version.render_message(c));
+                let mut others = Vec::new();
+                let moving = topic.is_some() || channel_id.is_some();
+                if moving && propagate != Propagate::One {
+                    if let Some(target) = u64::try_from(id)
+                        .ok()
+                        .and_then(|i| reader.get(i).ok().flatten())
+                    {
+                        if let Recipient::Channel { channel_id, topic } = &target.recipient {
+                            let source = Source::Topic(*channel_id, topic.clone());
+                            let max = version.messages.max_visible();
+                            for mid in reader
+                                .scan(&source, 0, max, false)?
+                                .take(crate::api::params::MAX_LIST_ITEMS)
+                            {
+                                if let Some(m) = reader.row(mid?)? {
+                                    others.push(m);
+                                }
+                            }
+                        }
+                    }
+                }
+                Ok(ParsedEdit {
+                    id,
+                    request: EditRequest {
+                        content,
+                        rendered,
+                        topic,
+                        channel_id,
+                        propagate,
+                    },
+                    others,
+                })
+            },
+            move |c: &mut Ctx<'_>, e: ParsedEdit| {
+                let me = c.me()?;
+                let (target, _) = access_message(&store, c.realm, me, e.id)?;
+                // Rows read on the worker that moved meanwhile are left where they are.
+                let others: Vec<_> = e
+                    .others
+                    .into_iter()
+                    .filter(|m| m.recipient == target.recipient)
+                    .collect();
+                let pairs =
+                    c.realm
+                        .decide_edit(me, &target, &others, &e.request, c.cx.now_secs())?;
+                let before: Vec<&crate::realm::messages::Message> =
+                    pairs.iter().map(|(b, _)| b).collect();
+                let after: Vec<&crate::realm::messages::Message> =
+                    pairs.iter().map(|(_, a)| a).collect();
+                let topic_max = if before
+                    .iter()
+                    .zip(&after)
+                    .any(|(b, a)| b.recipient != a.recipient)
+                {
+                    topic_max_after(&store, c.realm, &before, &after)?
+                } else {
+                    Vec::new()
+                };
+                let change = Change::Message(MessageChange::Edited {
+                    user_id: me.id,
+                    propagate_mode: e.request.propagate.name().to_owned(),
+                    pairs,
+                    topic_max,
+                });
+                Ok(Outcome::write(
+                    vec![change],
+                    one("detached_uploads", json!([])),
+                ))
+            },
+        )
+        .await?;
+    Ok(success(body))
+}
+
+/// # `DELETE /messages/{message_id}`
+pub async fn delete_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("message_id", &path)?;
+    let store = req.messages.clone();
+    req.call(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let (m, _) = access_message(&store, c.realm, me, id)?;
+        c.realm.check_can_delete(me, &m)?;
+        let topic_max = topic_max_after(&store, c.realm, &[&m], &[])?;
+        Ok(Outcome::write(
+            vec![Change::Message(MessageChange::Deleted {
+                messages: vec![m],
+                topic_max,
+            })],
+            Map::new(),
+        ))
+    })
+    .await
+    .map(success)
+}
+
+/// # `GET /messages/{message_id}/history`
+pub async fn get_message_history(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("message_id", &path)?;
+    let store = req.messages.clone();
+    req.read(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let allow_empty = c.params.bool_or("allow_empty_topic_name", false)?;
+        let (m, _) = access_message(&store, c.realm, me, id)?;
+        // The realm's edit-history policy is "all" (as `/register` advertises; it is
+        // not editable yet), so the history is always shown.
+        let history = c.realm.message_history(&m, allow_empty);
+        Ok(Outcome::read(one("message_history", history.into())))
+    })
+    .await
+    .map(success)
 }

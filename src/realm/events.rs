@@ -27,11 +27,19 @@ use serde_json::{json, Map, Value};
 
 use super::channels::{ChannelId, ChannelUpdate, FolderUpdate};
 use super::messages::json::MessageView;
-use super::messages::{flags, MessageChange};
+use super::messages::{flags, MessageChange, Recipient};
 use super::users::UserView;
 use super::{Change, Realm, UserId};
 use crate::events::{SHAPE_GRAVATAR, SHAPE_RAW_CONTENT};
 use crate::realm::{ChannelChange, GroupChange, RealmChange, UserChange};
+
+/// The map of a JSON object literal.
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
 
 /// Who receives an event.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,7 +159,124 @@ impl Realm {
                     Audience::users(vec![*user_id]),
                 )]
             }
-            MessageChange::Edited { .. } | MessageChange::Deleted { .. } => Vec::new(),
+            MessageChange::Edited {
+                user_id,
+                propagate_mode,
+                pairs,
+                ..
+            } => {
+                let Some((before_row, after_row)) = pairs.first() else {
+                    return Vec::new();
+                };
+                let edit_timestamp = after_row
+                    .edits
+                    .last()
+                    .map_or(after_row.timestamp, |e| e.timestamp);
+                let mut o = object(json!({
+                    "type": "update_message",
+                    "user_id": user_id,
+                    "edit_timestamp": edit_timestamp,
+                    "message_id": after_row.id,
+                    "rendering_only": false,
+                }));
+                if before_row.content != after_row.content {
+                    o.insert("orig_content".into(), before_row.content.clone().into());
+                    o.insert(
+                        "orig_rendered_content".into(),
+                        before_row.rendered_content.clone().into(),
+                    );
+                    o.insert("content".into(), after_row.content.clone().into());
+                    o.insert(
+                        "rendered_content".into(),
+                        after_row.rendered_content.clone().into(),
+                    );
+                    o.insert("is_me_message".into(), after_row.is_me_message.into());
+                }
+                let mut audience: Vec<UserId> = vec![*user_id];
+                for row in [before_row, after_row] {
+                    match &row.recipient {
+                        Recipient::Channel { channel_id, .. } => {
+                            if let Some(ch) = before.channel(*channel_id) {
+                                audience.extend(ch.subscriber_ids());
+                            }
+                            if let Some(ch) = self.channel(*channel_id) {
+                                audience.extend(ch.subscriber_ids());
+                            }
+                        }
+                        Recipient::Direct { users } => audience.extend(users.iter().copied()),
+                    }
+                }
+                if let Recipient::Channel { channel_id, topic } = &before_row.recipient {
+                    let name = before
+                        .channel(*channel_id)
+                        .map(|c| c.name.clone())
+                        .unwrap_or_default();
+                    o.insert("stream_name".into(), name.into());
+                    o.insert("stream_id".into(), (*channel_id).into());
+                    if before_row.recipient != after_row.recipient {
+                        o.insert("propagate_mode".into(), propagate_mode.clone().into());
+                        o.insert(
+                            "orig_subject".into(),
+                            self.topic_for_client(topic, false).into(),
+                        );
+                        if let Recipient::Channel {
+                            channel_id: new_channel,
+                            topic: new_topic,
+                        } = &after_row.recipient
+                        {
+                            if new_topic != topic {
+                                o.insert(
+                                    "subject".into(),
+                                    self.topic_for_client(new_topic, false).into(),
+                                );
+                                o.insert("topic_links".into(), json!([]));
+                            }
+                            if new_channel != channel_id {
+                                o.insert("new_stream_id".into(), (*new_channel).into());
+                            }
+                        }
+                    }
+                }
+                let mut ids: Vec<u64> = pairs.iter().map(|(_, a)| a.id).collect();
+                ids.sort_unstable();
+                o.insert("message_ids".into(), ids.into());
+                vec![Event::new(Value::Object(o), Audience::users(audience))]
+            }
+            MessageChange::Deleted { messages, .. } => {
+                let mut out = Vec::new();
+                for m in messages {
+                    let mut audience: Vec<UserId> = Vec::new();
+                    let mut o = object(json!({"type": "delete_message"}));
+                    match &m.recipient {
+                        Recipient::Channel { channel_id, topic } => {
+                            if let Some(ch) = before.channel(*channel_id) {
+                                audience.extend(ch.subscriber_ids());
+                            }
+                            o.insert("message_type".into(), "stream".into());
+                            o.insert("stream_id".into(), (*channel_id).into());
+                            o.insert("topic".into(), self.topic_for_client(topic, false).into());
+                        }
+                        Recipient::Direct { users } => {
+                            audience.extend(users.iter().copied());
+                            o.insert("message_type".into(), "private".into());
+                        }
+                    }
+                    audience.push(m.sender_id);
+                    let audience = Audience::users(audience);
+                    let mut bulk = o.clone();
+                    bulk.insert("message_ids".into(), json!([m.id]));
+                    out.push(
+                        Event::new(Value::Object(bulk), audience.clone())
+                            .for_capability("bulk_message_deletion", true),
+                    );
+                    o.insert("message_id".into(), m.id.into());
+                    out.push(
+                        Event::new(Value::Object(o), audience)
+                            .for_capability("bulk_message_deletion", false),
+                    );
+                }
+                out
+            }
         }
     }
 

@@ -9,7 +9,9 @@
 //! the WAL record, and replay writes them again (idempotently).
 
 pub mod content;
+pub mod edit;
 pub mod fetch;
+pub mod history;
 pub mod json;
 pub mod send;
 
