@@ -62,6 +62,14 @@ impl Message for TakeSnapshot {
     type Result = Result<(SnapshotJob, Arc<Realm>), String>;
 }
 
+/// Delivers the scheduled messages that are due (the server's ticker sends it every
+/// second; tests send it after moving their clock). Answers how many changes it made.
+pub struct DeliverScheduled;
+
+impl Message for DeliverScheduled {
+    type Result = usize;
+}
+
 /// Reads a copy of the whole working realm (tests, tooling).
 pub struct CloneRealm;
 
@@ -305,6 +313,31 @@ impl Handler<TakeSnapshot> for RealmActor {
                 .map(|job| (job, Arc::new(self.realm.clone())))
                 .map_err(|e| e.to_string()),
         )
+    }
+}
+
+impl Handler<DeliverScheduled> for RealmActor {
+    type Result = usize;
+
+    fn handle(&mut self, _: DeliverScheduled, _ctx: &mut Self::Context) -> Self::Result {
+        if self.realm.messages.due.is_empty() {
+            return 0;
+        }
+        let mut cx = Cx::new(&*self.clock);
+        let realm = &self.realm;
+        let changes = match catch_unwind(AssertUnwindSafe(|| realm.decide_due_scheduled(&mut cx))) {
+            Ok(changes) => changes,
+            Err(_) => {
+                tracing::error!("deciding scheduled deliveries panicked");
+                return 0;
+            }
+        };
+        let n = changes.len();
+        if let Err(e) = self.commit(changes) {
+            tracing::error!("scheduled deliveries not committed: {}", e.msg);
+            return 0;
+        }
+        n
     }
 }
 

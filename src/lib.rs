@@ -335,6 +335,7 @@ pub async fn spawn_with_clock(
                 };
                 for realm in state.registry.all() {
                     realm.hub.tick();
+                    realm.addr.do_send(actor::DeliverScheduled);
                 }
             }
         });

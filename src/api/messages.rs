@@ -13,6 +13,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::realm::messages::edit::{EditRequest, Propagate};
 use crate::realm::messages::fetch::{self, can_read, MessageRows, Narrow, Source};
 use crate::realm::messages::json::MessageView;
+use crate::realm::messages::scheduled::{is_channel_type, ScheduleRequest};
 use crate::realm::messages::send::{
     self, normalize_body, normalize_topic, parse_channel_to, parse_direct_to, Addressee,
     SendRequest,
@@ -768,6 +769,105 @@ pub async fn get_message_history(req: ApiRequest, path: web::Path<String>) -> Ap
         // not editable yet), so the history is always shown.
         let history = c.realm.message_history(&m, allow_empty);
         Ok(Outcome::read(one("message_history", history.into())))
+    })
+    .await
+    .map(success)
+}
+
+/// Parses a scheduled-message create or edit (`to` is JSON: an id or a list of ids).
+fn parse_schedule(p: &Params, create: bool, client: &str) -> ApiResult<ScheduleRequest> {
+    let content = if create {
+        Some(p.str("content")?)
+    } else {
+        p.opt_str("content")
+    };
+    let read_by_sender = p.opt_bool("read_by_sender")?;
+    let to = if create {
+        Some(p.opt_json("to")?.ok_or_else(|| ApiError::missing("to"))?)
+    } else {
+        p.opt_json("to")?
+    };
+    let channel_type = match (p.opt_str("type"), create) {
+        (Some(t), _) => Some(is_channel_type(&t)?),
+        (None, true) => return Err(ApiError::missing("type")),
+        (None, false) => None,
+    };
+    let deliver_at = if create {
+        Some(p.int("scheduled_delivery_timestamp")?)
+    } else {
+        p.opt_int("scheduled_delivery_timestamp")?
+    };
+    Ok(ScheduleRequest {
+        channel_type,
+        to,
+        topic: topic_param(p),
+        content,
+        deliver_at,
+        read_by_sender: read_by_sender.unwrap_or_else(|| default_read_by_sender(client)),
+    })
+}
+
+/// # `GET /scheduled_messages`
+pub async fn get_scheduled_messages(req: ApiRequest) -> ApiResponse {
+    req.read(CallOpts::USER, |c| {
+        let me = c.me()?;
+        let list = c.realm.view_scheduled(me);
+        Ok(Outcome::read(one("scheduled_messages", list.into())))
+    })
+    .await
+    .map(success)
+}
+
+/// # `POST /scheduled_messages`
+pub async fn create_scheduled_message(req: ApiRequest) -> ApiResponse {
+    let client = req.client.clone();
+    req.write(
+        CallOpts::USER,
+        |p| parse_schedule(p, true, &client),
+        |c: &mut Ctx<'_>, r: ScheduleRequest| {
+            let me = c.me()?;
+            let s = c.realm.decide_schedule(me, &r, c.cx)?;
+            let body = one("scheduled_message_id", s.id.into());
+            Ok(Outcome::write(
+                vec![Change::Message(MessageChange::ScheduledCreated(s))],
+                body,
+            ))
+        },
+    )
+    .await
+    .map(success)
+}
+
+/// # `PATCH /scheduled_messages/{scheduled_message_id}`
+pub async fn update_scheduled_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("scheduled_message_id", &path)?;
+    let client = req.client.clone();
+    req.write(
+        CallOpts::USER,
+        |p| parse_schedule(p, false, &client),
+        move |c: &mut Ctx<'_>, r: ScheduleRequest| {
+            let me = c.me()?;
+            let s = c.realm.decide_schedule_edit(me, id, &r, c.cx)?;
+            Ok(Outcome::write(
+                vec![Change::Message(MessageChange::ScheduledUpdated(s))],
+                Map::new(),
+            ))
+        },
+    )
+    .await
+    .map(success)
+}
+
+/// # `DELETE /scheduled_messages/{scheduled_message_id}`
+pub async fn delete_scheduled_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("scheduled_message_id", &path)?;
+    req.call(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let id = c.realm.decide_schedule_delete(me, id)?;
+        Ok(Outcome::write(
+            vec![Change::Message(MessageChange::ScheduledDeleted { id })],
+            Map::new(),
+        ))
     })
     .await
     .map(success)

@@ -242,6 +242,35 @@ impl Realm {
                 o.insert("message_ids".into(), ids.into());
                 vec![Event::new(Value::Object(o), Audience::users(audience))]
             }
+            MessageChange::ScheduledCreated(s) => vec![Event::new(
+                json!({"type": "scheduled_messages", "op": "add",
+                       "scheduled_messages": [self.scheduled_json(s)]}),
+                Audience::users(vec![s.sender_id]),
+            )],
+            MessageChange::ScheduledUpdated(s) => vec![Event::new(
+                json!({"type": "scheduled_messages", "op": "update",
+                       "scheduled_message": self.scheduled_json(s)}),
+                Audience::users(vec![s.sender_id]),
+            )],
+            MessageChange::ScheduledFailed { id } => match self.messages.scheduled.get(id) {
+                Some(s) => vec![Event::new(
+                    json!({"type": "scheduled_messages", "op": "update",
+                           "scheduled_message": self.scheduled_json(s)}),
+                    Audience::users(vec![s.sender_id]),
+                )],
+                None => Vec::new(),
+            },
+            MessageChange::ScheduledDeleted { id }
+            | MessageChange::ScheduledDelivered { id, .. } => {
+                match before.messages.scheduled.get(id) {
+                    Some(s) => vec![Event::new(
+                        json!({"type": "scheduled_messages", "op": "remove",
+                               "scheduled_message_id": id}),
+                        Audience::users(vec![s.sender_id]),
+                    )],
+                    None => Vec::new(),
+                }
+            }
             MessageChange::Deleted { messages, .. } => {
                 let mut out = Vec::new();
                 for m in messages {

@@ -217,6 +217,7 @@ impl Realm {
             }
         }
         self.color_use = color_use;
+        self.messages.rebuild_due();
     }
 
     /// Turns a decided fact into state. Infallible: `decide_*` validated it.

@@ -139,7 +139,7 @@ impl Realm {
             m.insert("channel_folders".into(), folders.into());
         }
         if o.wants("scheduled_messages") {
-            m.insert("scheduled_messages".into(), json!([]));
+            m.insert("scheduled_messages".into(), self.view_scheduled(me).into());
         }
         if o.wants("reminders") {
             m.insert("reminders".into(), json!([]));

@@ -248,6 +248,11 @@ impl MessageStore {
                     t.idx.apply_batch(idx)?;
                 }
             }
+            MessageChange::ScheduledCreated(_)
+            | MessageChange::ScheduledUpdated(_)
+            | MessageChange::ScheduledDeleted { .. }
+            | MessageChange::ScheduledDelivered { .. }
+            | MessageChange::ScheduledFailed { .. } => {}
             MessageChange::Deleted { messages, .. } => {
                 // User-message and unread rows of deleted messages are left to readers,
                 // which skip ids whose row is gone: finding them would mean a scan.

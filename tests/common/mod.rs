@@ -281,6 +281,29 @@ impl TestApp {
             .tick();
     }
 
+    /// Delivers the scheduled messages that are due now (the ticker's other job); waits
+    /// until they are visible.
+    pub async fn deliver_scheduled(&self) {
+        let actor = self
+            .server()
+            .realm("localhost")
+            .expect("the development realm");
+        let n = actor
+            .send(hearth::actor::DeliverScheduled)
+            .await
+            .expect("realm actor");
+        if n > 0 {
+            // Visible once durable: a read after this sees the delivery.
+            let hub = self.server().hub("localhost").expect("hub");
+            let durability = self.server().durability();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while hub.staged_len() > 0 && std::time::Instant::now() < deadline {
+                hub.release(durability.visible());
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+        }
+    }
+
     /// The running server (panics between `stop` and `start`).
     pub fn server(&self) -> &Running {
         self.running.as_ref().expect("server running")

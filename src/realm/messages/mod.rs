@@ -13,9 +13,10 @@ pub mod edit;
 pub mod fetch;
 pub mod history;
 pub mod json;
+pub mod scheduled;
 pub mod send;
 
-use imbl::OrdMap;
+use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
 
 use super::channels::ChannelId;
@@ -186,6 +187,12 @@ pub struct MessageState {
     pub next_id: MessageId,
     /// Topics by channel, keyed by the lower-cased topic.
     pub topics: OrdMap<ChannelId, OrdMap<String, TopicMeta>>,
+    /// Scheduled messages not delivered yet (pending or failed).
+    pub scheduled: OrdMap<scheduled::ScheduledId, scheduled::ScheduledMessage>,
+    pub next_scheduled_id: scheduled::ScheduledId,
+    /// Pending scheduled messages by delivery time. Derived from `scheduled`.
+    #[serde(skip)]
+    pub due: OrdSet<(i64, scheduled::ScheduledId)>,
 }
 
 impl MessageState {
@@ -193,7 +200,35 @@ impl MessageState {
         MessageState {
             next_id: 1,
             topics: OrdMap::new(),
+            scheduled: OrdMap::new(),
+            next_scheduled_id: 1,
+            due: OrdSet::new(),
         }
+    }
+
+    /// Rebuilds the due-time index after loading.
+    pub fn rebuild_due(&mut self) {
+        self.due = self
+            .scheduled
+            .values()
+            .filter(|s| !s.failed)
+            .map(|s| (s.deliver_at, s.id))
+            .collect();
+    }
+
+    fn unschedule(&mut self, id: scheduled::ScheduledId) -> Option<scheduled::ScheduledMessage> {
+        let old = self.scheduled.remove(&id)?;
+        self.due.remove(&(old.deliver_at, old.id));
+        Some(old)
+    }
+
+    fn schedule(&mut self, s: &scheduled::ScheduledMessage) {
+        self.unschedule(s.id);
+        self.next_scheduled_id = self.next_scheduled_id.max(s.id + 1);
+        if !s.failed {
+            self.due.insert((s.deliver_at, s.id));
+        }
+        self.scheduled.insert(s.id, s.clone());
     }
 
     /// The newest message id any reader of this version may see (0: none).
@@ -229,6 +264,19 @@ pub enum MessageChange {
         messages: Vec<Message>,
         topic_max: Vec<TopicMax>,
     },
+    /// A message was scheduled.
+    ScheduledCreated(scheduled::ScheduledMessage),
+    /// A scheduled message was edited (the whole new record; editing clears `failed`).
+    ScheduledUpdated(scheduled::ScheduledMessage),
+    /// A scheduled message was deleted by its sender.
+    ScheduledDeleted { id: scheduled::ScheduledId },
+    /// A scheduled message was sent as message `message_id` (a `Sent` precedes it).
+    ScheduledDelivered {
+        id: scheduled::ScheduledId,
+        message_id: MessageId,
+    },
+    /// A due scheduled message could not be sent; it stays, marked failed.
+    ScheduledFailed { id: scheduled::ScheduledId },
 }
 
 /// The newest message of a topic after a change (`None`: the topic is empty now).
@@ -259,6 +307,19 @@ impl MessageState {
                 }
             }
             MessageChange::FlagsChanged { .. } => {}
+            MessageChange::ScheduledCreated(s) | MessageChange::ScheduledUpdated(s) => {
+                self.schedule(s)
+            }
+            MessageChange::ScheduledDeleted { id }
+            | MessageChange::ScheduledDelivered { id, .. } => {
+                self.unschedule(*id);
+            }
+            MessageChange::ScheduledFailed { id } => {
+                if let Some(mut s) = self.unschedule(*id) {
+                    s.failed = true;
+                    self.schedule(&s);
+                }
+            }
             MessageChange::Edited { topic_max, .. } | MessageChange::Deleted { topic_max, .. } => {
                 for t in topic_max {
                     let topics = self.topics.entry(t.channel_id).or_default();

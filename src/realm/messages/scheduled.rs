@@ -1,0 +1,363 @@
+//! Scheduled messages (seed 4.2): create, list, edit, delete, and delivery by the realm
+//! actor when they are due.
+//!
+//! Pending scheduled messages are realm state (small, in snapshots), with a due-time
+//! index rebuilt on load. Delivery is a decision like any other: every second (or when
+//! a test asks) the actor decides the due ones, each either `Sent` with
+//! `ScheduledDelivered`, or `ScheduledFailed` when it can no longer be sent (archived
+//! channel, deactivated recipient, lost permission). One whose time passed while the
+//! server was down is delivered at the first check after start.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::send::{normalize_body, normalize_topic, Addressee, ChannelRef, SendRequest};
+use super::{Message, MessageChange, MessageId};
+use crate::error::{ApiError, ApiResult};
+use crate::realm::channels::ChannelId;
+use crate::realm::{Change, Cx, Realm, User, UserId};
+
+pub type ScheduledId = u64;
+
+/// Where a scheduled message goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ScheduledTo {
+    Channel {
+        channel_id: ChannelId,
+        topic: String,
+    },
+    /// The recipients as given (user ids, sender not added).
+    Direct { users: Vec<UserId> },
+}
+
+/// A scheduled message, pending or failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduledMessage {
+    pub id: ScheduledId,
+    pub sender_id: UserId,
+    pub to: ScheduledTo,
+    pub content: String,
+    pub rendered_content: String,
+    /// UNIX seconds.
+    pub deliver_at: i64,
+    pub failed: bool,
+    pub read_by_sender: bool,
+}
+
+/// `Scheduled message does not exist` (HTTP 404, code BAD_REQUEST).
+pub fn scheduled_missing() -> ApiError {
+    ApiError::new(
+        404,
+        crate::error::ErrorCode::BadRequest,
+        "Scheduled message does not exist",
+    )
+}
+
+/// Zulip's `DeliveryTimeNotInFutureError`.
+pub fn not_in_future() -> ApiError {
+    ApiError::bad_request("Scheduled delivery time must be in the future.")
+}
+
+/// The `to` of a channel message: one channel id.
+pub fn channel_to(v: &Value) -> ApiResult<i64> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| ApiError::bad_request("to is not an integer")),
+        Value::Array(items) if items.len() == 1 => channel_to(&items[0]),
+        Value::Array(_) => Err(ApiError::bad_request("Invalid data type for channel ID")),
+        _ => Err(ApiError::bad_request("to is not an integer")),
+    }
+}
+
+/// The `to` of a direct message: user ids.
+pub fn direct_to(v: &Value) -> ApiResult<Vec<i64>> {
+    match v {
+        Value::Number(n) => Ok(vec![n
+            .as_i64()
+            .ok_or_else(|| ApiError::bad_request("to is not an integer"))?]),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                x.as_i64()
+                    .ok_or_else(|| ApiError::bad_request(format!("to[{i}] is not an integer")))
+            })
+            .collect(),
+        _ => Err(ApiError::bad_request("to is not a list")),
+    }
+}
+
+/// Whether a type names channel messages (`stream`, `channel`) or direct ones.
+pub fn is_channel_type(t: &str) -> ApiResult<bool> {
+    match t {
+        "stream" | "channel" => Ok(true),
+        "private" | "direct" => Ok(false),
+        _ => Err(ApiError::bad_request("Invalid type")),
+    }
+}
+
+/// A create or an edit, parsed on the worker.
+#[derive(Debug, Clone, Default)]
+pub struct ScheduleRequest {
+    /// `Some(true)`: channel; `Some(false)`: direct.
+    pub channel_type: Option<bool>,
+    pub to: Option<Value>,
+    pub topic: Option<String>,
+    pub content: Option<String>,
+    pub deliver_at: Option<i64>,
+    pub read_by_sender: bool,
+}
+
+impl Realm {
+    /// Checks a destination and content as a send would (`check_message`), returning
+    /// the destination.
+    fn check_scheduled(
+        &self,
+        me: &User,
+        channel: bool,
+        to: &Value,
+        topic: Option<&str>,
+        content: &str,
+    ) -> ApiResult<(ScheduledTo, String)> {
+        if channel {
+            let id = channel_to(to)?;
+            let Some(topic) = topic else {
+                return Err(ApiError::bad_request("Missing topic"));
+            };
+            let topic = normalize_topic(self, topic)?;
+            let content = normalize_body(content)?;
+            let ch = self.channel_for_send(me, &ChannelRef::Id(id))?;
+            self.check_can_post(me, ch)?;
+            Ok((
+                ScheduledTo::Channel {
+                    channel_id: ch.id,
+                    topic,
+                },
+                content,
+            ))
+        } else {
+            let ids = direct_to(to)?;
+            if ids.is_empty() {
+                return Err(ApiError::bad_request("Message must have recipients"));
+            }
+            self.lookup_direct_recipients(&ids, &[])?;
+            let content = normalize_body(content)?;
+            self.direct_recipients(me, &ids, &[])?;
+            let mut users: Vec<UserId> = ids.iter().map(|i| *i as UserId).collect();
+            users.sort_unstable();
+            users.dedup();
+            Ok((ScheduledTo::Direct { users }, content))
+        }
+    }
+
+    /// `POST /scheduled_messages`.
+    pub fn decide_schedule(
+        &self,
+        me: &User,
+        r: &ScheduleRequest,
+        cx: &mut Cx,
+    ) -> ApiResult<ScheduledMessage> {
+        let deliver_at = r.deliver_at.unwrap_or_default();
+        if deliver_at <= cx.now_secs() {
+            return Err(not_in_future());
+        }
+        let to = r.to.clone().unwrap_or(Value::Null);
+        let (to, content) = self.check_scheduled(
+            me,
+            r.channel_type.unwrap_or(false),
+            &to,
+            r.topic.as_deref(),
+            r.content.as_deref().unwrap_or_default(),
+        )?;
+        Ok(ScheduledMessage {
+            id: self.messages.next_scheduled_id.max(1),
+            sender_id: me.id,
+            rendered_content: self.render_message(&content).html,
+            to,
+            content,
+            deliver_at,
+            failed: false,
+            read_by_sender: r.read_by_sender,
+        })
+    }
+
+    /// `PATCH /scheduled_messages/{id}`, in Zulip's check order.
+    pub fn decide_schedule_edit(
+        &self,
+        me: &User,
+        id: i64,
+        r: &ScheduleRequest,
+        cx: &mut Cx,
+    ) -> ApiResult<ScheduledMessage> {
+        if r.channel_type.is_none()
+            && r.to.is_none()
+            && r.topic.is_none()
+            && r.content.is_none()
+            && r.deliver_at.is_none()
+        {
+            return Err(ApiError::bad_request("Nothing to change"));
+        }
+        if r.channel_type.is_some() && r.to.is_none() {
+            return Err(ApiError::bad_request(
+                "Recipient required when updating type of scheduled message.",
+            ));
+        }
+        if r.channel_type == Some(true) && r.topic.is_none() {
+            return Err(ApiError::bad_request(
+                "Topic required when updating scheduled message type to channel.",
+            ));
+        }
+        if r.deliver_at.is_some_and(|t| t <= cx.now_secs()) {
+            return Err(not_in_future());
+        }
+        let old = u64::try_from(id)
+            .ok()
+            .and_then(|id| self.messages.scheduled.get(&id))
+            .filter(|s| s.sender_id == me.id)
+            .ok_or_else(scheduled_missing)?;
+        if old.failed && r.deliver_at.is_none() {
+            return Err(not_in_future());
+        }
+        let was_channel = matches!(old.to, ScheduledTo::Channel { .. });
+        let channel = r.channel_type.unwrap_or(was_channel);
+        let to = match &r.to {
+            Some(v) => v.clone(),
+            None => match &old.to {
+                ScheduledTo::Channel { channel_id, .. } => json!(channel_id),
+                ScheduledTo::Direct { users } => json!(users),
+            },
+        };
+        // A topic is ignored for direct messages.
+        let topic = if channel {
+            r.topic.clone().or_else(|| match &old.to {
+                ScheduledTo::Channel { topic, .. } => Some(topic.clone()),
+                ScheduledTo::Direct { .. } => None,
+            })
+        } else {
+            None
+        };
+        let content = r.content.clone().unwrap_or_else(|| old.content.clone());
+        let (to, content) = self.check_scheduled(me, channel, &to, topic.as_deref(), &content)?;
+        Ok(ScheduledMessage {
+            id: old.id,
+            sender_id: me.id,
+            rendered_content: self.render_message(&content).html,
+            to,
+            content,
+            deliver_at: r.deliver_at.unwrap_or(old.deliver_at),
+            failed: false,
+            read_by_sender: old.read_by_sender,
+        })
+    }
+
+    /// `DELETE /scheduled_messages/{id}`.
+    pub fn decide_schedule_delete(&self, me: &User, id: i64) -> ApiResult<ScheduledId> {
+        u64::try_from(id)
+            .ok()
+            .and_then(|id| self.messages.scheduled.get(&id))
+            .filter(|s| s.sender_id == me.id)
+            .map(|s| s.id)
+            .ok_or_else(scheduled_missing)
+    }
+
+    /// The due scheduled messages, decided: each sent, or failed.
+    pub fn decide_due_scheduled(&self, cx: &mut Cx) -> Vec<Change> {
+        let now = cx.now_secs();
+        let mut out = Vec::new();
+        let mut next_id: MessageId = self.messages.next_id;
+        let due: Vec<ScheduledId> = self
+            .messages
+            .due
+            .range(..=(now, u64::MAX))
+            .map(|(_, id)| *id)
+            .collect();
+        for id in due {
+            let Some(s) = self.messages.scheduled.get(&id) else {
+                continue;
+            };
+            if s.failed {
+                continue;
+            }
+            match self.deliver(s, cx) {
+                Ok(mut m) => {
+                    m.id = next_id;
+                    next_id += 1;
+                    let message_id = m.id;
+                    out.push(Change::Message(MessageChange::Sent(Box::new(m))));
+                    out.push(Change::Message(MessageChange::ScheduledDelivered {
+                        id,
+                        message_id,
+                    }));
+                }
+                Err(e) => {
+                    tracing::info!("scheduled message {id} cannot be delivered: {}", e.msg);
+                    out.push(Change::Message(MessageChange::ScheduledFailed { id }));
+                }
+            }
+        }
+        out
+    }
+
+    fn deliver(&self, s: &ScheduledMessage, cx: &mut Cx) -> ApiResult<Message> {
+        let me = self
+            .user(s.sender_id)
+            .filter(|u| u.is_active)
+            .ok_or_else(|| ApiError::bad_request("sender deactivated"))?;
+        let to = match &s.to {
+            ScheduledTo::Channel { channel_id, topic } => Addressee::Channel {
+                channel: ChannelRef::Id(*channel_id as i64),
+                topic: topic.clone(),
+            },
+            ScheduledTo::Direct { users } => Addressee::Direct {
+                ids: users.iter().map(|u| *u as i64).collect(),
+                emails: Vec::new(),
+            },
+        };
+        self.decide_send(
+            me,
+            SendRequest {
+                to,
+                rendered: self.render_message(&s.content),
+                content: s.content.clone(),
+                client: "Scheduled message".into(),
+                read_by_sender: s.read_by_sender,
+            },
+            cx,
+        )
+    }
+
+    /// A scheduled message as the API shows it.
+    pub fn scheduled_json(&self, s: &ScheduledMessage) -> Value {
+        let mut o = serde_json::Map::new();
+        o.insert("scheduled_message_id".into(), s.id.into());
+        match &s.to {
+            ScheduledTo::Channel { channel_id, topic } => {
+                o.insert("type".into(), "stream".into());
+                o.insert("to".into(), (*channel_id).into());
+                o.insert("topic".into(), self.topic_for_client(topic, false).into());
+            }
+            ScheduledTo::Direct { users } => {
+                o.insert("type".into(), "private".into());
+                o.insert("to".into(), users.clone().into());
+            }
+        }
+        o.insert("content".into(), s.content.clone().into());
+        o.insert("rendered_content".into(), s.rendered_content.clone().into());
+        o.insert("scheduled_delivery_timestamp".into(), s.deliver_at.into());
+        o.insert("failed".into(), s.failed.into());
+        Value::Object(o)
+    }
+
+    /// A user's pending and failed scheduled messages, by delivery time.
+    pub fn view_scheduled(&self, me: &User) -> Vec<Value> {
+        let mut mine: Vec<&ScheduledMessage> = self
+            .messages
+            .scheduled
+            .values()
+            .filter(|s| s.sender_id == me.id)
+            .collect();
+        mine.sort_by_key(|s| (s.deliver_at, s.id));
+        mine.into_iter().map(|s| self.scheduled_json(s)).collect()
+    }
+}

@@ -1,0 +1,326 @@
+//! Scheduled messages (seed 4.2): create, list, edit with Zulip's check order, delete,
+//! delivery on time with an injected clock, failure, and restart.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use hearth::realm::ManualClock;
+use serde_json::{json, Value};
+
+const START_MS: i64 = 1_800_000_000_000;
+const START: i64 = START_MS / 1000;
+
+async fn schedule(app: &TestApp, who: &str, params: &[(&str, &str)]) -> u64 {
+    let body = app
+        .ok("POST", "/api/v1/scheduled_messages", who, params)
+        .await;
+    body["scheduled_message_id"].as_u64().expect("id")
+}
+
+async fn list(app: &TestApp, who: &str) -> Vec<Value> {
+    let body = app.ok("GET", "/api/v1/scheduled_messages", who, &[]).await;
+    body["scheduled_messages"].as_array().unwrap().clone()
+}
+
+#[actix_web::test]
+async fn create_list_edit_delete() {
+    let app = TestApp::spawn_with_clock(ManualClock::new(START_MS)).await;
+    let verona = app.stream_id("Verona").await.to_string();
+    let later = (START + 3600).to_string();
+    let id = schedule(
+        &app,
+        MEMBER,
+        &[
+            ("type", "stream"),
+            ("to", &verona),
+            ("topic", "plans"),
+            ("content", "**soon**"),
+            ("scheduled_delivery_timestamp", &later),
+        ],
+    )
+    .await;
+    let mine = list(&app, MEMBER).await;
+    assert_eq!(
+        mine,
+        vec![
+            json!({"scheduled_message_id": id, "type": "stream", "to": verona.parse::<u64>().unwrap(),
+                    "topic": "plans", "content": "**soon**", "rendered_content": "<p><strong>soon</strong></p>",
+                    "scheduled_delivery_timestamp": START + 3600, "failed": false})
+        ]
+    );
+    assert!(list(&app, OTHELLO).await.is_empty());
+    let path = format!("/api/v1/scheduled_messages/{id}");
+    // Zulip's check order: nothing, type without to, channel type without topic, past
+    // time, then the lookup.
+    app.err(
+        "PATCH",
+        &path,
+        MEMBER,
+        &[],
+        400,
+        "BAD_REQUEST",
+        "Nothing to change",
+    )
+    .await;
+    app.err(
+        "PATCH",
+        "/api/v1/scheduled_messages/9999",
+        MEMBER,
+        &[],
+        400,
+        "BAD_REQUEST",
+        "Nothing to change",
+    )
+    .await;
+    app.err(
+        "PATCH",
+        &path,
+        MEMBER,
+        &[("type", "direct")],
+        400,
+        "BAD_REQUEST",
+        "Recipient required when updating type of scheduled message.",
+    )
+    .await;
+    app.err(
+        "PATCH",
+        &path,
+        MEMBER,
+        &[("type", "channel"), ("to", &verona)],
+        400,
+        "BAD_REQUEST",
+        "Topic required when updating scheduled message type to channel.",
+    )
+    .await;
+    let past = (START - 10).to_string();
+    app.err(
+        "PATCH",
+        &path,
+        MEMBER,
+        &[("scheduled_delivery_timestamp", &past)],
+        400,
+        "BAD_REQUEST",
+        "Scheduled delivery time must be in the future.",
+    )
+    .await;
+    app.err(
+        "PATCH",
+        "/api/v1/scheduled_messages/9999",
+        MEMBER,
+        &[("content", "x")],
+        404,
+        "BAD_REQUEST",
+        "Scheduled message does not exist",
+    )
+    .await;
+    // Another user's is as good as missing.
+    app.err(
+        "PATCH",
+        &path,
+        OTHELLO,
+        &[("content", "x")],
+        404,
+        "BAD_REQUEST",
+        "Scheduled message does not exist",
+    )
+    .await;
+    let body = app
+        .err(
+            "PATCH",
+            &path,
+            MEMBER,
+            &[("type", "stream"), ("to", "9999"), ("topic", "t")],
+            400,
+            "STREAM_DOES_NOT_EXIST",
+            "Channel with ID '9999' does not exist",
+        )
+        .await;
+    assert_eq!(body["stream_id"], 9999);
+    app.err(
+        "PATCH",
+        &path,
+        MEMBER,
+        &[("type", "direct"), ("to", "[9999]")],
+        400,
+        "BAD_REQUEST",
+        "Invalid user ID 9999",
+    )
+    .await;
+    // Topic rules: "(no topic)" and the display name are the empty topic.
+    app.ok("PATCH", &path, MEMBER, &[("topic", "(no topic)")])
+        .await;
+    assert_eq!(list(&app, MEMBER).await[0]["topic"], "general chat");
+    // Switch to a direct message: the topic goes; a topic given later is ignored.
+    let othello = app.user_id(OTHELLO).await;
+    let queue = app.register(MEMBER, &[]).await;
+    app.ok(
+        "PATCH",
+        &path,
+        MEMBER,
+        &[("type", "direct"), ("to", &format!("[{othello}]"))],
+    )
+    .await;
+    app.ok("PATCH", &path, MEMBER, &[("topic", "ignored")])
+        .await;
+    let s = &list(&app, MEMBER).await[0];
+    assert_eq!(s["type"], "private");
+    assert_eq!(s["to"], json!([othello]));
+    assert!(s.get("topic").is_none());
+    let events = app.events(MEMBER, &queue).await;
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "scheduled_messages" && e["op"] == "update"));
+    // Delete.
+    app.ok("DELETE", &path, MEMBER, &[]).await;
+    app.err(
+        "DELETE",
+        &path,
+        MEMBER,
+        &[],
+        404,
+        "BAD_REQUEST",
+        "Scheduled message does not exist",
+    )
+    .await;
+    assert!(list(&app, MEMBER).await.is_empty());
+    // Create errors.
+    app.err(
+        "POST",
+        "/api/v1/scheduled_messages",
+        MEMBER,
+        &[
+            ("type", "stream"),
+            ("to", &verona),
+            ("topic", "t"),
+            ("content", "x"),
+            ("scheduled_delivery_timestamp", &past),
+        ],
+        400,
+        "BAD_REQUEST",
+        "Scheduled delivery time must be in the future.",
+    )
+    .await;
+}
+
+#[actix_web::test]
+async fn delivered_on_time_and_failed_when_impossible() {
+    let clock = ManualClock::new(START_MS);
+    let mut app = TestApp::spawn_with_clock(clock.clone()).await;
+    let verona = app.stream_id("Verona").await.to_string();
+    let at = (START + 60).to_string();
+    let id = schedule(
+        &app,
+        MEMBER,
+        &[
+            ("type", "stream"),
+            ("to", &verona),
+            ("topic", "later"),
+            ("content", "on time"),
+            ("scheduled_delivery_timestamp", &at),
+        ],
+    )
+    .await;
+    // Not yet.
+    clock.advance_ms(59_000);
+    app.deliver_scheduled().await;
+    assert_eq!(list(&app, MEMBER).await.len(), 1);
+    // Due: delivered, and gone from the list.
+    clock.advance_ms(1_000);
+    app.deliver_scheduled().await;
+    assert!(list(&app, MEMBER).await.is_empty());
+    let body = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            OTHELLO,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("narrow", r#"[{"operator":"channel","operand":"Verona"}]"#),
+            ],
+        )
+        .await;
+    assert_eq!(body["messages"][0]["content"], "<p>on time</p>");
+    assert_eq!(body["messages"][0]["timestamp"], START + 60);
+    let _ = id;
+    // A channel archived before delivery: the message fails, and editing it requires a
+    // new time.
+    let created = app
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[
+                ("name", "ephemeral"),
+                ("subscribers", &format!("[{}]", app.user_id(MEMBER).await)),
+            ],
+        )
+        .await;
+    let eph = created["id"].as_i64().unwrap().to_string();
+    let at = (START + 120).to_string();
+    let id = schedule(
+        &app,
+        MEMBER,
+        &[
+            ("type", "stream"),
+            ("to", &eph),
+            ("topic", "t"),
+            ("content", "doomed"),
+            ("scheduled_delivery_timestamp", &at),
+        ],
+    )
+    .await;
+    app.ok("DELETE", &format!("/api/v1/streams/{eph}"), IAGO, &[])
+        .await;
+    clock.advance_ms(60_000);
+    app.deliver_scheduled().await;
+    let s = &list(&app, MEMBER).await[0];
+    assert_eq!(s["failed"], true);
+    let path = format!("/api/v1/scheduled_messages/{id}");
+    app.err(
+        "PATCH",
+        &path,
+        MEMBER,
+        &[("content", "retry")],
+        400,
+        "BAD_REQUEST",
+        "Scheduled delivery time must be in the future.",
+    )
+    .await;
+    // Pending ones survive a restart and are delivered when due after it.
+    let at = (START + 600).to_string();
+    schedule(
+        &app,
+        MEMBER,
+        &[
+            ("type", "stream"),
+            ("to", &verona),
+            ("topic", "later"),
+            ("content", "after restart"),
+            ("scheduled_delivery_timestamp", &at),
+        ],
+    )
+    .await;
+    app.restart().await;
+    assert_eq!(list(&app, MEMBER).await.len(), 2);
+    clock.advance_ms(600_000);
+    app.deliver_scheduled().await;
+    let body = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            OTHELLO,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("narrow", r#"[{"operator":"channel","operand":"Verona"}]"#),
+            ],
+        )
+        .await;
+    assert_eq!(body["messages"][0]["content"], "<p>after restart</p>");
+    // The failed one stays, failed.
+    let rest = list(&app, MEMBER).await;
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0]["failed"], true);
+}
