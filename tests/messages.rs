@@ -994,3 +994,96 @@ async fn delete_messages() {
         .await;
     assert_eq!(reg["unread_msgs"]["count"], 0);
 }
+
+#[actix_web::test]
+async fn typing_notifications_are_events_only() {
+    let app = TestApp::spawn().await;
+    let othello = app.user_id(OTHELLO).await;
+    let hamlet = app.user_id(MEMBER).await;
+    let queue = app.register(OTHELLO, &[]).await;
+    let stream_queue = app
+        .register(
+            OTHELLO,
+            &[(
+                "client_capabilities",
+                r#"{"stream_typing_notifications": true}"#,
+            )],
+        )
+        .await;
+    app.ok(
+        "POST",
+        "/api/v1/typing",
+        MEMBER,
+        &[("op", "start"), ("to", &format!("[{othello}]"))],
+    )
+    .await;
+    let events = app.events(OTHELLO, &queue).await;
+    let e = events
+        .iter()
+        .find(|e| e["type"] == "typing")
+        .expect("typing");
+    assert_eq!(e["op"], "start");
+    assert_eq!(e["message_type"], "direct");
+    assert_eq!(e["sender"]["user_id"], hamlet);
+    let ids: Vec<i64> = e["recipients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["user_id"].as_i64().unwrap())
+        .collect();
+    let mut expected = vec![hamlet, othello];
+    expected.sort();
+    assert_eq!(ids, expected);
+    let denmark = app.stream_id("Denmark").await.to_string();
+    app.ok(
+        "POST",
+        "/api/v1/typing",
+        MEMBER,
+        &[
+            ("op", "stop"),
+            ("type", "stream"),
+            ("stream_id", &denmark),
+            ("topic", "t"),
+        ],
+    )
+    .await;
+    let events = app.events(OTHELLO, &stream_queue).await;
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "typing" && e["message_type"] == "stream" && e["topic"] == "t"));
+    // Without the capability, no channel typing events.
+    let events = app.events(OTHELLO, &queue).await;
+    assert!(!events
+        .iter()
+        .any(|e| e["type"] == "typing" && e["message_type"] == "stream"));
+    app.err(
+        "POST",
+        "/api/v1/typing",
+        MEMBER,
+        &[("op", "maybe"), ("to", "[1]")],
+        400,
+        "BAD_REQUEST",
+        "Invalid op",
+    )
+    .await;
+    app.err(
+        "POST",
+        "/api/v1/typing",
+        MEMBER,
+        &[("op", "start")],
+        400,
+        "REQUEST_VARIABLE_MISSING",
+        "Missing 'to' argument",
+    )
+    .await;
+    app.err(
+        "POST",
+        "/api/v1/typing",
+        MEMBER,
+        &[("op", "start"), ("to", "[99999]")],
+        400,
+        "BAD_REQUEST",
+        "Invalid user ID 99999",
+    )
+    .await;
+}

@@ -8,8 +8,9 @@ use actix_web::web;
 use serde_json::{json, Map, Value};
 
 use super::params::{path_int, Params};
-use super::{success, ApiRequest, ApiResponse, CallOpts, Ctx, Outcome};
+use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts, Ctx, Outcome};
 use crate::error::{ApiError, ApiResult};
+use crate::realm::events::{Audience, Event};
 use crate::realm::messages::edit::{EditRequest, Propagate};
 use crate::realm::messages::fetch::{self, can_read, MessageRows, Narrow, Source};
 use crate::realm::messages::json::MessageView;
@@ -871,4 +872,70 @@ pub async fn delete_scheduled_message(req: ApiRequest, path: web::Path<String>) 
     })
     .await
     .map(success)
+}
+
+/// # `POST /typing`
+///
+/// Typing notifications are events only: nothing is stored, the actor is not involved.
+pub async fn set_typing_status(req: ApiRequest) -> ApiResponse {
+    let version = req.hub.current();
+    let me_id = req.caller()?;
+    let me = version.user(me_id).ok_or_else(ApiError::internal)?;
+    let p = &req.params;
+    let op = p.str("op")?;
+    if op != "start" && op != "stop" {
+        return Err(ApiError::bad_request("Invalid op"));
+    }
+    let kind = p.opt_str("type").unwrap_or_else(|| "direct".into());
+    let sender = json!({"user_id": me.id, "email": version.api_email(me)});
+    let event = match kind.as_str() {
+        "direct" | "private" => {
+            let to = p
+                .opt_int_list("to")?
+                .ok_or_else(|| ApiError::missing("to"))?;
+            if to.is_empty() {
+                return Err(ApiError::bad_request("Empty 'to' list"));
+            }
+            let mut users = Vec::new();
+            for id in &to {
+                let user = u64::try_from(*id)
+                    .ok()
+                    .and_then(|id| version.user(id))
+                    .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID {id}")))?;
+                users.push(user);
+            }
+            let mut ids: Vec<u64> = users.iter().map(|u| u.id).collect();
+            ids.push(me.id);
+            let recipients: Vec<Value> = {
+                let mut all: Vec<&User> = users.clone();
+                all.push(me);
+                all.sort_by_key(|u| u.id);
+                all.dedup_by_key(|u| u.id);
+                all.iter()
+                    .map(|u| json!({"user_id": u.id, "email": version.api_email(u)}))
+                    .collect()
+            };
+            Event::new(
+                json!({"type": "typing", "op": op, "message_type": "direct",
+                       "sender": sender, "recipients": recipients}),
+                Audience::users(ids),
+            )
+        }
+        "stream" | "channel" => {
+            let stream_id = p
+                .opt_int("stream_id")?
+                .ok_or_else(|| ApiError::bad_request("Missing stream_id"))?;
+            let topic = topic_param(p).ok_or_else(|| ApiError::bad_request("Missing topic"))?;
+            let ch = version.access_channel(me, stream_id)?;
+            Event::new(
+                json!({"type": "typing", "op": op, "message_type": "stream",
+                       "sender": sender, "stream_id": ch.id, "topic": topic}),
+                Audience::users(ch.subscriber_ids()),
+            )
+            .for_capability("stream_typing_notifications", true)
+        }
+        _ => return Err(ApiError::bad_request("Invalid type")),
+    };
+    req.hub.publish(vec![event]);
+    Ok(success(with_ignored(Map::new(), p.unused())))
 }

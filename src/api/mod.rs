@@ -82,6 +82,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/messages/{message_id}", get => messages::get_message, patch => messages::update_message, delete => messages::delete_message))
             .service(endpoint!("/messages/{message_id}/history", get => messages::get_message_history))
             .service(endpoint!("/users/me/{stream_id}/topics", get => messages::get_topics))
+            .service(endpoint!("/typing", post => messages::set_typing_status))
             .service(endpoint!("/scheduled_messages", get => messages::get_scheduled_messages, post => messages::create_scheduled_message))
             .service(endpoint!("/scheduled_messages/{scheduled_message_id}", patch => messages::update_scheduled_message, delete => messages::delete_scheduled_message))
             .service(endpoint!("/register", post => events::register))
