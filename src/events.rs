@@ -89,6 +89,8 @@ pub struct QueueOptions {
     /// `queue_lifespan_secs`: how long the queue lives unpolled; 0 is Zulip's default
     /// (`QUEUE_TIMEOUT_MS`), and at most `MAX_QUEUE_TIMEOUT_SECS`.
     pub lifespan_secs: i64,
+    /// `narrow`: `(operator, operand)` terms every `message` event must match.
+    pub narrow: Vec<(String, String)>,
     /// `apply_markdown`: message content as HTML (else raw Markdown).
     pub apply_markdown: bool,
     /// `client_gravatar`: no `avatar_url` where the client computes a gravatar.
@@ -147,6 +149,73 @@ impl Queue {
                     .and_then(Value::as_bool)
                     .unwrap_or(false)
                     == declared
+            })
+            && (kind != "message" || self.narrow_admits(body))
+    }
+
+    /// Whether a `message` event matches the queue's narrow.
+    fn narrow_admits(&self, body: &Map<String, Value>) -> bool {
+        let Some(m) = body.get("message") else {
+            return true;
+        };
+        let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or_default();
+        let flags = body.get("flags").and_then(Value::as_array);
+        let has_flag = |f: &str| flags.is_some_and(|l| l.iter().any(|x| x == f));
+        self.options
+            .narrow
+            .iter()
+            .all(|(op, operand)| match op.as_str() {
+                "stream" => {
+                    text("type") == "stream"
+                        && (text("display_recipient").eq_ignore_ascii_case(operand)
+                            || m.get("stream_id").map(Value::to_string).as_deref()
+                                == Some(operand.as_str()))
+                }
+                "topic" => {
+                    text("type") == "stream" && text("subject").eq_ignore_ascii_case(operand)
+                }
+                "sender" => {
+                    text("sender_email").eq_ignore_ascii_case(operand)
+                        || m.get("sender_id").map(Value::to_string).as_deref()
+                            == Some(operand.as_str())
+                }
+                "is" => match operand.as_str() {
+                    "dm" | "private" => text("type") == "private",
+                    "starred" => has_flag("starred"),
+                    "mentioned" => has_flag("mentioned") || has_flag("wildcard_mentioned"),
+                    "alerted" => has_flag("has_alert_word"),
+                    "unread" => !has_flag("read"),
+                    _ => false,
+                },
+                "search" => {
+                    let content = body
+                        .get(SHAPE_RAW_CONTENT)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_lowercase();
+                    operand
+                        .to_lowercase()
+                        .split_whitespace()
+                        .all(|w| content.contains(w))
+                }
+                "dm" => {
+                    text("type") == "private"
+                        && m.get("display_recipient")
+                            .and_then(Value::as_array)
+                            .is_some_and(|users| {
+                                operand.split(',').all(|e| {
+                                    let e = e.trim();
+                                    users.iter().any(|u| {
+                                        u.get("email")
+                                            .and_then(Value::as_str)
+                                            .is_some_and(|x| x.eq_ignore_ascii_case(e))
+                                            || u.get("id").map(Value::to_string).as_deref()
+                                                == Some(e)
+                                    })
+                                })
+                            })
+                }
+                _ => false,
             })
     }
 

@@ -1087,3 +1087,64 @@ async fn typing_notifications_are_events_only() {
     )
     .await;
 }
+
+#[actix_web::test]
+async fn register_narrow_filters_message_events() {
+    let app = TestApp::spawn().await;
+    let narrowed = app
+        .register(
+            MEMBER,
+            &[("narrow", r#"[["stream","Verona"],["topic","wanted"]]"#)],
+        )
+        .await;
+    let everything = app.register(MEMBER, &[]).await;
+    let dms = app
+        .register(
+            MEMBER,
+            &[("narrow", r#"[{"operator":"is","operand":"dm"}]"#)],
+        )
+        .await;
+    let wanted = send_stream(&app, IAGO, "Verona", "wanted", "yes").await;
+    send_stream(&app, IAGO, "Verona", "other", "no").await;
+    send_stream(&app, IAGO, "Denmark", "wanted", "no").await;
+    let hamlet = app.user_id(MEMBER).await;
+    app.ok(
+        "POST",
+        "/api/v1/messages",
+        IAGO,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{hamlet}]")),
+            ("content", "dm"),
+        ],
+    )
+    .await;
+    let message_ids = |events: Vec<Value>| -> Vec<Value> {
+        events
+            .into_iter()
+            .filter(|e| e["type"] == "message")
+            .map(|e| e["message"]["id"].clone())
+            .collect()
+    };
+    assert_eq!(
+        message_ids(app.events(MEMBER, &narrowed).await),
+        vec![json!(wanted)]
+    );
+    assert_eq!(
+        message_ids(app.events(MEMBER, &everything).await).len(),
+        3,
+        "two in Verona and the direct message; Hamlet is not in Denmark"
+    );
+    let dm_events = message_ids(app.events(MEMBER, &dms).await);
+    assert_eq!(dm_events.len(), 1);
+    app.err(
+        "POST",
+        "/api/v1/register",
+        MEMBER,
+        &[("narrow", r#"[["bogus","x"]]"#)],
+        400,
+        "BAD_REQUEST",
+        "Invalid narrow operator: unknown operator bogus",
+    )
+    .await;
+}

@@ -22,9 +22,55 @@ fn queue_options(p: &super::params::Params) -> Result<QueueOptions, ApiError> {
         all_public_streams,
         capabilities,
         lifespan_secs: 0,
+        narrow: Vec::new(),
         apply_markdown: p.bool_or("apply_markdown", false)?,
         client_gravatar: p.bool_or("client_gravatar", false)?,
     })
+}
+
+/// `narrow` of `/register`: `[operator, operand]` pairs (or `{operator, operand}`
+/// objects) that message events must match (Zulip's `build_narrow_filter`).
+fn parse_queue_narrow(p: &super::params::Params) -> Result<Vec<(String, String)>, ApiError> {
+    let Some(v) = p.opt_json("narrow")? else {
+        return Ok(Vec::new());
+    };
+    let Value::Array(items) = v else {
+        return Err(ApiError::bad_request("narrow is not a list"));
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let pair = match item {
+            Value::Array(pair) if pair.len() == 2 => (pair[0].clone(), pair[1].clone()),
+            Value::Object(o) => (
+                o.get("operator").cloned().unwrap_or(Value::Null),
+                o.get("operand").cloned().unwrap_or(Value::Null),
+            ),
+            _ => return Err(ApiError::bad_request(format!("narrow[{i}] is not a list"))),
+        };
+        let as_text = |v: &Value| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        let (Some(op), Some(operand)) = (as_text(&pair.0), as_text(&pair.1)) else {
+            return Err(ApiError::bad_request(format!(
+                "narrow[{i}] is not a string pair"
+            )));
+        };
+        let op = match op.as_str() {
+            "channel" => "stream".to_owned(),
+            "subject" => "topic".to_owned(),
+            "pm-with" => "dm".to_owned(),
+            other => other.to_owned(),
+        };
+        if !["stream", "topic", "sender", "is", "search", "dm"].contains(&op.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "Invalid narrow operator: unknown operator {op}"
+            )));
+        }
+        out.push((op, operand));
+    }
+    Ok(out)
 }
 
 /// # `POST /register`
@@ -39,9 +85,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             Some(list) => Some(list.into_iter().collect()),
             None => queue.event_types.clone(),
         };
-        // `narrow` only filters message events, which hearth does not have yet: checked,
-        // then reported as ignored.
-        p.check_unread_list("narrow")?;
+        queue.narrow = parse_queue_narrow(p)?;
         let client_gravatar = p.bool_or("client_gravatar", true)?;
         queue.client_gravatar = client_gravatar;
         let include_subscribers = match p.opt_json("include_subscribers")? {

@@ -1,0 +1,352 @@
+//! The message store at 1 M messages, against the real `hearth` binary:
+//!
+//! 1. restart time (process start to first answer) with no messages and with 1 M;
+//! 2. resident memory (VmRSS) after that start and one narrowed read, both ways;
+//! 3. bytes on disk per message (data folder with 1 M messages minus without);
+//! 4. `GET /messages` narrowed to one topic, anchor `newest`, 50 messages: p50, p99;
+//! 5. send throughput with 64 concurrent clients, `--durability always` and `never`.
+//!
+//! The 1 M messages are seeded in-process, through the same path the realm actor takes
+//! (WAL record, `MessageStore::project`, `apply`), in decisions of 10 000 sends, then a
+//! snapshot; they go to channel `Rome` (5 subscribers) over 1 000 topics, from one
+//! sender, ~60 bytes of content each.
+//!
+//! `cargo bench --bench messages` (`-- quick` for 100 000 messages). Client and server
+//! share the machine's two cores: compare ratios from one run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use hearth::realm::messages::{Message, MessageChange, Recipient, Wildcard};
+use hearth::realm::{dev, Change, Cx, Realm};
+use hearth::storage::{DurabilityMode, Store};
+
+const SENDER: &str = "desdemona@zulip.com";
+const TOPICS: u64 = 1_000;
+const BATCH: usize = 10_000;
+
+/// The development realm plus `n` messages in `Rome`; returns the realm (for keys).
+fn seed(dir: &Path, n: u64) -> Realm {
+    let store = Store::open(dir, DurabilityMode::Never).expect("store");
+    let mut rs = store.realm(hearth::DEV_SUBDOMAIN).expect("realm store");
+    let mut cx = Cx::seeded(1_700_000_000_000, 7);
+    let changes = dev::dev_realm_changes(&mut cx).expect("dev realm");
+    let mut realm = hearth::actor::create_realm(&mut rs, &changes).expect("create");
+    let rome = realm.channel_by_name("Rome").expect("Rome").id;
+    let sender = realm.user_by_delivery_email(SENDER).expect("sender").id;
+    let mut batch: Vec<Change> = Vec::with_capacity(BATCH);
+    let started = Instant::now();
+    for i in 0..n {
+        let content = format!("message {i}: the quick brown fox jumps over the lazy dog");
+        let m = Message {
+            id: realm.messages.next_id + batch.len() as u64,
+            sender_id: sender,
+            recipient: Recipient::Channel {
+                channel_id: rome,
+                topic: format!("topic {}", i % TOPICS),
+            },
+            rendered_content: format!("<p>{content}</p>"),
+            content,
+            timestamp: 1_700_000_000 + i as i64,
+            client: "bench".into(),
+            is_me_message: false,
+            mentioned: Vec::new(),
+            wildcard: Wildcard::None,
+            sender_read: true,
+            edits: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+            reactions: Vec::new(),
+        };
+        batch.push(Change::Message(MessageChange::Sent(Box::new(m))));
+        if batch.len() == BATCH || i + 1 == n {
+            rs.append(&batch).expect("append");
+            for c in &batch {
+                rs.messages().project(&realm, c).expect("project");
+                realm.apply(c);
+            }
+            batch.clear();
+        }
+    }
+    rs.snapshot(&realm).expect("snapshot");
+    store.durability.flush_now().expect("flush");
+    store.durability.shutdown();
+    if n > 0 {
+        println!(
+            "seeded {n} messages in {:.1} s ({:.0} messages/s)",
+            started.elapsed().as_secs_f64(),
+            n as f64 / started.elapsed().as_secs_f64()
+        );
+    }
+    realm
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).expect("read_dir") {
+        let e = e.expect("entry");
+        let meta = e.metadata().expect("metadata");
+        if meta.is_dir() {
+            total += dir_bytes(&e.path());
+        } else {
+            total += meta.len();
+        }
+    }
+    total
+}
+
+/// The `hearth` binary serving `data`.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    /// Starts the binary and waits for its first answer; returns it and the time that
+    /// took.
+    fn start(data: &Path, durability: &str) -> (Server, Duration) {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let started = Instant::now();
+        let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["serve", "--dev", "--durability", durability])
+            .arg("--data")
+            .arg(data)
+            .arg("--bind")
+            .arg(format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start hearth");
+        let server = Server {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        let http = reqwest::blocking::Client::new();
+        loop {
+            if let Ok(r) = http
+                .get(format!("{}/api/v1/server_settings", server.url))
+                .send()
+            {
+                if r.status().is_success() {
+                    break;
+                }
+            }
+            assert!(started.elapsed() < Duration::from_secs(300), "no answer");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let took = started.elapsed();
+        (server, took)
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn basic(realm: &Realm, email: &str) -> String {
+    let user = realm.user_by_delivery_email(email).expect("user");
+    let token =
+        base64::engine::general_purpose::STANDARD.encode(format!("{email}:{}", user.api_key));
+    format!("Basic {token}")
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// p50 and p99 of `GET /messages` narrowed to one topic, anchor newest, 50 messages.
+fn topic_reads(url: &str, auth: &str, samples: usize) -> (Duration, Duration, usize) {
+    let http = reqwest::blocking::Client::new();
+    let mut times = Vec::with_capacity(samples);
+    let mut got = 0;
+    for i in 0..samples + 20 {
+        let narrow = format!(
+            r#"[{{"operator":"channel","operand":"Rome"}},{{"operator":"topic","operand":"topic {}"}}]"#,
+            (i as u64 * 37) % TOPICS
+        );
+        let start = Instant::now();
+        let resp = http
+            .get(format!("{url}/api/v1/messages"))
+            .header("Authorization", auth)
+            .query(&[
+                ("anchor", "newest"),
+                ("num_before", "50"),
+                ("num_after", "0"),
+                ("narrow", narrow.as_str()),
+            ])
+            .send()
+            .expect("sent");
+        assert!(resp.status().is_success(), "{}", resp.status());
+        let body: serde_json::Value = resp.json().expect("json");
+        if i >= 20 {
+            times.push(start.elapsed());
+            got = body["messages"].as_array().map_or(0, Vec::len);
+        }
+    }
+    times.sort();
+    (percentile(&times, 0.5), percentile(&times, 0.99), got)
+}
+
+/// Messages per second sent by 64 concurrent clients for `secs` seconds.
+fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let sent = Arc::new(AtomicU64::new(0));
+        let errors = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for c in 0..64 {
+            let (http, url, auth) = (http.clone(), url.to_owned(), auth.to_owned());
+            let (sent, errors, stop) = (sent.clone(), errors.clone(), stop.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let content = format!("load {c} {i}");
+                    let r = http
+                        .post(format!("{url}/api/v1/messages"))
+                        .header("Authorization", &auth)
+                        .form(&[
+                            ("type", "stream"),
+                            ("to", "Rome"),
+                            ("topic", "load"),
+                            ("content", content.as_str()),
+                        ])
+                        .send()
+                        .await;
+                    match r {
+                        Ok(r) if r.status().is_success() => {
+                            sent.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    i += 1;
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let base = sent.load(Ordering::Relaxed);
+        let started = Instant::now();
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        let done = sent.load(Ordering::Relaxed) - base;
+        let took = started.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        for t in tasks {
+            let _ = t.await;
+        }
+        (done as f64 / took, errors.load(Ordering::Relaxed))
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "quick");
+    let n: u64 = if quick { 100_000 } else { 1_000_000 };
+    let root = tempfile::tempdir().expect("tmp");
+    let empty: PathBuf = root.path().join("empty");
+    let full: PathBuf = root.path().join("full");
+    let realm = seed(&empty, 0);
+    seed(&full, n);
+    let auth = basic(&realm, SENDER);
+    let (empty_bytes, full_bytes) = (dir_bytes(&empty), dir_bytes(&full));
+
+    println!("\n| measure | 0 messages | {n} messages | ratio |");
+    println!("| --- | --- | --- | --- |");
+    // Two starts each; the second (warm page cache) is the one reported.
+    let mut rows = Vec::new();
+    for (data, label) in [(&empty, "empty"), (&full, "full")] {
+        let _ = Server::start(data, "always");
+        let (server, took) = Server::start(data, "always");
+        let (p50, p99, got) = topic_reads(&server.url, &auth, 200);
+        let rss = server.rss_kib();
+        rows.push((label, took, rss, p50, p99, got));
+    }
+    let (e, f) = (&rows[0], &rows[1]);
+    println!(
+        "| restart (process start to first answer) | {:.0} ms | {:.0} ms | {:.2}x |",
+        ms(e.1),
+        ms(f.1),
+        f.1.as_secs_f64() / e.1.as_secs_f64()
+    );
+    println!(
+        "| RSS after start and reads | {:.1} MiB | {:.1} MiB | {:.2}x |",
+        e.2 as f64 / 1024.0,
+        f.2 as f64 / 1024.0,
+        f.2 as f64 / e.2 as f64
+    );
+    println!(
+        "| data folder | {:.1} MiB | {:.1} MiB | {:.0} bytes/message |",
+        empty_bytes as f64 / 1048576.0,
+        full_bytes as f64 / 1048576.0,
+        (full_bytes.saturating_sub(empty_bytes)) as f64 / n as f64
+    );
+    println!(
+        "| GET /messages topic narrow, newest, 50: p50 / p99 | {:.2} / {:.2} ms ({} msgs) | {:.2} / {:.2} ms ({} msgs) | {:.2}x |",
+        ms(e.3),
+        ms(e.4),
+        e.5,
+        ms(f.3),
+        ms(f.4),
+        f.5,
+        f.3.as_secs_f64() / e.3.as_secs_f64()
+    );
+    let secs = if quick { 3 } else { 10 };
+    let mut rates = Vec::new();
+    for mode in ["always", "never"] {
+        let (server, _) = Server::start(&full, mode);
+        let (rate, errors) = send_throughput(&server.url, &auth, secs);
+        rates.push(rate);
+        println!("| sends/s, 64 clients, `{mode}` (at {n}) | | {rate:.0} ({errors} errors) | |");
+    }
+    println!(
+        "| `always` / `never` send throughput | | {:.2} | |",
+        rates[0] / rates[1]
+    );
+}
