@@ -214,6 +214,12 @@ impl Running {
         self.store.durability.clone()
     }
 
+    /// Sweeps unclaimed uploads now (tests; the server does it hourly); returns how many
+    /// attachments were deleted.
+    pub async fn sweep_uploads(&self) -> usize {
+        api::attachments::sweep_uploads(&self.state).await
+    }
+
     /// The event hub of the realm serving `host` (tests drive its ticker by hand).
     pub fn hub(&self, host: &str) -> Option<Arc<EventHub>> {
         self.state.registry.for_host(host).map(|r| r.hub)
@@ -303,6 +309,11 @@ pub async fn spawn_with_clock(
         registry,
         durability: store.durability.clone(),
         dev: config.dev,
+        uploads: Arc::new(api::attachments::Uploads::new(
+            &config.data,
+            config.max_file_upload_size_mib,
+            config.upload_sweep_days,
+        )),
     });
     let app_state = state.clone();
     let mut server = HttpServer::new(move || {
@@ -321,6 +332,9 @@ pub async fn spawn_with_clock(
     let handle = server.handle();
     actix_web::rt::spawn(server);
     spawn_release_task(&state);
+    if config.tick {
+        spawn_upload_sweeper(&state);
+    }
     if config.tick {
         // Weak: the ticker ends with the server instead of keeping its state alive.
         let ticking = Arc::downgrade(&state.clone().into_inner());
@@ -344,6 +358,23 @@ pub async fn spawn_with_clock(
         store,
         _arbiters: arbiters,
     })
+}
+
+/// Sweeps unclaimed uploads once an hour (the first right away).
+fn spawn_upload_sweeper(state: &web::Data<AppState>) {
+    // Weak: the task ends with the server instead of keeping its state alive.
+    let weak = Arc::downgrade(&state.clone().into_inner());
+    actix_web::rt::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let Some(state) = weak.upgrade() else { break };
+            let swept = api::attachments::sweep_uploads(&state).await;
+            if swept > 0 {
+                tracing::info!("swept {swept} unclaimed uploads");
+            }
+        }
+    });
 }
 
 /// Makes decisions visible as soon as they are durable, also those whose handler is

@@ -27,7 +27,8 @@ fn queue_options(p: &super::params::Params) -> Result<QueueOptions, ApiError> {
 
 /// # `POST /register`
 pub async fn register(req: ApiRequest) -> ApiResponse {
-    req.read_large(CallOpts::USER, |c| {
+    let max_file_upload_size_mib = req.state.uploads.max_mib;
+    req.read_large(CallOpts::USER, move |c| {
         let me = c.me()?;
         let p = &*c.params;
         let mut queue = queue_options(p)?;
@@ -49,11 +50,15 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         };
         let slim_presence = p.bool_or("slim_presence", false)?;
         p.opt_int("presence_history_limit_days")?;
-        let user_avatar_url_field_optional = queue
-            .capabilities
-            .get("user_avatar_url_field_optional")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let capability = |name: &str| {
+            queue
+                .capabilities
+                .get(name)
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        let user_avatar_url_field_optional = capability("user_avatar_url_field_optional");
+        let linkifier_url_template = capability("linkifier_url_template");
         // The queue sees exactly the events published after `version`, the state
         // answered below (newer than or equal to the one `me` was authenticated in).
         let (queue_id, version) = c.hub.register(me.id, queue);
@@ -66,6 +71,8 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             user_avatar_url_field_optional,
             longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
             realm_url: version.url(c.server_url).to_owned(),
+            linkifier_url_template,
+            max_file_upload_size_mib: max_file_upload_size_mib,
         };
         let state = version.register_state(me, &opts);
         let mut body = Map::new();

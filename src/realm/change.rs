@@ -10,6 +10,9 @@ use super::channels::{
     SubProperty,
 };
 use super::groups::UserGroup;
+pub use super::attachments::AttachmentChange;
+pub use super::linkifiers::LinkifierChange;
+pub use super::profile_fields::ProfileFieldChange;
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact, by the resource it is about. Never a generic patch: one variant
@@ -21,6 +24,9 @@ pub enum Change {
     User(UserChange),
     Group(GroupChange),
     Channel(ChannelChange),
+    Linkifier(LinkifierChange),
+    ProfileField(ProfileFieldChange),
+    Attachment(AttachmentChange),
 }
 
 /// Facts about the realm itself.
@@ -127,9 +133,13 @@ impl Change {
     /// How durable this change must be before its request is answered.
     pub fn durability(&self) -> DurabilityClass {
         match self {
-            Change::Realm(_) | Change::User(_) | Change::Group(_) | Change::Channel(_) => {
-                DurabilityClass::Durable
-            }
+            Change::Realm(_)
+            | Change::User(_)
+            | Change::Group(_)
+            | Change::Channel(_)
+            | Change::Linkifier(_)
+            | Change::ProfileField(_)
+            | Change::Attachment(_) => DurabilityClass::Durable,
         }
     }
 }

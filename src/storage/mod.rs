@@ -4,6 +4,7 @@
 pub mod codec;
 pub mod durability;
 pub mod legacy;
+pub mod uploads;
 pub mod wal;
 
 pub use durability::StorageFailed;
