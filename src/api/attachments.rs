@@ -88,7 +88,9 @@ fn too_large(max_mib: u64) -> ApiError {
     ApiError::new(
         413,
         ErrorCode::BadRequest,
-        format!("File is larger than this server's configured maximum upload size ({max_mib} MiB)."),
+        format!(
+            "File is larger than this server's configured maximum upload size ({max_mib} MiB)."
+        ),
     )
 }
 
@@ -194,13 +196,19 @@ pub async fn upload_file(req: HttpRequest, payload: web::Payload) -> ApiResponse
             while let Some(chunk) = field.try_next().await.map_err(malformed)? {
                 read += chunk.len();
                 if read > super::BODY_LIMIT {
-                    return Err(ApiError::new(413, ErrorCode::BadRequest, "Request body too large"));
+                    return Err(ApiError::new(
+                        413,
+                        ErrorCode::BadRequest,
+                        "Request body too large",
+                    ));
                 }
             }
             continue;
         };
         if file.is_some() {
-            return Err(ApiError::bad_request("You may only upload one file at a time"));
+            return Err(ApiError::bad_request(
+                "You may only upload one file at a time",
+            ));
         }
         let content_type = field
             .content_type()
@@ -268,7 +276,10 @@ pub async fn get_attachments(req: ApiRequest) -> ApiResponse {
     req.read_large(CallOpts::USER, |c| {
         let me = c.me()?;
         let mut body = one("attachments", Value::Array(c.realm.view_attachments(me)));
-        body.insert("upload_space_used".into(), c.realm.upload_space_used().into());
+        body.insert(
+            "upload_space_used".into(),
+            c.realm.upload_space_used().into(),
+        );
         Ok(Outcome::read(body))
     })
     .await
@@ -289,7 +300,10 @@ pub async fn remove_attachment(req: ApiRequest, path: web::Path<String>) -> ApiR
             Ok(Outcome::write(changes, Map::new()))
         })
         .await?;
-    let sha = released.lock().unwrap_or_else(PoisonError::into_inner).take();
+    let sha = released
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
     if let Some(sha) = sha {
         let realm = hub.current();
         remove_unreferenced_files(&state, &realm, vec![sha]).await;
@@ -390,7 +404,8 @@ fn path_from_token(token: &str, now_secs: i64) -> Option<String> {
 /// `Content-Disposition`, as Django's `content_disposition_header`.
 fn disposition(inline: bool, name: &str) -> String {
     let kind = if inline { "inline" } else { "attachment" };
-    let plain = name.chars().all(|c| c.is_ascii_graphic() || c == ' ') && !name.contains(['"', '\\']);
+    let plain =
+        name.chars().all(|c| c.is_ascii_graphic() || c == ' ') && !name.contains(['"', '\\']);
     if plain {
         format!("{kind}; filename=\"{name}\"")
     } else {
@@ -510,19 +525,22 @@ pub async fn sweep_uploads(state: &AppState) -> usize {
             if candidates.is_empty() {
                 break;
             }
-            let decide = Box::new(move |realm: &Realm, _: Option<&User>, cx: &mut crate::realm::Cx| {
-                let changes = realm.decide_sweep(&candidates, cx.now_ms.saturating_sub(period_ms));
-                let n = match changes.first() {
-                    Some(Change::Attachment(crate::realm::attachments::AttachmentChange::Swept { ids })) => {
-                        ids.len()
-                    }
-                    _ => 0,
-                };
-                Ok(Decided {
-                    changes,
-                    answer: Box::new(n),
-                })
-            });
+            let decide = Box::new(
+                move |realm: &Realm, _: Option<&User>, cx: &mut crate::realm::Cx| {
+                    let changes =
+                        realm.decide_sweep(&candidates, cx.now_ms.saturating_sub(period_ms));
+                    let n = match changes.first() {
+                        Some(Change::Attachment(
+                            crate::realm::attachments::AttachmentChange::Swept { ids },
+                        )) => ids.len(),
+                        _ => 0,
+                    };
+                    Ok(Decided {
+                        changes,
+                        answer: Box::new(n),
+                    })
+                },
+            );
             let reply = match handle.addr.send(Call { me: None, decide }).await {
                 Ok(Ok(reply)) => reply,
                 Ok(Err(e)) => {
@@ -580,7 +598,10 @@ mod tests {
             .strip_prefix("/user_uploads/temporary/")
             .and_then(|r| r.strip_suffix("/file.txt"))
             .expect("shape");
-        assert_eq!(path_from_token(token, 1000).as_deref(), Some("2/ab/xyz/file.txt"));
+        assert_eq!(
+            path_from_token(token, 1000).as_deref(),
+            Some("2/ab/xyz/file.txt")
+        );
         assert_eq!(path_from_token(token, 1000 + TEMPORARY_URL_SECS + 1), None);
         let mut forged = token.to_owned();
         forged.replace_range(0..2, "33");
@@ -593,6 +614,9 @@ mod tests {
         assert_eq!(upload_name("C:\\x\\a%20b.txt").as_deref(), Some("a b.txt"));
         assert_eq!(upload_name("../.."), None);
         assert_eq!(disposition(true, "a.png"), "inline; filename=\"a.png\"");
-        assert_eq!(disposition(false, "é.zip"), "attachment; filename*=utf-8''%C3%A9.zip");
+        assert_eq!(
+            disposition(false, "é.zip"),
+            "attachment; filename*=utf-8''%C3%A9.zip"
+        );
     }
 }

@@ -8,9 +8,7 @@ use serde_json::{Map, Value};
 use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
-use crate::realm::profile_fields::{
-    parse_field_data, parse_profile_data, FieldUpdate, NewField,
-};
+use crate::realm::profile_fields::{parse_field_data, parse_profile_data, FieldUpdate, NewField};
 use crate::realm::User;
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
@@ -119,7 +117,9 @@ pub async fn reorder_profile_fields(req: ApiRequest) -> ApiResponse {
 pub async fn update_profile_data(req: ApiRequest) -> ApiResponse {
     req.check(|_, me| human_only(me))?;
     let data = |p: &Params| {
-        let v = p.opt_json("data")?.ok_or_else(|| ApiError::missing("data"))?;
+        let v = p
+            .opt_json("data")?
+            .ok_or_else(|| ApiError::missing("data"))?;
         parse_profile_data(v)
     };
     req.write(CallOpts::USER, data, |c, data| {

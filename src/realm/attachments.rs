@@ -228,7 +228,9 @@ impl Realm {
             .chunks(3)
             .flat_map(|c| {
                 let n = (u32::from(c[0]) << 16) | (u32::from(c[1]) << 8) | u32::from(c[2]);
-                (0..4).rev().map(move |i| URLSAFE[((n >> (6 * i)) & 63) as usize] as char)
+                (0..4)
+                    .rev()
+                    .map(move |i| URLSAFE[((n >> (6 * i)) & 63) as usize] as char)
             })
             .collect();
         let path_id = format!(
@@ -430,7 +432,9 @@ impl Realm {
                 self.insert_attachment(att.clone());
             }
             AttachmentChange::Removed { id } => self.delete_attachment(*id),
-            AttachmentChange::Swept { ids } => ids.iter().for_each(|id| self.delete_attachment(*id)),
+            AttachmentChange::Swept { ids } => {
+                ids.iter().for_each(|id| self.delete_attachment(*id))
+            }
             AttachmentChange::Claimed {
                 message_id,
                 date_sent,
@@ -475,7 +479,11 @@ impl Realm {
 
     /// `attachment` events, to the uploader only, with the realm's `upload_space_used`
     /// after the change. The sweep sends none (as Zulip's).
-    pub(crate) fn attachment_events(&self, before: &Realm, change: &AttachmentChange) -> Vec<Event> {
+    pub(crate) fn attachment_events(
+        &self,
+        before: &Realm,
+        change: &AttachmentChange,
+    ) -> Vec<Event> {
         let event = |op: &str, attachment: Value, owner: UserId| {
             Event::new(
                 json!({"type": "attachment", "op": op, "attachment": attachment, "upload_space_used": self.upload_space_used}),
@@ -536,7 +544,10 @@ mod tests {
             [dup](/user_uploads/2/ab/xyzXYZ/a.txt) but not /user_uploads/x or /user_uploads/2/a/b";
         assert_eq!(
             upload_path_ids(content),
-            vec!["2/ab/xyzXYZ/a.txt".to_owned(), "2/cd/QQQ/b c.pdf".to_owned()]
+            vec![
+                "2/ab/xyzXYZ/a.txt".to_owned(),
+                "2/cd/QQQ/b c.pdf".to_owned()
+            ]
         );
     }
 }

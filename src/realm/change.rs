@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::attachments::AttachmentChange;
 use super::channels::{
     Channel, ChannelFolder, ChannelId, ChannelUpdate, FolderId, FolderUpdate, NewSubscription,
     SubProperty,
 };
 use super::groups::UserGroup;
-pub use super::attachments::AttachmentChange;
 pub use super::linkifiers::LinkifierChange;
 pub use super::profile_fields::ProfileFieldChange;
 use super::{RealmSettings, Role, UserId};

@@ -185,7 +185,11 @@ fn re2_error(pattern: &str, e: &ast::Error) -> Option<String> {
             } else {
                 rest.chars().next().map_or(0, char::len_utf8)
             };
-            let len = if rest[len..].starts_with('?') { len + 1 } else { len };
+            let len = if rest[len..].starts_with('?') {
+                len + 1
+            } else {
+                len
+            };
             re2("no argument for repetition operator", &rest[..len])
         }
         ErrorKind::RepetitionCountInvalid => re2("invalid repetition size", text),
@@ -198,9 +202,10 @@ fn re2_error(pattern: &str, e: &ast::Error) -> Option<String> {
                 .map_or(pattern.len(), |i| start + i + 1);
             re2("invalid named capture group", &pattern[open..close])
         }
-        ErrorKind::GroupNameUnexpectedEof => {
-            re2("invalid named capture group", &pattern[group_start(pattern, start)..])
-        }
+        ErrorKind::GroupNameUnexpectedEof => re2(
+            "invalid named capture group",
+            &pattern[group_start(pattern, start)..],
+        ),
         ErrorKind::FlagDanglingNegation
         | ErrorKind::FlagDuplicate { .. }
         | ErrorKind::FlagRepeatedNegation { .. }
@@ -430,7 +435,9 @@ fn apply_one(text: &str, l: &CompiledLinkifier, link_before: bool, link_after: b
             pos = next;
             continue;
         }
-        let url = l.template.expand(|name| caps.name(name).map(|g| g.as_str()));
+        let url = l
+            .template
+            .expand(|name| caps.name(name).map(|g| g.as_str()));
         match sanitize_url(&url) {
             Some(url) => {
                 out.push(Piece::Text(hay[copied..m.start()].to_owned()));
@@ -464,7 +471,11 @@ pub fn sanitize_url(url: &str) -> Option<String> {
         Some(_) => None,
         None if url.starts_with("//") => Some(format!("http:{url}")),
         None if url.starts_with('/') || url.starts_with('#') => Some(url),
-        None if url.split(['/', '?', '#']).next().is_some_and(|p| p.contains('@')) => {
+        None if url
+            .split(['/', '?', '#'])
+            .next()
+            .is_some_and(|p| p.contains('@')) =>
+        {
             Some(format!("mailto:{url}"))
         }
         None => Some(format!("http://{url}")),
@@ -508,7 +519,12 @@ impl Realm {
     pub fn decide_add_linkifier(&self, spec: &LinkifierSpec) -> ApiResult<(Vec<Change>, u64)> {
         spec.validate(self, None)?;
         let id = self.next_linkifier_id.max(1);
-        let order = self.linkifiers.values().map(|l| l.order + 1).max().unwrap_or(0);
+        let order = self
+            .linkifiers
+            .values()
+            .map(|l| l.order + 1)
+            .max()
+            .unwrap_or(0);
         let l = Linkifier {
             id,
             pattern: spec.pattern.clone(),
@@ -532,7 +548,9 @@ impl Realm {
     /// `DELETE /realm/filters/{filter_id}`, after `require_admin`.
     pub fn decide_remove_linkifier(&self, id: i64) -> ApiResult<Vec<Change>> {
         let l = self.linkifier(id).ok_or_else(not_found)?;
-        Ok(vec![Change::Linkifier(LinkifierChange::Removed { id: l.id })])
+        Ok(vec![Change::Linkifier(LinkifierChange::Removed {
+            id: l.id,
+        })])
     }
 
     /// `PATCH /realm/linkifiers`, after `require_admin`: every linkifier exactly once.
@@ -558,7 +576,9 @@ impl Realm {
     }
 
     fn linkifier(&self, id: i64) -> Option<&Linkifier> {
-        u64::try_from(id).ok().and_then(|id| self.linkifiers.get(&id))
+        u64::try_from(id)
+            .ok()
+            .and_then(|id| self.linkifiers.get(&id))
     }
 
     pub(crate) fn apply_linkifier_change(&mut self, change: &LinkifierChange) {
@@ -581,8 +601,11 @@ impl Realm {
                 self.linkifiers.remove(id);
             }
             LinkifierChange::Reordered { ids } => {
-                let order: BTreeMap<u64, i64> =
-                    ids.iter().enumerate().map(|(i, id)| (*id, i as i64)).collect();
+                let order: BTreeMap<u64, i64> = ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| (*id, i as i64))
+                    .collect();
                 for (id, o) in order {
                     if let Some(l) = self.linkifiers.get_mut(&id) {
                         l.order = o;
@@ -629,19 +652,37 @@ mod tests {
             err(r"ZUL-(?P<id>\d????)"),
             "Bad regular expression: bad repetition operator: ????"
         );
-        assert_eq!(err("a**"), "Bad regular expression: bad repetition operator: **");
+        assert_eq!(
+            err("a**"),
+            "Bad regular expression: bad repetition operator: **"
+        );
         assert_eq!(err("foo)"), "Bad regular expression: unexpected ): foo)");
         assert_eq!(err("x[a-"), "Bad regular expression: missing ]: [a-");
-        assert_eq!(err("[z-a]"), "Bad regular expression: invalid character class range: z-a");
-        assert_eq!(err("*a"), "Bad regular expression: no argument for repetition operator: *");
-        assert_eq!(err(r"a\q"), r"Bad regular expression: invalid escape sequence: \q");
+        assert_eq!(
+            err("[z-a]"),
+            "Bad regular expression: invalid character class range: z-a"
+        );
+        assert_eq!(
+            err("*a"),
+            "Bad regular expression: no argument for repetition operator: *"
+        );
+        assert_eq!(
+            err(r"a\q"),
+            r"Bad regular expression: invalid escape sequence: \q"
+        );
         assert_eq!(err("ab\\"), "Bad regular expression: trailing \\");
-        assert_eq!(err("a{1001}"), "Bad regular expression: invalid repetition size: {1001}");
+        assert_eq!(
+            err("a{1001}"),
+            "Bad regular expression: invalid repetition size: {1001}"
+        );
         assert_eq!(
             err("(?P<x>a)(?P<x>b)"),
             "Bad regular expression: invalid named capture group: (?P<x>"
         );
-        assert_eq!(err("(?=a)"), "Bad regular expression: invalid perl operator: (?=");
+        assert_eq!(
+            err("(?=a)"),
+            "Bad regular expression: invalid perl operator: (?="
+        );
     }
 
     #[test]
@@ -654,27 +695,46 @@ mod tests {
     }
 
     fn spec_err(p: &str, t: &str) -> Option<String> {
-        LinkifierSpec::check(p, t).errors.first().map(|(_, m)| m.clone())
+        LinkifierSpec::check(p, t)
+            .errors
+            .first()
+            .map(|(_, m)| m.clone())
     }
 
     #[test]
     fn zulip_clean_rules() {
         let t = "https://realm.com/my_realm_filter/{id}";
-        assert_eq!(spec_err("", t).as_deref(), Some("This field cannot be blank."));
+        assert_eq!(
+            spec_err("", t).as_deref(),
+            Some("This field cannot be blank.")
+        );
         assert_eq!(
             spec_err(r"ZUL-(?P<id>\d+)", "$fgfg").as_deref(),
             Some("Group 'id' in linkifier pattern is not present in URL template.")
         );
         assert_eq!(
-            spec_err(r"ZUL-(?P<id>\d+)", "https://realm.com/my_realm_filter/{hello}").as_deref(),
+            spec_err(
+                r"ZUL-(?P<id>\d+)",
+                "https://realm.com/my_realm_filter/{hello}"
+            )
+            .as_deref(),
             Some("Group 'hello' in URL template is not present in linkifier pattern.")
         );
         assert_eq!(
             spec_err(r"ZUL-(?P<id>\d+)-(?P<hello>\d+)", "https://r.com/{hello}").as_deref(),
             Some("Group 'id' in linkifier pattern is not present in URL template.")
         );
-        assert_eq!(spec_err("#(?P<id>[123])", "{id").as_deref(), Some("Invalid URL template."));
-        assert_eq!(spec_err(r"ZUL-(?P<id>\d+)", "https://realm.com/my_realm_filter/#hashtag/{id}"), None);
+        assert_eq!(
+            spec_err("#(?P<id>[123])", "{id").as_deref(),
+            Some("Invalid URL template.")
+        );
+        assert_eq!(
+            spec_err(
+                r"ZUL-(?P<id>\d+)",
+                "https://realm.com/my_realm_filter/#hashtag/{id}"
+            ),
+            None
+        );
         let s = LinkifierSpec::check("", "");
         assert_eq!(
             s.errors.iter().map(|(f, _)| *f).collect::<Vec<_>>(),
@@ -710,7 +770,10 @@ mod tests {
 
     #[test]
     fn linkify_as_zulip() {
-        let l = compiled(&[("#(?P<id>[0-9]{2,8})", "https://trac.example.com/ticket/{id}")]);
+        let l = compiled(&[(
+            "#(?P<id>[0-9]{2,8})",
+            "https://trac.example.com/ticket/{id}",
+        )]);
         // Zulip's test_realm_patterns.
         assert_eq!(
             html(&linkify("We should fix #224 #336 #446 and #115, but not issue#124 or #1124z today.", &l)),
@@ -719,15 +782,27 @@ mod tests {
              <a href=\"https://trac.example.com/ticket/446\">#446</a> and \
              <a href=\"https://trac.example.com/ticket/115\">#115</a>, but not issue#124 or #1124z today."
         );
-        assert_eq!(html(&linkify("(#12)", &l)), "(<a href=\"https://trac.example.com/ticket/12\">#12</a>)");
-        assert_eq!(linkify("nothing here", &l), vec![Piece::Text("nothing here".into())]);
+        assert_eq!(
+            html(&linkify("(#12)", &l)),
+            "(<a href=\"https://trac.example.com/ticket/12\">#12</a>)"
+        );
+        assert_eq!(
+            linkify("nothing here", &l),
+            vec![Piece::Text("nothing here".into())]
+        );
     }
 
     #[test]
     fn linkifiers_in_order() {
         let l = compiled(&[
-            ("zulip-mobile#(?P<id>[0-9]{2,8})", "https://github.com/zulip/zulip-mobile/pull/{id}"),
-            ("zulip-(?P<repo>[a-zA-Z-_0-9]+)#(?P<id>[0-9]{2,8})", "https://github.com/zulip/{repo}/pull/{id}"),
+            (
+                "zulip-mobile#(?P<id>[0-9]{2,8})",
+                "https://github.com/zulip/zulip-mobile/pull/{id}",
+            ),
+            (
+                "zulip-(?P<repo>[a-zA-Z-_0-9]+)#(?P<id>[0-9]{2,8})",
+                "https://github.com/zulip/{repo}/pull/{id}",
+            ),
         ]);
         assert_eq!(
             html(&linkify("see zulip-mobile#123 and zulip-terminal#45", &l)),
@@ -739,8 +814,17 @@ mod tests {
     #[test]
     fn urls_are_sanitized() {
         assert_eq!(sanitize_url("javascript:alert(1)"), None);
-        assert_eq!(sanitize_url("/user_uploads/x").as_deref(), Some("/user_uploads/x"));
-        assert_eq!(sanitize_url("example.com/a").as_deref(), Some("http://example.com/a"));
-        assert_eq!(sanitize_url("HTTPS://a b").as_deref(), Some("HTTPS://a%20b"));
+        assert_eq!(
+            sanitize_url("/user_uploads/x").as_deref(),
+            Some("/user_uploads/x")
+        );
+        assert_eq!(
+            sanitize_url("example.com/a").as_deref(),
+            Some("http://example.com/a")
+        );
+        assert_eq!(
+            sanitize_url("HTTPS://a b").as_deref(),
+            Some("HTTPS://a%20b")
+        );
     }
 }

@@ -122,7 +122,10 @@ mod tests {
 
     fn linkifiers() -> Vec<CompiledLinkifier> {
         [
-            ("#D(?P<id>[0-9]{2,8})", "https://github.com/zulip/zulip-desktop/pull/{id}"),
+            (
+                "#D(?P<id>[0-9]{2,8})",
+                "https://github.com/zulip/zulip-desktop/pull/{id}",
+            ),
             ("ZUL-(?P<id>[0-9]+)", "https://example.com/a?b=1&id={id}"),
         ]
         .iter()
@@ -151,7 +154,10 @@ mod tests {
             render_description_with("`#D123` and [#D45](https://x.com) and\n\n    #D67", &l),
             "<p><code>#D123</code> and <a href=\"https://x.com\">#D45</a> and</p>\n<pre><code>#D67</code></pre>"
         );
-        assert_eq!(render_description_with("no #D1 match", &l), "<p>no #D1 match</p>");
+        assert_eq!(
+            render_description_with("no #D1 match", &l),
+            "<p>no #D1 match</p>"
+        );
         assert_eq!(
             render_description_with("a < #D12", &l),
             "<p>a &lt; <a href=\"https://github.com/zulip/zulip-desktop/pull/12\">#D12</a></p>"

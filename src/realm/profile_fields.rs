@@ -52,7 +52,11 @@ pub const DEFAULT_EXTERNAL_ACCOUNTS: [(&str, &str, &str); 21] = [
     ("gitlab", "GitLab username", ""),
     ("instagram", "Instagram username", ""),
     ("linkedin", "LinkedIn profile name", ""),
-    ("mastodon", "Mastodon profile", "The full URL to your profile"),
+    (
+        "mastodon",
+        "Mastodon profile",
+        "The full URL to your profile",
+    ),
     ("medium", "Medium username", ""),
     ("pinterest", "Pinterest username", ""),
     ("reddit", "Reddit username", ""),
@@ -251,7 +255,9 @@ fn is_default_external(data: &Map<String, Value>) -> bool {
 fn validate_field_data(field_type: u8, data: &Map<String, Value>) -> ApiResult<()> {
     if field_type == SELECT {
         if data.is_empty() {
-            return Err(ApiError::bad_request("Field must have at least one choice."));
+            return Err(ApiError::bad_request(
+                "Field must have at least one choice.",
+            ));
         }
         let mut texts = BTreeSet::new();
         for (key, value) in data {
@@ -282,7 +288,10 @@ fn validate_field_data(field_type: u8, data: &Map<String, Value>) -> ApiResult<(
             &[("url_pattern", check_url_pattern)],
         )?;
         let subtype = data.get("subtype").and_then(Value::as_str).unwrap_or("");
-        if subtype != "custom" && !DEFAULT_EXTERNAL_ACCOUNTS.iter().any(|(s, _, _)| *s == subtype)
+        if subtype != "custom"
+            && !DEFAULT_EXTERNAL_ACCOUNTS
+                .iter()
+                .any(|(s, _, _)| *s == subtype)
         {
             return Err(ApiError::bad_request("Invalid external account type"));
         }
@@ -345,9 +354,9 @@ pub fn url_is_valid(url: &str) -> bool {
 
 /// Python's `date.fromisoformat(v).isoformat() == v`: exactly `YYYY-MM-DD`, a real day.
 fn date_is_valid(v: &str) -> bool {
-    v.len() == 10 && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok_and(|d| {
-        d.format("%Y-%m-%d").to_string() == v
-    })
+    v.len() == 10
+        && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d")
+            .is_ok_and(|d| d.format("%Y-%m-%d").to_string() == v)
 }
 
 /// The parsed body of `PATCH /users/me/profile_data`: `(field id, value)`.
@@ -491,30 +500,30 @@ impl Realm {
             &p.field_data,
             p.display_in_profile_summary,
         )?;
-        let (name, hint, field_data) = if ty == EXTERNAL_ACCOUNT && is_default_external(&p.field_data)
-        {
-            let subtype = p
-                .field_data
-                .get("subtype")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let (_, name, hint) = DEFAULT_EXTERNAL_ACCOUNTS
-                .iter()
-                .find(|(s, _, _)| *s == subtype)
-                .ok_or_else(|| ApiError::bad_request("Invalid external account type"))?;
-            (
-                (*name).to_owned(),
-                (*hint).to_owned(),
-                json!({"subtype": subtype}).to_string(),
-            )
-        } else {
-            let data = if matches!(ty, SELECT | EXTERNAL_ACCOUNT) {
-                Value::Object(p.field_data.clone()).to_string()
+        let (name, hint, field_data) =
+            if ty == EXTERNAL_ACCOUNT && is_default_external(&p.field_data) {
+                let subtype = p
+                    .field_data
+                    .get("subtype")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let (_, name, hint) = DEFAULT_EXTERNAL_ACCOUNTS
+                    .iter()
+                    .find(|(s, _, _)| *s == subtype)
+                    .ok_or_else(|| ApiError::bad_request("Invalid external account type"))?;
+                (
+                    (*name).to_owned(),
+                    (*hint).to_owned(),
+                    json!({"subtype": subtype}).to_string(),
+                )
             } else {
-                String::new()
+                let data = if matches!(ty, SELECT | EXTERNAL_ACCOUNT) {
+                    Value::Object(p.field_data.clone()).to_string()
+                } else {
+                    String::new()
+                };
+                (p.name.clone(), p.hint.clone(), data)
             };
-            (p.name.clone(), p.hint.clone(), data)
-        };
         if self.field_name_taken(&name, None) {
             return Err(ApiError::bad_request(
                 "A field with that label already exists.",
@@ -893,7 +902,13 @@ mod tests {
         ] {
             assert!(url_is_valid(ok), "{ok}");
         }
-        for bad in ["not a url", "zulip.com", "javascript:alert(1)", "https://", "https://a b.com"] {
+        for bad in [
+            "not a url",
+            "zulip.com",
+            "javascript:alert(1)",
+            "https://",
+            "https://a b.com",
+        ] {
             assert!(!url_is_valid(bad), "{bad}");
         }
     }
@@ -920,9 +935,18 @@ mod tests {
                 .err()
                 .map(|e| e.msg)
         };
-        assert_eq!(msg("", "", 1, json!({}), false).as_deref(), Some("Label cannot be blank."));
-        assert_eq!(msg("x", "", 99, json!({}), false).as_deref(), Some("Invalid field type."));
-        assert_eq!(msg("", "", 99, json!({}), false).as_deref(), Some("Label cannot be blank."));
+        assert_eq!(
+            msg("", "", 1, json!({}), false).as_deref(),
+            Some("Label cannot be blank.")
+        );
+        assert_eq!(
+            msg("x", "", 99, json!({}), false).as_deref(),
+            Some("Invalid field type.")
+        );
+        assert_eq!(
+            msg("", "", 99, json!({}), false).as_deref(),
+            Some("Label cannot be blank.")
+        );
         assert_eq!(
             msg("x", "", 3, json!({}), false).as_deref(),
             Some("Field must have at least one choice.")
@@ -932,7 +956,14 @@ mod tests {
             Some("order key is missing from field_data")
         );
         assert_eq!(
-            msg("x", "", 3, json!({"a": {"text": "A", "order": "1"}, "b": {"text": "A", "order": "2"}}), false).as_deref(),
+            msg(
+                "x",
+                "",
+                3,
+                json!({"a": {"text": "A", "order": "1"}, "b": {"text": "A", "order": "2"}}),
+                false
+            )
+            .as_deref(),
             Some("Field must not have duplicate choices.")
         );
         assert_eq!(
@@ -945,7 +976,14 @@ mod tests {
         );
         assert_eq!(msg("", "", 7, json!({"subtype": "github"}), false), None);
         assert_eq!(
-            msg("x", "", 7, json!({"subtype": "custom", "url_pattern": "https://x.com/"}), false).as_deref(),
+            msg(
+                "x",
+                "",
+                7,
+                json!({"subtype": "custom", "url_pattern": "https://x.com/"}),
+                false
+            )
+            .as_deref(),
             Some("URL pattern must contain '%(username)s'.")
         );
         assert_eq!(
@@ -965,15 +1003,24 @@ mod tests {
     #[test]
     fn profile_data_shapes() {
         assert_eq!(
-            parse_profile_data(json!([{"id": 1}])).err().map(|e| e.msg).as_deref(),
+            parse_profile_data(json!([{"id": 1}]))
+                .err()
+                .map(|e| e.msg)
+                .as_deref(),
             Some("data[0][\"value\"] field is missing: Field required")
         );
         assert_eq!(
-            parse_profile_data(json!([{"id": 1, "value": 3}])).err().map(|e| e.msg).as_deref(),
+            parse_profile_data(json!([{"id": 1, "value": 3}]))
+                .err()
+                .map(|e| e.msg)
+                .as_deref(),
             Some("data[0][\"value\"][\"str\"] is not a string")
         );
         assert_eq!(
-            parse_profile_data(json!([1])).err().map(|e| e.msg).as_deref(),
+            parse_profile_data(json!([1]))
+                .err()
+                .map(|e| e.msg)
+                .as_deref(),
             Some("data[0] is not a dict")
         );
         assert!(parse_profile_data(json!([{"id": 6, "value": [1, 2]}])).is_ok());

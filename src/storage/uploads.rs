@@ -91,7 +91,9 @@ impl UploadStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, usize>> {
-        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner)
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn tmp_dir(&self) -> PathBuf {
@@ -228,10 +230,16 @@ mod tests {
         assert!(path.is_file());
         let sha = held.sha256.clone();
         // Held: not removed even though nothing references it.
-        assert_eq!(store.remove_unreferenced("zulip", &[sha.clone()], |_| false), 0);
+        assert_eq!(
+            store.remove_unreferenced("zulip", &[sha.clone()], |_| false),
+            0
+        );
         drop(held);
         // Referenced: kept.
-        assert_eq!(store.remove_unreferenced("zulip", &[sha.clone()], |_| true), 0);
+        assert_eq!(
+            store.remove_unreferenced("zulip", &[sha.clone()], |_| true),
+            0
+        );
         assert_eq!(store.remove_unreferenced("zulip", &[sha], |_| false), 1);
         assert!(!path.exists());
         // A dropped, unfinished upload leaves nothing behind.
