@@ -31,7 +31,9 @@
 //!   A step may `save` fields of its answer for later steps and the request:
 //!   `"save": {"queue": "queue_id", "bot": "/user_id"}` stores the body's `queue_id` as
 //!   `{var:queue}`; a field starting with `/` is a JSON pointer into the body. Strings
-//!   are saved as they are, other values as JSON text.
+//!   are saved as they are, other values as JSON text. A field may end in `#N` or
+//!   `#N..`: the `/`-separated segment N of the string, or the segments from N on
+//!   (`"/url#3.."` of `/user_uploads/2/ab/cd/x.txt` is `ab/cd/x.txt`).
 //! - In bodies, API keys, dates, timestamps, event queue ids, ids, versions and server
 //!   addresses are redacted (`<api_key>`, `<date>`, `<timestamp>`, `<queue_id>`, `<id>`,
 //!   `<version>`, `<url>`); a queue id the body names is also replaced inside messages.
@@ -97,16 +99,27 @@ fn save(vars: &mut Vars, step: &Value, body: &Value) {
     };
     for (name, field) in wanted {
         let field = field.as_str().expect("save: NAME -> field or /pointer");
+        let (field, segments) = match field.split_once('#') {
+            Some((f, spec)) => (f, Some(spec)),
+            None => (field, None),
+        };
         let value = if field.starts_with('/') {
             body.pointer(field)
         } else {
             body.get(field)
         }
         .unwrap_or_else(|| panic!("save {name}: no {field:?} in {body}"));
-        let text = match value {
+        let mut text = match value {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
+        if let Some(spec) = segments {
+            let parts: Vec<&str> = text.split('/').collect();
+            text = match spec.strip_suffix("..") {
+                Some(from) => parts[from.parse::<usize>().expect("#N..")..].join("/"),
+                None => parts[spec.parse::<usize>().expect("#N")].to_owned(),
+            };
+        }
         vars.insert(name.clone(), text);
     }
 }
@@ -197,7 +210,11 @@ async fn perform(app: &TestApp, vars: &Vars, spec: &Value) -> Reply {
         .and_then(Value::as_str)
         .unwrap_or(default);
     let files = spec.get("files").and_then(Value::as_object);
-    let encoding = if files.is_some() { "multipart" } else { encoding };
+    let encoding = if files.is_some() {
+        "multipart"
+    } else {
+        encoding
+    };
     let rb = app.request(method, &path, auth);
     let rb = match encoding {
         "query" => rb.query(&params),
@@ -226,9 +243,8 @@ async fn send_any(rb: reqwest::RequestBuilder) -> Reply {
     let resp = rb.send().await.expect("request sent");
     let (status, headers) = (resp.status(), resp.headers().clone());
     let bytes = resp.bytes().await.expect("body read");
-    let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
-        serde_json::json!({"raw_body": String::from_utf8_lossy(&bytes)})
-    });
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| serde_json::json!({"raw_body": String::from_utf8_lossy(&bytes)}));
     (status, headers, body)
 }
 
@@ -286,7 +302,9 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
         ) => "<timestamp>".into(),
         (Some("queue_id"), Value::String(_)) => "<queue_id>".into(),
         (Some("create_time"), Value::Number(_)) => "<timestamp>".into(),
-        (Some("path_id"), Value::String(s)) => redact_upload_path(s).unwrap_or_else(|| s.clone()).into(),
+        (Some("path_id"), Value::String(s)) => {
+            redact_upload_path(s).unwrap_or_else(|| s.clone()).into()
+        }
         (Some("zulip_version"), Value::String(_)) => "<version>".into(),
         (Some("user_id" | "bot_owner_id" | "id"), Value::Number(_)) => "<id>".into(),
         (_, Value::String(s)) => redact_text(s).into(),
@@ -535,11 +553,23 @@ fn redaction() {
         &serde_json::json!({"queue_id": "abc", "a": [7]}),
     );
     assert_eq!(substitute(&vars, "{var:q}/{var:n}/{id:x}"), "abc/7/{id:x}");
+    save(
+        &mut vars,
+        &serde_json::json!({"save": {"rest": "url#3..", "one": "/url#2"}}),
+        &serde_json::json!({"url": "/user_uploads/2/ab/cd/x.txt"}),
+    );
+    assert_eq!(substitute(&vars, "{var:one}|{var:rest}"), "2|ab/cd/x.txt");
     assert!(matches("/api/v1/users/{user}", "/api/v1/users/10"));
     assert!(!matches("/api/v1/users/{user}", "/api/v1/users"));
     assert!(!matches("/api/v1/users", "/api/v1/users/me"));
-    assert!(matches("/user_uploads/{realm_id}/{path:.*}", "/user_uploads/2/ab/cd/x.txt"));
-    assert!(!matches("/user_uploads/{realm_id}/{path:.*}", "/user_uploads/2"));
+    assert!(matches(
+        "/user_uploads/{realm_id}/{path:.*}",
+        "/user_uploads/2/ab/cd/x.txt"
+    ));
+    assert!(!matches(
+        "/user_uploads/{realm_id}/{path:.*}",
+        "/user_uploads/2"
+    ));
     assert_eq!(
         redact_text("/user_uploads/2/ab/0123456789abcdefghijklmn/x.txt"),
         "/user_uploads/2/<random>/x.txt"
