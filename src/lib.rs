@@ -255,7 +255,7 @@ pub async fn spawn_with_clock(
     let mut subdomains = store.realm_subdomains();
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
-        let changes = dev::dev_realm_changes(&mut Cx::new(&*clock)).map_err(StartError::Realm)?;
+        let changes = dev::seed_changes(&mut Cx::new(&*clock)).map_err(StartError::Realm)?;
         create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
         tracing::info!("seeded the development realm");
         subdomains.push(DEV_SUBDOMAIN.to_owned());

@@ -246,6 +246,23 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
             changes.push(Change::Channel(ChannelChange::Subscribed { subs }));
         }
     }
+    Ok(changes)
+}
+
+/// The changes that seed the development realm: `dev_realm_changes` (the realm, its
+/// users, groups and channels; the golden WAL records of `tests/formats.rs` are made of
+/// exactly these), then its custom profile fields and linkifiers.
+pub fn seed_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
+    let mut changes = dev_realm_changes(cx)?;
+    changes.extend(dev_realm_content_changes()?);
+    Ok(changes)
+}
+
+/// The development realm's custom profile fields (ids 1-9, as Zulip's) and linkifiers.
+pub fn dev_realm_content_changes() -> Result<Vec<Change>, String> {
+    let dev: DevRealm =
+        serde_json::from_str(DEV_REALM_JSON).map_err(|e| format!("dev_realm.json: {e}"))?;
+    let mut changes = Vec::new();
     for (i, f) in dev.custom_profile_fields.iter().enumerate() {
         changes.push(Change::ProfileField(ProfileFieldChange::Created(
             ProfileField {
@@ -312,7 +329,7 @@ mod tests {
     #[test]
     fn dev_realm_seeds_users_and_bots() {
         let mut cx = Cx::seeded(1_700_000_000_000, 7);
-        let changes = dev_realm_changes(&mut cx).expect("seed");
+        let changes = seed_changes(&mut cx).expect("seed");
         let mut realm = Realm::from_first_change(&changes[0]).expect("first");
         for c in &changes {
             realm.apply(c);
