@@ -72,7 +72,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
             realm_url: version.url(c.server_url).to_owned(),
             linkifier_url_template,
-            max_file_upload_size_mib: max_file_upload_size_mib,
+            max_file_upload_size_mib,
         };
         let state = version.register_state(me, &opts);
         let mut body = Map::new();

@@ -73,10 +73,14 @@ pub struct CompiledLinkifier {
     outer: usize,
 }
 
-/// The realm's linkifiers compiled, in processing order. Derived from
-/// `Realm::linkifiers`, so two caches are always equal.
+/// The realm's linkifiers compiled: by id, and in processing order. Derived from
+/// `Realm::linkifiers`, so two caches are always equal. A change compiles only the
+/// linkifier it adds or updates (the actor's work stays independent of their number).
 #[derive(Debug, Clone, Default)]
-pub struct LinkifierCache(pub Arc<Vec<CompiledLinkifier>>);
+pub struct LinkifierCache {
+    by_id: imbl::OrdMap<LinkifierId, CompiledLinkifier>,
+    ordered: Arc<Vec<CompiledLinkifier>>,
+}
 
 impl PartialEq for LinkifierCache {
     fn eq(&self, _: &Self) -> bool {
@@ -438,16 +442,14 @@ fn apply_one(text: &str, l: &CompiledLinkifier, link_before: bool, link_after: b
         let url = l
             .template
             .expand(|name| caps.name(name).map(|g| g.as_str()));
-        match sanitize_url(&url) {
-            Some(url) => {
-                out.push(Piece::Text(hay[copied..m.start()].to_owned()));
-                out.push(Piece::Link {
-                    url,
-                    text: m.as_str().to_owned(),
-                });
-                copied = m.end();
-            }
-            None => {}
+        // A URL Zulip would not link leaves the text as it is.
+        if let Some(url) = sanitize_url(&url) {
+            out.push(Piece::Text(hay[copied..m.start()].to_owned()));
+            out.push(Piece::Link {
+                url,
+                text: m.as_str().to_owned(),
+            });
+            copied = m.end();
         }
         pos = m.end();
     }
@@ -492,19 +494,42 @@ impl Realm {
         list
     }
 
-    /// The realm's linkifiers, compiled, for the Markdown renderer.
+    /// The realm's linkifiers, compiled, in order, for the Markdown renderer.
     pub fn compiled_linkifiers(&self) -> Arc<Vec<CompiledLinkifier>> {
-        self.linkifier_cache.0.clone()
+        self.linkifier_cache.ordered.clone()
     }
 
-    /// Recompiles the linkifier cache (after a change, or loading).
+    /// Compiles every linkifier (after loading a snapshot).
     pub(crate) fn rebuild_linkifier_cache(&mut self) {
-        let compiled = self
+        let by_id = self
+            .linkifiers
+            .values()
+            .filter_map(|l| Some((l.id, CompiledLinkifier::new(l)?)))
+            .collect();
+        self.linkifier_cache.by_id = by_id;
+        self.order_linkifier_cache();
+    }
+
+    /// Recompiles one linkifier (or drops it from the cache when it is gone).
+    fn recompile_linkifier(&mut self, id: LinkifierId) {
+        match self.linkifiers.get(&id).and_then(CompiledLinkifier::new) {
+            Some(c) => {
+                self.linkifier_cache.by_id.insert(id, c);
+            }
+            None => {
+                self.linkifier_cache.by_id.remove(&id);
+            }
+        }
+    }
+
+    /// Puts the compiled linkifiers in processing order (regexes are shared, not copied).
+    fn order_linkifier_cache(&mut self) {
+        let ordered = self
             .linkifiers_ordered()
             .into_iter()
-            .filter_map(CompiledLinkifier::new)
+            .filter_map(|l| self.linkifier_cache.by_id.get(&l.id).cloned())
             .collect();
-        self.linkifier_cache = LinkifierCache(Arc::new(compiled));
+        self.linkifier_cache.ordered = Arc::new(ordered);
     }
 
     /// `[{pattern, url_template, id}]`, in processing order (`linkifiers_for_realm`).
@@ -586,6 +611,7 @@ impl Realm {
             LinkifierChange::Added(l) => {
                 self.next_linkifier_id = self.next_linkifier_id.max(l.id + 1);
                 self.linkifiers.insert(l.id, l.clone());
+                self.recompile_linkifier(l.id);
             }
             LinkifierChange::Updated {
                 id,
@@ -596,9 +622,11 @@ impl Realm {
                     l.pattern = pattern.clone();
                     l.url_template = url_template.clone();
                 }
+                self.recompile_linkifier(*id);
             }
             LinkifierChange::Removed { id } => {
                 self.linkifiers.remove(id);
+                self.recompile_linkifier(*id);
             }
             LinkifierChange::Reordered { ids } => {
                 let order: BTreeMap<u64, i64> = ids
@@ -613,7 +641,7 @@ impl Realm {
                 }
             }
         }
-        self.rebuild_linkifier_cache();
+        self.order_linkifier_cache();
     }
 
     /// Every change sends the whole list, as `realm_linkifiers`, to the active users

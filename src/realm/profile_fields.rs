@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
-use imbl::OrdMap;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -184,13 +183,16 @@ pub fn parse_field_data(v: Value) -> ApiResult<Map<String, Value>> {
     Ok(m)
 }
 
+/// A check of one key's value: its variable name (`field_data["text"]`) and value.
+type KeyCheck = fn(&str, &Value) -> ApiResult<()>;
+
 /// Zulip's `check_dict_only` on `field_data`: required and optional keys, each with its
 /// check, then no other key.
 fn check_dict_only(
     var: &str,
     v: &Value,
-    required: &[(&str, fn(&str, &Value) -> ApiResult<()>)],
-    optional: &[(&str, fn(&str, &Value) -> ApiResult<()>)],
+    required: &[(&str, KeyCheck)],
+    optional: &[(&str, KeyCheck)],
 ) -> ApiResult<()> {
     let Value::Object(m) = v else {
         return Err(ApiError::bad_request(format!("{var} is not a dict")));
@@ -842,7 +844,7 @@ impl Realm {
             } => {
                 self.profile_values
                     .entry(*field_id)
-                    .or_insert_with(OrdMap::new)
+                    .or_default()
                     .insert(*user_id, value.clone());
             }
             ProfileFieldChange::ValueRemoved { user_id, field_id } => {

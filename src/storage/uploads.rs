@@ -231,13 +231,13 @@ mod tests {
         let sha = held.sha256.clone();
         // Held: not removed even though nothing references it.
         assert_eq!(
-            store.remove_unreferenced("zulip", &[sha.clone()], |_| false),
+            store.remove_unreferenced("zulip", std::slice::from_ref(&sha), |_| false),
             0
         );
         drop(held);
         // Referenced: kept.
         assert_eq!(
-            store.remove_unreferenced("zulip", &[sha.clone()], |_| true),
+            store.remove_unreferenced("zulip", std::slice::from_ref(&sha), |_| true),
             0
         );
         assert_eq!(store.remove_unreferenced("zulip", &[sha], |_| false), 1);
