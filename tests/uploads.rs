@@ -478,3 +478,155 @@ async fn the_sweep_can_be_turned_off() {
         1
     );
 }
+
+/// `hearth serve --dev --durability always` as a child process on a free port.
+struct Child {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Child {
+    async fn start(data: &std::path::Path) -> Child {
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
+                .args(["serve", "--dev", "--durability", "always", "--workers", "2"])
+                .arg("--data")
+                .arg(data)
+                .arg("--bind")
+                .arg(format!("127.0.0.1:{port}"))
+                .env_remove("HEARTH_URL")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start the hearth binary");
+            let mut me = Child {
+                child,
+                url: format!("http://127.0.0.1:{port}"),
+            };
+            let ready = poll(std::time::Duration::from_secs(60), "hearth answers", || {
+                let (url, exited) = (me.url.clone(), me.child.try_wait().unwrap().is_some());
+                async move {
+                    if exited {
+                        return Some(false);
+                    }
+                    let ok = client()
+                        .get(format!("{url}/api/v1/server_settings"))
+                        .send()
+                        .await
+                        .is_ok_and(|r| r.status() == StatusCode::OK);
+                    ok.then_some(true)
+                }
+            })
+            .await;
+            if ready {
+                return me;
+            }
+        }
+        panic!("hearth did not start");
+    }
+
+    /// SIGKILL: no snapshot, no flush.
+    fn kill_9(mut self) {
+        self.child.kill().expect("kill -9");
+        self.child.wait().expect("reap");
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[actix_web::test]
+async fn acknowledged_uploads_fields_and_linkifiers_survive_kill_9() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let http = client();
+    let key = |url: String, email: &'static str| {
+        let http = http.clone();
+        async move {
+            let (_, _, body) = send(
+                http.post(format!("{url}/api/v1/dev_fetch_api_key"))
+                    .form(&[("username", email)]),
+            )
+            .await;
+            body["api_key"].as_str().unwrap().to_owned()
+        }
+    };
+    let server = Child::start(&data).await;
+    let (hamlet, iago) = (
+        key(server.url.clone(), MEMBER).await,
+        key(server.url.clone(), ADMIN).await,
+    );
+    let mut urls = Vec::new();
+    for i in 0..3 {
+        let part = reqwest::multipart::Part::bytes(format!("file {i}").into_bytes())
+            .file_name(format!("f{i}.txt"));
+        let (status, _, body) = send(
+            http.post(format!("{}{UPLOADS}", server.url))
+                .basic_auth(MEMBER, Some(&hamlet))
+                .multipart(reqwest::multipart::Form::new().part("file", part)),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        urls.push(body["url"].as_str().unwrap().to_owned());
+    }
+    let (status, _, _) = send(
+        http.post(format!("{}/api/v1/realm/filters", server.url))
+            .basic_auth(ADMIN, Some(&iago))
+            .form(&[
+                ("pattern", "K-(?P<id>[0-9]+)"),
+                ("url_template", "https://k.com/{id}"),
+            ]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, _) = send(
+        http.patch(format!("{}/api/v1/users/me/profile_data", server.url))
+            .basic_auth(MEMBER, Some(&hamlet))
+            .form(&[("data", r#"[{"id": 1, "value": "K-7"}]"#)]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    server.kill_9();
+
+    let server = Child::start(&data).await;
+    for (i, url) in urls.iter().enumerate() {
+        let resp = http
+            .get(format!("{}{url}", server.url))
+            .basic_auth(MEMBER, Some(&hamlet))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{url}");
+        assert_eq!(resp.bytes().await.unwrap(), format!("file {i}").as_bytes());
+    }
+    let (_, _, list) = send(
+        http.get(format!("{}{ATTACHMENTS}", server.url))
+            .basic_auth(MEMBER, Some(&hamlet)),
+    )
+    .await;
+    assert_eq!(list["attachments"].as_array().unwrap().len(), 3);
+    let (_, _, me) = send(
+        http.get(format!("{}/api/v1/users/me", server.url))
+            .basic_auth(MEMBER, Some(&hamlet)),
+    )
+    .await;
+    assert_eq!(
+        me["profile_data"]["1"],
+        json!({"value": "K-7", "rendered_value": "<p><a href=\"https://k.com/7\">K-7</a></p>"})
+    );
+    let (_, _, linkifiers) = send(
+        http.get(format!("{}/api/v1/realm/linkifiers", server.url))
+            .basic_auth(MEMBER, Some(&hamlet)),
+    )
+    .await;
+    assert_eq!(linkifiers["linkifiers"][3]["pattern"], "K-(?P<id>[0-9]+)");
+}

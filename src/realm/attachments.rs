@@ -525,6 +525,124 @@ impl Realm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::realm::dev::seed_changes;
+
+    fn realm() -> Realm {
+        let changes = seed_changes(&mut Cx::seeded(1_700_000_000_000, 3)).expect("seed");
+        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
+        changes.iter().for_each(|c| realm.apply(c));
+        realm
+    }
+
+    fn apply_all(realm: &mut Realm, changes: &[Change]) {
+        changes.iter().for_each(|c| realm.apply(c));
+    }
+
+    #[test]
+    fn message_store_hooks() {
+        let mut r = realm();
+        let hamlet = r
+            .user_by_delivery_email("hamlet@zulip.com")
+            .expect("h")
+            .clone();
+        let othello = r
+            .user_by_delivery_email("othello@zulip.com")
+            .expect("o")
+            .clone();
+        let mut cx = Cx::seeded(1_700_000_000_000, 9);
+        let upload = |name: &str, sha: &str| StoredUpload {
+            name: name.into(),
+            size: 10,
+            sha256: sha.into(),
+            content_type: "text/plain".into(),
+        };
+        let (c, a) = r.decide_create_attachment(&hamlet, upload("a.txt", "aa"), &mut cx);
+        apply_all(&mut r, &c);
+        let (c, b) = r.decide_create_attachment(&hamlet, upload("b.txt", "aa"), &mut cx);
+        apply_all(&mut r, &c);
+        assert!(a.starts_with("2/") && a.ends_with("/a.txt") && a != b);
+        assert_eq!(r.upload_space_used(), 20);
+        let content = format!("see [a](/user_uploads/{a}) and [b](/user_uploads/{b}).");
+        let paths = upload_path_ids(&content);
+        assert_eq!(paths, vec![a.clone(), b.clone()]);
+
+        // Othello cannot claim Hamlet's upload unless he can see a message with it.
+        let nobody = |_: &User, _: MessageId| false;
+        assert!(r
+            .decide_claim_attachments(&othello, 7, 1, &paths, &nobody)
+            .is_empty());
+        let c = r.decide_claim_attachments(&hamlet, 7, 1_700_000_000_500, &paths, &nobody);
+        let before = r.clone();
+        apply_all(&mut r, &c);
+        let att = r.attachment_by_path(&a).expect("a").clone();
+        assert_eq!(
+            att.json()["messages"],
+            json!([{"id": 7, "date_sent": 1_700_000_000_500i64}])
+        );
+        let events = r.events_for(&before, &c[0]);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].body["op"], "update");
+        assert!(events[0].audience.includes(hamlet.id) && !events[0].audience.includes(othello.id));
+        // Claiming again changes nothing.
+        assert!(r
+            .decide_claim_attachments(&hamlet, 7, 1, &paths, &nobody)
+            .is_empty());
+
+        // Who reads it: the uploader, and whoever the message store says sees message 7.
+        let sees_7 = |_: &User, m: MessageId| m == 7;
+        assert!(r.can_read_attachment(&hamlet, &att, &nobody));
+        assert!(!r.can_read_attachment(&othello, &att, &nobody));
+        assert!(r.can_read_attachment(&othello, &att, &sees_7));
+        // Othello, who sees message 7, may now claim it for his own message.
+        assert_eq!(
+            r.decide_claim_attachments(&othello, 8, 2, &paths[..1], &sees_7)
+                .len(),
+            1
+        );
+
+        // Claimed uploads are never swept.
+        let far = 1_700_000_000_000 + 100 * 86_400_000;
+        assert!(r.sweep_candidates(far, 10).is_empty());
+
+        // An edit drops the link from b: it stays, unclaimed, until swept.
+        let c = r.decide_release_attachments(7, &paths[1..], false);
+        let before = r.clone();
+        apply_all(&mut r, &c);
+        assert!(r.attachment_by_path(&b).is_some());
+        let Change::Attachment(change) = &c[0] else {
+            panic!("{c:?}")
+        };
+        assert!(r.files_released_by(&before, change).is_empty());
+        let id_b = r.attachment_by_path(&b).expect("b").id;
+        assert_eq!(r.sweep_candidates(far, 10), vec![id_b]);
+        assert_eq!(r.decide_sweep(&[id_b], far).len(), 1);
+        assert!(r.decide_sweep(&[id_b], 1).is_empty(), "not old enough");
+
+        // Deleting message 7 deletes a, which only it linked; the shared file stays
+        // while b names it, and goes with b.
+        let c = r.decide_release_attachments(7, &paths, true);
+        let before = r.clone();
+        apply_all(&mut r, &c);
+        assert!(r.attachment_by_path(&a).is_none());
+        let Change::Attachment(change) = &c[0] else {
+            panic!("{c:?}")
+        };
+        assert!(r.files_released_by(&before, change).is_empty());
+        let events = r.events_for(&before, &c[0]);
+        assert_eq!(events[0].body["op"], "remove");
+        let c = r.decide_sweep(&[id_b], far);
+        let before = r.clone();
+        apply_all(&mut r, &c);
+        let Change::Attachment(change) = &c[0] else {
+            panic!("{c:?}")
+        };
+        assert_eq!(r.files_released_by(&before, change), vec!["aa".to_owned()]);
+        assert!(
+            r.events_for(&before, &c[0]).is_empty(),
+            "the sweep sends no event"
+        );
+        assert_eq!(r.upload_space_used(), 0);
+    }
 
     #[test]
     fn zulip_sanitize_name() {
