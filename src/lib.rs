@@ -13,7 +13,8 @@
 //!   to the WAL, applies, stages versions; starts background snapshots.
 //! - `events.rs`: what readers see: the published version (visible once durable), the
 //!   event log (rendered off the actor), client queues, long-polls.
-//! - `storage/`: sled WAL with group commit, snapshots, the versioned codec.
+//! - `storage/`: sled WAL with group commit, snapshots, the versioned codec; uploaded
+//!   files (`storage::uploads`).
 //! - `registry.rs`: Host -> realm actor.
 //! - `passwords.rs`: argon2 hashing and verifying on a few threads, bounded in memory.
 //! - `config.rs`: the command line.

@@ -6,8 +6,8 @@
 //! before the realm records them, so a `success` names a file that survives `kill -9`.
 //! Removing a file waits until the change that dropped its last attachment is durable.
 //!
-//! For the message store: after committing changes from
-//! `Realm::decide_release_attachments`, call `remove_unreferenced_files` with
+//! For the message store: once changes from `Realm::decide_release_attachments` are
+//! durable and visible, call `remove_unreferenced_files` with the realm's event hub and
 //! `Realm::files_released_by` of each change.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -24,6 +24,7 @@ use super::params::{path_int, Params};
 use super::{auth, success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
 use crate::actor::{Call, Decided};
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::EventHub;
 use crate::realm::attachments::{Attachment, StoredUpload};
 use crate::realm::{Change, Realm, User};
 use crate::registry::RealmHandle;
@@ -305,23 +306,25 @@ pub async fn remove_attachment(req: ApiRequest, path: web::Path<String>) -> ApiR
         .unwrap_or_else(PoisonError::into_inner)
         .take();
     if let Some(sha) = sha {
-        let realm = hub.current();
-        remove_unreferenced_files(&state, &realm, vec![sha]).await;
+        remove_unreferenced_files(&state, &hub, vec![sha]).await;
     }
     Ok(success(body))
 }
 
-/// Deletes the realm's files among `shas` that no attachment of `realm` (a version
-/// that includes the durable change that released them) names any more.
-pub async fn remove_unreferenced_files(state: &AppState, realm: &Arc<Realm>, shas: Vec<String>) {
+/// Deletes the realm's files among `shas` that no attachment names any more. Call it
+/// once the change that released them is visible: each file is checked against the
+/// version published at that moment (under the store's lock, so an upload of the same
+/// bytes either still holds the file or is already recorded).
+pub async fn remove_unreferenced_files(state: &AppState, hub: &Arc<EventHub>, shas: Vec<String>) {
     if shas.is_empty() {
         return;
     }
     let store = state.uploads.store.clone();
-    let realm = realm.clone();
+    let hub = hub.clone();
     let done = web::block(move || {
-        store.remove_unreferenced(&realm.settings.subdomain, &shas, |sha| {
-            realm.upload_is_referenced(sha)
+        let subdomain = hub.current().settings.subdomain.clone();
+        store.remove_unreferenced(&subdomain, &shas, |sha| {
+            hub.current().upload_is_referenced(sha)
         })
     })
     .await;
@@ -567,18 +570,19 @@ pub async fn sweep_uploads(state: &AppState) -> usize {
                 .filter(|a| !after.attachments.contains_key(&a.id))
                 .map(|a| a.sha256.clone())
                 .collect();
-            remove_unreferenced_files(state, &after, shas).await;
+            remove_unreferenced_files(state, &handle.hub, shas).await;
             deleted += n;
             if n == 0 {
                 break;
             }
         }
         let store = state.uploads.store.clone();
-        let realm = handle.hub.current();
+        let hub = handle.hub.clone();
         let _ = web::block(move || {
+            let subdomain = hub.current().settings.subdomain.clone();
             store.remove_strays(
-                &realm.settings.subdomain,
-                |sha| realm.upload_is_referenced(sha),
+                &subdomain,
+                |sha| hub.current().upload_is_referenced(sha),
                 Duration::from_secs(3600),
             )
         })

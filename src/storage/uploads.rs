@@ -154,7 +154,8 @@ impl UploadStore {
     }
 
     /// Removes a realm's files that `referenced` says no attachment names any more and
-    /// no upload holds. Returns how many were removed.
+    /// no upload holds; `referenced` is asked under the store's lock, which an upload
+    /// takes to release its hold. Returns how many were removed.
     pub fn remove_unreferenced(
         &self,
         subdomain: &str,
