@@ -105,6 +105,13 @@ pub struct ServeConfig {
     /// HTTP worker threads (default: the number of cores).
     #[arg(long, env = "HEARTH_WORKERS")]
     pub workers: Option<usize>,
+    /// Largest file `POST /user_uploads` accepts, in MiB (`max_file_upload_size_mib`).
+    #[arg(long, env = "HEARTH_MAX_FILE_UPLOAD_SIZE_MIB", default_value_t = 100)]
+    pub max_file_upload_size_mib: u64,
+    /// Uploads no message links are deleted this many days after upload (Zulip: three
+    /// weeks); 0 never deletes them.
+    #[arg(long, env = "HEARTH_UPLOAD_SWEEP_DAYS", default_value_t = 21)]
+    pub upload_sweep_days: u64,
     /// Run the event ticker (heartbeats, queue collection) every second. Tests that
     /// inject a clock turn it off and tick by hand.
     #[arg(skip = true)]
@@ -123,6 +130,8 @@ impl ServeConfig {
             snapshot_every: 10_000,
             url: None,
             workers: Some(2),
+            max_file_upload_size_mib: 100,
+            upload_sweep_days: 21,
             tick: true,
         }
     }

@@ -13,7 +13,8 @@
 //!   to the WAL, applies, stages versions; starts background snapshots.
 //! - `events.rs`: what readers see: the published version (visible once durable), the
 //!   event log (rendered off the actor), client queues, long-polls.
-//! - `storage/`: sled WAL with group commit, snapshots, the versioned codec.
+//! - `storage/`: sled WAL with group commit, snapshots, the versioned codec; uploaded
+//!   files (`storage::uploads`).
 //! - `registry.rs`: Host -> realm actor.
 //! - `passwords.rs`: argon2 hashing and verifying on a few threads, bounded in memory.
 //! - `config.rs`: the command line.
@@ -214,6 +215,12 @@ impl Running {
         self.store.durability.clone()
     }
 
+    /// Sweeps unclaimed uploads now (tests; the server does it hourly); returns how many
+    /// attachments were deleted.
+    pub async fn sweep_uploads(&self) -> usize {
+        api::attachments::sweep_uploads(&self.state).await
+    }
+
     /// The event hub of the realm serving `host` (tests drive its ticker by hand).
     pub fn hub(&self, host: &str) -> Option<Arc<EventHub>> {
         self.state.registry.for_host(host).map(|r| r.hub)
@@ -249,7 +256,7 @@ pub async fn spawn_with_clock(
     let mut subdomains = store.realm_subdomains();
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
-        let changes = dev::dev_realm_changes(&mut Cx::new(&*clock)).map_err(StartError::Realm)?;
+        let changes = dev::seed_changes(&mut Cx::new(&*clock)).map_err(StartError::Realm)?;
         create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
         tracing::info!("seeded the development realm");
         subdomains.push(DEV_SUBDOMAIN.to_owned());
@@ -305,6 +312,11 @@ pub async fn spawn_with_clock(
         registry,
         durability: store.durability.clone(),
         dev: config.dev,
+        uploads: Arc::new(api::attachments::Uploads::new(
+            &config.data,
+            config.max_file_upload_size_mib,
+            config.upload_sweep_days,
+        )),
     });
     let app_state = state.clone();
     let mut server = HttpServer::new(move || {
@@ -323,6 +335,9 @@ pub async fn spawn_with_clock(
     let handle = server.handle();
     actix_web::rt::spawn(server);
     spawn_release_task(&state);
+    if config.tick {
+        spawn_upload_sweeper(&state);
+    }
     if config.tick {
         // Weak: the ticker ends with the server instead of keeping its state alive.
         let ticking = Arc::downgrade(&state.clone().into_inner());
@@ -347,6 +362,23 @@ pub async fn spawn_with_clock(
         store,
         _arbiters: arbiters,
     })
+}
+
+/// Sweeps unclaimed uploads once an hour (the first right away).
+fn spawn_upload_sweeper(state: &web::Data<AppState>) {
+    // Weak: the task ends with the server instead of keeping its state alive.
+    let weak = Arc::downgrade(&state.clone().into_inner());
+    actix_web::rt::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let Some(state) = weak.upgrade() else { break };
+            let swept = api::attachments::sweep_uploads(&state).await;
+            if swept > 0 {
+                tracing::info!("swept {swept} unclaimed uploads");
+            }
+        }
+    });
 }
 
 /// Makes decisions visible as soon as they are durable, also those whose handler is

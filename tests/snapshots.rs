@@ -25,15 +25,22 @@
 //! - `{var:NAME}` in the path or a parameter value becomes a value saved by an earlier
 //!   setup step (an unknown name fails the snapshot).
 //! - `params` go in the query string for GET, else in the body; `encoding` may force
-//!   `form`, `multipart` or `query`.
+//!   `form`, `multipart` or `query`. `files` (`{"field": ["name.txt", "contents"]}`)
+//!   adds file parts and makes the body multipart.
 //! - `setup`: requests made first, in order, each of which must succeed; not compared.
 //!   A step may `save` fields of its answer for later steps and the request:
 //!   `"save": {"queue": "queue_id", "bot": "/user_id"}` stores the body's `queue_id` as
 //!   `{var:queue}`; a field starting with `/` is a JSON pointer into the body. Strings
-//!   are saved as they are, other values as JSON text.
+//!   are saved as they are, other values as JSON text. A field may end in `#N` or
+//!   `#N..`: the `/`-separated segment N of the string, or the segments from N on
+//!   (`"/url#3.."` of `/user_uploads/2/ab/cd/x.txt` is `ab/cd/x.txt`).
 //! - In bodies, API keys, dates, timestamps, event queue ids, ids, versions and server
 //!   addresses are redacted (`<api_key>`, `<date>`, `<timestamp>`, `<queue_id>`, `<id>`,
 //!   `<version>`, `<url>`); a queue id the body names is also replaced inside messages.
+//!   The random parts of upload paths become `<random>`, temporary-URL tokens `<token>`,
+//!   `create_time` `<timestamp>`.
+//! - A body that is not JSON (a served file, an HTML error page) is recorded as
+//!   `{"raw_body": "<text>"}`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -92,16 +99,27 @@ fn save(vars: &mut Vars, step: &Value, body: &Value) {
     };
     for (name, field) in wanted {
         let field = field.as_str().expect("save: NAME -> field or /pointer");
+        let (field, segments) = match field.split_once('#') {
+            Some((f, spec)) => (f, Some(spec)),
+            None => (field, None),
+        };
         let value = if field.starts_with('/') {
             body.pointer(field)
         } else {
             body.get(field)
         }
         .unwrap_or_else(|| panic!("save {name}: no {field:?} in {body}"));
-        let text = match value {
+        let mut text = match value {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
+        if let Some(spec) = segments {
+            let parts: Vec<&str> = text.split('/').collect();
+            text = match spec.strip_suffix("..") {
+                Some(from) => parts[from.parse::<usize>().expect("#N..")..].join("/"),
+                None => parts[spec.parse::<usize>().expect("#N")].to_owned(),
+            };
+        }
         vars.insert(name.clone(), text);
     }
 }
@@ -191,6 +209,12 @@ async fn perform(app: &TestApp, vars: &Vars, spec: &Value) -> Reply {
         .get("encoding")
         .and_then(Value::as_str)
         .unwrap_or(default);
+    let files = spec.get("files").and_then(Value::as_object);
+    let encoding = if files.is_some() {
+        "multipart"
+    } else {
+        encoding
+    };
     let rb = app.request(method, &path, auth);
     let rb = match encoding {
         "query" => rb.query(&params),
@@ -200,11 +224,40 @@ async fn perform(app: &TestApp, vars: &Vars, spec: &Value) -> Reply {
             for (k, v) in params {
                 form = form.text(k, v);
             }
+            for (field, file) in files.into_iter().flatten() {
+                let name = file[0].as_str().expect("files: [name, contents]");
+                let contents = file[1].as_str().expect("files: [name, contents]");
+                let part = reqwest::multipart::Part::bytes(contents.as_bytes().to_vec())
+                    .file_name(name.to_owned());
+                form = form.part(field.clone(), part);
+            }
             rb.multipart(form)
         }
         other => panic!("unknown encoding {other:?}"),
     };
-    send(rb).await
+    send_any(rb).await
+}
+
+/// Sends a request; a body that is not JSON is kept as `{"raw_body": text}`.
+async fn send_any(rb: reqwest::RequestBuilder) -> Reply {
+    let resp = rb.send().await.expect("request sent");
+    let (status, headers) = (resp.status(), resp.headers().clone());
+    let bytes = resp.bytes().await.expect("body read");
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| serde_json::json!({"raw_body": String::from_utf8_lossy(&bytes)}));
+    (status, headers, body)
+}
+
+/// The random parts of an upload path: `<realm>/<2 hex>/<24 random>/name` becomes
+/// `<realm>/<random>/name`.
+fn redact_upload_path(path: &str) -> Option<String> {
+    let mut parts = path.splitn(4, '/');
+    let (realm, a, b, name) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let shaped = !realm.is_empty()
+        && realm.bytes().all(|c| c.is_ascii_digit())
+        && a.len() == 2
+        && b.len() == 24;
+    shaped.then(|| format!("{realm}/<random>/{name}"))
 }
 
 /// `http://127.0.0.1:PORT` -> `<url>`; `user17@zulipdev.com` -> `user<id>@zulipdev.com`.
@@ -217,6 +270,17 @@ fn redact_text(s: &str) -> String {
             .take_while(u8::is_ascii_digit)
             .count();
         out.replace_range(at..port_start + port_len, "<url>");
+    }
+    if let Some(at) = out.find("/user_uploads/temporary/") {
+        let start = at + "/user_uploads/temporary/".len();
+        if let Some(len) = out[start..].find('/') {
+            out.replace_range(start..start + len, "<token>");
+        }
+    } else if let Some(at) = out.find("/user_uploads/") {
+        let start = at + "/user_uploads/".len();
+        if let Some(path) = redact_upload_path(&out[start..]) {
+            out.replace_range(start.., &path);
+        }
     }
     if let Some(rest) = out.strip_prefix("user") {
         if let Some((digits, domain)) = rest.split_once('@') {
@@ -245,6 +309,10 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
             Value::Number(_),
         ) => "<timestamp>".into(),
         (Some("queue_id"), Value::String(_)) => "<queue_id>".into(),
+        (Some("create_time"), Value::Number(_)) => "<timestamp>".into(),
+        (Some("path_id"), Value::String(s)) => {
+            redact_upload_path(s).unwrap_or_else(|| s.clone()).into()
+        }
         (Some("zulip_version"), Value::String(_)) => "<version>".into(),
         (
             Some(
@@ -423,10 +491,15 @@ fn routes() -> Vec<(String, String)> {
     out
 }
 
-/// Whether a concrete path matches a route pattern (`{name}` is one segment).
+/// Whether a concrete path matches a route pattern (`{name}` is one segment, a last
+/// `{name:.*}` one or more).
 fn matches(pattern: &str, path: &str) -> bool {
     let p: Vec<&str> = pattern.split('/').collect();
-    let s: Vec<&str> = path.split('/').collect();
+    let mut s: Vec<String> = path.split('/').map(str::to_owned).collect();
+    if p.last().is_some_and(|l| l.ends_with(":.*}")) && s.len() > p.len() {
+        let tail = s.split_off(p.len() - 1).join("/");
+        s.push(tail);
+    }
     p.len() == s.len()
         && p.iter()
             .zip(&s)
@@ -494,7 +567,29 @@ fn redaction() {
         &serde_json::json!({"queue_id": "abc", "a": [7]}),
     );
     assert_eq!(substitute(&vars, "{var:q}/{var:n}/{id:x}"), "abc/7/{id:x}");
+    save(
+        &mut vars,
+        &serde_json::json!({"save": {"rest": "url#3..", "one": "/url#2"}}),
+        &serde_json::json!({"url": "/user_uploads/2/ab/cd/x.txt"}),
+    );
+    assert_eq!(substitute(&vars, "{var:one}|{var:rest}"), "2|ab/cd/x.txt");
     assert!(matches("/api/v1/users/{user}", "/api/v1/users/10"));
     assert!(!matches("/api/v1/users/{user}", "/api/v1/users"));
     assert!(!matches("/api/v1/users", "/api/v1/users/me"));
+    assert!(matches(
+        "/user_uploads/{realm_id}/{path:.*}",
+        "/user_uploads/2/ab/cd/x.txt"
+    ));
+    assert!(!matches(
+        "/user_uploads/{realm_id}/{path:.*}",
+        "/user_uploads/2"
+    ));
+    assert_eq!(
+        redact_text("/user_uploads/2/ab/0123456789abcdefghijklmn/x.txt"),
+        "/user_uploads/2/<random>/x.txt"
+    );
+    assert_eq!(
+        redact_text("/user_uploads/temporary/ABCD/x.txt"),
+        "/user_uploads/temporary/<token>/x.txt"
+    );
 }

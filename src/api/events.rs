@@ -76,6 +76,7 @@ fn parse_queue_narrow(p: &super::params::Params) -> Result<Vec<(String, String)>
 /// # `POST /register`
 pub async fn register(req: ApiRequest) -> ApiResponse {
     let store = req.messages.clone();
+    let max_file_upload_size_mib = req.state.uploads.max_mib;
     req.read_large(CallOpts::USER, move |c| {
         let me = c.me()?;
         let p = &*c.params;
@@ -96,11 +97,15 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         };
         let slim_presence = p.bool_or("slim_presence", false)?;
         p.opt_int("presence_history_limit_days")?;
-        let user_avatar_url_field_optional = queue
-            .capabilities
-            .get("user_avatar_url_field_optional")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let capability = |name: &str| {
+            queue
+                .capabilities
+                .get(name)
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        let user_avatar_url_field_optional = capability("user_avatar_url_field_optional");
+        let linkifier_url_template = capability("linkifier_url_template");
         // The queue sees exactly the events published after `version`, the state
         // answered below (newer than or equal to the one `me` was authenticated in).
         let (queue_id, version) = c.hub.register(me.id, queue);
@@ -113,6 +118,8 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             user_avatar_url_field_optional,
             longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
             realm_url: version.url(c.server_url).to_owned(),
+            linkifier_url_template,
+            max_file_upload_size_mib,
         };
         let state = version.register_state(me, &opts);
         let mut body = Map::new();

@@ -2,13 +2,16 @@
 //! read on the worker against the published version (`read`, `read_large`) or send a
 //! write to the realm actor (`call`), and render the reply.
 
+pub mod attachments;
 pub mod auth;
 pub mod bots;
 pub mod channels;
 pub mod error;
 pub mod events;
+pub mod linkifiers;
 pub mod messages;
 pub mod params;
+pub mod profile_fields;
 pub mod rule;
 pub mod server;
 pub mod users;
@@ -42,6 +45,8 @@ pub struct AppState {
     pub durability: Arc<Durability>,
     /// Started with `--dev`: `POST /dev_fetch_api_key` works.
     pub dev: bool,
+    /// Upload settings and the file store.
+    pub uploads: Arc<attachments::Uploads>,
 }
 
 /// One path and its methods; any other method on it answers 405 with Zulip's body.
@@ -87,9 +92,24 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/scheduled_messages/{scheduled_message_id}", patch => messages::update_scheduled_message, delete => messages::delete_scheduled_message))
             .service(endpoint!("/register", post => events::register))
             .service(endpoint!("/events", get => events::get_events, delete => events::delete_events))
+            .service(endpoint!("/realm/linkifiers", get => linkifiers::get_linkifiers, patch => linkifiers::reorder_linkifiers))
+            .service(endpoint!("/realm/filters", post => linkifiers::add_linkifier))
+            .service(endpoint!("/realm/filters/{filter_id}", patch => linkifiers::update_linkifier, delete => linkifiers::remove_linkifier))
+            .service(endpoint!("/realm/profile_fields", get => profile_fields::get_profile_fields, post => profile_fields::create_profile_field, patch => profile_fields::reorder_profile_fields))
+            .service(endpoint!("/realm/profile_fields/{field_id}", patch => profile_fields::update_profile_field, delete => profile_fields::delete_profile_field))
+            .service(endpoint!("/users/me/profile_data", patch => profile_fields::update_profile_data, delete => profile_fields::remove_profile_data))
+            .service(endpoint!("/user_uploads", post => attachments::upload_file))
+            .service(endpoint!("/user_uploads/{realm_id}/{path:.*}", get => attachments::get_file_temporary_url))
+            .service(endpoint!("/attachments", get => attachments::get_attachments))
+            .service(endpoint!("/attachments/{attachment_id}", delete => attachments::remove_attachment))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))
+    .service(
+        web::scope("/user_uploads")
+            .service(endpoint!("/temporary/{token}/{filename}", get => attachments::serve_temporary))
+            .service(endpoint!("/{realm_id}/{path:.*}", get => attachments::serve_file)),
+    )
     .default_service(web::to(error::not_found));
 }
 

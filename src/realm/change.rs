@@ -5,12 +5,15 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::attachments::AttachmentChange;
 use super::channels::{
     Channel, ChannelFolder, ChannelId, ChannelUpdate, FolderId, FolderUpdate, NewSubscription,
     SubProperty,
 };
 use super::groups::UserGroup;
+pub use super::linkifiers::LinkifierChange;
 use super::messages::MessageChange;
+pub use super::profile_fields::ProfileFieldChange;
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact, by the resource it is about. Never a generic patch: one variant
@@ -23,6 +26,9 @@ pub enum Change {
     Group(GroupChange),
     Channel(ChannelChange),
     Message(MessageChange),
+    Linkifier(LinkifierChange),
+    ProfileField(ProfileFieldChange),
+    Attachment(AttachmentChange),
 }
 
 /// Facts about the realm itself.
@@ -133,7 +139,10 @@ impl Change {
             | Change::User(_)
             | Change::Group(_)
             | Change::Channel(_)
-            | Change::Message(_) => DurabilityClass::Durable,
+            | Change::Message(_)
+            | Change::Linkifier(_)
+            | Change::ProfileField(_)
+            | Change::Attachment(_) => DurabilityClass::Durable,
         }
     }
 }

@@ -12,6 +12,8 @@ use super::channels::{
     pick_color, render_description, Channel, ChannelFolder, ChannelSetting, NewSubscription,
 };
 use super::groups::{system_group_changes, GroupSetting, SystemGroup};
+use super::linkifiers::{Linkifier, LinkifierChange};
+use super::profile_fields::{ProfileField, ProfileFieldChange};
 use super::{Change, Cx, EmailVisibility, NewUser, RealmSettings, Role};
 use crate::realm::{ChannelChange, RealmChange, UserChange};
 
@@ -26,6 +28,26 @@ struct DevRealm {
     users: Vec<DevUser>,
     channels: Vec<DevChannel>,
     channel_folders: Vec<DevFolder>,
+    custom_profile_fields: Vec<DevProfileField>,
+    linkifiers: Vec<DevLinkifier>,
+}
+
+#[derive(Deserialize)]
+struct DevProfileField {
+    name: String,
+    #[serde(rename = "type")]
+    field_type: u8,
+    hint: String,
+    field_data: String,
+    order: i64,
+    required: bool,
+    editable_by_user: bool,
+}
+
+#[derive(Deserialize)]
+struct DevLinkifier {
+    pattern: String,
+    url_template: String,
 }
 
 #[derive(Deserialize)]
@@ -227,6 +249,46 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
     Ok(changes)
 }
 
+/// The changes that seed the development realm: `dev_realm_changes` (the realm, its
+/// users, groups and channels; the golden WAL records of `tests/formats.rs` are made of
+/// exactly these), then its custom profile fields and linkifiers.
+pub fn seed_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
+    let mut changes = dev_realm_changes(cx)?;
+    changes.extend(dev_realm_content_changes()?);
+    Ok(changes)
+}
+
+/// The development realm's custom profile fields (ids 1-9, as Zulip's) and linkifiers.
+pub fn dev_realm_content_changes() -> Result<Vec<Change>, String> {
+    let dev: DevRealm =
+        serde_json::from_str(DEV_REALM_JSON).map_err(|e| format!("dev_realm.json: {e}"))?;
+    let mut changes = Vec::new();
+    for (i, f) in dev.custom_profile_fields.iter().enumerate() {
+        changes.push(Change::ProfileField(ProfileFieldChange::Created(
+            ProfileField {
+                id: 1 + i as u64,
+                name: f.name.clone(),
+                hint: f.hint.clone(),
+                field_type: f.field_type,
+                field_data: f.field_data.clone(),
+                order: f.order,
+                required: f.required,
+                editable_by_user: f.editable_by_user,
+                display_in_profile_summary: false,
+            },
+        )));
+    }
+    for (i, l) in dev.linkifiers.iter().enumerate() {
+        changes.push(Change::Linkifier(LinkifierChange::Added(Linkifier {
+            id: 1 + i as u64,
+            pattern: l.pattern.clone(),
+            url_template: l.url_template.clone(),
+            order: i as i64,
+        })));
+    }
+    Ok(changes)
+}
+
 /// The changes that create a production realm with its owner (`hearth realm create`).
 pub fn new_realm_changes(
     settings: RealmSettings,
@@ -267,7 +329,7 @@ mod tests {
     #[test]
     fn dev_realm_seeds_users_and_bots() {
         let mut cx = Cx::seeded(1_700_000_000_000, 7);
-        let changes = dev_realm_changes(&mut cx).expect("seed");
+        let changes = seed_changes(&mut cx).expect("seed");
         let mut realm = Realm::from_first_change(&changes[0]).expect("first");
         for c in &changes {
             realm.apply(c);
@@ -310,5 +372,15 @@ mod tests {
         let hamlet = realm.user_by_delivery_email("hamlet@zulip.com").expect("h");
         assert!(!realm.is_group_member(hamlet, admins));
         assert_eq!(realm.groups.len(), 8);
+        let fields: Vec<&str> = realm
+            .profile_fields_ordered()
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(fields.len(), 9);
+        assert_eq!(fields[0], "Phone number");
+        assert_eq!(fields[8], "Pronouns");
+        assert_eq!(realm.linkifiers.len(), 3);
+        assert_eq!(realm.compiled_linkifiers().len(), 3);
     }
 }

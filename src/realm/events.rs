@@ -20,6 +20,11 @@
 //! | `ChannelFolderCreated` | `channel_folder` `op:add` `{channel_folder}` | active users |
 //! | `ChannelFolderUpdated` | `channel_folder` `op:update` `{channel_folder_id, data}` | active users |
 //! | `ChannelFoldersReordered` | `channel_folder` `op:reorder` `{order}` (as sent) | active users |
+//! | `Linkifier(_)`       | `realm_linkifiers` `{realm_linkifiers}` (the whole list) | active users whose queue declared `linkifier_url_template` |
+//! | `ProfileField` (fields) | `custom_profile_fields` `{fields}` (every field) | active users |
+//! | `ProfileField` (values) | `realm_user` `op:update` `{person: {user_id, custom_profile_field: {id, value, rendered_value?}}}` (`value` null when removed) | active users |
+//! | `Attachment::Created` / `Removed` / `Claimed`, `Released` | `attachment` `op:add` / `remove` / `update` `{attachment, upload_space_used}` | the uploader |
+//! | `Attachment::Swept`  | none (as Zulip's sweep)                        | -          |
 
 use std::collections::BTreeMap;
 
@@ -118,6 +123,9 @@ impl Realm {
             }
             Change::Channel(c) => self.channel_events(before, c),
             Change::Message(m) => self.message_events(before, m),
+            Change::Linkifier(c) => self.linkifier_events(c),
+            Change::ProfileField(c) => self.profile_field_events(c),
+            Change::Attachment(c) => self.attachment_events(before, c),
         }
     }
 

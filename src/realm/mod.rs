@@ -4,15 +4,19 @@
 //! `Change`s) and `view_*` (read state, return JSON); `apply` turns a change into state
 //! and cannot fail.
 
+pub mod attachments;
 pub mod change;
 pub mod channels;
 pub mod cx;
 pub mod dev;
 pub mod events;
 pub mod groups;
+pub mod linkifiers;
 pub mod markdown;
 pub mod messages;
+pub mod profile_fields;
 pub mod register;
+pub mod uri_template;
 pub mod users;
 
 use std::sync::Arc;
@@ -165,6 +169,40 @@ pub struct Realm {
     /// loading.
     #[serde(skip)]
     color_use: HashMap<UserId, channels::ColorUse>,
+    /// Linkifiers by id (seed 4.11).
+    #[serde(default)]
+    pub linkifiers: OrdMap<linkifiers::LinkifierId, linkifiers::Linkifier>,
+    #[serde(default)]
+    pub next_linkifier_id: linkifiers::LinkifierId,
+    /// The linkifiers compiled for rendering. Derived from `linkifiers`.
+    #[serde(skip)]
+    linkifier_cache: linkifiers::LinkifierCache,
+    /// Custom profile fields by id (seed 4.3).
+    #[serde(default)]
+    pub profile_fields: OrdMap<profile_fields::FieldId, profile_fields::ProfileField>,
+    #[serde(default)]
+    pub next_profile_field_id: profile_fields::FieldId,
+    /// Users' values, by field then user (deleting a field drops its map).
+    #[serde(default)]
+    pub profile_values:
+        OrdMap<profile_fields::FieldId, OrdMap<UserId, profile_fields::ProfileValue>>,
+    /// Uploaded files' metadata by id (seed 4.14); the bytes are under the data folder.
+    #[serde(default)]
+    pub attachments: OrdMap<attachments::AttachmentId, attachments::Attachment>,
+    #[serde(default)]
+    pub next_attachment_id: attachments::AttachmentId,
+    /// `path_id` -> attachment. Derived from `attachments`.
+    #[serde(skip)]
+    attachment_by_path: HashMap<String, attachments::AttachmentId>,
+    /// Attachments per stored file (`sha256`). Derived from `attachments`.
+    #[serde(skip)]
+    attachment_shas: HashMap<String, u64>,
+    /// Each user's attachments. Derived from `attachments`.
+    #[serde(skip)]
+    attachments_by_owner: HashMap<UserId, OrdSet<attachments::AttachmentId>>,
+    /// Total size of the uploads. Derived from `attachments`.
+    #[serde(skip)]
+    upload_space_used: u64,
 }
 
 impl Realm {
@@ -185,6 +223,18 @@ impl Realm {
             by_email: HashMap::new(),
             channel_by_name: HashMap::new(),
             color_use: HashMap::new(),
+            linkifiers: OrdMap::new(),
+            next_linkifier_id: 1,
+            linkifier_cache: Default::default(),
+            profile_fields: OrdMap::new(),
+            next_profile_field_id: 1,
+            profile_values: OrdMap::new(),
+            attachments: OrdMap::new(),
+            next_attachment_id: 1,
+            attachment_by_path: HashMap::new(),
+            attachment_shas: HashMap::new(),
+            attachments_by_owner: HashMap::new(),
+            upload_space_used: 0,
         }
     }
 
@@ -218,6 +268,8 @@ impl Realm {
         }
         self.color_use = color_use;
         self.messages.rebuild_due();
+        self.rebuild_linkifier_cache();
+        self.rebuild_attachment_indexes();
     }
 
     /// Turns a decided fact into state. Infallible: `decide_*` validated it.
@@ -260,6 +312,9 @@ impl Realm {
             }
             Change::Channel(c) => self.apply_channel_change(c),
             Change::Message(m) => self.messages.apply(m),
+            Change::Linkifier(c) => self.apply_linkifier_change(c),
+            Change::ProfileField(c) => self.apply_profile_field_change(c),
+            Change::Attachment(c) => self.apply_attachment_change(c),
         }
     }
 

@@ -35,6 +35,11 @@ pub struct RegisterOptions {
     pub longpoll_timeout_secs: i64,
     /// The realm's public URL (`Realm::url`).
     pub realm_url: String,
+    /// `client_capabilities.linkifier_url_template`: without it `realm_linkifiers` is
+    /// empty (Zulip, feature level 176).
+    pub linkifier_url_template: bool,
+    /// The server's upload limit (`max_file_upload_size_mib`).
+    pub max_file_upload_size_mib: u64,
 }
 
 impl RegisterOptions {
@@ -99,7 +104,7 @@ impl Realm {
         if o.wants("custom_profile_fields") {
             put(
                 &mut m,
-                json!({"custom_profile_fields": [], "custom_profile_field_types": custom_profile_field_types()}),
+                json!({"custom_profile_fields": self.view_profile_fields(), "custom_profile_field_types": custom_profile_field_types()}),
             );
         }
         if o.wants("user_status") {
@@ -115,7 +120,12 @@ impl Realm {
             m.insert("navigation_views".into(), json!([]));
         }
         if o.wants("realm_linkifiers") {
-            m.insert("realm_linkifiers".into(), json!([]));
+            let linkifiers = if o.linkifier_url_template {
+                self.view_linkifiers()
+            } else {
+                Vec::new()
+            };
+            m.insert("realm_linkifiers".into(), linkifiers.into());
         }
         if o.wants("realm_filters") {
             m.insert("realm_filters".into(), json!([]));
@@ -273,7 +283,7 @@ impl Realm {
             "max_stream_description_length": MAX_STREAM_DESCRIPTION_LENGTH,
             "max_channel_folder_name_length": 60,
             "max_channel_folder_description_length": 1024,
-            "max_file_upload_size_mib": 0,
+            "max_file_upload_size_mib": o.max_file_upload_size_mib,
             "max_avatar_file_size_mib": 0,
             "max_icon_file_size_mib": 0,
             "max_logo_file_size_mib": 0,

@@ -334,10 +334,9 @@ impl Realm {
         m
     }
 
-    /// Custom profile field values of a user. No field values are stored yet (the
-    /// profile-fields feature adds them), so this is the empty object Zulip sends then.
-    fn profile_data(&self, _user: &User) -> Map<String, Value> {
-        Map::new()
+    /// Custom profile field values of a user (seed 2.6).
+    fn profile_data(&self, user: &User) -> Map<String, Value> {
+        self.user_profile_data(user.id)
     }
 
     /// `GET /users`: every user (deactivated ones and bots included), or those in `ids`.

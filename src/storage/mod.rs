@@ -5,6 +5,7 @@ pub mod codec;
 pub mod durability;
 pub mod legacy;
 pub mod messages;
+pub mod uploads;
 pub mod wal;
 
 pub use durability::StorageFailed;

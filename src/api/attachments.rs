@@ -1,0 +1,628 @@
+//! Uploads and attachments (seed 4.14): `POST /user_uploads`, the file routes, `GET
+//! /attachments`, `DELETE /attachments/{attachment_id}`, and the sweep of unclaimed
+//! uploads.
+//!
+//! Files are streamed to disk (`storage::uploads`), fsynced and renamed to their hash
+//! before the realm records them, so a `success` names a file that survives `kill -9`.
+//! Removing a file waits until the change that dropped its last attachment is durable.
+//!
+//! For the message store: once changes from `Realm::decide_release_attachments` are
+//! durable and visible, call `remove_unreferenced_files` with the realm's event hub and
+//! `Realm::files_released_by` of each change.
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use actix_web::http::header::{self, CONTENT_TYPE};
+use actix_web::{web, HttpRequest, HttpResponse};
+use futures_util::TryStreamExt;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::params::{path_int, Params};
+use super::{auth, success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
+use crate::actor::{Call, Decided};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::EventHub;
+use crate::realm::attachments::{Attachment, StoredUpload};
+use crate::realm::{Change, Realm, User};
+use crate::registry::RealmHandle;
+use crate::storage::uploads::UploadStore;
+
+/// How long a temporary file URL works (Zulip's `SIGNED_ACCESS_TOKEN_VALIDITY_IN_SECONDS`).
+pub const TEMPORARY_URL_SECS: i64 = 60;
+/// Attachments one sweep decision deletes at most (the actor's work stays bounded).
+pub const SWEEP_BATCH: usize = 1000;
+/// Zulip's `INLINE_MIME_TYPES`: served inline; anything else as a download.
+const INLINE_MIME_TYPES: [&str; 17] = [
+    "application/pdf",
+    "audio/aac",
+    "audio/flac",
+    "audio/mp4",
+    "audio/mpeg",
+    "audio/wav",
+    "audio/webm",
+    "image/apng",
+    "image/avif",
+    "image/gif",
+    "image/jpeg",
+    "image/png",
+    "image/webp",
+    "text/plain",
+    "video/mp4",
+    "video/ogg",
+    "video/webm",
+];
+
+/// The server's upload settings and file store.
+#[derive(Debug)]
+pub struct Uploads {
+    pub store: Arc<UploadStore>,
+    /// `--max-file-upload-size-mib`.
+    pub max_mib: u64,
+    /// `--upload-sweep-days` (0: never).
+    pub sweep_days: u64,
+}
+
+impl Uploads {
+    pub fn new(data: &std::path::Path, max_mib: u64, sweep_days: u64) -> Uploads {
+        Uploads {
+            store: Arc::new(UploadStore::new(data)),
+            max_mib,
+            sweep_days,
+        }
+    }
+
+    fn max_bytes(&self) -> u64 {
+        self.max_mib.saturating_mul(1024 * 1024)
+    }
+}
+
+fn one(key: &str, value: Value) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(key.to_owned(), value);
+    m
+}
+
+fn too_large(max_mib: u64) -> ApiError {
+    ApiError::new(
+        413,
+        ErrorCode::BadRequest,
+        format!(
+            "File is larger than this server's configured maximum upload size ({max_mib} MiB)."
+        ),
+    )
+}
+
+fn state_of(req: &HttpRequest) -> ApiResult<web::Data<AppState>> {
+    req.app_data::<web::Data<AppState>>()
+        .cloned()
+        .ok_or_else(ApiError::internal)
+}
+
+fn realm_of(req: &HttpRequest, state: &AppState) -> ApiResult<RealmHandle> {
+    state
+        .registry
+        .for_host(&auth::host(req))
+        .ok_or_else(|| ApiError::new(404, ErrorCode::NonexistentSubdomain, "Invalid subdomain"))
+}
+
+/// An `ApiRequest` for a handler that reads its body itself (uploads).
+fn bodyless_request(req: &HttpRequest) -> ApiResult<ApiRequest> {
+    let state = state_of(req)?;
+    let handle = realm_of(req, &state)?;
+    Ok(ApiRequest {
+        realm: handle.addr,
+        hub: handle.hub,
+        credentials: auth::credentials(req),
+        params: Params::default(),
+        state,
+        clock: handle.clock,
+        server_url: handle.server_url,
+        messages: handle.messages,
+        client: super::client_name(req),
+    })
+}
+
+/// Django's `sanitize_file_name` of an uploaded file's name, then Zulip's `unquote`;
+/// `None` when nothing is left (Django then drops the file).
+fn upload_name(raw: &str) -> Option<String> {
+    let base = raw.rsplit('/').next().unwrap_or(raw);
+    let base = base.rsplit('\\').next().unwrap_or(base);
+    let name: String = base.chars().filter(|c| !c.is_control()).collect();
+    if name.is_empty() || name == "." || name == ".." {
+        return None;
+    }
+    Some(percent_decode_lossy(&name))
+}
+
+fn percent_decode_lossy(s: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// # `POST /user_uploads`
+pub async fn upload_file(req: HttpRequest, payload: web::Payload) -> ApiResponse {
+    let api = bodyless_request(&req)?;
+    api.caller()?;
+    let uploads = api.state.uploads.clone();
+    let max = uploads.max_bytes();
+    let subdomain = api.hub.current().settings.subdomain.clone();
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    // The multipart framing adds a little; a body much larger holds a larger file.
+    if declared.is_some_and(|n| n > max.saturating_add(1024 * 1024)) {
+        return Err(too_large(uploads.max_mib));
+    }
+    let is_multipart = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"));
+    let no_file = || ApiError::bad_request("You must specify a file to upload");
+    if !is_multipart {
+        return Err(no_file());
+    }
+    let malformed = |_| ApiError::bad_request("Malformed multipart body");
+    let failed = |e: std::io::Error| {
+        tracing::error!("cannot store an upload: {e}");
+        ApiError::internal()
+    };
+    let mut form = actix_multipart::Multipart::new(req.headers(), payload);
+    let mut file: Option<(String, String, crate::storage::uploads::Incoming)> = None;
+    while let Some(mut field) = form.try_next().await.map_err(malformed)? {
+        let name = field
+            .content_disposition()
+            .and_then(|cd| cd.get_filename())
+            .and_then(upload_name);
+        let Some(name) = name else {
+            // A plain form field: read and dropped (Zulip ignores them here).
+            let mut read = 0usize;
+            while let Some(chunk) = field.try_next().await.map_err(malformed)? {
+                read += chunk.len();
+                if read > super::BODY_LIMIT {
+                    return Err(ApiError::new(
+                        413,
+                        ErrorCode::BadRequest,
+                        "Request body too large",
+                    ));
+                }
+            }
+            continue;
+        };
+        if file.is_some() {
+            return Err(ApiError::bad_request(
+                "You may only upload one file at a time",
+            ));
+        }
+        let content_type = field
+            .content_type()
+            .map(|m| m.essence_str().to_owned())
+            .filter(|m| !m.is_empty() && m != "application/octet-stream")
+            .or_else(|| mime_guess::from_path(&name).first_raw().map(str::to_owned))
+            .unwrap_or_else(|| "application/octet-stream".to_owned());
+        let random: [u8; 16] = rand::random();
+        let store = uploads.store.clone();
+        let mut incoming = web::block(move || store.incoming(random))
+            .await
+            .map_err(|_| ApiError::internal())?
+            .map_err(failed)?;
+        let mut buffer: Vec<u8> = Vec::new();
+        while let Some(chunk) = field.try_next().await.map_err(malformed)? {
+            if incoming.size() + (buffer.len() + chunk.len()) as u64 > max {
+                return Err(too_large(uploads.max_mib));
+            }
+            buffer.extend_from_slice(&chunk);
+            if buffer.len() >= 1024 * 1024 {
+                let data = std::mem::take(&mut buffer);
+                incoming = web::block(move || incoming.write(&data).map(|()| incoming))
+                    .await
+                    .map_err(|_| ApiError::internal())?
+                    .map_err(failed)?;
+            }
+        }
+        incoming = web::block(move || incoming.write(&buffer).map(|()| incoming))
+            .await
+            .map_err(|_| ApiError::internal())?
+            .map_err(failed)?;
+        file = Some((name, content_type, incoming));
+    }
+    let (name, content_type, incoming) = file.ok_or_else(no_file)?;
+    let store = uploads.store.clone();
+    let held = web::block(move || store.store(&subdomain, incoming))
+        .await
+        .map_err(|_| ApiError::internal())?
+        .map_err(failed)?;
+    let upload = StoredUpload {
+        name: name.clone(),
+        size: held.size,
+        sha256: held.sha256.clone(),
+        content_type,
+    };
+    let body = api
+        .call(CallOpts::USER, move |c| {
+            let me = c.me()?;
+            let (changes, path_id) = c.realm.decide_create_attachment(me, upload, c.cx);
+            let url = format!("/user_uploads/{path_id}");
+            let mut body = Map::new();
+            body.insert("uri".into(), url.clone().into());
+            body.insert("url".into(), url.into());
+            body.insert("filename".into(), name.into());
+            Ok(Outcome::write(changes, body))
+        })
+        .await;
+    // Recorded (and visible) or refused: either way the upload no longer holds it.
+    drop(held);
+    body.map(success)
+}
+
+/// # `GET /attachments`
+pub async fn get_attachments(req: ApiRequest) -> ApiResponse {
+    req.read_large(CallOpts::USER, |c| {
+        let me = c.me()?;
+        let mut body = one("attachments", Value::Array(c.realm.view_attachments(me)));
+        body.insert(
+            "upload_space_used".into(),
+            c.realm.upload_space_used().into(),
+        );
+        Ok(Outcome::read(body))
+    })
+    .await
+}
+
+/// # `DELETE /attachments/{attachment_id}`
+pub async fn remove_attachment(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("attachment_id", &path.into_inner())?;
+    let state = req.state.clone();
+    let hub = req.hub.clone();
+    let released: Arc<Mutex<Option<String>>> = Arc::default();
+    let out = released.clone();
+    let body = req
+        .call(CallOpts::USER, move |c| {
+            let me = c.me()?;
+            let (changes, sha) = c.realm.decide_remove_attachment(me, id)?;
+            *out.lock().unwrap_or_else(PoisonError::into_inner) = Some(sha);
+            Ok(Outcome::write(changes, Map::new()))
+        })
+        .await?;
+    let sha = released
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(sha) = sha {
+        remove_unreferenced_files(&state, &hub, vec![sha]).await;
+    }
+    Ok(success(body))
+}
+
+/// Deletes the realm's files among `shas` that no attachment names any more. Call it
+/// once the change that released them is visible: each file is checked against the
+/// version published at that moment (under the store's lock, so an upload of the same
+/// bytes either still holds the file or is already recorded).
+pub async fn remove_unreferenced_files(state: &AppState, hub: &Arc<EventHub>, shas: Vec<String>) {
+    if shas.is_empty() {
+        return;
+    }
+    let store = state.uploads.store.clone();
+    let hub = hub.clone();
+    let done = web::block(move || {
+        let subdomain = hub.current().settings.subdomain.clone();
+        store.remove_unreferenced(&subdomain, &shas, |sha| {
+            hub.current().upload_is_referenced(sha)
+        })
+    })
+    .await;
+    if done.is_err() {
+        tracing::error!("removing released uploads failed");
+    }
+}
+
+// ---- serving files ----------------------------------------------------------------
+
+fn html(status: u16, body: &'static str) -> HttpResponse {
+    HttpResponse::build(
+        actix_web::http::StatusCode::from_u16(status)
+            .unwrap_or(actix_web::http::StatusCode::NOT_FOUND),
+    )
+    .content_type("text/html; charset=utf-8")
+    .insert_header((header::VARY, "Accept"))
+    .body(body)
+}
+
+fn file_missing() -> HttpResponse {
+    html(404, "<p>This file does not exist or has been deleted.</p>")
+}
+
+fn not_authorized() -> HttpResponse {
+    html(403, "<p>You are not authorized to view this file.</p>")
+}
+
+/// Who may read an attachment. Messages do not exist yet, so no message makes a file
+/// visible: only its uploader reads it. The message store passes its own check here.
+fn may_read(realm: &Realm, me: &User, att: &Attachment) -> bool {
+    realm.can_read_attachment(me, att, &|_, _| false)
+}
+
+/// The process's key for temporary URLs (they live a minute; a restart ends them).
+fn url_key() -> &'static [u8; 32] {
+    static KEY: OnceLock<[u8; 32]> = OnceLock::new();
+    KEY.get_or_init(rand::random)
+}
+
+fn hmac(data: &str) -> [u8; 32] {
+    let key = url_key();
+    let (mut inner, mut outer) = ([0x36u8; 64], [0x5cu8; 64]);
+    for (i, k) in key.iter().enumerate() {
+        inner[i] ^= k;
+        outer[i] ^= k;
+    }
+    let h = Sha256::new()
+        .chain_update(inner)
+        .chain_update(data.as_bytes())
+        .finalize();
+    Sha256::new()
+        .chain_update(outer)
+        .chain_update(h)
+        .finalize()
+        .into()
+}
+
+/// `/user_uploads/temporary/<token>/<filename>`: `path_id:expiry:signature` in upper
+/// hex, as Zulip's signed tokens are.
+fn temporary_url(path_id: &str, now_secs: i64) -> String {
+    let data = format!("{path_id}:{}", now_secs + TEMPORARY_URL_SECS);
+    let signed = format!("{data}:{}", hex::encode(hmac(&data)));
+    let filename = path_id.rsplit('/').next().unwrap_or_default();
+    format!(
+        "/user_uploads/temporary/{}/{filename}",
+        hex::encode_upper(signed)
+    )
+}
+
+fn path_from_token(token: &str, now_secs: i64) -> Option<String> {
+    let signed = String::from_utf8(hex::decode(token).ok()?).ok()?;
+    let (data, sig) = signed.rsplit_once(':')?;
+    let (path_id, expiry) = data.rsplit_once(':')?;
+    let expected = hex::encode(hmac(data));
+    let same: bool = expected.as_bytes().ct_eq(sig.as_bytes()).into();
+    (same && expiry.parse::<i64>().ok()? >= now_secs).then(|| path_id.to_owned())
+}
+
+/// `Content-Disposition`, as Django's `content_disposition_header`.
+fn disposition(inline: bool, name: &str) -> String {
+    let kind = if inline { "inline" } else { "attachment" };
+    let plain =
+        name.chars().all(|c| c.is_ascii_graphic() || c == ' ') && !name.contains(['"', '\\']);
+    if plain {
+        format!("{kind}; filename=\"{name}\"")
+    } else {
+        let encoded: String = name
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        format!("{kind}; filename*=utf-8''{encoded}")
+    }
+}
+
+async fn send_file(state: &AppState, realm: &Realm, att: &Attachment) -> HttpResponse {
+    let path = state
+        .uploads
+        .store
+        .file_path(&realm.settings.subdomain, &att.sha256);
+    let bytes = match web::block(move || std::fs::read(path)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => return file_missing(),
+        _ => {
+            tracing::error!("cannot read the upload {}", att.path_id);
+            return actix_web::ResponseError::error_response(&ApiError::internal());
+        }
+    };
+    let inline = INLINE_MIME_TYPES.contains(&att.content_type.as_str());
+    HttpResponse::Ok()
+        .content_type(att.content_type.clone())
+        .insert_header((header::CONTENT_DISPOSITION, disposition(inline, &att.name)))
+        .insert_header((header::CACHE_CONTROL, "private, immutable"))
+        .body(bytes)
+}
+
+/// # `GET /user_uploads/{realm_id}/{path}`: the file, for Basic credentials (Zulip's
+/// `serve_file_backend` with `override_api_url_scheme`).
+pub async fn serve_file(req: HttpRequest, path: web::Path<(String, String)>) -> ApiResponse {
+    let state = state_of(&req)?;
+    let handle = realm_of(&req, &state)?;
+    let (realm_id, rest) = path.into_inner();
+    let realm = handle.hub.current();
+    let me = match auth::credentials(&req) {
+        Ok(c) => Some(realm.authenticate(&c.email, &c.api_key)?.id),
+        Err(e) if req.headers().contains_key(header::AUTHORIZATION) => return Err(e),
+        Err(_) => None,
+    };
+    let Some(att) = realm.attachment_by_path(&format!("{realm_id}/{rest}")) else {
+        return Ok(file_missing());
+    };
+    let allowed = me
+        .and_then(|id| realm.user(id))
+        .is_some_and(|u| may_read(&realm, u, att));
+    if !allowed {
+        return Ok(not_authorized());
+    }
+    Ok(send_file(&state, &realm, att).await)
+}
+
+/// # `GET /user_uploads/{realm_id}/{path}` under `/api/v1`: a temporary URL of the file
+/// (Zulip's `serve_file_url_backend`).
+pub async fn get_file_temporary_url(
+    req: ApiRequest,
+    path: web::Path<(String, String)>,
+) -> ApiResponse {
+    let (realm_id, rest) = path.into_inner();
+    let realm = req.hub.current();
+    let me = req.authenticate(&realm)?;
+    let Some(att) = realm.attachment_by_path(&format!("{realm_id}/{rest}")) else {
+        return Ok(file_missing());
+    };
+    if !may_read(&realm, me, att) {
+        return Ok(not_authorized());
+    }
+    let url = temporary_url(&att.path_id, req.clock.now_secs());
+    Ok(success(one("url", json!(url))))
+}
+
+/// # `GET /user_uploads/temporary/{token}/{filename}`: a file by temporary URL, without
+/// credentials.
+pub async fn serve_temporary(req: HttpRequest, path: web::Path<(String, String)>) -> ApiResponse {
+    let state = state_of(&req)?;
+    let handle = realm_of(&req, &state)?;
+    let (token, filename) = path.into_inner();
+    let path_id = path_from_token(&token, handle.clock.now_secs())
+        .ok_or_else(|| ApiError::bad_request("Invalid token"))?;
+    if path_id.rsplit('/').next() != Some(filename.as_str()) {
+        return Err(ApiError::bad_request("Invalid filename"));
+    }
+    let realm = handle.hub.current();
+    let att = realm
+        .attachment_by_path(&path_id)
+        .ok_or_else(|| ApiError::bad_request("Invalid token"))?;
+    Ok(send_file(&state, &realm, att).await)
+}
+
+// ---- the sweep ----------------------------------------------------------------------
+
+/// Deletes every realm's uploads that no message links and that are older than
+/// `--upload-sweep-days`, in batches decided by each realm's actor, then their files and
+/// any stray file. Returns how many attachments were deleted.
+pub async fn sweep_uploads(state: &AppState) -> usize {
+    let days = state.uploads.sweep_days;
+    if days == 0 {
+        return 0;
+    }
+    let period_ms = i64::try_from(days).unwrap_or(i64::MAX / 86_400_000) * 86_400_000;
+    let mut deleted = 0;
+    for handle in state.registry.all() {
+        loop {
+            let before = handle.hub.current();
+            let cutoff = handle.clock.now_ms().saturating_sub(period_ms);
+            let candidates = before.sweep_candidates(cutoff, SWEEP_BATCH);
+            if candidates.is_empty() {
+                break;
+            }
+            let decide = Box::new(
+                move |realm: &Realm, _: Option<&User>, cx: &mut crate::realm::Cx| {
+                    let changes =
+                        realm.decide_sweep(&candidates, cx.now_ms.saturating_sub(period_ms));
+                    let n = match changes.first() {
+                        Some(Change::Attachment(
+                            crate::realm::attachments::AttachmentChange::Swept { ids },
+                        )) => ids.len(),
+                        _ => 0,
+                    };
+                    Ok(Decided {
+                        changes,
+                        answer: Box::new(n),
+                    })
+                },
+            );
+            let reply = match handle.addr.send(Call { me: None, decide }).await {
+                Ok(Ok(reply)) => reply,
+                Ok(Err(e)) => {
+                    tracing::error!("upload sweep refused: {e}");
+                    break;
+                }
+                Err(e) => {
+                    tracing::error!("realm actor unavailable for the upload sweep: {e}");
+                    break;
+                }
+            };
+            if let Some(ticket) = reply.ticket {
+                if let Err(e) = state.durability.wait(ticket).await {
+                    tracing::error!("the upload sweep was not made durable: {e}");
+                    break;
+                }
+            }
+            handle.hub.release(state.durability.visible());
+            let n = reply.answer.downcast::<usize>().map(|n| *n).unwrap_or(0);
+            let after = handle.hub.current();
+            let shas: Vec<String> = before
+                .attachments
+                .values()
+                .filter(|a| !after.attachments.contains_key(&a.id))
+                .map(|a| a.sha256.clone())
+                .collect();
+            remove_unreferenced_files(state, &handle.hub, shas).await;
+            deleted += n;
+            if n == 0 {
+                break;
+            }
+        }
+        let store = state.uploads.store.clone();
+        let hub = handle.hub.clone();
+        let _ = web::block(move || {
+            let subdomain = hub.current().settings.subdomain.clone();
+            store.remove_strays(
+                &subdomain,
+                |sha| hub.current().upload_is_referenced(sha),
+                Duration::from_secs(3600),
+            )
+        })
+        .await;
+    }
+    deleted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_tokens() {
+        let url = temporary_url("2/ab/xyz/file.txt", 1000);
+        let token = url
+            .strip_prefix("/user_uploads/temporary/")
+            .and_then(|r| r.strip_suffix("/file.txt"))
+            .expect("shape");
+        assert_eq!(
+            path_from_token(token, 1000).as_deref(),
+            Some("2/ab/xyz/file.txt")
+        );
+        assert_eq!(path_from_token(token, 1000 + TEMPORARY_URL_SECS + 1), None);
+        let mut forged = token.to_owned();
+        forged.replace_range(0..2, "33");
+        assert_eq!(path_from_token(&forged, 1000), None);
+        assert_eq!(path_from_token("zz", 1000), None);
+    }
+
+    #[test]
+    fn names_and_dispositions() {
+        assert_eq!(upload_name("C:\\x\\a%20b.txt").as_deref(), Some("a b.txt"));
+        assert_eq!(upload_name("../.."), None);
+        assert_eq!(disposition(true, "a.png"), "inline; filename=\"a.png\"");
+        assert_eq!(
+            disposition(false, "é.zip"),
+            "attachment; filename*=utf-8''%C3%A9.zip"
+        );
+    }
+}
