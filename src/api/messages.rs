@@ -882,6 +882,8 @@ pub async fn set_typing_status(req: ApiRequest) -> ApiResponse {
     let me_id = req.caller()?;
     let me = version.user(me_id).ok_or_else(ApiError::internal)?;
     let p = &req.params;
+    // Zulip's order: `to` (a JSON list of ids, for every type), `op`, `type`.
+    let to = p.opt_int_list("to")?;
     let op = p.str("op")?;
     if op != "start" && op != "stop" {
         return Err(ApiError::bad_request("Invalid op"));
@@ -890,9 +892,7 @@ pub async fn set_typing_status(req: ApiRequest) -> ApiResponse {
     let sender = json!({"user_id": me.id, "email": version.api_email(me)});
     let event = match kind.as_str() {
         "direct" | "private" => {
-            let to = p
-                .opt_int_list("to")?
-                .ok_or_else(|| ApiError::missing("to"))?;
+            let to = to.clone().ok_or_else(|| ApiError::missing("to"))?;
             if to.is_empty() {
                 return Err(ApiError::bad_request("Empty 'to' list"));
             }
@@ -924,7 +924,7 @@ pub async fn set_typing_status(req: ApiRequest) -> ApiResponse {
         "stream" | "channel" => {
             let stream_id = p
                 .opt_int("stream_id")?
-                .ok_or_else(|| ApiError::bad_request("Missing stream_id"))?;
+                .ok_or_else(|| ApiError::missing("stream_id"))?;
             let topic = topic_param(p).ok_or_else(|| ApiError::bad_request("Missing topic"))?;
             let ch = version.access_channel(me, stream_id)?;
             Event::new(
