@@ -49,11 +49,15 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         };
         let slim_presence = p.bool_or("slim_presence", false)?;
         p.opt_int("presence_history_limit_days")?;
-        let user_avatar_url_field_optional = queue
-            .capabilities
-            .get("user_avatar_url_field_optional")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let capability = |name: &str| {
+            queue
+                .capabilities
+                .get(name)
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        let user_avatar_url_field_optional = capability("user_avatar_url_field_optional");
+        let include_deactivated_groups = capability("include_deactivated_groups");
         // The queue sees exactly the events published after `version`, the state
         // answered below (newer than or equal to the one `me` was authenticated in).
         let (queue_id, version) = c.hub.register(me.id, queue);
@@ -64,6 +68,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             include_subscribers,
             slim_presence,
             user_avatar_url_field_optional,
+            include_deactivated_groups,
             longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
             realm_url: version.url(c.server_url).to_owned(),
         };

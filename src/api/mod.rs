@@ -7,7 +7,11 @@ pub mod bots;
 pub mod channels;
 pub mod error;
 pub mod events;
+pub mod groups;
+pub mod navigation;
 pub mod params;
+pub mod push;
+pub mod realm;
 pub mod rule;
 pub mod server;
 pub mod users;
@@ -63,6 +67,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/users", get => users::get_users, post => users::create_user))
             .service(endpoint!("/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, delete => channels::unsubscribe))
             .service(endpoint!("/users/me/subscriptions/properties", post => channels::update_subscription_properties))
+            .service(endpoint!("/users/me/apns_device_token", post => push::add_apns_device_token, delete => push::remove_apns_device_token))
+            .service(endpoint!("/users/me/android_gcm_reg_id", post => push::add_android_reg_id, delete => push::remove_android_reg_id))
             .service(endpoint!("/users/{user_id}/subscriptions/{stream_id}", get => channels::get_subscription_status))
             .service(endpoint!("/users/{user}", get => users::get_user))
             .service(endpoint!("/channels/create", post => channels::create_channel))
@@ -75,6 +81,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/channel_folders", get => channels::get_channel_folders, patch => channels::reorder_channel_folders))
             .service(endpoint!("/channel_folders/{channel_folder_id}", patch => channels::update_channel_folder))
             .service(endpoint!("/bots", post => bots::create_bot, get => bots::get_bots))
+            .service(endpoint!("/user_groups/create", post => groups::create_user_group))
+            .service(endpoint!("/user_groups", get => groups::get_user_groups))
+            .service(endpoint!("/user_groups/{user_group_id}", patch => groups::update_user_group))
+            .service(endpoint!("/user_groups/{user_group_id}/members", get => groups::get_user_group_members, post => groups::update_user_group_members))
+            .service(endpoint!("/user_groups/{user_group_id}/members/{user_id}", get => groups::get_is_user_group_member))
+            .service(endpoint!("/user_groups/{user_group_id}/subgroups", get => groups::get_user_group_subgroups, post => groups::update_user_group_subgroups))
+            .service(endpoint!("/user_groups/{user_group_id}/deactivate", post => groups::deactivate_user_group))
+            .service(endpoint!("/realm", patch => realm::update_realm))
+            .service(endpoint!("/navigation_views", get => navigation::get_navigation_views, post => navigation::add_navigation_view))
+            .service(endpoint!("/navigation_views/{fragment:.*}", patch => navigation::update_navigation_view, delete => navigation::remove_navigation_view))
             .service(endpoint!("/register", post => events::register))
             .service(endpoint!("/events", get => events::get_events, delete => events::delete_events))
             .default_service(web::to(error::not_found)),

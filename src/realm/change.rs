@@ -9,7 +9,9 @@ use super::channels::{
     Channel, ChannelFolder, ChannelId, ChannelUpdate, FolderId, FolderUpdate, NewSubscription,
     SubProperty,
 };
-use super::groups::UserGroup;
+use super::groups::{GroupConfig, GroupId, GroupSetting, GroupUpdate, RealmSetting, UserGroup};
+use super::navigation::NavigationView;
+use super::push::{PushToken, PushTokenKind};
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact, by the resource it is about. Never a generic patch: one variant
@@ -21,6 +23,8 @@ pub enum Change {
     User(UserChange),
     Group(GroupChange),
     Channel(ChannelChange),
+    /// (Last: WAL records name variants by position.)
+    Personal(PersonalChange),
 }
 
 /// Facts about the realm itself.
@@ -28,6 +32,11 @@ pub enum Change {
 pub enum RealmChange {
     /// The realm came into being with these settings (first record of every realm).
     RealmCreated { settings: RealmSettings },
+    /// One of the realm's group-valued settings changed.
+    GroupSettingSet {
+        setting: RealmSetting,
+        value: GroupSetting,
+    },
 }
 
 /// Facts about accounts.
@@ -44,6 +53,76 @@ pub enum UserChange {
 pub enum GroupChange {
     /// A user group was created (the system groups, at realm creation).
     UserGroupCreated(UserGroup),
+    /// A user created a named group (its subgroups follow in `SubgroupsAdded`).
+    GroupCreated {
+        group: UserGroup,
+        config: GroupConfig,
+    },
+    /// One property of a named group changed (deactivation included).
+    GroupUpdated {
+        group_id: GroupId,
+        update: GroupUpdate,
+    },
+    /// Users became direct members of a group (ids in order, none already members).
+    MembersAdded {
+        group_id: GroupId,
+        user_ids: Vec<UserId>,
+    },
+    /// Users stopped being direct members of a group.
+    MembersRemoved {
+        group_id: GroupId,
+        user_ids: Vec<UserId>,
+    },
+    /// Groups became direct subgroups of a group.
+    SubgroupsAdded {
+        group_id: GroupId,
+        subgroup_ids: Vec<GroupId>,
+    },
+    /// Groups stopped being direct subgroups of a group.
+    SubgroupsRemoved {
+        group_id: GroupId,
+        subgroup_ids: Vec<GroupId>,
+    },
+}
+
+/// Facts about one user's own state: navigation views and push tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum PersonalChange {
+    /// A user configured a built-in view or added a custom one.
+    NavigationViewAdded {
+        user_id: UserId,
+        view: NavigationView,
+    },
+    /// A user's view changed: the fields given.
+    NavigationViewUpdated {
+        user_id: UserId,
+        fragment: String,
+        name: Option<String>,
+        is_pinned: Option<bool>,
+    },
+    /// A user removed a view.
+    NavigationViewRemoved { user_id: UserId, fragment: String },
+    /// A user registered a push token.
+    PushTokenAdded { user_id: UserId, token: PushToken },
+    /// A user removed a push token.
+    PushTokenRemoved {
+        user_id: UserId,
+        kind: PushTokenKind,
+        token: String,
+    },
+}
+
+impl PersonalChange {
+    /// The user whose state it changes.
+    pub fn user_id(&self) -> UserId {
+        match self {
+            PersonalChange::NavigationViewAdded { user_id, .. }
+            | PersonalChange::NavigationViewUpdated { user_id, .. }
+            | PersonalChange::NavigationViewRemoved { user_id, .. }
+            | PersonalChange::PushTokenAdded { user_id, .. }
+            | PersonalChange::PushTokenRemoved { user_id, .. } => *user_id,
+        }
+    }
 }
 
 /// Facts about channels, subscriptions, default channels and channel folders.
@@ -127,9 +206,11 @@ impl Change {
     /// How durable this change must be before its request is answered.
     pub fn durability(&self) -> DurabilityClass {
         match self {
-            Change::Realm(_) | Change::User(_) | Change::Group(_) | Change::Channel(_) => {
-                DurabilityClass::Durable
-            }
+            Change::Realm(_)
+            | Change::User(_)
+            | Change::Group(_)
+            | Change::Channel(_)
+            | Change::Personal(_) => DurabilityClass::Durable,
         }
     }
 }

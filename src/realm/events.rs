@@ -11,6 +11,9 @@
 //! | `CanCreateUsersSet`  | none (Zulip sends none: a server command)     | -          |
 //! | `UserCreated` (bot)  | also `realm_bot` `op:add` `{bot}`             | administrators and the bot's owner |
 //! | `UserGroupCreated`   | none (system groups exist before any queue)   | -          |
+//! | other `GroupChange`s, realm `GroupSettingSet` | `user_group` `add`/`update`/`remove`/`add_members`/`remove_members`/`add_subgroups`/`remove_subgroups`, channel metadata-access events; `realm` `update_dict` (table in `groups/events.rs`) | every active user (by `include_deactivated_groups` for deactivation); those gaining or losing a channel |
+//! | `NavigationViewAdded`/`Updated`/`Removed` | `navigation_view` `add` `{navigation_view}` / `update` `{fragment, data}` / `remove` `{fragment}` | the user |
+//! | `PushTokenAdded`/`Removed` | none (Zulip sends none) | - |
 //! | `ChannelCreated`     | `stream` `op:create` `{streams}`              | users who can see the channel |
 //! | `Subscribed`         | `stream` `op:create` for newly visible private channels; `subscription` `op:add` `{subscriptions}` per user; `subscription` `op:peer_add` `{stream_ids, user_ids}`, batched as Zulip (`peer_events`) | the new subscriber; the new subscriber; others who can see subscribers |
 //! | `Unsubscribed`       | `subscription` `op:remove` `{subscriptions:[{name, stream_id}]}`; `subscription` `op:peer_remove`; `stream` `op:delete` when access is lost | the removed user; others who can see subscribers; the removed user |
@@ -28,7 +31,7 @@ use serde_json::{json, Map, Value};
 use super::channels::{ChannelId, ChannelUpdate, FolderUpdate};
 use super::users::UserView;
 use super::{Change, Realm, UserId};
-use crate::realm::{ChannelChange, GroupChange, RealmChange, UserChange};
+use crate::realm::{ChannelChange, RealmChange, UserChange};
 
 /// Who receives an event.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,8 +101,12 @@ impl Realm {
     pub fn events_for(&self, before: &Realm, change: &Change) -> Vec<Event> {
         match change {
             Change::Realm(RealmChange::RealmCreated { .. })
-            | Change::User(UserChange::CanCreateUsersSet { .. })
-            | Change::Group(GroupChange::UserGroupCreated(_)) => Vec::new(),
+            | Change::User(UserChange::CanCreateUsersSet { .. }) => Vec::new(),
+            Change::Realm(RealmChange::GroupSettingSet { setting, value }) => {
+                self.realm_setting_events(*setting, value)
+            }
+            Change::Group(g) => self.group_events(before, g),
+            Change::Personal(p) => self.navigation_events(p),
             Change::User(UserChange::UserCreated(n)) => {
                 let mut out = self.user_added_events(n.user_id);
                 out.extend(self.bot_added_events(n.user_id));
