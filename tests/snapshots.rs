@@ -409,14 +409,20 @@ fn routes() -> Vec<(String, String)> {
     out
 }
 
-/// Whether a concrete path matches a route pattern (`{name}` is one segment).
+/// Whether a concrete path matches a route pattern (`{name}` is one segment, a last
+/// `{name:.*}` the rest of the path).
 fn matches(pattern: &str, path: &str) -> bool {
     let p: Vec<&str> = pattern.split('/').collect();
     let s: Vec<&str> = path.split('/').collect();
-    p.len() == s.len()
-        && p.iter()
-            .zip(&s)
-            .all(|(p, s)| (p.starts_with('{') && p.ends_with('}') && !s.is_empty()) || p == s)
+    let tail = p.last().is_some_and(|l| l.ends_with(":.*}"));
+    let segment = |(p, s): (&&str, &&str)| {
+        (p.starts_with('{') && p.ends_with('}') && !s.is_empty()) || p == s
+    };
+    if tail {
+        s.len() >= p.len() && p.iter().zip(&s).all(segment)
+    } else {
+        p.len() == s.len() && p.iter().zip(&s).all(segment)
+    }
 }
 
 #[test]
@@ -483,4 +489,7 @@ fn redaction() {
     assert!(matches("/api/v1/users/{user}", "/api/v1/users/10"));
     assert!(!matches("/api/v1/users/{user}", "/api/v1/users"));
     assert!(!matches("/api/v1/users", "/api/v1/users/me"));
+    assert!(matches("/api/v1/views/{fragment:.*}", "/api/v1/views/a/b"));
+    assert!(matches("/api/v1/views/{fragment:.*}", "/api/v1/views/a"));
+    assert!(!matches("/api/v1/views/{fragment:.*}", "/api/v1/views"));
 }
