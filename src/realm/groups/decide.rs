@@ -368,3 +368,142 @@ impl Realm {
         })])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::realm::dev::dev_realm_changes;
+
+    const HAMLET: UserId = 10;
+    const OTHELLO: UserId = 12;
+
+    fn dev_realm() -> (Realm, Cx) {
+        let mut cx = Cx::seeded(1_700_000_000_000, 7);
+        let changes = dev_realm_changes(&mut cx).expect("seed");
+        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
+        changes.iter().for_each(|c| realm.apply(c));
+        (realm, cx)
+    }
+
+    fn decide(realm: &mut Realm, changes: ApiResult<Vec<Change>>) {
+        changes
+            .expect("decided")
+            .iter()
+            .for_each(|c| realm.apply(c));
+    }
+
+    fn msg<T: std::fmt::Debug>(r: ApiResult<T>) -> String {
+        r.expect_err("an error").msg
+    }
+
+    fn new_group(name: &str, members: Vec<i64>) -> NewGroup {
+        NewGroup {
+            name: name.into(),
+            description: String::new(),
+            members,
+            subgroups: Vec::new(),
+            settings: Vec::new(),
+        }
+    }
+
+    /// Deactivated users (hearth has no endpoint deactivating one yet) are refused
+    /// everywhere a user id is given, and left out of every member list.
+    #[test]
+    fn deactivated_users_are_invalid_user_ids() {
+        let (mut realm, mut cx) = dev_realm();
+        let hamlet = realm.user(HAMLET).cloned().expect("hamlet");
+        let (changes, crew) = realm
+            .decide_create_group(&hamlet, new_group("crew", vec![10, 12]), &mut cx)
+            .expect("created");
+        changes.iter().for_each(|c| realm.apply(c));
+        let users = realm.users.get_mut(&OTHELLO).expect("othello");
+        Arc::make_mut(users).is_active = false;
+        let othello = OTHELLO as i64;
+
+        assert_eq!(
+            msg(realm.decide_create_group(&hamlet, new_group("x", vec![othello]), &mut cx)),
+            "Invalid user ID: 12"
+        );
+        let update = |add: Vec<i64>, delete: Vec<i64>| MembersUpdate {
+            add,
+            delete,
+            ..MembersUpdate::default()
+        };
+        for u in [update(vec![othello], vec![]), update(vec![], vec![othello])] {
+            assert_eq!(
+                msg(realm.decide_update_members(&hamlet, crew as i64, u, "")),
+                "Invalid user ID: 12"
+            );
+        }
+        let anonymous = SettingValue::Members {
+            members: vec![othello],
+            subgroups: vec![],
+        };
+        let patch = GroupPatch {
+            settings: vec![(GroupPermission::CanMention, anonymous, None)],
+            ..GroupPatch::default()
+        };
+        assert_eq!(
+            msg(realm.decide_update_group(&hamlet, crew as i64, patch)),
+            "Invalid user ID: 12"
+        );
+        let g = realm.group(crew).expect("crew").clone();
+        assert_eq!(realm.group_direct_members(&g), vec![HAMLET]);
+        assert_eq!(realm.group_members_recursive(&g), vec![HAMLET]);
+        let members = realm
+            .group(realm.system_group_id(SystemGroup::Members))
+            .expect("members")
+            .clone();
+        assert!(!realm.group_direct_members(&members).contains(&OTHELLO));
+        assert_eq!(
+            msg(realm.view_is_group_member(crew as i64, othello, false)),
+            "User is deactivated"
+        );
+        // An anonymous setting lists its active members only.
+        let setting = GroupSetting::Anonymous {
+            members: vec![HAMLET, OTHELLO],
+            subgroups: vec![],
+        };
+        assert_eq!(
+            realm.setting_json(&setting),
+            serde_json::json!({"direct_members": [HAMLET], "direct_subgroups": []})
+        );
+        // Re-adding him once reactivated is refused: he is still a member.
+        Arc::make_mut(realm.users.get_mut(&OTHELLO).expect("othello")).is_active = true;
+        assert_eq!(
+            msg(realm.decide_update_members(
+                &hamlet,
+                crew as i64,
+                update(vec![othello], vec![]),
+                ""
+            )),
+            "User 12 is already a member of this group"
+        );
+        let removed =
+            realm.decide_update_members(&hamlet, crew as i64, update(vec![], vec![othello]), "");
+        decide(&mut realm, removed);
+        assert!(!realm.group(crew).expect("crew").members.contains(&OTHELLO));
+    }
+
+    /// The use indexes rebuilt from state equal the ones `apply` kept.
+    #[test]
+    fn rebuilt_indexes_equal_kept_ones() {
+        let (mut realm, mut cx) = dev_realm();
+        let hamlet = realm.user(HAMLET).cloned().expect("hamlet");
+        let (changes, a) = realm
+            .decide_create_group(&hamlet, new_group("a", vec![10]), &mut cx)
+            .expect("a");
+        changes.iter().for_each(|c| realm.apply(c));
+        let mut b = new_group("b", vec![]);
+        b.subgroups = vec![a as i64];
+        b.settings = vec![(GroupPermission::CanMention, SettingValue::Group(a as i64))];
+        let (changes, _) = realm.decide_create_group(&hamlet, b, &mut cx).expect("b");
+        changes.iter().for_each(|c| realm.apply(c));
+        let mut rebuilt = realm.clone();
+        rebuilt.rebuild_indexes();
+        assert_eq!(rebuilt, realm);
+        assert_eq!(realm.deactivation_objections(a).len(), 2);
+    }
+}
