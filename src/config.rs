@@ -105,6 +105,11 @@ pub struct ServeConfig {
     /// HTTP worker threads (default: the number of cores).
     #[arg(long, env = "HEARTH_WORKERS")]
     pub workers: Option<usize>,
+    /// Push relay (Zulip's push bouncer API) for E2EE mobile notifications, with the
+    /// server's credentials in the URL: http(s)://ORG_ID:ORG_KEY@host/. Without it, push
+    /// devices cannot be registered.
+    #[arg(long, env = "HEARTH_PUSH_RELAY_URL")]
+    pub push_relay_url: Option<String>,
     /// Run the event ticker (heartbeats, queue collection) every second. Tests that
     /// inject a clock turn it off and tick by hand.
     #[arg(skip = true)]
@@ -123,6 +128,7 @@ impl ServeConfig {
             snapshot_every: 10_000,
             url: None,
             workers: Some(2),
+            push_relay_url: None,
             tick: true,
         }
     }

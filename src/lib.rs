@@ -16,6 +16,7 @@
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec.
 //! - `registry.rs`: Host -> realm actor.
 //! - `passwords.rs`: argon2 hashing and verifying on a few threads, bounded in memory.
+//! - `push_relay.rs`: the push relay client (E2EE mobile notifications).
 //! - `config.rs`: the command line.
 //! - `logging.rs`: log set-up and the one-line-per-request middleware.
 //! - `backup.rs`: `hearth backup` and `hearth restore`.
@@ -37,6 +38,7 @@ pub mod error;
 pub mod events;
 pub mod logging;
 pub mod passwords;
+pub mod push_relay;
 pub mod realm;
 pub mod registry;
 pub mod storage;
@@ -236,6 +238,12 @@ pub async fn spawn_with_clock(
         addr: config.bind,
         source,
     };
+    let push_relay = match &config.push_relay_url {
+        Some(url) => Some(Arc::new(
+            push_relay::PushRelay::new(url).map_err(StartError::Realm)?,
+        )),
+        None => None,
+    };
     let listener = TcpListener::bind(config.bind).map_err(bind_error)?;
     let addr = listener.local_addr().map_err(bind_error)?;
     let (store, created) = open_data_folder(&config.data, config.durability_mode())?;
@@ -303,6 +311,7 @@ pub async fn spawn_with_clock(
         registry,
         durability: store.durability.clone(),
         dev: config.dev,
+        push_relay,
     });
     let app_state = state.clone();
     let mut server = HttpServer::new(move || {

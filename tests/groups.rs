@@ -1926,7 +1926,7 @@ async fn register_state() {
 // ---- the WAL: every new kind of change replays to the same realm -------------------
 
 #[test]
-fn wal_replay_rebuilds_groups_views_and_tokens() {
+fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
     use hearth::realm::dev::dev_realm_changes;
     use hearth::realm::groups::{
         GroupPatch, GroupPermission, MembersUpdate, NewGroup, RealmSetting, SettingValue,
@@ -2032,6 +2032,21 @@ fn wal_replay_rebuilds_groups_views_and_tokens() {
         .decide_remove_push_token(&hamlet, PushTokenKind::Fcm, "f1")
         .unwrap();
     run(&mut live, changes);
+    let key = [vec![0x31], vec![5; 32]].concat();
+    for account in [1, 2] {
+        let changes = live
+            .decide_register_push_device(&hamlet, account, PushTokenKind::Apns, key.clone())
+            .unwrap();
+        run(&mut live, changes);
+    }
+    let changes = live
+        .decide_push_device_outcome(&hamlet, 1, Ok(501))
+        .unwrap();
+    run(&mut live, changes);
+    let changes = live
+        .decide_push_device_outcome(&hamlet, 2, Err("REQUEST_EXPIRED".into()))
+        .unwrap();
+    run(&mut live, changes);
 
     // Every change through the WAL, record by record, then recovered by replay.
     let dir = tempfile::tempdir().unwrap();
@@ -2048,6 +2063,12 @@ fn wal_replay_rebuilds_groups_views_and_tokens() {
     assert!(realm.is_group_deactivated(c.1));
     assert_eq!(realm.navigation_views_of(10).len(), 1);
     assert_eq!(realm.push_tokens_of(10).len(), 2);
+    let devices = realm.push_devices_of(10);
+    assert_eq!(
+        (devices[0].status(), devices[0].device_id),
+        ("active", Some(501))
+    );
+    assert_eq!(devices[1].status(), "failed");
     // The derived indexes too: b is used by the realm and holds a as a subgroup.
     assert_eq!(
         realm.deactivation_objections(a),

@@ -110,6 +110,25 @@ pub enum PersonalChange {
         kind: PushTokenKind,
         token: String,
     },
+    /// A user registered an E2EE push device; pending until the relay answers.
+    PushDeviceRegistered {
+        user_id: UserId,
+        push_account_id: i64,
+        token_kind: PushTokenKind,
+        push_key: Vec<u8>,
+    },
+    /// The relay registered a pending device under this id.
+    PushDeviceActivated {
+        user_id: UserId,
+        push_account_id: i64,
+        device_id: i64,
+    },
+    /// The relay refused a pending device.
+    PushDeviceFailed {
+        user_id: UserId,
+        push_account_id: i64,
+        error_code: String,
+    },
 }
 
 impl PersonalChange {
@@ -120,7 +139,10 @@ impl PersonalChange {
             | PersonalChange::NavigationViewUpdated { user_id, .. }
             | PersonalChange::NavigationViewRemoved { user_id, .. }
             | PersonalChange::PushTokenAdded { user_id, .. }
-            | PersonalChange::PushTokenRemoved { user_id, .. } => *user_id,
+            | PersonalChange::PushTokenRemoved { user_id, .. }
+            | PersonalChange::PushDeviceRegistered { user_id, .. }
+            | PersonalChange::PushDeviceActivated { user_id, .. }
+            | PersonalChange::PushDeviceFailed { user_id, .. } => *user_id,
         }
     }
 }

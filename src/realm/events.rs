@@ -14,6 +14,7 @@
 //! | other `GroupChange`s, realm `GroupSettingSet` | `user_group` `add`/`update`/`remove`/`add_members`/`remove_members`/`add_subgroups`/`remove_subgroups`, channel metadata-access events; `realm` `update_dict` (table in `groups/events.rs`) | every active user (by `include_deactivated_groups` for deactivation); those gaining or losing a channel |
 //! | `NavigationViewAdded`/`Updated`/`Removed` | `navigation_view` `add` `{navigation_view}` / `update` `{fragment, data}` / `remove` `{fragment}` | the user |
 //! | `PushTokenAdded`/`Removed` | none (Zulip sends none) | - |
+//! | `PushDeviceRegistered`/`Activated`/`Failed` | `push_device` `{push_account_id, status, error_code?}` | the user |
 //! | `ChannelCreated`     | `stream` `op:create` `{streams}`              | users who can see the channel |
 //! | `Subscribed`         | `stream` `op:create` for newly visible private channels; `subscription` `op:add` `{subscriptions}` per user; `subscription` `op:peer_add` `{stream_ids, user_ids}`, batched as Zulip (`peer_events`) | the new subscriber; the new subscriber; others who can see subscribers |
 //! | `Unsubscribed`       | `subscription` `op:remove` `{subscriptions:[{name, stream_id}]}`; `subscription` `op:peer_remove`; `stream` `op:delete` when access is lost | the removed user; others who can see subscribers; the removed user |
@@ -106,7 +107,11 @@ impl Realm {
                 self.realm_setting_events(*setting, value)
             }
             Change::Group(g) => self.group_events(before, g),
-            Change::Personal(p) => self.navigation_events(p),
+            Change::Personal(p) => {
+                let mut out = self.navigation_events(p);
+                out.extend(self.push_device_events(p));
+                out
+            }
             Change::User(UserChange::UserCreated(n)) => {
                 let mut out = self.user_added_events(n.user_id);
                 out.extend(self.bot_added_events(n.user_id));

@@ -177,6 +177,9 @@ pub struct Realm {
     /// Each user's registered push tokens (seed 4.17, 4.18).
     #[serde(default)]
     pub push_tokens: OrdMap<UserId, Vec<push::PushToken>>,
+    /// Each user's E2EE push devices (seed 4.22).
+    #[serde(default)]
+    pub push_devices: OrdMap<UserId, Vec<push::PushDevice>>,
     /// Group name -> id. Derived from `groups`; rebuilt after loading.
     #[serde(skip)]
     group_by_name: HashMap<String, groups::GroupId>,
@@ -206,6 +209,7 @@ impl Realm {
             realm_group_settings: Default::default(),
             navigation_views: OrdMap::new(),
             push_tokens: OrdMap::new(),
+            push_devices: OrdMap::new(),
             group_by_name: HashMap::new(),
             group_uses: Default::default(),
         }
@@ -306,6 +310,9 @@ impl Realm {
                     kind,
                     token,
                 } => self.apply_push_token_removed(*user_id, *kind, token),
+                PersonalChange::PushDeviceRegistered { .. }
+                | PersonalChange::PushDeviceActivated { .. }
+                | PersonalChange::PushDeviceFailed { .. } => self.apply_push_device(p),
             },
         }
     }

@@ -236,9 +236,11 @@ impl Realm {
             PersonalChange::NavigationViewRemoved { fragment, .. } => {
                 json!({"type": "navigation_view", "op": "remove", "fragment": fragment})
             }
-            PersonalChange::PushTokenAdded { .. } | PersonalChange::PushTokenRemoved { .. } => {
-                return Vec::new()
-            }
+            PersonalChange::PushTokenAdded { .. }
+            | PersonalChange::PushTokenRemoved { .. }
+            | PersonalChange::PushDeviceRegistered { .. }
+            | PersonalChange::PushDeviceActivated { .. }
+            | PersonalChange::PushDeviceFailed { .. } => return Vec::new(),
         };
         vec![Event::new(body, Audience::users(vec![change.user_id()]))]
     }

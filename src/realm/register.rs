@@ -125,6 +125,9 @@ impl Realm {
                 self.view_navigation_views(me).into(),
             );
         }
+        if o.wants("push_device") {
+            m.insert("push_devices".into(), self.view_push_devices(me).into());
+        }
         if o.wants("realm_linkifiers") {
             m.insert("realm_linkifiers".into(), json!([]));
         }
