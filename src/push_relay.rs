@@ -320,6 +320,7 @@ mod tests {
             relay.endpoint("push/e2ee/notify").expect("url").as_str(),
             "http://127.0.0.1:9/base/api/v1/remotes/push/e2ee/notify"
         );
+        assert!(PushRelay::new("https://id:key@push.example.com/").is_ok());
         assert!(PushRelay::new("ftp://x").is_err());
         assert!(PushRelay::new("not a url").is_err());
     }
