@@ -112,6 +112,11 @@ pub struct ServeConfig {
     /// weeks); 0 never deletes them.
     #[arg(long, env = "HEARTH_UPLOAD_SWEEP_DAYS", default_value_t = 21)]
     pub upload_sweep_days: u64,
+    /// Push relay (Zulip's push bouncer API) for E2EE mobile notifications, with the
+    /// server's credentials in the URL: http(s)://ORG_ID:ORG_KEY@host/. Without it, push
+    /// devices cannot be registered.
+    #[arg(long, env = "HEARTH_PUSH_RELAY_URL")]
+    pub push_relay_url: Option<String>,
     /// Run the event ticker (heartbeats, queue collection) every second. Tests that
     /// inject a clock turn it off and tick by hand.
     #[arg(skip = true)]
@@ -132,6 +137,7 @@ impl ServeConfig {
             workers: Some(2),
             max_file_upload_size_mib: 100,
             upload_sweep_days: 21,
+            push_relay_url: None,
             tick: true,
         }
     }

@@ -28,6 +28,11 @@ pub enum ErrorCode {
     NoActivePushDevice,
     RateLimitHit,
     BadNarrow,
+    ExpectationMismatch,
+    PushServiceNotConfigured,
+    AdminActionRequired,
+    FailedToConnectBouncer,
+    InternalServerErrorOnBouncer,
 }
 
 impl ErrorCode {
@@ -52,6 +57,11 @@ impl ErrorCode {
             ErrorCode::NoActivePushDevice => "NO_ACTIVE_PUSH_DEVICE",
             ErrorCode::RateLimitHit => "RATE_LIMIT_HIT",
             ErrorCode::BadNarrow => "BAD_NARROW",
+            ErrorCode::ExpectationMismatch => "EXPECTATION_MISMATCH",
+            ErrorCode::PushServiceNotConfigured => "PUSH_SERVICE_NOT_CONFIGURED",
+            ErrorCode::AdminActionRequired => "ADMIN_ACTION_REQUIRED",
+            ErrorCode::FailedToConnectBouncer => "FAILED_TO_CONNECT_BOUNCER",
+            ErrorCode::InternalServerErrorOnBouncer => "INTERNAL_SERVER_ERROR_ON_BOUNCER",
         }
     }
 }

@@ -17,6 +17,7 @@
 //!   files (`storage::uploads`).
 //! - `registry.rs`: Host -> realm actor.
 //! - `passwords.rs`: argon2 hashing and verifying on a few threads, bounded in memory.
+//! - `push_relay.rs`: the push relay client (E2EE mobile notifications).
 //! - `config.rs`: the command line.
 //! - `logging.rs`: log set-up and the one-line-per-request middleware.
 //! - `backup.rs`: `hearth backup` and `hearth restore`.
@@ -38,6 +39,7 @@ pub mod error;
 pub mod events;
 pub mod logging;
 pub mod passwords;
+pub mod push_relay;
 pub mod realm;
 pub mod registry;
 pub mod storage;
@@ -243,6 +245,12 @@ pub async fn spawn_with_clock(
         addr: config.bind,
         source,
     };
+    let push_relay = match &config.push_relay_url {
+        Some(url) => Some(Arc::new(
+            push_relay::PushRelay::new(url).map_err(StartError::Realm)?,
+        )),
+        None => None,
+    };
     let listener = TcpListener::bind(config.bind).map_err(bind_error)?;
     let addr = listener.local_addr().map_err(bind_error)?;
     let (store, created) = open_data_folder(&config.data, config.durability_mode())?;
@@ -317,6 +325,7 @@ pub async fn spawn_with_clock(
             config.max_file_upload_size_mib,
             config.upload_sweep_days,
         )),
+        push_relay,
     });
     let app_state = state.clone();
     let mut server = HttpServer::new(move || {

@@ -8,10 +8,14 @@ pub mod bots;
 pub mod channels;
 pub mod error;
 pub mod events;
+pub mod groups;
 pub mod linkifiers;
 pub mod messages;
+pub mod navigation;
 pub mod params;
 pub mod profile_fields;
+pub mod push;
+pub mod realm;
 pub mod rule;
 pub mod server;
 pub mod users;
@@ -47,6 +51,8 @@ pub struct AppState {
     pub dev: bool,
     /// Upload settings and the file store.
     pub uploads: Arc<attachments::Uploads>,
+    /// `--push-relay-url`: E2EE push devices and notifications.
+    pub push_relay: Option<Arc<crate::push_relay::PushRelay>>,
 }
 
 /// One path and its methods; any other method on it answers 405 with Zulip's body.
@@ -69,6 +75,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/users", get => users::get_users, post => users::create_user))
             .service(endpoint!("/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, delete => channels::unsubscribe))
             .service(endpoint!("/users/me/subscriptions/properties", post => channels::update_subscription_properties))
+            .service(endpoint!("/users/me/apns_device_token", post => push::add_apns_device_token, delete => push::remove_apns_device_token))
+            .service(endpoint!("/users/me/android_gcm_reg_id", post => push::add_android_reg_id, delete => push::remove_android_reg_id))
+            .service(endpoint!("/mobile_push/register", post => push::register_push_device))
+            .service(endpoint!("/mobile_push/e2ee/test_notification", post => push::e2ee_test_notification))
             .service(endpoint!("/users/{user_id}/subscriptions/{stream_id}", get => channels::get_subscription_status))
             .service(endpoint!("/users/{user}", get => users::get_user))
             .service(endpoint!("/channels/create", post => channels::create_channel))
@@ -90,6 +100,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/typing", post => messages::set_typing_status))
             .service(endpoint!("/scheduled_messages", get => messages::get_scheduled_messages, post => messages::create_scheduled_message))
             .service(endpoint!("/scheduled_messages/{scheduled_message_id}", patch => messages::update_scheduled_message, delete => messages::delete_scheduled_message))
+            .service(endpoint!("/user_groups/create", post => groups::create_user_group))
+            .service(endpoint!("/user_groups", get => groups::get_user_groups))
+            .service(endpoint!("/user_groups/{user_group_id}", patch => groups::update_user_group))
+            .service(endpoint!("/user_groups/{user_group_id}/members", get => groups::get_user_group_members, post => groups::update_user_group_members))
+            .service(endpoint!("/user_groups/{user_group_id}/members/{user_id}", get => groups::get_is_user_group_member))
+            .service(endpoint!("/user_groups/{user_group_id}/subgroups", get => groups::get_user_group_subgroups, post => groups::update_user_group_subgroups))
+            .service(endpoint!("/user_groups/{user_group_id}/deactivate", post => groups::deactivate_user_group))
+            .service(endpoint!("/realm", patch => realm::update_realm))
+            .service(endpoint!("/navigation_views", get => navigation::get_navigation_views, post => navigation::add_navigation_view))
+            .service(endpoint!("/navigation_views/{fragment:.*}", patch => navigation::update_navigation_view, delete => navigation::remove_navigation_view))
             .service(endpoint!("/register", post => events::register))
             .service(endpoint!("/events", get => events::get_events, delete => events::delete_events))
             .service(endpoint!("/realm/linkifiers", get => linkifiers::get_linkifiers, patch => linkifiers::reorder_linkifiers))
@@ -208,6 +228,7 @@ impl ApiRequest {
             Some(self.caller()?)
         };
         let parsed = parse(&self.params)?;
+        let writer = self.writer();
         let (hub, server_url, mut params) =
             (self.hub.clone(), self.server_url.clone(), self.params);
         let decide = move |realm: &Realm, me: Option<&User>, cx: &mut Cx| {
@@ -221,30 +242,25 @@ impl ApiRequest {
                 answer: Box::new(answer),
             })
         };
-        let reply = self
-            .realm
-            .send(Call {
+        let answer = writer
+            .commit(Call {
                 me,
                 decide: Box::new(decide),
             })
-            .await
-            .map_err(|e| {
-                tracing::error!("realm actor unavailable: {e}");
-                ApiError::internal()
-            })??;
-        let (body, ignored) = *reply
-            .answer
+            .await?;
+        let (body, ignored) = *answer
             .downcast::<(Map<String, Value>, Vec<String>)>()
             .map_err(|_| ApiError::internal())?;
-        if let Some(ticket) = reply.ticket {
-            self.state.durability.wait(ticket).await.map_err(|e| {
-                tracing::error!("a write was not made durable: {e}");
-                ApiError::storage_failed()
-            })?;
-        }
-        // Read-your-writes: what this answer acknowledges is visible before it is sent.
-        self.hub.release(self.state.durability.visible());
         Ok(with_ignored(body, ignored))
+    }
+
+    /// What a task needs to write to this realm after the request was answered.
+    pub fn writer(&self) -> Writer {
+        Writer {
+            realm: self.realm.clone(),
+            hub: self.hub.clone(),
+            durability: self.state.durability.clone(),
+        }
     }
 
     /// Runs a read rule on this worker against the published version; the realm actor
@@ -309,6 +325,56 @@ impl ApiRequest {
         Ok(HttpResponse::Ok()
             .content_type(actix_web::http::header::ContentType::json())
             .body(bytes))
+    }
+}
+
+/// Sends writes to a realm's actor, awaits their durability and makes them visible: the
+/// path of every write, also for tasks that outlive their request (push device
+/// registration).
+#[derive(Clone)]
+pub struct Writer {
+    realm: Addr<RealmActor>,
+    hub: Arc<EventHub>,
+    durability: Arc<Durability>,
+}
+
+impl Writer {
+    /// Runs a call on the actor; once what it wrote is durable, releases it and returns
+    /// the decision's answer.
+    pub async fn commit(&self, call: Call) -> ApiResult<Box<dyn std::any::Any + Send>> {
+        let reply = self.realm.send(call).await.map_err(|e| {
+            tracing::error!("realm actor unavailable: {e}");
+            ApiError::internal()
+        })??;
+        if let Some(ticket) = reply.ticket {
+            self.durability.wait(ticket).await.map_err(|e| {
+                tracing::error!("a write was not made durable: {e}");
+                ApiError::storage_failed()
+            })?;
+        }
+        // Read-your-writes: what this answer acknowledges is visible before it is sent.
+        self.hub.release(self.durability.visible());
+        Ok(reply.answer)
+    }
+
+    /// A write of `user` decided by `rule` (no answer).
+    pub async fn write_as<F>(&self, user: UserId, rule: F) -> ApiResult<()>
+    where
+        F: FnOnce(&Realm, &User, &mut Cx) -> ApiResult<Vec<crate::realm::Change>> + Send + 'static,
+    {
+        let decide = move |realm: &Realm, me: Option<&User>, cx: &mut Cx| {
+            let me = me.ok_or_else(ApiError::internal)?;
+            Ok(Decided {
+                changes: rule(realm, me, cx)?,
+                answer: Box::new(()),
+            })
+        };
+        self.commit(Call {
+            me: Some(user),
+            decide: Box::new(decide),
+        })
+        .await
+        .map(|_| ())
     }
 }
 

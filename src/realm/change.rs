@@ -10,10 +10,13 @@ use super::channels::{
     Channel, ChannelFolder, ChannelId, ChannelUpdate, FolderId, FolderUpdate, NewSubscription,
     SubProperty,
 };
-use super::groups::UserGroup;
+
+use super::groups::{GroupConfig, GroupId, GroupSetting, GroupUpdate, RealmSetting, UserGroup};
 pub use super::linkifiers::LinkifierChange;
 use super::messages::MessageChange;
+use super::navigation::NavigationView;
 pub use super::profile_fields::ProfileFieldChange;
+use super::push::{PushToken, PushTokenKind};
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact, by the resource it is about. Never a generic patch: one variant
@@ -29,6 +32,8 @@ pub enum Change {
     Linkifier(LinkifierChange),
     ProfileField(ProfileFieldChange),
     Attachment(AttachmentChange),
+    /// (Last: WAL records name variants by position.)
+    Personal(PersonalChange),
 }
 
 /// Facts about the realm itself.
@@ -36,6 +41,11 @@ pub enum Change {
 pub enum RealmChange {
     /// The realm came into being with these settings (first record of every realm).
     RealmCreated { settings: RealmSettings },
+    /// One of the realm's group-valued settings changed.
+    GroupSettingSet {
+        setting: RealmSetting,
+        value: GroupSetting,
+    },
 }
 
 /// Facts about accounts.
@@ -52,6 +62,98 @@ pub enum UserChange {
 pub enum GroupChange {
     /// A user group was created (the system groups, at realm creation).
     UserGroupCreated(UserGroup),
+    /// A user created a named group (its subgroups follow in `SubgroupsAdded`).
+    GroupCreated {
+        group: UserGroup,
+        config: GroupConfig,
+    },
+    /// One property of a named group changed (deactivation included).
+    GroupUpdated {
+        group_id: GroupId,
+        update: GroupUpdate,
+    },
+    /// Users became direct members of a group (ids in order, none already members).
+    MembersAdded {
+        group_id: GroupId,
+        user_ids: Vec<UserId>,
+    },
+    /// Users stopped being direct members of a group.
+    MembersRemoved {
+        group_id: GroupId,
+        user_ids: Vec<UserId>,
+    },
+    /// Groups became direct subgroups of a group.
+    SubgroupsAdded {
+        group_id: GroupId,
+        subgroup_ids: Vec<GroupId>,
+    },
+    /// Groups stopped being direct subgroups of a group.
+    SubgroupsRemoved {
+        group_id: GroupId,
+        subgroup_ids: Vec<GroupId>,
+    },
+}
+
+/// Facts about one user's own state: navigation views and push tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum PersonalChange {
+    /// A user configured a built-in view or added a custom one.
+    NavigationViewAdded {
+        user_id: UserId,
+        view: NavigationView,
+    },
+    /// A user's view changed: the fields given.
+    NavigationViewUpdated {
+        user_id: UserId,
+        fragment: String,
+        name: Option<String>,
+        is_pinned: Option<bool>,
+    },
+    /// A user removed a view.
+    NavigationViewRemoved { user_id: UserId, fragment: String },
+    /// A user registered a push token.
+    PushTokenAdded { user_id: UserId, token: PushToken },
+    /// A user removed a push token.
+    PushTokenRemoved {
+        user_id: UserId,
+        kind: PushTokenKind,
+        token: String,
+    },
+    /// A user registered an E2EE push device; pending until the relay answers.
+    PushDeviceRegistered {
+        user_id: UserId,
+        push_account_id: i64,
+        token_kind: PushTokenKind,
+        push_key: Vec<u8>,
+    },
+    /// The relay registered a pending device under this id.
+    PushDeviceActivated {
+        user_id: UserId,
+        push_account_id: i64,
+        device_id: i64,
+    },
+    /// The relay refused a pending device.
+    PushDeviceFailed {
+        user_id: UserId,
+        push_account_id: i64,
+        error_code: String,
+    },
+}
+
+impl PersonalChange {
+    /// The user whose state it changes.
+    pub fn user_id(&self) -> UserId {
+        match self {
+            PersonalChange::NavigationViewAdded { user_id, .. }
+            | PersonalChange::NavigationViewUpdated { user_id, .. }
+            | PersonalChange::NavigationViewRemoved { user_id, .. }
+            | PersonalChange::PushTokenAdded { user_id, .. }
+            | PersonalChange::PushTokenRemoved { user_id, .. }
+            | PersonalChange::PushDeviceRegistered { user_id, .. }
+            | PersonalChange::PushDeviceActivated { user_id, .. }
+            | PersonalChange::PushDeviceFailed { user_id, .. } => *user_id,
+        }
+    }
 }
 
 /// Facts about channels, subscriptions, default channels and channel folders.
@@ -142,7 +244,8 @@ impl Change {
             | Change::Message(_)
             | Change::Linkifier(_)
             | Change::ProfileField(_)
-            | Change::Attachment(_) => DurabilityClass::Durable,
+            | Change::Attachment(_)
+            | Change::Personal(_) => DurabilityClass::Durable,
         }
     }
 }

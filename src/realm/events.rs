@@ -11,6 +11,10 @@
 //! | `CanCreateUsersSet`  | none (Zulip sends none: a server command)     | -          |
 //! | `UserCreated` (bot)  | also `realm_bot` `op:add` `{bot}`             | administrators and the bot's owner |
 //! | `UserGroupCreated`   | none (system groups exist before any queue)   | -          |
+//! | other `GroupChange`s, realm `GroupSettingSet` | `user_group` `add`/`update`/`remove`/`add_members`/`remove_members`/`add_subgroups`/`remove_subgroups`, channel metadata-access events; `realm` `update_dict` (table in `groups/events.rs`) | every active user (by `include_deactivated_groups` for deactivation); those gaining or losing a channel |
+//! | `NavigationViewAdded`/`Updated`/`Removed` | `navigation_view` `add` `{navigation_view}` / `update` `{fragment, data}` / `remove` `{fragment}` | the user |
+//! | `PushTokenAdded`/`Removed` | none (Zulip sends none) | - |
+//! | `PushDeviceRegistered`/`Activated`/`Failed` | `push_device` `{push_account_id, status, error_code?}` | the user |
 //! | `ChannelCreated`     | `stream` `op:create` `{streams}`              | users who can see the channel |
 //! | `Subscribed`         | `stream` `op:create` for newly visible private channels; `subscription` `op:add` `{subscriptions}` per user; `subscription` `op:peer_add` `{stream_ids, user_ids}`, batched as Zulip (`peer_events`) | the new subscriber; the new subscriber; others who can see subscribers |
 //! | `Unsubscribed`       | `subscription` `op:remove` `{subscriptions:[{name, stream_id}]}`; `subscription` `op:peer_remove`; `stream` `op:delete` when access is lost | the removed user; others who can see subscribers; the removed user |
@@ -36,7 +40,7 @@ use super::messages::{flags, MessageChange, Recipient};
 use super::users::UserView;
 use super::{Change, Realm, UserId};
 use crate::events::{SHAPE_GRAVATAR, SHAPE_RAW_CONTENT};
-use crate::realm::{ChannelChange, GroupChange, RealmChange, UserChange};
+use crate::realm::{ChannelChange, RealmChange, UserChange};
 
 /// The map of a JSON object literal.
 fn object(v: Value) -> Map<String, Value> {
@@ -114,8 +118,16 @@ impl Realm {
     pub fn events_for(&self, before: &Realm, change: &Change) -> Vec<Event> {
         match change {
             Change::Realm(RealmChange::RealmCreated { .. })
-            | Change::User(UserChange::CanCreateUsersSet { .. })
-            | Change::Group(GroupChange::UserGroupCreated(_)) => Vec::new(),
+            | Change::User(UserChange::CanCreateUsersSet { .. }) => Vec::new(),
+            Change::Realm(RealmChange::GroupSettingSet { setting, value }) => {
+                self.realm_setting_events(*setting, value)
+            }
+            Change::Group(g) => self.group_events(before, g),
+            Change::Personal(p) => {
+                let mut out = self.navigation_events(p);
+                out.extend(self.push_device_events(p));
+                out
+            }
             Change::User(UserChange::UserCreated(n)) => {
                 let mut out = self.user_added_events(n.user_id);
                 out.extend(self.bot_added_events(n.user_id));

@@ -14,7 +14,9 @@ pub mod groups;
 pub mod linkifiers;
 pub mod markdown;
 pub mod messages;
+pub mod navigation;
 pub mod profile_fields;
+pub mod push;
 pub mod register;
 pub mod uri_template;
 pub mod users;
@@ -26,7 +28,8 @@ use imbl::{HashMap, OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
 
 pub use change::{
-    Change, ChannelChange, DurabilityClass, GroupChange, NewUser, RealmChange, UserChange,
+    Change, ChannelChange, DurabilityClass, GroupChange, NewUser, PersonalChange, RealmChange,
+    UserChange,
 };
 pub use cx::{Clock, Cx, ManualClock, SystemClock};
 
@@ -203,6 +206,28 @@ pub struct Realm {
     /// Total size of the uploads. Derived from `attachments`.
     #[serde(skip)]
     upload_space_used: u64,
+    /// What named groups hold besides their `UserGroup`: permissions, deactivation.
+    #[serde(default)]
+    pub group_configs: OrdMap<groups::GroupId, groups::GroupConfig>,
+    /// The realm's group settings that differ from Zulip's defaults (`realm_setting`).
+    #[serde(default)]
+    pub realm_group_settings:
+        std::collections::BTreeMap<groups::RealmSetting, groups::GroupSetting>,
+    /// Each user's configured navigation views (seed 4.8, 4.10).
+    #[serde(default)]
+    pub navigation_views: OrdMap<UserId, Vec<navigation::NavigationView>>,
+    /// Each user's registered push tokens (seed 4.17, 4.18).
+    #[serde(default)]
+    pub push_tokens: OrdMap<UserId, Vec<push::PushToken>>,
+    /// Each user's E2EE push devices (seed 4.22).
+    #[serde(default)]
+    pub push_devices: OrdMap<UserId, Vec<push::PushDevice>>,
+    /// Group name -> id. Derived from `groups`; rebuilt after loading.
+    #[serde(skip)]
+    group_by_name: HashMap<String, groups::GroupId>,
+    /// Where each group is used (settings, supergroups). Derived; rebuilt after loading.
+    #[serde(skip)]
+    group_uses: groups::uses::GroupUses,
 }
 
 impl Realm {
@@ -235,6 +260,13 @@ impl Realm {
             attachment_shas: HashMap::new(),
             attachments_by_owner: HashMap::new(),
             upload_space_used: 0,
+            group_configs: OrdMap::new(),
+            realm_group_settings: Default::default(),
+            navigation_views: OrdMap::new(),
+            push_tokens: OrdMap::new(),
+            push_devices: OrdMap::new(),
+            group_by_name: HashMap::new(),
+            group_uses: Default::default(),
         }
     }
 
@@ -270,6 +302,7 @@ impl Realm {
         self.messages.rebuild_due();
         self.rebuild_linkifier_cache();
         self.rebuild_attachment_indexes();
+        self.rebuild_group_uses();
     }
 
     /// Turns a decided fact into state. Infallible: `decide_*` validated it.
@@ -306,15 +339,43 @@ impl Realm {
                     Arc::make_mut(u).can_create_users = *value;
                 }
             }
-            Change::Group(GroupChange::UserGroupCreated(g)) => {
-                self.next_group_id = self.next_group_id.max(g.id + 1);
-                self.groups.insert(g.id, g.clone());
+            Change::Realm(RealmChange::GroupSettingSet { setting, value }) => {
+                self.apply_realm_group_setting(*setting, value)
             }
-            Change::Channel(c) => self.apply_channel_change(c),
+            Change::Group(g) => self.apply_group_change(g),
+            Change::Channel(c) => {
+                self.index_channel_change(c);
+                self.apply_channel_change(c)
+            }
             Change::Message(m) => self.messages.apply(m),
             Change::Linkifier(c) => self.apply_linkifier_change(c),
             Change::ProfileField(c) => self.apply_profile_field_change(c),
             Change::Attachment(c) => self.apply_attachment_change(c),
+            Change::Personal(p) => match p {
+                PersonalChange::NavigationViewAdded { user_id, view } => {
+                    self.apply_navigation_added(*user_id, view)
+                }
+                PersonalChange::NavigationViewUpdated {
+                    user_id,
+                    fragment,
+                    name,
+                    is_pinned,
+                } => self.apply_navigation_updated(*user_id, fragment, name, *is_pinned),
+                PersonalChange::NavigationViewRemoved { user_id, fragment } => {
+                    self.apply_navigation_removed(*user_id, fragment)
+                }
+                PersonalChange::PushTokenAdded { user_id, token } => {
+                    self.apply_push_token_added(*user_id, token)
+                }
+                PersonalChange::PushTokenRemoved {
+                    user_id,
+                    kind,
+                    token,
+                } => self.apply_push_token_removed(*user_id, *kind, token),
+                PersonalChange::PushDeviceRegistered { .. }
+                | PersonalChange::PushDeviceActivated { .. }
+                | PersonalChange::PushDeviceFailed { .. } => self.apply_push_device(p),
+            },
         }
     }
 

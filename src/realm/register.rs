@@ -32,6 +32,8 @@ pub struct RegisterOptions {
     pub include_subscribers: bool,
     pub slim_presence: bool,
     pub user_avatar_url_field_optional: bool,
+    /// The `include_deactivated_groups` client capability.
+    pub include_deactivated_groups: bool,
     pub longpoll_timeout_secs: i64,
     /// The realm's public URL (`Realm::url`).
     pub realm_url: String,
@@ -70,6 +72,12 @@ impl Realm {
         );
         if o.wants("realm") {
             put(&mut m, self.realm_state(o));
+            for s in super::groups::RealmSetting::ALL {
+                m.insert(
+                    format!("realm_{}", s.name()),
+                    self.setting_json(&self.realm_setting(s)),
+                );
+            }
         }
         if o.wants("realm_user") {
             put(&mut m, self.realm_user_state(me, o));
@@ -98,7 +106,7 @@ impl Realm {
             m.insert("streams".into(), streams.into());
         }
         if o.wants("realm_user_groups") {
-            let groups: Vec<Value> = self.groups.values().map(|g| self.group_json(g)).collect();
+            let groups = self.view_user_groups(o.include_deactivated_groups);
             m.insert("realm_user_groups".into(), groups.into());
         }
         if o.wants("custom_profile_fields") {
@@ -117,7 +125,13 @@ impl Realm {
             );
         }
         if o.wants("navigation_views") {
-            m.insert("navigation_views".into(), json!([]));
+            m.insert(
+                "navigation_views".into(),
+                self.view_navigation_views(me).into(),
+            );
+        }
+        if o.wants("push_device") {
+            m.insert("push_devices".into(), self.view_push_devices(me).into());
         }
         if o.wants("realm_linkifiers") {
             let linkifiers = if o.linkifier_url_template {

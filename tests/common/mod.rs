@@ -19,6 +19,8 @@
 //! - Events: `register(email, params)` answers a queue id, `events(email, queue)` what
 //!   waits in it.
 //!
+//! - Push: `start_relay()` runs a push relay on loopback for `--push-relay-url`.
+//!
 //! Golden responses live in `snapshots/` and are replayed by `tests/snapshots.rs`.
 //!
 //! `TEST_LOG=1 cargo test` shows the server's log.
@@ -26,17 +28,20 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
+use std::net::TcpListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
+use actix_web::dev::ServerHandle;
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use base64::Engine;
 use hearth::config::{DurabilityArg, ServeConfig};
 use hearth::realm::ManualClock;
 use hearth::Running;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, RequestBuilder, StatusCode};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tempfile::TempDir;
 
 /// The administrator of the development realm (holds `can_create_users`).
@@ -591,4 +596,88 @@ where
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+// ---- a push relay on loopback ------------------------------------------------------
+
+/// What the loopback push relay answers, and what it was sent.
+#[derive(Default)]
+pub struct RelayState {
+    /// Answers to registrations, in turn (the last one repeats): status and body.
+    pub register: Vec<(u16, Value)>,
+    /// The answer to notifications.
+    pub notify: (u16, Value),
+    /// Every request: path, `Authorization` header, body.
+    pub seen: Vec<(String, String, String)>,
+}
+
+pub type Shared = Arc<Mutex<RelayState>>;
+
+async fn relay_answer(
+    req: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<Shared>,
+) -> HttpResponse {
+    let mut st = state.lock().unwrap();
+    let auth = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let path = req.path().to_owned();
+    st.seen.push((
+        path.clone(),
+        auth,
+        String::from_utf8_lossy(&body).into_owned(),
+    ));
+    let (status, body) = match path.as_str() {
+        "/api/v1/remotes/push/e2ee/register" => {
+            if st.register.len() > 1 {
+                st.register.remove(0)
+            } else {
+                st.register[0].clone()
+            }
+        }
+        "/api/v1/remotes/push/e2ee/notify" => st.notify.clone(),
+        _ => (
+            404,
+            json!({"result": "error", "msg": "Not Found", "code": "BAD_REQUEST"}),
+        ),
+    };
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap()).json(body)
+}
+
+/// A push relay on loopback (Zulip's push bouncer API, as `hearth::push_relay` speaks
+/// it) that answers registrations with device 1001 and notifications with success
+/// until told otherwise; its URL (with credentials `org-id`/`org key`), state and
+/// handle. Must run inside an actix System.
+pub fn start_relay() -> (String, Shared, ServerHandle) {
+    let state: Shared = Arc::new(Mutex::new(RelayState {
+        register: vec![(
+            200,
+            json!({"result": "success", "msg": "", "device_id": 1001}),
+        )],
+        notify: (200, json!({"result": "success", "msg": ""})),
+        seen: Vec::new(),
+    }));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let data = web::Data::new(state.clone());
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .default_service(web::to(relay_answer))
+    })
+    .workers(1)
+    .listen(listener)
+    .unwrap()
+    .run();
+    let handle = server.handle();
+    actix_web::rt::spawn(server);
+    (
+        format!("http://org-id:org%20key@127.0.0.1:{port}/"),
+        state,
+        handle,
+    )
 }
