@@ -27,6 +27,7 @@ pub enum ErrorCode {
     CannotDeactivateGroupInUse,
     NoActivePushDevice,
     RateLimitHit,
+    BadImage,
 }
 
 impl ErrorCode {
@@ -50,6 +51,7 @@ impl ErrorCode {
             ErrorCode::CannotDeactivateGroupInUse => "CANNOT_DEACTIVATE_GROUP_IN_USE",
             ErrorCode::NoActivePushDevice => "NO_ACTIVE_PUSH_DEVICE",
             ErrorCode::RateLimitHit => "RATE_LIMIT_HIT",
+            ErrorCode::BadImage => "BAD_IMAGE",
         }
     }
 }

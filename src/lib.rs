@@ -37,6 +37,7 @@ pub mod error;
 pub mod events;
 pub mod logging;
 pub mod passwords;
+pub mod presence;
 pub mod realm;
 pub mod registry;
 pub mod storage;

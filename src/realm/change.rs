@@ -9,7 +9,9 @@ use super::channels::{
     Channel, ChannelFolder, ChannelId, ChannelUpdate, FolderId, FolderUpdate, NewSubscription,
     SubProperty,
 };
+use super::emoji::EmojiChange;
 use super::groups::UserGroup;
+use super::status::StatusChange;
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact, by the resource it is about. Never a generic patch: one variant
@@ -21,6 +23,8 @@ pub enum Change {
     User(UserChange),
     Group(GroupChange),
     Channel(ChannelChange),
+    Status(StatusChange),
+    Emoji(EmojiChange),
 }
 
 /// Facts about the realm itself.
@@ -127,9 +131,12 @@ impl Change {
     /// How durable this change must be before its request is answered.
     pub fn durability(&self) -> DurabilityClass {
         match self {
-            Change::Realm(_) | Change::User(_) | Change::Group(_) | Change::Channel(_) => {
-                DurabilityClass::Durable
-            }
+            Change::Realm(_)
+            | Change::User(_)
+            | Change::Group(_)
+            | Change::Channel(_)
+            | Change::Status(_)
+            | Change::Emoji(_) => DurabilityClass::Durable,
         }
     }
 }

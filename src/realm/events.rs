@@ -20,6 +20,12 @@
 //! | `ChannelFolderCreated` | `channel_folder` `op:add` `{channel_folder}` | active users |
 //! | `ChannelFolderUpdated` | `channel_folder` `op:update` `{channel_folder_id, data}` | active users |
 //! | `ChannelFoldersReordered` | `channel_folder` `op:reorder` `{order}` (as sent) | active users |
+//! | `Status(Updated)`    | with `away`: `user_settings` `op:update` `{property: presence_enabled, value}` and legacy `update_global_notifications` (queues without `user_settings_object`); then `user_status` `{user_id, away?, status_text?, emoji_name?, emoji_code?, reaction_type?}` (the fields passed) | the user; the user; active users |
+//! | `Emoji(Added)`, `Emoji(Deactivated)` | `realm_emoji` `op:update` `{realm_emoji}` (every custom emoji) | active users |
+//!
+//! Presence is soft state outside the WAL: its `presence` events are published by the
+//! ping's handler (`api/presence.rs`), modern or legacy per the queue's
+//! `simplified_presence_events` capability.
 
 use std::collections::BTreeMap;
 
@@ -106,6 +112,11 @@ impl Realm {
                 out
             }
             Change::Channel(c) => self.channel_events(before, c),
+            Change::Status(c) => self.status_events(c),
+            Change::Emoji(_) => vec![Event::new(
+                json!({"type": "realm_emoji", "op": "update", "realm_emoji": self.view_realm_emoji()}),
+                Audience::users(self.active_users(false)),
+            )],
         }
     }
 
@@ -126,7 +137,7 @@ impl Realm {
         )]
     }
 
-    fn active_users(&self, non_guest: bool) -> Vec<UserId> {
+    pub(super) fn active_users(&self, non_guest: bool) -> Vec<UserId> {
         self.users
             .values()
             .filter(|u| u.is_active && !(non_guest && u.is_guest()))

@@ -8,10 +8,13 @@ pub mod change;
 pub mod channels;
 pub mod cx;
 pub mod dev;
+pub mod emoji;
 pub mod events;
 pub mod groups;
 pub mod markdown;
+pub mod presence;
 pub mod register;
+pub mod status;
 pub mod users;
 
 use std::sync::Arc;
@@ -161,6 +164,12 @@ pub struct Realm {
     /// loading.
     #[serde(skip)]
     color_use: HashMap<UserId, channels::ColorUse>,
+    /// User statuses and who turned presence off (seed 4.4).
+    #[serde(default)]
+    pub status: status::StatusState,
+    /// Custom emoji.
+    #[serde(default)]
+    pub emoji: emoji::EmojiState,
 }
 
 impl Realm {
@@ -180,6 +189,8 @@ impl Realm {
             by_email: HashMap::new(),
             channel_by_name: HashMap::new(),
             color_use: HashMap::new(),
+            status: status::StatusState::default(),
+            emoji: emoji::EmojiState::default(),
         }
     }
 
@@ -253,6 +264,8 @@ impl Realm {
                 self.groups.insert(g.id, g.clone());
             }
             Change::Channel(c) => self.apply_channel_change(c),
+            Change::Status(c) => self.apply_status_change(c),
+            Change::Emoji(c) => self.apply_emoji_change(c),
         }
     }
 

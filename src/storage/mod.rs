@@ -3,7 +3,9 @@
 
 pub mod codec;
 pub mod durability;
+pub mod blobs;
 pub mod legacy;
+pub mod presence;
 pub mod wal;
 
 pub use durability::StorageFailed;
@@ -35,6 +37,7 @@ pub struct Store {
 
 const WAL_PREFIX: &str = "wal:";
 const SNAP_PREFIX: &str = "snap:";
+const PRESENCE_PREFIX: &str = "presence:";
 
 impl Store {
     /// Opens (or creates) the database in `dir` and starts its flusher.
@@ -65,6 +68,19 @@ impl Store {
                     .map(str::to_owned)
             })
             .collect()
+    }
+
+    /// The coalesced presence of one realm (see `storage::presence`).
+    pub fn presence(&self, subdomain: &str) -> presence::PresenceTree {
+        presence::PresenceTree::new(
+            format!("{PRESENCE_PREFIX}{subdomain}"),
+            self.durability.clone(),
+        )
+    }
+
+    /// The content-addressed files of the data folder (custom emoji images).
+    pub fn blobs(&self) -> blobs::Blobs {
+        blobs::Blobs::new(self.durability.dir())
     }
 
     /// The WAL and snapshot trees of one realm.
