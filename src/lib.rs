@@ -181,6 +181,15 @@ impl Running {
                 Err(e) => tracing::error!("realm actor gone at shutdown: {e}"),
             }
         }
+        // Presence is written coalesced, in the background: the last changes now.
+        for realm in self.state.registry.all() {
+            let presence = realm.hub.presence().clone();
+            match web::block(move || presence.flush()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!("presence not saved at shutdown: {e}"),
+                Err(e) => tracing::error!("presence not saved at shutdown: {e}"),
+            }
+        }
         self.handle.stop(true).await;
         // Actors own their realm's storage: wait until they are gone, so the database
         // is released when this returns (a restart in the same process can reopen it).
@@ -251,6 +260,13 @@ pub async fn spawn_with_clock(
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
         let changes = dev::dev_realm_changes(&mut Cx::new(&*clock)).map_err(StartError::Realm)?;
+        // The emoji images first: the realm's records name them.
+        let blobs = store.blobs();
+        for (_, bytes, _) in dev::DEV_EMOJI_IMAGES {
+            blobs
+                .put(bytes)
+                .map_err(|e| StartError::data_folder(&config.data, e))?;
+        }
         create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
         tracing::info!("seeded the development realm");
         subdomains.push(DEV_SUBDOMAIN.to_owned());
@@ -279,6 +295,8 @@ pub async fn spawn_with_clock(
             clock.clone(),
             Arc::new(recovered.realm.clone()),
         ));
+        let presence = store.presence(subdomain);
+        hub.presence().attach(presence.clone(), presence.load()?);
         let actor = RealmActor::new(
             recovered.realm,
             realm_store,

@@ -210,6 +210,29 @@ impl RealmPresence {
         self.written.load(Ordering::SeqCst)
     }
 
+    /// The listing a query asks for when it is a cached full listing (no rendering).
+    pub fn cached(&self, realm: &Arc<Realm>, q: PresenceQuery, now: i64) -> Option<Listing> {
+        if q.last_update_id.is_some_and(|id| id > 0) || q.history_limit_days.is_some() {
+            return None;
+        }
+        let update_id = self.last_update_id();
+        let cached = lock(&self.cache)[usize::from(q.slim)].clone().filter(|c| {
+            c.update_id == update_id && Arc::ptr_eq(&c.realm, realm) && now < c.valid_until
+        })?;
+        Some(Self::answer(&cached, q))
+    }
+
+    /// A cached listing's answer to `q` (its `presence_last_update_id`).
+    fn answer(cached: &Cached, q: PresenceQuery) -> Listing {
+        let mut listing = cached.listing.clone();
+        listing.last_update_id = match (cached.max_id, q.last_update_id) {
+            (Some(max), _) => max as i64,
+            (None, Some(client)) => client,
+            (None, None) => -1,
+        };
+        listing
+    }
+
     /// The listing a query asks for, rendered against `realm` (active humans only) at
     /// `now` (UNIX seconds): Zulip's `get_presence_dict_by_realm`. Full listings come
     /// from the cache when nothing moved since they were rendered.
@@ -218,31 +241,17 @@ impl RealmPresence {
         if since.is_some() || q.history_limit_days.is_some() {
             return self.render(realm, q, now);
         }
-        let slot = usize::from(q.slim);
-        let update_id = self.last_update_id();
-        let hit = lock(&self.cache)[slot].clone().filter(|c| {
-            c.update_id == update_id && Arc::ptr_eq(&c.realm, realm) && now < c.valid_until
-        });
-        let cached = match hit {
-            Some(c) => c,
-            None => {
-                let (cached, _) = self.render_full(realm, q.slim, now);
-                let cached = Arc::new(cached);
-                let mut cache = lock(&self.cache);
-                // A concurrent render of a newer state wins.
-                if cache[slot].as_ref().is_none_or(|c| c.update_id <= cached.update_id) {
-                    cache[slot] = Some(cached.clone());
-                }
-                cached
-            }
-        };
-        let mut listing = cached.listing.clone();
-        listing.last_update_id = match (cached.max_id, q.last_update_id) {
-            (Some(max), _) => max as i64,
-            (None, Some(client)) => client,
-            (None, None) => -1,
-        };
-        listing
+        if let Some(hit) = self.cached(realm, q, now) {
+            return hit;
+        }
+        let cached = Arc::new(self.render_full(realm, q.slim, now));
+        let mut cache = lock(&self.cache);
+        let slot = &mut cache[usize::from(q.slim)];
+        // A concurrent render of a newer state wins.
+        if slot.as_ref().is_none_or(|c| c.update_id <= cached.update_id) {
+            *slot = Some(cached.clone());
+        }
+        Self::answer(&cached, q)
     }
 
     /// Copies the entries a query selects (under the lock), then renders them.
@@ -284,7 +293,7 @@ impl RealmPresence {
     }
 
     /// Renders the default full listing (the last 14 days) for the cache.
-    fn render_full(&self, realm: &Arc<Realm>, slim: bool, now: i64) -> (Cached, usize) {
+    fn render_full(&self, realm: &Arc<Realm>, slim: bool, now: i64) -> Cached {
         let from = now - DEFAULT_HISTORY_LIMIT_DAYS * DAY_SECS;
         let (rows, update_id) = {
             let st = lock(&self.state);
@@ -297,21 +306,18 @@ impl RealmPresence {
             (rows, st.last_update_id)
         };
         let (presences, max_id, oldest) = render_rows(realm, &rows, slim);
-        let valid_until = oldest.map_or(i64::MAX, |t| t + DEFAULT_HISTORY_LIMIT_DAYS * DAY_SECS + 1);
-        let n = rows.len();
-        (
-            Cached {
-                update_id,
-                realm: realm.clone(),
-                valid_until,
-                listing: Listing {
-                    presences: Arc::new(presences),
-                    last_update_id: -1,
-                },
-                max_id,
+        let valid_until =
+            oldest.map_or(i64::MAX, |t| t + DEFAULT_HISTORY_LIMIT_DAYS * DAY_SECS + 1);
+        Cached {
+            update_id,
+            realm: realm.clone(),
+            valid_until,
+            listing: Listing {
+                presences: Arc::new(presences),
+                last_update_id: -1,
             },
-            n,
-        )
+            max_id,
+        }
     }
 
     /// Periodic work (the server's one-second ticker): starts a background flush when

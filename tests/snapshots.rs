@@ -25,7 +25,8 @@
 //! - `{var:NAME}` in the path or a parameter value becomes a value saved by an earlier
 //!   setup step (an unknown name fails the snapshot).
 //! - `params` go in the query string for GET, else in the body; `encoding` may force
-//!   `form`, `multipart` or `query`.
+//!   `form`, `multipart` or `query`. `files` (`{"field": "img.png"}`) adds file parts
+//!   read from `tests/fixtures/` (a multipart body, typed by the file's extension).
 //! - `setup`: requests made first, in order, each of which must succeed; not compared.
 //!   A step may `save` fields of its answer for later steps and the request:
 //!   `"save": {"queue": "queue_id", "bot": "/user_id"}` stores the body's `queue_id` as
@@ -187,10 +188,14 @@ async fn perform(app: &TestApp, vars: &Vars, spec: &Value) -> Reply {
     } else {
         "form"
     };
-    let encoding = spec
-        .get("encoding")
-        .and_then(Value::as_str)
-        .unwrap_or(default);
+    let files = spec.get("files").and_then(Value::as_object);
+    let encoding = match files {
+        Some(_) => "multipart",
+        None => spec
+            .get("encoding")
+            .and_then(Value::as_str)
+            .unwrap_or(default),
+    };
     let rb = app.request(method, &path, auth);
     let rb = match encoding {
         "query" => rb.query(&params),
@@ -199,6 +204,24 @@ async fn perform(app: &TestApp, vars: &Vars, spec: &Value) -> Reply {
             let mut form = reqwest::multipart::Form::new();
             for (k, v) in params {
                 form = form.text(k, v);
+            }
+            for (field, name) in files.into_iter().flatten() {
+                let name = name.as_str().expect("files: field -> fixture name");
+                let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures")
+                    .join(name);
+                let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let mime = match path.extension().and_then(|e| e.to_str()) {
+                    Some("png") => "image/png",
+                    Some("gif") => "image/gif",
+                    Some("jpg" | "jpeg") => "image/jpeg",
+                    _ => "application/octet-stream",
+                };
+                let part = reqwest::multipart::Part::bytes(bytes)
+                    .file_name(name.to_owned())
+                    .mime_str(mime)
+                    .unwrap();
+                form = form.part(field.clone(), part);
             }
             rb.multipart(form)
         }
@@ -233,7 +256,10 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
         (Some("api_key"), Value::String(_)) => "<api_key>".into(),
         (Some("date_joined"), Value::String(_)) => "<date>".into(),
         (
-            Some("date_created" | "realm_date_created" | "server_timestamp" | "server_generation"),
+            Some(
+                "date_created" | "realm_date_created" | "server_timestamp" | "server_generation"
+                | "timestamp" | "active_timestamp" | "idle_timestamp",
+            ),
             Value::Number(_),
         ) => "<timestamp>".into(),
         (Some("queue_id"), Value::String(_)) => "<queue_id>".into(),
