@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::realm::presence::{
-    ping_effect, legacy_status, PresenceEntry, PresenceStatus, DEFAULT_HISTORY_LIMIT_DAYS,
+    legacy_status, ping_effect, PresenceEntry, PresenceStatus, DEFAULT_HISTORY_LIMIT_DAYS,
     OFFLINE_THRESHOLD_SECS,
 };
 use crate::realm::{Clock, Realm, UserId};
@@ -148,7 +148,12 @@ impl RealmPresence {
     }
 
     /// Stores the new times of `user`'s entry under the next update id.
-    fn record(st: &mut State, user: UserId, last_active: Option<i64>, last_connected: i64) -> PresenceEntry {
+    fn record(
+        st: &mut State,
+        user: UserId,
+        last_active: Option<i64>,
+        last_connected: i64,
+    ) -> PresenceEntry {
         st.last_update_id += 1;
         let entry = PresenceEntry {
             last_active,
@@ -248,7 +253,10 @@ impl RealmPresence {
         let mut cache = lock(&self.cache);
         let slot = &mut cache[usize::from(q.slim)];
         // A concurrent render of a newer state wins.
-        if slot.as_ref().is_none_or(|c| c.update_id <= cached.update_id) {
+        if slot
+            .as_ref()
+            .is_none_or(|c| c.update_id <= cached.update_id)
+        {
             *slot = Some(cached.clone());
         }
         Self::answer(&cached, q)
@@ -367,11 +375,12 @@ impl RealmPresence {
             return Ok(0);
         }
         if let Err(e) = tree.write(&batch) {
-            lock(&self.state).dirty.extend(batch.iter().map(|(u, _)| *u));
+            lock(&self.state)
+                .dirty
+                .extend(batch.iter().map(|(u, _)| *u));
             return Err(e);
         }
-        self.written
-            .fetch_add(batch.len() as u64, Ordering::SeqCst);
+        self.written.fetch_add(batch.len() as u64, Ordering::SeqCst);
         Ok(batch.len())
     }
 }
@@ -457,7 +466,13 @@ mod tests {
 
         assert!(p.ping(hamlet, now, PresenceStatus::Active).newsworthy);
         let again = p.ping(hamlet, now + 30, PresenceStatus::Active);
-        assert_eq!(again, PingOutcome { changed: None, newsworthy: false });
+        assert_eq!(
+            again,
+            PingOutcome {
+                changed: None,
+                newsworthy: false
+            }
+        );
         p.ping(iago, now + 40, PresenceStatus::Idle);
 
         let legacy = p.listing(&realm, PresenceQuery::default(), now + 40);
@@ -476,13 +491,30 @@ mod tests {
             history_limit_days: None,
         };
         let since = p.listing(&realm, modern, now + 40);
-        assert_eq!(json(&since), serde_json::json!({iago.to_string(): {"active_timestamp": realm.user(iago).expect("iago").date_joined, "idle_timestamp": now + 40}}));
+        assert_eq!(
+            json(&since),
+            serde_json::json!({iago.to_string(): {"active_timestamp": realm.user(iago).expect("iago").date_joined, "idle_timestamp": now + 40}})
+        );
         assert_eq!(since.last_update_id, 2);
-        let none = p.listing(&realm, PresenceQuery { last_update_id: Some(2), ..modern }, now + 40);
+        let none = p.listing(
+            &realm,
+            PresenceQuery {
+                last_update_id: Some(2),
+                ..modern
+            },
+            now + 40,
+        );
         assert_eq!(json(&none), serde_json::json!({}));
         assert_eq!(none.last_update_id, 2);
-        let zero_days = PresenceQuery { last_update_id: None, history_limit_days: Some(0), slim: true };
-        assert_eq!(json(&p.listing(&realm, zero_days, now)), serde_json::json!({}));
+        let zero_days = PresenceQuery {
+            last_update_id: None,
+            history_limit_days: Some(0),
+            slim: true,
+        };
+        assert_eq!(
+            json(&p.listing(&realm, zero_days, now)),
+            serde_json::json!({})
+        );
 
         // Entries older than 14 days drop out of the default listing.
         let later = now + 14 * DAY_SECS + 35;
@@ -497,7 +529,10 @@ mod tests {
         let realm = dev_realm();
         let bot = id(&realm, "default-bot@zulip.com");
         p.ping(bot, 100, PresenceStatus::Active);
-        assert_eq!(json(&p.listing(&realm, PresenceQuery::default(), 100)), serde_json::json!({}));
+        assert_eq!(
+            json(&p.listing(&realm, PresenceQuery::default(), 100)),
+            serde_json::json!({})
+        );
         let hamlet = id(&realm, "hamlet@zulip.com");
         p.ping(hamlet, 100, PresenceStatus::Active);
         let off = p.presence_setting_changed(hamlet, false, 1000);

@@ -19,7 +19,11 @@ const START_MS: i64 = 1_800_000_000_000;
 const START: i64 = START_MS / 1000;
 
 fn png() -> Vec<u8> {
-    std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/img.png")).unwrap()
+    std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/img.png"
+    ))
+    .unwrap()
 }
 
 /// One file part: field, file name, content type (None: no `Content-Type`), bytes.
@@ -78,7 +82,13 @@ async fn a_ping_answers_the_realms_presence_in_the_legacy_format() {
     let hamlet = api_email(&app, HAMLET).await;
     assert_eq!(
         keys(&body),
-        sorted(&["msg", "presence_last_update_id", "presences", "result", "server_timestamp"])
+        sorted(&[
+            "msg",
+            "presence_last_update_id",
+            "presences",
+            "result",
+            "server_timestamp"
+        ])
     );
     assert_eq!(body["presence_last_update_id"], 1);
     assert_eq!(
@@ -110,7 +120,11 @@ async fn ping_only_and_the_modern_format() {
     let body = ping(
         &app,
         HAMLET,
-        &[("status", "active"), ("ping_only", "true"), ("new_user_input", "true")],
+        &[
+            ("status", "active"),
+            ("ping_only", "true"),
+            ("new_user_input", "true"),
+        ],
     )
     .await;
     assert_eq!(keys(&body), sorted(&["msg", "result"]));
@@ -129,7 +143,12 @@ async fn ping_only_and_the_modern_format() {
 
     // `last_update_id`: only what changed since (and always the modern format).
     app.clock().advance_ms(60_000);
-    let body = ping(&app, HAMLET, &[("status", "active"), ("last_update_id", "2")]).await;
+    let body = ping(
+        &app,
+        HAMLET,
+        &[("status", "active"), ("last_update_id", "2")],
+    )
+    .await;
     assert_eq!(keys(&body["presences"]), vec![hamlet.clone()]);
     assert_eq!(
         body["presences"][&hamlet],
@@ -150,17 +169,30 @@ async fn ping_only_and_the_modern_format() {
     assert_eq!(keys(&body["presences"]), sorted(&[&hamlet, &iago]));
 
     // `history_limit_days`: 0 is none at all; N reaches back N days.
-    let body = ping(&app, IAGO, &[("status", "idle"), ("history_limit_days", "0")]).await;
+    let body = ping(
+        &app,
+        IAGO,
+        &[("status", "idle"), ("history_limit_days", "0")],
+    )
+    .await;
     assert_eq!(body["presences"], json!({}));
     assert_eq!(body["presence_last_update_id"], -1);
     app.clock().advance_ms(2 * 86_400_000);
     let body = ping(
         &app,
         IAGO,
-        &[("status", "idle"), ("slim_presence", "true"), ("history_limit_days", "1")],
+        &[
+            ("status", "idle"),
+            ("slim_presence", "true"),
+            ("history_limit_days", "1"),
+        ],
     )
     .await;
-    assert_eq!(keys(&body["presences"]), vec![iago.clone()], "hamlet is 2 days old");
+    assert_eq!(
+        keys(&body["presences"]),
+        vec![iago.clone()],
+        "hamlet is 2 days old"
+    );
     let body = ping(&app, IAGO, &[("status", "idle"), ("slim_presence", "true")]).await;
     assert_eq!(keys(&body["presences"]), sorted(&[&hamlet, &iago]));
 }
@@ -170,16 +202,48 @@ async fn ping_errors() {
     let app = TestApp::spawn().await;
     let path = "/api/v1/users/me/presence";
     for who in [BOT, "webhook-bot@zulip.com"] {
-        app.err("POST", path, who, &[("status", "active")], 400, "BAD_REQUEST", "This endpoint does not accept bot requests.")
-            .await;
+        app.err(
+            "POST",
+            path,
+            who,
+            &[("status", "active")],
+            400,
+            "BAD_REQUEST",
+            "This endpoint does not accept bot requests.",
+        )
+        .await;
     }
     // The bot check comes before any parameter.
-    app.err("POST", path, BOT, &[], 400, "BAD_REQUEST", "This endpoint does not accept bot requests.")
-        .await;
-    app.err("POST", path, HAMLET, &[], 400, "REQUEST_VARIABLE_MISSING", "Missing 'status' argument")
-        .await;
-    app.err("POST", path, HAMLET, &[("status", "away")], 400, "BAD_REQUEST", "Invalid status: away")
-        .await;
+    app.err(
+        "POST",
+        path,
+        BOT,
+        &[],
+        400,
+        "BAD_REQUEST",
+        "This endpoint does not accept bot requests.",
+    )
+    .await;
+    app.err(
+        "POST",
+        path,
+        HAMLET,
+        &[],
+        400,
+        "REQUEST_VARIABLE_MISSING",
+        "Missing 'status' argument",
+    )
+    .await;
+    app.err(
+        "POST",
+        path,
+        HAMLET,
+        &[("status", "away")],
+        400,
+        "BAD_REQUEST",
+        "Invalid status: away",
+    )
+    .await;
     // Zulip's parameter order: history_limit_days, last_update_id, new_user_input,
     // ping_only, slim_presence, status.
     app.err(
@@ -192,14 +256,34 @@ async fn ping_errors() {
         "history_limit_days is not an integer",
     )
     .await;
-    app.err("POST", path, HAMLET, &[("last_update_id", "x")], 400, "BAD_REQUEST", "last_update_id is not valid JSON")
-        .await;
-    app.err("POST", path, HAMLET, &[("ping_only", "1"), ("status", "x")], 400, "BAD_REQUEST", "ping_only is not a boolean")
-        .await;
+    app.err(
+        "POST",
+        path,
+        HAMLET,
+        &[("last_update_id", "x")],
+        400,
+        "BAD_REQUEST",
+        "last_update_id is not valid JSON",
+    )
+    .await;
+    app.err(
+        "POST",
+        path,
+        HAMLET,
+        &[("ping_only", "1"), ("status", "x")],
+        400,
+        "BAD_REQUEST",
+        "ping_only is not a boolean",
+    )
+    .await;
     // Every human may ping; what was not read is reported.
     for who in [DESDEMONA, IAGO, SHIVA, HAMLET, POLONIUS] {
         let body = ping(&app, who, &[("status", "active"), ("bogus", "1")]).await;
-        assert_eq!(body["ignored_parameters_unsupported"], json!(["bogus"]), "{who}");
+        assert_eq!(
+            body["ignored_parameters_unsupported"],
+            json!(["bogus"]),
+            "{who}"
+        );
     }
     let (status, _, body) = app.get(path, Auth::None, &[]).await;
     assert_eq!(status, 405, "{body}");
@@ -216,13 +300,22 @@ async fn realm_presence_lists_active_humans() {
             .await;
         assert_eq!(
             keys(&body),
-            sorted(&["ignored_parameters_unsupported", "msg", "presences", "result", "server_timestamp"]),
+            sorted(&[
+                "ignored_parameters_unsupported",
+                "msg",
+                "presences",
+                "result",
+                "server_timestamp"
+            ]),
             "{who}"
         );
         assert!(body["server_timestamp"].is_f64());
         let mut listed = keys(&body["presences"]);
         listed.sort();
-        let mut expected = vec![api_email(&app, HAMLET).await, api_email(&app, POLONIUS).await];
+        let mut expected = vec![
+            api_email(&app, HAMLET).await,
+            api_email(&app, POLONIUS).await,
+        ];
         expected.sort();
         assert_eq!(listed, expected, "{who}");
         let polonius = &body["presences"][api_email(&app, POLONIUS).await];
@@ -230,7 +323,12 @@ async fn realm_presence_lists_active_humans() {
         assert!(polonius["aggregated"].get("pushable").is_none());
     }
     let (status, headers, body) = app.get("/api/v1/realm/presence", Auth::None, &[]).await;
-    assert_error(&(status, headers.clone(), body.clone()), 401, "UNAUTHORIZED", NOT_LOGGED_IN);
+    assert_error(
+        &(status, headers.clone(), body.clone()),
+        401,
+        "UNAUTHORIZED",
+        NOT_LOGGED_IN,
+    );
     assert_eq!(challenge(&(status, headers, body)), Some(BASIC_CHALLENGE));
 }
 
@@ -239,8 +337,16 @@ async fn one_users_presence_goes_offline_after_the_threshold() {
     let app = manual_app().await;
     let hamlet_id = app.user_id(HAMLET).await;
     let by_id = format!("/api/v1/users/{hamlet_id}/presence");
-    app.err("GET", &by_id, IAGO, &[], 400, "BAD_REQUEST", &format!("No presence data for {hamlet_id}"))
-        .await;
+    app.err(
+        "GET",
+        &by_id,
+        IAGO,
+        &[],
+        400,
+        "BAD_REQUEST",
+        &format!("No presence data for {hamlet_id}"),
+    )
+    .await;
     ping(&app, HAMLET, &[("status", "active")]).await;
     let body = app.ok("GET", &by_id, POLONIUS, &[]).await;
     assert_eq!(
@@ -248,8 +354,13 @@ async fn one_users_presence_goes_offline_after_the_threshold() {
         json!({"aggregated": {"status": "active", "timestamp": START}, "website": {"status": "active", "timestamp": START}})
     );
     let by_email = format!("/api/v1/users/{}/presence", api_email(&app, HAMLET).await);
-    assert_eq!(app.ok("GET", &by_email, BOT, &[]).await["presence"], body["presence"]);
-    let slim = app.ok("GET", &by_id, IAGO, &[("slim_presence", "true")]).await;
+    assert_eq!(
+        app.ok("GET", &by_email, BOT, &[]).await["presence"],
+        body["presence"]
+    );
+    let slim = app
+        .ok("GET", &by_id, IAGO, &[("slim_presence", "true")])
+        .await;
     assert_eq!(
         slim["presence"],
         json!({"active_timestamp": START, "idle_timestamp": START})
@@ -268,9 +379,13 @@ async fn one_users_presence_goes_offline_after_the_threshold() {
         ("/api/v1/users/nobody@zulip.com/presence", "No such user"),
         // The real address of a user whose API email is a fake one.
         ("/api/v1/users/hamlet@zulip.com/presence", "No such user"),
-        ("/api/v1/users/default-bot@zulip.com/presence", "Presence is not supported for bot users."),
+        (
+            "/api/v1/users/default-bot@zulip.com/presence",
+            "Presence is not supported for bot users.",
+        ),
     ] {
-        app.err("GET", path, IAGO, &[], 400, "BAD_REQUEST", msg).await;
+        app.err("GET", path, IAGO, &[], 400, "BAD_REQUEST", msg)
+            .await;
     }
 }
 
@@ -278,15 +393,28 @@ async fn one_users_presence_goes_offline_after_the_threshold() {
 async fn coming_online_is_an_event_in_the_queues_format() {
     let app = manual_app().await;
     let modern = app
-        .register(IAGO, &[("event_types", "[\"presence\"]"), ("client_capabilities", "{\"simplified_presence_events\": true}")])
+        .register(
+            IAGO,
+            &[
+                ("event_types", "[\"presence\"]"),
+                (
+                    "client_capabilities",
+                    "{\"simplified_presence_events\": true}",
+                ),
+            ],
+        )
         .await;
-    let legacy = app.register(OTHELLO, &[("event_types", "[\"presence\"]")]).await;
+    let legacy = app
+        .register(OTHELLO, &[("event_types", "[\"presence\"]")])
+        .await;
     let hamlet = app.user_id(HAMLET).await;
     ping(&app, HAMLET, &[("status", "active"), ("ping_only", "true")]).await;
     let events = app.events(IAGO, &modern).await;
     assert_eq!(
         events,
-        vec![json!({"type": "presence", "presences": {hamlet.to_string(): {"active_timestamp": START, "idle_timestamp": START}}, "id": 0})]
+        vec![
+            json!({"type": "presence", "presences": {hamlet.to_string(): {"active_timestamp": START, "idle_timestamp": START}}, "id": 0})
+        ]
     );
     let events = app.events(OTHELLO, &legacy).await;
     assert_eq!(
@@ -317,7 +445,11 @@ async fn coming_online_is_an_event_in_the_queues_format() {
     );
     // Idle pings never bring anyone online.
     ping(&app, IAGO, &[("status", "idle")]).await;
-    assert_eq!(app.events(OTHELLO, &legacy).await.len(), 3, "iago's first entry is news");
+    assert_eq!(
+        app.events(OTHELLO, &legacy).await.len(),
+        3,
+        "iago's first entry is news"
+    );
 }
 
 #[actix_web::test]
@@ -326,7 +458,12 @@ async fn register_carries_presence_and_zulips_intervals() {
     ping(&app, HAMLET, &[("status", "active")]).await;
     let hamlet = app.user_id(HAMLET).await.to_string();
     let body = app
-        .ok("POST", "/api/v1/register", IAGO, &[("fetch_event_types", "[\"presence\", \"realm\"]")])
+        .ok(
+            "POST",
+            "/api/v1/register",
+            IAGO,
+            &[("fetch_event_types", "[\"presence\", \"realm\"]")],
+        )
         .await;
     assert_eq!(body["server_presence_ping_interval_seconds"], 60);
     assert_eq!(body["server_presence_offline_threshold_seconds"], 200);
@@ -341,7 +478,10 @@ async fn register_carries_presence_and_zulips_intervals() {
             "POST",
             "/api/v1/register",
             IAGO,
-            &[("fetch_event_types", "[\"presence\"]"), ("slim_presence", "true")],
+            &[
+                ("fetch_event_types", "[\"presence\"]"),
+                ("slim_presence", "true"),
+            ],
         )
         .await;
     assert_eq!(
@@ -353,13 +493,21 @@ async fn register_carries_presence_and_zulips_intervals() {
             "POST",
             "/api/v1/register",
             IAGO,
-            &[("fetch_event_types", "[\"presence\"]"), ("presence_history_limit_days", "0")],
+            &[
+                ("fetch_event_types", "[\"presence\"]"),
+                ("presence_history_limit_days", "0"),
+            ],
         )
         .await;
     assert_eq!(body["presences"], json!({}));
     assert_eq!(body["presence_last_update_id"], -1);
     let body = app
-        .ok("POST", "/api/v1/register", IAGO, &[("fetch_event_types", "[\"realm\"]")])
+        .ok(
+            "POST",
+            "/api/v1/register",
+            IAGO,
+            &[("fetch_event_types", "[\"realm\"]")],
+        )
         .await;
     assert!(body.get("presences").is_none());
 }
@@ -374,7 +522,12 @@ async fn presence_survives_a_clean_restart() {
     let after = app.ok("GET", "/api/v1/realm/presence", IAGO, &[]).await;
     assert_eq!(after["presences"], before["presences"]);
     // The sequence goes on where it was.
-    let body = ping(&app, OTHELLO, &[("status", "active"), ("last_update_id", "2")]).await;
+    let body = ping(
+        &app,
+        OTHELLO,
+        &[("status", "active"), ("last_update_id", "2")],
+    )
+    .await;
     assert_eq!(body["presence_last_update_id"], 3);
     assert_eq!(keys(&body["presences"]).len(), 1);
 }
@@ -388,13 +541,21 @@ async fn presence_is_flushed_coalesced_in_the_background() {
         app.clock().advance_ms(56_000);
     }
     assert_eq!(hub.presence().last_update_id(), 3, "three changes");
-    assert_eq!(hub.presence().written(), 0, "nothing written on the ping path");
+    assert_eq!(
+        hub.presence().written(),
+        0,
+        "nothing written on the ping path"
+    );
     app.tick();
     poll(Duration::from_secs(10), "the background flush", || async {
         (hub.presence().written() > 0).then_some(())
     })
     .await;
-    assert_eq!(hub.presence().written(), 1, "one write for three changes of one user");
+    assert_eq!(
+        hub.presence().written(),
+        1,
+        "one write for three changes of one user"
+    );
     // Within the next minute nothing more is written, even after new changes.
     ping(&app, IAGO, &[("status", "active"), ("ping_only", "true")]).await;
     app.clock().advance_ms(30_000);
@@ -413,11 +574,17 @@ async fn only_passed_values_change() {
     let status = |body: Value| body["status"].clone();
     let get = format!("/api/v1/users/{iago}/status");
     assert_eq!(status(app.ok("GET", &get, HAMLET, &[]).await), json!({}));
-    app.ok("POST", path, IAGO, &[("status_text", "on vacation"), ("emoji_name", "car")])
-        .await;
+    app.ok(
+        "POST",
+        path,
+        IAGO,
+        &[("status_text", "on vacation"), ("emoji_name", "car")],
+    )
+    .await;
     let car = json!({"status_text": "on vacation", "emoji_name": "car", "emoji_code": "1f697", "reaction_type": "unicode_emoji"});
     assert_eq!(status(app.ok("GET", &get, HAMLET, &[]).await), car);
-    app.ok("POST", path, IAGO, &[("status_text", "  back soon  ")]).await;
+    app.ok("POST", path, IAGO, &[("status_text", "  back soon  ")])
+        .await;
     let mut expected = car.clone();
     expected["status_text"] = "back soon".into();
     assert_eq!(status(app.ok("GET", &get, POLONIUS, &[]).await), expected);
@@ -426,17 +593,35 @@ async fn only_passed_values_change() {
     expected["emoji_code"] = "1f44d".into();
     assert_eq!(status(app.ok("GET", &get, BOT, &[]).await), expected);
     // An empty name clears the emoji (whatever code and type come with it).
-    app.ok("POST", path, IAGO, &[("emoji_name", ""), ("emoji_code", "1f697"), ("reaction_type", "realm_emoji")])
-        .await;
-    assert_eq!(status(app.ok("GET", &get, HAMLET, &[]).await), json!({"status_text": "back soon"}));
+    app.ok(
+        "POST",
+        path,
+        IAGO,
+        &[
+            ("emoji_name", ""),
+            ("emoji_code", "1f697"),
+            ("reaction_type", "realm_emoji"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        status(app.ok("GET", &get, HAMLET, &[]).await),
+        json!({"status_text": "back soon"})
+    );
     app.ok("POST", path, IAGO, &[("status_text", "")]).await;
     assert_eq!(status(app.ok("GET", &get, HAMLET, &[]).await), json!({}));
     // `away` is the inverse of presence_enabled.
     app.ok("POST", path, IAGO, &[("away", "true")]).await;
-    assert_eq!(status(app.ok("GET", &get, HAMLET, &[]).await), json!({"away": true}));
-    app.ok("POST", path, IAGO, &[("away", "false"), ("bogus", "x")]).await;
+    assert_eq!(
+        status(app.ok("GET", &get, HAMLET, &[]).await),
+        json!({"away": true})
+    );
+    app.ok("POST", path, IAGO, &[("away", "false"), ("bogus", "x")])
+        .await;
     assert_eq!(status(app.ok("GET", &get, HAMLET, &[]).await), json!({}));
-    let body = app.ok("POST", path, IAGO, &[("away", "false"), ("bogus", "x")]).await;
+    let body = app
+        .ok("POST", path, IAGO, &[("away", "false"), ("bogus", "x")])
+        .await;
     assert_eq!(body["ignored_parameters_unsupported"], json!(["bogus"]));
 }
 
@@ -447,50 +632,161 @@ async fn status_errors_in_zulips_order() {
     // Deactivate a custom emoji to name it.
     let (s, _, b) = upload(&app, IAGO, "old_emoji", one_png()).await;
     assert_eq!(s, 200, "{b}");
-    app.ok("DELETE", "/api/v1/realm/emoji/old_emoji", IAGO, &[]).await;
+    app.ok("DELETE", "/api/v1/realm/emoji/old_emoji", IAGO, &[])
+        .await;
     let sixty_one = "x".repeat(61);
     let sixty_spaced = format!("  {}  ", "y".repeat(60));
     let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
         (vec![], "Client did not pass any new values."),
-        (vec![("emoji_code", "1f697")], "Client did not pass any new values."),
-        (vec![("status_text", &sixty_one)], "status_text is too long (limit: 60 characters)"),
+        (
+            vec![("emoji_code", "1f697")],
+            "Client did not pass any new values.",
+        ),
+        (
+            vec![("status_text", &sixty_one)],
+            "status_text is too long (limit: 60 characters)",
+        ),
         // The length check is a parameter check: it comes first.
-        (vec![("status_text", &sixty_one), ("emoji_name", "notanemoji")], "status_text is too long (limit: 60 characters)"),
+        (
+            vec![("status_text", &sixty_one), ("emoji_name", "notanemoji")],
+            "status_text is too long (limit: 60 characters)",
+        ),
         (vec![("away", "yes")], "away is not valid JSON"),
         (vec![("away", "1")], "away is not a boolean"),
-        (vec![("status_text", "hi"), ("emoji_code", "1f697")], "Client must pass emoji_name if they pass either emoji_code or reaction_type."),
-        (vec![("status_text", "hi"), ("reaction_type", "unicode_emoji")], "Client must pass emoji_name if they pass either emoji_code or reaction_type."),
-        (vec![("status_text", "hi"), ("emoji_name", "notanemoji")], "Emoji 'notanemoji' does not exist"),
-        (vec![("emoji_name", "notanemoji"), ("emoji_code", "1f697")], "Emoji 'notanemoji' does not exist"),
-        (vec![("emoji_name", "car"), ("emoji_code", "zzzz"), ("reaction_type", "unicode_emoji")], "Invalid emoji code."),
-        (vec![("emoji_name", "car"), ("emoji_code", "1f44d"), ("reaction_type", "unicode_emoji")], "Invalid emoji name."),
-        (vec![("emoji_name", "car"), ("emoji_code", "1f697"), ("reaction_type", "bogus_emoji")], "Invalid emoji type."),
-        (vec![("emoji_name", "car"), ("reaction_type", "bogus_emoji")], "Invalid emoji type."),
-        (vec![("emoji_name", "green_tick"), ("emoji_code", "999"), ("reaction_type", "realm_emoji")], "Invalid custom emoji."),
-        (vec![("emoji_name", "green_tick"), ("emoji_code", "01"), ("reaction_type", "realm_emoji")], "Invalid custom emoji."),
-        (vec![("emoji_name", "car"), ("emoji_code", "1"), ("reaction_type", "realm_emoji")], "Invalid custom emoji name."),
-        (vec![("emoji_name", "old_emoji"), ("emoji_code", "2"), ("reaction_type", "realm_emoji")], "This custom emoji has been deactivated."),
+        (
+            vec![("status_text", "hi"), ("emoji_code", "1f697")],
+            "Client must pass emoji_name if they pass either emoji_code or reaction_type.",
+        ),
+        (
+            vec![("status_text", "hi"), ("reaction_type", "unicode_emoji")],
+            "Client must pass emoji_name if they pass either emoji_code or reaction_type.",
+        ),
+        (
+            vec![("status_text", "hi"), ("emoji_name", "notanemoji")],
+            "Emoji 'notanemoji' does not exist",
+        ),
+        (
+            vec![("emoji_name", "notanemoji"), ("emoji_code", "1f697")],
+            "Emoji 'notanemoji' does not exist",
+        ),
+        (
+            vec![
+                ("emoji_name", "car"),
+                ("emoji_code", "zzzz"),
+                ("reaction_type", "unicode_emoji"),
+            ],
+            "Invalid emoji code.",
+        ),
+        (
+            vec![
+                ("emoji_name", "car"),
+                ("emoji_code", "1f44d"),
+                ("reaction_type", "unicode_emoji"),
+            ],
+            "Invalid emoji name.",
+        ),
+        (
+            vec![
+                ("emoji_name", "car"),
+                ("emoji_code", "1f697"),
+                ("reaction_type", "bogus_emoji"),
+            ],
+            "Invalid emoji type.",
+        ),
+        (
+            vec![("emoji_name", "car"), ("reaction_type", "bogus_emoji")],
+            "Invalid emoji type.",
+        ),
+        (
+            vec![
+                ("emoji_name", "green_tick"),
+                ("emoji_code", "999"),
+                ("reaction_type", "realm_emoji"),
+            ],
+            "Invalid custom emoji.",
+        ),
+        (
+            vec![
+                ("emoji_name", "green_tick"),
+                ("emoji_code", "01"),
+                ("reaction_type", "realm_emoji"),
+            ],
+            "Invalid custom emoji.",
+        ),
+        (
+            vec![
+                ("emoji_name", "car"),
+                ("emoji_code", "1"),
+                ("reaction_type", "realm_emoji"),
+            ],
+            "Invalid custom emoji name.",
+        ),
+        (
+            vec![
+                ("emoji_name", "old_emoji"),
+                ("emoji_code", "2"),
+                ("reaction_type", "realm_emoji"),
+            ],
+            "This custom emoji has been deactivated.",
+        ),
         // A deactivated emoji's name no longer names it.
-        (vec![("emoji_name", "old_emoji")], "Emoji 'old_emoji' does not exist"),
-        (vec![("emoji_name", "zulip"), ("emoji_code", "1f697"), ("reaction_type", "zulip_extra_emoji")], "Invalid emoji code."),
-        (vec![("emoji_name", "car"), ("emoji_code", "zulip"), ("reaction_type", "service_extra_emoji")], "Invalid emoji name."),
+        (
+            vec![("emoji_name", "old_emoji")],
+            "Emoji 'old_emoji' does not exist",
+        ),
+        (
+            vec![
+                ("emoji_name", "zulip"),
+                ("emoji_code", "1f697"),
+                ("reaction_type", "zulip_extra_emoji"),
+            ],
+            "Invalid emoji code.",
+        ),
+        (
+            vec![
+                ("emoji_name", "car"),
+                ("emoji_code", "zulip"),
+                ("reaction_type", "service_extra_emoji"),
+            ],
+            "Invalid emoji name.",
+        ),
     ];
     for who in [DESDEMONA, IAGO, SHIVA, HAMLET, POLONIUS] {
         for (params, msg) in &cases {
-            app.err("POST", path, who, params, 400, "BAD_REQUEST", msg).await;
+            app.err("POST", path, who, params, 400, "BAD_REQUEST", msg)
+                .await;
         }
-        app.ok("POST", path, who, &[("status_text", &sixty_spaced)]).await;
+        app.ok("POST", path, who, &[("status_text", &sixty_spaced)])
+            .await;
     }
     for who in [BOT, "webhook-bot@zulip.com"] {
-        app.err("POST", path, who, &[("status_text", "hi")], 400, "BAD_REQUEST", "This endpoint does not accept bot requests.")
-            .await;
+        app.err(
+            "POST",
+            path,
+            who,
+            &[("status_text", "hi")],
+            400,
+            "BAD_REQUEST",
+            "This endpoint does not accept bot requests.",
+        )
+        .await;
         // Before any parameter is read.
-        app.err("POST", path, who, &[("status_text", &sixty_one)], 400, "BAD_REQUEST", "This endpoint does not accept bot requests.")
-            .await;
+        app.err(
+            "POST",
+            path,
+            who,
+            &[("status_text", &sixty_one)],
+            400,
+            "BAD_REQUEST",
+            "This endpoint does not accept bot requests.",
+        )
+        .await;
     }
     // Nothing of the refused requests changed anything.
     let iago = app.user_id(IAGO).await;
-    let body = app.ok("GET", &format!("/api/v1/users/{iago}/status"), HAMLET, &[]).await;
+    let body = app
+        .ok("GET", &format!("/api/v1/users/{iago}/status"), HAMLET, &[])
+        .await;
     assert_eq!(body["status"], json!({"status_text": "y".repeat(60)}));
 }
 
@@ -501,16 +797,46 @@ async fn status_emoji_of_every_kind() {
     let hamlet = app.user_id(HAMLET).await;
     let get = format!("/api/v1/users/{hamlet}/status");
     let cases: Vec<(Vec<(&str, &str)>, Value)> = vec![
-        (vec![("emoji_name", "green_tick")], json!({"emoji_name": "green_tick", "emoji_code": "1", "reaction_type": "realm_emoji"})),
-        (vec![("emoji_name", "zulip")], json!({"emoji_name": "zulip", "emoji_code": "zulip", "reaction_type": "zulip_extra_emoji"})),
+        (
+            vec![("emoji_name", "green_tick")],
+            json!({"emoji_name": "green_tick", "emoji_code": "1", "reaction_type": "realm_emoji"}),
+        ),
+        (
+            vec![("emoji_name", "zulip")],
+            json!({"emoji_name": "zulip", "emoji_code": "zulip", "reaction_type": "zulip_extra_emoji"}),
+        ),
         // The seed's spelling of Zulip's `zulip_extra_emoji`.
-        (vec![("emoji_name", "zulip"), ("emoji_code", "zulip"), ("reaction_type", "service_extra_emoji")], json!({"emoji_name": "zulip", "emoji_code": "zulip", "reaction_type": "zulip_extra_emoji"})),
-        (vec![("emoji_name", "thumbs_up"), ("reaction_type", "unicode_emoji")], json!({"emoji_name": "thumbs_up", "emoji_code": "1f44d", "reaction_type": "unicode_emoji"})),
-        (vec![("emoji_name", "green_tick"), ("emoji_code", "1"), ("reaction_type", "realm_emoji")], json!({"emoji_name": "green_tick", "emoji_code": "1", "reaction_type": "realm_emoji"})),
+        (
+            vec![
+                ("emoji_name", "zulip"),
+                ("emoji_code", "zulip"),
+                ("reaction_type", "service_extra_emoji"),
+            ],
+            json!({"emoji_name": "zulip", "emoji_code": "zulip", "reaction_type": "zulip_extra_emoji"}),
+        ),
+        (
+            vec![
+                ("emoji_name", "thumbs_up"),
+                ("reaction_type", "unicode_emoji"),
+            ],
+            json!({"emoji_name": "thumbs_up", "emoji_code": "1f44d", "reaction_type": "unicode_emoji"}),
+        ),
+        (
+            vec![
+                ("emoji_name", "green_tick"),
+                ("emoji_code", "1"),
+                ("reaction_type", "realm_emoji"),
+            ],
+            json!({"emoji_name": "green_tick", "emoji_code": "1", "reaction_type": "realm_emoji"}),
+        ),
     ];
     for (params, expected) in cases {
         app.ok("POST", path, HAMLET, &params).await;
-        assert_eq!(app.ok("GET", &get, IAGO, &[]).await["status"], expected, "{params:?}");
+        assert_eq!(
+            app.ok("GET", &get, IAGO, &[]).await["status"],
+            expected,
+            "{params:?}"
+        );
     }
 }
 
@@ -519,9 +845,24 @@ async fn get_status_refuses_bots_and_strangers() {
     let app = TestApp::spawn().await;
     let bot = app.user_id(BOT).await;
     for (path, status, code, msg) in [
-        ("/api/v1/users/999999/status".to_owned(), 400, "BAD_REQUEST", "No such user"),
-        (format!("/api/v1/users/{bot}/status"), 400, "BAD_REQUEST", "No such user"),
-        ("/api/v1/users/hamlet@zulip.com/status".to_owned(), 404, "NOT_FOUND", "Not Found"),
+        (
+            "/api/v1/users/999999/status".to_owned(),
+            400,
+            "BAD_REQUEST",
+            "No such user",
+        ),
+        (
+            format!("/api/v1/users/{bot}/status"),
+            400,
+            "BAD_REQUEST",
+            "No such user",
+        ),
+        (
+            "/api/v1/users/hamlet@zulip.com/status".to_owned(),
+            404,
+            "NOT_FOUND",
+            "Not Found",
+        ),
     ] {
         app.err("GET", &path, HAMLET, &[], status, code, msg).await;
     }
@@ -546,15 +887,25 @@ async fn status_events_and_register() {
             ],
         )
         .await;
-    app.ok("POST", path, HAMLET, &[("status_text", "lunch")]).await;
+    app.ok("POST", path, HAMLET, &[("status_text", "lunch")])
+        .await;
     assert_eq!(
         app.events(IAGO, &watcher).await,
         vec![json!({"type": "user_status", "user_id": hamlet, "status_text": "lunch", "id": 0})]
     );
-    app.ok("POST", path, HAMLET, &[("away", "true"), ("emoji_name", "car")]).await;
+    app.ok(
+        "POST",
+        path,
+        HAMLET,
+        &[("away", "true"), ("emoji_name", "car")],
+    )
+    .await;
     let events = app.events(HAMLET, &own).await;
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, vec!["user_status", "user_settings", "user_status", "presence"]);
+    assert_eq!(
+        kinds,
+        vec!["user_status", "user_settings", "user_status", "presence"]
+    );
     assert_eq!(
         events[1],
         json!({"type": "user_settings", "op": "update", "property": "presence_enabled", "value": false, "id": 1})
@@ -565,31 +916,71 @@ async fn status_events_and_register() {
     );
     // Presence off: the user shows as idle long enough ago to be offline.
     let off = START - 200 - 120;
-    assert_eq!(events[3]["presences"][hamlet.to_string()]["idle_timestamp"], off);
+    assert_eq!(
+        events[3]["presences"][hamlet.to_string()]["idle_timestamp"],
+        off
+    );
     // Without `user_settings_object`: the legacy event too; presence in the legacy shape.
     let events = app.events(IAGO, &watcher).await;
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, vec!["user_status", "user_status", "presence"], "iago sees no one else's settings");
+    assert_eq!(
+        kinds,
+        vec!["user_status", "user_status", "presence"],
+        "iago sees no one else's settings"
+    );
 
     // Pings are ignored while presence is off.
-    let before = app.server().hub("localhost").unwrap().presence().last_update_id();
+    let before = app
+        .server()
+        .hub("localhost")
+        .unwrap()
+        .presence()
+        .last_update_id();
     ping(&app, HAMLET, &[("status", "active")]).await;
-    assert_eq!(app.server().hub("localhost").unwrap().presence().last_update_id(), before);
+    assert_eq!(
+        app.server()
+            .hub("localhost")
+            .unwrap()
+            .presence()
+            .last_update_id(),
+        before
+    );
 
     let body = app
-        .ok("POST", "/api/v1/register", IAGO, &[("fetch_event_types", "[\"user_status\"]")])
+        .ok(
+            "POST",
+            "/api/v1/register",
+            IAGO,
+            &[("fetch_event_types", "[\"user_status\"]")],
+        )
         .await;
     assert_eq!(
         body["user_status"],
         json!({hamlet.to_string(): {"away": true, "status_text": "lunch", "emoji_name": "car", "emoji_code": "1f697", "reaction_type": "unicode_emoji"}})
     );
     let body = app
-        .ok("POST", "/api/v1/register", HAMLET, &[("fetch_event_types", "[\"user_settings\", \"update_global_notifications\"]")])
+        .ok(
+            "POST",
+            "/api/v1/register",
+            HAMLET,
+            &[(
+                "fetch_event_types",
+                "[\"user_settings\", \"update_global_notifications\"]",
+            )],
+        )
         .await;
     assert_eq!(body["user_settings"]["presence_enabled"], false);
     assert_eq!(body["presence_enabled"], false);
 
-    let legacy = app.register(HAMLET, &[("event_types", "[\"update_global_notifications\", \"presence\"]")]).await;
+    let legacy = app
+        .register(
+            HAMLET,
+            &[(
+                "event_types",
+                "[\"update_global_notifications\", \"presence\"]",
+            )],
+        )
+        .await;
     app.ok("POST", path, HAMLET, &[("away", "false")]).await;
     let events = app.events(HAMLET, &legacy).await;
     assert_eq!(
@@ -605,8 +996,17 @@ async fn status_events_and_register() {
 async fn status_survives_a_restart() {
     let mut app = TestApp::spawn().await;
     let path = "/api/v1/users/me/status";
-    app.ok("POST", path, HAMLET, &[("status_text", "in a meeting"), ("emoji_name", "green_tick"), ("away", "true")])
-        .await;
+    app.ok(
+        "POST",
+        path,
+        HAMLET,
+        &[
+            ("status_text", "in a meeting"),
+            ("emoji_name", "green_tick"),
+            ("away", "true"),
+        ],
+    )
+    .await;
     let hamlet = app.user_id(HAMLET).await;
     let get = format!("/api/v1/users/{hamlet}/status");
     let before = app.ok("GET", &get, IAGO, &[]).await;
@@ -614,7 +1014,12 @@ async fn status_survives_a_restart() {
     assert_eq!(app.ok("GET", &get, IAGO, &[]).await, before);
     assert_eq!(before["status"]["away"], true);
     let body = app
-        .ok("POST", "/api/v1/register", HAMLET, &[("fetch_event_types", "[\"user_settings\"]")])
+        .ok(
+            "POST",
+            "/api/v1/register",
+            HAMLET,
+            &[("fetch_event_types", "[\"user_settings\"]")],
+        )
         .await;
     assert_eq!(body["user_settings"]["presence_enabled"], false);
 }
@@ -635,22 +1040,42 @@ async fn the_development_realm_has_green_tick() {
         assert_eq!(tick["still_url"], Value::Null);
     }
     let body = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
-    let url = body["emoji"]["1"]["source_url"].as_str().unwrap().to_owned();
-    assert!(url.starts_with("/user_avatars/zulip/emoji/images/") && url.ends_with(".png"), "{url}");
-    let resp = app.client.get(format!("{}{url}", app.url)).send().await.unwrap();
+    let url = body["emoji"]["1"]["source_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        url.starts_with("/user_avatars/zulip/emoji/images/") && url.ends_with(".png"),
+        "{url}"
+    );
+    let resp = app
+        .client
+        .get(format!("{}{url}", app.url))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "image/png");
     let image = resp.bytes().await.unwrap();
     assert_eq!(&image[..], hearth::realm::dev::GREEN_TICK_PNG);
     let missing = app
         .client
-        .get(format!("{}/user_avatars/zulip/emoji/images/{}.png", app.url, "0".repeat(64)))
+        .get(format!(
+            "{}/user_avatars/zulip/emoji/images/{}.png",
+            app.url,
+            "0".repeat(64)
+        ))
         .send()
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
     let body = app
-        .ok("POST", "/api/v1/register", HAMLET, &[("fetch_event_types", "[\"realm_emoji\"]")])
+        .ok(
+            "POST",
+            "/api/v1/register",
+            HAMLET,
+            &[("fetch_event_types", "[\"realm_emoji\"]")],
+        )
         .await;
     assert_eq!(body["realm_emoji"]["1"]["name"], "green_tick");
 }
@@ -658,7 +1083,9 @@ async fn the_development_realm_has_green_tick() {
 #[actix_web::test]
 async fn uploads_by_role_and_their_events() {
     let app = TestApp::spawn().await;
-    let queue = app.register(POLONIUS, &[("event_types", "[\"realm_emoji\"]")]).await;
+    let queue = app
+        .register(POLONIUS, &[("event_types", "[\"realm_emoji\"]")])
+        .await;
     let hamlet = app.user_id(HAMLET).await;
     let (s, _, body) = upload(&app, HAMLET, "my_emoji", one_png()).await;
     assert_eq!(s, 200, "{body}");
@@ -673,19 +1100,38 @@ async fn uploads_by_role_and_their_events() {
     assert_eq!(events[0]["op"], "update");
     assert_eq!(events[0]["realm_emoji"], list["emoji"]);
     let url = mine["source_url"].as_str().unwrap();
-    let image = app.client.get(format!("{}{url}", app.url)).send().await.unwrap();
+    let image = app
+        .client
+        .get(format!("{}{url}", app.url))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(&image.bytes().await.unwrap()[..], &png()[..]);
 
     // Spaces become underscores; the Python client sends parts without a type.
-    let (s, _, body) = upload(&app, SHIVA, "shiva%20emoji", vec![("file", "img.png", None, png())]).await;
+    let (s, _, body) = upload(
+        &app,
+        SHIVA,
+        "shiva%20emoji",
+        vec![("file", "img.png", None, png())],
+    )
+    .await;
     assert_eq!(s, 200, "{body}");
     let list = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
     assert_eq!(list["emoji"]["3"]["name"], "shiva_emoji");
-    assert!(list["emoji"]["3"]["source_url"].as_str().unwrap().ends_with(".png"));
+    assert!(list["emoji"]["3"]["source_url"]
+        .as_str()
+        .unwrap()
+        .ends_with(".png"));
     // Only administrators override a default emoji.
     for who in [HAMLET, SHIVA] {
         let r = upload(&app, who, "smile", one_png()).await;
-        assert_error(&r, 400, "BAD_REQUEST", "Only administrators can override default emoji.");
+        assert_error(
+            &r,
+            400,
+            "BAD_REQUEST",
+            "Only administrators can override default emoji.",
+        );
     }
     for (who, name) in [(IAGO, "smile"), (DESDEMONA, "car")] {
         let r = upload(&app, who, name, one_png()).await;
@@ -701,38 +1147,134 @@ async fn upload_errors_in_zulips_order() {
         ("f1", "a.png", Some("image/png"), png()),
         ("f2", "b.png", Some("image/png"), png()),
     ];
-    let big = vec![("f1", "big.png", Some("image/png"), vec![0u8; 5 * 1024 * 1024 + 1])];
+    let big = vec![(
+        "f1",
+        "big.png",
+        Some("image/png"),
+        vec![0u8; 5 * 1024 * 1024 + 1],
+    )];
     let cases: Vec<(&str, &str, Vec<FilePart>, &str, &str)> = vec![
-        (POLONIUS, "my_emoji", one_png(), "BAD_REQUEST", "Not allowed for guest users"),
-        (BOT, "my_emoji", one_png(), "BAD_REQUEST", "This endpoint does not accept bot requests."),
-        (HAMLET, "%20", one_png(), "BAD_REQUEST", "Emoji name is missing"),
+        (
+            POLONIUS,
+            "my_emoji",
+            one_png(),
+            "BAD_REQUEST",
+            "Not allowed for guest users",
+        ),
+        (
+            BOT,
+            "my_emoji",
+            one_png(),
+            "BAD_REQUEST",
+            "This endpoint does not accept bot requests.",
+        ),
+        (
+            HAMLET,
+            "%20",
+            one_png(),
+            "BAD_REQUEST",
+            "Emoji name is missing",
+        ),
         (HAMLET, "my_EMoji", one_png(), "BAD_REQUEST", names_msg),
         (HAMLET, "my_em*oji", one_png(), "BAD_REQUEST", names_msg),
-        (HAMLET, "my/emoji/with/slashes/", one_png(), "BAD_REQUEST", names_msg),
-        (HAMLET, "my_emoji_", one_png(), "BAD_REQUEST", "Emoji names must end with either a letter or digit."),
+        (
+            HAMLET,
+            "my/emoji/with/slashes/",
+            one_png(),
+            "BAD_REQUEST",
+            names_msg,
+        ),
+        (
+            HAMLET,
+            "my_emoji_",
+            one_png(),
+            "BAD_REQUEST",
+            "Emoji names must end with either a letter or digit.",
+        ),
         // The name before the file.
-        (HAMLET, "my_emoji_", vec![], "BAD_REQUEST", "Emoji names must end with either a letter or digit."),
-        (HAMLET, "green_tick", one_png(), "BAD_REQUEST", "A custom emoji with this name already exists."),
-        (HAMLET, "my_emoji", vec![], "BAD_REQUEST", "You must upload exactly one file."),
-        (HAMLET, "my_emoji", two, "BAD_REQUEST", "You must upload exactly one file."),
-        (HAMLET, "smile", vec![], "BAD_REQUEST", "You must upload exactly one file."),
-        (HAMLET, "my_emoji", big, "BAD_REQUEST", "Uploaded file is larger than the allowed limit of 5 MiB"),
-        (HAMLET, "my_emoji", vec![("f1", "img.tif", Some("image/tiff"), png())], "BAD_IMAGE", "Invalid image format"),
-        (HAMLET, "my_emoji", vec![("f1", "img.txt", None, png())], "BAD_IMAGE", "Invalid image format"),
-        (HAMLET, "my_emoji", vec![("f1", "img.png", Some("image/png"), b"not an image".to_vec())], "BAD_IMAGE", "Could not decode image; did you upload an image file?"),
+        (
+            HAMLET,
+            "my_emoji_",
+            vec![],
+            "BAD_REQUEST",
+            "Emoji names must end with either a letter or digit.",
+        ),
+        (
+            HAMLET,
+            "green_tick",
+            one_png(),
+            "BAD_REQUEST",
+            "A custom emoji with this name already exists.",
+        ),
+        (
+            HAMLET,
+            "my_emoji",
+            vec![],
+            "BAD_REQUEST",
+            "You must upload exactly one file.",
+        ),
+        (
+            HAMLET,
+            "my_emoji",
+            two,
+            "BAD_REQUEST",
+            "You must upload exactly one file.",
+        ),
+        (
+            HAMLET,
+            "smile",
+            vec![],
+            "BAD_REQUEST",
+            "You must upload exactly one file.",
+        ),
+        (
+            HAMLET,
+            "my_emoji",
+            big,
+            "BAD_REQUEST",
+            "Uploaded file is larger than the allowed limit of 5 MiB",
+        ),
+        (
+            HAMLET,
+            "my_emoji",
+            vec![("f1", "img.tif", Some("image/tiff"), png())],
+            "BAD_IMAGE",
+            "Invalid image format",
+        ),
+        (
+            HAMLET,
+            "my_emoji",
+            vec![("f1", "img.txt", None, png())],
+            "BAD_IMAGE",
+            "Invalid image format",
+        ),
+        (
+            HAMLET,
+            "my_emoji",
+            vec![("f1", "img.png", Some("image/png"), b"not an image".to_vec())],
+            "BAD_IMAGE",
+            "Could not decode image; did you upload an image file?",
+        ),
     ];
     for (who, name, files, code, msg) in cases {
         let r = upload(&app, who, name, files).await;
         assert_error(&r, 400, code, msg);
     }
     let list = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
-    assert_eq!(keys(&list["emoji"]), vec!["1".to_owned()], "nothing was added");
+    assert_eq!(
+        keys(&list["emoji"]),
+        vec!["1".to_owned()],
+        "nothing was added"
+    );
     let uploads = app.dir.path().join("uploads");
     let stored: usize = std::fs::read_dir(&uploads)
         .unwrap()
         .map(|d| std::fs::read_dir(d.unwrap().path()).unwrap().count())
         .sum();
-    assert_eq!(stored, 1, "only green_tick's image: refused uploads store nothing");
+    assert_eq!(
+        stored, 1,
+        "only green_tick's image: refused uploads store nothing"
+    );
 }
 
 #[actix_web::test]
@@ -741,32 +1283,66 @@ async fn deactivation_by_author_or_administrator() {
     assert_success(&upload(&app, HAMLET, "hamlets", one_png()).await);
     assert_success(&upload(&app, SHIVA, "shivas", one_png()).await);
     let path = |n: &str| format!("/api/v1/realm/emoji/{n}");
-    app.err("DELETE", &path("invalid_emoji"), IAGO, &[], 404, "BAD_REQUEST", "Emoji 'invalid_emoji' does not exist")
-        .await;
+    app.err(
+        "DELETE",
+        &path("invalid_emoji"),
+        IAGO,
+        &[],
+        404,
+        "BAD_REQUEST",
+        "Emoji 'invalid_emoji' does not exist",
+    )
+    .await;
     for who in [SHIVA, POLONIUS, BOT] {
-        app.err("DELETE", &path("hamlets"), who, &[], 400, "BAD_REQUEST", "Must be an organization administrator or emoji author")
-            .await;
+        app.err(
+            "DELETE",
+            &path("hamlets"),
+            who,
+            &[],
+            400,
+            "BAD_REQUEST",
+            "Must be an organization administrator or emoji author",
+        )
+        .await;
     }
-    let queue = app.register(POLONIUS, &[("event_types", "[\"realm_emoji\"]")]).await;
+    let queue = app
+        .register(POLONIUS, &[("event_types", "[\"realm_emoji\"]")])
+        .await;
     app.ok("DELETE", &path("hamlets"), HAMLET, &[]).await;
     app.ok("DELETE", &path("shivas"), IAGO, &[]).await;
     app.ok("DELETE", &path("green_tick"), DESDEMONA, &[]).await;
     let list = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
     for id in ["1", "2", "3"] {
-        assert_eq!(list["emoji"][id]["deactivated"], true, "{id}: kept, deactivated");
+        assert_eq!(
+            list["emoji"][id]["deactivated"], true,
+            "{id}: kept, deactivated"
+        );
     }
     let events = app.events(POLONIUS, &queue).await;
     assert_eq!(events.len(), 3);
     assert_eq!(events[2]["realm_emoji"], list["emoji"]);
     // Gone twice is gone: 404.
-    app.err("DELETE", &path("hamlets"), HAMLET, &[], 404, "BAD_REQUEST", "Emoji 'hamlets' does not exist")
-        .await;
+    app.err(
+        "DELETE",
+        &path("hamlets"),
+        HAMLET,
+        &[],
+        404,
+        "BAD_REQUEST",
+        "Emoji 'hamlets' does not exist",
+    )
+    .await;
     // The name is free again; the old image is still served.
     assert_success(&upload(&app, OTHELLO, "hamlets", one_png()).await);
     let list = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
     assert_eq!(list["emoji"]["4"]["name"], "hamlets");
     let old = list["emoji"]["2"]["source_url"].as_str().unwrap();
-    let resp = app.client.get(format!("{}{old}", app.url)).send().await.unwrap();
+    let resp = app
+        .client
+        .get(format!("{}{old}", app.url))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
 }
 
@@ -774,13 +1350,19 @@ async fn deactivation_by_author_or_administrator() {
 async fn emoji_survive_a_restart() {
     let mut app = TestApp::spawn().await;
     assert_success(&upload(&app, HAMLET, "keeper", one_png()).await);
-    app.ok("DELETE", "/api/v1/realm/emoji/green_tick", IAGO, &[]).await;
+    app.ok("DELETE", "/api/v1/realm/emoji/green_tick", IAGO, &[])
+        .await;
     let before = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
     app.restart().await;
     let after = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
     assert_eq!(after, before);
     let url = after["emoji"]["2"]["source_url"].as_str().unwrap();
-    let image = app.client.get(format!("{}{url}", app.url)).send().await.unwrap();
+    let image = app
+        .client
+        .get(format!("{}{url}", app.url))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(&image.bytes().await.unwrap()[..], &png()[..]);
     // The next id is not reused.
     assert_success(&upload(&app, HAMLET, "another", one_png()).await);

@@ -5,9 +5,7 @@ use serde_json::{Map, Value};
 
 use super::{success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
 use crate::error::ApiError;
-use crate::realm::emoji::{
-    check_emoji_image, image_content_type, served_content_type, NewEmoji,
-};
+use crate::realm::emoji::{check_emoji_image, image_content_type, served_content_type, NewEmoji};
 use crate::storage::blobs::Blobs;
 
 /// # `GET /realm/emoji`

@@ -88,8 +88,8 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
                 history_limit_days: presence_history_limit_days,
             };
             let listing = presence.listing(&version, q, now_ms.div_euclid(1000));
-            let presences: Value = serde_json::from_slice(&listing.presences)
-                .map_err(|_| ApiError::internal())?;
+            let presences: Value =
+                serde_json::from_slice(&listing.presences).map_err(|_| ApiError::internal())?;
             body.insert("presences".into(), presences);
             body.insert("server_timestamp".into(), (now_ms as f64 / 1000.0).into());
             body.insert(

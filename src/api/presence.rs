@@ -24,8 +24,8 @@ fn presence_response(
     let mut out = Vec::with_capacity(listing.presences.len() + 160);
     out.extend_from_slice(br#"{"result":"success","msg":"","presences":"#);
     out.extend_from_slice(&listing.presences);
-    let server_timestamp = serde_json::to_string(&(now_ms as f64 / 1000.0))
-        .map_err(|_| ApiError::internal())?;
+    let server_timestamp =
+        serde_json::to_string(&(now_ms as f64 / 1000.0)).map_err(|_| ApiError::internal())?;
     // Writing to a Vec cannot fail.
     let _ = write!(out, ",\"server_timestamp\":{server_timestamp}");
     if with_update_id {

@@ -441,7 +441,9 @@ impl Realm {
                 "Must be an organization administrator or emoji author",
             ));
         }
-        Ok(vec![Change::Emoji(EmojiChange::Deactivated { id: emoji.id })])
+        Ok(vec![Change::Emoji(EmojiChange::Deactivated {
+            id: emoji.id,
+        })])
     }
 
     /// The path segment that names this realm in emoji URLs (Zulip puts the realm's id
@@ -581,6 +583,9 @@ mod tests {
         );
         assert_eq!(image_content_type(None, "x.gif"), "image/gif");
         assert_eq!(image_content_type(Some(""), "x.png"), "image/png");
-        assert_eq!(image_content_type(Some("image/webp"), "x.png"), "image/webp");
+        assert_eq!(
+            image_content_type(Some("image/webp"), "x.png"),
+            "image/webp"
+        );
     }
 }

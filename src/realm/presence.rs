@@ -94,8 +94,7 @@ pub fn ping_effect(old: Option<&PresenceEntry>, now: i64, status: PresenceStatus
     const NEVER: i64 = 24 * 60 * 60;
     let since_active = old.last_active.map_or(NEVER, |t| now - t);
     let since_connected = now - old.last_connected;
-    let now_online =
-        since_active > OFFLINE_THRESHOLD_SECS - PRESENCE_PING_INTERVAL_SECS - 10;
+    let now_online = since_active > OFFLINE_THRESHOLD_SECS - PRESENCE_PING_INTERVAL_SECS - 10;
     let (mut last_active, mut last_connected) = (old.last_active, old.last_connected);
     let mut update = false;
     if since_connected > PRESENCE_UPDATE_MIN_FREQ_SECS {
@@ -206,9 +205,7 @@ impl Realm {
             ));
         }
         let Some(e) = entry else {
-            return Err(ApiError::bad_request(format!(
-                "No presence data for {key}"
-            )));
+            return Err(ApiError::bad_request(format!("No presence data for {key}")));
         };
         if slim {
             return Ok(modern_json(e, target.date_joined));

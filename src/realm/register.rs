@@ -180,16 +180,16 @@ impl Realm {
             m.insert("onboarding_steps".into(), json!([]));
         }
         if o.wants("realm_emoji") {
-            m.insert(
-                "realm_emoji".into(),
-                Value::Object(self.view_realm_emoji()),
-            );
+            m.insert("realm_emoji".into(), Value::Object(self.view_realm_emoji()));
         }
         if o.wants("realm_domains") {
             m.insert("realm_domains".into(), json!([]));
         }
         if o.wants("user_settings") {
-            m.insert("user_settings".into(), Value::Object(self.user_settings(me)));
+            m.insert(
+                "user_settings".into(),
+                Value::Object(self.user_settings(me)),
+            );
         }
         if o.wants("update_display_settings") {
             // Legacy: the display settings at the top level.

@@ -235,7 +235,12 @@ impl Realm {
                     }
                     None => {}
                 }
-                let mut s = self.status.by_user.get(user_id).cloned().unwrap_or_default();
+                let mut s = self
+                    .status
+                    .by_user
+                    .get(user_id)
+                    .cloned()
+                    .unwrap_or_default();
                 if let Some(t) = status_text {
                     s.status_text = t.clone();
                 }

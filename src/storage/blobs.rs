@@ -28,7 +28,10 @@ pub fn content_hash(bytes: &[u8]) -> String {
 }
 
 fn is_hash(name: &str) -> bool {
-    name.len() == 64 && name.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    name.len() == 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn sync_dir(path: &Path) -> io::Result<()> {

@@ -1,9 +1,9 @@
 //! Persistence: one sled database per server; per realm a WAL tree of decided changes
 //! and a snapshots tree of whole realms. See `design.md`, "Persistence".
 
+pub mod blobs;
 pub mod codec;
 pub mod durability;
-pub mod blobs;
 pub mod legacy;
 pub mod presence;
 pub mod wal;
