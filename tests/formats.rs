@@ -37,10 +37,27 @@ fn golden(name: &str, bytes: &[u8]) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The development realm's changes the golden WAL records were made of: those of the
+/// resources that existed then. The development realm has grown since (its custom
+/// emoji); the records stay as they were written.
+fn golden_wal_changes() -> Vec<hearth::realm::Change> {
+    use hearth::realm::Change;
+    built()
+        .0
+        .into_iter()
+        .filter(|c| {
+            matches!(
+                c,
+                Change::Realm(_) | Change::User(_) | Change::Group(_) | Change::Channel(_)
+            )
+        })
+        .collect()
+}
+
 /// The golden WAL record of `schema` decodes (migrated) to today's changes; while
 /// `schema` is the current one, today's encoding is byte for byte the same.
 fn check_golden_wal(name: &str, schema: u8) {
-    let (changes, _) = built();
+    let changes = golden_wal_changes();
     let stored = golden(name, &codec::encode_changes(&changes).unwrap());
     assert_eq!(stored[0], schema, "schema {schema} fixture");
     assert_eq!(codec::decode_changes(&stored).unwrap(), changes);
