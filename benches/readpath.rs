@@ -6,10 +6,13 @@
 //!    500), against the same stream with snapshots off;
 //! 3. one user's small write while another's request subscribes to 10 000 new channels;
 //! 4. what publishing costs a write: applying one small change to the working state and
-//!    taking the immutable version readers get, at 100 000 users.
+//!    taking the immutable version readers get, at 100 000 users;
+//! 5. presence at 10 000 users: pings per second (first pings, which create entries, and
+//!    repeated ones, which change nothing) against `GET /users/me` per second in the same
+//!    run, and `GET /realm/presence` latency, from its cache and right after a change.
 //!
 //! `cargo bench --bench readpath` (add `-- quick` for smaller sizes, or name the
-//! sections to run: `-- users snapshots subscribe publish`). Prints a table;
+//! sections to run: `-- users snapshots subscribe publish presence`). Prints a table;
 //! figures go to `benches/RESULTS.md`. Client and server share the machine's cores, as
 //! they would in a one-machine load test: compare ratios from one run.
 
@@ -390,11 +393,130 @@ fn publish_cost(users: usize) {
     );
 }
 
+/// Sends one request per header (a user's credentials) from `concurrency` tasks; returns
+/// the requests per second.
+async fn throughput(
+    http: &reqwest::Client,
+    url: &str,
+    method: reqwest::Method,
+    form: &'static [(&'static str, &'static str)],
+    auths: &[String],
+    concurrency: usize,
+) -> f64 {
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(concurrency);
+    for chunk in auths.chunks(auths.len().div_ceil(concurrency)) {
+        let (http, url, method) = (http.clone(), url.to_owned(), method.clone());
+        let chunk = chunk.to_vec();
+        tasks.push(tokio::spawn(async move {
+            for auth in chunk {
+                let rb = http.request(method.clone(), &url).header("Authorization", auth);
+                let rb = if form.is_empty() { rb } else { rb.form(form) };
+                let resp = rb.send().await.expect("sent");
+                assert!(resp.status().is_success(), "status {}", resp.status());
+                resp.bytes().await.expect("body");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    auths.len() as f64 / start.elapsed().as_secs_f64()
+}
+
+fn presence_at_scale(users: usize, samples: usize) {
+    let dir = tempfile::tempdir().expect("dir");
+    let realm = seed(dir.path(), users);
+    let auths: Vec<String> = (0..users)
+        .map(|i| basic(&realm, &format!("load{i}@zulip.com")))
+        .collect();
+    let admin = basic(&realm, DEV_ADMIN);
+    // The last 500 users ping only later, one before each uncached sample.
+    let held = 500.min(users / 4);
+    let out = with_server(dir.path(), 0, move |url| {
+        client_runtime().block_on(async move {
+            let http = reqwest::Client::new();
+            let ping = format!("{url}/api/v1/users/me/presence");
+            let me = format!("{url}/api/v1/users/me");
+            const PING: &[(&str, &str)] = &[("status", "active"), ("ping_only", "true")];
+            let (first, rest) = auths.split_at(auths.len() - held);
+            let c = 32;
+            // Warm-up, then the same users' GET /users/me and pings, interleaved runs.
+            throughput(&http, &me, reqwest::Method::GET, &[], &first[..1000], c).await;
+            let users_me = throughput(&http, &me, reqwest::Method::GET, &[], first, c).await;
+            let first_pings = throughput(&http, &ping, reqwest::Method::POST, PING, first, c).await;
+            let repeat_pings = throughput(&http, &ping, reqwest::Method::POST, PING, first, c).await;
+            let users_me_after = throughput(&http, &me, reqwest::Method::GET, &[], first, c).await;
+            let get = || {
+                http.get(format!("{url}/api/v1/realm/presence"))
+                    .header("Authorization", &admin)
+            };
+            let body = get().send().await.expect("sent").bytes().await.expect("body");
+            let mut cached = Vec::with_capacity(samples);
+            for _ in 0..samples {
+                cached.push(timed(get()).await);
+            }
+            let mut rebuilt = Vec::with_capacity(held);
+            for auth in rest {
+                let resp = http
+                    .post(&ping)
+                    .header("Authorization", auth)
+                    .form(PING)
+                    .send()
+                    .await
+                    .expect("ping");
+                assert!(resp.status().is_success());
+                rebuilt.push(timed(get()).await);
+            }
+            (
+                users_me,
+                first_pings,
+                repeat_pings,
+                users_me_after,
+                body.len(),
+                cached,
+                rebuilt,
+            )
+        })
+    });
+    let (users_me, first_pings, repeat_pings, users_me_after, bytes, cached, rebuilt) = out;
+    println!(
+        "
+## Presence at {} users (32 concurrent clients)
+",
+        users + 20
+    );
+    println!("| what | requests/s | ratio to GET /users/me |
+|---|---|---|");
+    let me_rate = (users_me + users_me_after) / 2.0;
+    println!("| GET /users/me (mean of the runs before and after the pings: {users_me:.0}, {users_me_after:.0}) | {me_rate:.0} | 1.00 |");
+    println!(
+        "| first pings (each creates an entry) | {first_pings:.0} | {:.2} |",
+        first_pings / me_rate
+    );
+    println!(
+        "| repeated pings (within a minute: change nothing) | {repeat_pings:.0} | {:.2} |",
+        repeat_pings / me_rate
+    );
+    let (cached, rebuilt) = (stats(cached), stats(rebuilt));
+    println!(
+        "
+`GET /realm/presence`, {} entries, {} KiB:
+",
+        users - held,
+        bytes / 1024
+    );
+    println!("| what | n | p50 ms | p99 ms | max ms |
+|---|---|---|---|---|");
+    row("GET /realm/presence, cached listing", &cached);
+    row("GET /realm/presence right after a ping (listing rebuilt)", &rebuilt);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "quick");
     let only = |name: &str| {
-        let named = ["users", "snapshots", "subscribe", "publish"];
+        let named = ["users", "snapshots", "subscribe", "publish", "presence"];
         !args.iter().any(|a| named.contains(&a.as_str())) || args.iter().any(|a| a == name)
     };
     let (users, big_users, channels) = if quick {
@@ -413,5 +535,8 @@ fn main() {
     }
     if only("publish") {
         publish_cost(big_users);
+    }
+    if only("presence") {
+        presence_at_scale(users, 500);
     }
 }
