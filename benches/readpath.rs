@@ -410,7 +410,9 @@ async fn throughput(
         let chunk = chunk.to_vec();
         tasks.push(tokio::spawn(async move {
             for auth in chunk {
-                let rb = http.request(method.clone(), &url).header("Authorization", auth);
+                let rb = http
+                    .request(method.clone(), &url)
+                    .header("Authorization", auth);
                 let rb = if form.is_empty() { rb } else { rb.form(form) };
                 let resp = rb.send().await.expect("sent");
                 assert!(resp.status().is_success(), "status {}", resp.status());
@@ -441,20 +443,31 @@ fn presence_at_scale(users: usize, samples: usize) {
             const PING: &[(&str, &str)] = &[("status", "active"), ("ping_only", "true")];
             let (first, rest) = auths.split_at(auths.len() - held);
             let c = 32;
-            // Warm-up, then the same users' GET /users/me and pings, interleaved runs.
-            throughput(&http, &me, reqwest::Method::GET, &[], &first[..1000], c).await;
-            let users_me = throughput(&http, &me, reqwest::Method::GET, &[], first, c).await;
-            let first_pings = throughput(&http, &ping, reqwest::Method::POST, PING, first, c).await;
-            let repeat_pings = throughput(&http, &ping, reqwest::Method::POST, PING, first, c).await;
-            let users_me_after = throughput(&http, &me, reqwest::Method::GET, &[], first, c).await;
-            let get = || {
+            let (get, post) = (reqwest::Method::GET, reqwest::Method::POST);
+            // Warm-up (connections, caches), then the first pings (one per user, each
+            // creating an entry), then three rounds of the same users' GET /users/me and
+            // repeated pings, alternated so that load from outside hits both alike.
+            throughput(&http, &me, get.clone(), &[], first, c).await;
+            let first_pings = throughput(&http, &ping, post.clone(), PING, first, c).await;
+            let (mut users_me, mut repeat_pings) = (Vec::new(), Vec::new());
+            for _ in 0..3 {
+                users_me.push(throughput(&http, &me, get.clone(), &[], first, c).await);
+                repeat_pings.push(throughput(&http, &ping, post.clone(), PING, first, c).await);
+            }
+            let realm_presence = || {
                 http.get(format!("{url}/api/v1/realm/presence"))
                     .header("Authorization", &admin)
             };
-            let body = get().send().await.expect("sent").bytes().await.expect("body");
+            let body = realm_presence()
+                .send()
+                .await
+                .expect("sent")
+                .bytes()
+                .await
+                .expect("body");
             let mut cached = Vec::with_capacity(samples);
             for _ in 0..samples {
-                cached.push(timed(get()).await);
+                cached.push(timed(realm_presence()).await);
             }
             let mut rebuilt = Vec::with_capacity(held);
             for auth in rest {
@@ -466,50 +479,62 @@ fn presence_at_scale(users: usize, samples: usize) {
                     .await
                     .expect("ping");
                 assert!(resp.status().is_success());
-                rebuilt.push(timed(get()).await);
+                rebuilt.push(timed(realm_presence()).await);
             }
             (
                 users_me,
                 first_pings,
                 repeat_pings,
-                users_me_after,
                 body.len(),
                 cached,
                 rebuilt,
             )
         })
     });
-    let (users_me, first_pings, repeat_pings, users_me_after, bytes, cached, rebuilt) = out;
+    let (users_me, first_pings, repeat_pings, bytes, cached, rebuilt) = out;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let rounds = |v: &[f64]| {
+        v.iter()
+            .map(|r| format!("{r:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     println!(
-        "
-## Presence at {} users (32 concurrent clients)
-",
-        users + 20
+        "\n## Presence at {} users (32 concurrent clients, {} users a run)\n",
+        users + 20,
+        users - held
     );
-    println!("| what | requests/s | ratio to GET /users/me |
-|---|---|---|");
-    let me_rate = (users_me + users_me_after) / 2.0;
-    println!("| GET /users/me (mean of the runs before and after the pings: {users_me:.0}, {users_me_after:.0}) | {me_rate:.0} | 1.00 |");
+    println!("| what | requests/s | ratio to GET /users/me |\n|---|---|---|");
+    let me_rate = median(users_me.clone());
     println!(
-        "| first pings (each creates an entry) | {first_pings:.0} | {:.2} |",
+        "| GET /users/me (median of 3 rounds: {}) | {me_rate:.0} | 1.00 |",
+        rounds(&users_me)
+    );
+    println!(
+        "| first pings (each creates an entry; one run) | {first_pings:.0} | {:.2} |",
         first_pings / me_rate
     );
+    let repeat = median(repeat_pings.clone());
     println!(
-        "| repeated pings (within a minute: change nothing) | {repeat_pings:.0} | {:.2} |",
-        repeat_pings / me_rate
+        "| repeated `ping_only` pings (change nothing; median of 3 rounds: {}) | {repeat:.0} | {:.2} |",
+        rounds(&repeat_pings),
+        repeat / me_rate
     );
     let (cached, rebuilt) = (stats(cached), stats(rebuilt));
     println!(
-        "
-`GET /realm/presence`, {} entries, {} KiB:
-",
+        "\n`GET /realm/presence`, {} entries, {} KiB:\n",
         users - held,
         bytes / 1024
     );
-    println!("| what | n | p50 ms | p99 ms | max ms |
-|---|---|---|---|---|");
+    println!("| what | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|");
     row("GET /realm/presence, cached listing", &cached);
-    row("GET /realm/presence right after a ping (listing rebuilt)", &rebuilt);
+    row(
+        "GET /realm/presence right after a ping (listing rebuilt)",
+        &rebuilt,
+    );
 }
 
 fn main() {

@@ -13,6 +13,9 @@
 //!   to the WAL, applies, stages versions; starts background snapshots.
 //! - `events.rs`: what readers see: the published version (visible once durable), the
 //!   event log (rendered off the actor), client queues, long-polls.
+//! - `presence.rs`: who is online, soft state beside the event hub: pings update it on
+//!   the HTTP workers, never through the actor or the WAL; written coalesced, at most
+//!   once a minute, to the realm's presence tree.
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec.
 //! - `registry.rs`: Host -> realm actor.
 //! - `passwords.rs`: argon2 hashing and verifying on a few threads, bounded in memory.

@@ -1369,3 +1369,71 @@ async fn emoji_survive_a_restart() {
     let list = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
     assert_eq!(list["emoji"]["3"]["name"], "another");
 }
+
+// ---------------------------------------------------------------- recorded shapes
+
+/// A body's shape: every value replaced by its JSON type, objects keyed by emails or
+/// ids (presences) reduced to one `<key>` entry.
+fn shape(v: &Value) -> Value {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Number(n) if n.is_f64() => "float".into(),
+        Value::Number(_) => "int".into(),
+        Value::String(_) => "string".into(),
+        Value::Array(items) => Value::Array(items.iter().take(1).map(shape).collect()),
+        Value::Object(m) => {
+            let dynamic = !m.is_empty()
+                && m.keys()
+                    .all(|k| k.contains('@') || k.bytes().all(|b| b.is_ascii_digit()));
+            if dynamic {
+                json!({"<key>": shape(m.values().next().unwrap())})
+            } else {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+            }
+        }
+    }
+}
+
+/// One entry of Zulip's recorded answers (`reference/zulip-responses/04*`, `06e`).
+fn recorded_presence_entry() -> Value {
+    json!({"user6@zulipdev.com": {
+        "aggregated": {"client": "website", "status": "active", "timestamp": 1795238575},
+        "website": {"client": "website", "status": "active", "timestamp": 1795238575, "pushable": false}
+    }})
+}
+
+#[actix_web::test]
+async fn shapes_match_zulips_recordings() {
+    let app = TestApp::spawn().await;
+    // 04b: POST /users/me/presence status=active.
+    let recorded = json!({"result": "success", "msg": "", "presences": recorded_presence_entry(),
+        "server_timestamp": 1795238598.7336683, "presence_last_update_id": 0});
+    let body = ping(&app, IAGO, &[("status", "active")]).await;
+    assert_eq!(shape(&body), shape(&recorded));
+    // 04, 04c: GET /realm/presence.
+    let recorded = json!({"result": "success", "msg": "", "presences": recorded_presence_entry(),
+        "server_timestamp": 1795238598.6225598});
+    let body = app.ok("GET", "/api/v1/realm/presence", IAGO, &[]).await;
+    assert_eq!(shape(&body), shape(&recorded));
+    // 06, 06e: a status, then GET /users/{id}/status.
+    app.ok(
+        "POST",
+        "/api/v1/users/me/status",
+        IAGO,
+        &[
+            ("status_text", "x".repeat(60).as_str()),
+            ("emoji_name", "car"),
+        ],
+    )
+    .await;
+    let iago = app.user_id(IAGO).await;
+    let body = app
+        .ok("GET", &format!("/api/v1/users/{iago}/status"), IAGO, &[])
+        .await;
+    assert_eq!(
+        body,
+        json!({"result": "success", "msg": "", "status": {
+            "status_text": "x".repeat(60), "emoji_name": "car", "emoji_code": "1f697", "reaction_type": "unicode_emoji"}})
+    );
+}

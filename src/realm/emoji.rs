@@ -387,7 +387,7 @@ impl Realm {
         files: usize,
     ) -> ApiResult<String> {
         Realm::require_member_or_admin(me)?;
-        let name = raw_name.trim().replace(' ', "_");
+        let name = super::status::python_strip(raw_name).replace(' ', "_");
         check_valid_emoji_name(&name)?;
         if !self.can_add_custom_emoji(me) {
             return Err(ApiError::bad_request("Insufficient permission"));

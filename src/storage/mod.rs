@@ -1,5 +1,6 @@
-//! Persistence: one sled database per server; per realm a WAL tree of decided changes
-//! and a snapshots tree of whole realms. See `design.md`, "Persistence".
+//! Persistence: one sled database per server; per realm a WAL tree of decided changes,
+//! a snapshots tree of whole realms and a tree of coalesced presence; uploaded files
+//! beside it (`blobs`). See `design.md`, "Persistence".
 
 pub mod blobs;
 pub mod codec;
