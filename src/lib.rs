@@ -184,7 +184,9 @@ impl Running {
                 Err(e) => tracing::error!("realm actor gone at shutdown: {e}"),
             }
         }
-        // Presence is written coalesced, in the background: the last changes now.
+        self.handle.stop(true).await;
+        // Presence is written coalesced, in the background: the last changes now that no
+        // ping can come.
         for realm in self.state.registry.all() {
             let presence = realm.hub.presence().clone();
             match web::block(move || presence.flush()).await {
@@ -193,7 +195,6 @@ impl Running {
                 Err(e) => tracing::error!("presence not saved at shutdown: {e}"),
             }
         }
-        self.handle.stop(true).await;
         // Actors own their realm's storage: wait until they are gone, so the database
         // is released when this returns (a restart in the same process can reopen it).
         for arbiter in self._arbiters {

@@ -23,6 +23,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use bytes::Bytes;
+
 use crate::realm::presence::{
     legacy_status, ping_effect, PresenceEntry, PresenceStatus, DEFAULT_HISTORY_LIMIT_DAYS,
     OFFLINE_THRESHOLD_SECS,
@@ -48,11 +50,11 @@ pub struct PresenceQuery {
     pub history_limit_days: Option<i64>,
 }
 
-/// A rendered listing: the `presences` object as JSON text, and
-/// `presence_last_update_id`.
+/// A rendered listing: the `presences` object as JSON text (shared, not copied, by the
+/// answers that send it), and `presence_last_update_id`.
 #[derive(Debug, Clone)]
 pub struct Listing {
-    pub presences: Arc<Vec<u8>>,
+    pub presences: Bytes,
     pub last_update_id: i64,
 }
 
@@ -295,7 +297,7 @@ impl RealmPresence {
             (None, None) => -1,
         };
         Listing {
-            presences: Arc::new(presences),
+            presences: Bytes::from(presences),
             last_update_id,
         }
     }
@@ -321,7 +323,7 @@ impl RealmPresence {
             realm: realm.clone(),
             valid_until,
             listing: Listing {
-                presences: Arc::new(presences),
+                presences: Bytes::from(presences),
                 last_update_id: -1,
             },
             max_id,
@@ -483,7 +485,7 @@ mod tests {
         assert_eq!(l[&hamlet_email]["website"]["pushable"], false);
         // Served from the cache until the sequence moves.
         let again = p.listing(&realm, PresenceQuery::default(), now + 41);
-        assert!(Arc::ptr_eq(&again.presences, &legacy.presences));
+        assert_eq!(again.presences.as_ptr(), legacy.presences.as_ptr());
 
         let modern = PresenceQuery {
             slim: true,
