@@ -6,10 +6,13 @@
 //!    500), against the same stream with snapshots off;
 //! 3. one user's small write while another's request subscribes to 10 000 new channels;
 //! 4. what publishing costs a write: applying one small change to the working state and
-//!    taking the immutable version readers get, at 100 000 users.
+//!    taking the immutable version readers get, at 100 000 users;
+//! 5. presence at 10 000 users: pings per second (first pings, which create entries, and
+//!    repeated ones, which change nothing) against `GET /users/me` per second in the same
+//!    run, and `GET /realm/presence` latency, from its cache and right after a change.
 //!
 //! `cargo bench --bench readpath` (add `-- quick` for smaller sizes, or name the
-//! sections to run: `-- users snapshots subscribe publish`). Prints a table;
+//! sections to run: `-- users snapshots subscribe publish presence`). Prints a table;
 //! figures go to `benches/RESULTS.md`. Client and server share the machine's cores, as
 //! they would in a one-machine load test: compare ratios from one run.
 
@@ -390,11 +393,155 @@ fn publish_cost(users: usize) {
     );
 }
 
+/// Sends one request per header (a user's credentials) from `concurrency` tasks; returns
+/// the requests per second.
+async fn throughput(
+    http: &reqwest::Client,
+    url: &str,
+    method: reqwest::Method,
+    form: &'static [(&'static str, &'static str)],
+    auths: &[String],
+    concurrency: usize,
+) -> f64 {
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(concurrency);
+    for chunk in auths.chunks(auths.len().div_ceil(concurrency)) {
+        let (http, url, method) = (http.clone(), url.to_owned(), method.clone());
+        let chunk = chunk.to_vec();
+        tasks.push(tokio::spawn(async move {
+            for auth in chunk {
+                let rb = http
+                    .request(method.clone(), &url)
+                    .header("Authorization", auth);
+                let rb = if form.is_empty() { rb } else { rb.form(form) };
+                let resp = rb.send().await.expect("sent");
+                assert!(resp.status().is_success(), "status {}", resp.status());
+                resp.bytes().await.expect("body");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    auths.len() as f64 / start.elapsed().as_secs_f64()
+}
+
+fn presence_at_scale(users: usize, samples: usize) {
+    let dir = tempfile::tempdir().expect("dir");
+    let realm = seed(dir.path(), users);
+    let auths: Vec<String> = (0..users)
+        .map(|i| basic(&realm, &format!("load{i}@zulip.com")))
+        .collect();
+    let admin = basic(&realm, DEV_ADMIN);
+    // The last 500 users ping only later, one before each uncached sample.
+    let held = 500.min(users / 4);
+    let out = with_server(dir.path(), 0, move |url| {
+        client_runtime().block_on(async move {
+            let http = reqwest::Client::new();
+            let ping = format!("{url}/api/v1/users/me/presence");
+            let me = format!("{url}/api/v1/users/me");
+            const PING: &[(&str, &str)] = &[("status", "active"), ("ping_only", "true")];
+            let (first, rest) = auths.split_at(auths.len() - held);
+            let c = 32;
+            let (get, post) = (reqwest::Method::GET, reqwest::Method::POST);
+            // Warm-up (connections, caches), then the first pings (one per user, each
+            // creating an entry), then three rounds of the same users' GET /users/me and
+            // repeated pings, alternated so that load from outside hits both alike.
+            throughput(&http, &me, get.clone(), &[], first, c).await;
+            let first_pings = throughput(&http, &ping, post.clone(), PING, first, c).await;
+            let (mut users_me, mut repeat_pings) = (Vec::new(), Vec::new());
+            for _ in 0..3 {
+                users_me.push(throughput(&http, &me, get.clone(), &[], first, c).await);
+                repeat_pings.push(throughput(&http, &ping, post.clone(), PING, first, c).await);
+            }
+            let realm_presence = || {
+                http.get(format!("{url}/api/v1/realm/presence"))
+                    .header("Authorization", &admin)
+            };
+            let body = realm_presence()
+                .send()
+                .await
+                .expect("sent")
+                .bytes()
+                .await
+                .expect("body");
+            let mut cached = Vec::with_capacity(samples);
+            for _ in 0..samples {
+                cached.push(timed(realm_presence()).await);
+            }
+            let mut rebuilt = Vec::with_capacity(held);
+            for auth in rest {
+                let resp = http
+                    .post(&ping)
+                    .header("Authorization", auth)
+                    .form(PING)
+                    .send()
+                    .await
+                    .expect("ping");
+                assert!(resp.status().is_success());
+                rebuilt.push(timed(realm_presence()).await);
+            }
+            (
+                users_me,
+                first_pings,
+                repeat_pings,
+                body.len(),
+                cached,
+                rebuilt,
+            )
+        })
+    });
+    let (users_me, first_pings, repeat_pings, bytes, cached, rebuilt) = out;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let rounds = |v: &[f64]| {
+        v.iter()
+            .map(|r| format!("{r:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "\n## Presence at {} users (32 concurrent clients, {} users a run)\n",
+        users + 20,
+        users - held
+    );
+    println!("| what | requests/s | ratio to GET /users/me |\n|---|---|---|");
+    let me_rate = median(users_me.clone());
+    println!(
+        "| GET /users/me (median of 3 rounds: {}) | {me_rate:.0} | 1.00 |",
+        rounds(&users_me)
+    );
+    println!(
+        "| first pings (each creates an entry; one run) | {first_pings:.0} | {:.2} |",
+        first_pings / me_rate
+    );
+    let repeat = median(repeat_pings.clone());
+    println!(
+        "| repeated `ping_only` pings (change nothing; median of 3 rounds: {}) | {repeat:.0} | {:.2} |",
+        rounds(&repeat_pings),
+        repeat / me_rate
+    );
+    let (cached, rebuilt) = (stats(cached), stats(rebuilt));
+    println!(
+        "\n`GET /realm/presence`, {} entries, {} KiB:\n",
+        users - held,
+        bytes / 1024
+    );
+    println!("| what | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|");
+    row("GET /realm/presence, cached listing", &cached);
+    row(
+        "GET /realm/presence right after a ping (listing rebuilt)",
+        &rebuilt,
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "quick");
     let only = |name: &str| {
-        let named = ["users", "snapshots", "subscribe", "publish"];
+        let named = ["users", "snapshots", "subscribe", "publish", "presence"];
         !args.iter().any(|a| named.contains(&a.as_str())) || args.iter().any(|a| a == name)
     };
     let (users, big_users, channels) = if quick {
@@ -413,5 +560,8 @@ fn main() {
     }
     if only("publish") {
         publish_cost(big_users);
+    }
+    if only("presence") {
+        presence_at_scale(users, 500);
     }
 }

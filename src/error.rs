@@ -33,6 +33,7 @@ pub enum ErrorCode {
     AdminActionRequired,
     FailedToConnectBouncer,
     InternalServerErrorOnBouncer,
+    BadImage,
 }
 
 impl ErrorCode {
@@ -62,6 +63,7 @@ impl ErrorCode {
             ErrorCode::AdminActionRequired => "ADMIN_ACTION_REQUIRED",
             ErrorCode::FailedToConnectBouncer => "FAILED_TO_CONNECT_BOUNCER",
             ErrorCode::InternalServerErrorOnBouncer => "INTERNAL_SERVER_ERROR_ON_BOUNCER",
+            ErrorCode::BadImage => "BAD_IMAGE",
         }
     }
 }

@@ -288,6 +288,8 @@ pub struct EventHub {
     parked: AtomicUsize,
     /// Set at shutdown: parked polls answer at once so the server can stop.
     closed: std::sync::atomic::AtomicBool,
+    /// Who is online: soft state that pings change without the realm actor.
+    presence: Arc<crate::presence::RealmPresence>,
 }
 
 fn bad_queue(id: &str) -> ApiError {
@@ -347,6 +349,7 @@ impl EventHub {
             tracing::error!("cannot start the event renderer thread: {e}");
         }
         EventHub {
+            presence: Arc::new(crate::presence::RealmPresence::new(clock.clone())),
             clock,
             version: ArcSwap::new(Arc::new(Published { realm, ticket: 0 })),
             staged: Mutex::new(VecDeque::new()),
@@ -364,6 +367,11 @@ impl EventHub {
             closed: std::sync::atomic::AtomicBool::new(false),
             parked: AtomicUsize::new(0),
         }
+    }
+
+    /// The realm's presence (soft state beside the published version).
+    pub fn presence(&self) -> &Arc<crate::presence::RealmPresence> {
+        &self.presence
     }
 
     /// The newest durable version of the realm (lock-free).
@@ -610,9 +618,11 @@ impl EventHub {
 
     /// Periodic work (every second in a server; by hand in tests): wakes parked polls so
     /// they can send heartbeats, collects idle queues, prunes the log: entries older than
-    /// a queue's lifetime, beyond `MAX_LOG_EVENTS`, or already read by every queue.
+    /// a queue's lifetime, beyond `MAX_LOG_EVENTS`, or already read by every queue; and
+    /// starts the presence flush when one is due.
     pub fn tick(&self) {
         let now = self.clock.now_ms();
+        self.presence.tick();
         self.tick.send_modify(|t| *t += 1);
         let idle: Vec<String> = self
             .queues

@@ -15,6 +15,9 @@
 //!   event log (rendered off the actor), client queues, long-polls.
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec; uploaded
 //!   files (`storage::uploads`).
+//! - `presence.rs`: who is online, soft state beside the event hub: pings update it on
+//!   the HTTP workers, never through the actor or the WAL; written coalesced, at most
+//!   once a minute, to the realm's presence tree.
 //! - `registry.rs`: Host -> realm actor.
 //! - `passwords.rs`: argon2 hashing and verifying on a few threads, bounded in memory.
 //! - `push_relay.rs`: the push relay client (E2EE mobile notifications).
@@ -39,6 +42,7 @@ pub mod error;
 pub mod events;
 pub mod logging;
 pub mod passwords;
+pub mod presence;
 pub mod push_relay;
 pub mod realm;
 pub mod registry;
@@ -184,6 +188,16 @@ impl Running {
             }
         }
         self.handle.stop(true).await;
+        // Presence is written coalesced, in the background: the last changes now that no
+        // ping can come.
+        for realm in self.state.registry.all() {
+            let presence = realm.hub.presence().clone();
+            match web::block(move || presence.flush()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!("presence not saved at shutdown: {e}"),
+                Err(e) => tracing::error!("presence not saved at shutdown: {e}"),
+            }
+        }
         // Actors own their realm's storage: wait until they are gone, so the database
         // is released when this returns (a restart in the same process can reopen it).
         for arbiter in self._arbiters {
@@ -265,6 +279,13 @@ pub async fn spawn_with_clock(
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
         let changes = dev::seed_changes(&mut Cx::new(&*clock)).map_err(StartError::Realm)?;
+        // The emoji images first: the realm's records name them.
+        let blobs = store.blobs();
+        for (_, bytes, _) in dev::DEV_EMOJI_IMAGES {
+            blobs
+                .put(bytes)
+                .map_err(|e| StartError::data_folder(&config.data, e))?;
+        }
         create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
         tracing::info!("seeded the development realm");
         subdomains.push(DEV_SUBDOMAIN.to_owned());
@@ -294,6 +315,8 @@ pub async fn spawn_with_clock(
             Arc::new(recovered.realm.clone()),
         ));
         let messages = realm_store.messages().clone();
+        let presence = store.presence(subdomain);
+        hub.presence().attach(presence.clone(), presence.load()?);
         let actor = RealmActor::new(
             recovered.realm,
             realm_store,

@@ -25,8 +25,9 @@
 //! - `{var:NAME}` in the path or a parameter value becomes a value saved by an earlier
 //!   setup step (an unknown name fails the snapshot).
 //! - `params` go in the query string for GET, else in the body; `encoding` may force
-//!   `form`, `multipart` or `query`. `files` (`{"field": ["name.txt", "contents"]}`)
-//!   adds file parts and makes the body multipart.
+//!   `form`, `multipart` or `query`. `files` adds file parts and makes the body
+//!   multipart: `{"field": ["name.txt", "contents"]}` (literal contents) or
+//!   `{"field": "img.png"}` (a file of `tests/fixtures/`, typed by its extension).
 //! - `relay: true`: the server uses a push relay on loopback (`common::start_relay`).
 //! - `setup`: requests made first, in order, each of which must succeed; not compared.
 //!   A step with `"retry": true` is repeated (for up to 10 s) until it succeeds.
@@ -207,15 +208,13 @@ async fn perform(app: &TestApp, vars: &Vars, spec: &Value) -> Reply {
     } else {
         "form"
     };
-    let encoding = spec
-        .get("encoding")
-        .and_then(Value::as_str)
-        .unwrap_or(default);
     let files = spec.get("files").and_then(Value::as_object);
-    let encoding = if files.is_some() {
-        "multipart"
-    } else {
-        encoding
+    let encoding = match files {
+        Some(_) => "multipart",
+        None => spec
+            .get("encoding")
+            .and_then(Value::as_str)
+            .unwrap_or(default),
     };
     let rb = app.request(method, &path, auth);
     let rb = match encoding {
@@ -227,10 +226,27 @@ async fn perform(app: &TestApp, vars: &Vars, spec: &Value) -> Reply {
                 form = form.text(k, v);
             }
             for (field, file) in files.into_iter().flatten() {
-                let name = file[0].as_str().expect("files: [name, contents]");
-                let contents = file[1].as_str().expect("files: [name, contents]");
-                let part = reqwest::multipart::Part::bytes(contents.as_bytes().to_vec())
-                    .file_name(name.to_owned());
+                let part = if let Some(name) = file.as_str() {
+                    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("tests/fixtures")
+                        .join(name);
+                    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let mime = match path.extension().and_then(|e| e.to_str()) {
+                        Some("png") => "image/png",
+                        Some("gif") => "image/gif",
+                        Some("jpg" | "jpeg") => "image/jpeg",
+                        _ => "application/octet-stream",
+                    };
+                    reqwest::multipart::Part::bytes(bytes)
+                        .file_name(name.to_owned())
+                        .mime_str(mime)
+                        .unwrap()
+                } else {
+                    let name = file[0].as_str().expect("files: [name, contents]");
+                    let contents = file[1].as_str().expect("files: [name, contents]");
+                    reqwest::multipart::Part::bytes(contents.as_bytes().to_vec())
+                        .file_name(name.to_owned())
+                };
                 form = form.part(field.clone(), part);
             }
             rb.multipart(form)
@@ -306,7 +322,9 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
                 | "server_generation"
                 | "timestamp"
                 | "last_edit_timestamp"
-                | "last_moved_timestamp",
+                | "last_moved_timestamp"
+                | "active_timestamp"
+                | "idle_timestamp",
             ),
             Value::Number(_),
         ) => "<timestamp>".into(),

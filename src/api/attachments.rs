@@ -117,6 +117,7 @@ fn bodyless_request(req: &HttpRequest) -> ApiResult<ApiRequest> {
         hub: handle.hub,
         credentials: auth::credentials(req),
         params: Params::default(),
+        files: Vec::new(),
         state,
         clock: handle.clock,
         server_url: handle.server_url,

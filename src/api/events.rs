@@ -8,6 +8,7 @@ use super::Outcome;
 use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts};
 use crate::error::ApiError;
 use crate::events::{QueueOptions, LONGPOLL_TIMEOUT_SECS};
+use crate::presence::PresenceQuery;
 use crate::realm::register::RegisterOptions;
 
 /// Reads the queue options shared by `POST /register` and a queue-creating `GET /events`.
@@ -96,7 +97,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             Some(_) => return Err(ApiError::bad_request("Invalid include_subscribers")),
         };
         let slim_presence = p.bool_or("slim_presence", false)?;
-        p.opt_int("presence_history_limit_days")?;
+        let presence_history_limit_days = p.opt_int("presence_history_limit_days")?;
         let capability = |name: &str| {
             queue
                 .capabilities
@@ -123,12 +124,36 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             linkifier_url_template,
             max_file_upload_size_mib,
         };
+        let wants_presence = opts
+            .fetch_event_types
+            .as_ref()
+            .is_none_or(|t| t.contains("presence"));
         let state = version.register_state(me, &opts);
         let mut body = Map::new();
         body.insert("queue_id".into(), queue_id.into());
         body.insert("last_event_id".into(), (-1).into());
         body.extend(state);
         super::messages::register_message_state(&store, &version, me, &mut body)?;
+        if wants_presence {
+            // Read after the queue exists: a ping in between is in both (harmless for
+            // presence), never in neither.
+            let presence = c.hub.presence();
+            let now_ms = presence.now_ms();
+            let q = PresenceQuery {
+                slim: slim_presence,
+                last_update_id: None,
+                history_limit_days: presence_history_limit_days,
+            };
+            let listing = presence.listing(&version, q, now_ms.div_euclid(1000));
+            let presences: Value =
+                serde_json::from_slice(&listing.presences).map_err(|_| ApiError::internal())?;
+            body.insert("presences".into(), presences);
+            body.insert("server_timestamp".into(), (now_ms as f64 / 1000.0).into());
+            body.insert(
+                "presence_last_update_id".into(),
+                listing.last_update_id.into(),
+            );
+        }
         Ok(Outcome::read(body))
     })
     .await

@@ -6,6 +6,7 @@ pub mod attachments;
 pub mod auth;
 pub mod bots;
 pub mod channels;
+pub mod emoji;
 pub mod error;
 pub mod events;
 pub mod groups;
@@ -13,11 +14,13 @@ pub mod linkifiers;
 pub mod messages;
 pub mod navigation;
 pub mod params;
+pub mod presence;
 pub mod profile_fields;
 pub mod push;
 pub mod realm;
 pub mod rule;
 pub mod server;
+pub mod status;
 pub mod users;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -40,8 +43,11 @@ use crate::storage::Durability;
 use params::Params;
 pub use rule::{Credentials, Ctx, Outcome};
 
-/// Largest request body accepted (parameters only; hearth takes no uploads yet).
+/// Largest request body accepted, files of a multipart body aside.
 pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
+/// Largest total of the files of a multipart body (Zulip's `DATA_UPLOAD_MAX_MEMORY_SIZE`,
+/// 25 MiB): each endpoint applies its own, smaller limit with Zulip's message.
+pub const UPLOAD_LIMIT: usize = 25 * 1024 * 1024;
 
 /// Shared by every handler.
 pub struct AppState {
@@ -79,6 +85,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/users/me/android_gcm_reg_id", post => push::add_android_reg_id, delete => push::remove_android_reg_id))
             .service(endpoint!("/mobile_push/register", post => push::register_push_device))
             .service(endpoint!("/mobile_push/e2ee/test_notification", post => push::e2ee_test_notification))
+            .service(endpoint!("/users/me/presence", post => presence::update_presence))
+            .service(endpoint!("/users/me/status", post => status::update_status))
+            .service(endpoint!("/users/{user_id_or_email}/presence", get => presence::get_user_presence))
+            .service(endpoint!("/users/{user_id}/status", get => status::get_user_status))
+            .service(endpoint!("/realm/presence", get => presence::get_realm_presence))
+            .service(endpoint!("/realm/emoji", get => emoji::get_realm_emoji))
+            .service(endpoint!("/realm/emoji/{emoji_name:.+}", post => emoji::upload_emoji, delete => emoji::deactivate_emoji))
             .service(endpoint!("/users/{user_id}/subscriptions/{stream_id}", get => channels::get_subscription_status))
             .service(endpoint!("/users/{user}", get => users::get_user))
             .service(endpoint!("/channels/create", post => channels::create_channel))
@@ -130,7 +143,23 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/temporary/{token}/{filename}", get => attachments::serve_temporary))
             .service(endpoint!("/{realm_id}/{path:.*}", get => attachments::serve_file)),
     )
+    .service(
+        web::resource("/user_avatars/{realm}/emoji/images/{file_name}")
+            .route(web::get().to(emoji::emoji_image)),
+    )
     .default_service(web::to(error::not_found));
+}
+
+/// A file part of a multipart body (Zulip's `request.FILES`): not a parameter.
+#[derive(Debug, Clone)]
+pub struct UploadedFile {
+    /// The form field's name.
+    pub field: String,
+    /// The file name the client gave.
+    pub file_name: String,
+    /// The part's `Content-Type`, if it had one.
+    pub content_type: Option<String>,
+    pub bytes: Vec<u8>,
 }
 
 /// An API request: its realm, credentials and parameters.
@@ -139,6 +168,8 @@ pub struct ApiRequest {
     pub hub: Arc<EventHub>,
     pub credentials: Result<Credentials, ApiError>,
     pub params: Params,
+    /// The files of a multipart body.
+    pub files: Vec<UploadedFile>,
     pub state: web::Data<AppState>,
     clock: Arc<dyn Clock>,
     server_url: Arc<str>,
@@ -420,8 +451,8 @@ impl FromRequest for ApiRequest {
             })?;
             let query = serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
                 .map_err(|_| ApiError::bad_request("Malformed query string"))?;
-            let body = if req.method() == actix_web::http::Method::GET {
-                Vec::new()
+            let (body, files) = if req.method() == actix_web::http::Method::GET {
+                (Vec::new(), Vec::new())
             } else {
                 read_body(&req, payload).await?
             };
@@ -435,6 +466,7 @@ impl FromRequest for ApiRequest {
                 hub: handle.hub,
                 credentials: auth::credentials(&req),
                 params,
+                files,
                 state,
                 clock: handle.clock,
                 server_url: handle.server_url,
@@ -445,8 +477,11 @@ impl FromRequest for ApiRequest {
     }
 }
 
-/// Reads form parameters from an urlencoded or multipart body.
-async fn read_body(req: &HttpRequest, payload: Payload) -> ApiResult<Vec<(String, String)>> {
+/// Form parameters and file parts.
+type Body = (Vec<(String, String)>, Vec<UploadedFile>);
+
+/// Reads form parameters (and files) from an urlencoded or multipart body.
+async fn read_body(req: &HttpRequest, payload: Payload) -> ApiResult<Body> {
     let content_type = req
         .headers()
         .get(CONTENT_TYPE)
@@ -458,10 +493,11 @@ async fn read_body(req: &HttpRequest, payload: Payload) -> ApiResult<Vec<(String
     }
     let bytes = read_limited(payload).await?;
     if bytes.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
-    serde_urlencoded::from_bytes(&bytes)
-        .map_err(|_| ApiError::bad_request("Malformed request body"))
+    let params = serde_urlencoded::from_bytes(&bytes)
+        .map_err(|_| ApiError::bad_request("Malformed request body"))?;
+    Ok((params, Vec::new()))
 }
 
 fn too_large() -> ApiError {
@@ -480,24 +516,44 @@ async fn read_limited(mut payload: Payload) -> ApiResult<Vec<u8>> {
     Ok(out)
 }
 
-async fn read_multipart(req: &HttpRequest, payload: Payload) -> ApiResult<Vec<(String, String)>> {
+/// Parts with a file name are files (Zulip's `request.FILES`), the others parameters.
+async fn read_multipart(req: &HttpRequest, payload: Payload) -> ApiResult<Body> {
     let malformed = |_| ApiError::bad_request("Malformed multipart body");
     let mut form = actix_multipart::Multipart::new(req.headers(), payload);
-    let mut out = Vec::new();
-    let mut total = 0usize;
+    let (mut params, mut files) = (Vec::new(), Vec::new());
+    let (mut total, mut file_total) = (0usize, 0usize);
     while let Some(mut field) = form.try_next().await.map_err(malformed)? {
         let name = field.name().unwrap_or_default().to_owned();
+        let file_name = field
+            .content_disposition()
+            .and_then(|cd| cd.get_filename())
+            .map(str::to_owned);
+        let content_type = field.content_type().map(|m| m.to_string());
         let mut value = Vec::new();
         while let Some(chunk) = field.try_next().await.map_err(malformed)? {
-            total += chunk.len();
-            if total > BODY_LIMIT {
+            let (sum, limit) = match file_name {
+                Some(_) => (&mut file_total, UPLOAD_LIMIT),
+                None => (&mut total, BODY_LIMIT),
+            };
+            *sum += chunk.len();
+            if *sum > limit {
                 return Err(too_large());
             }
             value.extend_from_slice(&chunk);
         }
-        let value = String::from_utf8(value)
-            .map_err(|_| ApiError::bad_request(format!("{name} is not a string")))?;
-        out.push((name, value));
+        match file_name {
+            Some(file_name) => files.push(UploadedFile {
+                field: name,
+                file_name,
+                content_type,
+                bytes: value,
+            }),
+            None => {
+                let value = String::from_utf8(value)
+                    .map_err(|_| ApiError::bad_request(format!("{name} is not a string")))?;
+                params.push((name, value));
+            }
+        }
     }
-    Ok(out)
+    Ok((params, files))
 }

@@ -11,12 +11,14 @@ use super::channels::{
     SubProperty,
 };
 
+use super::emoji::EmojiChange;
 use super::groups::{GroupConfig, GroupId, GroupSetting, GroupUpdate, RealmSetting, UserGroup};
 pub use super::linkifiers::LinkifierChange;
 use super::messages::MessageChange;
 use super::navigation::NavigationView;
 pub use super::profile_fields::ProfileFieldChange;
 use super::push::{PushToken, PushTokenKind};
+use super::status::StatusChange;
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact, by the resource it is about. Never a generic patch: one variant
@@ -34,6 +36,8 @@ pub enum Change {
     Attachment(AttachmentChange),
     /// (Last: WAL records name variants by position.)
     Personal(PersonalChange),
+    Status(StatusChange),
+    Emoji(EmojiChange),
 }
 
 /// Facts about the realm itself.
@@ -245,7 +249,9 @@ impl Change {
             | Change::Linkifier(_)
             | Change::ProfileField(_)
             | Change::Attachment(_)
-            | Change::Personal(_) => DurabilityClass::Durable,
+            | Change::Personal(_)
+            | Change::Status(_)
+            | Change::Emoji(_) => DurabilityClass::Durable,
         }
     }
 }

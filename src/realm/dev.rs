@@ -11,6 +11,7 @@ use serde::Deserialize;
 use super::channels::{
     pick_color, render_description, Channel, ChannelFolder, ChannelSetting, NewSubscription,
 };
+use super::emoji::{EmojiChange, RealmEmoji};
 use super::groups::{system_group_changes, GroupSetting, SystemGroup};
 use super::linkifiers::{Linkifier, LinkifierChange};
 use super::profile_fields::{ProfileField, ProfileFieldChange};
@@ -18,6 +19,14 @@ use super::{Change, Cx, EmailVisibility, NewUser, RealmSettings, Role};
 use crate::realm::{ChannelChange, RealmChange, UserChange};
 
 const DEV_REALM_JSON: &str = include_str!("dev_realm.json");
+
+/// The image of the development realm's `green_tick` custom emoji (a PNG drawn for
+/// hearth).
+pub const GREEN_TICK_PNG: &[u8] = include_bytes!("green_tick.png");
+
+/// The images the development realm's custom emoji use, by emoji name: the server
+/// stores them (`storage::blobs`) when it seeds the realm.
+pub const DEV_EMOJI_IMAGES: &[(&str, &[u8], &str)] = &[("green_tick", GREEN_TICK_PNG, "png")];
 
 /// The first user id of the development realm (Zulip's system bots hold 1-5 there).
 const FIRST_DEV_USER_ID: u64 = 6;
@@ -30,6 +39,7 @@ struct DevRealm {
     channel_folders: Vec<DevFolder>,
     custom_profile_fields: Vec<DevProfileField>,
     linkifiers: Vec<DevLinkifier>,
+    realm_emoji: Vec<DevEmoji>,
 }
 
 #[derive(Deserialize)]
@@ -48,6 +58,13 @@ struct DevProfileField {
 struct DevLinkifier {
     pattern: String,
     url_template: String,
+}
+
+#[derive(Deserialize)]
+struct DevEmoji {
+    name: String,
+    deactivated: bool,
+    author: String,
 }
 
 #[derive(Deserialize)]
@@ -246,6 +263,20 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
             changes.push(Change::Channel(ChannelChange::Subscribed { subs }));
         }
     }
+    for (i, e) in dev.realm_emoji.iter().enumerate() {
+        let (_, bytes, extension) = DEV_EMOJI_IMAGES
+            .iter()
+            .find(|(name, _, _)| *name == e.name)
+            .ok_or_else(|| format!("no image for the emoji {}", e.name))?;
+        let author = id_of(&e.author).ok_or_else(|| format!("unknown author {}", e.author))?;
+        changes.push(Change::Emoji(EmojiChange::Added(RealmEmoji {
+            id: 1 + i as u64,
+            name: e.name.clone(),
+            file_name: format!("{}.{extension}", crate::storage::blobs::content_hash(bytes)),
+            author_id: Some(author),
+            deactivated: e.deactivated,
+        })));
+    }
     Ok(changes)
 }
 
@@ -382,5 +413,8 @@ mod tests {
         assert_eq!(fields[8], "Pronouns");
         assert_eq!(realm.linkifiers.len(), 3);
         assert_eq!(realm.compiled_linkifiers().len(), 3);
+        let tick = realm.active_realm_emoji("green_tick").expect("green_tick");
+        assert_eq!(tick.author_id, Some(iago.id));
+        assert!(tick.file_name.ends_with(".png"));
     }
 }

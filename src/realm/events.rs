@@ -29,6 +29,12 @@
 //! | `ProfileField` (values) | `realm_user` `op:update` `{person: {user_id, custom_profile_field: {id, value, rendered_value?}}}` (`value` null when removed) | active users |
 //! | `Attachment::Created` / `Removed` / `Claimed`, `Released` | `attachment` `op:add` / `remove` / `update` `{attachment, upload_space_used}` | the uploader |
 //! | `Attachment::Swept`  | none (as Zulip's sweep)                        | -          |
+//! | `Status(Updated)`    | with `away`: `user_settings` `op:update` `{property: presence_enabled, value}` and legacy `update_global_notifications` (queues without `user_settings_object`); then `user_status` `{user_id, away?, status_text?, emoji_name?, emoji_code?, reaction_type?}` (the fields passed) | the user; the user; active users |
+//! | `Emoji(Added)`, `Emoji(Deactivated)` | `realm_emoji` `op:update` `{realm_emoji}` (every custom emoji) | active users |
+//!
+//! Presence is soft state outside the WAL: its `presence` events are published by the
+//! ping's handler (`api/presence.rs`), modern or legacy per the queue's
+//! `simplified_presence_events` capability.
 
 use std::collections::BTreeMap;
 
@@ -138,6 +144,11 @@ impl Realm {
             Change::Linkifier(c) => self.linkifier_events(c),
             Change::ProfileField(c) => self.profile_field_events(c),
             Change::Attachment(c) => self.attachment_events(before, c),
+            Change::Status(c) => self.status_events(c),
+            Change::Emoji(_) => vec![Event::new(
+                json!({"type": "realm_emoji", "op": "update", "realm_emoji": self.view_realm_emoji()}),
+                Audience::users(self.active_users(false)),
+            )],
         }
     }
 
@@ -346,7 +357,7 @@ impl Realm {
         )]
     }
 
-    fn active_users(&self, non_guest: bool) -> Vec<UserId> {
+    pub(super) fn active_users(&self, non_guest: bool) -> Vec<UserId> {
         self.users
             .values()
             .filter(|u| u.is_active && !(non_guest && u.is_guest()))

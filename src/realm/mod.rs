@@ -9,15 +9,18 @@ pub mod change;
 pub mod channels;
 pub mod cx;
 pub mod dev;
+pub mod emoji;
 pub mod events;
 pub mod groups;
 pub mod linkifiers;
 pub mod markdown;
 pub mod messages;
 pub mod navigation;
+pub mod presence;
 pub mod profile_fields;
 pub mod push;
 pub mod register;
+pub mod status;
 pub mod uri_template;
 pub mod users;
 
@@ -228,6 +231,12 @@ pub struct Realm {
     /// Where each group is used (settings, supergroups). Derived; rebuilt after loading.
     #[serde(skip)]
     group_uses: groups::uses::GroupUses,
+    /// User statuses and who turned presence off (seed 4.4).
+    #[serde(default)]
+    pub status: status::StatusState,
+    /// Custom emoji.
+    #[serde(default)]
+    pub emoji: emoji::EmojiState,
 }
 
 impl Realm {
@@ -267,6 +276,8 @@ impl Realm {
             push_devices: OrdMap::new(),
             group_by_name: HashMap::new(),
             group_uses: Default::default(),
+            status: status::StatusState::default(),
+            emoji: emoji::EmojiState::default(),
         }
     }
 
@@ -376,6 +387,8 @@ impl Realm {
                 | PersonalChange::PushDeviceActivated { .. }
                 | PersonalChange::PushDeviceFailed { .. } => self.apply_push_device(p),
             },
+            Change::Status(c) => self.apply_status_change(c),
+            Change::Emoji(c) => self.apply_emoji_change(c),
         }
     }
 

@@ -19,9 +19,9 @@ pub const MAX_TOPIC_LENGTH: u32 = 60;
 pub const MAX_STREAM_NAME_LENGTH: u32 = 60;
 /// Zulip's `max_stream_description_length`.
 pub const MAX_STREAM_DESCRIPTION_LENGTH: u32 = 1024;
-/// Zulip's presence intervals.
-pub const PRESENCE_PING_INTERVAL_SECS: u32 = 60;
-pub const PRESENCE_OFFLINE_THRESHOLD_SECS: u32 = 200;
+/// Zulip's presence intervals (`PRESENCE_PING_INTERVAL_SECS`, `OFFLINE_THRESHOLD_SECS`).
+pub const PRESENCE_PING_INTERVAL_SECS: i64 = super::presence::PRESENCE_PING_INTERVAL_SECS;
+pub const PRESENCE_OFFLINE_THRESHOLD_SECS: i64 = super::presence::OFFLINE_THRESHOLD_SECS;
 
 /// Options of a registration that shape the state.
 #[derive(Debug, Clone)]
@@ -116,14 +116,13 @@ impl Realm {
             );
         }
         if o.wants("user_status") {
-            m.insert("user_status".into(), json!({}));
-        }
-        if o.wants("presence") {
-            put(
-                &mut m,
-                json!({"presences": {}, "server_timestamp": 0.0, "presence_last_update_id": -1}),
+            m.insert(
+                "user_status".into(),
+                Value::Object(self.user_status_state()),
             );
         }
+        // `presence` (`presences`, `server_timestamp`, `presence_last_update_id`) is soft
+        // state outside the realm: `api/events.rs` adds it from the realm's presence.
         if o.wants("navigation_views") {
             m.insert(
                 "navigation_views".into(),
@@ -206,17 +205,20 @@ impl Realm {
             m.insert("onboarding_steps".into(), json!([]));
         }
         if o.wants("realm_emoji") {
-            m.insert("realm_emoji".into(), json!({}));
+            m.insert("realm_emoji".into(), Value::Object(self.view_realm_emoji()));
         }
         if o.wants("realm_domains") {
             m.insert("realm_domains".into(), json!([]));
         }
         if o.wants("user_settings") {
-            m.insert("user_settings".into(), Value::Object(user_settings(me)));
+            m.insert(
+                "user_settings".into(),
+                Value::Object(self.user_settings(me)),
+            );
         }
         if o.wants("update_display_settings") {
             // Legacy: the display settings at the top level.
-            let s = user_settings(me);
+            let s = self.user_settings(me);
             for k in DISPLAY_SETTINGS {
                 if let Some(v) = s.get(*k) {
                     m.insert((*k).to_owned(), v.clone());
@@ -224,7 +226,7 @@ impl Realm {
             }
         }
         if o.wants("update_global_notifications") {
-            let s = user_settings(me);
+            let s = self.user_settings(me);
             for k in NOTIFICATION_SETTINGS {
                 if let Some(v) = s.get(*k) {
                     m.insert((*k).to_owned(), v.clone());
@@ -373,6 +375,17 @@ impl Realm {
         })
     }
 
+    /// `me`'s personal settings: Zulip's defaults, with the `presence_enabled` setting
+    /// `away` changes.
+    fn user_settings(&self, me: &User) -> Map<String, Value> {
+        let mut s = user_settings(me);
+        s.insert(
+            "presence_enabled".into(),
+            self.presence_enabled(me.id).into(),
+        );
+        s
+    }
+
     pub(crate) fn bot_json(&self, b: &User) -> Value {
         json!({
             "user_id": b.id,
@@ -444,7 +457,7 @@ const NOTIFICATION_SETTINGS: &[&str] = &[
     "presence_enabled",
 ];
 
-/// Zulip's default personal settings (hearth does not let users change them yet).
+/// Zulip's default personal settings (only `presence_enabled` changes, through `away`).
 fn user_settings(me: &User) -> Map<String, Value> {
     match json!({
         "twenty_four_hour_time": false,

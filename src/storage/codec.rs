@@ -5,7 +5,8 @@
 //! the payload's layout is exactly its Rust type: adding a field to `User` or a variant
 //! to `Change` changes it. Each record type therefore carries its own schema version:
 //!
-//! - `Realm` (snapshots): `REALM_SCHEMA`; `Vec<Change>` (WAL records): `CHANGES_SCHEMA`.
+//! - `Realm` (snapshots): `REALM_SCHEMA`; `Vec<Change>` (WAL records): `CHANGES_SCHEMA`;
+//!   `PresenceEntry` (a user's coalesced presence): `PRESENCE_SCHEMA`.
 //! - `decode_realm` and `decode_changes` dispatch on the version: the current one
 //!   decodes into today's types; an older one decodes into that version's types, kept
 //!   frozen in `storage/legacy.rs`, and migrates forward one version at a time.
@@ -19,12 +20,15 @@
 use serde::{de::DeserializeOwned, Serialize};
 
 use super::legacy;
+use crate::realm::presence::PresenceEntry;
 use crate::realm::{Change, Realm};
 
 /// Schema version of the snapshot record (`Realm`) hearth writes.
 pub const REALM_SCHEMA: u8 = 2;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
 pub const CHANGES_SCHEMA: u8 = 2;
+/// Schema version of the presence record (`PresenceEntry`) hearth writes.
+pub const PRESENCE_SCHEMA: u8 = 1;
 const HEADER: usize = 5;
 
 /// Why a record could not be encoded or decoded.
@@ -107,6 +111,19 @@ pub fn decode_changes(bytes: &[u8]) -> Result<Vec<Change>, CodecError> {
         1 => decode_payload::<Vec<legacy::v1::Change>>(payload).map(legacy::v1::changes_to_current),
         2 => decode_payload::<Vec<Change>>(payload),
         v => Err(CodecError::Version(v)),
+    }
+}
+
+/// Encodes a presence record: one user's coalesced presence.
+pub fn encode_presence(entry: &PresenceEntry) -> Result<Vec<u8>, CodecError> {
+    encode_versioned(PRESENCE_SCHEMA, entry)
+}
+
+/// Decodes a presence record of any known schema version.
+pub fn decode_presence(bytes: &[u8]) -> Result<PresenceEntry, CodecError> {
+    match open_frame(bytes)? {
+        (1, payload) => decode_payload(payload),
+        (v, _) => Err(CodecError::Version(v)),
     }
 }
 

@@ -2,7 +2,10 @@
 //! each version to the next (see `codec`).
 //!
 //! Snapshot schema 1 is the `Realm` before messages, frozen in `v1`; schema 2 is today's
-//! (it added the message state and later sections with their defaults). WAL schema 1 stored
+//! (it added the message state, group settings, linkifiers, profile fields, attachments,
+//! navigation views, push, status and emoji; `tests/fixtures/snapshot-v2-dev-realm.bin`
+//! holds its golden bytes). The next change to `Realm` copies today's shape here as
+//! `v2` and bumps the schema. WAL schema 1 stored
 //! `Change` as one flat enum; schema 2 nests it by resource: the flat enum is frozen in
 //! `v1` with its migration. When a stored type changes, its old definition is copied
 //! here first (with every type it contains that changes), and the old version's

@@ -1,10 +1,13 @@
-//! Persistence: one sled database per server; per realm a WAL tree of decided changes
-//! and a snapshots tree of whole realms. See `design.md`, "Persistence".
+//! Persistence: one sled database per server; per realm a WAL tree of decided changes,
+//! a snapshots tree of whole realms and a tree of coalesced presence; uploaded files
+//! beside it (`blobs`). See `design.md`, "Persistence".
 
+pub mod blobs;
 pub mod codec;
 pub mod durability;
 pub mod legacy;
 pub mod messages;
+pub mod presence;
 pub mod uploads;
 pub mod wal;
 
@@ -37,6 +40,7 @@ pub struct Store {
 
 const WAL_PREFIX: &str = "wal:";
 const SNAP_PREFIX: &str = "snap:";
+const PRESENCE_PREFIX: &str = "presence:";
 
 impl Store {
     /// Opens (or creates) the database in `dir` and starts its flusher.
@@ -67,6 +71,19 @@ impl Store {
                     .map(str::to_owned)
             })
             .collect()
+    }
+
+    /// The coalesced presence of one realm (see `storage::presence`).
+    pub fn presence(&self, subdomain: &str) -> presence::PresenceTree {
+        presence::PresenceTree::new(
+            format!("{PRESENCE_PREFIX}{subdomain}"),
+            self.durability.clone(),
+        )
+    }
+
+    /// The content-addressed files of the data folder (custom emoji images).
+    pub fn blobs(&self) -> blobs::Blobs {
+        blobs::Blobs::new(self.durability.dir())
     }
 
     /// The WAL and snapshot trees of one realm.

@@ -1,0 +1,101 @@
+//! Custom emoji: list, upload, deactivate, and their images.
+
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use serde_json::{Map, Value};
+
+use super::{success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
+use crate::error::ApiError;
+use crate::realm::emoji::{check_emoji_image, image_content_type, served_content_type, NewEmoji};
+use crate::storage::blobs::Blobs;
+
+/// # `GET /realm/emoji`
+pub async fn get_realm_emoji(req: ApiRequest) -> ApiResponse {
+    req.read(CallOpts::USER, |c| {
+        c.me()?;
+        let mut body = Map::new();
+        body.insert("emoji".into(), Value::Object(c.realm.view_realm_emoji()));
+        Ok(Outcome::read(body))
+    })
+    .await
+    .map(success)
+}
+
+/// # `POST /realm/emoji/{emoji_name}`
+///
+/// Zulip's checks in its order: who may add, the name, the one file, its size and
+/// image type. The image is stored (content-addressed, fsynced) before the emoji is
+/// recorded, so a recorded emoji always has its image.
+pub async fn upload_emoji(mut req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let raw_name = path.into_inner();
+    let files = std::mem::take(&mut req.files);
+    req.check(|realm, me| realm.check_new_realm_emoji(me, &raw_name, files.len()))?;
+    let file = files.into_iter().next().ok_or_else(ApiError::internal)?;
+    let content_type = image_content_type(file.content_type.as_deref(), &file.file_name);
+    let image = check_emoji_image(&file.bytes, &content_type)?;
+    let blobs = Blobs::new(req.state.durability.dir());
+    let hash = web::block(move || blobs.put(&file.bytes))
+        .await
+        .map_err(|_| ApiError::internal())?
+        .map_err(|e| {
+            tracing::error!("cannot store an emoji image: {e}");
+            ApiError::storage_failed()
+        })?;
+    let new = NewEmoji {
+        files: 1,
+        file_name: Some(format!("{hash}.{}", image.extension)),
+    };
+    req.call(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let changes = c.realm.decide_add_realm_emoji(me, &raw_name, &new)?;
+        Ok(Outcome::write(changes, Map::new()))
+    })
+    .await
+    .map(success)
+}
+
+/// # `DELETE /realm/emoji/{emoji_name}`
+///
+/// Deactivates the emoji: it stays listed (`deactivated: true`) and its image stays.
+pub async fn deactivate_emoji(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let name = path.into_inner();
+    req.call(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let changes = c.realm.decide_deactivate_realm_emoji(me, &name)?;
+        Ok(Outcome::write(changes, Map::new()))
+    })
+    .await
+    .map(success)
+}
+
+/// # `GET /user_avatars/{realm}/emoji/images/{file_name}`
+///
+/// A custom emoji's image (its `source_url`), without authentication as Zulip serves
+/// uploaded avatars and emoji.
+pub async fn emoji_image(req: HttpRequest, path: web::Path<(String, String)>) -> HttpResponse {
+    let (segment, file_name) = path.into_inner();
+    let not_found = || super::error::not_found_error().error_response();
+    let Some(state) = req.app_data::<web::Data<AppState>>() else {
+        return ApiError::internal().error_response();
+    };
+    let Some(handle) = state.registry.for_host(&super::auth::host(&req)) else {
+        return not_found();
+    };
+    let realm = handle.hub.current();
+    if segment != realm.emoji_url_segment() || realm.realm_emoji_by_file(&file_name).is_none() {
+        return not_found();
+    }
+    let hash = file_name.split('.').next().unwrap_or_default().to_owned();
+    let blobs = Blobs::new(state.durability.dir());
+    match web::block(move || blobs.get(&hash)).await {
+        Ok(Ok(Some(bytes))) => HttpResponse::Ok()
+            .content_type(served_content_type(&file_name))
+            .insert_header(("Cache-Control", "public, max-age=31536000, immutable"))
+            .body(bytes),
+        Ok(Ok(None)) => not_found(),
+        Ok(Err(e)) => {
+            tracing::error!("cannot read an emoji image: {e}");
+            ApiError::internal().error_response()
+        }
+        Err(_) => ApiError::internal().error_response(),
+    }
+}

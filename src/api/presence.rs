@@ -1,0 +1,161 @@
+//! Presence: pings, the realm's presence, one user's presence. None of these reaches
+//! the realm actor: presence is soft state beside the event hub (`crate::presence`).
+
+use std::io::Write;
+
+use actix_web::body::SizedStream;
+use actix_web::web::Bytes;
+use actix_web::{web, HttpResponse};
+use serde_json::Map;
+
+use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts, Outcome};
+use crate::error::{ApiError, ApiResult};
+use crate::presence::{Listing, PresenceQuery};
+use crate::realm::presence::PresenceStatus;
+use crate::realm::status::require_human;
+use crate::realm::{Realm, User};
+
+/// A presence answer: `presences` is pre-rendered JSON (often a cached listing shared
+/// by many answers): the body is its bytes between a head and a tail, in Zulip's key
+/// order, sent without copying them.
+fn presence_response(
+    listing: &Listing,
+    now_ms: i64,
+    with_update_id: bool,
+    ignored: Vec<String>,
+) -> ApiResponse {
+    let head = Bytes::from_static(br#"{"result":"success","msg":"","presences":"#);
+    let mut tail = Vec::with_capacity(160);
+    let server_timestamp =
+        serde_json::to_string(&(now_ms as f64 / 1000.0)).map_err(|_| ApiError::internal())?;
+    // Writing to a Vec cannot fail.
+    let _ = write!(tail, ",\"server_timestamp\":{server_timestamp}");
+    if with_update_id {
+        let _ = write!(
+            tail,
+            ",\"presence_last_update_id\":{}",
+            listing.last_update_id
+        );
+    }
+    if !ignored.is_empty() {
+        tail.extend_from_slice(b",\"ignored_parameters_unsupported\":");
+        serde_json::to_writer(&mut tail, &ignored).map_err(|_| ApiError::internal())?;
+    }
+    tail.push(b'}');
+    let parts = [head, listing.presences.clone(), Bytes::from(tail)];
+    let len = parts.iter().map(Bytes::len).sum::<usize>() as u64;
+    let stream = futures_util::stream::iter(parts.map(Ok::<_, std::convert::Infallible>));
+    Ok(HttpResponse::Ok()
+        .content_type(actix_web::http::header::ContentType::json())
+        .body(SizedStream::new(len, stream)))
+}
+
+/// The listing a query asks for; a full listing that is not cached is rendered on the
+/// blocking pool (its cost grows with the realm).
+async fn listing(req: &ApiRequest, q: PresenceQuery, now: i64) -> ApiResult<Listing> {
+    let (realm, presence) = (req.hub.current(), req.hub.presence().clone());
+    if let Some(hit) = presence.cached(&realm, q, now) {
+        return Ok(hit);
+    }
+    web::block(move || presence.listing(&realm, q, now))
+        .await
+        .map_err(|_| ApiError::internal())
+}
+
+/// # `POST /users/me/presence`
+///
+/// Reports the caller's presence (unless their `presence_enabled` setting is off) and,
+/// unless `ping_only`, answers the realm's presence: legacy by default, modern with
+/// `slim_presence` or `last_update_id` (then only what changed since).
+pub async fn update_presence(req: ApiRequest) -> ApiResponse {
+    let presence = req.hub.presence().clone();
+    let (q, ping_only, now_ms, events) = req.check(|realm, me| {
+        require_human(me)?;
+        let p = &req.params;
+        let history_limit_days = p.opt_int("history_limit_days")?;
+        let last_update_id = p.opt_int("last_update_id")?;
+        p.bool_or("new_user_input", false)?;
+        let ping_only = p.bool_or("ping_only", false)?;
+        // `last_update_id` means a modern client.
+        let slim = p.bool_or("slim_presence", false)? || last_update_id.is_some();
+        let status = PresenceStatus::parse(&p.str("status")?)?;
+        let now_ms = presence.now_ms();
+        let mut events = Vec::new();
+        if realm.presence_enabled(me.id) {
+            let out = presence.ping(me.id, now_ms.div_euclid(1000), status);
+            if let (Some(entry), true) = (out.changed, out.newsworthy) {
+                if realm.sends_presence_events() {
+                    events = realm.presence_events(me, &entry, now_ms);
+                }
+            }
+        }
+        let q = PresenceQuery {
+            slim,
+            last_update_id,
+            history_limit_days,
+        };
+        Ok((q, ping_only, now_ms, events))
+    })?;
+    req.hub.publish(events);
+    if ping_only {
+        return Ok(success(with_ignored(Map::new(), req.params.unused())));
+    }
+    let listing = listing(&req, q, now_ms.div_euclid(1000)).await?;
+    presence_response(&listing, now_ms, true, req.params.unused())
+}
+
+/// # `GET /realm/presence`
+///
+/// Every active human's presence of the last 14 days, legacy format (seed 4.15).
+pub async fn get_realm_presence(req: ApiRequest) -> ApiResponse {
+    req.check(|_, _| Ok(()))?;
+    let now_ms = req.hub.presence().now_ms();
+    let listing = listing(&req, PresenceQuery::default(), now_ms.div_euclid(1000)).await?;
+    presence_response(&listing, now_ms, false, req.params.unused())
+}
+
+/// An active user by id, or by API email (Zulip's `get_active_user*`).
+fn active_user<'r>(realm: &'r Realm, key: &str) -> ApiResult<&'r User> {
+    let user = match key.trim().parse::<i64>() {
+        Ok(id) => u64::try_from(id).ok().and_then(|id| realm.user(id)),
+        Err(_) => realm.user_by_api_email(key.trim()),
+    };
+    user.filter(|u| u.is_active)
+        .ok_or_else(|| ApiError::bad_request("No such user"))
+}
+
+/// # `GET /users/{user_id_or_email}/presence`
+pub async fn get_user_presence(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let key = path.into_inner();
+    req.read(CallOpts::USER, move |c| {
+        c.me()?;
+        let slim = c.params.bool_or("slim_presence", false)?;
+        let target = active_user(c.realm, &key)?;
+        let entry = c.hub.presence().get(target.id);
+        let presence =
+            c.realm
+                .view_user_presence(target, &key, entry.as_ref(), slim, c.cx.now_secs())?;
+        let mut body = Map::new();
+        body.insert("presence".into(), presence);
+        Ok(Outcome::read(body))
+    })
+    .await
+    .map(success)
+}
+
+/// The `presence` events of a `presence_enabled` change (always sent, as Zulip's
+/// `force_send_update`), after the events of the change itself.
+pub(super) async fn presence_setting_changed(
+    hub: &crate::events::EventHub,
+    user_id: u64,
+    enabled: bool,
+) {
+    hub.settled().await;
+    let presence = hub.presence();
+    let now_ms = presence.now_ms();
+    let entry = presence.presence_setting_changed(user_id, enabled, now_ms.div_euclid(1000));
+    let realm = hub.current();
+    if let Some(user) = realm.user(user_id) {
+        hub.publish(realm.presence_events(user, &entry, now_ms));
+    }
+}

@@ -1,0 +1,70 @@
+//! User status: `POST /users/me/status`, `GET /users/{user_id}/status`.
+
+use actix_web::web;
+use serde_json::{Map, Value};
+
+use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
+use crate::realm::status::{parse_status_text, require_human, StatusRequest};
+
+/// # `POST /users/me/status`
+///
+/// Changes only what is passed (seed 4.4). `away` sets the `presence_enabled` setting
+/// to its inverse and, as Zulip does, refreshes the caller's presence at once.
+pub async fn update_status(req: ApiRequest) -> ApiResponse {
+    // `human_users_only` comes before any parameter is read.
+    let me = req.check(|_, me| require_human(me).map(|()| me.id))?;
+    let away = req
+        .params
+        .peek("away")
+        .and_then(|v| serde_json::from_str::<Value>(&v).ok())
+        .and_then(|v| v.as_bool());
+    let hub = req.hub.clone();
+    let body = req
+        .call(CallOpts::USER, |c| {
+            let me = c.me()?;
+            require_human(me)?;
+            let p = &*c.params;
+            // Zulip's parameter order: away, emoji_code, emoji_name, reaction_type,
+            // status_text.
+            let away = p.opt_bool("away")?;
+            let emoji_code = p.opt_str("emoji_code");
+            let emoji_name = p.opt_str("emoji_name");
+            let reaction_type = p.opt_str("reaction_type");
+            let status_text = p
+                .opt_str("status_text")
+                .map(|t| parse_status_text(&t))
+                .transpose()?;
+            let changes = c.realm.decide_update_status(
+                me,
+                StatusRequest {
+                    away,
+                    status_text,
+                    emoji_name,
+                    emoji_code,
+                    reaction_type,
+                },
+            )?;
+            Ok(Outcome::write(changes, Map::new()))
+        })
+        .await?;
+    if let Some(away) = away {
+        super::presence::presence_setting_changed(&hub, me, !away).await;
+    }
+    Ok(success(body))
+}
+
+/// # `GET /users/{user_id}/status`
+pub async fn get_user_status(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let raw = path.into_inner();
+    // Zulip's route takes digits only (`<int:user_id>`); anything else is not found.
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(super::error::not_found_error());
+    }
+    let id = raw.parse::<i64>().unwrap_or(-1);
+    req.read(CallOpts::USER, move |c| {
+        c.me()?;
+        Ok(Outcome::read(c.realm.view_user_status(id)?))
+    })
+    .await
+    .map(success)
+}

@@ -1,0 +1,567 @@
+//! Presence: one realm's soft state of who is online, beside its event hub.
+//!
+//! A ping (`POST /users/me/presence`) never reaches the realm actor and never waits for
+//! a disk: it authenticates against the published version on the HTTP worker, then
+//! updates the user's entry here under a lock held for a map lookup (and, when the
+//! entry changes, a move in the index of changes). Zulip's rules
+//! (`realm::presence::ping_effect`) make most pings change nothing: a user's entry moves
+//! at most once per `PRESENCE_UPDATE_MIN_FREQ_SECS`, and a ping that changes nothing
+//! publishes nothing.
+//!
+//! Every change takes the next number of the realm's presence sequence
+//! (`last_update_id`), so `last_update_id` polls answer only what changed since, from
+//! an index by update id, without scanning the realm. Full listings (`GET
+//! /realm/presence`, a first poll, `/register`) are rendered once per state of the
+//! sequence and the realm and served from that cache until either moves.
+//!
+//! Entries are persisted coalesced: changed entries are written to the realm's
+//! presence tree (`storage::presence`) by a background flush at most once a minute,
+//! and at a clean shutdown. A `kill -9` loses at most the last minute of presence,
+//! which clients refresh with their next ping.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bytes::Bytes;
+
+use crate::realm::presence::{
+    legacy_status, ping_effect, PresenceEntry, PresenceStatus, DEFAULT_HISTORY_LIMIT_DAYS,
+    OFFLINE_THRESHOLD_SECS,
+};
+use crate::realm::{Clock, Realm, UserId};
+use crate::storage::presence::PresenceTree;
+use crate::storage::StorageError;
+
+/// Changed entries are written at most this often (Zulip's presence is at most a
+/// minute stale anyway).
+pub const FLUSH_INTERVAL_MS: i64 = 60_000;
+const DAY_SECS: i64 = 24 * 60 * 60;
+
+/// What a listing asks for (`POST /users/me/presence`, `GET /realm/presence`,
+/// `/register`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PresenceQuery {
+    /// The modern format, keyed by user id (else legacy, keyed by API email).
+    pub slim: bool,
+    /// Only entries changed after this update id (`last_update_id`).
+    pub last_update_id: Option<i64>,
+    /// How far back (days) a listing without `last_update_id > 0` reaches.
+    pub history_limit_days: Option<i64>,
+}
+
+/// A rendered listing: the `presences` object as JSON text (shared, not copied, by the
+/// answers that send it), and `presence_last_update_id`.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    pub presences: Bytes,
+    pub last_update_id: i64,
+}
+
+/// What a ping did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PingOutcome {
+    /// The user's entry after the ping, when the ping changed it.
+    pub changed: Option<PresenceEntry>,
+    /// Whether other users' clients should hear of it at once (a new entry, or an
+    /// `active` ping after a silence).
+    pub newsworthy: bool,
+}
+
+struct State {
+    /// Every user's entry, by id.
+    entries: BTreeMap<UserId, PresenceEntry>,
+    /// `update_id` -> user: the entries in the order they last changed.
+    by_update: BTreeMap<u64, UserId>,
+    /// The realm's presence sequence: the update id of the last change.
+    last_update_id: u64,
+    /// Users whose entry changed since the last flush.
+    dirty: HashSet<UserId>,
+}
+
+/// A full listing, valid while the sequence, the realm version and the time window
+/// stay as they were.
+struct Cached {
+    update_id: u64,
+    /// Held, so that the pointer compared cannot be reused by another version.
+    realm: Arc<Realm>,
+    /// The first second at which an included entry falls out of the 14-day window.
+    valid_until: i64,
+    listing: Listing,
+    /// The largest update id listed (`None`: empty).
+    max_id: Option<u64>,
+}
+
+/// One realm's presence (see the module doc).
+pub struct RealmPresence {
+    clock: Arc<dyn Clock>,
+    state: Mutex<State>,
+    /// Full listings: `[legacy, modern]`.
+    cache: Mutex<[Option<Arc<Cached>>; 2]>,
+    /// Where changed entries are written; `None` for a realm kept in memory only.
+    tree: Mutex<Option<PresenceTree>>,
+    last_flush_ms: AtomicI64,
+    flushing: AtomicBool,
+    /// Entries written so far (tests, tooling).
+    written: AtomicU64,
+}
+
+// Every update under these locks is a few assignments that leave the data consistent,
+// so a poisoned lock is recovered.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl RealmPresence {
+    /// An empty presence, in memory until `attach`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        let now = clock.now_ms();
+        RealmPresence {
+            clock,
+            state: Mutex::new(State {
+                entries: BTreeMap::new(),
+                by_update: BTreeMap::new(),
+                last_update_id: 0,
+                dirty: HashSet::new(),
+            }),
+            cache: Mutex::new([None, None]),
+            tree: Mutex::new(None),
+            last_flush_ms: AtomicI64::new(now),
+            flushing: AtomicBool::new(false),
+            written: AtomicU64::new(0),
+        }
+    }
+
+    /// Now, in milliseconds, on the realm's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Takes the entries loaded from `tree` and writes later changes there.
+    pub fn attach(&self, tree: PresenceTree, entries: Vec<(UserId, PresenceEntry)>) {
+        let mut st = lock(&self.state);
+        for (user, entry) in entries {
+            st.last_update_id = st.last_update_id.max(entry.update_id);
+            st.by_update.insert(entry.update_id, user);
+            st.entries.insert(user, entry);
+        }
+        drop(st);
+        *lock(&self.tree) = Some(tree);
+    }
+
+    /// Stores the new times of `user`'s entry under the next update id.
+    fn record(
+        st: &mut State,
+        user: UserId,
+        last_active: Option<i64>,
+        last_connected: i64,
+    ) -> PresenceEntry {
+        st.last_update_id += 1;
+        let entry = PresenceEntry {
+            last_active,
+            last_connected,
+            update_id: st.last_update_id,
+        };
+        if let Some(old) = st.entries.insert(user, entry) {
+            st.by_update.remove(&old.update_id);
+        }
+        st.by_update.insert(entry.update_id, user);
+        st.dirty.insert(user);
+        entry
+    }
+
+    /// A ping of `user` at `now` (UNIX seconds), for a user whose presence is enabled.
+    pub fn ping(&self, user: UserId, now: i64, status: PresenceStatus) -> PingOutcome {
+        let mut st = lock(&self.state);
+        let effect = ping_effect(st.entries.get(&user), now, status);
+        let changed = effect
+            .changed
+            .map(|(active, connected)| Self::record(&mut st, user, active, connected));
+        PingOutcome {
+            changed,
+            newsworthy: effect.newsworthy(),
+        }
+    }
+
+    /// What Zulip's `do_change_user_setting` does to presence when `presence_enabled`
+    /// changes, at `now`: enabled, an `active` ping; disabled, the entry is replaced by
+    /// an `idle` one old enough to show the user offline. Returns the entry after it,
+    /// for the event that is always sent.
+    pub fn presence_setting_changed(&self, user: UserId, enabled: bool, now: i64) -> PresenceEntry {
+        let mut st = lock(&self.state);
+        if enabled {
+            let effect = ping_effect(st.entries.get(&user), now, PresenceStatus::Active);
+            match (effect.changed, st.entries.get(&user)) {
+                (Some((active, connected)), _) => Self::record(&mut st, user, active, connected),
+                (None, Some(entry)) => *entry,
+                (None, None) => Self::record(&mut st, user, Some(now), now),
+            }
+        } else {
+            let at = now - (OFFLINE_THRESHOLD_SECS + 120);
+            Self::record(&mut st, user, None, at)
+        }
+    }
+
+    /// One user's entry.
+    pub fn get(&self, user: UserId) -> Option<PresenceEntry> {
+        lock(&self.state).entries.get(&user).copied()
+    }
+
+    /// The realm's presence sequence (0: nothing ever changed).
+    pub fn last_update_id(&self) -> u64 {
+        lock(&self.state).last_update_id
+    }
+
+    /// Entries written to disk so far.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::SeqCst)
+    }
+
+    /// The listing a query asks for when it is a cached full listing (no rendering).
+    pub fn cached(&self, realm: &Arc<Realm>, q: PresenceQuery, now: i64) -> Option<Listing> {
+        if q.last_update_id.is_some_and(|id| id > 0) || q.history_limit_days.is_some() {
+            return None;
+        }
+        let update_id = self.last_update_id();
+        let cached = lock(&self.cache)[usize::from(q.slim)].clone().filter(|c| {
+            c.update_id == update_id && Arc::ptr_eq(&c.realm, realm) && now < c.valid_until
+        })?;
+        Some(Self::answer(&cached, q))
+    }
+
+    /// A cached listing's answer to `q` (its `presence_last_update_id`).
+    fn answer(cached: &Cached, q: PresenceQuery) -> Listing {
+        let mut listing = cached.listing.clone();
+        listing.last_update_id = match (cached.max_id, q.last_update_id) {
+            (Some(max), _) => max as i64,
+            (None, Some(client)) => client,
+            (None, None) => -1,
+        };
+        listing
+    }
+
+    /// The listing a query asks for, rendered against `realm` (active humans only) at
+    /// `now` (UNIX seconds): Zulip's `get_presence_dict_by_realm`. Full listings come
+    /// from the cache when nothing moved since they were rendered.
+    pub fn listing(&self, realm: &Arc<Realm>, q: PresenceQuery, now: i64) -> Listing {
+        let since = q.last_update_id.filter(|id| *id > 0);
+        if since.is_some() || q.history_limit_days.is_some() {
+            return self.render(realm, q, now);
+        }
+        if let Some(hit) = self.cached(realm, q, now) {
+            return hit;
+        }
+        let cached = Arc::new(self.render_full(realm, q.slim, now));
+        let mut cache = lock(&self.cache);
+        let slot = &mut cache[usize::from(q.slim)];
+        // A concurrent render of a newer state wins.
+        if slot
+            .as_ref()
+            .is_none_or(|c| c.update_id <= cached.update_id)
+        {
+            *slot = Some(cached.clone());
+        }
+        Self::answer(&cached, q)
+    }
+
+    /// Copies the entries a query selects (under the lock), then renders them.
+    fn render(&self, realm: &Realm, q: PresenceQuery, now: i64) -> Listing {
+        let days = q.history_limit_days.unwrap_or(DEFAULT_HISTORY_LIMIT_DAYS);
+        let rows: Vec<(UserId, PresenceEntry)> = if q.history_limit_days == Some(0) {
+            // The client wants no presence data at all.
+            Vec::new()
+        } else {
+            let st = lock(&self.state);
+            match q.last_update_id {
+                Some(since) if since > 0 => st
+                    .by_update
+                    .range(since as u64 + 1..)
+                    .filter_map(|(_, user)| Some((*user, *st.entries.get(user)?)))
+                    .collect(),
+                _ => {
+                    let from = now.saturating_sub(days.saturating_mul(DAY_SECS));
+                    st.entries
+                        .iter()
+                        .filter(|(_, e)| e.last_connected >= from)
+                        .map(|(u, e)| (*u, *e))
+                        .collect()
+                }
+            }
+        };
+        let mut rows = rows;
+        rows.sort_unstable_by_key(|(u, _)| *u);
+        let (presences, max_id, _) = render_rows(realm, &rows, q.slim);
+        let last_update_id = match (max_id, q.last_update_id) {
+            (Some(max), _) => max as i64,
+            (None, Some(client)) => client,
+            (None, None) => -1,
+        };
+        Listing {
+            presences: Bytes::from(presences),
+            last_update_id,
+        }
+    }
+
+    /// Renders the default full listing (the last 14 days) for the cache.
+    fn render_full(&self, realm: &Arc<Realm>, slim: bool, now: i64) -> Cached {
+        let from = now - DEFAULT_HISTORY_LIMIT_DAYS * DAY_SECS;
+        let (rows, update_id) = {
+            let st = lock(&self.state);
+            let rows: Vec<(UserId, PresenceEntry)> = st
+                .entries
+                .iter()
+                .filter(|(_, e)| e.last_connected >= from)
+                .map(|(u, e)| (*u, *e))
+                .collect();
+            (rows, st.last_update_id)
+        };
+        let (presences, max_id, oldest) = render_rows(realm, &rows, slim);
+        let valid_until =
+            oldest.map_or(i64::MAX, |t| t + DEFAULT_HISTORY_LIMIT_DAYS * DAY_SECS + 1);
+        Cached {
+            update_id,
+            realm: realm.clone(),
+            valid_until,
+            listing: Listing {
+                presences: Bytes::from(presences),
+                last_update_id: -1,
+            },
+            max_id,
+        }
+    }
+
+    /// Periodic work (the server's one-second ticker): starts a background flush when
+    /// the last one is `FLUSH_INTERVAL_MS` old and something changed.
+    pub fn tick(self: &Arc<Self>) {
+        let now = self.clock.now_ms();
+        if now - self.last_flush_ms.load(Ordering::SeqCst) < FLUSH_INTERVAL_MS {
+            return;
+        }
+        if lock(&self.state).dirty.is_empty() || lock(&self.tree).is_none() {
+            return;
+        }
+        if self.flushing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.last_flush_ms.store(now, Ordering::SeqCst);
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hearth-presence".into())
+            .spawn(move || {
+                if let Err(e) = me.flush() {
+                    tracing::warn!("presence not saved (tried again in a minute): {e}");
+                }
+                me.flushing.store(false, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start a presence flush: {e}");
+            self.flushing.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Writes every entry changed since the last flush (blocking I/O). On failure they
+    /// stay to be written by the next flush. Returns how many were written.
+    pub fn flush(&self) -> Result<usize, StorageError> {
+        let Some(tree) = lock(&self.tree).clone() else {
+            return Ok(0);
+        };
+        let batch: Vec<(UserId, PresenceEntry)> = {
+            let mut st = lock(&self.state);
+            let dirty: Vec<UserId> = st.dirty.drain().collect();
+            dirty
+                .into_iter()
+                .filter_map(|u| Some((u, *st.entries.get(&u)?)))
+                .collect()
+        };
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        if let Err(e) = tree.write(&batch) {
+            lock(&self.state)
+                .dirty
+                .extend(batch.iter().map(|(u, _)| *u));
+            return Err(e);
+        }
+        self.written.fetch_add(batch.len() as u64, Ordering::SeqCst);
+        Ok(batch.len())
+    }
+}
+
+/// Renders rows (sorted by user) as the `presences` object: legacy entries keyed by API
+/// email, or modern ones keyed by id; active humans only. Returns the JSON text, the
+/// largest update id listed and the oldest `last_connected` listed.
+fn render_rows(
+    realm: &Realm,
+    rows: &[(UserId, PresenceEntry)],
+    slim: bool,
+) -> (Vec<u8>, Option<u64>, Option<i64>) {
+    use std::io::Write;
+    let mut out: Vec<u8> = Vec::with_capacity(16 + rows.len() * if slim { 56 } else { 200 });
+    let (mut max_id, mut oldest) = (None::<u64>, None::<i64>);
+    out.push(b'{');
+    let mut first = true;
+    for (user, e) in rows {
+        let Some(u) = realm.presence_listed(*user) else {
+            continue;
+        };
+        max_id = Some(max_id.map_or(e.update_id, |m| m.max(e.update_id)));
+        oldest = Some(oldest.map_or(e.last_connected, |o| o.min(e.last_connected)));
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        // Writing to a Vec cannot fail.
+        if slim {
+            let _ = write!(
+                out,
+                "\"{}\":{{\"active_timestamp\":{},\"idle_timestamp\":{}}}",
+                u.id,
+                e.last_active.unwrap_or(u.date_joined),
+                e.last_connected
+            );
+        } else {
+            let _ = serde_json::to_writer(&mut out, &realm.api_email(u));
+            let (status, ts) = legacy_status(e, u.date_joined);
+            let _ = write!(
+                out,
+                ":{{\"aggregated\":{{\"client\":\"website\",\"status\":\"{status}\",\"timestamp\":{ts}}},\"website\":{{\"client\":\"website\",\"status\":\"{status}\",\"timestamp\":{ts},\"pushable\":false}}}}"
+            );
+        }
+    }
+    out.push(b'}');
+    (out, max_id, oldest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::realm::dev::dev_realm_changes;
+    use crate::realm::{Cx, ManualClock};
+    use crate::storage::{DurabilityMode, Store};
+    use serde_json::Value;
+
+    fn dev_realm() -> Arc<Realm> {
+        let changes = dev_realm_changes(&mut Cx::seeded(1_700_000_000_000, 1)).expect("seed");
+        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
+        changes.iter().for_each(|c| realm.apply(c));
+        Arc::new(realm)
+    }
+
+    fn id(realm: &Realm, email: &str) -> UserId {
+        realm.user_by_delivery_email(email).expect("user").id
+    }
+
+    fn json(l: &Listing) -> Value {
+        serde_json::from_slice(&l.presences).expect("json")
+    }
+
+    #[test]
+    fn listings_follow_the_sequence() {
+        let clock = ManualClock::new(1_800_000_000_000);
+        let p = RealmPresence::new(Arc::new(clock.clone()));
+        let realm = dev_realm();
+        let (hamlet, iago) = (id(&realm, "hamlet@zulip.com"), id(&realm, "iago@zulip.com"));
+        let now = 1_800_000_000;
+        let full = p.listing(&realm, PresenceQuery::default(), now);
+        assert_eq!(json(&full), serde_json::json!({}));
+        assert_eq!(full.last_update_id, -1);
+
+        assert!(p.ping(hamlet, now, PresenceStatus::Active).newsworthy);
+        let again = p.ping(hamlet, now + 30, PresenceStatus::Active);
+        assert_eq!(
+            again,
+            PingOutcome {
+                changed: None,
+                newsworthy: false
+            }
+        );
+        p.ping(iago, now + 40, PresenceStatus::Idle);
+
+        let legacy = p.listing(&realm, PresenceQuery::default(), now + 40);
+        assert_eq!(legacy.last_update_id, 2);
+        let l = json(&legacy);
+        let hamlet_email = realm.api_email(realm.user(hamlet).expect("hamlet"));
+        assert_eq!(l[&hamlet_email]["aggregated"]["status"], "active");
+        assert_eq!(l[&hamlet_email]["website"]["pushable"], false);
+        // Served from the cache until the sequence moves.
+        let again = p.listing(&realm, PresenceQuery::default(), now + 41);
+        assert_eq!(again.presences.as_ptr(), legacy.presences.as_ptr());
+
+        let modern = PresenceQuery {
+            slim: true,
+            last_update_id: Some(1),
+            history_limit_days: None,
+        };
+        let since = p.listing(&realm, modern, now + 40);
+        assert_eq!(
+            json(&since),
+            serde_json::json!({iago.to_string(): {"active_timestamp": realm.user(iago).expect("iago").date_joined, "idle_timestamp": now + 40}})
+        );
+        assert_eq!(since.last_update_id, 2);
+        let none = p.listing(
+            &realm,
+            PresenceQuery {
+                last_update_id: Some(2),
+                ..modern
+            },
+            now + 40,
+        );
+        assert_eq!(json(&none), serde_json::json!({}));
+        assert_eq!(none.last_update_id, 2);
+        let zero_days = PresenceQuery {
+            last_update_id: None,
+            history_limit_days: Some(0),
+            slim: true,
+        };
+        assert_eq!(
+            json(&p.listing(&realm, zero_days, now)),
+            serde_json::json!({})
+        );
+
+        // Entries older than 14 days drop out of the default listing.
+        let later = now + 14 * DAY_SECS + 35;
+        let old = json(&p.listing(&realm, PresenceQuery::default(), later));
+        assert_eq!(old.as_object().map(|m| m.len()), Some(1), "{old}");
+    }
+
+    #[test]
+    fn bots_and_disabled_presence() {
+        let clock = ManualClock::new(1_800_000_000_000);
+        let p = RealmPresence::new(Arc::new(clock));
+        let realm = dev_realm();
+        let bot = id(&realm, "default-bot@zulip.com");
+        p.ping(bot, 100, PresenceStatus::Active);
+        assert_eq!(
+            json(&p.listing(&realm, PresenceQuery::default(), 100)),
+            serde_json::json!({})
+        );
+        let hamlet = id(&realm, "hamlet@zulip.com");
+        p.ping(hamlet, 100, PresenceStatus::Active);
+        let off = p.presence_setting_changed(hamlet, false, 1000);
+        assert_eq!(off.last_active, None);
+        assert_eq!(off.last_connected, 1000 - OFFLINE_THRESHOLD_SECS - 120);
+        let on = p.presence_setting_changed(hamlet, true, 1000);
+        assert_eq!((on.last_active, on.last_connected), (Some(1000), 1000));
+    }
+
+    #[test]
+    fn flushes_are_coalesced_and_reload() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path(), DurabilityMode::Never).expect("store");
+        let clock = ManualClock::new(1_800_000_000_000);
+        let p = Arc::new(RealmPresence::new(Arc::new(clock.clone())));
+        p.attach(store.presence("zulip"), Vec::new());
+        for i in 0..10 {
+            p.ping(7, 1_800_000_000 + i * 60, PresenceStatus::Active);
+        }
+        assert_eq!(p.last_update_id(), 10);
+        assert_eq!(p.flush().expect("flush"), 1, "one write for ten changes");
+        assert_eq!(p.flush().expect("flush"), 0);
+        let loaded = store.presence("zulip").load().expect("load");
+        assert_eq!(loaded, vec![(7, p.get(7).expect("entry"))]);
+        let again = RealmPresence::new(Arc::new(clock));
+        again.attach(store.presence("zulip"), loaded);
+        assert_eq!(again.last_update_id(), 10);
+        assert_eq!(again.get(7), p.get(7));
+    }
+}
