@@ -1148,3 +1148,145 @@ async fn register_narrow_filters_message_events() {
     )
     .await;
 }
+
+#[actix_web::test]
+async fn reactions() {
+    let app = TestApp::spawn().await;
+    let id = send_stream(&app, IAGO, "Verona", "r", "react to me").await;
+    let path = format!("/api/v1/messages/{id}/reactions");
+    let queue = app.register(MEMBER, &[]).await;
+    app.ok("POST", &path, MEMBER, &[("emoji_name", "octopus")])
+        .await;
+    app.err(
+        "POST",
+        &path,
+        MEMBER,
+        &[("emoji_name", "octopus")],
+        400,
+        "BAD_REQUEST",
+        "Reaction already exists.",
+    )
+    .await;
+    app.err(
+        "POST",
+        &path,
+        MEMBER,
+        &[("emoji_name", "no_such_emoji")],
+        400,
+        "BAD_REQUEST",
+        "Emoji 'no_such_emoji' does not exist",
+    )
+    .await;
+    app.err(
+        "POST",
+        &path,
+        MEMBER,
+        &[
+            ("emoji_name", "octopus"),
+            ("emoji_code", "1f419"),
+            ("reaction_type", "bogus"),
+        ],
+        400,
+        "BAD_REQUEST",
+        "Invalid emoji type.",
+    )
+    .await;
+    // Voting with the code of an existing reaction.
+    app.ok(
+        "POST",
+        &path,
+        OTHELLO,
+        &[
+            ("emoji_name", "whatever"),
+            ("emoji_code", "1f419"),
+            ("reaction_type", "unicode_emoji"),
+        ],
+    )
+    .await;
+    // A custom emoji of the realm.
+    app.ok("POST", &path, OTHELLO, &[("emoji_name", "green_tick")])
+        .await;
+    let m = app
+        .ok("GET", &format!("/api/v1/messages/{id}"), MEMBER, &[])
+        .await;
+    let reactions = m["message"]["reactions"].as_array().unwrap();
+    assert_eq!(reactions.len(), 3);
+    assert!(
+        reactions.iter().all(|r| r["emoji_name"] != "whatever"),
+        "{reactions:?}"
+    );
+    assert_eq!(reactions[2]["reaction_type"], "realm_emoji");
+    let events = app.events(MEMBER, &queue).await;
+    let e = events
+        .iter()
+        .find(|e| e["type"] == "reaction")
+        .expect("reaction event");
+    assert_eq!(e["op"], "add");
+    assert_eq!(e["emoji_code"], "1f419");
+    assert_eq!(e["message_id"], id);
+    // Remove.
+    app.ok("DELETE", &path, MEMBER, &[("emoji_name", "octopus")])
+        .await;
+    app.err(
+        "DELETE",
+        &path,
+        MEMBER,
+        &[("emoji_name", "octopus")],
+        400,
+        "BAD_REQUEST",
+        "Reaction doesn't exist.",
+    )
+    .await;
+    app.err(
+        "DELETE",
+        &path,
+        MEMBER,
+        &[],
+        400,
+        "BAD_REQUEST",
+        "At least one of the following arguments must be present: emoji_name, emoji_code",
+    )
+    .await;
+    let m = app
+        .ok("GET", &format!("/api/v1/messages/{id}"), MEMBER, &[])
+        .await;
+    assert_eq!(m["message"]["reactions"].as_array().unwrap().len(), 2);
+    // has:reaction narrow.
+    let body = fetch(
+        &app,
+        MEMBER,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "5"),
+            ("narrow", r#"[{"operator":"has","operand":"reaction"}]"#),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&body), vec![id]);
+    // Others' direct messages are out of reach.
+    let othello = app.user_id(OTHELLO).await;
+    let dm = app
+        .ok(
+            "POST",
+            "/api/v1/messages",
+            MEMBER,
+            &[
+                ("type", "direct"),
+                ("to", &format!("[{othello}]")),
+                ("content", "x"),
+            ],
+        )
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    app.err(
+        "POST",
+        &format!("/api/v1/messages/{dm}/reactions"),
+        IAGO,
+        &[("emoji_name", "octopus")],
+        400,
+        "BAD_REQUEST",
+        "Invalid message(s)",
+    )
+    .await;
+}

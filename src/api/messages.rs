@@ -939,3 +939,54 @@ pub async fn set_typing_status(req: ApiRequest) -> ApiResponse {
     req.hub.publish(vec![event]);
     Ok(success(with_ignored(Map::new(), p.unused())))
 }
+
+/// # `POST /messages/{message_id}/reactions`
+pub async fn add_reaction(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("message_id", &path)?;
+    let store = req.messages.clone();
+    req.call(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let p = &*c.params;
+        let name = p.str("emoji_name")?;
+        let code = p.opt_str("emoji_code");
+        let rtype = p.opt_str("reaction_type");
+        let (m, _) = access_message(&store, c.realm, me, id)?;
+        if m.recipient
+            .channel()
+            .and_then(|ch| c.realm.channel(ch))
+            .is_some_and(|ch| ch.is_archived)
+        {
+            return Err(ApiError::bad_request("Invalid message(s)"));
+        }
+        let change =
+            c.realm
+                .decide_add_reaction(me, &m, &name, code.as_deref(), rtype.as_deref())?;
+        Ok(Outcome::write(vec![change], Map::new()))
+    })
+    .await
+    .map(success)
+}
+
+/// # `DELETE /messages/{message_id}/reactions`
+pub async fn remove_reaction(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("message_id", &path)?;
+    let store = req.messages.clone();
+    req.call(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let p = &*c.params;
+        let name = p.opt_str("emoji_name");
+        let code = p.opt_str("emoji_code");
+        let rtype = p.opt_str("reaction_type");
+        let (m, _) = access_message(&store, c.realm, me, id)?;
+        let change = c.realm.decide_remove_reaction(
+            me,
+            &m,
+            name.as_deref(),
+            code.as_deref(),
+            rtype.as_deref(),
+        )?;
+        Ok(Outcome::write(vec![change], Map::new()))
+    })
+    .await
+    .map(success)
+}

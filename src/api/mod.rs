@@ -109,6 +109,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/messages/flags/narrow", post => messages::update_flags_for_narrow))
             .service(endpoint!("/messages/{message_id}", get => messages::get_message, patch => messages::update_message, delete => messages::delete_message))
             .service(endpoint!("/messages/{message_id}/history", get => messages::get_message_history))
+            .service(endpoint!("/messages/{message_id}/reactions", post => messages::add_reaction, delete => messages::remove_reaction))
             .service(endpoint!("/users/me/{stream_id}/topics", get => messages::get_topics))
             .service(endpoint!("/typing", post => messages::set_typing_status))
             .service(endpoint!("/scheduled_messages", get => messages::get_scheduled_messages, post => messages::create_scheduled_message))

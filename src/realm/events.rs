@@ -273,6 +273,40 @@ impl Realm {
                 o.insert("message_ids".into(), ids.into());
                 vec![Event::new(Value::Object(o), Audience::users(audience))]
             }
+            MessageChange::ReactionAdded {
+                message_id,
+                recipient,
+                reaction,
+            }
+            | MessageChange::ReactionRemoved {
+                message_id,
+                recipient,
+                reaction,
+            } => {
+                let op = match change {
+                    MessageChange::ReactionAdded { .. } => "add",
+                    _ => "remove",
+                };
+                let mut audience: Vec<UserId> = match recipient {
+                    Recipient::Channel { channel_id, .. } => self
+                        .channel(*channel_id)
+                        .map(|c| c.subscriber_ids())
+                        .unwrap_or_default(),
+                    Recipient::Direct { users } => users.clone(),
+                };
+                audience.push(reaction.user_id);
+                let user = self.user(reaction.user_id);
+                vec![Event::new(
+                    json!({"type": "reaction", "op": op, "message_id": message_id,
+                           "user_id": reaction.user_id,
+                           "user": {"user_id": reaction.user_id,
+                                    "email": user.map(|u| self.api_email(u)).unwrap_or_default(),
+                                    "full_name": user.map(|u| u.full_name.clone()).unwrap_or_default()},
+                           "emoji_name": reaction.emoji_name, "emoji_code": reaction.emoji_code,
+                           "reaction_type": reaction.reaction_type}),
+                    Audience::users(audience),
+                )]
+            }
             MessageChange::ScheduledCreated(s) => vec![Event::new(
                 json!({"type": "scheduled_messages", "op": "add",
                        "scheduled_messages": [self.scheduled_json(s)]}),

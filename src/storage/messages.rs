@@ -248,6 +248,31 @@ impl MessageStore {
                     t.idx.apply_batch(idx)?;
                 }
             }
+            MessageChange::ReactionAdded {
+                message_id,
+                reaction,
+                ..
+            } => {
+                if let Some(mut m) = self.get(*message_id)? {
+                    if !m.reactions.contains(reaction) {
+                        m.reactions.push(reaction.clone());
+                        t.rows.insert(be(m.id), encode_message(&m)?)?;
+                    }
+                }
+            }
+            MessageChange::ReactionRemoved {
+                message_id,
+                reaction,
+                ..
+            } => {
+                if let Some(mut m) = self.get(*message_id)? {
+                    let before = m.reactions.len();
+                    m.reactions.retain(|r| r != reaction);
+                    if m.reactions.len() != before {
+                        t.rows.insert(be(m.id), encode_message(&m)?)?;
+                    }
+                }
+            }
             MessageChange::ScheduledCreated(_)
             | MessageChange::ScheduledUpdated(_)
             | MessageChange::ScheduledDeleted { .. }

@@ -13,6 +13,7 @@ pub mod edit;
 pub mod fetch;
 pub mod history;
 pub mod json;
+pub mod reactions;
 pub mod scheduled;
 pub mod send;
 
@@ -277,6 +278,19 @@ pub enum MessageChange {
     },
     /// A due scheduled message could not be sent; it stays, marked failed.
     ScheduledFailed { id: scheduled::ScheduledId },
+    /// A user reacted to a message.
+    ReactionAdded {
+        message_id: MessageId,
+        /// Where the message is (who is told).
+        recipient: Recipient,
+        reaction: Reaction,
+    },
+    /// A user took a reaction back.
+    ReactionRemoved {
+        message_id: MessageId,
+        recipient: Recipient,
+        reaction: Reaction,
+    },
 }
 
 /// The newest message of a topic after a change (`None`: the topic is empty now).
@@ -306,7 +320,9 @@ impl MessageState {
                     );
                 }
             }
-            MessageChange::FlagsChanged { .. } => {}
+            MessageChange::FlagsChanged { .. }
+            | MessageChange::ReactionAdded { .. }
+            | MessageChange::ReactionRemoved { .. } => {}
             MessageChange::ScheduledCreated(s) | MessageChange::ScheduledUpdated(s) => {
                 self.schedule(s)
             }
