@@ -630,3 +630,94 @@ async fn acknowledged_uploads_fields_and_linkifiers_survive_kill_9() {
     .await;
     assert_eq!(linkifiers["linkifiers"][3]["pattern"], "K-(?P<id>[0-9]+)");
 }
+
+#[actix_web::test]
+async fn messages_claim_uploads_and_share_them_with_their_readers() {
+    let app = TestApp::spawn().await;
+    let url = upload(&app, MEMBER, "plan.txt", b"the plan\n").await;
+    // Before any message links it, only the uploader reads it.
+    assert_eq!(fetch_as(&app, OTHELLO, &url).await.0, StatusCode::FORBIDDEN);
+    let content = format!("see [plan.txt]({url})");
+    let sent = app
+        .ok(
+            "POST",
+            "/api/v1/messages",
+            MEMBER,
+            &[
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", "plans"),
+                ("content", &content),
+            ],
+        )
+        .await;
+    let id = sent["id"].as_u64().unwrap();
+    // Anyone who may read the message reads the file; the attachment lists the message.
+    let (status, _, bytes) = fetch_as(&app, OTHELLO, &url).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(bytes, b"the plan\n");
+    let list = app.ok("GET", "/api/v1/attachments", MEMBER, &[]).await;
+    assert_eq!(list["attachments"][0]["messages"][0]["id"], id);
+    // A direct message's upload stays with its participants.
+    let secret = upload(&app, MEMBER, "secret.txt", b"secret\n").await;
+    let othello = app.user_id(OTHELLO).await;
+    app.ok(
+        "POST",
+        "/api/v1/messages",
+        MEMBER,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{othello}]")),
+            ("content", &format!("[s]({secret})")),
+        ],
+    )
+    .await;
+    assert_eq!(fetch_as(&app, OTHELLO, &secret).await.0, StatusCode::OK);
+    assert_eq!(fetch_as(&app, IAGO, &secret).await.0, StatusCode::FORBIDDEN);
+    // An edit that drops the link detaches the upload.
+    let edited = app
+        .ok(
+            "PATCH",
+            &format!("/api/v1/messages/{id}"),
+            MEMBER,
+            &[("content", "no plan")],
+        )
+        .await;
+    assert_eq!(edited["detached_uploads"].as_array().unwrap().len(), 1);
+    assert_eq!(fetch_as(&app, OTHELLO, &url).await.0, StatusCode::FORBIDDEN);
+    // Deleting the message that holds the last link deletes the attachment and its file.
+    let doomed = upload(&app, MEMBER, "doomed.txt", b"doomed\n").await;
+    let sent = app
+        .ok(
+            "POST",
+            "/api/v1/messages",
+            MEMBER,
+            &[
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", "plans"),
+                ("content", &format!("[d]({doomed})")),
+            ],
+        )
+        .await;
+    let before = app.ok("GET", "/api/v1/attachments", MEMBER, &[]).await["attachments"]
+        .as_array()
+        .unwrap()
+        .len();
+    app.ok(
+        "DELETE",
+        &format!("/api/v1/messages/{}", sent["id"]),
+        MEMBER,
+        &[],
+    )
+    .await;
+    let after = app.ok("GET", "/api/v1/attachments", MEMBER, &[]).await["attachments"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(after, before - 1);
+    assert_eq!(
+        fetch_as(&app, MEMBER, &doomed).await.0,
+        StatusCode::NOT_FOUND
+    );
+}

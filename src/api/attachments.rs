@@ -356,10 +356,17 @@ fn not_authorized() -> HttpResponse {
     html(403, "<p>You are not authorized to view this file.</p>")
 }
 
-/// Who may read an attachment. Messages do not exist yet, so no message makes a file
-/// visible: only its uploader reads it. The message store passes its own check here.
-fn may_read(realm: &Realm, me: &User, att: &Attachment) -> bool {
-    realm.can_read_attachment(me, att, &|_, _| false)
+/// Who may read an attachment: its uploader, or anyone who may read a message that
+/// links it (read from the message store).
+fn may_read(
+    store: &crate::storage::messages::MessageStore,
+    realm: &Realm,
+    me: &User,
+    att: &Attachment,
+) -> bool {
+    realm.can_read_attachment(me, att, &|u, id| {
+        super::messages::access_message(store, realm, u, id as i64).is_ok()
+    })
 }
 
 /// The process's key for temporary URLs (they live a minute; a restart ends them).
@@ -467,7 +474,7 @@ pub async fn serve_file(req: HttpRequest, path: web::Path<(String, String)>) -> 
     };
     let allowed = me
         .and_then(|id| realm.user(id))
-        .is_some_and(|u| may_read(&realm, u, att));
+        .is_some_and(|u| may_read(&handle.messages, &realm, u, att));
     if !allowed {
         return Ok(not_authorized());
     }
@@ -486,7 +493,7 @@ pub async fn get_file_temporary_url(
     let Some(att) = realm.attachment_by_path(&format!("{realm_id}/{rest}")) else {
         return Ok(file_missing());
     };
-    if !may_read(&realm, me, att) {
+    if !may_read(&req.messages, &realm, me, att) {
         return Ok(not_authorized());
     }
     let url = temporary_url(&att.path_id, req.clock.now_secs());

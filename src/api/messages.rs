@@ -110,6 +110,7 @@ fn default_read_by_sender(client: &str) -> bool {
 pub async fn send_message(req: ApiRequest) -> ApiResponse {
     let version = req.hub.current();
     let client = req.client.clone();
+    let store = req.messages.clone();
     req.write(
         CallOpts::USER,
         |p| {
@@ -125,15 +126,61 @@ pub async fn send_message(req: ApiRequest) -> ApiResponse {
                 read_by_sender,
             })
         },
-        |c: &mut Ctx<'_>, r: SendRequest| {
+        move |c: &mut Ctx<'_>, r: SendRequest| {
             let me = c.me()?;
             let m = c.realm.decide_send(me, r, c.cx)?;
             let body = one("id", m.id.into());
-            Ok(Outcome::write(vec![send::sent(m)], body))
+            let claims = claim_uploads(&store, c.realm, me, &m, &m.content);
+            let mut changes = vec![send::sent(m)];
+            changes.extend(claims);
+            Ok(Outcome::write(changes, body))
         },
     )
     .await
     .map(success)
+}
+
+/// Zulip's `do_claim_attachments`: the uploads `content` links that the sender may
+/// read now belong to message `m` too.
+fn claim_uploads(
+    store: &MessageStore,
+    realm: &Realm,
+    me: &User,
+    m: &crate::realm::messages::Message,
+    content: &str,
+) -> Vec<Change> {
+    let paths = crate::realm::attachments::upload_path_ids(content);
+    if paths.is_empty() {
+        return Vec::new();
+    }
+    realm.decide_claim_attachments(me, m.id, m.timestamp * 1000, &paths, &|u, id| {
+        access_message(store, realm, u, id as i64).is_ok()
+    })
+}
+
+/// The uploads `before` linked and `after` no longer does (Zulip's
+/// `do_update_message` / `do_delete_messages` attachment bookkeeping): the release
+/// changes, and the attachments left without any message.
+fn release_uploads(
+    realm: &Realm,
+    message_id: MessageId,
+    before: &str,
+    after: &str,
+    deleted: bool,
+) -> (Vec<Change>, Vec<crate::realm::attachments::Attachment>) {
+    let now: Vec<String> = crate::realm::attachments::upload_path_ids(after);
+    let gone: Vec<String> = crate::realm::attachments::upload_path_ids(before)
+        .into_iter()
+        .filter(|p| !now.contains(p))
+        .collect();
+    let changes = realm.decide_release_attachments(message_id, &gone, deleted);
+    let detached = gone
+        .iter()
+        .filter_map(|p| realm.attachment_by_path(p))
+        .filter(|a| a.messages.len() == 1 && a.messages.contains_key(&message_id))
+        .cloned()
+        .collect();
+    (changes, detached)
 }
 
 /// `num_before` / `num_after`: non-negative integers.
@@ -721,15 +768,36 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                 } else {
                     Vec::new()
                 };
+                let (first_before, first_after) = (before[0].clone(), after[0].clone());
                 let change = Change::Message(MessageChange::Edited {
                     user_id: me.id,
                     propagate_mode: e.request.propagate.name().to_owned(),
                     pairs,
                     topic_max,
                 });
+                let mut changes = vec![change];
+                let mut detached = Vec::new();
+                if first_before.content != first_after.content {
+                    let (released, gone) = release_uploads(
+                        c.realm,
+                        first_after.id,
+                        &first_before.content,
+                        &first_after.content,
+                        false,
+                    );
+                    changes.extend(released);
+                    changes.extend(claim_uploads(
+                        &store,
+                        c.realm,
+                        me,
+                        &first_after,
+                        &first_after.content,
+                    ));
+                    detached = gone.iter().map(|a| a.json()).collect();
+                }
                 Ok(Outcome::write(
-                    vec![change],
-                    one("detached_uploads", json!([])),
+                    changes,
+                    one("detached_uploads", detached.into()),
                 ))
             },
         )
@@ -741,21 +809,35 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
 pub async fn delete_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("message_id", &path)?;
     let store = req.messages.clone();
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        let (m, _) = access_message(&store, c.realm, me, id)?;
-        c.realm.check_can_delete(me, &m)?;
-        let topic_max = topic_max_after(&store, c.realm, &[&m], &[])?;
-        Ok(Outcome::write(
-            vec![Change::Message(MessageChange::Deleted {
+    let (state, hub) = (req.state.clone(), req.hub.clone());
+    let released: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let out = released.clone();
+    let body = req
+        .call(CallOpts::USER, move |c| {
+            let me = c.me()?;
+            let (m, _) = access_message(&store, c.realm, me, id)?;
+            c.realm.check_can_delete(me, &m)?;
+            let topic_max = topic_max_after(&store, c.realm, &[&m], &[])?;
+            let (releases, gone) = release_uploads(c.realm, m.id, &m.content, "", true);
+            *out.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                gone.into_iter().map(|a| a.sha256).collect();
+            let mut changes = vec![Change::Message(MessageChange::Deleted {
                 messages: vec![m],
                 topic_max,
-            })],
-            Map::new(),
-        ))
-    })
-    .await
-    .map(success)
+            })];
+            changes.extend(releases);
+            Ok(Outcome::write(changes, Map::new()))
+        })
+        .await?;
+    let shas = std::mem::take(
+        &mut *released
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    // Files no attachment names any more go once the deletion is durable and visible.
+    super::attachments::remove_unreferenced_files(&state, &hub, shas).await;
+    Ok(success(body))
 }
 
 /// # `GET /messages/{message_id}/history`
