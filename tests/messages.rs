@@ -1290,3 +1290,23 @@ async fn reactions() {
     )
     .await;
 }
+
+#[actix_web::test]
+async fn linkifiers_apply_to_messages_but_not_code() {
+    let app = TestApp::spawn().await;
+    let id = send_stream(
+        &app,
+        IAGO,
+        "Verona",
+        "links",
+        "fixes zulip-mobile#1234 and `zulip-mobile#99`",
+    )
+    .await;
+    let m = app
+        .ok("GET", &format!("/api/v1/messages/{id}"), MEMBER, &[])
+        .await;
+    assert_eq!(
+        m["message"]["content"],
+        "<p>fixes <a href=\"https://github.com/zulip/zulip-mobile/pull/1234\">zulip-mobile#1234</a> and <code>zulip-mobile#99</code></p>"
+    );
+}

@@ -12,6 +12,7 @@ use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, Options, Parser, Tag, T
 use regex::Regex;
 
 use super::Wildcard;
+use crate::realm::linkifiers::{linkify, CompiledLinkifier, Piece};
 use crate::realm::{Realm, UserId};
 
 /// What rendering found besides the HTML.
@@ -175,7 +176,7 @@ impl Realm {
                 None => source,
             }
         });
-        out.html = render(&text, &mentions);
+        out.html = render(&text, &mentions, &self.compiled_linkifiers());
         out
     }
 }
@@ -192,20 +193,42 @@ fn restore(text: &str, mentions: &[Mention]) -> String {
         .into_owned()
 }
 
-/// Text as HTML: mentions as their HTML, bare URLs as links, the rest escaped.
-fn text_html(text: &str, mentions: &[Mention], in_link: bool) -> String {
+/// Text as HTML: mentions as their HTML, linkifier matches and bare URLs as links, the
+/// rest escaped.
+fn text_html(
+    text: &str,
+    mentions: &[Mention],
+    in_link: bool,
+    linkifiers: &[CompiledLinkifier],
+) -> String {
     let mut out = String::new();
     let mut last = 0;
     for c in PLACEHOLDER.captures_iter(text) {
         let m = c.get(0).map_or(0..0, |m| m.range());
-        out.push_str(&plain_html(&text[last..m.start], in_link));
+        out.push_str(&linkified_html(&text[last..m.start], in_link, linkifiers));
         if let Some(mention) = c[1].parse::<usize>().ok().and_then(|i| mentions.get(i)) {
             out.push_str(&mention.html);
         }
         last = m.end;
     }
-    out.push_str(&plain_html(&text[last..], in_link));
+    out.push_str(&linkified_html(&text[last..], in_link, linkifiers));
     out
+}
+
+/// The realm's linkifiers first (outside links), then bare URLs.
+fn linkified_html(text: &str, in_link: bool, linkifiers: &[CompiledLinkifier]) -> String {
+    if in_link || linkifiers.is_empty() {
+        return plain_html(text, in_link);
+    }
+    linkify(text, linkifiers)
+        .into_iter()
+        .map(|piece| match piece {
+            Piece::Text(t) => plain_html(&t, false),
+            Piece::Link { url, text } => {
+                format!("<a href=\"{}\">{}</a>", escape(&url), escape(&text))
+            }
+        })
+        .collect()
 }
 
 fn plain_html(text: &str, in_link: bool) -> String {
@@ -224,7 +247,7 @@ fn plain_html(text: &str, in_link: bool) -> String {
     out
 }
 
-fn render(text: &str, mentions: &[Mention]) -> String {
+fn render(text: &str, mentions: &[Mention], linkifiers: &[CompiledLinkifier]) -> String {
     let text = text.trim_end();
     if text.trim().is_empty() {
         return String::new();
@@ -233,7 +256,7 @@ fn render(text: &str, mentions: &[Mention]) -> String {
     let mut in_link = 0usize;
     let parser = Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH).map(|event| match event {
         Event::Html(raw) | Event::InlineHtml(raw) => {
-            Event::Html(CowStr::from(text_html(&raw, mentions, true)))
+            Event::Html(CowStr::from(text_html(&raw, mentions, true, linkifiers)))
         }
         Event::SoftBreak => Event::HardBreak,
         Event::Start(Tag::Heading { .. }) => Event::Start(Tag::Paragraph),
@@ -278,7 +301,12 @@ fn render(text: &str, mentions: &[Mention]) -> String {
         }
         Event::Code(code) => Event::Code(CowStr::from(restore(&code, mentions))),
         Event::Text(t) if in_code => Event::Html(CowStr::from(escape(&restore(&t, mentions)))),
-        Event::Text(t) => Event::Html(CowStr::from(text_html(&t, mentions, in_link > 0))),
+        Event::Text(t) => Event::Html(CowStr::from(text_html(
+            &t,
+            mentions,
+            in_link > 0,
+            linkifiers,
+        ))),
         other => other,
     });
     let mut out = String::with_capacity(text.len() + 16);
