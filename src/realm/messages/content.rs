@@ -36,6 +36,7 @@ fn pattern(re: &str) -> Regex {
 
 static MENTION: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"(@_?)\*\*([^*\n]+?)\*\*|#\*\*([^*\n>]+?)(?:>([^*\n]+?))?\*\*"));
+static EMOJI: LazyLock<Regex> = LazyLock::new(|| pattern(r":([a-z0-9_+-]+):"));
 static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| pattern("\u{F8F0}([0-9]+)\u{F8F1}"));
 static URL: LazyLock<Regex> = LazyLock::new(|| pattern(r#"https?://[^\s<>"']*[^\s<>"'.,;:!?)\]]"#));
 static QUOTE_FENCE: LazyLock<Regex> =
@@ -174,6 +175,33 @@ impl Realm {
                     format!("{OPEN}{}{CLOSE}", mentions.len() - 1)
                 }
                 None => source,
+            }
+        });
+        // `:name:` emoji, Unicode or the realm's own, as Zulip renders them.
+        let text = EMOJI.replace_all(&text, |c: &regex::Captures| {
+            let name = &c[1];
+            let title = escape(&name.replace('_', " "));
+            let html = if let Some(e) = self.active_realm_emoji(name) {
+                Some(format!(
+                    "<img alt=\":{name}:\" class=\"emoji\" src=\"{}\" title=\"{title}\">",
+                    escape(&self.emoji_url(&e.file_name))
+                ))
+            } else {
+                crate::realm::emoji::unicode_emoji_code(name).map(|code| {
+                    format!(
+                        "<span aria-label=\"{title}\" class=\"emoji emoji-{code}\" role=\"img\" title=\"{title}\">:{name}:</span>"
+                    )
+                })
+            };
+            match html {
+                Some(html) => {
+                    mentions.push(Mention {
+                        source: c[0].to_owned(),
+                        html,
+                    });
+                    format!("{OPEN}{}{CLOSE}", mentions.len() - 1)
+                }
+                None => c[0].to_owned(),
             }
         });
         out.html = render(&text, &mentions, &self.compiled_linkifiers());
@@ -375,6 +403,11 @@ mod tests {
         let out = r.render_message("@**nobody at all**");
         assert_eq!(out.html, "<p>@<strong>nobody at all</strong></p>");
         assert!(out.mentioned.is_empty());
+        let out = r.render_message("hi :octopus: `:octopus:` :no_such:");
+        assert_eq!(
+            out.html,
+            "<p>hi <span aria-label=\"octopus\" class=\"emoji emoji-1f419\" role=\"img\" title=\"octopus\">:octopus:</span> <code>:octopus:</code> :no_such:</p>"
+        );
         let out = r.render_message("#**Verona>lunch**");
         assert!(out.html.contains("class=\"stream-topic\""), "{}", out.html);
     }
