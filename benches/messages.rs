@@ -124,9 +124,14 @@ impl Server {
             .arg(data)
             .arg("--bind")
             .arg(format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(
+                std::fs::File::create(data.with_extension("log"))
+                    .map(Stdio::from)
+                    .unwrap_or_else(|_| Stdio::null()),
+            )
             .spawn()
             .expect("start hearth");
         let server = Server {
@@ -306,6 +311,12 @@ fn main() {
         let (server, took) = Server::start(data, "always");
         let (p50, p99, got) = topic_reads(&server.url, &auth, 200);
         let rss = server.rss_kib();
+        // What the start spent where, from the server's own log.
+        if let Ok(log) = std::fs::read_to_string(data.with_extension("log")) {
+            for line in log.lines().filter(|l| l.contains(" in ") && l.contains(" ms")) {
+                println!("  {label}: {}", line.trim());
+            }
+        }
         rows.push((label, took, rss, p50, p99, got));
     }
     let (e, f) = (&rows[0], &rows[1]);

@@ -267,7 +267,13 @@ pub async fn spawn_with_clock(
     };
     let listener = TcpListener::bind(config.bind).map_err(bind_error)?;
     let addr = listener.local_addr().map_err(bind_error)?;
+    let opening = std::time::Instant::now();
     let (store, created) = open_data_folder(&config.data, config.durability_mode())?;
+    tracing::info!(
+        "opened the data folder {} in {} ms",
+        config.data.display(),
+        opening.elapsed().as_millis()
+    );
     // The address actually bound (port 0 becomes the real port).
     let url: Arc<str> = config
         .url
@@ -300,10 +306,15 @@ pub async fn spawn_with_clock(
     let arbiters: Vec<Arbiter> = (0..REALM_ARBITERS).map(|_| Arbiter::new()).collect();
     let registry = Registry::default();
     for (i, subdomain) in subdomains.iter().enumerate() {
+        let recovering = std::time::Instant::now();
         let mut realm_store = store.realm(subdomain)?;
         let recovered = realm_store
             .recover()?
             .ok_or_else(|| StartError::Realm(format!("realm '{subdomain}' has no history")))?;
+        tracing::info!(
+            "realm '{subdomain}': recovered in {} ms",
+            recovering.elapsed().as_millis()
+        );
         tracing::info!(
             "realm '{subdomain}': {} users, {} WAL records replayed, {} cut",
             recovered.realm.users.len(),
