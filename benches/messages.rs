@@ -313,7 +313,10 @@ fn main() {
         let rss = server.rss_kib();
         // What the start spent where, from the server's own log.
         if let Ok(log) = std::fs::read_to_string(data.with_extension("log")) {
-            for line in log.lines().filter(|l| l.contains(" in ") && l.contains(" ms")) {
+            for line in log
+                .lines()
+                .filter(|l| l.contains(" in ") && l.contains(" ms"))
+            {
                 println!("  {label}: {}", line.trim());
             }
         }

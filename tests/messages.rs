@@ -1310,3 +1310,138 @@ async fn linkifiers_apply_to_messages_but_not_code() {
         "<p>fixes <a href=\"https://github.com/zulip/zulip-mobile/pull/1234\">zulip-mobile#1234</a> and <code>zulip-mobile#99</code></p>"
     );
 }
+
+/// Who may edit, move and delete another user's channel message, by role (the
+/// development realm's policies: content by its sender only; topics by everyone;
+/// channels by members and up; deleting others' messages by administrators).
+#[actix_web::test]
+async fn message_rights_by_role() {
+    struct Case {
+        who: &'static str,
+        action: &'static str,
+        ok: bool,
+        msg: &'static str,
+    }
+    let denied_edit = "You don't have permission to edit this message";
+    let denied_delete = "You don't have permission to delete this message";
+    let denied_move = "You don't have permission to move this message";
+    let cases = [
+        Case {
+            who: OWNER,
+            action: "content",
+            ok: false,
+            msg: denied_edit,
+        },
+        Case {
+            who: ADMIN,
+            action: "content",
+            ok: false,
+            msg: denied_edit,
+        },
+        Case {
+            who: SHIVA,
+            action: "content",
+            ok: false,
+            msg: denied_edit,
+        },
+        Case {
+            who: MEMBER,
+            action: "content",
+            ok: true,
+            msg: "",
+        },
+        Case {
+            who: OWNER,
+            action: "topic",
+            ok: true,
+            msg: "",
+        },
+        Case {
+            who: SHIVA,
+            action: "topic",
+            ok: true,
+            msg: "",
+        },
+        Case {
+            who: GUEST,
+            action: "topic",
+            ok: true,
+            msg: "",
+        },
+        Case {
+            who: OTHELLO,
+            action: "channel",
+            ok: true,
+            msg: "",
+        },
+        Case {
+            who: GUEST,
+            action: "channel",
+            ok: false,
+            msg: denied_move,
+        },
+        Case {
+            who: OTHELLO,
+            action: "delete",
+            ok: false,
+            msg: denied_delete,
+        },
+        Case {
+            who: GUEST,
+            action: "delete",
+            ok: false,
+            msg: denied_delete,
+        },
+        Case {
+            who: SHIVA,
+            action: "delete",
+            ok: false,
+            msg: denied_delete,
+        },
+        Case {
+            who: ADMIN,
+            action: "delete",
+            ok: true,
+            msg: "",
+        },
+        Case {
+            who: OWNER,
+            action: "delete",
+            ok: true,
+            msg: "",
+        },
+        Case {
+            who: MEMBER,
+            action: "delete",
+            ok: true,
+            msg: "",
+        },
+    ];
+    let app = TestApp::spawn().await;
+    let denmark = app.stream_id("Denmark").await.to_string();
+    for (i, case) in cases.iter().enumerate() {
+        // Hamlet's message in Verona (every role above is subscribed there but Othello,
+        // who reads it as public history).
+        let id = send_stream(&app, MEMBER, "Verona", "rights", &format!("case {i}")).await;
+        let path = format!("/api/v1/messages/{id}");
+        let topic = format!("moved {i}");
+        let (method, params): (&str, Vec<(&str, &str)>) = match case.action {
+            "content" => ("PATCH", vec![("content", "changed")]),
+            "topic" => ("PATCH", vec![("topic", topic.as_str())]),
+            "channel" => ("PATCH", vec![("stream_id", denmark.as_str())]),
+            _ => ("DELETE", vec![]),
+        };
+        let (status, body) = app.call(method, &path, case.who, &params).await;
+        if case.ok {
+            assert_eq!(status, 200, "case {i} {} {}: {body}", case.who, case.action);
+        } else {
+            assert_eq!(
+                (status, body["code"].as_str(), body["msg"].as_str()),
+                (400, Some("BAD_REQUEST"), Some(case.msg)),
+                "case {i} {} {}",
+                case.who,
+                case.action
+            );
+        }
+    }
+}
