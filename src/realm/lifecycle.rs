@@ -244,19 +244,23 @@ impl Realm {
 
     /// Applies a lifecycle change (the other `UserChange`s are applied in `mod.rs`).
     pub(super) fn apply_lifecycle_change(&mut self, change: &UserChange) {
-        let (id, edit): (UserId, Box<dyn FnOnce(&mut User) + '_>) = match change {
-            UserChange::Deactivated { user_id } => (*user_id, Box::new(|u| u.is_active = false)),
-            UserChange::Reactivated { user_id } => (*user_id, Box::new(|u| u.is_active = true)),
-            UserChange::RoleChanged { user_id, role } => {
-                (*user_id, Box::new(move |u| u.role = *role))
-            }
-            UserChange::FullNameChanged { user_id, full_name } => {
-                (*user_id, Box::new(move |u| u.full_name = full_name.clone()))
-            }
+        let id = match change {
+            UserChange::Deactivated { user_id }
+            | UserChange::Reactivated { user_id }
+            | UserChange::RoleChanged { user_id, .. }
+            | UserChange::FullNameChanged { user_id, .. } => *user_id,
             UserChange::UserCreated(_) | UserChange::CanCreateUsersSet { .. } => return,
         };
-        if let Some(u) = self.users.get_mut(&id) {
-            edit(std::sync::Arc::make_mut(u));
+        let Some(u) = self.users.get_mut(&id) else {
+            return;
+        };
+        let u = std::sync::Arc::make_mut(u);
+        match change {
+            UserChange::Deactivated { .. } => u.is_active = false,
+            UserChange::Reactivated { .. } => u.is_active = true,
+            UserChange::RoleChanged { role, .. } => u.role = *role,
+            UserChange::FullNameChanged { full_name, .. } => u.full_name = full_name.clone(),
+            UserChange::UserCreated(_) | UserChange::CanCreateUsersSet { .. } => {}
         }
     }
 
