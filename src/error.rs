@@ -34,6 +34,7 @@ pub enum ErrorCode {
     FailedToConnectBouncer,
     InternalServerErrorOnBouncer,
     BadImage,
+    CannotDeactivateLastUser,
 }
 
 impl ErrorCode {
@@ -64,6 +65,7 @@ impl ErrorCode {
             ErrorCode::FailedToConnectBouncer => "FAILED_TO_CONNECT_BOUNCER",
             ErrorCode::InternalServerErrorOnBouncer => "INTERNAL_SERVER_ERROR_ON_BOUNCER",
             ErrorCode::BadImage => "BAD_IMAGE",
+            ErrorCode::CannotDeactivateLastUser => "CANNOT_DEACTIVATE_LAST_USER",
         }
     }
 }

@@ -499,6 +499,20 @@ impl EventHub {
         self.parked.load(Ordering::SeqCst)
     }
 
+    /// Removes every queue of these users (deactivated accounts). O(queues).
+    pub fn remove_user_queues(&self, user_ids: &[UserId]) {
+        if user_ids.is_empty() {
+            return;
+        }
+        let ids: Vec<String> = self
+            .queues
+            .iter()
+            .filter(|q| user_ids.contains(&q.user_id))
+            .map(|q| q.id.clone())
+            .collect();
+        ids.iter().for_each(|id| self.remove_queue(id));
+    }
+
     /// Number of live queues.
     pub fn queue_count(&self) -> usize {
         self.queues.len()

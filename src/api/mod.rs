@@ -10,6 +10,7 @@ pub mod emoji;
 pub mod error;
 pub mod events;
 pub mod groups;
+pub mod lifecycle;
 pub mod linkifiers;
 pub mod messages;
 pub mod navigation;
@@ -77,7 +78,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/server_settings", get => server::server_settings))
             .service(endpoint!("/dev_fetch_api_key", post => server::dev_fetch_api_key))
             .service(endpoint!("/fetch_api_key", post => server::fetch_api_key))
-            .service(endpoint!("/users/me", get => users::get_own_user))
+            .service(endpoint!("/users/me", get => users::get_own_user, delete => lifecycle::deactivate_own_user))
             .service(endpoint!("/users", get => users::get_users, post => users::create_user))
             .service(endpoint!("/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, delete => channels::unsubscribe))
             .service(endpoint!("/users/me/subscriptions/properties", post => channels::update_subscription_properties))
@@ -93,7 +94,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/realm/emoji", get => emoji::get_realm_emoji))
             .service(endpoint!("/realm/emoji/{emoji_name:.+}", post => emoji::upload_emoji, delete => emoji::deactivate_emoji))
             .service(endpoint!("/users/{user_id}/subscriptions/{stream_id}", get => channels::get_subscription_status))
-            .service(endpoint!("/users/{user}", get => users::get_user))
+            .service(endpoint!("/users/{user}", get => users::get_user, patch => lifecycle::update_user, delete => lifecycle::deactivate_user))
+            .service(endpoint!("/users/{user_id}/reactivate", post => lifecycle::reactivate_user))
             .service(endpoint!("/channels/create", post => channels::create_channel))
             .service(endpoint!("/streams", get => channels::get_streams))
             .service(endpoint!("/streams/{stream_id}", get => channels::get_stream, patch => channels::update_stream, delete => channels::archive_stream))
@@ -104,6 +106,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/channel_folders", get => channels::get_channel_folders, patch => channels::reorder_channel_folders))
             .service(endpoint!("/channel_folders/{channel_folder_id}", patch => channels::update_channel_folder))
             .service(endpoint!("/bots", post => bots::create_bot, get => bots::get_bots))
+            .service(endpoint!("/bots/{bot_id}", delete => lifecycle::deactivate_bot))
             .service(endpoint!("/messages", get => messages::get_messages, post => messages::send_message))
             .service(endpoint!("/messages/flags", post => messages::update_flags))
             .service(endpoint!("/messages/flags/narrow", post => messages::update_flags_for_narrow))

@@ -59,6 +59,14 @@ pub enum UserChange {
     UserCreated(NewUser),
     /// A user's `can_create_users` permission was granted or revoked (a server command).
     CanCreateUsersSet { user_id: UserId, value: bool },
+    /// An account was deactivated (a user's bots each get their own record first).
+    Deactivated { user_id: UserId },
+    /// A deactivated account was reactivated.
+    Reactivated { user_id: UserId },
+    /// A user's role changed.
+    RoleChanged { user_id: UserId, role: Role },
+    /// A user's full name changed (already validated and stripped).
+    FullNameChanged { user_id: UserId, full_name: String },
 }
 
 /// Facts about user groups.

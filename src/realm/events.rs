@@ -10,6 +10,7 @@
 //! | `UserCreated`        | `realm_user` `op:add` `{person}`              | every active user; `person.delivery_email` real for those who may see it, null for the rest |
 //! | `CanCreateUsersSet`  | none (Zulip sends none: a server command)     | -          |
 //! | `UserCreated` (bot)  | also `realm_bot` `op:add` `{bot}`             | administrators and the bot's owner |
+//! | `Deactivated`, `Reactivated`, `RoleChanged`, `FullNameChanged` | `realm_user` `op:update`, `realm_bot` `op:update`, `subscription` peer events, `user_group` membership events, `stream` create/delete (table in `lifecycle.rs`) | active users; administrators and the bot's owner; ... |
 //! | `UserGroupCreated`   | none (system groups exist before any queue)   | -          |
 //! | other `GroupChange`s, realm `GroupSettingSet` | `user_group` `add`/`update`/`remove`/`add_members`/`remove_members`/`add_subgroups`/`remove_subgroups`, channel metadata-access events; `realm` `update_dict` (table in `groups/events.rs`) | every active user (by `include_deactivated_groups` for deactivation); those gaining or losing a channel |
 //! | `NavigationViewAdded`/`Updated`/`Removed` | `navigation_view` `add` `{navigation_view}` / `update` `{fragment, data}` / `remove` `{fragment}` | the user |
@@ -139,6 +140,12 @@ impl Realm {
                 out.extend(self.bot_added_events(n.user_id));
                 out
             }
+            Change::User(
+                c @ (UserChange::Deactivated { .. }
+                | UserChange::Reactivated { .. }
+                | UserChange::RoleChanged { .. }
+                | UserChange::FullNameChanged { .. }),
+            ) => self.lifecycle_events(before, c),
             Change::Channel(c) => self.channel_events(before, c),
             Change::Message(m) => self.message_events(before, m),
             Change::Linkifier(c) => self.linkifier_events(c),
@@ -638,7 +645,11 @@ impl Realm {
     /// share one event, to every active non-guest user (all active users for web-public
     /// channels), unless a guest subscribes to one, which then gets its own event. The
     /// users concerned are never told.
-    fn peer_events(&self, op: &str, by_channel: &BTreeMap<ChannelId, Vec<UserId>>) -> Vec<Event> {
+    pub(super) fn peer_events(
+        &self,
+        op: &str,
+        by_channel: &BTreeMap<ChannelId, Vec<UserId>>,
+    ) -> Vec<Event> {
         let event = |stream_ids: Vec<ChannelId>, altered: &[UserId], peers: Vec<UserId>| {
             Event::new(
                 json!({"type": "subscription", "op": op, "stream_ids": stream_ids, "user_ids": altered}),

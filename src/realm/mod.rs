@@ -12,6 +12,7 @@ pub mod dev;
 pub mod emoji;
 pub mod events;
 pub mod groups;
+pub mod lifecycle;
 pub mod linkifiers;
 pub mod markdown;
 pub mod messages;
@@ -350,6 +351,12 @@ impl Realm {
                     Arc::make_mut(u).can_create_users = *value;
                 }
             }
+            Change::User(
+                c @ (UserChange::Deactivated { .. }
+                | UserChange::Reactivated { .. }
+                | UserChange::RoleChanged { .. }
+                | UserChange::FullNameChanged { .. }),
+            ) => self.apply_lifecycle_change(c),
             Change::Realm(RealmChange::GroupSettingSet { setting, value }) => {
                 self.apply_realm_group_setting(*setting, value)
             }

@@ -1,0 +1,137 @@
+//! Account lifecycle: deactivation, reactivation and role / name changes.
+
+use actix_web::web;
+use serde_json::Map;
+
+use super::params::Params;
+use super::Outcome;
+use super::{success, ApiRequest, ApiResponse, CallOpts};
+use crate::error::{ApiError, ApiResult};
+use crate::events::EventHub;
+use crate::realm::lifecycle::{UserUpdate, MAX_DEACTIVATION_COMMENT_LENGTH};
+use crate::realm::{Role, UserId};
+
+/// A `{user_id}` path segment: digits (too large ones name no user), else 404 as
+/// Zulip's `<int:user_id>` routes.
+fn user_id_path(raw: &str) -> ApiResult<i64> {
+    if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(raw.parse().unwrap_or(-1))
+    } else {
+        Err(super::error::not_found_error())
+    }
+}
+
+/// Removes the event queues of the accounts a deactivation left inactive: `ids` and
+/// the bots they own.
+fn drop_queues(hub: &EventHub, ids: &[UserId]) {
+    let realm = hub.current();
+    let gone: Vec<UserId> = realm
+        .users
+        .values()
+        .filter(|u| {
+            !u.is_active
+                && (ids.contains(&u.id) || u.bot_owner_id.is_some_and(|o| ids.contains(&o)))
+        })
+        .map(|u| u.id)
+        .collect();
+    hub.remove_user_queues(&gone);
+}
+
+/// `deactivation_notification_comment`: `check_capped_string(2000)`.
+fn deactivation_comment(p: &Params) -> ApiResult<Option<String>> {
+    let name = "deactivation_notification_comment";
+    match p.opt_str(name) {
+        Some(c) if c.chars().count() > MAX_DEACTIVATION_COMMENT_LENGTH => {
+            Err(ApiError::bad_request(format!(
+                "{name} is too long (limit: {MAX_DEACTIVATION_COMMENT_LENGTH} characters)"
+            )))
+        }
+        c => Ok(c.map(|c| c.trim().to_owned())),
+    }
+}
+
+/// # `DELETE /users/{user_id}`
+pub async fn deactivate_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = user_id_path(&path.into_inner())?;
+    let hub = req.hub.clone();
+    // hearth sends no email: the comment is validated, then not used.
+    let body = req
+        .write(CallOpts::USER, deactivation_comment, move |c, _comment| {
+            let me = c.me()?;
+            let changes = c.realm.decide_deactivate_user(me, id)?;
+            Ok(Outcome::write(changes, Map::new()))
+        })
+        .await?;
+    if let Ok(id) = UserId::try_from(id) {
+        drop_queues(&hub, &[id]);
+    }
+    Ok(success(body))
+}
+
+/// # `DELETE /users/me`
+pub async fn deactivate_own_user(req: ApiRequest) -> ApiResponse {
+    let hub = req.hub.clone();
+    let me = req.caller()?;
+    let body = req
+        .call(CallOpts::USER, |c| {
+            let me = c.me()?;
+            let changes = c.realm.decide_deactivate_own_user(me)?;
+            Ok(Outcome::write(changes, Map::new()))
+        })
+        .await?;
+    drop_queues(&hub, &[me]);
+    Ok(success(body))
+}
+
+/// # `DELETE /bots/{bot_id}`
+pub async fn deactivate_bot(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = user_id_path(&path.into_inner())?;
+    let hub = req.hub.clone();
+    let body = req
+        .call(CallOpts::USER, move |c| {
+            let me = c.me()?;
+            let changes = c.realm.decide_deactivate_bot(me, id)?;
+            Ok(Outcome::write(changes, Map::new()))
+        })
+        .await?;
+    if let Ok(id) = UserId::try_from(id) {
+        drop_queues(&hub, &[id]);
+    }
+    Ok(success(body))
+}
+
+/// # `POST /users/{user_id}/reactivate`
+pub async fn reactivate_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = user_id_path(&path.into_inner())?;
+    req.call(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let changes = c.realm.decide_reactivate_user(me, id)?;
+        Ok(Outcome::write(changes, Map::new()))
+    })
+    .await
+    .map(success)
+}
+
+/// `full_name` (a string) and `role` (JSON, one of Zulip's `ROLE_TYPES`: "Invalid role").
+fn user_update(p: &Params) -> ApiResult<UserUpdate> {
+    let role = match p.opt_int("role")? {
+        None => None,
+        Some(v) => Some(Role::from_value(v).ok_or_else(|| ApiError::bad_request("Invalid role"))?),
+    };
+    Ok(UserUpdate {
+        full_name: p.opt_str("full_name"),
+        role,
+    })
+}
+
+/// # `PATCH /users/{user_id}`
+pub async fn update_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = user_id_path(&path.into_inner())?;
+    req.write(CallOpts::USER, user_update, move |c, update| {
+        let me = c.me()?;
+        let changes = c.realm.decide_update_user(me, id, &update)?;
+        Ok(Outcome::write(changes, Map::new()))
+    })
+    .await
+    .map(success)
+}
