@@ -177,7 +177,9 @@ impl Running {
 
     /// `http://addr/metrics` of the metrics listener, unless it is off.
     pub fn metrics_url(&self) -> Option<String> {
-        self.metrics.as_ref().map(|(a, _)| format!("http://{a}/metrics"))
+        self.metrics
+            .as_ref()
+            .map(|(a, _)| format!("http://{a}/metrics"))
     }
 
     /// Snapshots every realm, flushes, stops the HTTP server (SIGTERM / SIGINT).

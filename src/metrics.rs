@@ -70,8 +70,11 @@ pub static HTTP_SECONDS: LazyLock<HistogramVec> = LazyLock::new(|| {
 /// Flushes of the database (sled's log plus an fsync).
 pub static WAL_FLUSHES: LazyLock<IntCounter> = LazyLock::new(|| {
     register(
-        IntCounter::new("hearth_wal_flushes_total", "Flushes of the WAL (with an fsync)")
-            .unwrap_or_else(|_| unreachable!("valid metric options")),
+        IntCounter::new(
+            "hearth_wal_flushes_total",
+            "Flushes of the WAL (with an fsync)",
+        )
+        .unwrap_or_else(|_| unreachable!("valid metric options")),
     )
 });
 
@@ -130,8 +133,11 @@ static PARKED_POLLS: LazyLock<IntGaugeVec> = LazyLock::new(|| {
 
 static RSS: LazyLock<IntGauge> = LazyLock::new(|| {
     register(
-        IntGauge::new("hearth_resident_memory_bytes", "Resident set size of the process")
-            .unwrap_or_else(|_| unreachable!("valid metric options")),
+        IntGauge::new(
+            "hearth_resident_memory_bytes",
+            "Resident set size of the process",
+        )
+        .unwrap_or_else(|_| unreachable!("valid metric options")),
     )
 });
 

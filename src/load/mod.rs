@@ -399,7 +399,11 @@ async fn phase(
                 let now = Instant::now();
                 let rate = (sent - last.1) as f64 / (now - last.0).as_secs_f64();
                 last = (now, sent);
-                let stage = if now < measure_from { "warm-up" } else { "measuring" };
+                let stage = if now < measure_from {
+                    "warm-up"
+                } else {
+                    "measuring"
+                };
                 bar.set_position(now.saturating_duration_since(start).as_secs());
                 bar.set_message(format!(
                     "{label} {stage}: {rate:.0} req/s, {sent} answers, {failed} errors"

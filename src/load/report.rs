@@ -131,7 +131,15 @@ impl Report {
         let _ = write!(
             out,
             "{:<28} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "operation", "count", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"
+            "operation",
+            "count",
+            "errors",
+            "req/s",
+            "p50 ms",
+            "p90 ms",
+            "p99 ms",
+            "p99.9 ms",
+            "max ms"
         );
         if ratios {
             let _ = write!(out, " {:>10} {:>9}", "req/s ×c", "p50 ×c");
@@ -147,7 +155,15 @@ impl Report {
             let _ = write!(
                 out,
                 "{:<28} {:>9} {:>7} {:>10.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
-                name, o.count, o.errors, o.req_per_s, o.p50_ms, o.p90_ms, o.p99_ms, o.p999_ms, o.max_ms
+                name,
+                o.count,
+                o.errors,
+                o.req_per_s,
+                o.p50_ms,
+                o.p90_ms,
+                o.p99_ms,
+                o.p999_ms,
+                o.max_ms
             );
             if let (Some(t), Some(p)) = (o.throughput_vs_ceiling, o.p50_vs_ceiling) {
                 let _ = write!(out, " {t:>10.3} {p:>9.2}");

@@ -81,7 +81,11 @@ pub fn reuse_credentials(data: &Path, users: usize) -> Option<Vec<Credential>> {
 /// `load-users.tsv` there (mode 0600). Returns them.
 pub fn populate(args: &PopulateArgs) -> Result<Vec<Credential>, StartError> {
     let (store, _) = crate::open_data_folder(&args.data, DurabilityMode::Never)?;
-    if !store.realm_subdomains().iter().any(|s| s == &args.subdomain) {
+    if !store
+        .realm_subdomains()
+        .iter()
+        .any(|s| s == &args.subdomain)
+    {
         store.durability.shutdown();
         return Err(StartError::Realm(format!(
             "no realm '{}' in {}: create it first (`hearth realm create`, or `hearth serve --dev` once)",
