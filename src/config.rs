@@ -36,6 +36,9 @@ pub enum Command {
     Backup(BackupArgs),
     /// Copy a backup into a new data folder.
     Restore(RestoreArgs),
+    /// Drive a hearth server with simulated clients and report latencies and
+    /// throughput (see `hearth load --help`).
+    Load(Box<crate::load::LoadArgs>),
 }
 
 /// `hearth backup`.
@@ -65,6 +68,9 @@ pub enum RealmCommand {
     /// Create a production realm with its owner; prints the owner's API key and the
     /// zuliprc path.
     Create(CreateRealm),
+    /// Add N members with API keys (and no password) to a realm of a stopped server,
+    /// for `hearth load --target`; writes their credentials next to the data.
+    Populate(crate::load::users::PopulateArgs),
 }
 
 /// When acknowledged writes reach the disk.
@@ -117,6 +123,10 @@ pub struct ServeConfig {
     /// devices cannot be registered.
     #[arg(long, env = "HEARTH_PUSH_RELAY_URL")]
     pub push_relay_url: Option<String>,
+    /// Where `GET /metrics` (Prometheus text format) is served, on a listener of its
+    /// own; `off` serves none. Keep it on loopback or a private network.
+    #[arg(long, env = "HEARTH_METRICS_BIND", default_value = "127.0.0.1:9992", value_parser = parse_metrics_bind)]
+    pub metrics_bind: MetricsBind,
     /// Run the event ticker (heartbeats, queue collection) every second. Tests that
     /// inject a clock turn it off and tick by hand.
     #[arg(skip = true)]
@@ -138,6 +148,7 @@ impl ServeConfig {
             max_file_upload_size_mib: 100,
             upload_sweep_days: 21,
             push_relay_url: None,
+            metrics_bind: MetricsBind(None),
             tick: true,
         }
     }
@@ -178,4 +189,17 @@ pub struct CreateRealm {
     /// Where to write the owner's zuliprc.
     #[arg(long, default_value = "./zuliprc")]
     pub zuliprc: PathBuf,
+}
+
+/// `--metrics-bind`: an address, or none (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsBind(pub Option<SocketAddr>);
+
+fn parse_metrics_bind(s: &str) -> Result<MetricsBind, String> {
+    if s == "off" {
+        return Ok(MetricsBind(None));
+    }
+    s.parse()
+        .map(|a| MetricsBind(Some(a)))
+        .map_err(|e| format!("'{s}' is not an address such as 127.0.0.1:9992 or 'off' ({e})"))
 }

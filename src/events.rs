@@ -656,15 +656,19 @@ impl EventHub {
             .iter()
             .map(|q| q.options.timeout_ms())
             .fold(QUEUE_TIMEOUT_MS, i64::max);
+        // Queue states are read before the log is locked: `pull` holds a queue's state
+        // while it reads the log, so the other order deadlocks. Cursors only move
+        // forward, so a minimum read a moment early trims no more than it may.
+        let min_cursor = if registering {
+            None
+        } else {
+            self.queues.iter().map(|q| lock(&q.state).cursor).min()
+        };
         let mut log = write(&self.log);
         let read_by_all = if registering {
             log.start
         } else {
-            self.queues
-                .iter()
-                .map(|q| lock(&q.state).cursor)
-                .min()
-                .unwrap_or(log.end())
+            min_cursor.unwrap_or(log.end())
         };
         while log.entries.front().is_some_and(|e| {
             log.start < read_by_all

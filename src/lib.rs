@@ -40,7 +40,9 @@ pub mod backup;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod load;
 pub mod logging;
+pub mod metrics;
 pub mod passwords;
 pub mod presence;
 pub mod push_relay;
@@ -158,6 +160,8 @@ fn discard_new_folder(store: Store, path: &Path) {
 pub struct Running {
     /// The address it listens on (the real port when started on port 0).
     pub addr: SocketAddr,
+    /// The metrics listener's address and server, when `--metrics-bind` is not `off`.
+    metrics: Option<(SocketAddr, ServerHandle)>,
     handle: ServerHandle,
     state: web::Data<AppState>,
     store: Store,
@@ -169,6 +173,13 @@ impl Running {
     /// `http://addr`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// `http://addr/metrics` of the metrics listener, unless it is off.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.metrics
+            .as_ref()
+            .map(|(a, _)| format!("http://{a}/metrics"))
     }
 
     /// Snapshots every realm, flushes, stops the HTTP server (SIGTERM / SIGINT).
@@ -188,6 +199,9 @@ impl Running {
             }
         }
         self.handle.stop(true).await;
+        if let Some((_, metrics)) = &self.metrics {
+            metrics.stop(true).await;
+        }
         // Presence is written coalesced, in the background: the last changes now that no
         // ping can come.
         for realm in self.state.registry.all() {
@@ -267,6 +281,15 @@ pub async fn spawn_with_clock(
     };
     let listener = TcpListener::bind(config.bind).map_err(bind_error)?;
     let addr = listener.local_addr().map_err(bind_error)?;
+    let metrics_listener = match config.metrics_bind.0 {
+        Some(at) => {
+            let error = |source| StartError::Bind { addr: at, source };
+            let l = TcpListener::bind(at).map_err(error)?;
+            let bound = l.local_addr().map_err(error)?;
+            Some((l, bound))
+        }
+        None => None,
+    };
     let opening = std::time::Instant::now();
     let (store, created) = open_data_folder(&config.data, config.durability_mode())?;
     tracing::info!(
@@ -366,6 +389,7 @@ pub async fn spawn_with_clock(
         App::new()
             .app_data(app_state.clone())
             .wrap(actix_web::middleware::from_fn(logging::log_request))
+            .wrap(actix_web::middleware::from_fn(metrics::record_request))
             .configure(api::routes)
     })
     .disable_signals()
@@ -377,6 +401,29 @@ pub async fn spawn_with_clock(
     let server = server.run();
     let handle = server.handle();
     actix_web::rt::spawn(server);
+    let metrics_server = match metrics_listener {
+        Some((listener, bound)) => {
+            let metrics_state = state.clone();
+            let server = HttpServer::new(move || {
+                App::new()
+                    .app_data(metrics_state.clone())
+                    .route("/metrics", web::get().to(metrics::metrics))
+            })
+            .disable_signals()
+            .workers(1)
+            .listen(listener)
+            .map_err(|source| StartError::Bind {
+                addr: bound,
+                source,
+            })?
+            .run();
+            let metrics_handle = server.handle();
+            actix_web::rt::spawn(server);
+            tracing::info!("metrics on http://{bound}/metrics");
+            Some((bound, metrics_handle))
+        }
+        None => None,
+    };
     spawn_release_task(&state);
     if config.tick {
         spawn_upload_sweeper(&state);
@@ -400,6 +447,7 @@ pub async fn spawn_with_clock(
     }
     Ok(Running {
         addr,
+        metrics: metrics_server,
         handle,
         state,
         store,

@@ -13,6 +13,10 @@ fn main() -> std::process::ExitCode {
         Command::Realm(RealmCommand::Create(c)) => create(&c),
         Command::Backup(b) => backup(&b),
         Command::Restore(r) => restore(&r),
+        Command::Realm(RealmCommand::Populate(p)) => hearth::load::users::populate(&p)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Command::Load(args) => hearth::load::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -172,6 +172,7 @@ impl RealmPresence {
 
     /// A ping of `user` at `now` (UNIX seconds), for a user whose presence is enabled.
     pub fn ping(&self, user: UserId, now: i64, status: PresenceStatus) -> PingOutcome {
+        crate::metrics::PRESENCE_PINGS.inc();
         let mut st = lock(&self.state);
         let effect = ping_effect(st.entries.get(&user), now, status);
         let changed = effect

@@ -377,7 +377,10 @@ impl Writer {
     /// Runs a call on the actor; once what it wrote is durable, releases it and returns
     /// the decision's answer.
     pub async fn commit(&self, call: Call) -> ApiResult<Box<dyn std::any::Any + Send>> {
-        let reply = self.realm.send(call).await.map_err(|e| {
+        let in_flight = crate::metrics::InFlight::start(&self.hub.current().settings.subdomain);
+        let reply = self.realm.send(call).await;
+        drop(in_flight);
+        let reply = reply.map_err(|e| {
             tracing::error!("realm actor unavailable: {e}");
             ApiError::internal()
         })??;

@@ -367,6 +367,7 @@ impl Durability {
     /// Flushes now, on the caller's thread: sled's log, then an `fsync` of its file.
     pub fn flush_now(&self) -> Result<(), sled::Error> {
         let target = self.written.load(Ordering::SeqCst);
+        let started = std::time::Instant::now();
         let db = self.db().ok_or_else(closed)?;
         db.flush()?;
         drop(db);
@@ -386,11 +387,16 @@ impl Durability {
                 moved
             });
         }
+        let before = *self.durable.borrow();
         self.durable.send_if_modified(|d| {
             let moved = target > *d;
             *d = (*d).max(target);
             moved
         });
+        crate::metrics::flushed(
+            started.elapsed().as_secs_f64(),
+            target.saturating_sub(before),
+        );
         Ok(())
     }
 

@@ -58,9 +58,12 @@ impl SnapshotJob {
     /// acknowledged is lost. A failure at any step (flush, blob sync) leaves the WAL
     /// as it was; the actor tries again after another `--snapshot-every` records.
     pub fn run(self, realm: &Realm) -> Result<(), StorageError> {
+        let started = std::time::Instant::now();
         let result = self.run_inner(realm);
         if result.is_err() {
             self.durability.snapshot_failed();
+        } else {
+            crate::metrics::SNAPSHOT_SECONDS.observe(started.elapsed().as_secs_f64());
         }
         result
     }

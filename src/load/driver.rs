@@ -1,0 +1,241 @@
+//! The driver: an HTTP client with keep-alive, the recorder of every answer (an HDR
+//! histogram per operation), the open- and closed-loop request loops, and the driver's
+//! own CPU time.
+//!
+//! Open loop (`--rate`) is wrk2's: each connection has a fixed schedule of intended
+//! start times, and a request's latency is measured from its intended start, so a
+//! server that stalls is charged for the requests it kept from being sent
+//! (coordinated omission corrected). Closed loop (`--connections`) measures each
+//! request from the moment it is sent.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+
+/// Name prefix of the driver's threads (their CPU time is the driver's).
+pub const THREAD_NAME: &str = "hearth-load";
+
+/// The client every simulated user shares: keep-alive, connections reused.
+pub fn client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(usize::MAX)
+        .pool_idle_timeout(Duration::from_secs(300))
+        .tcp_nodelay(true)
+        .timeout(Duration::from_secs(120))
+        .build()
+        .map_err(|e| format!("HTTP client: {e}"))
+}
+
+/// What one request came back with: the status and body, or why there was none.
+pub type Answer = Result<(u16, Bytes), String>;
+
+/// Sends a request and reads the whole answer.
+pub async fn send(rb: reqwest::RequestBuilder) -> Answer {
+    let res = rb.send().await.map_err(transport_error)?;
+    let status = res.status().as_u16();
+    let body = res.bytes().await.map_err(transport_error)?;
+    Ok((status, body))
+}
+
+fn transport_error(e: reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timeout".into()
+    } else if e.is_connect() {
+        "connect".into()
+    } else {
+        "transport".into()
+    }
+}
+
+/// How an answer counts: `None` for a success, else its error label (the HTTP status
+/// and Zulip's `code`, or the transport failure).
+pub fn error_label(answer: &Answer) -> Option<String> {
+    match answer {
+        Ok((status, _)) if (200..300).contains(status) => None,
+        Ok((status, body)) => {
+            let code = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v.get("code").and_then(|c| c.as_str()).map(str::to_owned));
+            Some(match code {
+                Some(code) => format!("{status} {code}"),
+                None => status.to_string(),
+            })
+        }
+        Err(e) => Some(e.clone()),
+    }
+}
+
+/// One operation's figures.
+pub struct OpStats {
+    /// Latencies in microseconds.
+    pub hist: Histogram<u64>,
+    pub count: u64,
+    pub errors: BTreeMap<String, u64>,
+    /// Held requests (long-polls): their latency is how long they were held, not a
+    /// response time, so thresholds leave it out.
+    pub held: bool,
+}
+
+impl OpStats {
+    fn new(held: bool) -> OpStats {
+        OpStats {
+            // 1 µs to 1 hour, 3 significant digits.
+            hist: Histogram::new_with_bounds(1, 3_600_000_000, 3)
+                .unwrap_or_else(|_| unreachable!("valid histogram bounds")),
+            count: 0,
+            errors: BTreeMap::new(),
+            held,
+        }
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+}
+
+/// Every answer of the measured part of a run, by operation.
+pub struct Recorder {
+    /// Requests whose intended start is before the instant are warm-up: not recorded.
+    ops: Mutex<(Instant, HashMap<&'static str, OpStats>)>,
+    /// Live figures for the progress bar (warm-up included).
+    pub sent: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+impl Recorder {
+    pub fn new(measure_from: Instant) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            ops: Mutex::new((measure_from, HashMap::new())),
+            sent: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        })
+    }
+
+    /// Records one answer to `op`, intended to start at `intended`, that ended now.
+    pub fn record(&self, op: &'static str, held: bool, intended: Instant, error: Option<String>) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        if error.is_some() {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        let micros = intended.elapsed().as_micros().clamp(1, 3_600_000_000) as u64;
+        let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+        if intended < ops.0 {
+            return;
+        }
+        let stats = ops.1.entry(op).or_insert_with(|| OpStats::new(held));
+        stats.count += 1;
+        let _ = stats.hist.record(micros);
+        if let Some(e) = error {
+            *stats.errors.entry(e).or_insert(0) += 1;
+        }
+    }
+
+    /// Forgets what was recorded; records only requests intended from `from` on.
+    pub fn measure_from(&self, from: Instant) {
+        let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+        *ops = (from, HashMap::new());
+    }
+
+    /// The figures so far, by operation name.
+    pub fn take(&self) -> BTreeMap<&'static str, OpStats> {
+        let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+        std::mem::take(&mut ops.1).into_iter().collect()
+    }
+}
+
+/// How requests are paced.
+#[derive(Debug, Clone, Copy)]
+pub enum Pacing {
+    /// `rate` requests/s in all, spread over the connections (wrk2).
+    Open { rate: f64, connections: usize },
+    /// Each connection sends its next request when the previous one answered.
+    Closed { connections: usize },
+}
+
+impl Pacing {
+    pub fn connections(&self) -> usize {
+        match *self {
+            Pacing::Open { connections, .. } | Pacing::Closed { connections } => connections,
+        }
+    }
+}
+
+/// Runs `pacing.connections()` request loops from `start` until `until`. `request`
+/// gets the connection number and the request's sequence number on it, sends one
+/// request and records it with the intended start it is given.
+pub async fn run_loops<F, Fut>(pacing: Pacing, start: Instant, until: Instant, request: F)
+where
+    F: Fn(usize, u64, Instant) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let connections = pacing.connections().max(1);
+    let mut tasks = Vec::with_capacity(connections);
+    for c in 0..connections {
+        let request = request.clone();
+        tasks.push(tokio::spawn(async move {
+            // Open loop: this connection's schedule, offset so that the connections'
+            // requests interleave evenly.
+            let interval = match pacing {
+                Pacing::Open { rate, .. } => Some(Duration::from_secs_f64(
+                    connections as f64 / rate.max(f64::MIN_POSITIVE),
+                )),
+                Pacing::Closed { .. } => None,
+            };
+            let offset = interval.map(|i| i.mul_f64(c as f64 / connections as f64));
+            let mut k = 0u64;
+            loop {
+                let intended = match (interval, offset) {
+                    (Some(i), Some(o)) => {
+                        let at = start + o + i.mul_f64(k as f64);
+                        tokio::time::sleep_until(at.into()).await;
+                        at
+                    }
+                    _ => Instant::now(),
+                };
+                if intended >= until {
+                    break;
+                }
+                request(c, k, intended).await;
+                k += 1;
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// CPU seconds used by the driver's threads (named `hearth-load*`) and by the whole
+/// process, from `/proc/self/task/*/stat` (Linux; `None` elsewhere).
+pub fn cpu_seconds() -> Option<(f64, f64)> {
+    // Clock ticks per second: 100 on every Linux platform hearth runs on.
+    const TICKS: f64 = 100.0;
+    let mut driver = 0u64;
+    for entry in std::fs::read_dir("/proc/self/task").ok()? {
+        let Ok(entry) = entry else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ...`: comm may hold spaces, so split at the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = &stat[open + 1..close];
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 after comm.
+        let ticks: u64 = fields
+            .get(11..13)
+            .map(|f| f.iter().filter_map(|v| v.parse::<u64>().ok()).sum())
+            .unwrap_or(0);
+        if comm.starts_with(THREAD_NAME) {
+            driver += ticks;
+        }
+    }
+    let process = cpu_time::ProcessTime::try_now().ok()?.as_duration();
+    Some((driver as f64 / TICKS, process.as_secs_f64()))
+}

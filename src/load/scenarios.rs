@@ -1,0 +1,346 @@
+//! What simulated users do: the requests of each scenario, and the per-user state they
+//! carry (event queue, last event id, presence update id).
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use clap::ValueEnum;
+use rand::Rng;
+use serde_json::Value;
+
+use super::driver::{self, error_label, Answer, Pacing, Recorder};
+use super::users::Credential;
+
+/// `--scenario`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// Every user pings its presence every 60 s (÷ `--speedup`) and holds a
+    /// long-poll (`POST /register`, then `GET /events`), like a real client.
+    Presence,
+    /// Zulip's observed mix: 44 % `GET /events`, 36 % presence pings, the rest
+    /// reads (`/users/me`, `/realm/presence`, narrowed `/messages`) and message sends.
+    Mixed,
+    /// Message sends and narrowed message reads, one to three.
+    Messages,
+    /// Every user registers again at once (`POST /register`, then its first
+    /// `GET /events`), round after round.
+    ReconnectStorm,
+    /// Durable writes only (message sends), to compare `--durability` modes.
+    Writes,
+}
+
+/// The channel the scenarios write to and read from (in the development realm).
+pub const CHANNEL: &str = "Verona";
+
+/// One simulated user: credentials and what its client remembers.
+pub struct User {
+    auth: String,
+    queue: Mutex<Option<(String, i64)>>,
+    presence_update_id: AtomicI64,
+}
+
+/// Everything the requests need.
+pub struct Env {
+    pub client: reqwest::Client,
+    /// `http://host:port/api/v1`.
+    pub api: String,
+    pub users: Vec<User>,
+    pub recorder: Arc<Recorder>,
+    /// Every request goes to the ceiling handler, recorded as the `ceiling` operation.
+    pub ceiling: bool,
+}
+
+impl Env {
+    pub fn new(
+        client: reqwest::Client,
+        base: &str,
+        creds: &[Credential],
+        recorder: Arc<Recorder>,
+        ceiling: bool,
+    ) -> Env {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let users = creds
+            .iter()
+            .map(|c| User {
+                auth: format!("Basic {}", b64.encode(format!("{}:{}", c.email, c.api_key))),
+                queue: Mutex::new(None),
+                presence_update_id: AtomicI64::new(-1),
+            })
+            .collect();
+        Env {
+            client,
+            api: format!("{}/api/v1", base.trim_end_matches('/')),
+            users,
+            recorder,
+            ceiling,
+        }
+    }
+
+    fn post(&self, user: usize, path: &str, form: &[(&str, String)]) -> reqwest::RequestBuilder {
+        self.client
+            .post(format!("{}{path}", self.api))
+            .header("Authorization", &self.users[user].auth)
+            .form(form)
+    }
+
+    fn get(&self, user: usize, path: &str, query: &[(&str, String)]) -> reqwest::RequestBuilder {
+        self.client
+            .get(format!("{}{path}", self.api))
+            .header("Authorization", &self.users[user].auth)
+            .query(query)
+    }
+
+    fn record(&self, op: &'static str, held: bool, intended: Instant, answer: &Answer) {
+        let op = if self.ceiling { "ceiling" } else { op };
+        self.recorder
+            .record(op, held && !self.ceiling, intended, error_label(answer));
+    }
+
+    fn queue(&self, user: usize) -> Option<(String, i64)> {
+        self.users[user]
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_queue(&self, user: usize, queue: Option<(String, i64)>) {
+        *self.users[user]
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = queue;
+    }
+
+    /// `POST /register` for `user`, keeping its queue.
+    pub async fn register(&self, user: usize, intended: Instant) {
+        let form = [
+            ("event_types", r#"["message","presence"]"#.to_owned()),
+            ("fetch_event_types", r#"["message"]"#.to_owned()),
+            ("slim_presence", "true".to_owned()),
+        ];
+        let answer = driver::send(self.post(user, "/register", &form)).await;
+        self.record("POST /register", false, intended, &answer);
+        if let Ok((200, body)) = &answer {
+            if let Ok(v) = serde_json::from_slice::<Value>(body) {
+                let id = v["queue_id"].as_str().map(str::to_owned);
+                let last = v["last_event_id"].as_i64().unwrap_or(-1);
+                self.set_queue(user, id.map(|id| (id, last)));
+            }
+        }
+    }
+
+    /// `GET /events` on `user`'s queue: held until an event or a heartbeat unless
+    /// `dont_block`. A queue the server no longer knows is registered again.
+    pub async fn events(&self, user: usize, dont_block: bool, intended: Instant) {
+        let (queue_id, last) = self
+            .queue(user)
+            .unwrap_or_else(|| ("ceiling".to_owned(), -1));
+        let query = [
+            ("queue_id", queue_id),
+            ("last_event_id", last.to_string()),
+            ("dont_block", dont_block.to_string()),
+        ];
+        let answer = driver::send(self.get(user, "/events", &query)).await;
+        let op = if dont_block {
+            "GET /events"
+        } else {
+            "GET /events (long-poll)"
+        };
+        self.record(op, !dont_block, intended, &answer);
+        match &answer {
+            Ok((200, body)) if !self.ceiling => {
+                if let Ok(v) = serde_json::from_slice::<Value>(body) {
+                    let newest = v["events"]
+                        .as_array()
+                        .and_then(|e| e.iter().filter_map(|e| e["id"].as_i64()).max());
+                    if let (Some(newest), Some((q, _))) = (newest, self.queue(user)) {
+                        self.set_queue(user, Some((q, newest)));
+                    }
+                }
+            }
+            Ok((400, body)) if !self.ceiling => {
+                let gone = serde_json::from_slice::<Value>(body)
+                    .is_ok_and(|v| v["code"] == "BAD_EVENT_QUEUE_ID");
+                if gone {
+                    self.register(user, Instant::now()).await;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A presence ping as Zulip's web client sends it (`slim_presence`, and the
+    /// `last_update_id` it knows, so the answer holds only what changed).
+    pub async fn ping(&self, user: usize, intended: Instant) {
+        let state = &self.users[user].presence_update_id;
+        let form = [
+            ("status", "active".to_owned()),
+            ("new_user_input", "true".to_owned()),
+            ("slim_presence", "true".to_owned()),
+            ("last_update_id", state.load(Ordering::Relaxed).to_string()),
+        ];
+        let answer = driver::send(self.post(user, "/users/me/presence", &form)).await;
+        self.record("POST /users/me/presence", false, intended, &answer);
+        if let Ok((200, body)) = &answer {
+            if let Ok(v) = serde_json::from_slice::<Value>(body) {
+                if let Some(id) = v["presence_last_update_id"].as_i64() {
+                    state.store(id, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    async fn simple(&self, op: &'static str, rb: reqwest::RequestBuilder, intended: Instant) {
+        let answer = driver::send(rb).await;
+        self.record(op, false, intended, &answer);
+    }
+
+    pub async fn send_message(&self, user: usize, n: u64, intended: Instant) {
+        let form = [
+            ("type", "stream".to_owned()),
+            ("to", CHANNEL.to_owned()),
+            ("topic", format!("load {}", n % 16)),
+            ("content", format!("load message {n} from user {user}")),
+        ];
+        let rb = self.post(user, "/messages", &form);
+        self.simple("POST /messages", rb, intended).await;
+    }
+
+    pub async fn read_messages(&self, user: usize, intended: Instant) {
+        let narrow = format!(r#"[{{"operator":"channel","operand":"{CHANNEL}"}}]"#);
+        let query = [
+            ("anchor", "newest".to_owned()),
+            ("num_before", "20".to_owned()),
+            ("num_after", "0".to_owned()),
+            ("narrow", narrow),
+        ];
+        let rb = self.get(user, "/messages", &query);
+        self.simple("GET /messages (narrow)", rb, intended).await;
+    }
+
+    /// One request of the `mixed`, `messages` or `writes` mix, by user `user`.
+    pub async fn mix_request(&self, scenario: Scenario, user: usize, n: u64, intended: Instant) {
+        let roll: u32 = rand::thread_rng().gen_range(0..100);
+        match scenario {
+            Scenario::Mixed => match roll {
+                0..44 => self.events(user, true, intended).await,
+                44..80 => self.ping(user, intended).await,
+                80..85 => {
+                    let rb = self.get(user, "/users/me", &[]);
+                    self.simple("GET /users/me", rb, intended).await
+                }
+                85..88 => {
+                    let rb = self.get(user, "/realm/presence", &[]);
+                    self.simple("GET /realm/presence", rb, intended).await
+                }
+                88..94 => self.read_messages(user, intended).await,
+                _ => self.send_message(user, n, intended).await,
+            },
+            Scenario::Messages => match roll {
+                0..25 => self.send_message(user, n, intended).await,
+                _ => self.read_messages(user, intended).await,
+            },
+            _ => self.send_message(user, n, intended).await,
+        }
+    }
+}
+
+/// Registers every user's queue (`concurrency` at a time) before a run starts; these
+/// set-up requests are recorded too, as warm-up unless the run measures them.
+pub async fn register_all(env: &Arc<Env>, concurrency: usize) {
+    use futures_util::StreamExt;
+    futures_util::stream::iter(0..env.users.len())
+        .for_each_concurrent(concurrency.max(1), |u| {
+            let env = env.clone();
+            async move { env.register(u, Instant::now()).await }
+        })
+        .await;
+}
+
+/// Every user holds a long-poll until the returned tasks are aborted.
+pub fn hold_polls(env: &Arc<Env>) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..env.users.len())
+        .map(|u| {
+            let env = env.clone();
+            tokio::spawn(async move {
+                loop {
+                    env.events(u, false, Instant::now()).await;
+                }
+            })
+        })
+        .collect()
+}
+
+/// The presence schedule: user `u` pings every `period`, first at `start + u/N ×
+/// period`, so that pings arrive evenly; each ping is measured from its scheduled time.
+pub async fn presence_schedule(env: &Arc<Env>, period: Duration, start: Instant, until: Instant) {
+    let n = env.users.len().max(1);
+    let tasks: Vec<_> = (0..env.users.len())
+        .map(|u| {
+            let env = env.clone();
+            tokio::spawn(async move {
+                let mut at = start + period.mul_f64(u as f64 / n as f64);
+                while at < until {
+                    tokio::time::sleep_until(at.into()).await;
+                    env.ping(u, at).await;
+                    at += period;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// Request loops (`pacing`) over the users in turn, each request from `scenario`'s mix
+/// (`presence` sends pings only).
+pub async fn paced(
+    env: &Arc<Env>,
+    scenario: Scenario,
+    pacing: Pacing,
+    start: Instant,
+    until: Instant,
+) {
+    let connections = pacing.connections().max(1) as u64;
+    let env = env.clone();
+    driver::run_loops(pacing, start, until, move |c, k, intended| {
+        let env = env.clone();
+        async move {
+            let n = k * connections + c as u64;
+            let user = (n % env.users.len().max(1) as u64) as usize;
+            if scenario == Scenario::Presence {
+                env.ping(user, intended).await
+            } else {
+                env.mix_request(scenario, user, n, intended).await
+            }
+        }
+    })
+    .await;
+}
+
+/// Reconnect storms, back to back: every user registers at once (and polls its new
+/// queue once); each request is measured from the storm's start.
+pub async fn storms(env: &Arc<Env>, until: Instant) {
+    loop {
+        let start = Instant::now();
+        if start >= until {
+            break;
+        }
+        let tasks: Vec<_> = (0..env.users.len())
+            .map(|u| {
+                let env = env.clone();
+                tokio::spawn(async move {
+                    env.register(u, start).await;
+                    env.events(u, true, start).await;
+                })
+            })
+            .collect();
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}
