@@ -119,6 +119,7 @@ impl Server {
             .port();
         let started = Instant::now();
         let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .env("HEARTH_METRICS_BIND", "off")
             .args(["serve", "--dev", "--durability", durability])
             .arg("--data")
             .arg(data)

@@ -10,6 +10,7 @@ fn presence_smoke_run_passes_its_thresholds() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
     let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env("HEARTH_METRICS_BIND", "off")
         .args(["load", "--scenario", "presence", "--users", "200"])
         .args(["--duration", "5s", "--warmup", "1s", "--speedup", "10"])
         .arg("--json")
@@ -43,6 +44,7 @@ fn presence_smoke_run_passes_its_thresholds() {
 #[test]
 fn thresholds_fail_with_a_non_zero_exit() {
     let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env("HEARTH_METRICS_BIND", "off")
         .args([
             "load",
             "--scenario",

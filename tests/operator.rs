@@ -30,6 +30,8 @@ fn hearth() -> Command {
             cmd.env_remove(key);
         }
     }
+    // Tests run in parallel: the default metrics port would be taken by the first one.
+    cmd.env("HEARTH_METRICS_BIND", "off");
     cmd.stdin(Stdio::null());
     cmd
 }

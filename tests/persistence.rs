@@ -45,6 +45,7 @@ impl Server {
                 .port();
             let out = std::fs::File::create(&log).unwrap();
             let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+                .env("HEARTH_METRICS_BIND", "off")
                 .args(["serve", "--dev", "--durability", "always", "--workers", "2"])
                 .arg("--data")
                 .arg(data)

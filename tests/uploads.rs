@@ -494,6 +494,7 @@ impl Child {
                 .unwrap()
                 .port();
             let child = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
+                .env("HEARTH_METRICS_BIND", "off")
                 .args(["serve", "--dev", "--durability", "always", "--workers", "2"])
                 .arg("--data")
                 .arg(data)
