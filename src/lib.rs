@@ -292,11 +292,7 @@ pub async fn spawn_with_clock(
     };
     let opening = std::time::Instant::now();
     let (store, created) = open_data_folder(&config.data, config.durability_mode())?;
-    tracing::info!(
-        "opened the data folder {} in {} ms",
-        config.data.display(),
-        opening.elapsed().as_millis()
-    );
+    let opened_in = opening.elapsed();
     // The address actually bound (port 0 becomes the real port).
     let url: Arc<str> = config
         .url
@@ -325,6 +321,11 @@ pub async fn spawn_with_clock(
         }
         return Err(StartError::NoRealm(config.data.display().to_string()));
     }
+    tracing::info!(
+        "opened the data folder {} in {} ms",
+        config.data.display(),
+        opened_in.as_millis()
+    );
 
     let arbiters: Vec<Arbiter> = (0..REALM_ARBITERS).map(|_| Arbiter::new()).collect();
     let registry = Registry::default();

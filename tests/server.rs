@@ -382,7 +382,7 @@ async fn wrong_method_is_405() {
     for (method, path) in [
         (Method::POST, "/api/v1/server_settings"),
         (Method::GET, "/api/v1/dev_fetch_api_key"),
-        (Method::DELETE, "/api/v1/users/me"),
+        (Method::PUT, "/api/v1/users/me"),
     ] {
         let reply = send(app.request(method.clone(), path, Auth::None)).await;
         assert_eq!(reply.0, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
