@@ -59,6 +59,8 @@ pub struct AppState {
     pub uploads: Arc<attachments::Uploads>,
     /// `--push-relay-url`: E2EE push devices and notifications.
     pub push_relay: Option<Arc<crate::push_relay::PushRelay>>,
+    /// API rate limits (`--rate-limit`).
+    pub rate_limits: Arc<crate::limits::RateLimiter>,
 }
 
 /// One path and its methods; any other method on it answers 405 with Zulip's body.
