@@ -245,3 +245,75 @@ pub async fn json_errors(
     let response: HttpResponse = error.error_response();
     Ok(ServiceResponse::new(request, response))
 }
+
+/// Bodies larger than this (or of unknown length) are read only for callers whose
+/// credentials are valid: a bad login is refused before its body is read.
+pub const EARLY_AUTH_BYTES: u64 = 64 * 1024;
+/// The endpoints that take no credentials.
+const ANONYMOUS_ENDPOINTS: &[&str] = &[
+    "/api/v1/server_settings",
+    "/api/v1/fetch_api_key",
+    "/api/v1/dev_fetch_api_key",
+];
+
+/// Checks made before a request's body is read: its declared length against the body
+/// limits (413), and, for a large body, the caller's credentials (401), so neither a
+/// body too large nor one from a bad login is read at all.
+pub fn check_before_body(
+    req: &actix_web::HttpRequest,
+    handle: &crate::registry::RealmHandle,
+) -> crate::error::ApiResult<()> {
+    use actix_web::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+    let headers = req.headers();
+    let multipart = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"));
+    let limit = if multipart {
+        crate::api::MULTIPART_LIMIT
+    } else {
+        crate::api::BODY_LIMIT
+    } as u64;
+    let length = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if length.is_some_and(|n| n > limit) {
+        return Err(crate::api::too_large());
+    }
+    let large = match length {
+        Some(n) => n > EARLY_AUTH_BYTES,
+        // Chunked: its length is unknown until read.
+        None => headers.contains_key(TRANSFER_ENCODING),
+    };
+    if large && !ANONYMOUS_ENDPOINTS.contains(&req.path()) {
+        let c = auth::credentials(req)?;
+        handle.hub.current().authenticate(&c.email, &c.api_key)?;
+    }
+    Ok(())
+}
+
+/// A payload that fails once more than `limit` bytes went through; the flag tells
+/// that failure from a malformed body.
+pub fn counted(
+    payload: actix_web::dev::Payload,
+    limit: usize,
+) -> (
+    impl futures_util::Stream<Item = Result<bytes::Bytes, actix_web::error::PayloadError>> + 'static,
+    std::rc::Rc<std::cell::Cell<bool>>,
+) {
+    use futures_util::StreamExt;
+    let over = std::rc::Rc::new(std::cell::Cell::new(false));
+    let flag = over.clone();
+    let mut seen = 0usize;
+    let stream = payload.map(move |chunk| {
+        let chunk = chunk?;
+        seen += chunk.len();
+        if seen > limit {
+            flag.set(true);
+            return Err(actix_web::error::PayloadError::Overflow);
+        }
+        Ok(chunk)
+    });
+    (stream, over)
+}
