@@ -217,12 +217,17 @@ async fn a_slow_request_head_gets_a_json_408() {
 #[actix_web::test]
 async fn actix_web_rejections_are_json() {
     let app = TestApp::spawn().await;
-    // Bytes after the body's declared end of a chunked body that breaks off.
+    let auth = basic("iago@zulip.com", &app.api_key("iago@zulip.com").await);
+    // A chunked body whose chunk size is not a number.
     let url = app.url.clone();
     let r = blocking(move || {
         raw(
             &url,
-            b"POST /api/v1/users HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            format!(
+                "POST /api/v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n\
+                 Transfer-Encoding: chunked\r\n\r\nzz\r\n"
+            )
+            .as_bytes(),
         )
     })
     .await;
@@ -233,4 +238,228 @@ async fn actix_web_rejections_are_json() {
         .get("/user_avatars/zulip/emoji/images/x", Auth::None, &[])
         .await;
     assert_eq!(r.2["result"], "error", "{r:?}");
+}
+
+fn header(r: &Reply, name: &str) -> Option<String> {
+    r.1.get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+#[actix_web::test]
+async fn rate_limits_count_per_user_and_per_ip_as_zulip() {
+    use hearth::config::Switch;
+    let dir = tempfile::tempdir().unwrap();
+    let app = TestApp::spawn_configured(dir, |c| {
+        c.rate_limit = Some(Switch::On);
+        c.rate_limit_per_user = 5;
+        c.rate_limit_per_ip = 4;
+    })
+    .await;
+    // Two unauthenticated calls of this address.
+    let iago = app.api_key("iago@zulip.com").await;
+    let hamlet = app.api_key("hamlet@zulip.com").await;
+    for left in (0..5).rev() {
+        let r = app
+            .get("/api/v1/users/me", Auth::Basic("iago@zulip.com", &iago), &[])
+            .await;
+        assert_success(&r);
+        assert_eq!(header(&r, "x-ratelimit-limit").as_deref(), Some("5"));
+        assert_eq!(
+            header(&r, "x-ratelimit-remaining"),
+            Some(left.to_string()),
+            "{r:?}"
+        );
+        let reset: i64 = header(&r, "x-ratelimit-reset").unwrap().parse().unwrap();
+        let now = chrono_now();
+        assert!(reset >= now && reset <= now + 61, "{reset} vs {now}");
+    }
+    let r = app
+        .get("/api/v1/users/me", Auth::Basic("iago@zulip.com", &iago), &[])
+        .await;
+    assert_error(&r, 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit");
+    let retry = r.2["retry-after"].as_f64().unwrap();
+    assert!(retry > 0.0 && retry <= 12.0, "{retry}");
+    assert_eq!(
+        header(&r, "retry-after"),
+        Some((retry.ceil() as u64).to_string())
+    );
+    assert_eq!(header(&r, "x-ratelimit-remaining").as_deref(), Some("0"));
+    // Another user has their own allowance.
+    let r = app
+        .get(
+            "/api/v1/users/me",
+            Auth::Basic("hamlet@zulip.com", &hamlet),
+            &[],
+        )
+        .await;
+    assert_success(&r);
+    assert_eq!(header(&r, "x-ratelimit-remaining").as_deref(), Some("4"));
+    // Without valid credentials, the address is counted: 2 of 4 were used above.
+    for _ in 0..2 {
+        let r = app.get("/api/v1/server_settings", Auth::None, &[]).await;
+        assert_success(&r);
+        assert_eq!(header(&r, "x-ratelimit-limit").as_deref(), Some("4"));
+    }
+    let r = app
+        .get("/api/v1/users/me", Auth::Basic("iago@zulip.com", "x"), &[])
+        .await;
+    assert_error(&r, 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit");
+    // Uploaded files and unknown paths outside the API are not counted.
+    let r = app.get("/no/such/page", Auth::None, &[]).await;
+    assert_eq!(r.0, 404);
+    assert!(header(&r, "x-ratelimit-limit").is_none());
+}
+
+fn chrono_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+#[actix_web::test]
+async fn rate_limits_are_off_under_dev_unless_asked_for() {
+    let app = TestApp::spawn().await;
+    for _ in 0..120 {
+        let r = app.get("/api/v1/server_settings", Auth::None, &[]).await;
+        assert_success(&r);
+        assert!(header(&r, "x-ratelimit-limit").is_none());
+    }
+    let dir = std::path::PathBuf::from("/nonexistent");
+    let mut c = hearth::config::ServeConfig::for_tests(dir);
+    assert!(!c.rate_limited(), "--dev: off");
+    c.dev = false;
+    assert!(c.rate_limited(), "production: on");
+    c.rate_limit = Some(hearth::config::Switch::Off);
+    assert!(!c.rate_limited(), "--rate-limit off");
+    c.dev = true;
+    c.rate_limit = Some(hearth::config::Switch::On);
+    assert!(c.rate_limited(), "--dev --rate-limit on");
+}
+
+#[test]
+fn the_rate_limiter_refills_continuously() {
+    use hearth::limits::{RateKey, RateLimiter};
+    use std::time::Instant;
+    let limiter = RateLimiter::new(true, 200, 100);
+    let t0 = Instant::now();
+    let key = || RateKey::User("zulip".into(), 8);
+    for i in 0..200 {
+        let d = limiter.check(key(), t0);
+        assert!(d.allowed, "request {i}");
+    }
+    let d = limiter.check(key(), t0);
+    assert!(!d.allowed);
+    assert!((d.retry_after - 0.3).abs() < 0.01, "{d:?}");
+    // 200 a minute: one more every 0.3 s.
+    let d = limiter.check(key(), t0 + Duration::from_millis(310));
+    assert!(d.allowed, "{d:?}");
+    assert!(!limiter.check(key(), t0 + Duration::from_millis(320)).allowed);
+    let ip = RateKey::Ip([10, 0, 0, 1].into());
+    assert_eq!(limiter.check(ip, t0).remaining, 99);
+}
+
+/// A multipart body of `parts` empty parameters.
+fn empty_parts(parts: usize) -> (String, Vec<u8>) {
+    let boundary = "XyZzY".to_owned();
+    let mut body = Vec::new();
+    for i in 0..parts {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"p{i}\"\r\n\r\n\r\n")
+                .as_bytes(),
+        );
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (boundary, body)
+}
+
+#[actix_web::test]
+async fn multipart_bodies_count_every_byte() {
+    let app = TestApp::spawn().await;
+    let key = app.api_key("iago@zulip.com").await;
+    // 60 000 empty fields: about 4.5 MB of names and headers, nothing in values.
+    let (boundary, body) = empty_parts(60_000);
+    assert!(body.len() < hearth::api::MULTIPART_LIMIT);
+    let r = send(
+        app.client
+            .post(format!("{}/api/v1/users/me/status", app.url))
+            .header("Authorization", basic("iago@zulip.com", &key))
+            .header(
+                "Content-Type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body),
+    )
+    .await;
+    assert_error(&r, 413, "BAD_REQUEST", "Request body too large");
+    // A few fields are read (and found to change nothing).
+    let (boundary, body) = empty_parts(3);
+    let r = send(
+        app.client
+            .post(format!("{}/api/v1/users/me/status", app.url))
+            .header("Authorization", basic("iago@zulip.com", &key))
+            .header(
+                "Content-Type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body),
+    )
+    .await;
+    assert_error(&r, 400, "BAD_REQUEST", "Client did not pass any new values.");
+}
+
+#[actix_web::test]
+async fn a_large_body_is_refused_before_it_is_read() {
+    let app = TestApp::spawn().await;
+    let url = app.url.clone();
+    // A bogus login announcing 200 MB: refused at once, nothing of the body sent.
+    let r = blocking(move || {
+        raw(
+            &url,
+            b"POST /api/v1/users/me/status HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 209715200\r\n\r\n",
+        )
+    })
+    .await;
+    assert_zulip_error(&r, 413, "Request body too large");
+    // Within the limit, but large: the credentials are checked before it is read.
+    let url = app.url.clone();
+    let r = blocking(move || {
+        let auth = basic("iago@zulip.com", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        raw(
+            &url,
+            format!(
+                "POST /api/v1/users/me/status HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n\
+                 Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 3000000\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+    })
+    .await;
+    assert_zulip_error(&r, 401, "Invalid API key");
+    let url = app.url.clone();
+    let r = blocking(move || {
+        raw(
+            &url,
+            b"POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nTransfer-Encoding: chunked\r\n\r\n",
+        )
+    })
+    .await;
+    assert_eq!(r.status, 401, "{r:?}");
+    assert_eq!(r.body["result"], "error");
+}
+
+#[actix_web::test]
+async fn deeply_nested_json_parameters_are_refused() {
+    let app = TestApp::spawn().await;
+    let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+    let r = app
+        .post_as("iago@zulip.com", "/api/v1/users/me/subscriptions", &[("subscriptions", &deep)])
+        .await;
+    assert_error(
+        &r,
+        400,
+        "BAD_REQUEST",
+        "subscriptions is nested too deeply (limit: 64 levels)",
+    );
 }
