@@ -138,7 +138,11 @@ pub struct ServeConfig {
     #[arg(long, env = "HEARTH_CLIENT_REQUEST_TIMEOUT_MS", default_value_t = 5000)]
     pub client_request_timeout_ms: u64,
     /// Time a closing connection has to finish, in milliseconds.
-    #[arg(long, env = "HEARTH_CLIENT_DISCONNECT_TIMEOUT_MS", default_value_t = 1000)]
+    #[arg(
+        long,
+        env = "HEARTH_CLIENT_DISCONNECT_TIMEOUT_MS",
+        default_value_t = 1000
+    )]
     pub client_disconnect_timeout_ms: u64,
     /// Idle time a kept-alive connection stays open, in seconds.
     #[arg(long, env = "HEARTH_KEEP_ALIVE_SECS", default_value_t = 60)]

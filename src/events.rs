@@ -1062,7 +1062,10 @@ mod tests {
         assert_eq!(err.code, ErrorCode::BadEventQueueId);
         assert!(hub.get_events(1, &ids[1], None, true).await.is_err());
         assert!(hub.get_events(1, &ids[2], None, true).await.is_ok());
-        assert!(hub.get_events(1, &ids[ids.len() - 1], None, true).await.is_ok());
+        assert!(hub
+            .get_events(1, &ids[ids.len() - 1], None, true)
+            .await
+            .is_ok());
         assert!(hub.get_events(2, &other, None, true).await.is_ok());
         // A deleted queue frees its place.
         hub.delete(1, &ids[2]).expect("delete");

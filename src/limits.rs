@@ -151,10 +151,16 @@ pub async fn rate_limit(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
-        return next.call(req).await.map(ServiceResponse::map_into_boxed_body);
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
     };
     if !state.rate_limits.enabled() || !req.path().starts_with("/api/v1/") {
-        return next.call(req).await.map(ServiceResponse::map_into_boxed_body);
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
     }
     let key = rate_key(&state, req.request());
     let decision = state.rate_limits.check(key, Instant::now());

@@ -261,7 +261,11 @@ async fn rate_limits_count_per_user_and_per_ip_as_zulip() {
     let hamlet = app.api_key("hamlet@zulip.com").await;
     for left in (0..5).rev() {
         let r = app
-            .get("/api/v1/users/me", Auth::Basic("iago@zulip.com", &iago), &[])
+            .get(
+                "/api/v1/users/me",
+                Auth::Basic("iago@zulip.com", &iago),
+                &[],
+            )
             .await;
         assert_success(&r);
         assert_eq!(header(&r, "x-ratelimit-limit").as_deref(), Some("5"));
@@ -275,7 +279,11 @@ async fn rate_limits_count_per_user_and_per_ip_as_zulip() {
         assert!(reset >= now && reset <= now + 61, "{reset} vs {now}");
     }
     let r = app
-        .get("/api/v1/users/me", Auth::Basic("iago@zulip.com", &iago), &[])
+        .get(
+            "/api/v1/users/me",
+            Auth::Basic("iago@zulip.com", &iago),
+            &[],
+        )
         .await;
     assert_error(&r, 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit");
     let retry = r.2["retry-after"].as_f64().unwrap();
@@ -355,7 +363,11 @@ fn the_rate_limiter_refills_continuously() {
     // 200 a minute: one more every 0.3 s.
     let d = limiter.check(key(), t0 + Duration::from_millis(310));
     assert!(d.allowed, "{d:?}");
-    assert!(!limiter.check(key(), t0 + Duration::from_millis(320)).allowed);
+    assert!(
+        !limiter
+            .check(key(), t0 + Duration::from_millis(320))
+            .allowed
+    );
     let ip = RateKey::Ip([10, 0, 0, 1].into());
     assert_eq!(limiter.check(ip, t0).remaining, 99);
 }
@@ -406,7 +418,12 @@ async fn multipart_bodies_count_every_byte() {
             .body(body),
     )
     .await;
-    assert_error(&r, 400, "BAD_REQUEST", "Client did not pass any new values.");
+    assert_error(
+        &r,
+        400,
+        "BAD_REQUEST",
+        "Client did not pass any new values.",
+    );
 }
 
 #[actix_web::test]
@@ -454,7 +471,11 @@ async fn deeply_nested_json_parameters_are_refused() {
     let app = TestApp::spawn().await;
     let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
     let r = app
-        .post_as("iago@zulip.com", "/api/v1/users/me/subscriptions", &[("subscriptions", &deep)])
+        .post_as(
+            "iago@zulip.com",
+            "/api/v1/users/me/subscriptions",
+            &[("subscriptions", &deep)],
+        )
         .await;
     assert_error(
         &r,

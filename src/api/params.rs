@@ -259,11 +259,13 @@ mod tests {
         let p = Params::from_pairs(&[("ok", &deep(MAX_JSON_DEPTH)), ("deep", &deep(65))]);
         assert!(p.opt_json("ok").unwrap().is_some());
         let e = p.opt_json("deep").unwrap_err();
-        assert_eq!((e.status, e.msg.as_str()), (400, "deep is nested too deeply (limit: 64 levels)"));
+        assert_eq!(
+            (e.status, e.msg.as_str()),
+            (400, "deep is nested too deeply (limit: 64 levels)")
+        );
         // Brackets inside strings are not nesting.
         assert_eq!(json_depth(r#"["[[[\"[[", {"a": "}}}"}]"#), 2);
     }
-
 
     #[test]
     fn body_wins_and_unused_are_sorted() {
@@ -335,4 +337,3 @@ mod tests {
         );
     }
 }
-
