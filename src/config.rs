@@ -84,6 +84,13 @@ pub enum DurabilityArg {
     Never,
 }
 
+/// A feature switched on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
 /// `hearth serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
@@ -127,6 +134,32 @@ pub struct ServeConfig {
     /// own; `off` serves none. Keep it on loopback or a private network.
     #[arg(long, env = "HEARTH_METRICS_BIND", default_value = "127.0.0.1:9992", value_parser = parse_metrics_bind)]
     pub metrics_bind: MetricsBind,
+    /// Rate limits (Zulip's: 200 requests a minute per user, 100 per IP address for
+    /// calls without valid credentials). Default: on, and off under `--dev`.
+    #[arg(long, env = "HEARTH_RATE_LIMIT", value_enum)]
+    pub rate_limit: Option<Switch>,
+    /// Requests a minute one user may make when rate limits are on.
+    #[arg(long, env = "HEARTH_RATE_LIMIT_PER_USER", default_value_t = 200)]
+    pub rate_limit_per_user: u32,
+    /// Requests a minute one IP address may make without valid credentials.
+    #[arg(long, env = "HEARTH_RATE_LIMIT_PER_IP", default_value_t = 100)]
+    pub rate_limit_per_ip: u32,
+    /// Time a client has to send a request's head, in milliseconds (then 408).
+    #[arg(long, env = "HEARTH_CLIENT_REQUEST_TIMEOUT_MS", default_value_t = 5000)]
+    pub client_request_timeout_ms: u64,
+    /// Time a closing connection has to finish, in milliseconds.
+    #[arg(
+        long,
+        env = "HEARTH_CLIENT_DISCONNECT_TIMEOUT_MS",
+        default_value_t = 1000
+    )]
+    pub client_disconnect_timeout_ms: u64,
+    /// Idle time a kept-alive connection stays open, in seconds.
+    #[arg(long, env = "HEARTH_KEEP_ALIVE_SECS", default_value_t = 60)]
+    pub keep_alive_secs: u64,
+    /// Largest number of open connections; more wait to be accepted.
+    #[arg(long, env = "HEARTH_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
     /// Run the event ticker (heartbeats, queue collection) every second. Tests that
     /// inject a clock turn it off and tick by hand.
     #[arg(skip = true)]
@@ -149,7 +182,33 @@ impl ServeConfig {
             upload_sweep_days: 21,
             push_relay_url: None,
             metrics_bind: MetricsBind(None),
+            rate_limit: None,
+            rate_limit_per_user: 200,
+            rate_limit_per_ip: 100,
+            client_request_timeout_ms: 5000,
+            client_disconnect_timeout_ms: 1000,
+            keep_alive_secs: 60,
+            max_connections: 10_000,
             tick: true,
+        }
+    }
+
+    /// Whether rate limits apply: `--rate-limit`, else on unless `--dev`.
+    pub fn rate_limited(&self) -> bool {
+        match self.rate_limit {
+            Some(switch) => switch == Switch::On,
+            None => !self.dev,
+        }
+    }
+
+    /// The connection limits.
+    pub fn net_limits(&self) -> crate::wire::NetLimits {
+        use std::time::Duration;
+        crate::wire::NetLimits {
+            request_timeout: Duration::from_millis(self.client_request_timeout_ms),
+            disconnect_timeout: Duration::from_millis(self.client_disconnect_timeout_ms),
+            keep_alive: Duration::from_secs(self.keep_alive_secs),
+            max_connections: self.max_connections.max(1),
         }
     }
 

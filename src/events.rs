@@ -53,6 +53,10 @@ pub const MAX_QUEUE_TIMEOUT_SECS: i64 = 7 * 24 * 60 * 60;
 pub const LONGPOLL_TIMEOUT_SECS: i64 = 90;
 /// At most this many events are kept in a realm's log; older ones are pruned.
 pub const MAX_LOG_EVENTS: usize = 200_000;
+/// Most event queues one user may hold: registering one more collects their oldest.
+/// (Zulip bounds queues only by their idle timeout; hearth also caps them per user, so
+/// one client cannot hold an unbounded number.)
+pub const MAX_QUEUES_PER_USER: usize = 64;
 /// A queue holding more unacknowledged events than this is expired.
 pub const MAX_PENDING_EVENTS: usize = 20_000;
 
@@ -278,6 +282,8 @@ pub struct EventHub {
     /// Bumped by the ticker; parked polls check heartbeats and supersession on it.
     tick: watch::Sender<u64>,
     queues: DashMap<String, Arc<Queue>>,
+    /// Each user's queue ids, oldest first (`MAX_QUEUES_PER_USER`).
+    by_user: DashMap<UserId, VecDeque<String>>,
     /// Live queues plus registrations under way. While it is 0 no queue can ever read
     /// an event rendered now, so the renderer renders nothing.
     listeners: Arc<AtomicUsize>,
@@ -361,6 +367,7 @@ impl EventHub {
             waker: Mutex::new(waker),
             tick: watch::channel(0).0,
             queues: DashMap::new(),
+            by_user: DashMap::new(),
             listeners,
             next_queue: AtomicU64::new(1),
             generation,
@@ -484,13 +491,47 @@ impl EventHub {
             since_ticket: published.ticket,
         };
         self.queues.insert(id.clone(), Arc::new(queue));
+        self.cap_queues(user_id, &id);
         (id, published.realm.clone())
+    }
+
+    /// Records a user's new queue; beyond `MAX_QUEUES_PER_USER` collects their oldest
+    /// queue no poll is waiting on (else their oldest, whose waiting poll answers and
+    /// whose next poll is told the queue is gone).
+    fn cap_queues(&self, user_id: UserId, new: &str) {
+        let evicted: Vec<String> = {
+            let mut ids = self.by_user.entry(user_id).or_default();
+            ids.push_back(new.to_owned());
+            let mut evicted = Vec::new();
+            while ids.len() > MAX_QUEUES_PER_USER {
+                let idle = ids.iter().take(ids.len() - 1).position(|id| {
+                    self.queues
+                        .get(id)
+                        .is_none_or(|q| q.connected.load(Ordering::SeqCst) == 0)
+                });
+                if let Some(old) = ids.remove(idle.unwrap_or(0)) {
+                    evicted.push(old);
+                }
+            }
+            evicted
+        };
+        for id in evicted {
+            if let Some(q) = self.queues.get(&id).map(|q| q.clone()) {
+                lock(&q.state).expired = true;
+                q.superseded.notify_waiters();
+            }
+            self.remove_queue(&id);
+        }
     }
 
     /// Removes a queue (deleted, expired or collected).
     fn remove_queue(&self, id: &str) {
-        if self.queues.remove(id).is_some() {
+        if let Some((_, q)) = self.queues.remove(id) {
             self.listeners.fetch_sub(1, Ordering::SeqCst);
+            if let Some(mut ids) = self.by_user.get_mut(&q.user_id) {
+                ids.retain(|x| x != id);
+            }
+            self.by_user.remove_if(&q.user_id, |_, ids| ids.is_empty());
         }
     }
 
@@ -1024,6 +1065,30 @@ mod tests {
         default_set(3);
         hub.settled().await;
         assert_eq!(log_len(&hub), 0, "the last queue is gone");
+    }
+
+    #[tokio::test]
+    async fn a_user_holds_at_most_max_queues_oldest_collected_first() {
+        let clock = ManualClock::new(0);
+        let hub = hub(clock.clone());
+        let ids: Vec<String> = (0..MAX_QUEUES_PER_USER + 2)
+            .map(|_| hub.register(1, QueueOptions::default()).0)
+            .collect();
+        let (other, _) = hub.register(2, QueueOptions::default());
+        assert_eq!(hub.queue_count(), MAX_QUEUES_PER_USER + 1);
+        let err = hub.get_events(1, &ids[0], None, true).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::BadEventQueueId);
+        assert!(hub.get_events(1, &ids[1], None, true).await.is_err());
+        assert!(hub.get_events(1, &ids[2], None, true).await.is_ok());
+        assert!(hub
+            .get_events(1, &ids[ids.len() - 1], None, true)
+            .await
+            .is_ok());
+        assert!(hub.get_events(2, &other, None, true).await.is_ok());
+        // A deleted queue frees its place.
+        hub.delete(1, &ids[2]).expect("delete");
+        hub.register(1, QueueOptions::default());
+        assert!(hub.get_events(1, &ids[3], None, true).await.is_ok());
     }
 
     #[tokio::test]

@@ -40,6 +40,7 @@ pub mod backup;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod limits;
 pub mod load;
 pub mod logging;
 pub mod metrics;
@@ -49,13 +50,14 @@ pub mod push_relay;
 pub mod realm;
 pub mod registry;
 pub mod storage;
+pub mod wire;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::Arc;
 
 use actix::{Actor, Arbiter};
-use actix_web::{dev::ServerHandle, web, App, HttpServer};
+use actix_web::{dev::ServerHandle, web};
 
 use crate::actor::{create_realm, RealmActor, TakeSnapshot};
 use crate::api::AppState;
@@ -384,29 +386,21 @@ pub async fn spawn_with_clock(
             config.upload_sweep_days,
         )),
         push_relay,
+        rate_limits: Arc::new(limits::RateLimiter::new(
+            config.rate_limited(),
+            config.rate_limit_per_user,
+            config.rate_limit_per_ip,
+        )),
     });
-    let app_state = state.clone();
-    let mut server = HttpServer::new(move || {
-        App::new()
-            .app_data(app_state.clone())
-            .wrap(actix_web::middleware::from_fn(logging::log_request))
-            .wrap(actix_web::middleware::from_fn(metrics::record_request))
-            .configure(api::routes)
-    })
-    .disable_signals()
-    .listen(listener)
-    .map_err(|source| StartError::Bind { addr, source })?;
-    if let Some(workers) = config.workers {
-        server = server.workers(workers);
-    }
-    let server = server.run();
+    let server = wire::start(listener, state.clone(), config.net_limits(), config.workers)
+        .map_err(|source| StartError::Bind { addr, source })?;
     let handle = server.handle();
     actix_web::rt::spawn(server);
     let metrics_server = match metrics_listener {
         Some((listener, bound)) => {
             let metrics_state = state.clone();
-            let server = HttpServer::new(move || {
-                App::new()
+            let server = actix_web::HttpServer::new(move || {
+                actix_web::App::new()
                     .app_data(metrics_state.clone())
                     .route("/metrics", web::get().to(metrics::metrics))
             })

@@ -20,7 +20,10 @@ use crate::api::{auth, AppState};
 /// Target of the per-request lines (`RUST_LOG=hearth::http=warn` silences them).
 pub const HTTP_TARGET: &str = "hearth::http";
 /// The filter when `RUST_LOG` is unset: start-up, warnings and one line per request.
-pub const DEFAULT_FILTER: &str = "info";
+/// actix-http's dispatcher logs an ERROR line for every malformed request or dropped
+/// connection, which any client could flood the log with: those are off (hearth logs
+/// each refusal at debug level on `hearth::wire`).
+pub const DEFAULT_FILTER: &str = "info,actix_http::h1::dispatcher=off";
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -50,6 +50,12 @@ pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
 /// 25 MiB): each endpoint applies its own, smaller limit with Zulip's message.
 pub const UPLOAD_LIMIT: usize = 25 * 1024 * 1024;
 
+/// Largest multipart body, every byte counted: the files' and the parameters' limits.
+pub const MULTIPART_LIMIT: usize = UPLOAD_LIMIT + BODY_LIMIT;
+/// What each multipart part is counted for beyond its name and value (its boundary
+/// and headers), so that many empty parts cannot get around `BODY_LIMIT`.
+const PART_OVERHEAD: usize = 128;
+
 /// Shared by every handler.
 pub struct AppState {
     pub registry: Registry,
@@ -60,6 +66,8 @@ pub struct AppState {
     pub uploads: Arc<attachments::Uploads>,
     /// `--push-relay-url`: E2EE push devices and notifications.
     pub push_relay: Option<Arc<crate::push_relay::PushRelay>>,
+    /// API rate limits (`--rate-limit`).
+    pub rate_limits: Arc<crate::limits::RateLimiter>,
 }
 
 /// One path and its methods; any other method on it answers 405 with Zulip's body.
@@ -461,6 +469,7 @@ impl FromRequest for ApiRequest {
             let (body, files) = if req.method() == actix_web::http::Method::GET {
                 (Vec::new(), Vec::new())
             } else {
+                crate::limits::check_before_body(&req, &handle)?;
                 read_body(&req, payload).await?
             };
             let params = Params::new(query, body);
@@ -507,7 +516,7 @@ async fn read_body(req: &HttpRequest, payload: Payload) -> ApiResult<Body> {
     Ok((params, Vec::new()))
 }
 
-fn too_large() -> ApiError {
+pub(crate) fn too_large() -> ApiError {
     ApiError::new(413, ErrorCode::BadRequest, "Request body too large")
 }
 
@@ -525,8 +534,18 @@ async fn read_limited(mut payload: Payload) -> ApiResult<Vec<u8>> {
 
 /// Parts with a file name are files (Zulip's `request.FILES`), the others parameters.
 async fn read_multipart(req: &HttpRequest, payload: Payload) -> ApiResult<Body> {
-    let malformed = |_| ApiError::bad_request("Malformed multipart body");
+    // Every byte counts, part headers and boundaries included.
+    let (payload, over) = crate::limits::counted(payload, MULTIPART_LIMIT);
     let mut form = actix_multipart::Multipart::new(req.headers(), payload);
+    let result = read_parts(&mut form).await;
+    if over.get() {
+        return Err(too_large());
+    }
+    result
+}
+
+async fn read_parts(form: &mut actix_multipart::Multipart) -> ApiResult<Body> {
+    let malformed = |_| ApiError::bad_request("Malformed multipart body");
     let (mut params, mut files) = (Vec::new(), Vec::new());
     let (mut total, mut file_total) = (0usize, 0usize);
     while let Some(mut field) = form.try_next().await.map_err(malformed)? {
@@ -536,6 +555,11 @@ async fn read_multipart(req: &HttpRequest, payload: Payload) -> ApiResult<Body> 
             .and_then(|cd| cd.get_filename())
             .map(str::to_owned);
         let content_type = field.content_type().map(|m| m.to_string());
+        // A part's name and headers count against the parameters' limit.
+        total += name.len() + PART_OVERHEAD;
+        if total > BODY_LIMIT {
+            return Err(too_large());
+        }
         let mut value = Vec::new();
         while let Some(chunk) = field.try_next().await.map_err(malformed)? {
             let (sum, limit) = match file_name {

@@ -88,8 +88,7 @@ impl Params {
         let Some(s) = self.raw(name) else {
             return Ok(None);
         };
-        let v: Value = serde_json::from_str(s)
-            .map_err(|_| ApiError::bad_request(format!("{name} is not valid JSON")))?;
+        let v: Value = parse_json(name, s)?;
         if v.as_array().is_some_and(|l| l.len() > MAX_LIST_ITEMS) {
             return Err(ApiError::bad_request(format!(
                 "{name} is too long (limit: {MAX_LIST_ITEMS} items)"
@@ -115,8 +114,7 @@ impl Params {
         let Some(s) = self.values.get(name) else {
             return Ok(());
         };
-        let v: Value = serde_json::from_str(s)
-            .map_err(|_| ApiError::bad_request(format!("{name} is not valid JSON")))?;
+        let v: Value = parse_json(name, s)?;
         if v.is_boolean() {
             Ok(())
         } else {
@@ -129,8 +127,7 @@ impl Params {
         let Some(s) = self.values.get(name) else {
             return Ok(());
         };
-        let v: Value = serde_json::from_str(s)
-            .map_err(|_| ApiError::bad_request(format!("{name} is not valid JSON")))?;
+        let v: Value = parse_json(name, s)?;
         if v.is_array() {
             Ok(())
         } else {
@@ -211,9 +208,64 @@ pub fn path_int(name: &str, raw: &str) -> ApiResult<i64> {
     raw.parse().map_err(|_| not_int(name))
 }
 
+/// Deepest nesting of lists and objects a JSON parameter may have.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// Parses a JSON parameter: `x is not valid JSON`, or, nested deeper than
+/// `MAX_JSON_DEPTH`, `x is nested too deeply`.
+fn parse_json(name: &str, s: &str) -> ApiResult<Value> {
+    if json_depth(s) > MAX_JSON_DEPTH {
+        return Err(ApiError::bad_request(format!(
+            "{name} is nested too deeply (limit: {MAX_JSON_DEPTH} levels)"
+        )));
+    }
+    serde_json::from_str(s).map_err(|_| ApiError::bad_request(format!("{name} is not valid JSON")))
+}
+
+/// The deepest nesting of `[` and `{` in a JSON text, strings skipped (one pass; the
+/// text need not be valid).
+pub fn json_depth(s: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in s.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_nesting_is_bounded() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let p = Params::from_pairs(&[("ok", &deep(MAX_JSON_DEPTH)), ("deep", &deep(65))]);
+        assert!(p.opt_json("ok").unwrap().is_some());
+        let e = p.opt_json("deep").unwrap_err();
+        assert_eq!(
+            (e.status, e.msg.as_str()),
+            (400, "deep is nested too deeply (limit: 64 levels)")
+        );
+        // Brackets inside strings are not nesting.
+        assert_eq!(json_depth(r#"["[[[\"[[", {"a": "}}}"}]"#), 2);
+    }
 
     #[test]
     fn body_wins_and_unused_are_sorted() {

@@ -1,0 +1,356 @@
+//! The connection layer: hearth's HTTP server (actix-http under actix-server, with
+//! timeouts and a connection cap) and the `Guarded` stream every connection goes
+//! through, so that the requests actix-http refuses by itself (a malformed request, an
+//! oversized URI or head, a head sent too slowly) are answered with Zulip's JSON error
+//! body instead of an empty one.
+//!
+//! actix-http answers those requests from inside its dispatcher, with no hook. `Guarded`
+//! runs a second copy of actix-http's own request decoder over the bytes it reads, so
+//! it knows, at the same point as the dispatcher, which request failed and why; it then
+//! replaces the dispatcher's bodiless error response, when that is written, with a JSON
+//! one. Each refusal is logged once, at debug level (`hearth::wire`), never as an error
+//! line a client could flood the log with.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use actix_codec::Decoder;
+use actix_http::h1::{Codec, Message};
+use actix_http::{HttpService, KeepAlive, ServiceConfig};
+use actix_rt::net::TcpStream;
+use actix_service::{fn_service, map_config, IntoServiceFactory, ServiceFactoryExt};
+use actix_web::dev::AppConfig;
+use actix_web::{web, App};
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::api::AppState;
+use crate::error::ErrorCode;
+
+/// Log target of refused connections and requests.
+pub const WIRE_TARGET: &str = "hearth::wire";
+
+/// Connection limits (`hearth serve --keep-alive-secs ...`).
+#[derive(Debug, Clone, Copy)]
+pub struct NetLimits {
+    /// Time a client has to send a request's head (408 after it).
+    pub request_timeout: Duration,
+    /// Time a closing connection has to finish (0: none).
+    pub disconnect_timeout: Duration,
+    /// Idle time a kept-alive connection is kept open.
+    pub keep_alive: Duration,
+    /// Largest number of open connections, over all workers.
+    pub max_connections: usize,
+}
+
+/// Starts the HTTP server on `listener`. Must run inside an actix `System`.
+pub fn start(
+    listener: TcpListener,
+    state: web::Data<AppState>,
+    limits: NetLimits,
+    workers: Option<usize>,
+) -> io::Result<actix_server::Server> {
+    let addr = listener.local_addr()?;
+    let workers = workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    // actix-server caps connections per worker.
+    let per_worker = limits.max_connections.div_ceil(workers).max(1);
+    let server = actix_server::Server::build()
+        .workers(workers)
+        .disable_signals()
+        .max_concurrent_connections(per_worker)
+        .listen("hearth", listener, move || {
+            let state = state.clone();
+            let app = App::new()
+                .app_data(state)
+                .wrap(actix_web::middleware::from_fn(crate::limits::json_errors))
+                .wrap(actix_web::middleware::from_fn(crate::limits::rate_limit))
+                .wrap(actix_web::middleware::from_fn(crate::logging::log_request))
+                .wrap(actix_web::middleware::from_fn(
+                    crate::metrics::record_request,
+                ))
+                .configure(crate::api::routes)
+                .into_factory()
+                .map_err(|e| e.error_response());
+            let http = HttpService::build()
+                .keep_alive(KeepAlive::Timeout(limits.keep_alive))
+                .client_request_timeout(limits.request_timeout)
+                .client_disconnect_timeout(limits.disconnect_timeout)
+                .local_addr(addr)
+                .h1(map_config(app, move |_| {
+                    AppConfig::__priv_test_new(false, addr.to_string(), addr)
+                }));
+            fn_service(move |io: TcpStream| async move {
+                let peer = io.peer_addr().ok();
+                let _ = io.set_nodelay(true);
+                Ok((Guarded::new(io, peer), peer))
+            })
+            .and_then(http)
+        })?
+        .run();
+    Ok(server)
+}
+
+/// Why actix-http refused a request, as Zulip's error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    UriTooLong,
+    HeadTooLarge,
+    Malformed,
+    Timeout,
+}
+
+impl Refusal {
+    fn status(self) -> (u16, &'static str) {
+        match self {
+            Refusal::UriTooLong => (414, "URI Too Long"),
+            Refusal::HeadTooLarge => (431, "Request Header Fields Too Large"),
+            Refusal::Malformed => (400, "Bad Request"),
+            Refusal::Timeout => (408, "Request Timeout"),
+        }
+    }
+
+    fn msg(self) -> &'static str {
+        match self {
+            Refusal::UriTooLong => "Request URI too long",
+            Refusal::HeadTooLarge => "Request header fields too large",
+            Refusal::Malformed => "Malformed HTTP request",
+            Refusal::Timeout => "Request timed out: the request was not sent in time",
+        }
+    }
+
+    /// The whole response that replaces actix-http's bodiless one.
+    fn response(self) -> Vec<u8> {
+        let (status, reason) = self.status();
+        let body = serde_json::json!({
+            "result": "error",
+            "msg": self.msg(),
+            "code": ErrorCode::BadRequest.as_str(),
+        })
+        .to_string();
+        format!(
+            "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+}
+
+/// Longest URI the `http` crate accepts (`http::uri`'s `MAX_LEN`).
+const MAX_URI_LEN: usize = 65_534;
+
+/// A connection's stream: what actix-http reads is decoded a second time to learn why a
+/// request is refused; what it writes passes through, but for the refusal's response.
+pub struct Guarded {
+    io: TcpStream,
+    peer: Option<SocketAddr>,
+    /// The shadow decoder and what it has not consumed; `None` once a refusal is known.
+    shadow: Option<(Codec, BytesMut)>,
+    /// Set once the shadow decoder failed, with the status actix-http answers it with:
+    /// the next bodiless error response with that status is replaced.
+    refusal: Option<(Refusal, u16)>,
+    /// Written by actix but not yet to the socket (only while a refusal is pending).
+    held: Vec<u8>,
+    /// Bytes to write to the socket before anything else.
+    out: Vec<u8>,
+    /// The replacement went out: anything actix writes after it is dropped.
+    replaced: bool,
+}
+
+impl Guarded {
+    fn new(io: TcpStream, peer: Option<SocketAddr>) -> Self {
+        Guarded {
+            io,
+            peer,
+            shadow: Some((Codec::new(ServiceConfig::default()), BytesMut::new())),
+            refusal: None,
+            held: Vec::new(),
+            out: Vec::new(),
+            replaced: false,
+        }
+    }
+
+    /// Feeds what actix-http just read to the shadow decoder.
+    fn observe(&mut self, bytes: &[u8]) {
+        let Some((codec, buf)) = self.shadow.as_mut() else {
+            return;
+        };
+        buf.extend_from_slice(bytes);
+        loop {
+            match codec.decode(buf) {
+                Ok(Some(Message::Item(_))) | Ok(Some(Message::Chunk(_))) => continue,
+                Ok(None) => return,
+                Err(e) => {
+                    // A refused head is left in the buffer.
+                    let refusal = classify(&e, buf);
+                    tracing::debug!(
+                        target: WIRE_TARGET,
+                        peer = ?self.peer,
+                        error = %e,
+                        "refused a malformed request"
+                    );
+                    self.refusal = Some(refusal);
+                    self.shadow = None;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Takes what actix-http wrote: passed on, held, or replaced.
+    fn take_written(&mut self, bytes: &[u8]) {
+        if self.replaced {
+            return;
+        }
+        if self.refusal.is_none() {
+            // A head timeout: actix-http answers 408 on a connection where no request
+            // is under way, so its response starts the write.
+            if bytes.starts_with(b"HTTP/1.1 408 ") && head_is_bodiless(bytes) {
+                self.refusal = Some((Refusal::Timeout, 408));
+                self.shadow = None;
+                tracing::debug!(target: WIRE_TARGET, peer = ?self.peer, "request head timed out");
+            } else {
+                self.out.extend_from_slice(bytes);
+                return;
+            }
+        }
+        self.held.extend_from_slice(bytes);
+        let Some((refusal, actix_status)) = self.refusal else {
+            return;
+        };
+        let needle = format!("HTTP/1.1 {actix_status} ");
+        let Some(at) = find(&self.held, needle.as_bytes()) else {
+            // Keep a possible partial status line, pass on the rest.
+            let keep = self.held.len().min(needle.len());
+            let pass: Vec<u8> = self.held.drain(..self.held.len() - keep).collect();
+            self.out.extend_from_slice(&pass);
+            return;
+        };
+        let Some(end) = find(&self.held[at..], b"\r\n\r\n") else {
+            return;
+        };
+        let head = &self.held[at..at + end + 4];
+        if !head_is_bodiless(head) {
+            // Not the dispatcher's own response: pass it on, keep watching.
+            let pass: Vec<u8> = self.held.drain(..at + end + 4).collect();
+            self.out.extend_from_slice(&pass);
+            return;
+        }
+        let before: Vec<u8> = self.held[..at].to_vec();
+        self.out.extend_from_slice(&before);
+        self.out.extend_from_slice(&refusal.response());
+        self.held.clear();
+        self.replaced = true;
+    }
+
+    /// Writes `out` to the socket.
+    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while !self.out.is_empty() {
+            match Pin::new(&mut self.io).poll_write(cx, &self.out) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => {
+                    self.out.drain(..n);
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Which refusal a decoder error is, from the bytes the decoder had, and the status
+/// actix-http answers it with (431 for a head too large, else 400).
+fn classify(e: &actix_http::error::ParseError, buffered: &[u8]) -> (Refusal, u16) {
+    use actix_http::error::ParseError;
+    let line_end = find(buffered, b"\r\n");
+    match e {
+        ParseError::TooLarge if line_end.is_none() => (Refusal::UriTooLong, 431),
+        ParseError::TooLarge => (Refusal::HeadTooLarge, 431),
+        ParseError::Uri(_) if line_end.unwrap_or(buffered.len()) > MAX_URI_LEN => {
+            (Refusal::UriTooLong, 400)
+        }
+        _ => (Refusal::Malformed, 400),
+    }
+}
+
+/// Whether a response head says its body is empty.
+fn head_is_bodiless(head: &[u8]) -> bool {
+    let head = String::from_utf8_lossy(head).to_ascii_lowercase();
+    head.contains("\r\ncontent-length: 0\r\n") && !head.contains("content-type:")
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+impl AsyncRead for Guarded {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let start = buf.filled().len();
+        let polled = Pin::new(&mut this.io).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled {
+            let new = buf.filled()[start..].to_vec();
+            if !new.is_empty() {
+                this.observe(&new);
+            }
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Guarded {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        // Earlier bytes first; then take the new ones whole (they are copied).
+        if let Poll::Ready(Err(e)) = this.drain(cx) {
+            return Poll::Ready(Err(e));
+        }
+        if !this.out.is_empty() && this.out.len() >= 64 * 1024 {
+            return Poll::Pending;
+        }
+        this.take_written(bytes);
+        if let Poll::Ready(Err(e)) = this.drain(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(bytes.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.replaced && !this.held.starts_with(b"HTTP/1.") {
+            // Not a response head under way: what was held goes out as it is.
+            let held = std::mem::take(&mut this.held);
+            this.out.extend_from_slice(&held);
+        }
+        match this.drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut this.io).poll_flush(cx),
+            other => other,
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.held.is_empty() && !this.replaced {
+            let held = std::mem::take(&mut this.held);
+            this.out.extend_from_slice(&held);
+        }
+        match this.drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut this.io).poll_shutdown(cx),
+            other => other,
+        }
+    }
+}
