@@ -165,6 +165,8 @@ pub struct Running {
     /// The metrics listener's address and server, when `--metrics-bind` is not `off`.
     metrics: Option<(SocketAddr, ServerHandle)>,
     handle: ServerHandle,
+    /// Ends idle connections when the server stops.
+    closer: wire::Closer,
     state: web::Data<AppState>,
     store: Store,
     /// Keeps the realm arbiters alive as long as the server.
@@ -200,6 +202,7 @@ impl Running {
                 Err(e) => tracing::error!("realm actor gone at shutdown: {e}"),
             }
         }
+        self.closer.close();
         self.handle.stop(true).await;
         if let Some((_, metrics)) = &self.metrics {
             metrics.stop(true).await;
@@ -392,8 +395,15 @@ pub async fn spawn_with_clock(
             config.rate_limit_per_ip,
         )),
     });
-    let server = wire::start(listener, state.clone(), config.net_limits(), config.workers)
-        .map_err(|source| StartError::Bind { addr, source })?;
+    let closer = wire::Closer::default();
+    let server = wire::start(
+        listener,
+        state.clone(),
+        config.net_limits(),
+        config.workers,
+        closer.clone(),
+    )
+    .map_err(|source| StartError::Bind { addr, source })?;
     let handle = server.handle();
     actix_web::rt::spawn(server);
     let metrics_server = match metrics_listener {
@@ -444,6 +454,7 @@ pub async fn spawn_with_clock(
         addr,
         metrics: metrics_server,
         handle,
+        closer,
         state,
         store,
         _arbiters: arbiters,

@@ -218,12 +218,14 @@ pub async fn json_errors(
     if !(status.is_client_error() || status.is_server_error()) {
         return Ok(res);
     }
-    let is_json = res
+    // actix's own refusals are bodiless or plain text; anything else (JSON, or the
+    // HTML pages Zulip answers file downloads with) is a handler's deliberate answer.
+    let deliberate = res
         .headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if is_json {
+        .is_some_and(|v| !v.starts_with("text/plain"));
+    if deliberate {
         return Ok(res);
     }
     let (request, response) = res.into_parts();

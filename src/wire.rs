@@ -11,6 +11,7 @@
 //! one. Each refusal is logged once, at debug level (`hearth::wire`), never as an error
 //! line a client could flood the log with.
 
+use std::future::Future;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::pin::Pin;
@@ -26,6 +27,7 @@ use actix_web::dev::AppConfig;
 use actix_web::{web, App};
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::api::AppState;
 use crate::error::ErrorCode;
@@ -46,12 +48,33 @@ pub struct NetLimits {
     pub max_connections: usize,
 }
 
+/// Ends idle kept-alive connections when the server stops.
+///
+/// actix-server's graceful stop waits for every open connection to close, and an idle
+/// kept-alive one only closes at its keep-alive deadline (a minute by default). Once
+/// `close` is called, every connection's read side ends as if the client had closed
+/// its half: a connection between requests closes at once, and one with a request
+/// under way still writes its response (actix-http allows half-closed connections).
+#[derive(Clone, Default)]
+pub struct Closer(CancellationToken);
+
+impl Closer {
+    /// Connections read end-of-stream from now on.
+    pub fn close(&self) {
+        self.0.cancel();
+    }
+}
+
+/// How long a stopping server waits for connections still busy after `Closer::close`.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
 /// Starts the HTTP server on `listener`. Must run inside an actix `System`.
 pub fn start(
     listener: TcpListener,
     state: web::Data<AppState>,
     limits: NetLimits,
     workers: Option<usize>,
+    closer: Closer,
 ) -> io::Result<actix_server::Server> {
     let addr = listener.local_addr()?;
     let workers = workers
@@ -62,9 +85,11 @@ pub fn start(
     let server = actix_server::Server::build()
         .workers(workers)
         .disable_signals()
+        .shutdown_timeout(SHUTDOWN_GRACE.as_secs())
         .max_concurrent_connections(per_worker)
         .listen("hearth", listener, move || {
             let state = state.clone();
+            let closer = closer.clone();
             let app = App::new()
                 .app_data(state)
                 .wrap(actix_web::middleware::from_fn(crate::limits::json_errors))
@@ -84,10 +109,13 @@ pub fn start(
                 .h1(map_config(app, move |_| {
                     AppConfig::__priv_test_new(false, addr.to_string(), addr)
                 }));
-            fn_service(move |io: TcpStream| async move {
-                let peer = io.peer_addr().ok();
-                let _ = io.set_nodelay(true);
-                Ok((Guarded::new(io, peer), peer))
+            fn_service(move |io: TcpStream| {
+                let closing = Box::pin(closer.0.clone().cancelled_owned());
+                async move {
+                    let peer = io.peer_addr().ok();
+                    let _ = io.set_nodelay(true);
+                    Ok((Guarded::new(io, peer, closing), peer))
+                }
             })
             .and_then(http)
         })?
@@ -160,10 +188,16 @@ pub struct Guarded {
     out: Vec<u8>,
     /// The replacement went out: anything actix writes after it is dropped.
     replaced: bool,
+    /// Resolves when the server stops (`Closer::close`); reads then end.
+    closing: Pin<Box<WaitForCancellationFutureOwned>>,
 }
 
 impl Guarded {
-    fn new(io: TcpStream, peer: Option<SocketAddr>) -> Self {
+    fn new(
+        io: TcpStream,
+        peer: Option<SocketAddr>,
+        closing: Pin<Box<WaitForCancellationFutureOwned>>,
+    ) -> Self {
         Guarded {
             io,
             peer,
@@ -172,6 +206,7 @@ impl Guarded {
             held: Vec::new(),
             out: Vec::new(),
             replaced: false,
+            closing,
         }
     }
 
@@ -298,6 +333,10 @@ impl AsyncRead for Guarded {
         let this = self.get_mut();
         let start = buf.filled().len();
         let polled = Pin::new(&mut this.io).poll_read(cx, buf);
+        if polled.is_pending() && this.closing.as_mut().poll(cx).is_ready() {
+            // The server is stopping: end of stream, nothing read.
+            return Poll::Ready(Ok(()));
+        }
         if let Poll::Ready(Ok(())) = polled {
             let new = buf.filled()[start..].to_vec();
             if !new.is_empty() {
