@@ -39,6 +39,9 @@ pub enum Command {
     /// Drive a hearth server with simulated clients and report latencies and
     /// throughput (see `hearth load --help`).
     Load(Box<crate::load::LoadArgs>),
+    /// Crash torture: drive writes, kill -9 the server at random points, restart it and
+    /// check that every acknowledged write survived (see `hearth torture --help`).
+    Torture(crate::torture::TortureArgs),
 }
 
 /// `hearth backup`.

@@ -50,6 +50,7 @@ pub mod push_relay;
 pub mod realm;
 pub mod registry;
 pub mod storage;
+pub mod torture;
 pub mod wire;
 
 use std::net::{SocketAddr, TcpListener};

@@ -17,6 +17,7 @@ fn main() -> std::process::ExitCode {
             .map(|_| ())
             .map_err(|e| e.to_string()),
         Command::Load(args) => hearth::load::run(&args),
+        Command::Torture(args) => hearth::torture::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
