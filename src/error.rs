@@ -35,6 +35,7 @@ pub enum ErrorCode {
     InternalServerErrorOnBouncer,
     BadImage,
     CannotDeactivateLastUser,
+    ServerNotReady,
 }
 
 impl ErrorCode {
@@ -66,6 +67,7 @@ impl ErrorCode {
             ErrorCode::InternalServerErrorOnBouncer => "INTERNAL_SERVER_ERROR_ON_BOUNCER",
             ErrorCode::BadImage => "BAD_IMAGE",
             ErrorCode::CannotDeactivateLastUser => "CANNOT_DEACTIVATE_LAST_USER",
+            ErrorCode::ServerNotReady => "SERVER_NOT_READY",
         }
     }
 }

@@ -261,3 +261,50 @@ async fn a_failing_snapshot_is_retried_after_snapshot_every_records_not_on_every
     }
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn health_stays_live_and_readiness_follows_the_store() {
+    // `always`: the flusher's probe is what finds the store writable again.
+    let app = TestApp::spawn_configured(tempfile::tempdir().unwrap(), |c| {
+        c.durability = DurabilityArg::Always;
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let get = |path: &'static str| {
+        let (client, url) = (client.clone(), app.url.clone());
+        async move {
+            let r = client.get(format!("{url}{path}")).send().await.unwrap();
+            let status = r.status();
+            (status, r.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    for path in ["/health", "/health/ready"] {
+        let (status, body) = get(path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        assert_eq!(body, serde_json::json!({"result": "success", "msg": ""}));
+    }
+    let durability = app.server().durability();
+    durability.fail("injected fault".into());
+    let (status, body) = get("/health").await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "liveness does not depend on storage: {body}"
+    );
+    let (status, body) = get("/health/ready").await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(body["code"], "SERVER_NOT_READY");
+    assert_eq!(body["result"], "error");
+    assert!(
+        body["msg"].as_str().unwrap().contains("injected fault"),
+        "{body}"
+    );
+    // The disk is writable: the store recovers (its realms reset on their next write)
+    // and is ready once more.
+    let deadline = Instant::now() + HANG_GUARD;
+    while create_channel(&app, "after-the-fault").await.0 != StatusCode::OK {
+        assert!(Instant::now() < deadline, "the store never recovered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(get("/health/ready").await.0, StatusCode::OK);
+}

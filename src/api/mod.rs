@@ -81,6 +81,8 @@ macro_rules! endpoint {
 
 /// The route table: every endpoint in one place.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(endpoint!("/health", get => server::health))
+        .service(endpoint!("/health/ready", get => server::ready));
     cfg.service(
         web::scope("/api/v1")
             .service(endpoint!("/server_settings", get => server::server_settings))

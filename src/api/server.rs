@@ -3,9 +3,10 @@
 use serde_json::{json, Map, Value};
 
 use super::Outcome;
-use super::{success, ApiRequest, ApiResponse, CallOpts};
+use super::{success, ApiRequest, ApiResponse, AppState, CallOpts};
 use crate::error::{ApiError, ErrorCode};
 use crate::realm::Realm;
+use actix_web::{web, HttpResponse};
 
 /// # `GET /server_settings`
 ///
@@ -112,4 +113,29 @@ pub async fn fetch_api_key(req: ApiRequest) -> ApiResponse {
     } else {
         Err(auth_failed())
     }
+}
+
+/// # `GET /health`
+///
+/// Liveness, as Zulip's `/health` path: the server answers. No authentication, no
+/// rate limit; it reads nothing of any realm.
+pub async fn health() -> HttpResponse {
+    success(Map::new())
+}
+
+/// # `GET /health/ready`
+///
+/// Readiness: whether writes can be made durable. After a storage fault (see
+/// `storage::durability`) writes are refused until the store recovers, and this
+/// answers 500 `SERVER_NOT_READY`, as Zulip's health check does when its database
+/// cannot be queried.
+pub async fn ready(state: web::Data<AppState>) -> ApiResponse {
+    state.durability.check_writable().map_err(|e| {
+        ApiError::new(
+            500,
+            ErrorCode::ServerNotReady,
+            format!("Cannot write to storage: {}", e.0),
+        )
+    })?;
+    Ok(success(Map::new()))
 }
