@@ -6,12 +6,14 @@
 //! Rate limits are token buckets, one per (realm, user) or per IP address, in a
 //! `DashMap` (sharded locks, no global one): a check is O(1). A bucket holds a minute's
 //! allowance and refills continuously, so a client may burst up to the limit and then
-//! makes `limit` requests a minute.
+//! makes `limit` requests a minute. Password attempts are limited per username on top
+//! (`authenticate_by_username`, see `LoginAttempts`).
 
+use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -62,6 +64,81 @@ pub struct RateLimiter {
     per_ip: u32,
     buckets: DashMap<RateKey, Bucket>,
     inserted: AtomicUsize,
+    /// Password attempts per username (`authenticate_by_username`).
+    logins: LoginAttempts,
+}
+
+/// Zulip's `authenticate_by_username` rule: at most 5 password attempts for one
+/// username within 30 minutes; a successful one clears the username's history. Every
+/// attempt counts, for unknown usernames too (Zulip counts before it authenticates),
+/// so guessing is limited per account whatever the addresses it comes from; the
+/// per-IP rule of unauthenticated calls limits it per address on top.
+pub struct LoginAttempts {
+    window: Duration,
+    max: usize,
+    /// (realm URL, lowercased username) -> times of the attempts in the window.
+    seen: DashMap<(Arc<str>, String), VecDeque<Instant>>,
+    inserted: AtomicUsize,
+}
+
+/// `authenticate_by_username`: `(1800, 5)`.
+pub const LOGIN_WINDOW: Duration = Duration::from_secs(1800);
+pub const LOGIN_ATTEMPTS: usize = 5;
+
+impl LoginAttempts {
+    pub fn new(window: Duration, max: usize) -> Self {
+        LoginAttempts {
+            window,
+            max: max.max(1),
+            seen: DashMap::new(),
+            inserted: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts an attempt; `Err(seconds)` when the username has used its attempts, with
+    /// the time until the oldest one leaves the window (the attempt is not counted).
+    pub fn attempt(&self, realm: &Arc<str>, username: &str, now: Instant) -> Result<(), f64> {
+        let key = (realm.clone(), username.to_lowercase());
+        let mut fresh = false;
+        let result = {
+            let mut times = self.seen.entry(key).or_insert_with(|| {
+                fresh = true;
+                VecDeque::new()
+            });
+            while times
+                .front()
+                .is_some_and(|t| now.saturating_duration_since(*t) >= self.window)
+            {
+                times.pop_front();
+            }
+            if times.len() >= self.max {
+                let oldest = times.front().copied().unwrap_or(now);
+                Err((self.window - now.saturating_duration_since(oldest)).as_secs_f64())
+            } else {
+                times.push_back(now);
+                Ok(())
+            }
+        };
+        if fresh && self.inserted.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
+            // Usernames whose attempts all left the window hold nothing.
+            self.seen.retain(|_, times| {
+                times
+                    .back()
+                    .is_some_and(|t| now.saturating_duration_since(*t) < self.window)
+            });
+        }
+        result
+    }
+
+    /// A successful login clears the username's attempts.
+    pub fn succeeded(&self, realm: &Arc<str>, username: &str) {
+        self.seen.remove(&(realm.clone(), username.to_lowercase()));
+    }
+
+    /// Usernames with attempts held (tests).
+    pub fn held(&self) -> usize {
+        self.seen.len()
+    }
 }
 
 impl RateLimiter {
@@ -72,11 +149,17 @@ impl RateLimiter {
             per_ip: per_ip.max(1),
             buckets: DashMap::new(),
             inserted: AtomicUsize::new(0),
+            logins: LoginAttempts::new(LOGIN_WINDOW, LOGIN_ATTEMPTS),
         }
     }
 
     pub fn enabled(&self) -> bool {
         self.enabled
+    }
+
+    /// Password attempts per username; counted only while rate limits are on.
+    pub fn logins(&self) -> Option<&LoginAttempts> {
+        self.enabled.then_some(&self.logins)
     }
 
     /// Counts one request of `key` at `now`.

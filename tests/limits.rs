@@ -484,3 +484,104 @@ async fn deeply_nested_json_parameters_are_refused() {
         "subscriptions is nested too deeply (limit: 64 levels)",
     );
 }
+
+#[actix_web::test]
+async fn password_attempts_are_limited_per_username_as_zulip() {
+    use hearth::config::Switch;
+    let app = TestApp::spawn_configured(tempfile::tempdir().unwrap(), |c| {
+        c.rate_limit = Some(Switch::On);
+        c.rate_limit_per_ip = 1000;
+    })
+    .await;
+    app.create_user("guessed@zulip.com", "right-password-42", "Guessed")
+        .await;
+    app.create_user("other@zulip.com", "other-password-42", "Other")
+        .await;
+    let login = |user: &'static str, password: &'static str| {
+        let app = &app;
+        async move {
+            app.post(
+                "/api/v1/fetch_api_key",
+                Auth::None,
+                &[("username", user), ("password", password)],
+            )
+            .await
+        }
+    };
+    // Five attempts within 30 minutes, whatever their outcome...
+    for _ in 0..5 {
+        let r = login("guessed@zulip.com", "wrong").await;
+        assert_error(
+            &r,
+            401,
+            "AUTHENTICATION_FAILED",
+            "Your username or password is incorrect",
+        );
+    }
+    // ...then even the right password is refused, before it is checked.
+    let r = login("GUESSED@zulip.com", "right-password-42").await;
+    assert_error(&r, 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit");
+    let retry = r.2["retry-after"].as_f64().unwrap();
+    assert!(retry > 1700.0 && retry <= 1800.0, "{retry}");
+    assert_eq!(
+        header(&r, "retry-after"),
+        Some((retry.ceil() as u64).to_string())
+    );
+    // Another account is not affected; a success clears its count.
+    for _ in 0..4 {
+        let r = login("other@zulip.com", "wrong").await;
+        assert_eq!(r.0, 401);
+    }
+    assert_success(&login("other@zulip.com", "other-password-42").await);
+    for _ in 0..5 {
+        let r = login("other@zulip.com", "wrong").await;
+        assert_eq!(r.0, 401, "{r:?}");
+    }
+    assert_eq!(login("other@zulip.com", "wrong").await.0, 429);
+    // Unknown usernames are counted too (Zulip counts before it authenticates).
+    for _ in 0..5 {
+        assert_eq!(login("nobody@zulip.com", "x").await.0, 401);
+    }
+    assert_eq!(login("nobody@zulip.com", "x").await.0, 429);
+}
+
+#[actix_web::test]
+async fn password_attempts_are_not_limited_with_rate_limits_off() {
+    let app = TestApp::spawn().await;
+    app.create_user("free@zulip.com", "free-password-42", "Free")
+        .await;
+    for _ in 0..7 {
+        let r = app
+            .post(
+                "/api/v1/fetch_api_key",
+                Auth::None,
+                &[("username", "free@zulip.com"), ("password", "wrong")],
+            )
+            .await;
+        assert_eq!(r.0, 401);
+    }
+}
+
+#[test]
+fn login_attempts_leave_the_window_per_realm_and_username() {
+    use hearth::limits::LoginAttempts;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let l = LoginAttempts::new(Duration::from_secs(10), 2);
+    let realm: Arc<str> = Arc::from("http://a");
+    let t0 = Instant::now();
+    assert!(l.attempt(&realm, "u", t0).is_ok());
+    assert!(l.attempt(&realm, "U", t0 + Duration::from_secs(4)).is_ok());
+    let wait = l
+        .attempt(&realm, "u", t0 + Duration::from_secs(5))
+        .unwrap_err();
+    assert!((wait - 5.0).abs() < 1e-6, "{wait}");
+    // The first attempt leaves the window at t0 + 10.
+    assert!(l.attempt(&realm, "u", t0 + Duration::from_secs(10)).is_ok());
+    // Another realm's username of the same name is another account.
+    let other: Arc<str> = Arc::from("http://b");
+    assert!(l.attempt(&other, "u", t0 + Duration::from_secs(10)).is_ok());
+    assert_eq!(l.held(), 2);
+    l.succeeded(&realm, "u");
+    assert_eq!(l.held(), 1);
+}

@@ -193,6 +193,13 @@ pub struct ApiRequest {
     pub client: String,
 }
 
+impl ApiRequest {
+    /// The realm's URL, as the server serves it.
+    pub fn server_url(&self) -> Arc<str> {
+        self.server_url.clone()
+    }
+}
+
 /// Zulip's client name for a request: the `User-Agent`'s first product name
 /// (`ZulipPython/0.9.1 ...` is `ZulipPython`), or "Unspecified".
 fn client_name(req: &HttpRequest) -> String {

@@ -77,8 +77,22 @@ fn auth_failed() -> ApiError {
 }
 
 /// # `POST /fetch_api_key`
+///
+/// With rate limits on, a username gets 5 attempts in 30 minutes (Zulip's
+/// `authenticate_by_username`); the sixth answers 429 `RATE_LIMIT_HIT` before any
+/// password is checked, and a success clears the count.
 pub async fn fetch_api_key(req: ApiRequest) -> ApiResponse {
     let password = req.params.peek("password");
+    let username = req.params.peek("username");
+    let state = req.state.clone();
+    let realm_url = req.server_url();
+    if let (Some(logins), Some(username), Some(_)) =
+        (state.rate_limits.logins(), &username, &password)
+    {
+        logins
+            .attempt(&realm_url, username, std::time::Instant::now())
+            .map_err(ApiError::rate_limited)?;
+    }
     let found = req.read_private(CallOpts::ANONYMOUS, |c| {
         let username = c.params.str("username")?;
         c.params.str("password")?;
@@ -109,6 +123,9 @@ pub async fn fetch_api_key(req: ApiRequest) -> ApiResponse {
         Err(e) => return Err(e),
     };
     if crate::passwords::verify(password, hash).await? {
+        if let (Some(logins), Some(username)) = (state.rate_limits.logins(), &username) {
+            logins.succeeded(&realm_url, username);
+        }
         Ok(success(body))
     } else {
         Err(auth_failed())
