@@ -249,7 +249,13 @@ pub fn check_pattern(pattern: &str) -> Result<(String, BTreeSet<String>), String
                 Some(msg) => return Err(msg),
                 None => {
                     // The brace that opened the failed repetition becomes a literal.
-                    let at = rust[..(e.span().end.offset + 1).min(rust.len())]
+                    // The span ends on a character boundary; take that character too.
+                    let end = e.span().end.offset;
+                    let upto = rust
+                        .get(end..)
+                        .and_then(|rest| rest.chars().next())
+                        .map_or(rust.len(), |c| end + c.len_utf8());
+                    let at = rust[..upto]
                         .rfind('{')
                         .ok_or_else(|| re2("invalid repetition size", ""))?;
                     rust.insert(at, '\\');
@@ -670,6 +676,16 @@ mod tests {
 
     fn err(p: &str) -> String {
         check_pattern(p).expect_err(p)
+    }
+
+    #[test]
+    fn a_brace_before_a_multibyte_character_is_literal() {
+        // Found by tests/properties.rs: the failed repetition's span ends before a
+        // character of more than one byte.
+        for p in ["a{é", "x{🐙}", "{ﷺ", "(?P<id>\\d+){\u{202e}"] {
+            let _ = check_pattern(p);
+        }
+        assert!(check_pattern("a{é").is_ok());
     }
 
     #[test]
