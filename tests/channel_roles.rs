@@ -884,14 +884,22 @@ async fn default_streams_every_role() {
             json!([3, 4, 5, 10, 11, 13, 14]),
             "round {round}"
         );
+        let body = s
+            .ok(
+                "GET",
+                "/api/v1/streams",
+                IAGO,
+                &[("include_default", "true"), ("include_all", "true")],
+            )
+            .await;
         for (stream, want) in [(1, false), (2, false), (4, true), (5, true), (6, false)] {
-            let body = s
-                .ok("GET", &format!("/api/v1/streams/{stream}"), IAGO, &[])
-                .await;
-            assert_eq!(
-                body["stream"]["is_default"], want,
-                "{stream}, round {round}"
-            );
+            let got = body["streams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["stream_id"] == stream)
+                .map(|c| c["is_default"].clone());
+            assert_eq!(got, Some(json!(want)), "{stream}, round {round}");
         }
         if round == 0 {
             s.restart().await;

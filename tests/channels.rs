@@ -81,6 +81,16 @@ async fn dev_realm_state_and_reads() {
     let hamlet_streams = names(&body["streams"]);
     assert!(hamlet_streams.contains(&"Denmark".to_owned()));
     assert!(!hamlet_streams.contains(&"core team".to_owned()));
+    // `is_default` only with `include_default`.
+    assert!(find(&body["streams"], "Verona").unwrap()["is_default"].is_null());
+    let body = s
+        .ok(
+            "GET",
+            "/api/v1/streams",
+            HAMLET,
+            &[("include_default", "true")],
+        )
+        .await;
     assert_eq!(
         find(&body["streams"], "Verona").unwrap()["is_default"],
         true
@@ -117,7 +127,10 @@ async fn dev_realm_state_and_reads() {
     // GET /streams/{id}.
     let body = s.ok("GET", "/api/v1/streams/4", HAMLET, &[]).await;
     assert_eq!(body["stream"]["name"], "Denmark");
-    assert_eq!(body["stream"]["is_default"], false);
+    assert!(
+        body["stream"]["is_default"].is_null(),
+        "a basic channel object"
+    );
     assert_eq!(body["stream"]["subscriber_count"], 8);
     s.err(
         "GET",
@@ -815,7 +828,10 @@ async fn default_channels_seed_4_20() {
         json!([1, 2, 4, 10, 11, 13, 14])
     );
     let body = s.ok("GET", "/api/v1/streams/3", HAMLET, &[]).await;
-    assert_eq!(body["stream"]["is_default"], false);
+    assert!(
+        body["stream"]["is_default"].is_null(),
+        "a basic channel object"
+    );
     s.stop().await;
 }
 

@@ -61,7 +61,7 @@ def main() -> int:
     check(denied["result"] == "error" and denied["msg"] == "Must be an organization administrator", "member default", denied)
     result = iago.add_default_stream(stream_id)
     check(result["result"] == "success", "add_default_stream", result)
-    streams = {s["name"]: s for s in iago.get_streams()["streams"]}
+    streams = {s["name"]: s for s in iago.get_streams(include_default=True)["streams"]}
     check(streams["py-client"]["is_default"] is True, "is_default", streams["py-client"])
 
     # Unsubscribe, then again (already unsubscribed), then a missing channel.

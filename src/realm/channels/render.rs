@@ -152,10 +152,13 @@ impl Realm {
             })
             .map(|ch| {
                 let mut m = self.stream_json(ch);
-                m.insert(
-                    "is_default".into(),
-                    self.default_channels.contains(&ch.id).into(),
-                );
+                // Only with `include_default` (Zulip's `get_streams_for_user`).
+                if f.include_default {
+                    m.insert(
+                        "is_default".into(),
+                        self.default_channels.contains(&ch.id).into(),
+                    );
+                }
                 Value::Object(m)
             })
             .collect())
@@ -164,12 +167,9 @@ impl Realm {
     /// `GET /streams/{stream_id}`.
     pub fn view_stream(&self, me: &User, id: i64) -> ApiResult<Value> {
         let ch = self.access_channel_metadata(me, id)?;
-        let mut m = self.stream_json(ch);
-        m.insert(
-            "is_default".into(),
-            self.default_channels.contains(&ch.id).into(),
-        );
-        Ok(Value::Object(m))
+        // A basic channel object: `is_default` belongs to `GET /streams` with
+        // `include_default` only.
+        Ok(Value::Object(self.stream_json(ch)))
     }
 
     /// `GET /get_stream_id`.
