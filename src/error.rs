@@ -35,6 +35,9 @@ pub enum ErrorCode {
     InternalServerErrorOnBouncer,
     BadImage,
     CannotDeactivateLastUser,
+    RequestVariableInvalid,
+    StreamWildcardMentionNotAllowed,
+    TopicWildcardMentionNotAllowed,
 }
 
 impl ErrorCode {
@@ -66,6 +69,9 @@ impl ErrorCode {
             ErrorCode::InternalServerErrorOnBouncer => "INTERNAL_SERVER_ERROR_ON_BOUNCER",
             ErrorCode::BadImage => "BAD_IMAGE",
             ErrorCode::CannotDeactivateLastUser => "CANNOT_DEACTIVATE_LAST_USER",
+            ErrorCode::RequestVariableInvalid => "REQUEST_VARIABLE_INVALID",
+            ErrorCode::StreamWildcardMentionNotAllowed => "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
+            ErrorCode::TopicWildcardMentionNotAllowed => "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
         }
     }
 }
