@@ -234,7 +234,7 @@ impl Realm {
                 set(RealmProperty::Limit(*l, *v), json!(v), &mut data);
             }
         }
-        let (group_changes, group_data) = self.decide_update_realm_settings(u.groups)?;
+        let (group_changes, group_data) = self.decide_update_realm_settings(me, u.groups)?;
         changes.extend(group_changes);
         data.extend(group_data);
         Ok((changes, data))

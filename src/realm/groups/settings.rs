@@ -503,13 +503,18 @@ impl Realm {
         }
     }
 
-    /// `PATCH /realm`'s group settings, after the owner check (`decide_update_realm`):
-    /// each in turn, as `update_realm`'s loop. Returns the changes and the answer's
-    /// data (each changed setting with its new value).
+    /// `PATCH /realm`'s group settings (`decide_update_realm` checks the rest first):
+    /// owners only for `owner_only` settings, then each in turn, as `update_realm`'s
+    /// loop. Returns the changes and the answer's data (each changed setting with its
+    /// new value).
     pub fn decide_update_realm_settings(
         &self,
+        me: &User,
         updates: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
     ) -> ApiResult<(Vec<Change>, Map<String, Value>)> {
+        if updates.iter().any(|(s, _, _)| s.owner_only()) && !me.is_owner() {
+            return Err(ApiError::must_be_owner());
+        }
         let nobody = self.system_group_id(SystemGroup::Nobody);
         let mut changes = Vec::new();
         let mut data = Map::new();
