@@ -125,12 +125,18 @@ pub async fn send_message(req: ApiRequest) -> ApiResponse {
                 (rendered.wildcard, &to)
             {
                 let ch = match channel {
-                    ChannelRef::Id(id) => u64::try_from(*id).ok().and_then(|id| version.channel(id)),
+                    ChannelRef::Id(id) => {
+                        u64::try_from(*id).ok().and_then(|id| version.channel(id))
+                    }
                     ChannelRef::Name(name) => version.channel_by_name(name.trim()),
                 };
                 if let Some(ch) = ch {
-                    topic_participants =
-                        send::topic_participants(&reader, ch.id, topic, version.messages.max_visible())?;
+                    topic_participants = send::topic_participants(
+                        &reader,
+                        ch.id,
+                        topic,
+                        version.messages.max_visible(),
+                    )?;
                 }
             }
             Ok(SendRequest {
@@ -728,7 +734,10 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                 let rendered = content.as_deref().map(|c| version.render_message(c));
                 // A topic wildcard mention's reach is read here, off the actor.
                 let mut topic_participants = Vec::new();
-                if rendered.as_ref().is_some_and(|r| r.wildcard == Wildcard::Topic) {
+                if rendered
+                    .as_ref()
+                    .is_some_and(|r| r.wildcard == Wildcard::Topic)
+                {
                     if let Some(Recipient::Channel { channel_id, topic }) = u64::try_from(id)
                         .ok()
                         .and_then(|i| reader.get(i).ok().flatten())

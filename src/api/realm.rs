@@ -35,11 +35,7 @@ impl Param {
 /// Parses the parameters hearth reads in the order of `update_realm`'s signature
 /// (alphabetical), which is the order Zulip reports their errors in.
 fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
-    let mut params = vec![
-        Param::AllowMessageEditing,
-        Param::Description,
-        Param::Name,
-    ];
+    let mut params = vec![Param::AllowMessageEditing, Param::Description, Param::Name];
     params.extend(MessageLimit::ALL.map(Param::Limit));
     params.extend(RealmSetting::EDITABLE.map(Param::Group));
     params.sort_by_key(|x| x.name());
@@ -74,7 +70,8 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
         }
     }
     // `update_realm` sets the time limits in this order.
-    u.limits.sort_by_key(|(l, _)| MessageLimit::ALL.iter().position(|x| x == l));
+    u.limits
+        .sort_by_key(|(l, _)| MessageLimit::ALL.iter().position(|x| x == l));
     Ok(u)
 }
 

@@ -350,7 +350,8 @@ impl Realm {
             .collect();
         let avatar = gravatar_url(&me.delivery_email, me.avatar_version);
         let can_create_public = self.has_realm_permission(me, RealmSetting::CanCreatePublicChannel);
-        let can_create_private = self.has_realm_permission(me, RealmSetting::CanCreatePrivateChannel);
+        let can_create_private =
+            self.has_realm_permission(me, RealmSetting::CanCreatePrivateChannel);
         let can_create_web_public =
             self.has_realm_permission(me, RealmSetting::CanCreateWebPublicChannel);
         json!({

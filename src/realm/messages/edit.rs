@@ -276,7 +276,10 @@ impl Realm {
     /// Zulip's `can_move_messages_within_channel`.
     fn can_move_messages_within_channel(&self, me: &User, ch: &Channel) -> bool {
         self.can_administer_channel(me, ch)
-            || self.in_setting(me, &ch.setting(ChannelSetting::CanMoveMessagesWithinChannel))
+            || self.in_setting(
+                me,
+                &ch.setting(ChannelSetting::CanMoveMessagesWithinChannel),
+            )
     }
 
     /// Zulip's `can_edit_topic`: the realm's permission, or the channel's in the
@@ -289,7 +292,8 @@ impl Realm {
 
     /// Zulip's `can_resolve_topics`.
     fn can_resolve_topics(&self, me: &User, from: &Channel, to: &Channel) -> bool {
-        let in_channel = |ch: &Channel| self.in_setting(me, &ch.setting(ChannelSetting::CanResolveTopics));
+        let in_channel =
+            |ch: &Channel| self.in_setting(me, &ch.setting(ChannelSetting::CanResolveTopics));
         self.has_realm_permission(me, RealmSetting::CanResolveTopics)
             || in_channel(from)
             || (from.id != to.id && in_channel(to))

@@ -88,7 +88,12 @@ pub fn topic_participants(
 /// Whether the direct message conversation of `users` (sender included, sorted)
 /// holds a message: the first entry of its index.
 pub fn conversation_has_messages(rows: &dyn MessageRows, users: &[UserId]) -> ApiResult<bool> {
-    for id in rows.scan(&Source::Conversation(users.to_vec()), 0, MessageId::MAX, false)? {
+    for id in rows.scan(
+        &Source::Conversation(users.to_vec()),
+        0,
+        MessageId::MAX,
+        false,
+    )? {
         if let Some(m) = rows.row(id?)? {
             if matches!(&m.recipient, Recipient::Direct { users: u } if u == users) {
                 return Ok(true);
@@ -430,12 +435,7 @@ impl Realm {
             Addressee::Channel { channel, topic } => {
                 let ch = self.channel_for_send(me, channel)?;
                 self.check_can_post(me, ch)?;
-                self.check_wildcard_mentions(
-                    me,
-                    ch,
-                    r.rendered.wildcard,
-                    &r.topic_participants,
-                )?;
+                self.check_wildcard_mentions(me, ch, r.rendered.wildcard, &r.topic_participants)?;
                 Recipient::Channel {
                     channel_id: ch.id,
                     topic: topic.clone(),
