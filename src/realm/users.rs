@@ -257,7 +257,8 @@ impl Realm {
         const INCOMING_WEBHOOK: i64 = 2;
         let all = self.has_realm_permission(me, RealmSetting::CanCreateBots);
         let write_only = self.has_realm_permission(me, RealmSetting::CanCreateWriteOnlyBots);
-        if !all && !(bot_type == INCOMING_WEBHOOK && write_only) {
+        let webhook_only = bot_type == INCOMING_WEBHOOK && write_only;
+        if !(all || webhook_only) {
             return Err(ApiError::bad_request("Insufficient permission"));
         }
         let allowed: &[i64] = if all {

@@ -84,6 +84,18 @@ impl Realm {
             if invite_only && is_web_public {
                 return Err(ApiError::bad_request("Invalid parameters"));
             }
+            if (invite_only && !ch.invite_only || is_web_public != ch.is_web_public)
+                && !me.is_admin()
+                && !self.in_setting(me, &ch.setting(ChannelSetting::CanAdministerChannel))
+            {
+                return Err(insufficient_permission());
+            }
+            let making_default = p.is_default_stream.unwrap_or(is_default);
+            if invite_only && making_default {
+                return Err(ApiError::bad_request(
+                    "A default channel cannot be made private.",
+                ));
+            }
             // Zulip's `update_stream_backend`: the realm's creation settings for the
             // privacy asked for.
             if let Some(private) = p.is_private {
@@ -100,18 +112,6 @@ impl Realm {
                 && !self.has_realm_permission(me, RealmSetting::CanCreateWebPublicChannel)
             {
                 return Err(insufficient_permission());
-            }
-            if (invite_only && !ch.invite_only || is_web_public != ch.is_web_public)
-                && !me.is_admin()
-                && !self.in_setting(me, &ch.setting(ChannelSetting::CanAdministerChannel))
-            {
-                return Err(insufficient_permission());
-            }
-            let making_default = p.is_default_stream.unwrap_or(is_default);
-            if invite_only && making_default {
-                return Err(ApiError::bad_request(
-                    "A default channel cannot be made private.",
-                ));
             }
             let history = if invite_only {
                 p.history_public_to_subscribers
