@@ -325,7 +325,10 @@ impl Handler<DeliverScheduled> for RealmActor {
         }
         let mut cx = Cx::new(&*self.clock);
         let realm = &self.realm;
-        let changes = match catch_unwind(AssertUnwindSafe(|| realm.decide_due_scheduled(&mut cx))) {
+        let rows = self.store.messages();
+        let changes = match catch_unwind(AssertUnwindSafe(|| {
+            realm.decide_due_scheduled(&mut cx, rows)
+        })) {
             Ok(changes) => changes,
             Err(_) => {
                 tracing::error!("deciding scheduled deliveries panicked");

@@ -36,6 +36,9 @@ pub enum ErrorCode {
     BadImage,
     CannotDeactivateLastUser,
     ServerNotReady,
+    RequestVariableInvalid,
+    StreamWildcardMentionNotAllowed,
+    TopicWildcardMentionNotAllowed,
 }
 
 impl ErrorCode {
@@ -68,6 +71,9 @@ impl ErrorCode {
             ErrorCode::BadImage => "BAD_IMAGE",
             ErrorCode::CannotDeactivateLastUser => "CANNOT_DEACTIVATE_LAST_USER",
             ErrorCode::ServerNotReady => "SERVER_NOT_READY",
+            ErrorCode::RequestVariableInvalid => "REQUEST_VARIABLE_INVALID",
+            ErrorCode::StreamWildcardMentionNotAllowed => "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
+            ErrorCode::TopicWildcardMentionNotAllowed => "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
         }
     }
 }

@@ -1358,7 +1358,8 @@ async fn bots() {
         &[("full_name", "Guest bot"), ("short_name", "guesty")],
         400,
         "BAD_REQUEST",
-        "Insufficient permission",
+        // `@require_member_or_admin`, before `can_create_bots_group` is consulted.
+        "Not allowed for guest users",
     )
     .await;
     let ev = s.events(HAMLET, &q_owner).await;

@@ -39,9 +39,9 @@ fn golden(name: &str, bytes: &[u8]) -> Vec<u8> {
 
 /// The development realm's changes the golden WAL records were made of: those of the
 /// resources that existed then. The development realm has grown since (its custom
-/// emoji); the records stay as they were written.
+/// emoji, its description); the records stay as they were written.
 fn golden_wal_changes() -> Vec<hearth::realm::Change> {
-    use hearth::realm::Change;
+    use hearth::realm::{Change, RealmChange};
     built()
         .0
         .into_iter()
@@ -49,7 +49,7 @@ fn golden_wal_changes() -> Vec<hearth::realm::Change> {
             matches!(
                 c,
                 Change::Realm(_) | Change::User(_) | Change::Group(_) | Change::Channel(_)
-            )
+            ) && !matches!(c, Change::Realm(RealmChange::PropertySet(_)))
         })
         .collect()
 }
@@ -143,19 +143,43 @@ async fn a_data_folder_of_an_earlier_hearth_opens() {
 }
 
 /// Schema 2 added the message state and every section since (groups' settings,
-/// linkifiers, profile fields, attachments, navigation views, push, status, emoji).
+/// linkifiers, profile fields, attachments, navigation views, push, status, emoji);
+/// not the realm's plain settings, which schema 3 added.
 #[test]
 fn golden_snapshot_of_schema_2_decodes() {
-    let (_, realm) = built();
-    let stored = golden(
-        "snapshot-v2-dev-realm.bin",
-        &codec::encode_realm(&realm).unwrap(),
-    );
+    use hearth::realm::{Change, RealmChange};
+    let changes: Vec<Change> = built()
+        .0
+        .into_iter()
+        .filter(|c| !matches!(c, Change::Realm(RealmChange::PropertySet(_))))
+        .collect();
+    let mut realm = Realm::from_first_change(&changes[0]).unwrap();
+    changes.iter().for_each(|c| realm.apply(c));
+    let stored = std::fs::read(fixture("snapshot-v2-dev-realm.bin")).unwrap();
     assert_eq!(stored[0], 2, "schema 2 fixture");
     let mut back = codec::decode_realm(&stored).unwrap();
     back.rebuild_indexes();
     assert_eq!(back, realm);
-    if codec::REALM_SCHEMA == 2 {
+    assert_eq!(
+        back.properties,
+        Default::default(),
+        "Zulip's defaults for a realm of schema 2"
+    );
+}
+
+/// Schema 3 added the realm's plain settings (`properties`).
+#[test]
+fn golden_snapshot_of_schema_3_decodes() {
+    let (_, realm) = built();
+    let stored = golden(
+        "snapshot-v3-dev-realm.bin",
+        &codec::encode_realm(&realm).unwrap(),
+    );
+    assert_eq!(stored[0], 3, "schema 3 fixture");
+    let mut back = codec::decode_realm(&stored).unwrap();
+    back.rebuild_indexes();
+    assert_eq!(back, realm);
+    if codec::REALM_SCHEMA == 3 {
         assert_eq!(
             codec::encode_realm(&realm).unwrap(),
             stored,

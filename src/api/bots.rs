@@ -10,6 +10,8 @@ use crate::realm::users::gravatar_url;
 pub async fn create_bot(req: ApiRequest) -> ApiResponse {
     req.call(CallOpts::USER, |c| {
         let me = c.me()?;
+        // `@require_member_or_admin` comes before the parameters.
+        c.realm.require_member_or_admin(me)?;
         let full_name = c.params.str("full_name")?;
         let short_name = c.params.str("short_name")?;
         let bot_type = c.params.opt_int("bot_type")?.unwrap_or(1);

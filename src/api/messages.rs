@@ -17,10 +17,10 @@ use crate::realm::messages::json::MessageView;
 use crate::realm::messages::scheduled::{is_channel_type, ScheduleRequest};
 use crate::realm::messages::send::{
     self, normalize_body, normalize_topic, parse_channel_to, parse_direct_to, Addressee,
-    SendRequest,
+    ChannelRef, SendRequest,
 };
 use crate::realm::messages::{
-    flags, MessageChange, MessageId, Recipient, TopicMax, MAX_MESSAGES_PER_FETCH,
+    flags, MessageChange, MessageId, Recipient, TopicMax, Wildcard, MAX_MESSAGES_PER_FETCH,
     MAX_UNREAD_MESSAGES,
 };
 use crate::realm::{Change, Realm, User};
@@ -111,6 +111,7 @@ pub async fn send_message(req: ApiRequest) -> ApiResponse {
     let version = req.hub.current();
     let client = req.client.clone();
     let store = req.messages.clone();
+    let reader = store.clone();
     req.write(
         CallOpts::USER,
         |p| {
@@ -118,17 +119,38 @@ pub async fn send_message(req: ApiRequest) -> ApiResponse {
             // Rendered here against the published version: mentions and channel
             // links resolve as the sender saw the realm.
             let rendered = version.render_message(&content);
+            // A topic wildcard mention's reach is read here, off the actor.
+            let mut topic_participants = Vec::new();
+            if let (Wildcard::Topic, Addressee::Channel { channel, topic }) =
+                (rendered.wildcard, &to)
+            {
+                let ch = match channel {
+                    ChannelRef::Id(id) => {
+                        u64::try_from(*id).ok().and_then(|id| version.channel(id))
+                    }
+                    ChannelRef::Name(name) => version.channel_by_name(name.trim()),
+                };
+                if let Some(ch) = ch {
+                    topic_participants = send::topic_participants(
+                        &reader,
+                        ch.id,
+                        topic,
+                        version.messages.max_visible(),
+                    )?;
+                }
+            }
             Ok(SendRequest {
                 to,
                 content,
                 rendered,
                 client,
                 read_by_sender,
+                topic_participants,
             })
         },
         move |c: &mut Ctx<'_>, r: SendRequest| {
             let me = c.me()?;
-            let m = c.realm.decide_send(me, r, c.cx)?;
+            let m = c.realm.decide_send(me, r, c.cx, &store)?;
             let body = one("id", m.id.into());
             let claims = claim_uploads(&store, c.realm, me, &m, &m.content);
             let mut changes = vec![send::sent(m)];
@@ -710,6 +732,25 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                 p.check_unread_bool("send_notification_to_old_thread")?;
                 p.check_unread_bool("send_notification_to_new_thread")?;
                 let rendered = content.as_deref().map(|c| version.render_message(c));
+                // A topic wildcard mention's reach is read here, off the actor.
+                let mut topic_participants = Vec::new();
+                if rendered
+                    .as_ref()
+                    .is_some_and(|r| r.wildcard == Wildcard::Topic)
+                {
+                    if let Some(Recipient::Channel { channel_id, topic }) = u64::try_from(id)
+                        .ok()
+                        .and_then(|i| reader.get(i).ok().flatten())
+                        .map(|m| m.recipient)
+                    {
+                        topic_participants = send::topic_participants(
+                            &reader,
+                            channel_id,
+                            &topic,
+                            version.messages.max_visible(),
+                        )?;
+                    }
+                }
                 let mut others = Vec::new();
                 let moving = topic.is_some() || channel_id.is_some();
                 if moving && propagate != Propagate::One {
@@ -739,6 +780,7 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                         topic,
                         channel_id,
                         propagate,
+                        topic_participants,
                     },
                     others,
                 })
@@ -816,7 +858,7 @@ pub async fn delete_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
         .call(CallOpts::USER, move |c| {
             let me = c.me()?;
             let (m, _) = access_message(&store, c.realm, me, id)?;
-            c.realm.check_can_delete(me, &m)?;
+            c.realm.check_can_delete(me, &m, c.cx.now_secs())?;
             let topic_max = topic_max_after(&store, c.realm, &[&m], &[])?;
             let (releases, gone) = release_uploads(c.realm, m.id, &m.content, "", true);
             *out.lock()
@@ -904,12 +946,13 @@ pub async fn get_scheduled_messages(req: ApiRequest) -> ApiResponse {
 /// # `POST /scheduled_messages`
 pub async fn create_scheduled_message(req: ApiRequest) -> ApiResponse {
     let client = req.client.clone();
+    let store = req.messages.clone();
     req.write(
         CallOpts::USER,
         |p| parse_schedule(p, true, &client),
-        |c: &mut Ctx<'_>, r: ScheduleRequest| {
+        move |c: &mut Ctx<'_>, r: ScheduleRequest| {
             let me = c.me()?;
-            let s = c.realm.decide_schedule(me, &r, c.cx)?;
+            let s = c.realm.decide_schedule(me, &r, c.cx, &store)?;
             let body = one("scheduled_message_id", s.id.into());
             Ok(Outcome::write(
                 vec![Change::Message(MessageChange::ScheduledCreated(s))],
@@ -925,12 +968,13 @@ pub async fn create_scheduled_message(req: ApiRequest) -> ApiResponse {
 pub async fn update_scheduled_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("scheduled_message_id", &path)?;
     let client = req.client.clone();
+    let store = req.messages.clone();
     req.write(
         CallOpts::USER,
         |p| parse_schedule(p, false, &client),
         move |c: &mut Ctx<'_>, r: ScheduleRequest| {
             let me = c.me()?;
-            let s = c.realm.decide_schedule_edit(me, id, &r, c.cx)?;
+            let s = c.realm.decide_schedule_edit(me, id, &r, c.cx, &store)?;
             Ok(Outcome::write(
                 vec![Change::Message(MessageChange::ScheduledUpdated(s))],
                 Map::new(),

@@ -1,22 +1,88 @@
-//! The realm's own settings: `PATCH /realm`, for the group settings hearth enforces
-//! (`RealmSetting::EDITABLE`); any other parameter is reported as ignored.
+//! The realm's own settings: `PATCH /realm` (Zulip's `update_realm`) for the settings
+//! hearth keeps (`realm::settings`); any other parameter is reported as ignored.
 
+use super::params::Params;
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
+use crate::error::ApiResult;
 use crate::realm::groups::{RealmSetting, SettingValue};
+use crate::realm::settings::{
+    check_length, LimitValue, MessageLimit, RealmUpdate, MAX_REALM_DESCRIPTION_LENGTH,
+    MAX_REALM_NAME_LENGTH,
+};
+
+/// One parameter of `PATCH /realm`.
+#[derive(Clone, Copy)]
+enum Param {
+    AllowMessageEditing,
+    Description,
+    Name,
+    Limit(MessageLimit),
+    Group(RealmSetting),
+}
+
+impl Param {
+    fn name(self) -> &'static str {
+        match self {
+            Param::AllowMessageEditing => "allow_message_editing",
+            Param::Description => "description",
+            Param::Name => "name",
+            Param::Limit(l) => l.name(),
+            Param::Group(s) => s.name(),
+        }
+    }
+}
+
+/// Parses the parameters hearth reads in the order of `update_realm`'s signature
+/// (alphabetical), which is the order Zulip reports their errors in.
+fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
+    let mut params = vec![Param::AllowMessageEditing, Param::Description, Param::Name];
+    params.extend(MessageLimit::ALL.map(Param::Limit));
+    params.extend(RealmSetting::EDITABLE.map(Param::Group));
+    params.sort_by_key(|x| x.name());
+    let mut u = RealmUpdate::default();
+    for param in params {
+        let name = param.name();
+        match param {
+            Param::AllowMessageEditing => u.allow_message_editing = p.opt_bool(name)?,
+            Param::Description => {
+                u.description = p
+                    .opt_str(name)
+                    .map(|d| check_length(name, d, MAX_REALM_DESCRIPTION_LENGTH))
+                    .transpose()?;
+            }
+            Param::Name => {
+                u.name = p
+                    .opt_str(name)
+                    .map(|n| check_length(name, n, MAX_REALM_NAME_LENGTH))
+                    .transpose()?;
+            }
+            Param::Limit(l) => {
+                if let Some(v) = p.opt_json(name)? {
+                    u.limits.push((l, LimitValue::parse(name, &v)?));
+                }
+            }
+            Param::Group(s) => {
+                if let Some(v) = p.opt_json(name)? {
+                    let (new, old) = SettingValue::parse_change(name, &v)?;
+                    u.groups.push((s, new, old));
+                }
+            }
+        }
+    }
+    // `update_realm` sets the time limits in this order.
+    u.limits
+        .sort_by_key(|(l, _)| MessageLimit::ALL.iter().position(|x| x == l));
+    Ok(u)
+}
 
 /// # `PATCH /realm`
 pub async fn update_realm(req: ApiRequest) -> ApiResponse {
     req.call(CallOpts::USER, |c| {
         let me = c.me()?;
+        // `@require_realm_admin` comes before the parameters.
         c.realm.require_admin(me)?;
-        let mut updates = Vec::new();
-        for s in RealmSetting::EDITABLE {
-            if let Some(v) = c.params.opt_json(s.name())? {
-                let (new, old) = SettingValue::parse_change(s.name(), &v)?;
-                updates.push((s, new, old));
-            }
-        }
-        let (changes, data) = c.realm.decide_update_realm_settings(me, updates)?;
+        let update = parse_update(c.params)?;
+        let (changes, data) = c.realm.decide_update_realm(me, update)?;
         Ok(Outcome::write(changes, data))
     })
     .await

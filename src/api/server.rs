@@ -33,7 +33,7 @@ pub async fn server_settings(req: ApiRequest) -> ApiResponse {
             "realm_url": url,
             "realm_name": s.name,
             "realm_icon": format!("{url}/static/images/logo/zulip-icon-128x128.png"),
-            "realm_description": "",
+            "realm_description": c.realm.rendered_description(),
             "realm_web_public_access_enabled": false,
             "external_authentication_methods": [],
             "realm_uri": url,

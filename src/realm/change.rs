@@ -18,6 +18,7 @@ use super::messages::MessageChange;
 use super::navigation::NavigationView;
 pub use super::profile_fields::ProfileFieldChange;
 use super::push::{PushToken, PushTokenKind};
+use super::settings::RealmProperty;
 use super::status::StatusChange;
 use super::{RealmSettings, Role, UserId};
 
@@ -50,6 +51,8 @@ pub enum RealmChange {
         setting: RealmSetting,
         value: GroupSetting,
     },
+    /// One of the realm's plain settings changed (`PATCH /realm`).
+    PropertySet(RealmProperty),
 }
 
 /// Facts about accounts.

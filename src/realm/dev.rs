@@ -16,6 +16,7 @@ use super::groups::{system_group_changes, GroupSetting, SystemGroup};
 use super::linkifiers::{Linkifier, LinkifierChange};
 use super::profile_fields::{ProfileField, ProfileFieldChange};
 use super::{Change, Cx, EmailVisibility, NewUser, RealmSettings, Role};
+use crate::realm::settings::RealmProperty;
 use crate::realm::{ChannelChange, RealmChange, UserChange};
 
 const DEV_REALM_JSON: &str = include_str!("dev_realm.json");
@@ -115,6 +116,11 @@ struct DevUser {
     timezone: String,
 }
 
+/// The development realm's description (Zulip's `populate_db`; `GET /server_settings`
+/// of a running development server shows it rendered).
+pub const DEV_REALM_DESCRIPTION: &str =
+    "The Zulip development environment default organization.  It's great for testing!";
+
 /// The administrator who holds `can_create_users` in the development realm.
 pub const DEV_USER_CREATOR: &str = "iago@zulip.com";
 
@@ -135,6 +141,9 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
             date_created: cx.now_secs(),
         },
     })];
+    changes.push(Change::Realm(RealmChange::PropertySet(
+        RealmProperty::Description(DEV_REALM_DESCRIPTION.into()),
+    )));
     let id_of = |email: &str| {
         dev.users
             .iter()

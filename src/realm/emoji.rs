@@ -19,7 +19,7 @@ use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::groups::SystemGroup;
+use super::groups::RealmSetting;
 use super::{Change, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
@@ -362,7 +362,7 @@ impl Realm {
     /// Whether `me` may add custom emoji: the realm's `can_add_custom_emoji_group`,
     /// which is Zulip's default, `role:members` (not editable in hearth yet).
     fn can_add_custom_emoji(&self, me: &User) -> bool {
-        self.in_setting(me, &self.system_setting(SystemGroup::Members))
+        self.has_realm_permission(me, RealmSetting::CanAddCustomEmoji)
     }
 
     /// The checks of Zulip's `upload_emoji`, in its order, up to the image's own checks

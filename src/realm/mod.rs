@@ -21,6 +21,7 @@ pub mod presence;
 pub mod profile_fields;
 pub mod push;
 pub mod register;
+pub mod settings;
 pub mod status;
 pub mod uri_template;
 pub mod users;
@@ -238,6 +239,10 @@ pub struct Realm {
     /// Custom emoji.
     #[serde(default)]
     pub emoji: emoji::EmojiState,
+    /// The settings `PATCH /realm` changes besides the name and the group settings
+    /// (description, message policies); Zulip's defaults until changed.
+    #[serde(default)]
+    pub properties: settings::RealmProperties,
 }
 
 impl Realm {
@@ -279,6 +284,7 @@ impl Realm {
             group_uses: Default::default(),
             status: status::StatusState::default(),
             emoji: emoji::EmojiState::default(),
+            properties: settings::RealmProperties::default(),
         }
     }
 
@@ -360,6 +366,7 @@ impl Realm {
             Change::Realm(RealmChange::GroupSettingSet { setting, value }) => {
                 self.apply_realm_group_setting(*setting, value)
             }
+            Change::Realm(RealmChange::PropertySet(p)) => self.apply_realm_property(p),
             Change::Group(g) => self.apply_group_change(g),
             Change::Channel(c) => {
                 self.index_channel_change(c);

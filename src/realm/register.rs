@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
+use super::groups::RealmSetting;
 use super::users::{gravatar_url, gravatar_url_medium, UserView};
 use super::{Realm, User};
 
@@ -72,7 +73,8 @@ impl Realm {
         );
         if o.wants("realm") {
             put(&mut m, self.realm_state(o));
-            for s in super::groups::RealmSetting::ALL {
+            m.extend(self.realm_properties_state());
+            for s in RealmSetting::ALL {
                 m.insert(
                     format!("realm_{}", s.name()),
                     self.setting_json(&self.realm_setting(s)),
@@ -266,17 +268,13 @@ impl Realm {
     fn realm_state(&self, o: &RegisterOptions) -> Value {
         let s = &self.settings;
         json!({
-            "realm_name": s.name,
-            "realm_description": "",
             "realm_url": o.realm_url,
             "realm_uri": o.realm_url,
             "realm_date_created": s.date_created,
             "realm_empty_topic_display_name": s.empty_topic_display_name,
             "realm_message_retention_days": -1,
-            "realm_allow_message_editing": true,
             "realm_allow_edit_history": true,
             "realm_message_edit_history_visibility_policy": "all",
-            "realm_message_content_edit_limit_seconds": 600,
             "realm_presence_disabled": false,
             "realm_email_auth_enabled": true,
             "realm_password_auth_enabled": true,
@@ -351,6 +349,11 @@ impl Realm {
             .map(|u| render(u))
             .collect();
         let avatar = gravatar_url(&me.delivery_email, me.avatar_version);
+        let can_create_public = self.has_realm_permission(me, RealmSetting::CanCreatePublicChannel);
+        let can_create_private =
+            self.has_realm_permission(me, RealmSetting::CanCreatePrivateChannel);
+        let can_create_web_public =
+            self.has_realm_permission(me, RealmSetting::CanCreateWebPublicChannel);
         json!({
             "realm_users": active,
             "realm_non_active_users": inactive,
@@ -366,12 +369,12 @@ impl Realm {
             "avatar_source": "G",
             "avatar_url": avatar,
             "avatar_url_medium": gravatar_url_medium(&me.delivery_email, me.avatar_version),
-            "can_create_streams": !me.is_guest(),
-            "can_create_public_streams": !me.is_guest(),
-            "can_create_private_streams": !me.is_guest(),
-            "can_create_web_public_streams": me.is_owner(),
-            "can_subscribe_other_users": !me.is_guest(),
-            "can_invite_others_to_realm": !me.is_guest(),
+            "can_create_streams": can_create_public || can_create_private || can_create_web_public,
+            "can_create_public_streams": can_create_public,
+            "can_create_private_streams": can_create_private,
+            "can_create_web_public_streams": can_create_web_public,
+            "can_subscribe_other_users": self.has_realm_permission(me, RealmSetting::CanAddSubscribers),
+            "can_invite_others_to_realm": self.has_realm_permission(me, RealmSetting::CanInviteUsers),
         })
     }
 

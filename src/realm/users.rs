@@ -4,6 +4,7 @@ use md5::{Digest, Md5};
 use serde_json::{json, Map, Value};
 use subtle::ConstantTimeEq;
 
+use super::groups::RealmSetting;
 use super::{Change, Cx, NewUser, Realm, Role, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::realm::UserChange;
@@ -221,14 +222,7 @@ impl Realm {
         bot_type: i64,
         cx: &mut Cx,
     ) -> ApiResult<(Vec<Change>, UserId, String)> {
-        if me.is_guest() {
-            return Err(ApiError::bad_request("Insufficient permission"));
-        }
         let full_name = check_full_name(full_name)?;
-        let bot_type = match bot_type {
-            1 | 2 => bot_type as u8,
-            _ => return Err(ApiError::bad_request("Invalid bot type")),
-        };
         let short_name = short_name.trim();
         let email = format!("{short_name}-bot@{}", self.settings.fake_email_domain);
         if short_name.is_empty() || !email_is_valid(&email) {
@@ -237,6 +231,7 @@ impl Realm {
         if self.user_by_delivery_email(&email).is_some() {
             return Err(ApiError::bad_request("Username already in use"));
         }
+        let bot_type = self.check_can_create_bot(me, bot_type)?;
         let user_id = self.next_user_id;
         let api_key = cx.api_key();
         let change = Change::User(UserChange::UserCreated(NewUser {
@@ -252,6 +247,31 @@ impl Realm {
             date_joined: cx.now_secs(),
         }));
         Ok((vec![change], user_id, api_key))
+    }
+
+    /// Zulip's `check_can_create_bot` then `check_valid_bot_type`: the realm's
+    /// `can_create_bots_group` allows every bot type (hearth makes generic and incoming
+    /// webhook bots), `can_create_write_only_bots_group` incoming webhook bots only.
+    fn check_can_create_bot(&self, me: &User, bot_type: i64) -> ApiResult<u8> {
+        const GENERIC: i64 = 1;
+        const INCOMING_WEBHOOK: i64 = 2;
+        let all = self.has_realm_permission(me, RealmSetting::CanCreateBots);
+        let write_only = self.has_realm_permission(me, RealmSetting::CanCreateWriteOnlyBots);
+        let webhook_only = bot_type == INCOMING_WEBHOOK && write_only;
+        if !(all || webhook_only) {
+            return Err(ApiError::bad_request("Insufficient permission"));
+        }
+        let allowed: &[i64] = if all {
+            &[GENERIC, INCOMING_WEBHOOK]
+        } else if write_only {
+            &[INCOMING_WEBHOOK]
+        } else {
+            &[]
+        };
+        if !allowed.contains(&bot_type) {
+            return Err(ApiError::bad_request("Invalid bot type"));
+        }
+        Ok(bot_type as u8)
     }
 
     /// `GET /bots`: the caller's bots (every bot, for administrators).
@@ -339,30 +359,30 @@ impl Realm {
         self.user_profile_data(user.id)
     }
 
-    /// `GET /users`: every user (deactivated ones and bots included), or those in `ids`.
+    /// `GET /users`: every user (deactivated ones and bots included), or those in `ids`
+    /// (Zulip's `get_realm_user_dicts_from_ids`, a filter: ids naming no user of the
+    /// realm are left out, each user comes once, in id order).
     pub fn view_users(
         &self,
         viewer: &User,
         ids: Option<&[i64]>,
         view: UserView,
     ) -> ApiResult<Vec<Value>> {
-        match ids {
-            None => Ok(self
-                .users
-                .values()
-                .map(|u| Value::Object(self.user_json(viewer, u, view)))
-                .collect()),
-            Some(ids) => ids
-                .iter()
-                .map(|&id| {
-                    u64::try_from(id)
-                        .ok()
-                        .and_then(|id| self.users.get(&id))
-                        .map(|u| Value::Object(self.user_json(viewer, u, view)))
-                        .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID: {id}")))
-                })
-                .collect(),
-        }
+        let render = |u: &User| Value::Object(self.user_json(viewer, u, view));
+        Ok(match ids {
+            None => self.users.values().map(|u| render(u)).collect(),
+            Some(ids) => {
+                let wanted: std::collections::BTreeSet<UserId> = ids
+                    .iter()
+                    .filter_map(|id| u64::try_from(*id).ok())
+                    .collect();
+                wanted
+                    .into_iter()
+                    .filter_map(|id| self.user(id))
+                    .map(render)
+                    .collect()
+            }
+        })
     }
 
     /// `GET /users/{user_id}`.

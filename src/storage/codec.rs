@@ -12,7 +12,8 @@
 //!   frozen in `storage/legacy.rs`, and migrates forward one version at a time.
 //! - Changing a stored type means: copy its current definition into `legacy.rs` as the
 //!   old version, bump the schema constant, add the migration step and its arm here.
-//!   The golden fixtures in `tests/fixtures/` (schema 1 records) must keep decoding.
+//!   The golden fixtures in `tests/fixtures/` (records of every schema) must keep
+//!   decoding.
 //!
 //! Schema 1 is the format hearth wrote from its first release (the byte was called the
 //! format version then), so every existing data folder reads as schema 1.
@@ -24,7 +25,7 @@ use crate::realm::presence::PresenceEntry;
 use crate::realm::{Change, Realm};
 
 /// Schema version of the snapshot record (`Realm`) hearth writes.
-pub const REALM_SCHEMA: u8 = 2;
+pub const REALM_SCHEMA: u8 = 3;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
 pub const CHANGES_SCHEMA: u8 = 2;
 /// Schema version of the presence record (`PresenceEntry`) hearth writes.
@@ -94,6 +95,7 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
     let (version, payload) = open_frame(bytes)?;
     match version {
         1 => decode_payload::<legacy::v1::Realm>(payload).map(legacy::v1::realm_to_current),
+        2 => decode_payload::<legacy::v2::Realm>(payload).map(legacy::v2::realm_to_current),
         REALM_SCHEMA => decode_payload::<Realm>(payload),
         v => Err(CodecError::Version(v)),
     }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::groups::{GroupSetting, SystemGroup};
+use super::groups::{GroupSetting, RealmSetting, SystemGroup};
 pub use super::markdown::render_description;
 use super::{Change, Cx, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};

@@ -31,15 +31,28 @@ impl Realm {
             .add(color);
     }
 
-    /// Whether `me` may create a channel with this privacy (realm group settings of the
-    /// development realm: members create public/private, owners web-public).
+    /// Zulip's `check_channel_creation_permissions`: the realm's channel-creation
+    /// settings for this privacy, administrators only for default channels.
     pub(super) fn check_can_create(&self, me: &User, spec: &ChannelSpec) -> ApiResult<()> {
-        let needed = if spec.is_web_public {
-            SystemGroup::Owners
+        let privacy = if spec.invite_only {
+            RealmSetting::CanCreatePrivateChannel
         } else {
-            SystemGroup::Members
+            RealmSetting::CanCreatePublicChannel
         };
-        if !needed.includes_role(me.role) {
+        if !self.has_realm_permission(me, privacy) {
+            return Err(insufficient_permission());
+        }
+        if spec.is_default_stream && !me.is_admin() {
+            return Err(insufficient_permission());
+        }
+        if spec.invite_only && spec.is_default_stream {
+            return Err(ApiError::bad_request(
+                "A default channel cannot be private.",
+            ));
+        }
+        if spec.is_web_public
+            && !self.has_realm_permission(me, RealmSetting::CanCreateWebPublicChannel)
+        {
             return Err(insufficient_permission());
         }
         Ok(())
@@ -102,19 +115,19 @@ impl Realm {
             || (me.is_admin() && ch.invite_only)
     }
 
-    /// Whether `me` may subscribe other users to a channel.
+    /// Whether `me` may subscribe other users to a channel they can access (Zulip's
+    /// `get_streams_to_which_user_cannot_add_subscribers`): the realm's
+    /// `can_add_subscribers_group`, administrators, and otherwise the channel's
+    /// administrators and `can_add_subscribers_group` (never guests).
     pub(super) fn can_subscribe_others(&self, me: &User, ch: &Channel) -> bool {
-        if me.is_admin() {
+        if self.has_realm_permission(me, RealmSetting::CanAddSubscribers) || me.is_admin() {
             return true;
         }
-        let realm_allows = SystemGroup::Members.includes_role(me.role);
-        let channel_allows = self.in_setting(me, &ch.setting(ChannelSetting::CanAddSubscribers));
-        if channel_allows {
-            return true;
+        if me.is_guest() {
+            return false;
         }
-        realm_allows
-            && self.can_access_channel(me, ch)
-            && (ch.is_public() || ch.is_subscribed(me.id))
+        self.in_setting(me, &ch.setting(ChannelSetting::CanAdministerChannel))
+            || self.in_setting(me, &ch.setting(ChannelSetting::CanAddSubscribers))
     }
 
     /// `POST /users/me/subscriptions`: subscribes the caller or `principals`, creating
@@ -157,11 +170,6 @@ impl Realm {
         }
         if !to_create.is_empty() {
             self.check_can_create(me, &req.spec)?;
-            if req.spec.is_default_stream && req.spec.invite_only {
-                return Err(ApiError::bad_request(
-                    "A default channel cannot be private.",
-                ));
-            }
             let folder = self.check_folder(req.spec.folder_id)?;
             for ch in &mut to_create {
                 ch.folder_id = folder;
@@ -185,14 +193,7 @@ impl Realm {
             )));
         }
         if subscribing_others {
-            if !SystemGroup::Members.includes_role(me.role) && !me.is_admin() {
-                let any_channel_grant = authorized
-                    .iter()
-                    .all(|ch| self.in_setting(me, &ch.setting(ChannelSetting::CanAddSubscribers)));
-                if !any_channel_grant || !to_create.is_empty() {
-                    return Err(insufficient_permission());
-                }
-            }
+            // New channels are the creator's to fill (`add_subscriptions_backend`).
             for ch in &authorized {
                 if !self.can_subscribe_others(me, ch) {
                     return Err(insufficient_permission());
@@ -277,11 +278,6 @@ impl Realm {
         }
         let description = check_channel_description(description)?;
         self.check_can_create(me, &spec)?;
-        if spec.is_default_stream && spec.invite_only {
-            return Err(ApiError::bad_request(
-                "A default channel cannot be private.",
-            ));
-        }
         if subscribers.iter().any(|s| *s != me.id) && !SystemGroup::Members.includes_role(me.role) {
             return Err(insufficient_permission());
         }

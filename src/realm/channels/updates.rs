@@ -84,9 +84,6 @@ impl Realm {
             if invite_only && is_web_public {
                 return Err(ApiError::bad_request("Invalid parameters"));
             }
-            if is_web_public && !ch.is_web_public && !SystemGroup::Owners.includes_role(me.role) {
-                return Err(insufficient_permission());
-            }
             if (invite_only && !ch.invite_only || is_web_public != ch.is_web_public)
                 && !me.is_admin()
                 && !self.in_setting(me, &ch.setting(ChannelSetting::CanAdministerChannel))
@@ -98,6 +95,23 @@ impl Realm {
                 return Err(ApiError::bad_request(
                     "A default channel cannot be made private.",
                 ));
+            }
+            // Zulip's `update_stream_backend`: the realm's creation settings for the
+            // privacy asked for.
+            if let Some(private) = p.is_private {
+                let needed = if private {
+                    RealmSetting::CanCreatePrivateChannel
+                } else {
+                    RealmSetting::CanCreatePublicChannel
+                };
+                if !self.has_realm_permission(me, needed) {
+                    return Err(insufficient_permission());
+                }
+            }
+            if p.is_web_public == Some(true)
+                && !self.has_realm_permission(me, RealmSetting::CanCreateWebPublicChannel)
+            {
+                return Err(insufficient_permission());
             }
             let history = if invite_only {
                 p.history_public_to_subscribers

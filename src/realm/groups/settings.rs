@@ -213,11 +213,31 @@ impl RealmSetting {
         RealmSetting::DirectMessagePermission,
     ];
 
-    /// The settings `PATCH /realm` changes: those whose permission hearth enforces
-    /// (the others keep Zulip's defaults, which the development realm has too).
-    pub const EDITABLE: [RealmSetting; 2] = [
+    /// The settings `PATCH /realm` changes, in Zulip's order: those that hearth's
+    /// operations consult (the invitation settings have no operation in hearth; their
+    /// values are still kept and reported). Left out: `can_access_all_users_group`
+    /// (hearth does not restrict which users a guest can see), and the billing,
+    /// channel-policy and summary settings (no hearth operation reads them).
+    pub const EDITABLE: [RealmSetting; 19] = [
+        RealmSetting::CreateMultiuseInvite,
+        RealmSetting::CanAddSubscribers,
+        RealmSetting::CanAddCustomEmoji,
+        RealmSetting::CanCreateBots,
         RealmSetting::CanCreateGroups,
+        RealmSetting::CanCreatePublicChannel,
+        RealmSetting::CanCreatePrivateChannel,
+        RealmSetting::CanCreateWebPublicChannel,
+        RealmSetting::CanCreateWriteOnlyBots,
+        RealmSetting::CanDeleteAnyMessage,
+        RealmSetting::CanDeleteOwnMessage,
+        RealmSetting::CanInviteUsers,
         RealmSetting::CanManageAllGroups,
+        RealmSetting::CanMentionManyUsers,
+        RealmSetting::CanMoveMessagesBetweenChannels,
+        RealmSetting::CanMoveMessagesBetweenTopics,
+        RealmSetting::CanResolveTopics,
+        RealmSetting::DirectMessageInitiator,
+        RealmSetting::DirectMessagePermission,
     ];
 
     pub fn name(self) -> &'static str {
@@ -483,8 +503,10 @@ impl Realm {
         }
     }
 
-    /// `PATCH /realm` (its group settings), after `require_admin`: the changes and the
-    /// answer's data (each changed setting with its new value).
+    /// `PATCH /realm`'s group settings (`decide_update_realm` checks the rest first):
+    /// owners only for `owner_only` settings, then each in turn, as `update_realm`'s
+    /// loop. Returns the changes and the answer's data (each changed setting with its
+    /// new value).
     pub fn decide_update_realm_settings(
         &self,
         me: &User,

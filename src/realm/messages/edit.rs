@@ -1,45 +1,24 @@
 //! `PATCH /messages/{id}` and `DELETE /messages/{id}`: Zulip's `check_update_message`
 //! and `validate_can_delete_message`, as decisions over rows read for them.
 //!
-//! The realm's message policies are Zulip's defaults for the development realm (the
-//! group-valued realm settings are not editable yet): editing content for 600 s (plus
-//! Zulip's 20 s grace), moving within and between channels for 3 days for everyone but
-//! moderators, deleting any message for administrators and one's own for everyone,
-//! without a time limit.
+//! The realm's message policies come from `PATCH /realm`: its group settings
+//! (`can_move_messages_between_topics_group`, `can_resolve_topics_group`,
+//! `can_move_messages_between_channels_group`, `can_delete_any_message_group`,
+//! `can_delete_own_message_group`, `can_mention_many_users_group`), whether content may
+//! be edited, and its time limits (`Realm::message_limit`), besides each channel's own
+//! settings.
 
 use super::content::Rendered;
 use super::send::{normalize_body, normalize_topic};
 use super::{EditRecord, Message, Recipient};
 use crate::error::{ApiError, ApiResult};
-use crate::realm::channels::ChannelSetting;
-use crate::realm::groups::SystemGroup;
-use crate::realm::{Realm, User};
+use crate::realm::channels::{Channel, ChannelSetting};
+use crate::realm::groups::RealmSetting;
+use crate::realm::settings::MessageLimit;
+use crate::realm::{Realm, Role, User, UserId};
 
-/// `realm_message_content_edit_limit_seconds`.
-pub const CONTENT_EDIT_LIMIT_SECS: i64 = 600;
-/// Zulip's grace period on edit limits.
+/// Zulip's grace period on edit and move limits (`edit_limit_buffer`).
 const EDIT_GRACE_SECS: i64 = 20;
-/// `realm_move_messages_within_stream_limit_seconds` and `..._between_streams_...`.
-pub const MOVE_LIMIT_SECS: i64 = 3 * 24 * 3600;
-
-/// The realm's group for a message policy (Zulip's defaults, see the module doc).
-fn policy(realm: &Realm, name: &str) -> SystemGroup {
-    match name {
-        "can_move_messages_between_channels_group" => SystemGroup::Members,
-        "can_delete_any_message_group" => SystemGroup::Administrators,
-        "can_move_messages_between_topics_group"
-        | "can_resolve_topics_group"
-        | "can_delete_own_message_group" => SystemGroup::Everyone,
-        _ => {
-            let _ = realm;
-            SystemGroup::Nobody
-        }
-    }
-}
-
-fn in_policy(realm: &Realm, me: &User, name: &str) -> bool {
-    realm.in_setting(me, &realm.system_setting(policy(realm, name)))
-}
 
 /// How far an edit reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +55,9 @@ pub struct EditRequest {
     pub topic: Option<String>,
     pub channel_id: Option<i64>,
     pub propagate: Propagate,
+    /// With a topic wildcard mention in new content: the topic's participants, read on
+    /// the worker up to `WILDCARD_MENTION_THRESHOLD + 1` of them.
+    pub topic_participants: Vec<UserId>,
 }
 
 fn no_permission() -> ApiError {
@@ -101,13 +83,21 @@ impl Realm {
             }
         }
         if r.content.is_some() {
+            // Zulip's `validate_user_can_edit_message`.
+            if !self.properties.allow_message_editing {
+                return Err(ApiError::bad_request(
+                    "Your organization has turned off message editing",
+                ));
+            }
             if target.sender_id != me.id {
                 return Err(no_permission());
             }
-            if age > CONTENT_EDIT_LIMIT_SECS + EDIT_GRACE_SECS {
-                return Err(ApiError::bad_request(
-                    "The time limit for editing this message has passed",
-                ));
+            if let Some(limit) = self.message_limit(MessageLimit::ContentEdit) {
+                if age > limit + EDIT_GRACE_SECS {
+                    return Err(ApiError::bad_request(
+                        "The time limit for editing this message has passed",
+                    ));
+                }
             }
         }
         // An unchanged topic counts as not given.
@@ -167,42 +157,38 @@ impl Realm {
             None => None,
         };
         let old_channel = target.recipient.channel().and_then(|c| self.channel(c));
-        if let (Some(t), Some(ch)) = (&topic, old_channel) {
+        let moderator = me.role <= Role::Moderator;
+        if let (Some(t), Some(from)) = (&topic, old_channel) {
+            let to = new_channel.unwrap_or(from);
             let old = target.recipient.topic().unwrap_or_default();
             let resolving = t.strip_prefix("✔ ") == Some(old) || old.strip_prefix("✔ ") == Some(t);
             if resolving {
-                if !in_policy(self, me, "can_resolve_topics_group")
-                    && !self.in_setting(me, &ch.setting(ChannelSetting::CanResolveTopics))
-                {
+                if !self.can_resolve_topics(me, from, to) {
                     return Err(ApiError::bad_request(
                         "You don't have permission to resolve topics in this channel.",
                     ));
                 }
             } else {
-                if !in_policy(self, me, "can_move_messages_between_topics_group")
-                    && !self.in_setting(
-                        me,
-                        &ch.setting(ChannelSetting::CanMoveMessagesWithinChannel),
-                    )
-                {
+                if !self.can_edit_topic(me, from, to) {
                     return Err(no_permission());
                 }
-                if me.role > crate::realm::Role::Moderator
-                    && age > MOVE_LIMIT_SECS + EDIT_GRACE_SECS
-                {
-                    return Err(ApiError::bad_request(
-                        "The time limit for editing this message's topic has passed.",
-                    ));
+                if let Some(limit) = self.message_limit(MessageLimit::MoveWithinStream) {
+                    if !moderator && age > limit + EDIT_GRACE_SECS {
+                        return Err(ApiError::bad_request(
+                            "The time limit for editing this message's topic has passed.",
+                        ));
+                    }
                 }
             }
         }
+        if let (Some(rendered), Some(ch)) = (&r.rendered, old_channel) {
+            if r.content.is_some() {
+                // Checked for the message's sender, who alone edits content.
+                self.check_wildcard_mentions(me, ch, rendered.wildcard, &r.topic_participants)?;
+            }
+        }
         if let (Some(to), Some(from)) = (new_channel, old_channel) {
-            if !in_policy(self, me, "can_move_messages_between_channels_group")
-                && !self.in_setting(
-                    me,
-                    &from.setting(ChannelSetting::CanMoveMessagesOutOfChannel),
-                )
-            {
+            if !self.can_move_messages_out_of_channel(me, from) {
                 return Err(ApiError::bad_request(
                     "You don't have permission to move this message",
                 ));
@@ -212,10 +198,12 @@ impl Realm {
                     "You do not have permission to post in this channel.",
                 ));
             }
-            if me.role > crate::realm::Role::Moderator && age > MOVE_LIMIT_SECS + EDIT_GRACE_SECS {
-                return Err(ApiError::bad_request(
-                    "The time limit for editing this message's channel has passed",
-                ));
+            if let Some(limit) = self.message_limit(MessageLimit::MoveBetweenStreams) {
+                if !moderator && age > limit + EDIT_GRACE_SECS {
+                    return Err(ApiError::bad_request(
+                        "The time limit for editing this message's channel has passed",
+                    ));
+                }
             }
         }
         let rendered = r.rendered.clone().unwrap_or_default();
@@ -285,13 +273,47 @@ impl Realm {
         Ok(pairs)
     }
 
-    /// Zulip's `validate_can_delete_message`.
-    pub fn check_can_delete(&self, me: &User, m: &Message) -> ApiResult<()> {
+    /// Zulip's `can_move_messages_within_channel`.
+    fn can_move_messages_within_channel(&self, me: &User, ch: &Channel) -> bool {
+        self.can_administer_channel(me, ch)
+            || self.in_setting(
+                me,
+                &ch.setting(ChannelSetting::CanMoveMessagesWithinChannel),
+            )
+    }
+
+    /// Zulip's `can_edit_topic`: the realm's permission, or the channel's in the
+    /// original or the target channel.
+    fn can_edit_topic(&self, me: &User, from: &Channel, to: &Channel) -> bool {
+        self.has_realm_permission(me, RealmSetting::CanMoveMessagesBetweenTopics)
+            || self.can_move_messages_within_channel(me, from)
+            || (from.id != to.id && self.can_move_messages_within_channel(me, to))
+    }
+
+    /// Zulip's `can_resolve_topics`.
+    fn can_resolve_topics(&self, me: &User, from: &Channel, to: &Channel) -> bool {
+        let in_channel =
+            |ch: &Channel| self.in_setting(me, &ch.setting(ChannelSetting::CanResolveTopics));
+        self.has_realm_permission(me, RealmSetting::CanResolveTopics)
+            || in_channel(from)
+            || (from.id != to.id && in_channel(to))
+    }
+
+    /// Zulip's `can_move_messages_out_of_channel`.
+    fn can_move_messages_out_of_channel(&self, me: &User, ch: &Channel) -> bool {
+        me.is_admin()
+            || self.has_realm_permission(me, RealmSetting::CanMoveMessagesBetweenChannels)
+            || self.can_administer_channel(me, ch)
+            || self.in_setting(me, &ch.setting(ChannelSetting::CanMoveMessagesOutOfChannel))
+    }
+
+    /// Zulip's `validate_can_delete_message`, at time `now`.
+    pub fn check_can_delete(&self, me: &User, m: &Message, now: i64) -> ApiResult<()> {
         let channel = m.recipient.channel().and_then(|c| self.channel(c));
         if channel.is_some_and(|c| c.is_archived) {
             return Err(ApiError::bad_request("Invalid message(s)"));
         }
-        if in_policy(self, me, "can_delete_any_message_group") {
+        if self.has_realm_permission(me, RealmSetting::CanDeleteAnyMessage) {
             return Ok(());
         }
         if channel
@@ -304,12 +326,21 @@ impl Realm {
         if m.sender_id != me.id && sender_owner != Some(me.id) {
             return Err(denied());
         }
-        let own = in_policy(self, me, "can_delete_own_message_group")
-            || channel.is_some_and(|c| {
-                self.in_setting(me, &c.setting(ChannelSetting::CanDeleteOwnMessage))
-            });
-        if !own {
-            return Err(denied());
+        if !self.has_realm_permission(me, RealmSetting::CanDeleteOwnMessage) {
+            // Channel messages may still be deleted with the channel's permission.
+            let Some(c) = channel else {
+                return Err(denied());
+            };
+            if !self.in_setting(me, &c.setting(ChannelSetting::CanDeleteOwnMessage)) {
+                return Err(denied());
+            }
+        }
+        if let Some(limit) = self.message_limit(MessageLimit::ContentDelete) {
+            if now - m.timestamp > limit {
+                return Err(ApiError::bad_request(
+                    "The time limit for deleting this message has passed",
+                ));
+            }
         }
         Ok(())
     }

@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::fetch::MessageRows;
 use super::send::{normalize_body, normalize_topic, Addressee, ChannelRef, SendRequest};
 use super::{Message, MessageChange, MessageId};
 use crate::error::{ApiError, ApiResult};
@@ -115,6 +116,7 @@ impl Realm {
     fn check_scheduled(
         &self,
         me: &User,
+        rows: &dyn MessageRows,
         channel: bool,
         to: &Value,
         topic: Option<&str>,
@@ -143,7 +145,8 @@ impl Realm {
             }
             self.lookup_direct_recipients(&ids, &[])?;
             let content = normalize_body(content)?;
-            self.direct_recipients(me, &ids, &[])?;
+            let participants = self.direct_recipients(me, &ids, &[])?;
+            self.check_can_send_direct(me, &participants, rows)?;
             let mut users: Vec<UserId> = ids.iter().map(|i| *i as UserId).collect();
             users.sort_unstable();
             users.dedup();
@@ -157,6 +160,7 @@ impl Realm {
         me: &User,
         r: &ScheduleRequest,
         cx: &mut Cx,
+        rows: &dyn MessageRows,
     ) -> ApiResult<ScheduledMessage> {
         let deliver_at = r.deliver_at.unwrap_or_default();
         if deliver_at <= cx.now_secs() {
@@ -165,6 +169,7 @@ impl Realm {
         let to = r.to.clone().unwrap_or(Value::Null);
         let (to, content) = self.check_scheduled(
             me,
+            rows,
             r.channel_type.unwrap_or(false),
             &to,
             r.topic.as_deref(),
@@ -189,6 +194,7 @@ impl Realm {
         id: i64,
         r: &ScheduleRequest,
         cx: &mut Cx,
+        rows: &dyn MessageRows,
     ) -> ApiResult<ScheduledMessage> {
         if r.channel_type.is_none()
             && r.to.is_none()
@@ -238,7 +244,8 @@ impl Realm {
             None
         };
         let content = r.content.clone().unwrap_or_else(|| old.content.clone());
-        let (to, content) = self.check_scheduled(me, channel, &to, topic.as_deref(), &content)?;
+        let (to, content) =
+            self.check_scheduled(me, rows, channel, &to, topic.as_deref(), &content)?;
         Ok(ScheduledMessage {
             id: old.id,
             sender_id: me.id,
@@ -262,7 +269,7 @@ impl Realm {
     }
 
     /// The due scheduled messages, decided: each sent, or failed.
-    pub fn decide_due_scheduled(&self, cx: &mut Cx) -> Vec<Change> {
+    pub fn decide_due_scheduled(&self, cx: &mut Cx, rows: &dyn MessageRows) -> Vec<Change> {
         let now = cx.now_secs();
         let mut out = Vec::new();
         let mut next_id: MessageId = self.messages.next_id;
@@ -279,7 +286,7 @@ impl Realm {
             if s.failed {
                 continue;
             }
-            match self.deliver(s, cx) {
+            match self.deliver(s, cx, rows) {
                 Ok(mut m) => {
                     m.id = next_id;
                     next_id += 1;
@@ -299,7 +306,12 @@ impl Realm {
         out
     }
 
-    fn deliver(&self, s: &ScheduledMessage, cx: &mut Cx) -> ApiResult<Message> {
+    fn deliver(
+        &self,
+        s: &ScheduledMessage,
+        cx: &mut Cx,
+        rows: &dyn MessageRows,
+    ) -> ApiResult<Message> {
         let me = self
             .user(s.sender_id)
             .filter(|u| u.is_active)
@@ -322,8 +334,12 @@ impl Realm {
                 content: s.content.clone(),
                 client: "Scheduled message".into(),
                 read_by_sender: s.read_by_sender,
+                // Topic participants are not read at delivery (a scan of the topic on
+                // the actor): a topic wildcard counts the sender only.
+                topic_participants: Vec::new(),
             },
             cx,
+            rows,
         )
     }
 

@@ -2,11 +2,19 @@
 
 use serde_json::Value;
 
+use std::collections::BTreeSet;
+
 use super::content::Rendered;
-use super::{Message, MessageChange, Recipient};
+use super::fetch::{MessageRows, Source};
+use super::{Message, MessageChange, MessageId, Recipient, Wildcard};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::realm::channels::{Channel, ChannelSetting};
+use crate::realm::groups::{GroupSetting, RealmSetting, SystemGroup};
 use crate::realm::{Change, Cx, Realm, User, UserId};
+
+/// Zulip's `Realm.WILDCARD_MENTION_THRESHOLD`: wildcard mentions reaching more users
+/// need `can_mention_many_users_group`.
+pub const WILDCARD_MENTION_THRESHOLD: usize = 15;
 
 /// Zulip's `max_message_length`.
 pub const MAX_MESSAGE_LENGTH: usize = 10_000;
@@ -43,6 +51,56 @@ pub struct SendRequest {
     pub rendered: Rendered,
     pub client: String,
     pub read_by_sender: bool,
+    /// With a topic wildcard mention: the topic's participants, read on the worker
+    /// (`topic_participants`).
+    pub topic_participants: Vec<UserId>,
+}
+
+/// Zulip's `participants_for_topic`: who sent or reacted to a message of the topic,
+/// deactivated users included. Reading stops once more than
+/// `WILDCARD_MENTION_THRESHOLD` are found, which is all a decision needs.
+pub fn topic_participants(
+    rows: &dyn MessageRows,
+    channel: crate::realm::channels::ChannelId,
+    topic: &str,
+    max_id: MessageId,
+) -> ApiResult<Vec<UserId>> {
+    let mut found = BTreeSet::new();
+    let source = Source::Topic(channel, topic.to_owned());
+    for id in rows.scan(&source, 0, max_id, false)? {
+        let Some(m) = rows.row(id?)? else {
+            continue;
+        };
+        if !matches!(&m.recipient, Recipient::Channel { channel_id, topic: t }
+            if *channel_id == channel && t.to_lowercase() == topic.to_lowercase())
+        {
+            continue;
+        }
+        found.insert(m.sender_id);
+        found.extend(m.reactions.iter().map(|r| r.user_id));
+        if found.len() > WILDCARD_MENTION_THRESHOLD {
+            break;
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// Whether the direct message conversation of `users` (sender included, sorted)
+/// holds a message: the first entry of its index.
+pub fn conversation_has_messages(rows: &dyn MessageRows, users: &[UserId]) -> ApiResult<bool> {
+    for id in rows.scan(
+        &Source::Conversation(users.to_vec()),
+        0,
+        MessageId::MAX,
+        false,
+    )? {
+        if let Some(m) = rows.row(id?)? {
+            if matches!(&m.recipient, Recipient::Direct { users: u } if u == users) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// Zulip's `normalize_body`: trailing whitespace and leading newlines go; empty and
@@ -280,12 +338,104 @@ impl Realm {
         Ok(users)
     }
 
-    /// Decides a send: the message with its id and time.
-    pub fn decide_send(&self, me: &User, r: SendRequest, cx: &mut Cx) -> ApiResult<Message> {
+    /// Zulip's `check_can_send_direct_message`: some participant must be in
+    /// `direct_message_permission_group`, and a sender outside
+    /// `direct_message_initiator_group` may only write to conversations that already
+    /// hold messages. Bots, and conversations with only bots, are exempt.
+    pub fn check_can_send_direct(
+        &self,
+        me: &User,
+        users: &[UserId],
+        rows: &dyn MessageRows,
+    ) -> ApiResult<()> {
+        if me.is_bot() {
+            return Ok(());
+        }
+        let participants: Vec<&User> = users.iter().filter_map(|u| self.user(*u)).collect();
+        if participants.iter().all(|u| u.is_bot() || u.id == me.id) {
+            return Ok(());
+        }
+        let permission = self.realm_setting(RealmSetting::DirectMessagePermission);
+        if !participants.iter().any(|u| self.in_setting(u, &permission)) {
+            let nobody = GroupSetting::Named(self.system_group_id(SystemGroup::Nobody));
+            return Err(ApiError::bad_request(if permission == nobody {
+                "Direct messages are disabled in this organization."
+            } else {
+                "This conversation does not include any users who can authorize it."
+            }));
+        }
+        let initiator = self.realm_setting(RealmSetting::DirectMessageInitiator);
+        if self.in_setting(me, &initiator) || conversation_has_messages(rows, users)? {
+            return Ok(());
+        }
+        Err(ApiError::bad_request(
+            "You are not allowed to start direct message conversations.",
+        ))
+    }
+
+    /// Zulip's `stream_wildcard_mention_allowed` and `topic_wildcard_mention_allowed`:
+    /// a wildcard mention reaching more than `WILDCARD_MENTION_THRESHOLD` users (the
+    /// channel's subscribers, or the topic's participants with the sender) needs
+    /// `can_mention_many_users_group`.
+    pub fn check_wildcard_mentions(
+        &self,
+        sender: &User,
+        ch: &Channel,
+        wildcard: Wildcard,
+        topic_participants: &[UserId],
+    ) -> ApiResult<()> {
+        if wildcard == Wildcard::None
+            || self.has_realm_permission(sender, RealmSetting::CanMentionManyUsers)
+        {
+            return Ok(());
+        }
+        match wildcard {
+            Wildcard::Channel => {
+                let subscribers = ch
+                    .subs
+                    .iter()
+                    .filter(|(u, sub)| sub.active && self.user(**u).is_some_and(|u| u.is_active))
+                    .take(WILDCARD_MENTION_THRESHOLD + 1)
+                    .count();
+                if subscribers > WILDCARD_MENTION_THRESHOLD {
+                    return Err(ApiError::new(
+                        400,
+                        ErrorCode::StreamWildcardMentionNotAllowed,
+                        "You do not have permission to use channel wildcard mentions in this channel.",
+                    ));
+                }
+            }
+            Wildcard::Topic => {
+                let mut participants: BTreeSet<UserId> =
+                    topic_participants.iter().copied().collect();
+                participants.insert(sender.id);
+                if participants.len() > WILDCARD_MENTION_THRESHOLD {
+                    return Err(ApiError::new(
+                        400,
+                        ErrorCode::TopicWildcardMentionNotAllowed,
+                        "You do not have permission to use topic wildcard mentions in this topic.",
+                    ));
+                }
+            }
+            Wildcard::None => {}
+        }
+        Ok(())
+    }
+
+    /// Decides a send: the message with its id and time. `rows` is the message store,
+    /// for the one lookup a direct message may need (`check_can_send_direct`).
+    pub fn decide_send(
+        &self,
+        me: &User,
+        r: SendRequest,
+        cx: &mut Cx,
+        rows: &dyn MessageRows,
+    ) -> ApiResult<Message> {
         let recipient = match &r.to {
             Addressee::Channel { channel, topic } => {
                 let ch = self.channel_for_send(me, channel)?;
                 self.check_can_post(me, ch)?;
+                self.check_wildcard_mentions(me, ch, r.rendered.wildcard, &r.topic_participants)?;
                 Recipient::Channel {
                     channel_id: ch.id,
                     topic: topic.clone(),
@@ -296,6 +446,7 @@ impl Realm {
                     return Err(ApiError::bad_request("Message must have recipients"));
                 }
                 let users = self.direct_recipients(me, ids, emails)?;
+                self.check_can_send_direct(me, &users, rows)?;
                 Recipient::Direct { users }
             }
         };
