@@ -10,6 +10,8 @@ use crate::realm::users::gravatar_url;
 pub async fn create_bot(req: ApiRequest) -> ApiResponse {
     req.call(CallOpts::USER, |c| {
         let me = c.me()?;
+        // `add_bot_backend` is `require_member_or_admin`: no guests, no bots.
+        c.realm.require_member_or_admin(me)?;
         let full_name = c.params.str("full_name")?;
         let short_name = c.params.str("short_name")?;
         let bot_type = c.params.opt_int("bot_type")?.unwrap_or(1);
@@ -38,6 +40,8 @@ pub async fn create_bot(req: ApiRequest) -> ApiResponse {
 pub async fn get_bots(req: ApiRequest) -> ApiResponse {
     req.read_large(CallOpts::USER, |c| {
         let me = c.me()?;
+        // `get_bots_backend` is `require_member_or_admin`.
+        c.realm.require_member_or_admin(me)?;
         let mut body = Map::new();
         body.insert("bots".into(), Value::Array(c.realm.view_bots(me)));
         Ok(Outcome::read(body))
