@@ -1042,7 +1042,7 @@ async fn create_patch_archive_channels() {
         &[("name", "guest-channel")],
         400,
         "BAD_REQUEST",
-        "Insufficient permission",
+        "Not allowed for guest users",
     )
     .await;
     s.err(
@@ -1135,7 +1135,7 @@ async fn create_patch_archive_channels() {
         ],
         400,
         "BAD_REQUEST",
-        "Insufficient permission",
+        "Not allowed for guest users",
     )
     .await;
     // A private channel made visible to a new subscriber.
