@@ -104,7 +104,8 @@ impl Who {
     }
 }
 
-/// The humans of the development realm the matrix uses besides the callers.
+/// The deactivated caller, the password of the users the setup creates, and the
+/// other realm.
 const GONE_EMAIL: &str = "gone@authz.test";
 const PASSWORD: &str = "authz matrix passphrase";
 const OTHER_SUBDOMAIN: &str = "other";
@@ -276,6 +277,8 @@ struct Fx {
     temporary_url: String,
     view_fragment: String,
     othello_queue: String,
+    /// The image URL of othello's shared emoji.
+    emoji_image: String,
     /// Per caller: a member to deactivate and reactivate, a bot of the bot owner to
     /// deactivate, a channel to archive, a message of othello to delete, groups of
     /// othello to deactivate and to add as subgroups, othello's emoji, linkifiers and
@@ -311,6 +314,9 @@ impl Fx {
 
 type Params = Vec<(&'static str, String)>;
 
+/// What a probe reads: as this user, GET this path (query included).
+type Probe = fn(&Fx, Who) -> (&'static str, String);
+
 /// One operation: its route-table entry, the request each caller sends, and the
 /// answer each caller gets.
 struct Case {
@@ -326,7 +332,7 @@ struct Case {
     /// A multipart body with one file under this field.
     file: Option<&'static str>,
     /// What a refused call must leave unchanged: read as this user with GET.
-    probe: Option<fn(&Fx, Who) -> (&'static str, String)>,
+    probe: Option<Probe>,
     /// Where hearth is known to answer otherwise than Zulip.
     known: Option<Known>,
 }
@@ -381,7 +387,7 @@ impl Case {
         self
     }
 
-    fn probe(mut self, probe: fn(&Fx, Who) -> (&'static str, String)) -> Case {
+    fn probe(mut self, probe: Probe) -> Case {
         self.probe = Some(probe);
         self
     }
@@ -489,6 +495,16 @@ fn cases() -> Vec<Case> {
                     "Your username or password is incorrect",
                 ),
                 _ => err(401, "USER_DEACTIVATED", "Account is deactivated"),
+            }),
+    );
+    // Custom emoji images are public, on their realm's host only.
+    c.push(
+        case("GET", "/user_avatars/{realm}/emoji/images/{file_name}")
+            .at(|f, _| f.emoji_image.clone())
+            .all_callers()
+            .want(|_, w| match w {
+                Foreign => err(404, "NOT_FOUND", "Not Found"),
+                _ => Want::Page(200, "PNG"),
             }),
     );
     // Othello's upload, linked from no message: only he may read it.
@@ -2014,6 +2030,24 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         .as_i64()
         .unwrap();
 
+    upload(
+        s,
+        OTHELLO,
+        "/api/v1/realm/emoji/authz_shared",
+        "f1",
+        "img.png",
+    )
+    .await;
+    let realm_emoji = s.ok("GET", "/api/v1/realm/emoji", OTHELLO, &[]).await;
+    let emoji_image = realm_emoji["emoji"]
+        .as_object()
+        .expect("emoji")
+        .values()
+        .find(|e| e["name"] == "authz_shared")
+        .and_then(|e| e["source_url"].as_str())
+        .expect("source_url")
+        .to_owned();
+
     let linkifier_ids =
         ids_of(&s.ok("GET", "/api/v1/realm/linkifiers", IAGO, &[]).await["linkifiers"]);
     let field_ids =
@@ -2118,6 +2152,7 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         temporary_url,
         view_fragment,
         othello_queue,
+        emoji_image,
         targets,
         bots,
         archive,

@@ -775,32 +775,84 @@ pub fn start_relay() -> (String, Shared, ServerHandle) {
 // ---- the route table -------------------------------------------------------------
 
 /// Every operation of the route table (`src/api/mod.rs` `routes`) as (METHOD, path
-/// pattern), read from the source: entries look like
-/// `endpoint!("/path", get => handler, post => handler)` inside `web::scope("/prefix")`.
+/// pattern), read from the source: `endpoint!("/path", get => handler, ...)` entries
+/// and `web::resource("/path").route(web::get()...)` ones, each under the
+/// `web::scope("/prefix")` that encloses it, if any.
 pub fn route_table() -> Vec<(String, String)> {
     let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api/mod.rs"))
         .expect("src/api/mod.rs");
+    let src = &src[src.find("pub fn routes(").expect("fn routes")..];
     let literal = |s: &str| -> Option<String> {
         let s = s.trim_start();
         let s = s.strip_prefix('"')?;
         Some(s[..s.find('"')?].to_owned())
+    };
+    // The prefix of the `web::scope(...)` whose chain encloses `at`: a scope lasts
+    // until the parenthesis around it (`.service(web::scope("/p").service(...))`)
+    // closes.
+    let scope_at = |at: usize| -> String {
+        let bytes = src.as_bytes();
+        let mut open: Vec<(usize, String)> = Vec::new();
+        let mut depth = 0usize;
+        let mut i = 0;
+        while i < at {
+            if src[i..].starts_with("web::scope(") {
+                let prefix = literal(&src[i + "web::scope(".len()..]).unwrap_or_default();
+                open.push((depth, prefix));
+                i += "web::scope".len();
+                continue;
+            }
+            match bytes[i] {
+                b'(' => depth += 1,
+                b')' => {
+                    depth = depth.saturating_sub(1);
+                    while open.last().is_some_and(|(d, _)| *d > depth) {
+                        open.pop();
+                    }
+                }
+                b'"' => {
+                    // Skip string literals.
+                    i += 1;
+                    while i < at && bytes[i] != b'"' {
+                        i += 1;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        open.last().map(|(_, p)| p.clone()).unwrap_or_default()
     };
     let mut out = Vec::new();
     for (at, _) in src.match_indices("endpoint!(") {
         let after = &src[at + "endpoint!(".len()..];
         let Some(path) = literal(after) else { continue };
         let Some(end) = after.find(')') else { continue };
-        let scope = src[..at]
-            .rmatch_indices("web::scope(")
-            .next()
-            .and_then(|(s, _)| literal(&src[s + "web::scope(".len()..]))
-            .unwrap_or_default();
+        let scope = scope_at(at);
         for (arrow, _) in after[..end].match_indices("=>") {
             let method = after[..arrow]
                 .trim_end()
                 .rsplit([' ', ','])
                 .next()
                 .unwrap_or_default();
+            out.push((method.to_uppercase(), format!("{scope}{path}")));
+        }
+    }
+    for (at, _) in src.match_indices("web::resource(") {
+        let after = &src[at + "web::resource(".len()..];
+        let Some(path) = literal(after) else { continue };
+        // Its methods: the `.route(web::get()...)` calls up to the next entry.
+        let next = ["web::resource(", "endpoint!(", "web::scope("]
+            .iter()
+            .filter_map(|m| after.find(m))
+            .min()
+            .unwrap_or(after.len());
+        let scope = scope_at(at);
+        for (r, _) in after[..next].match_indices(".route(web::") {
+            let method: String = after[r + ".route(web::".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .collect();
             out.push((method.to_uppercase(), format!("{scope}{path}")));
         }
     }
