@@ -565,10 +565,10 @@ impl EventHub {
             .get(queue_id)
             .map(|q| q.clone())
             .ok_or_else(|| bad_queue(queue_id))?;
+        // Another user's queue answers as an unknown one (Zulip's
+        // `access_client_descriptor`): its existence is not revealed.
         if q.user_id != user_id {
-            return Err(ApiError::bad_request(
-                "You are not authorized to get events from this queue",
-            ));
+            return Err(bad_queue(queue_id));
         }
         Ok(q)
     }
@@ -921,7 +921,7 @@ mod tests {
             .is_empty());
         assert_eq!(
             hub.get_events(8, &q, None, true).await.map_err(|e| e.msg),
-            Err("You are not authorized to get events from this queue".into())
+            Err(format!("Bad event queue ID: {q}"))
         );
     }
 

@@ -295,11 +295,10 @@ async fn unknown_queue_and_other_users_queue() {
             &[("queue_id", &queue), ("last_event_id", "-1")],
         )
         .await;
+    // Another user's queue answers as an unknown one.
     assert_eq!(status, 400);
-    assert_eq!(
-        body["msg"],
-        "You are not authorized to get events from this queue"
-    );
+    assert_eq!(body["code"], "BAD_EVENT_QUEUE_ID");
+    assert_eq!(body["msg"], format!("Bad event queue ID: {queue}"));
 
     let (status, _, body) = app
         .get(

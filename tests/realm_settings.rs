@@ -907,10 +907,11 @@ async fn channel_creation() {
     // ones, administrators default ones.
     assert_ok(subscribe(&s, HAMLET, &["hamlet-public"], &[]).await);
     assert_ok(subscribe(&s, HAMLET, &["hamlet-private"], &[("invite_only", "true")]).await);
+    // Guests never reach the channel settings: `@require_non_guest_user`.
     assert_refused(
         subscribe(&s, POLONIUS, &["guest-public"], &[]).await,
         "BAD_REQUEST",
-        INSUFFICIENT,
+        "Not allowed for guest users",
     );
     assert_refused(
         subscribe(&s, IAGO, &["web"], &[("is_web_public", "true")]).await,

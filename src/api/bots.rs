@@ -10,7 +10,7 @@ use crate::realm::users::gravatar_url;
 pub async fn create_bot(req: ApiRequest) -> ApiResponse {
     req.call(CallOpts::USER, |c| {
         let me = c.me()?;
-        // `@require_member_or_admin` comes before the parameters.
+        // `add_bot_backend` is `require_member_or_admin`: no guests, no bots.
         c.realm.require_member_or_admin(me)?;
         let full_name = c.params.str("full_name")?;
         let short_name = c.params.str("short_name")?;
@@ -40,6 +40,8 @@ pub async fn create_bot(req: ApiRequest) -> ApiResponse {
 pub async fn get_bots(req: ApiRequest) -> ApiResponse {
     req.read_large(CallOpts::USER, |c| {
         let me = c.me()?;
+        // `get_bots_backend` is `require_member_or_admin`.
+        c.realm.require_member_or_admin(me)?;
         let mut body = Map::new();
         body.insert("bots".into(), Value::Array(c.realm.view_bots(me)));
         Ok(Outcome::read(body))

@@ -12,7 +12,7 @@ use crate::realm::channels::{
     SubscribeItem, SubscribeRequest,
 };
 use crate::realm::groups::GroupSetting;
-use crate::realm::Realm;
+use crate::realm::{Realm, User};
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
@@ -85,10 +85,19 @@ fn stream_id_path(raw: &str) -> ApiResult<i64> {
     path_int("stream_id", raw)
 }
 
+/// Zulip's `require_non_guest_user`: guests are refused before any parameter is read.
+fn require_non_guest(me: &User) -> ApiResult<()> {
+    if me.is_guest() {
+        return Err(ApiError::bad_request("Not allowed for guest users"));
+    }
+    Ok(())
+}
+
 /// # `POST /channels/create`
 pub async fn create_channel(req: ApiRequest) -> ApiResponse {
     req.call(CallOpts::USER, |c| {
         let me = c.me()?;
+        require_non_guest(me)?;
         let name = c.params.str("name")?;
         let description = c.params.opt_str("description").unwrap_or_default();
         let subscribers = match c.params.opt_json("subscribers")? {
@@ -155,6 +164,8 @@ fn subscribe_items(p: &Params) -> ApiResult<Vec<SubscribeItem>> {
 
 /// # `POST /users/me/subscriptions`
 pub async fn subscribe(req: ApiRequest) -> ApiResponse {
+    // Guests subscribe nobody, themselves included (`add_subscriptions_backend`).
+    req.check(|_, me| require_non_guest(me))?;
     req.write(CallOpts::USER, subscribe_items, |c, items| {
         let me = c.me()?;
         let principals = principals(c)?;

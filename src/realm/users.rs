@@ -274,11 +274,12 @@ impl Realm {
         Ok(bot_type as u8)
     }
 
-    /// `GET /bots`: the caller's bots (every bot, for administrators).
+    /// `GET /bots`: the caller's own active bots, administrators included (Zulip's
+    /// `get_bots_backend`; every bot of the realm is in `/register`'s `realm_bots`).
     pub fn view_bots(&self, me: &User) -> Vec<Value> {
         self.users
             .values()
-            .filter(|b| b.is_bot() && (me.is_admin() || b.bot_owner_id == Some(me.id)))
+            .filter(|b| b.is_bot() && b.is_active && b.bot_owner_id == Some(me.id))
             .map(|b| self.bot_json(b))
             .collect()
     }

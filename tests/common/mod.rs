@@ -8,7 +8,9 @@
 //!   `tick`), `spawn_durable()` (`--durability always`), `spawn_configured(dir, tweak)`
 //!   (any other configuration, kept across restarts). `stop`, `start` and `restart`
 //!   reuse the same folder (and clock). Every start goes through `start_server`, which
-//!   retries only sled's lock error.
+//!   retries only sled's lock error. `spawn_two_realms` serves the development realm and
+//!   a second realm from one folder; the `Host` header then selects the realm
+//!   (`DEV_HOST` on every request, `request_on(host, ...)` for the other).
 //! - Authenticate: `api_key(email)` (cached per start), or `Auth` for literal
 //!   credentials and headers.
 //! - Call: `call(method, path, email, params)` as a user (params in the query for GET,
@@ -100,6 +102,21 @@ pub struct TestApp {
     tweak: ConfigTweak,
     /// API keys fetched so far, by email.
     keys: Mutex<HashMap<String, String>>,
+    /// The `Host` header of every request, when the server holds several realms
+    /// (`spawn_two_realms`); else the URL's host.
+    host: Option<String>,
+}
+
+/// The `Host` that selects the development realm when the server holds several.
+pub const DEV_HOST: &str = "zulip.localhost";
+
+/// A second realm on the same server and data folder (`TestApp::spawn_two_realms`).
+pub struct OtherRealm {
+    /// The `Host` header that selects it (`<subdomain>.localhost`).
+    pub host: String,
+    pub owner_email: String,
+    pub owner_key: String,
+    pub owner_id: u64,
 }
 
 /// A change to the test configuration (`TestApp::spawn_configured`).
@@ -262,7 +279,59 @@ impl TestApp {
             clock,
             tweak,
             keys: Mutex::new(HashMap::new()),
+            host: None,
         }
+    }
+
+    /// Starts one server holding two realms on one data folder: the development realm
+    /// and a production realm `subdomain` owned by `owner_email` (made as `hearth realm
+    /// create` makes it, before the first start). With two realms the `Host` header
+    /// selects one: every request of this harness carries `DEV_HOST`; `request_on`
+    /// reaches the other realm. `tweak` changes the configuration as in
+    /// `spawn_configured`.
+    pub async fn spawn_two_realms(
+        subdomain: &str,
+        owner_email: &str,
+        tweak: impl Fn(&mut ServeConfig) + Send + Sync + 'static,
+    ) -> (TestApp, OtherRealm) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let create = hearth::config::CreateRealm {
+            subdomain: subdomain.to_owned(),
+            name: format!("Realm {subdomain}"),
+            owner_email: owner_email.to_owned(),
+            owner_name: None,
+            owner_password: None,
+            data: dir.path().to_path_buf(),
+            url: format!("http://{subdomain}.localhost"),
+            zuliprc: dir.path().join("zuliprc"),
+        };
+        let (owner_key, owner_id) =
+            hearth::create_production_realm(&create).expect("second realm created");
+        let mut app = TestApp::spawn_from_with(dir, None, Arc::new(tweak)).await;
+        app.host = Some(DEV_HOST.to_owned());
+        let other = OtherRealm {
+            host: format!("{subdomain}.localhost"),
+            owner_email: owner_email.to_owned(),
+            owner_key,
+            owner_id,
+        };
+        (app, other)
+    }
+
+    /// A request builder for `path` on the realm `host` selects.
+    pub fn request_on(
+        &self,
+        host: &str,
+        method: Method,
+        path: &str,
+        auth: Auth<'_>,
+    ) -> RequestBuilder {
+        with_auth(
+            self.client
+                .request(method, format!("{}{path}", self.url))
+                .header(reqwest::header::HOST, host),
+            auth,
+        )
     }
 
     /// The test configuration; without the heartbeat ticker when the clock is manual.
@@ -316,10 +385,13 @@ impl TestApp {
 
     /// A request builder for `path` (absolute, e.g. `/api/v1/users`).
     pub fn request(&self, method: Method, path: &str, auth: Auth<'_>) -> RequestBuilder {
-        with_auth(
-            self.client.request(method, format!("{}{path}", self.url)),
-            auth,
-        )
+        match &self.host {
+            Some(host) => self.request_on(host, method, path, auth),
+            None => with_auth(
+                self.client.request(method, format!("{}{path}", self.url)),
+                auth,
+            ),
+        }
     }
 
     /// GET with query-string parameters.
@@ -459,12 +531,30 @@ impl TestApp {
             .collect()
     }
 
-    /// The id of a channel by name (as the administrator sees it).
+    /// The id of a channel by name, archived and private ones included (from the
+    /// administrator's `GET /streams?include_all=true`: `GET /get_stream_id` needs
+    /// access to the channel's content, which administrators lack outside private
+    /// channels).
     pub async fn stream_id(&self, name: &str) -> i64 {
         let body = self
-            .ok("GET", "/api/v1/get_stream_id", ADMIN, &[("stream", name)])
+            .ok(
+                "GET",
+                "/api/v1/streams",
+                ADMIN,
+                &[("include_all", "true"), ("exclude_archived", "false")],
+            )
             .await;
-        body["stream_id"].as_i64().expect("stream_id")
+        body["streams"]
+            .as_array()
+            .expect("streams")
+            .iter()
+            .find(|s| {
+                s["name"]
+                    .as_str()
+                    .is_some_and(|n| n.to_lowercase() == name.trim().to_lowercase())
+            })
+            .and_then(|s| s["stream_id"].as_i64())
+            .unwrap_or_else(|| panic!("no channel named {name}"))
     }
 
     /// A user's id.
@@ -680,4 +770,92 @@ pub fn start_relay() -> (String, Shared, ServerHandle) {
         state,
         handle,
     )
+}
+
+// ---- the route table -------------------------------------------------------------
+
+/// Every operation of the route table (`src/api/mod.rs` `routes`) as (METHOD, path
+/// pattern), read from the source: `endpoint!("/path", get => handler, ...)` entries
+/// and `web::resource("/path").route(web::get()...)` ones, each under the
+/// `web::scope("/prefix")` that encloses it, if any.
+pub fn route_table() -> Vec<(String, String)> {
+    let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api/mod.rs"))
+        .expect("src/api/mod.rs");
+    let src = &src[src.find("pub fn routes(").expect("fn routes")..];
+    let literal = |s: &str| -> Option<String> {
+        let s = s.trim_start();
+        let s = s.strip_prefix('"')?;
+        Some(s[..s.find('"')?].to_owned())
+    };
+    // The prefix of the `web::scope(...)` whose chain encloses `at`: a scope lasts
+    // until the parenthesis around it (`.service(web::scope("/p").service(...))`)
+    // closes.
+    let scope_at = |at: usize| -> String {
+        let bytes = src.as_bytes();
+        let mut open: Vec<(usize, String)> = Vec::new();
+        let mut depth = 0usize;
+        let mut i = 0;
+        while i < at {
+            if src[i..].starts_with("web::scope(") {
+                let prefix = literal(&src[i + "web::scope(".len()..]).unwrap_or_default();
+                open.push((depth, prefix));
+                i += "web::scope".len();
+                continue;
+            }
+            match bytes[i] {
+                b'(' => depth += 1,
+                b')' => {
+                    depth = depth.saturating_sub(1);
+                    while open.last().is_some_and(|(d, _)| *d > depth) {
+                        open.pop();
+                    }
+                }
+                b'"' => {
+                    // Skip string literals.
+                    i += 1;
+                    while i < at && bytes[i] != b'"' {
+                        i += 1;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        open.last().map(|(_, p)| p.clone()).unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for (at, _) in src.match_indices("endpoint!(") {
+        let after = &src[at + "endpoint!(".len()..];
+        let Some(path) = literal(after) else { continue };
+        let Some(end) = after.find(')') else { continue };
+        let scope = scope_at(at);
+        for (arrow, _) in after[..end].match_indices("=>") {
+            let method = after[..arrow]
+                .trim_end()
+                .rsplit([' ', ','])
+                .next()
+                .unwrap_or_default();
+            out.push((method.to_uppercase(), format!("{scope}{path}")));
+        }
+    }
+    for (at, _) in src.match_indices("web::resource(") {
+        let after = &src[at + "web::resource(".len()..];
+        let Some(path) = literal(after) else { continue };
+        // Its methods: the `.route(web::get()...)` calls up to the next entry.
+        let next = ["web::resource(", "endpoint!(", "web::scope("]
+            .iter()
+            .filter_map(|m| after.find(m))
+            .min()
+            .unwrap_or(after.len());
+        let scope = scope_at(at);
+        for (r, _) in after[..next].match_indices(".route(web::") {
+            let method: String = after[r + ".route(web::".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .collect();
+            out.push((method.to_uppercase(), format!("{scope}{path}")));
+        }
+    }
+    assert!(out.len() > 10, "could not read the route table");
+    out
 }

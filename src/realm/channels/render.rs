@@ -172,10 +172,11 @@ impl Realm {
         Ok(Value::Object(self.stream_json(ch)))
     }
 
-    /// `GET /get_stream_id`.
+    /// `GET /get_stream_id`: Zulip's `access_stream_by_name` with content access, so an
+    /// administrator outside a private channel does not find it either.
     pub fn view_stream_id(&self, me: &User, name: &str) -> ApiResult<ChannelId> {
         self.channel_by_name(name.trim())
-            .filter(|ch| self.can_see_channel(me, ch))
+            .filter(|ch| self.can_access_channel(me, ch))
             .map(|ch| ch.id)
             .ok_or_else(|| ApiError::bad_request(format!("Invalid channel name '{name}'")))
     }
