@@ -81,7 +81,10 @@ const REALM_ARBITERS: usize = 2;
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("storage: {0}")]
-    Storage(#[from] storage::StorageError),
+    Storage(storage::StorageError),
+    /// The data folder does not hold what its manifest says (see `storage`).
+    #[error("{0}")]
+    Damaged(Box<storage::Damage>),
     #[error("{0}")]
     Realm(String),
     #[error("cannot listen on {addr}: {source}")]
@@ -100,6 +103,15 @@ pub enum StartError {
     NoRealm(String),
     #[error("{0}")]
     Backup(String),
+}
+
+impl From<StorageError> for StartError {
+    fn from(e: StorageError) -> StartError {
+        match e {
+            StorageError::Damaged(d) => StartError::Damaged(d),
+            e => StartError::Storage(e),
+        }
+    }
 }
 
 impl StartError {
@@ -143,6 +155,7 @@ pub fn open_data_folder(path: &Path, mode: DurabilityMode) -> Result<(Store, boo
             }
             Err(match e {
                 StorageError::Sled(e) => open_error(path, e),
+                StorageError::Damaged(d) => StartError::Damaged(d),
                 other => StartError::data_folder(path, other),
             })
         }
@@ -305,6 +318,8 @@ pub async fn spawn_with_clock(
         .unwrap_or_else(|| format!("http://{addr}"))
         .into();
 
+    // A realm the manifest names must be there: never seed a new one in its place.
+    store.verify_realms()?;
     let mut subdomains = store.realm_subdomains();
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
@@ -337,9 +352,14 @@ pub async fn spawn_with_clock(
     for (i, subdomain) in subdomains.iter().enumerate() {
         let recovering = std::time::Instant::now();
         let mut realm_store = store.realm(subdomain)?;
-        let recovered = realm_store
-            .recover()?
-            .ok_or_else(|| StartError::Realm(format!("realm '{subdomain}' has no history")))?;
+        let recovered = realm_store.recover()?.ok_or_else(|| {
+            StartError::Damaged(Box::new(storage::Damage {
+                folder: config.data.clone(),
+                realm: Some(subdomain.clone()),
+                expected: "the realm's snapshot or its first WAL record".into(),
+                found: "neither".into(),
+            }))
+        })?;
         tracing::info!(
             "realm '{subdomain}': recovered in {} ms",
             recovering.elapsed().as_millis()
@@ -378,6 +398,9 @@ pub async fn spawn_with_clock(
             },
         );
     }
+
+    // What start-up read is the durable state now: the manifest says so.
+    store.write_manifest()?;
 
     let state = web::Data::new(AppState {
         registry,
@@ -516,6 +539,7 @@ pub fn create_production_realm(c: &config::CreateRealm) -> Result<(String, u64),
         }
     }
     let (store, _) = open_data_folder(&c.data, DurabilityMode::Always)?;
+    store.verify_realms()?;
     if store.realm_subdomains().iter().any(|s| s == &c.subdomain) {
         return Err(StartError::Realm(format!(
             "realm '{}' already exists in {}",
