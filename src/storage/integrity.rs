@@ -13,7 +13,7 @@
 //! that decode; the uploaded files as they are), checks it, and only then moves the
 //! damaged folder aside (`<data>.damaged-<time>`) and gives the new one its name.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -944,11 +944,107 @@ pub fn recover_command(args: &RecoverArgs, out: &mut dyn Write) -> Result<(), St
     Ok(())
 }
 
-/// The marks of a manifest, by realm (tests and tooling).
-pub fn manifest_marks(data: &Path) -> Result<BTreeMap<String, RealmMark>, String> {
-    match manifest::read(data) {
-        Ok(Some(m)) => Ok(m.realms),
-        Ok(None) => Ok(BTreeMap::new()),
-        Err(e) => Err(e.to_string()),
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::realm::dev::dev_realm_changes;
+    use crate::realm::{Cx, Realm};
+
+    fn scan(base: Option<u64>, upto: u64, end: Option<End>) -> Scan {
+        let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
+        Scan {
+            base,
+            readable_upto: upto,
+            end,
+            after_end: 3,
+            highest: upto + 3,
+            realm: Realm::from_first_change(&changes[0]),
+            ..Scan::default()
+        }
+    }
+
+    fn mark(last_seq: u64, snapshot_seq: u64) -> Option<RealmMark> {
+        Some(RealmMark {
+            last_seq,
+            snapshot_seq,
+        })
+    }
+
+    #[test]
+    fn a_torn_tail_beyond_the_mark_is_a_note_at_or_below_it_a_refusal() {
+        let torn = scan(Some(10), 20, Some(End::Unreadable(21, "checksum".into())));
+        let v = judge(&torn, mark(20, 10));
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+        assert!(v.notes[0].contains("torn tail"), "{:?}", v.notes);
+
+        let damaged = scan(Some(10), 19, Some(End::Unreadable(20, "checksum".into())));
+        let v = judge(&damaged, mark(20, 10));
+        assert!(v.problems[0].expected.contains("WAL record 20 readable"));
+        assert!(v.problems[0].found.contains("checksum"));
+        assert!(v.problems[1].expected.contains("records up to 20"));
+    }
+
+    #[test]
+    fn a_store_behind_its_manifest_or_missing_its_snapshot_is_refused() {
+        let v = judge(&scan(Some(10), 15, None), mark(20, 10));
+        assert_eq!(
+            v.problems,
+            vec![Problem {
+                expected: "records up to 20 (the manifest)".into(),
+                found: "records up to 15 only".into(),
+            }]
+        );
+        let v = judge(&scan(Some(1), 30, None), mark(30, 25));
+        assert!(v.problems[0].found.contains("covers record 1"));
+        // Ahead of the manifest is fine: it may lag, never lead.
+        assert!(judge(&scan(Some(30), 40, None), mark(30, 25))
+            .problems
+            .is_empty());
+        // Without a manifest only what start-up always refused is refused.
+        assert!(judge(&scan(None, 40, None), None).problems.is_empty());
+        let gap = scan(
+            Some(5),
+            9,
+            Some(End::Gap {
+                expected: 10,
+                found: 12,
+            }),
+        );
+        assert!(judge(&gap, None).problems[0].found.contains("WAL gap"));
+    }
+
+    #[test]
+    fn an_unreadable_snapshot_counts_only_at_or_below_the_mark() {
+        let mut s = scan(Some(10), 20, None);
+        s.bad_snapshots = vec![(25, "checksum mismatch".into())];
+        let v = judge(&s, mark(20, 10));
+        assert!(v.problems.is_empty() && v.notes.len() == 1, "{v:?}");
+        s.bad_snapshots = vec![(15, "checksum mismatch".into())];
+        let v = judge(&s, mark(20, 10));
+        assert!(
+            v.problems[0].expected.contains("snapshot 15 readable"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_refusal_names_the_folder_the_realm_and_what_to_do() {
+        let d = Damage {
+            folder: PathBuf::from("/srv/hearth"),
+            realm: Some("zulip".into()),
+            expected: "records up to 301 (the manifest)".into(),
+            found: "records up to 216 only".into(),
+        };
+        let line = d.to_string();
+        for needle in [
+            "data folder /srv/hearth is damaged, realm 'zulip': expected records up to 301",
+            "found records up to 216 only",
+            "hearth check --data /srv/hearth",
+            "hearth recover --data /srv/hearth --accept-loss",
+            "hearth restore --from BACKUP --data /srv/hearth",
+        ] {
+            assert!(line.contains(needle), "{line}");
+        }
+        assert!(!line.contains('\n'));
     }
 }

@@ -286,7 +286,8 @@ impl Marks {
     /// is at least `FLUSHER_PERIOD` old.
     pub fn write_if_due(&self, dir: &Path, db: Option<&sled::Db>) {
         let due = match &*lock(&self.written) {
-            None => true,
+            // The first manifest of a folder comes from start-up, a snapshot or shutdown.
+            None => false,
             Some((realms, at)) => at.elapsed() >= FLUSHER_PERIOD && *realms != self.durable(),
         };
         if due {
