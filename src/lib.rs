@@ -14,7 +14,8 @@
 //! - `events.rs`: what readers see: the published version (visible once durable), the
 //!   event log (rendered off the actor), client queues, long-polls.
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec; uploaded
-//!   files (`storage::uploads`).
+//!   files (`storage::uploads`); the manifest and the integrity checks of start-up,
+//!   `hearth check` and `hearth recover` (`storage::manifest`, `storage::integrity`).
 //! - `presence.rs`: who is online, soft state beside the event hub: pings update it on
 //!   the HTTP workers, never through the actor or the WAL; written coalesced, at most
 //!   once a minute, to the realm's presence tree.

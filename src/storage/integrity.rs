@@ -23,7 +23,7 @@ use clap::Args;
 
 use super::manifest::{self, Manifest, ManifestError, RealmMark};
 use super::wal::{self, End, Scan};
-use super::{codec, messages, DurabilityMode, Store};
+use super::{codec, messages, DurabilityMode, StorageError, Store};
 use super::{PRESENCE_PREFIX, SNAP_PREFIX, WAL_PREFIX};
 use crate::realm::messages::MessageId;
 
@@ -53,6 +53,20 @@ impl fmt::Display for Damage {
              --from BACKUP --data {folder}`)",
             self.expected, self.found
         )
+    }
+}
+
+/// A storage error as the operator reads it (sled's corruption error renders its
+/// backtrace slot, which says nothing here).
+pub fn describe(e: &StorageError) -> String {
+    match e {
+        StorageError::Sled(sled::Error::Corruption { at: Some(at), .. }) => {
+            format!("sled read corrupted data at {at:?}")
+        }
+        StorageError::Sled(sled::Error::Corruption { at: None, .. }) => {
+            "sled read corrupted data".into()
+        }
+        e => e.to_string(),
     }
 }
 
@@ -339,9 +353,9 @@ fn check_realm(db: &sled::Db, subdomain: &str, mark: Option<RealmMark>) -> Realm
         presence: 0,
         bad_presence: 0,
     };
-    let read_error = |e: &dyn fmt::Display| Problem {
+    let read_error = |e: StorageError| Problem {
         expected: "the realm's trees readable".into(),
-        found: format!("the database cannot be read ({e})"),
+        found: format!("the database cannot be read ({})", describe(&e)),
     };
     let wal_name = format!("{WAL_PREFIX}{subdomain}");
     let snap_name = format!("{SNAP_PREFIX}{subdomain}");
@@ -361,7 +375,7 @@ fn check_realm(db: &sled::Db, subdomain: &str, mark: Option<RealmMark>) -> Realm
     let (wal, snaps) = match trees {
         Ok(t) => t,
         Err(e) => {
-            c.verdict.problems.push(read_error(&e));
+            c.verdict.problems.push(read_error(e.into()));
             return c;
         }
     };
@@ -371,7 +385,7 @@ fn check_realm(db: &sled::Db, subdomain: &str, mark: Option<RealmMark>) -> Realm
             c.scan = Some(scan);
         }
         Err(e) => {
-            c.verdict.problems.push(read_error(&e));
+            c.verdict.problems.push(read_error(e));
             return c;
         }
     }
@@ -388,13 +402,13 @@ fn check_realm(db: &sled::Db, subdomain: &str, mark: Option<RealmMark>) -> Realm
                             }
                         }
                         Err(e) => {
-                            c.verdict.problems.push(read_error(&e));
+                            c.verdict.problems.push(read_error(e.into()));
                             break;
                         }
                     }
                 }
             }
-            Err(e) => c.verdict.problems.push(read_error(&e)),
+            Err(e) => c.verdict.problems.push(read_error(e.into())),
         }
     }
     if !c.bad_rows.is_empty() {

@@ -98,7 +98,7 @@ impl Store {
             ) => {
                 return Err(damaged(
                     "a database sled can open",
-                    format!("sled refuses it ({e})"),
+                    format!("sled refuses it ({})", integrity::describe(&e.into())),
                 ))
             }
             Err(e) => return Err(e.into()),

@@ -264,7 +264,7 @@ impl RealmStore {
         let scan = scan(&wal, &snaps, false, |r, c| messages.project(r, c)).map_err(|e| {
             damaged(
                 "its WAL and snapshots readable".into(),
-                format!("the database cannot be read ({e})"),
+                format!("the database cannot be read ({})", integrity::describe(&e)),
             )
         })?;
         let mark = self.durability.marks().expected(&self.subdomain);
