@@ -734,3 +734,36 @@ fn check_and_recover_refuse_a_running_server_s_folder() {
     }
     server.stop();
 }
+
+#[test]
+fn a_damaged_upload_is_reported_by_check_and_dropped_by_recover() {
+    let root = tempfile::tempdir().unwrap();
+    let (base, acknowledged) = build_folder(root.path(), 3, 10);
+    let upload = files(&base)
+        .into_iter()
+        .find(|f| f.starts_with("uploads"))
+        .expect("the development realm's emoji images");
+    flip(&base.join(&upload), 10, 8);
+    let check = run(&["check", "--data", base.to_str().unwrap()]);
+    assert!(!check.status.success());
+    let report = text(&check.stdout);
+    assert!(
+        report.contains("do not match their checksum")
+            && report.contains(&upload.display().to_string()),
+        "{report}"
+    );
+    let out = run(&["recover", "--data", base.to_str().unwrap(), "--accept-loss"]);
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{report}{}", text(&out.stderr));
+    assert!(
+        report.contains(&format!("lost the uploaded file {}", upload.display())),
+        "{report}"
+    );
+    assert!(report.contains("realm 'zulip': nothing lost"), "{report}");
+    assert!(!base.join(&upload).exists());
+    let again = run(&["check", "--data", base.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", text(&again.stdout));
+    let server = Server::up(&base, &[]);
+    assert_eq!(channel_names(&server.url), acknowledged);
+    server.stop();
+}

@@ -454,9 +454,10 @@ fn some_ids(ids: impl Iterator<Item = u64>) -> String {
     s.join(", ")
 }
 
-/// Uploaded files whose content does not match their name (the SHA-256 of it).
-fn bad_uploads(data: &Path) -> Vec<String> {
-    fn walk(dir: &Path, out: &mut Vec<String>) {
+/// Uploaded files whose content does not match their name (the SHA-256 of it), relative
+/// to the data folder.
+fn bad_uploads(data: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = fs::read_dir(dir) else {
             return;
         };
@@ -474,12 +475,16 @@ fn bad_uploads(data: &Path) -> Vec<String> {
             let mut bytes = Vec::new();
             let read = File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes));
             if read.is_err() || super::blobs::content_hash(&bytes) != name {
-                out.push(path.display().to_string());
+                out.push(path);
             }
         }
     }
     let mut out = Vec::new();
     walk(&data.join(super::blobs::UPLOADS_DIR), &mut out);
+    let mut out: Vec<PathBuf> = out
+        .into_iter()
+        .filter_map(|p| p.strip_prefix(data).ok().map(Path::to_path_buf))
+        .collect();
     out.sort();
     out
 }
@@ -488,7 +493,7 @@ fn bad_uploads(data: &Path) -> Vec<String> {
 struct Checked {
     found: Found,
     realms: Vec<RealmCheck>,
-    bad_uploads: Vec<String>,
+    bad_uploads: Vec<PathBuf>,
 }
 
 impl Checked {
@@ -506,7 +511,11 @@ impl Checked {
             p.push(format!(
                 "{} uploaded files do not match their checksum: {}",
                 self.bad_uploads.len(),
-                self.bad_uploads.join(", ")
+                self.bad_uploads
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         p
@@ -873,6 +882,11 @@ pub fn recover_command(args: &RecoverArgs, out: &mut dyn Write) -> Result<(), St
             !is_sled_file(name) && !name.starts_with(manifest::MANIFEST_FILE)
         })
         .map_err(|e| format!("copying the uploaded files: {e}"))?;
+        // A file whose content no longer matches its name is not served as if it did.
+        for bad in &checked.bad_uploads {
+            fs::remove_file(building.join(bad))
+                .map_err(|e| format!("dropping {}: {e}", bad.display()))?;
+        }
         Ok(rebuilt)
     })();
     let rebuilt = match built {
@@ -937,6 +951,14 @@ pub fn recover_command(args: &RecoverArgs, out: &mut dyn Write) -> Result<(), St
     .map_err(w)?;
     for p in checked.folder_problems(data) {
         writeln!(out, "folder: {p}").map_err(w)?;
+    }
+    for bad in &checked.bad_uploads {
+        writeln!(
+            out,
+            "folder: lost the uploaded file {} (its content no longer matches its checksum)",
+            bad.display()
+        )
+        .map_err(w)?;
     }
     for r in &rebuilt {
         match r.kept {
