@@ -95,6 +95,15 @@ pub fn judge(scan: &Scan, mark: Option<RealmMark>) -> Verdict {
     let m = mark.unwrap_or_default();
     let mut v = Verdict::default();
     let problem = |expected: String, found: String| Problem { expected, found };
+    if let Some(e) = &scan.read_error {
+        v.problems.push(problem(
+            "the realm's WAL and snapshots readable".into(),
+            format!(
+                "the database cannot read them past record {} ({e})",
+                scan.readable_upto
+            ),
+        ));
+    }
     for (seq, e) in &scan.bad_snapshots {
         if *seq <= m.last_seq {
             v.problems.push(problem(
@@ -424,11 +433,18 @@ fn check_realm(db: &sled::Db, subdomain: &str, mark: Option<RealmMark>) -> Realm
     let presence = format!("{PRESENCE_PREFIX}{subdomain}");
     if has_tree(db, &presence) {
         if let Ok(tree) = db.open_tree(&presence) {
-            for (_, v) in tree.iter().flatten() {
+            let mut failed = false;
+            for (_, v) in readable(&tree, &mut failed) {
                 c.presence += 1;
                 if codec::decode_presence(&v).is_err() {
                     c.bad_presence += 1;
                 }
+            }
+            if failed {
+                c.verdict.problems.push(Problem {
+                    expected: "the realm's presence records readable".into(),
+                    found: "the database cannot read them all".into(),
+                });
             }
         }
     }
@@ -442,6 +458,21 @@ fn check_realm(db: &sled::Db, subdomain: &str, mark: Option<RealmMark>) -> Realm
         });
     }
     c
+}
+
+/// A tree's entries up to the first that sled cannot read; `failed` is set then.
+fn readable<'a>(
+    tree: &sled::Tree,
+    failed: &'a mut bool,
+) -> impl Iterator<Item = (sled::IVec, sled::IVec)> + 'a {
+    let mut iter = tree.iter();
+    std::iter::from_fn(move || match iter.next()? {
+        Ok(kv) => Some(kv),
+        Err(_) => {
+            *failed = true;
+            None
+        }
+    })
 }
 
 /// Up to ten ids, then how many more.
@@ -701,6 +732,11 @@ fn rebuild_realm(
             }
         ));
     }
+    if let Some(e) = &scan.read_error {
+        rebuilt.lost.push(format!(
+            "whatever the database cannot read past record {upto} ({e})"
+        ));
+    }
     if !manifest_usable {
         rebuilt.lost.push(format!(
             "possibly records after {}: without a usable manifest, what the folder held beyond what can be read is unknown",
@@ -718,7 +754,8 @@ fn rebuild_realm(
             old.open_tree(&names[0]).map_err(|e| err(&e))?,
             db.open_tree(&names[0]).map_err(|e| err(&e))?,
         );
-        for (k, v) in from.iter().flatten() {
+        let mut failed = false;
+        for (k, v) in readable(&from, &mut failed) {
             let id = wal::key_seq(&k);
             if messages::decode_message(&v).is_err() {
                 continue;
@@ -729,6 +766,12 @@ fn rebuild_realm(
             }
             to.insert(k, v).map_err(|e| err(&e))?;
             kept_rows.insert(id);
+        }
+        if failed {
+            rebuilt.lost.push(format!(
+                "the message rows after id {} (the database cannot read them)",
+                kept_rows.last().copied().unwrap_or(0)
+            ));
         }
     }
     if !check.bad_rows.is_empty() {
@@ -751,7 +794,8 @@ fn rebuild_realm(
             old.open_tree(name).map_err(|e| err(&e))?,
             db.open_tree(name).map_err(|e| err(&e))?,
         );
-        for (k, v) in from.iter().flatten() {
+        let mut failed = false;
+        for (k, v) in readable(&from, &mut failed) {
             let id = wal::key_seq(&k[k.len().saturating_sub(8)..]);
             // Index entries only for rows kept; per-user rows for known messages.
             let keep = if i == 1 {
@@ -762,6 +806,11 @@ fn rebuild_realm(
             if keep {
                 to.insert(k, v).map_err(|e| err(&e))?;
             }
+        }
+        if failed {
+            rebuilt
+                .lost
+                .push(format!("part of {name} (the database cannot read it)"));
         }
     }
     let mut realm_store = store.realm(subdomain).map_err(|e| err(&e))?;
@@ -776,22 +825,25 @@ fn rebuild_realm(
         wal::scan(&wal_tree, &snaps, false, |r, c| msgs.project(r, c)).map_err(|e| err(&e))?;
     let realm = again
         .realm
-        .ok_or_else(|| err(&"the state vanished on a second read"))?;
+        .filter(|_| again.readable_upto == upto)
+        .ok_or_else(|| err(&"a second read of the realm found another state"))?;
     realm_store.install(upto, &realm).map_err(|e| err(&e))?;
     let mut entries = Vec::new();
     let presence = format!("{PRESENCE_PREFIX}{subdomain}");
     if has_tree(old, &presence) {
-        for (k, v) in old
-            .open_tree(&presence)
-            .map_err(|e| err(&e))?
-            .iter()
-            .flatten()
-        {
+        let tree = old.open_tree(&presence).map_err(|e| err(&e))?;
+        let mut failed = false;
+        for (k, v) in readable(&tree, &mut failed) {
             if let (Ok(key), Ok(entry)) =
                 (<[u8; 8]>::try_from(k.as_ref()), codec::decode_presence(&v))
             {
                 entries.push((u64::from_be_bytes(key), entry));
             }
+        }
+        if failed {
+            rebuilt
+                .lost
+                .push("presence records the database cannot read (soft state)".into());
         }
     }
     if check.bad_presence > 0 {

@@ -261,12 +261,7 @@ impl RealmStore {
                 found,
             }))
         };
-        let scan = scan(&wal, &snaps, false, |r, c| messages.project(r, c)).map_err(|e| {
-            damaged(
-                "its WAL and snapshots readable".into(),
-                format!("the database cannot be read ({})", integrity::describe(&e)),
-            )
-        })?;
+        let scan = scan(&wal, &snaps, false, |r, c| messages.project(r, c))?;
         let mark = self.durability.marks().expected(&self.subdomain);
         let verdict = integrity::judge(&scan, mark);
         if let Some(problem) = verdict.problems.into_iter().next() {
@@ -358,28 +353,38 @@ pub struct Scan {
     pub bad_records: Vec<(u64, String)>,
     /// The highest sequence number present in either tree.
     pub highest: u64,
+    /// sled could not read a tree to its end (the scan of it stopped there).
+    pub read_error: Option<String>,
     /// The state: the base snapshot and the records replayed on it.
     pub realm: Option<Realm>,
 }
 
 /// Reads a realm's trees: the newest snapshot that decodes, then the WAL records after
 /// it, in order, until one is missing or does not decode. `each` sees every replayed
-/// change with the state before it (start-up projects message rows there).
-/// `all_snapshots`: decode the older snapshots too (`hearth check`); start-up stops at
-/// the first that decodes.
+/// change with the state before it (start-up projects message rows there); its error
+/// is the only one returned: what sled cannot read ends the scan of that tree
+/// (`read_error`).
+/// `thorough`: also decode the older snapshots and the records a snapshot covers
+/// (`hearth check`); start-up stops at the first snapshot that decodes and skips them.
 pub fn scan(
     wal: &sled::Tree,
     snaps: &sled::Tree,
-    all_snapshots: bool,
+    thorough: bool,
     mut each: impl FnMut(&Realm, &Change) -> Result<(), StorageError>,
 ) -> Result<Scan, StorageError> {
     let mut scan = Scan::default();
     for entry in snaps.iter().rev() {
-        let (k, v) = entry?;
+        let (k, v) = match entry {
+            Ok(kv) => kv,
+            Err(e) => {
+                scan.read_error = Some(integrity::describe(&e.into()));
+                break;
+            }
+        };
         let seq = key_seq(&k);
         scan.snapshots += 1;
         scan.highest = scan.highest.max(seq);
-        if scan.realm.is_some() && !all_snapshots {
+        if scan.realm.is_some() && !thorough {
             continue;
         }
         match codec::decode_realm(&v) {
@@ -396,17 +401,28 @@ pub fn scan(
     scan.readable_upto = base;
     let mut next = base + 1;
     for entry in wal.iter() {
-        let (k, v) = entry?;
+        let (k, v) = match entry {
+            Ok(kv) => kv,
+            Err(e) => {
+                scan.read_error = Some(integrity::describe(&e.into()));
+                break;
+            }
+        };
         let seq = key_seq(&k);
         scan.wal_records += 1;
         scan.highest = scan.highest.max(seq);
+        if seq <= base {
+            scan.covered += 1;
+            if thorough {
+                if let Err(e) = codec::decode_changes(&v) {
+                    scan.bad_records.push((seq, e.to_string()));
+                }
+            }
+            continue;
+        }
         let decoded = codec::decode_changes(&v);
         if let Err(e) = &decoded {
             scan.bad_records.push((seq, e.to_string()));
-        }
-        if seq <= base {
-            scan.covered += 1;
-            continue;
         }
         if scan.end.is_some() {
             scan.after_end += 1;
