@@ -36,11 +36,15 @@ pub enum Command {
     Backup(BackupArgs),
     /// Copy a backup into a new data folder.
     Restore(RestoreArgs),
-    /// Verify a stopped server's data folder (every record, snapshot and message row,
-    /// against its manifest); exits non-zero when it is damaged.
+    /// Verify a stopped server's data folder.
+    ///
+    /// Decodes every snapshot, WAL record and message row, compares with the manifest,
+    /// prints a report per realm; exits non-zero when the folder is damaged.
     Check(crate::storage::integrity::CheckArgs),
-    /// Rebuild a damaged data folder from what can still be read (`--accept-loss`); the
-    /// damaged folder is kept beside it, and what was lost is reported.
+    /// Rebuild a damaged data folder from what can still be read.
+    ///
+    /// Needs `--accept-loss`; keeps the damaged folder beside the new one and reports
+    /// what was lost.
     Recover(crate::storage::integrity::RecoverArgs),
     /// Drive a hearth server with simulated clients and report latencies and
     /// throughput (see `hearth load --help`).
