@@ -125,6 +125,7 @@ fn recover_all(path: &Path) -> Result<Vec<(String, usize)>, StartError> {
         path: path.display().to_string(),
         cause: format!("the copy does not open: {e}"),
     })?;
+    store.verify_realms()?;
     let mut realms = Vec::new();
     for subdomain in store.realm_subdomains() {
         let recovered = store.realm(&subdomain)?.recover()?.ok_or_else(|| {

@@ -36,6 +36,16 @@ pub enum Command {
     Backup(BackupArgs),
     /// Copy a backup into a new data folder.
     Restore(RestoreArgs),
+    /// Verify a stopped server's data folder.
+    ///
+    /// Decodes every snapshot, WAL record and message row, compares with the manifest,
+    /// prints a report per realm; exits non-zero when the folder is damaged.
+    Check(crate::storage::integrity::CheckArgs),
+    /// Rebuild a damaged data folder from what can still be read.
+    ///
+    /// Needs `--accept-loss`; keeps the damaged folder beside the new one and reports
+    /// what was lost.
+    Recover(crate::storage::integrity::RecoverArgs),
     /// Drive a hearth server with simulated clients and report latencies and
     /// throughput (see `hearth load --help`).
     Load(Box<crate::load::LoadArgs>),

@@ -14,7 +14,8 @@
 //! - `events.rs`: what readers see: the published version (visible once durable), the
 //!   event log (rendered off the actor), client queues, long-polls.
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec; uploaded
-//!   files (`storage::uploads`).
+//!   files (`storage::uploads`); the manifest and the integrity checks of start-up,
+//!   `hearth check` and `hearth recover` (`storage::manifest`, `storage::integrity`).
 //! - `presence.rs`: who is online, soft state beside the event hub: pings update it on
 //!   the HTTP workers, never through the actor or the WAL; written coalesced, at most
 //!   once a minute, to the realm's presence tree.
@@ -82,7 +83,10 @@ const REALM_ARBITERS: usize = 2;
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("storage: {0}")]
-    Storage(#[from] storage::StorageError),
+    Storage(storage::StorageError),
+    /// The data folder does not hold what its manifest says (see `storage`).
+    #[error("{0}")]
+    Damaged(Box<storage::Damage>),
     #[error("{0}")]
     Realm(String),
     #[error("cannot listen on {addr}: {source}")]
@@ -101,6 +105,15 @@ pub enum StartError {
     NoRealm(String),
     #[error("{0}")]
     Backup(String),
+}
+
+impl From<StorageError> for StartError {
+    fn from(e: StorageError) -> StartError {
+        match e {
+            StorageError::Damaged(d) => StartError::Damaged(d),
+            e => StartError::Storage(e),
+        }
+    }
 }
 
 impl StartError {
@@ -144,6 +157,7 @@ pub fn open_data_folder(path: &Path, mode: DurabilityMode) -> Result<(Store, boo
             }
             Err(match e {
                 StorageError::Sled(e) => open_error(path, e),
+                StorageError::Damaged(d) => StartError::Damaged(d),
                 other => StartError::data_folder(path, other),
             })
         }
@@ -306,6 +320,8 @@ pub async fn spawn_with_clock(
         .unwrap_or_else(|| format!("http://{addr}"))
         .into();
 
+    // A realm the manifest names must be there: never seed a new one in its place.
+    store.verify_realms()?;
     let mut subdomains = store.realm_subdomains();
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
@@ -338,9 +354,14 @@ pub async fn spawn_with_clock(
     for (i, subdomain) in subdomains.iter().enumerate() {
         let recovering = std::time::Instant::now();
         let mut realm_store = store.realm(subdomain)?;
-        let recovered = realm_store
-            .recover()?
-            .ok_or_else(|| StartError::Realm(format!("realm '{subdomain}' has no history")))?;
+        let recovered = realm_store.recover()?.ok_or_else(|| {
+            StartError::Damaged(Box::new(storage::Damage {
+                folder: config.data.clone(),
+                realm: Some(subdomain.clone()),
+                expected: "the realm's snapshot or its first WAL record".into(),
+                found: "neither".into(),
+            }))
+        })?;
         tracing::info!(
             "realm '{subdomain}': recovered in {} ms",
             recovering.elapsed().as_millis()
@@ -379,6 +400,9 @@ pub async fn spawn_with_clock(
             },
         );
     }
+
+    // What start-up read is the durable state now: the manifest says so.
+    store.write_manifest()?;
 
     let state = web::Data::new(AppState {
         registry,
@@ -517,6 +541,7 @@ pub fn create_production_realm(c: &config::CreateRealm) -> Result<(String, u64),
         }
     }
     let (store, _) = open_data_folder(&c.data, DurabilityMode::Always)?;
+    store.verify_realms()?;
     if store.realm_subdomains().iter().any(|s| s == &c.subdomain) {
         return Err(StartError::Realm(format!(
             "realm '{}' already exists in {}",

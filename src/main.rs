@@ -13,6 +13,10 @@ fn main() -> std::process::ExitCode {
         Command::Realm(RealmCommand::Create(c)) => create(&c),
         Command::Backup(b) => backup(&b),
         Command::Restore(r) => restore(&r),
+        Command::Check(c) => hearth::storage::integrity::check_command(&c, &mut std::io::stdout()),
+        Command::Recover(r) => {
+            hearth::storage::integrity::recover_command(&r, &mut std::io::stdout())
+        }
         Command::Realm(RealmCommand::Populate(p)) => hearth::load::users::populate(&p)
             .map(|_| ())
             .map_err(|e| e.to_string()),

@@ -24,6 +24,10 @@
 //! clears the failure. The tickets of the dropped decisions are *dead*: they never
 //! count as durable, so no waiter is told `success` for them and no release shows them.
 //!
+//! The flusher also keeps the manifest (`storage::manifest`): the appended marks taken
+//! before each flush count durable once it succeeded, and it writes them out at most
+//! once a second when they moved, after the flush (never while a writer waits on it).
+//!
 //! A poisoned lock never ends the flusher or drops data: every lock here guards plain
 //! values that stay consistent, so the guard is recovered (`PoisonError::into_inner`).
 
@@ -37,6 +41,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
+
+use super::manifest::{Manifest, Marks};
 
 /// When an acknowledged write reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +88,8 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What a realm store hands over after a fault: the state its actor went back to.
 #[derive(Debug, Clone)]
 pub struct Reset {
+    /// The realm's subdomain (its marks in the manifest go back to `seq`).
+    pub realm: String,
     /// The realm's WAL tree: every record in it is removed.
     pub wal: String,
     /// The realm's snapshots tree: every snapshot in it is replaced by `snapshot`.
@@ -133,6 +141,8 @@ pub struct Durability {
     stop: AtomicBool,
     /// The flusher thread, joined at shutdown so the database is released.
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// What is known durable per realm, and the manifest that records it.
+    marks: Marks,
 }
 
 fn closed() -> sled::Error {
@@ -140,8 +150,16 @@ fn closed() -> sled::Error {
 }
 
 impl Durability {
-    /// Creates the state and, unless `Never`, its flusher thread.
-    pub fn start(db: sled::Db, dir: &Path, mode: DurabilityMode) -> io::Result<Arc<Durability>> {
+    /// Creates the state and, unless `Never`, its flusher thread. `manifest`: the one
+    /// found in `dir` (what start-up checks against, and where the marks start).
+    pub fn start(
+        db: sled::Db,
+        dir: &Path,
+        mode: DurabilityMode,
+        manifest: Option<Manifest>,
+    ) -> io::Result<Arc<Durability>> {
+        let marks = Marks::default();
+        marks.load(manifest);
         let (durable, _) = watch::channel(0);
         let d = Arc::new(Durability {
             mode,
@@ -161,6 +179,7 @@ impl Durability {
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
+            marks,
         });
         if mode != DurabilityMode::Never {
             // Weak: a store dropped without `shutdown` still releases the database
@@ -189,6 +208,11 @@ impl Durability {
     /// The database folder.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The durable marks and the manifest.
+    pub fn marks(&self) -> &Marks {
+        &self.marks
     }
 
     /// Called by a realm actor after appending a record: the ticket to wait for.
@@ -367,6 +391,8 @@ impl Durability {
     /// Flushes now, on the caller's thread: sled's log, then an `fsync` of its file.
     pub fn flush_now(&self) -> Result<(), sled::Error> {
         let target = self.written.load(Ordering::SeqCst);
+        // Records appended by now are in the trees: this flush covers them.
+        let appended = self.marks.appended();
         let started = std::time::Instant::now();
         let db = self.db().ok_or_else(closed)?;
         db.flush()?;
@@ -378,6 +404,7 @@ impl Durability {
         if failed.is_some() {
             return Err(closed());
         }
+        self.marks.flushed(&appended);
         // `visible` first: a writer woken by `durable` releases up to `visible`, which
         // must already cover its own ticket (read-your-writes).
         if self.mode == DurabilityMode::Always {
@@ -429,8 +456,11 @@ impl Durability {
                 tracing::error!("the flusher thread panicked");
             }
         }
-        if let Err(e) = self.flush_now() {
-            tracing::error!("final flush failed: {e}");
+        match self.flush_now() {
+            Ok(()) => {
+                let _ = self.marks.write_now(&self.dir, self.db().as_ref());
+            }
+            Err(e) => tracing::error!("final flush failed: {e}"),
         }
     }
 
@@ -473,8 +503,20 @@ impl Durability {
             }
             resets
         };
+        // The manifest goes back first: a crash before the resets are durable then
+        // finds the store ahead of it, never behind.
+        for reset in &resets {
+            self.marks.lower(&reset.realm, reset.seq);
+        }
+        if self.marks.write_now(&self.dir, None).is_err() {
+            return false;
+        }
         match self.reopen_and_reset(&resets) {
             Ok(db) => {
+                for reset in &resets {
+                    self.marks.snapshot_durable(&reset.realm, reset.seq);
+                }
+                let _ = self.marks.write_now(&self.dir, Some(&db));
                 let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
                 if self.failures() != failure {
                     return false;
@@ -553,8 +595,13 @@ impl Durability {
             }
             if failed {
                 d.try_recover();
-            } else if d.written.load(Ordering::SeqCst) > *d.durable.borrow() {
-                d.flush_with_retries();
+            } else {
+                if d.written.load(Ordering::SeqCst) > *d.durable.borrow() {
+                    d.flush_with_retries();
+                }
+                if d.failure().is_none() {
+                    d.marks.write_if_due(&d.dir, d.db().as_ref());
+                }
             }
         }
     }

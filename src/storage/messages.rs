@@ -135,16 +135,21 @@ pub fn decode_message(bytes: &[u8]) -> Result<Message, StorageError> {
     }
 }
 
+/// The names of a realm's trees: rows, index, user-message rows, unread rows.
+pub fn tree_names(subdomain: &str) -> [String; 4] {
+    [
+        format!("msg:{subdomain}"),
+        format!("msgidx:{subdomain}"),
+        format!("um:{subdomain}"),
+        format!("unread:{subdomain}"),
+    ]
+}
+
 impl MessageStore {
     pub(super) fn new(subdomain: &str, durability: Arc<Durability>) -> Self {
         MessageStore {
             inner: Arc::new(Inner {
-                names: [
-                    format!("msg:{subdomain}"),
-                    format!("msgidx:{subdomain}"),
-                    format!("um:{subdomain}"),
-                    format!("unread:{subdomain}"),
-                ],
+                names: tree_names(subdomain),
                 durability,
                 trees: Mutex::new(None),
             }),

@@ -1,11 +1,40 @@
 //! Persistence: one sled database per server; per realm a WAL tree of decided changes,
 //! a snapshots tree of whole realms and a tree of coalesced presence; uploaded files
 //! beside it (`blobs`). See `design.md`, "Persistence".
+//!
+//! # Integrity: corruption is never silent
+//!
+//! sled checksums its log, and on open it stops at the first message that fails: a few
+//! flipped bytes in the middle of its file silently drop everything written after them,
+//! whole trees included. hearth's own frames (`codec`) catch a damaged record, but not
+//! one that is simply gone. So the data folder holds, beside the database, a manifest
+//! (`manifest`): per realm, the last WAL record and the newest snapshot known durable.
+//! It is written atomically (temporary file, fsync, rename, fsync of the folder) when a
+//! snapshot is durable, at clean shutdown, at the end of each start, and by the flusher
+//! at most once a second when its marks moved; a mark only ever names what a finished
+//! flush covered, so the manifest may lag the store, never lead it.
+//!
+//! On start, every realm is held against it (`integrity::judge`, on what `wal::scan`
+//! read): a realm the manifest names but the database lacks, a snapshot or WAL record
+//! at or below the mark that is missing or does not decode, a WAL gap, or a store
+//! behind its mark refuses the start with one line naming the folder, the realm, what
+//! was expected and what was found, and what to do (`StorageError::Damaged`). A torn
+//! tail beyond the mark (what `kill -9` can leave) is still cut with a warning. A
+//! corrupt manifest refuses too; a missing one is fine only for a folder from before
+//! manifests (the database's marker says whether one was ever written), which gets one.
+//!
+//! Offline, `hearth check` runs the same judgement over a scratch copy of the database,
+//! decodes every snapshot, record, message row and presence record, and hashes the
+//! uploaded files; `hearth recover --accept-loss` rebuilds the folder from the newest
+//! consistent state it can read, keeps the damaged one beside it, and says what was lost
+//! (`integrity`).
 
 pub mod blobs;
 pub mod codec;
 pub mod durability;
+pub mod integrity;
 pub mod legacy;
+pub mod manifest;
 pub mod messages;
 pub mod presence;
 pub mod uploads;
@@ -13,6 +42,7 @@ pub mod wal;
 
 pub use durability::StorageFailed;
 pub use durability::{Durability, DurabilityMode};
+pub use integrity::Damage;
 pub use wal::{RealmStore, SnapshotJob};
 
 use std::path::Path;
@@ -29,6 +59,9 @@ pub enum StorageError {
     Invalid(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// The folder does not hold what its manifest says (see the module doc).
+    #[error("{0}")]
+    Damaged(Box<Damage>),
 }
 
 /// The server's database and its flusher. The database handle itself lives in
@@ -38,18 +71,91 @@ pub struct Store {
     pub durability: Arc<Durability>,
 }
 
-const WAL_PREFIX: &str = "wal:";
-const SNAP_PREFIX: &str = "snap:";
-const PRESENCE_PREFIX: &str = "presence:";
+pub(crate) const WAL_PREFIX: &str = "wal:";
+pub(crate) const SNAP_PREFIX: &str = "snap:";
+pub(crate) const PRESENCE_PREFIX: &str = "presence:";
 
 impl Store {
-    /// Opens (or creates) the database in `dir` and starts its flusher.
+    /// Opens (or creates) the database in `dir`, reads its manifest, and starts its
+    /// flusher. A corrupt manifest, or a missing one the database says was written, or
+    /// a database sled reports corrupt, is `StorageError::Damaged`.
     pub fn open(dir: &Path, mode: DurabilityMode) -> Result<Store, StorageError> {
+        let damaged = |expected: &str, found: String| {
+            StorageError::Damaged(Box::new(Damage {
+                folder: dir.to_path_buf(),
+                realm: None,
+                expected: expected.to_owned(),
+                found,
+            }))
+        };
         // hearth decides when to flush (group commit); sled's own timer would only blur that.
-        let db = sled::Config::new().path(dir).flush_every_ms(None).open()?;
-        let durability = Durability::start(db.clone(), dir, mode)
+        let db = match sled::Config::new().path(dir).flush_every_ms(None).open() {
+            Ok(db) => db,
+            Err(
+                e @ (sled::Error::Corruption { .. }
+                | sled::Error::ReportableBug(_)
+                | sled::Error::Unsupported(_)),
+            ) => {
+                return Err(damaged(
+                    "a database sled can open",
+                    format!("sled refuses it ({})", integrity::describe(&e.into())),
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let found =
+            manifest::read(dir).map_err(|e| damaged("a readable manifest", e.to_string()))?;
+        if found.is_none() && manifest::has_marker(&db)? {
+            return Err(damaged(
+                &format!("the manifest {}", manifest::path(dir).display()),
+                "none, though the database says one was written".into(),
+            ));
+        }
+        if found.is_none()
+            && db
+                .tree_names()
+                .iter()
+                .any(|n| n.starts_with(WAL_PREFIX.as_bytes()))
+        {
+            tracing::info!(
+                "{} has no manifest (it was made before manifests): writing one once every \
+                 realm is recovered",
+                dir.display()
+            );
+        }
+        let durability = Durability::start(db.clone(), dir, mode, found)
             .map_err(|e| StorageError::Invalid(format!("cannot start the flusher: {e}")))?;
         Ok(Store { durability })
+    }
+
+    /// Checks that every realm the manifest names is in the database: one that is not
+    /// was lost whole (and must not be seeded or created again in its place).
+    pub fn verify_realms(&self) -> Result<(), StorageError> {
+        let present = self.realm_subdomains();
+        let Some(manifest) = self.durability.marks().loaded() else {
+            return Ok(());
+        };
+        for (realm, mark) in &manifest.realms {
+            if mark.last_seq > 0 && !present.contains(realm) {
+                return Err(StorageError::Damaged(Box::new(Damage {
+                    folder: self.durability.dir().to_path_buf(),
+                    realm: Some(realm.clone()),
+                    expected: format!("records up to {} (the manifest)", mark.last_seq),
+                    found: "no trace of the realm in the database".into(),
+                })));
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes what start-up read durable and writes the manifest with it (a folder from
+    /// before manifests gets its first one here).
+    pub fn write_manifest(&self) -> Result<(), StorageError> {
+        self.durability.flush_now()?;
+        self.durability
+            .marks()
+            .write_now(self.durability.dir(), self.db().as_ref())?;
+        Ok(())
     }
 
     /// The open database (`None` while the store is failed).
@@ -89,6 +195,7 @@ impl Store {
     /// The WAL and snapshot trees of one realm.
     pub fn realm(&self, subdomain: &str) -> Result<RealmStore, StorageError> {
         RealmStore::new(
+            subdomain,
             format!("{WAL_PREFIX}{subdomain}"),
             format!("{SNAP_PREFIX}{subdomain}"),
             messages::MessageStore::new(subdomain, self.durability.clone()),

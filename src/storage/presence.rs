@@ -33,10 +33,24 @@ impl PresenceTree {
 
     /// Every stored entry. A record that does not decode is skipped with a warning:
     /// presence is soft, the user's next ping writes it again.
+    /// A tree sled cannot read is `StorageError::Damaged`.
     pub fn load(&self) -> Result<Vec<(UserId, PresenceEntry)>, StorageError> {
         let mut out = Vec::new();
         for item in self.tree()?.iter() {
-            let (k, v) = item?;
+            let (k, v) = item.map_err(|e| {
+                StorageError::Damaged(Box::new(super::Damage {
+                    folder: self.durability.dir().to_path_buf(),
+                    realm: self
+                        .name
+                        .strip_prefix(super::PRESENCE_PREFIX)
+                        .map(str::to_owned),
+                    expected: "its presence records readable".into(),
+                    found: format!(
+                        "the database cannot be read ({})",
+                        super::integrity::describe(&e.into())
+                    ),
+                }))
+            })?;
             let Ok(key) = <[u8; 8]>::try_from(k.as_ref()) else {
                 tracing::warn!("presence: a record with a malformed key skipped");
                 continue;

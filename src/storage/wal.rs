@@ -8,16 +8,27 @@
 //! drops its handles on the failed database and hands the state the actor went back to
 //! over to the flusher, which writes it as the realm's only snapshot once the database
 //! can be reopened; the trees are opened again on the next write.
+//!
+//! Start-up (`recover`) reads the trees with `scan`, the same reading `hearth check`
+//! and `hearth recover` use, and holds what it found against the manifest
+//! (`integrity::judge`): anything the manifest counts durable that is missing or does
+//! not decode refuses the start; only a tail beyond the manifest's mark is cut.
 
 use std::sync::Arc;
 
 use super::durability::Reset;
+use super::integrity::{self, Damage};
+use super::manifest::Appended;
 use super::messages::MessageStore;
 use super::{codec, Durability, StorageError};
 use crate::realm::{Change, Realm};
 
 /// Storage of one realm, owned by its actor.
 pub struct RealmStore {
+    /// The realm's subdomain (its name in the manifest).
+    subdomain: String,
+    /// Its appended mark in the manifest's `Marks`, set after each append.
+    appended: Appended,
     /// Tree names: `wal:<subdomain>`, `snap:<subdomain>`.
     wal_name: String,
     snaps_name: String,
@@ -44,6 +55,8 @@ impl Drop for RealmStore {
 pub struct SnapshotJob {
     /// The last WAL record the snapshot covers.
     pub seq: u64,
+    /// The realm's subdomain: the snapshot's mark in the manifest.
+    realm: String,
     wal: sled::Tree,
     snaps: sled::Tree,
     /// `Durability::failures` when the job was made: after a fault it must not run.
@@ -83,6 +96,13 @@ impl SnapshotJob {
             .insert(seq.to_be_bytes(), codec::encode_realm(realm)?)?;
         self.durability.flush_now()?;
         self.durability.sync_blobs()?;
+        // The manifest names the snapshot before the WAL prefix and older snapshots go;
+        // a manifest that cannot be written only lags (logged by `write_now`).
+        self.durability.marks().snapshot_durable(&self.realm, seq);
+        let _ = self
+            .durability
+            .marks()
+            .write_now(self.durability.dir(), self.durability.db().as_ref());
         for key in self.wal.range(..=seq.to_be_bytes()).keys() {
             self.wal.remove(key?)?;
         }
@@ -104,6 +124,7 @@ pub struct Recovered {
 
 impl RealmStore {
     pub(super) fn new(
+        subdomain: &str,
         wal_name: String,
         snaps_name: String,
         messages: MessageStore,
@@ -111,6 +132,8 @@ impl RealmStore {
     ) -> Result<Self, StorageError> {
         let participant = durability.join();
         let mut store = RealmStore {
+            subdomain: subdomain.to_owned(),
+            appended: durability.marks().track(subdomain),
             wal_name,
             snaps_name,
             trees: None,
@@ -171,6 +194,7 @@ impl RealmStore {
             self.participant,
             failure,
             Reset {
+                realm: self.subdomain.clone(),
                 wal: self.wal_name.clone(),
                 snaps: self.snaps_name.clone(),
                 seq,
@@ -196,6 +220,7 @@ impl RealmStore {
         let (wal, _) = self.trees()?;
         wal.insert(seq.to_be_bytes(), bytes)?;
         self.last_seq = seq;
+        self.appended.set(seq);
         Ok(self.durability.ticket())
     }
 
@@ -211,6 +236,7 @@ impl RealmStore {
         let (wal, snaps) = self.trees()?;
         Ok(SnapshotJob {
             seq: self.last_seq,
+            realm: self.subdomain.clone(),
             wal,
             snaps,
             failures: self.durability.failures(),
@@ -218,77 +244,60 @@ impl RealmStore {
         })
     }
 
-    /// Loads the newest readable snapshot and replays the WAL after it. A record that
-    /// does not decode ends the log: it and everything after it are cut, with a warning.
+    /// Loads the newest readable snapshot and replays the WAL after it, then holds what
+    /// it found against the manifest found at open (`integrity::judge`): a snapshot or
+    /// record the manifest counts durable that is missing or does not decode, or a WAL
+    /// gap, refuses with `StorageError::Damaged`. A record beyond the manifest's mark
+    /// that does not decode (a torn tail) ends the log: it and everything after it are
+    /// cut, with a warning.
     pub fn recover(&mut self) -> Result<Option<Recovered>, StorageError> {
         let (wal, snaps) = self.trees()?;
-        let mut realm = None;
-        let mut from = 0;
-        for entry in snaps.iter().rev() {
-            let (k, v) = entry?;
-            match codec::decode_realm(&v) {
-                Ok(mut r) => {
-                    r.rebuild_indexes();
-                    realm = Some(r);
-                    from = key_seq(&k);
-                    break;
-                }
-                Err(e) => tracing::warn!(
-                    "snapshot {} unreadable ({e}); trying an older one",
-                    key_seq(&k)
-                ),
-            }
+        let messages = self.messages.clone();
+        let damaged = |expected: String, found: String| {
+            StorageError::Damaged(Box::new(Damage {
+                folder: self.durability.dir().to_path_buf(),
+                realm: Some(self.subdomain.clone()),
+                expected,
+                found,
+            }))
+        };
+        let scan = scan(&wal, &snaps, false, |r, c| messages.project(r, c))?;
+        let mark = self.durability.marks().expected(&self.subdomain);
+        let verdict = integrity::judge(&scan, mark);
+        if let Some(problem) = verdict.problems.into_iter().next() {
+            return Err(damaged(problem.expected, problem.found));
         }
-        let (mut replayed, mut cut) = (0, 0);
-        let mut bad_from = None;
-        let mut expected = from + 1;
-        for entry in wal.range((from + 1).to_be_bytes()..) {
-            let (k, v) = entry?;
-            let seq = key_seq(&k);
-            if bad_from.is_some() {
-                cut += 1;
-                continue;
-            }
-            if seq != expected {
-                // Records between the snapshot and this one are gone (an unreadable
-                // newer snapshot had replaced them): refuse to start on partial state.
-                return Err(StorageError::Invalid(format!(
-                    "WAL gap: expected record {expected}, found {seq} (state after snapshot {from} is incomplete)"
-                )));
-            }
-            expected = seq + 1;
-            match codec::decode_changes(&v) {
-                Ok(changes) => {
-                    for c in &changes {
-                        match &mut realm {
-                            Some(r) => {
-                                self.messages.project(r, c)?;
-                                r.apply(c)
-                            }
-                            None => realm = Realm::from_first_change(c),
-                        }
-                    }
-                    replayed += 1;
-                }
-                Err(e) => {
-                    tracing::warn!("WAL record {seq} unreadable ({e}): cutting the log there");
-                    bad_from = Some(seq);
-                    cut += 1;
-                }
-            }
+        for (seq, e) in &scan.bad_snapshots {
+            tracing::warn!("snapshot {seq} unreadable ({e}); an older one is used");
         }
-        if let Some(seq) = bad_from {
+        self.last_seq = scan.highest;
+        if let Some(End::Unreadable(seq, e)) = &scan.end {
+            tracing::warn!(
+                "WAL record {seq} unreadable ({e}): a torn tail beyond the durable mark, \
+                 cutting the log there ({} records)",
+                scan.after_end
+            );
             for key in wal.range(seq.to_be_bytes()..).keys() {
                 wal.remove(key?)?;
             }
             self.durability.flush_now()?;
             self.last_seq = seq - 1;
         }
-        Ok(realm.map(|realm| Recovered {
+        self.appended.set(self.last_seq);
+        Ok(scan.realm.map(|realm| Recovered {
             realm,
-            replayed,
-            cut,
+            replayed: scan.replayed,
+            cut: scan.after_end,
         }))
+    }
+
+    /// Makes `realm`, the state after record `seq`, this (empty) store's only content:
+    /// a snapshot at `seq`, durable, and named by the manifest (`hearth recover`).
+    pub fn install(&mut self, seq: u64, realm: &Realm) -> Result<(), StorageError> {
+        self.last_seq = seq;
+        self.snapshot(realm)?;
+        self.appended.set(seq);
+        Ok(())
     }
 
     /// Test and tooling hook: writes raw bytes as the next WAL record (a torn write).
@@ -311,7 +320,148 @@ impl RealmStore {
     }
 }
 
-fn key_seq(k: &[u8]) -> u64 {
+/// Why a realm's state stops before its last WAL record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// This record does not decode.
+    Unreadable(u64, String),
+    /// Record `expected` is missing; `found` follows.
+    Gap { expected: u64, found: u64 },
+}
+
+/// What one realm's trees hold, as read by `scan`.
+#[derive(Default)]
+pub struct Scan {
+    /// Snapshots present.
+    pub snapshots: usize,
+    /// Snapshots that do not decode (newest first).
+    pub bad_snapshots: Vec<(u64, String)>,
+    /// The newest snapshot that decodes: the state starts from it.
+    pub base: Option<u64>,
+    /// WAL records present, and how many of them a snapshot already covers.
+    pub wal_records: usize,
+    pub covered: usize,
+    /// Records replayed on top of the base.
+    pub replayed: u64,
+    /// The last record the state includes.
+    pub readable_upto: u64,
+    /// Why the state stops before the last record, if it does.
+    pub end: Option<End>,
+    /// Records after the base not in the state (from the `end` on).
+    pub after_end: u64,
+    /// Records that do not decode, wherever they are.
+    pub bad_records: Vec<(u64, String)>,
+    /// The highest sequence number present in either tree.
+    pub highest: u64,
+    /// sled could not read a tree to its end (the scan of it stopped there).
+    pub read_error: Option<String>,
+    /// The state: the base snapshot and the records replayed on it.
+    pub realm: Option<Realm>,
+}
+
+/// Reads a realm's trees: the newest snapshot that decodes, then the WAL records after
+/// it, in order, until one is missing or does not decode. `each` sees every replayed
+/// change with the state before it (start-up projects message rows there); its error
+/// is the only one returned: what sled cannot read ends the scan of that tree
+/// (`read_error`).
+/// `thorough`: also decode the older snapshots and the records a snapshot covers
+/// (`hearth check`); start-up stops at the first snapshot that decodes and skips them.
+pub fn scan(
+    wal: &sled::Tree,
+    snaps: &sled::Tree,
+    thorough: bool,
+    mut each: impl FnMut(&Realm, &Change) -> Result<(), StorageError>,
+) -> Result<Scan, StorageError> {
+    let mut scan = Scan::default();
+    for entry in snaps.iter().rev() {
+        let (k, v) = match entry {
+            Ok(kv) => kv,
+            Err(e) => {
+                scan.read_error = Some(integrity::describe(&e.into()));
+                break;
+            }
+        };
+        let seq = key_seq(&k);
+        scan.snapshots += 1;
+        scan.highest = scan.highest.max(seq);
+        if scan.realm.is_some() && !thorough {
+            continue;
+        }
+        match codec::decode_realm(&v) {
+            Ok(mut r) if scan.realm.is_none() => {
+                r.rebuild_indexes();
+                scan.realm = Some(r);
+                scan.base = Some(seq);
+            }
+            Ok(_) => {}
+            Err(e) => scan.bad_snapshots.push((seq, e.to_string())),
+        }
+    }
+    let base = scan.base.unwrap_or(0);
+    scan.readable_upto = base;
+    let mut next = base + 1;
+    for entry in wal.iter() {
+        let (k, v) = match entry {
+            Ok(kv) => kv,
+            Err(e) => {
+                scan.read_error = Some(integrity::describe(&e.into()));
+                break;
+            }
+        };
+        let seq = key_seq(&k);
+        scan.wal_records += 1;
+        scan.highest = scan.highest.max(seq);
+        if seq <= base {
+            scan.covered += 1;
+            if thorough {
+                if let Err(e) = codec::decode_changes(&v) {
+                    scan.bad_records.push((seq, e.to_string()));
+                }
+            }
+            continue;
+        }
+        let decoded = codec::decode_changes(&v);
+        if let Err(e) = &decoded {
+            scan.bad_records.push((seq, e.to_string()));
+        }
+        if scan.end.is_some() {
+            scan.after_end += 1;
+            continue;
+        }
+        if seq != next {
+            scan.end = Some(End::Gap {
+                expected: next,
+                found: seq,
+            });
+            scan.after_end += 1;
+            continue;
+        }
+        match decoded {
+            Ok(changes) => {
+                for c in &changes {
+                    match &mut scan.realm {
+                        Some(r) => {
+                            each(r, c)?;
+                            r.apply(c)
+                        }
+                        None => scan.realm = Realm::from_first_change(c),
+                    }
+                }
+                scan.replayed += 1;
+                scan.readable_upto = seq;
+                next = seq + 1;
+            }
+            Err(e) => {
+                scan.end = Some(End::Unreadable(seq, e.to_string()));
+                scan.after_end += 1;
+            }
+        }
+    }
+    Ok(scan)
+}
+
+/// The sequence number of a WAL or snapshot key.
+pub fn key_seq(k: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     let n = k.len().min(8);
     b[8 - n..].copy_from_slice(&k[k.len() - n..]);
