@@ -76,10 +76,13 @@ async fn generated_from_zulips_openapi_no_server_errors() {
         "--no-color".into(),
     ];
     // The server runs on this thread's System: wait for the child off it.
-    let out = tokio::task::spawn_blocking(move || Command::new(st).args(&args).output())
-        .await
-        .unwrap()
-        .expect("run schemathesis");
+    // Its cache goes to the working directory: the temporary one.
+    let cwd = work.path().to_path_buf();
+    let out =
+        tokio::task::spawn_blocking(move || Command::new(st).args(&args).current_dir(cwd).output())
+            .await
+            .unwrap()
+            .expect("run schemathesis");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}{stderr}");
