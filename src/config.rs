@@ -170,8 +170,9 @@ pub struct ServeConfig {
     /// Idle time a kept-alive connection stays open, in seconds.
     #[arg(long, env = "HEARTH_KEEP_ALIVE_SECS", default_value_t = 60)]
     pub keep_alive_secs: u64,
-    /// Largest number of open connections; more wait to be accepted.
-    #[arg(long, env = "HEARTH_MAX_CONNECTIONS", default_value_t = 10_000)]
+    /// Largest number of open connections; more wait to be accepted. Capped below the
+    /// process's limit of open files (raised to its hard limit at start).
+    #[arg(long, env = "HEARTH_MAX_CONNECTIONS", default_value_t = 100_000)]
     pub max_connections: usize,
     /// Run the event ticker (heartbeats, queue collection) every second. Tests that
     /// inject a clock turn it off and tick by hand.
@@ -201,7 +202,7 @@ impl ServeConfig {
             client_request_timeout_ms: 5000,
             client_disconnect_timeout_ms: 1000,
             keep_alive_secs: 60,
-            max_connections: 10_000,
+            max_connections: 100_000,
             tick: true,
         }
     }

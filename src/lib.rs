@@ -421,10 +421,12 @@ pub async fn spawn_with_clock(
         )),
     });
     let closer = wire::Closer::default();
+    let mut net_limits = config.net_limits();
+    net_limits.max_connections = wire::fit_to_open_files(net_limits.max_connections);
     let server = wire::start(
         listener,
         state.clone(),
-        config.net_limits(),
+        net_limits,
         config.workers,
         closer.clone(),
     )

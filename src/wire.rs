@@ -68,6 +68,48 @@ impl Closer {
 /// How long a stopping server waits for connections still busy after `Closer::close`.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// Open files kept for everything that is not a client connection (the database,
+/// uploads, the metrics listener, outgoing relay calls).
+const RESERVED_FILES: u64 = 1024;
+
+/// Raises this process's soft limit on open files to its hard limit (a presence
+/// client holds a long-poll and pings on a second connection: 10 K users need 20 K
+/// sockets), and returns the largest connection cap that fits under it, at most
+/// `wanted`. A cap above the limit would not queue connections: the accept loop
+/// would fail with "too many open files".
+pub fn fit_to_open_files(wanted: usize) -> usize {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if let (Some(current), Some(maximum)) = (limit.current, limit.maximum) {
+        if current < maximum {
+            let raised = Rlimit {
+                current: Some(maximum),
+                maximum: Some(maximum),
+            };
+            if let Err(e) = setrlimit(Resource::Nofile, raised) {
+                tracing::warn!(
+                    "cannot raise the open files limit from {current} to {maximum}: {e}"
+                );
+            }
+        }
+    }
+    let Some(open_files) = getrlimit(Resource::Nofile).current else {
+        return wanted;
+    };
+    let room = usize::try_from(open_files.saturating_sub(RESERVED_FILES))
+        .unwrap_or(usize::MAX)
+        .max(64);
+    if wanted > room {
+        tracing::info!(
+            "at most {room} connections: the process may open {open_files} files \
+             (raise `ulimit -n` for more; --max-connections asks for {wanted})"
+        );
+        room
+    } else {
+        wanted
+    }
+}
+
 /// Starts the HTTP server on `listener`. Must run inside an actix `System`.
 pub fn start(
     listener: TcpListener,

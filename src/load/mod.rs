@@ -246,6 +246,8 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
     // Each held long-poll is a socket, twice when the server runs in this process.
     let held = matches!(args.scenario, Scenario::Presence) as u64 * args.users as u64;
     let sockets = held * if args.target.is_none() { 2 } else { 1 } + 512;
+    // The soft limit goes up to the hard one first (as `hearth serve` does).
+    let _ = crate::wire::fit_to_open_files(usize::MAX);
     if let Some(limit) = open_files_limit() {
         if sockets > limit {
             return Err(format!(
