@@ -34,6 +34,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 use crate::config::DurabilityArg;
+use crate::storage::durability::lock;
 
 /// `hearth torture`.
 #[derive(Debug, Clone, Args)]
@@ -410,28 +411,18 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
         for t in tasks {
             let _ = t.await;
         }
-        if let Some(refused) = cycle
-            .refused
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        {
+        if let Some(refused) = lock(&cycle.refused).take() {
             return Err(format!(
                 "cycle {number}: a valid write was refused: {refused}"
             ));
         }
         let writes = cycle.writes.load(Ordering::SeqCst);
-        let cycle_ledger = std::mem::take(
-            &mut *cycle
-                .ledger
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let cycle_ledger = std::mem::take(&mut *lock(&cycle.ledger));
 
         // Recover from the crash and check the ledger.
         server = Server::start(args, dir, &format!("server-{number}.log")).await?;
         let admin = with_url(&cast.admin, &server.url);
-        let check = check_ledger(&admin, &cast, &cycle_ledger, promise, kill).await?;
+        let check = check_ledger(&admin, &cycle_ledger, promise, kill).await?;
         acked_total += check.acked;
         lost_total += check.lost.len() as u64;
         if !check.lost.is_empty() && !matches!(promise, Promise::Never) {
@@ -611,10 +602,7 @@ async fn write_loop(
                     )
                     .await;
                 r.map(|_| {
-                    let mut l = cycle
-                        .ledger
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut l = lock(&cycle.ledger);
                     l.channels.push((tag.clone(), Instant::now()));
                     l.count("channels");
                     my_channels.push(tag.clone());
@@ -633,10 +621,7 @@ async fn write_loop(
                     )
                     .await;
                 r.map(|_| {
-                    let mut l = cycle
-                        .ledger
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut l = lock(&cycle.ledger);
                     l.subscriptions.push((channel, hamlet_id, Instant::now()));
                     l.count("subscriptions");
                 })
@@ -655,10 +640,7 @@ async fn write_loop(
                     )
                     .await;
                 r.map(|_| {
-                    let mut l = cycle
-                        .ledger
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut l = lock(&cycle.ledger);
                     l.users.push((email, Instant::now()));
                     l.count("users");
                 })
@@ -680,10 +662,7 @@ async fn write_loop(
                 r.map(|body| {
                     let now = Instant::now();
                     if let Some(id) = body["id"].as_u64() {
-                        let mut l = cycle
-                            .ledger
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        let mut l = lock(&cycle.ledger);
                         l.messages.insert(
                             id,
                             (
@@ -702,18 +681,12 @@ async fn write_loop(
             60..=69 if !my_messages.is_empty() => {
                 let id = my_messages[rng.gen_range(0..my_messages.len())];
                 let content = format!("edited {tag}");
-                cycle
-                    .ledger
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .messages
-                    .entry(id)
-                    .and_modify(|(_, v)| {
-                        v.push(Version {
-                            value: content.clone(),
-                            acked: None,
-                        })
-                    });
+                lock(&cycle.ledger).messages.entry(id).and_modify(|(_, v)| {
+                    v.push(Version {
+                        value: content.clone(),
+                        acked: None,
+                    })
+                });
                 let r = admin
                     .call(
                         Method::PATCH,
@@ -722,10 +695,7 @@ async fn write_loop(
                     )
                     .await;
                 r.map(|_| {
-                    let mut l = cycle
-                        .ledger
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut l = lock(&cycle.ledger);
                     if let Some((_, v)) = l.messages.get_mut(&id) {
                         if let Some(last) = v.last_mut() {
                             last.acked = Some(Instant::now());
@@ -750,10 +720,7 @@ async fn write_loop(
                     )
                     .await;
                 r.map(|_| {
-                    let mut l = cycle
-                        .ledger
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut l = lock(&cycle.ledger);
                     l.reactions.push((id, emoji.to_owned(), Instant::now()));
                     l.count("reactions");
                 })
@@ -771,20 +738,14 @@ async fn write_loop(
                     )
                     .await;
                 r.map(|_| {
-                    let mut l = cycle
-                        .ledger
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut l = lock(&cycle.ledger);
                     l.groups.push((tag.clone(), Instant::now()));
                     l.count("groups");
                 })
             }
             _ => {
                 let text = format!("status {tag}");
-                cycle
-                    .ledger
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                lock(&cycle.ledger)
                     .statuses
                     .entry(own_id)
                     .or_default()
@@ -796,10 +757,7 @@ async fn write_loop(
                     .call(Method::POST, "/users/me/status", &[("status_text", text)])
                     .await;
                 r.map(|_| {
-                    let mut l = cycle
-                        .ledger
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut l = lock(&cycle.ledger);
                     if let Some(last) = l.statuses.get_mut(&own_id).and_then(|v| v.last_mut()) {
                         last.acked = Some(Instant::now());
                     }
@@ -813,11 +771,7 @@ async fn write_loop(
             Err(CallError::Refused(m)) => {
                 // Answers cut by the kill are `Gone`; a refusal is a real error.
                 if !cycle.stop.load(Ordering::SeqCst) {
-                    cycle
-                        .refused
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .get_or_insert(m);
+                    lock(&cycle.refused).get_or_insert(m);
                 }
                 return;
             }
@@ -833,7 +787,6 @@ struct Checked {
 /// Compares the ledger with what the recovered server answers.
 async fn check_ledger(
     admin: &Api,
-    cast: &Cast,
     ledger: &Ledger,
     promise: Promise,
     kill: Instant,
@@ -946,7 +899,6 @@ async fn check_ledger(
             ));
         }
     }
-    let _ = cast;
     Ok(Checked { acked, lost })
 }
 
