@@ -74,10 +74,8 @@ const RESERVED_FILES: u64 = 1024;
 
 /// Raises this process's soft limit on open files to its hard limit (a presence
 /// client holds a long-poll and pings on a second connection: 10 K users need 20 K
-/// sockets), and returns the largest connection cap that fits under it, at most
-/// `wanted`. A cap above the limit would not queue connections: the accept loop
-/// would fail with "too many open files".
-pub fn fit_to_open_files(wanted: usize) -> usize {
+/// sockets); returns the limit now in force, if there is one.
+pub fn raise_open_files_limit() -> Option<u64> {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let limit = getrlimit(Resource::Nofile);
     if let (Some(current), Some(maximum)) = (limit.current, limit.maximum) {
@@ -93,7 +91,14 @@ pub fn fit_to_open_files(wanted: usize) -> usize {
             }
         }
     }
-    let Some(open_files) = getrlimit(Resource::Nofile).current else {
+    getrlimit(Resource::Nofile).current
+}
+
+/// Raises the open files limit (`raise_open_files_limit`) and returns the largest
+/// connection cap that fits under it, at most `wanted`. A cap above the limit would
+/// not queue connections: the accept loop would fail with "too many open files".
+pub fn fit_to_open_files(wanted: usize) -> usize {
+    let Some(open_files) = raise_open_files_limit() else {
         return wanted;
     };
     let room = usize::try_from(open_files.saturating_sub(RESERVED_FILES))

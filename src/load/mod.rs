@@ -228,13 +228,6 @@ fn start_ceiling(workers: Option<usize>) -> Result<(String, actix_web::dev::Serv
         .map_err(|_| "the ceiling server did not start".to_owned())?
 }
 
-/// Open files this process may hold (`/proc/self/limits`), if known.
-fn open_files_limit() -> Option<u64> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    line.split_whitespace().nth(3)?.parse().ok()
-}
-
 /// Runs `hearth load`; `Err` on a failed run or failed thresholds (after the report).
 pub fn run(args: &LoadArgs) -> Result<(), String> {
     if args.users == 0 {
@@ -247,8 +240,7 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
     let held = matches!(args.scenario, Scenario::Presence) as u64 * args.users as u64;
     let sockets = held * if args.target.is_none() { 2 } else { 1 } + 512;
     // The soft limit goes up to the hard one first (as `hearth serve` does).
-    let _ = crate::wire::fit_to_open_files(usize::MAX);
-    if let Some(limit) = open_files_limit() {
+    if let Some(limit) = crate::wire::raise_open_files_limit() {
         if sockets > limit {
             return Err(format!(
                 "{} users hold about {sockets} sockets, over this process's open-file limit ({limit}); raise it (`ulimit -n {}`)",
