@@ -30,6 +30,11 @@ const WINDOW_SECS: f64 = 60.0;
 /// Buckets are pruned (full ones dropped) after this many new keys.
 const PRUNE_EVERY: usize = 4096;
 
+/// Counts one new key; true on every `PRUNE_EVERY`th.
+fn prune_due(inserted: &AtomicUsize) -> bool {
+    inserted.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1
+}
+
 /// Who a request is counted against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RateKey {
@@ -119,7 +124,7 @@ impl LoginAttempts {
                 Ok(())
             }
         };
-        if fresh && self.inserted.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
+        if fresh && prune_due(&self.inserted) {
             // Usernames whose attempts all left the window hold nothing.
             self.seen.retain(|_, times| {
                 times
@@ -198,7 +203,7 @@ impl RateLimiter {
                 },
             }
         };
-        if fresh && self.inserted.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
+        if fresh && prune_due(&self.inserted) {
             self.prune(now);
         }
         decision
