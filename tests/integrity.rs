@@ -5,55 +5,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{hearth, run, text};
 use reqwest::blocking::Client;
 use serde_json::Value;
 
-const HEARTH: &str = env!("CARGO_BIN_EXE_hearth");
 const ADMIN: &str = "iago@zulip.com";
-
-/// `hearth` with a clean environment and no metrics listener (tests run in parallel).
-fn hearth() -> Command {
-    let mut cmd = Command::new(HEARTH);
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy().into_owned();
-        if key.starts_with("HEARTH_") || key == "RUST_LOG" || key == "NO_COLOR" {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.env("HEARTH_METRICS_BIND", "off");
-    cmd.stdin(Stdio::null());
-    cmd
-}
-
-/// Runs `hearth args...` to completion (60 s at most).
-fn run(args: &[&str]) -> Output {
-    let mut child = hearth()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("hearth starts");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("hearth {args:?} did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// A `hearth serve --dev` child process.
 struct Server {

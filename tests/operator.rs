@@ -18,47 +18,6 @@ use common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
-const HEARTH: &str = env!("CARGO_BIN_EXE_hearth");
-
-/// `hearth` with a clean environment: no `HEARTH_*`, `RUST_LOG` or `NO_COLOR` from the
-/// caller.
-fn hearth() -> Command {
-    let mut cmd = Command::new(HEARTH);
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy().into_owned();
-        if key.starts_with("HEARTH_") || key == "RUST_LOG" || key == "NO_COLOR" {
-            cmd.env_remove(key);
-        }
-    }
-    // Tests run in parallel: the default metrics port would be taken by the first one.
-    cmd.env("HEARTH_METRICS_BIND", "off");
-    cmd.stdin(Stdio::null());
-    cmd
-}
-
-/// Runs `hearth args...` to completion (60 s at most).
-fn run(args: &[&str]) -> Output {
-    let mut child = hearth()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("hearth starts");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("hearth {args:?} did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// Asserts a failed command: non-zero exit, nothing on stdout, one line on stderr that
 /// contains each of `needles` and no Rust `Debug` rendering. Returns that line.
 #[track_caller]

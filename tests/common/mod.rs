@@ -859,3 +859,49 @@ pub fn route_table() -> Vec<(String, String)> {
     assert!(out.len() > 10, "could not read the route table");
     out
 }
+
+// ------------------------------------------------------------- the real binary
+
+/// The `hearth` binary under test.
+pub const HEARTH: &str = env!("CARGO_BIN_EXE_hearth");
+
+/// `hearth` with a clean environment: no `HEARTH_*`, `RUST_LOG` or `NO_COLOR` from the
+/// caller.
+pub fn hearth() -> std::process::Command {
+    let mut cmd = std::process::Command::new(HEARTH);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("HEARTH_") || key == "RUST_LOG" || key == "NO_COLOR" {
+            cmd.env_remove(key);
+        }
+    }
+    // Tests run in parallel: the default metrics port would be taken by the first one.
+    cmd.env("HEARTH_METRICS_BIND", "off");
+    cmd.stdin(std::process::Stdio::null());
+    cmd
+}
+
+/// Runs `hearth args...` to completion (60 s at most).
+pub fn run(args: &[&str]) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = hearth()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hearth starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("hearth {args:?} did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Bytes as text (lossy).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
