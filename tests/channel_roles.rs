@@ -12,7 +12,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::*;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 const ZOE: &str = "ZOE@zulip.com";
 const AARON: &str = "AARON@zulip.com";
@@ -30,18 +30,6 @@ const ROLES: [(&str, &str); 6] = [
 ];
 
 const NOT_ADMIN: &str = "Must be an organization administrator";
-
-/// One row of a table: who sends which parameters, and the whole expected answer.
-struct Case {
-    who: &'static str,
-    params: Vec<(&'static str, String)>,
-    status: u16,
-    /// Empty for a success.
-    code: &'static str,
-    msg: String,
-    /// Every other field of the body (an object; `{}` for none).
-    fields: Value,
-}
 
 fn p(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
     pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
@@ -73,28 +61,6 @@ fn bad(
         code,
         msg: msg.into(),
         fields: json!({}),
-    }
-}
-
-/// Sends every case and compares the whole body: `result`, `msg`, `code` and fields.
-async fn run(s: &TestApp, method: &str, path: &str, table: &[Case]) {
-    for (i, c) in table.iter().enumerate() {
-        let params: Vec<(&str, &str)> = c.params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let (status, body) = s.call(method, path, c.who, &params).await;
-        let mut want = Map::new();
-        if c.code.is_empty() {
-            want.insert("result".into(), "success".into());
-        } else {
-            want.insert("result".into(), "error".into());
-            want.insert("code".into(), c.code.into());
-        }
-        want.insert("msg".into(), c.msg.clone().into());
-        if let Some(f) = c.fields.as_object() {
-            want.extend(f.clone());
-        }
-        let label = format!("case {i}: {method} {path} as {} {:?}", c.who, c.params);
-        assert_eq!(status, c.status, "{label}: {body}");
-        assert_eq!(body, Value::Object(want), "{label}");
     }
 }
 
@@ -221,7 +187,7 @@ async fn subscription_properties_every_role() {
     for (who, _) in ROLES {
         table.push(bad(who, pin(unknown), "BAD_REQUEST", "Invalid channel ID"));
     }
-    run(
+    run_cases(
         &s,
         "POST",
         "/api/v1/users/me/subscriptions/properties",
@@ -309,7 +275,7 @@ async fn subscription_properties_value_types() {
         "BAD_REQUEST",
         "pin_to_top is not a boolean",
     ));
-    run(
+    run_cases(
         &s,
         "POST",
         "/api/v1/users/me/subscriptions/properties",
@@ -326,7 +292,7 @@ async fn subscription_properties_value_types() {
         .map(|p| json!({"stream_id": verona, "property": p, "value": true}))
         .collect();
     data.push(json!({"stream_id": verona, "property": "color", "value": "#c0ffee"}));
-    run(
+    run_cases(
         &s,
         "POST",
         "/api/v1/users/me/subscriptions/properties",
@@ -368,7 +334,7 @@ async fn subscription_properties_muting_inverse() {
         (HAMLET, "in_home_view", false, (false, true)),
     ];
     for (who, prop, value, (home, muted)) in steps {
-        run(
+        run_cases(
             &s,
             "POST",
             "/api/v1/users/me/subscriptions/properties",
@@ -384,7 +350,7 @@ async fn subscription_properties_muting_inverse() {
     }
     // Two events per change, in_home_view first (seed 6.1).
     let q = s.register(IAGO, &[]).await;
-    run(
+    run_cases(
         &s,
         "POST",
         "/api/v1/users/me/subscriptions/properties",
@@ -582,7 +548,7 @@ async fn unsubscribe_others_every_role() {
             removed(&["Denmark"], &["Denmark"]),
         ),
     ];
-    run(&s, "DELETE", "/api/v1/users/me/subscriptions", &table).await;
+    run_cases(&s, "DELETE", "/api/v1/users/me/subscriptions", &table).await;
 
     // (user, channel, subscribed) after the table, and again after a restart.
     let expected = [
@@ -691,7 +657,7 @@ async fn unsubscribe_principals_and_channel_names() {
         msg: "Channel 'nowhere' does not exist".into(),
         fields: json!({"stream": "nowhere"}),
     });
-    run(&s, "DELETE", "/api/v1/users/me/subscriptions", &table).await;
+    run_cases(&s, "DELETE", "/api/v1/users/me/subscriptions", &table).await;
     for (who, _) in ROLES {
         assert!(is_subscribed(&s, id_of(&u, who), 3).await, "{who}");
     }
@@ -781,7 +747,7 @@ async fn unsubscribe_remove_subscribers_group() {
             denied,
         ),
     ];
-    run(&s, "DELETE", "/api/v1/users/me/subscriptions", &table).await;
+    run_cases(&s, "DELETE", "/api/v1/users/me/subscriptions", &table).await;
     let expected = [
         (ZOE, 8, false),
         (CORDELIA, 8, true),
@@ -875,8 +841,8 @@ async fn default_streams_every_role() {
     remove.push(ok(IAGO, sid("2"), json!({})));
     // A private channel is never default: removing it is a no-op for a subscriber.
     remove.push(ok(DESDEMONA, sid("8"), json!({})));
-    run(&s, "POST", "/api/v1/default_streams", &add).await;
-    run(&s, "DELETE", "/api/v1/default_streams", &remove).await;
+    run_cases(&s, "POST", "/api/v1/default_streams", &add).await;
+    run_cases(&s, "DELETE", "/api/v1/default_streams", &remove).await;
 
     for round in 0..2 {
         assert_eq!(
@@ -961,7 +927,7 @@ async fn channel_folders_every_role() {
         name("Admin folder"),
         json!({"channel_folder_id": 4}),
     ));
-    run(&s, "POST", "/api/v1/channel_folders/create", &create).await;
+    run_cases(&s, "POST", "/api/v1/channel_folders/create", &create).await;
     // Folder 3 is archived: it still has to be in every order.
     s.ok(
         "PATCH",
@@ -1014,7 +980,7 @@ async fn channel_folders_every_role() {
     }
     reorder.push(ok(DESDEMONA, order("[3,1,4,2]"), json!({})));
     reorder.push(ok(IAGO, order("[4,2,3,1]"), json!({})));
-    run(&s, "PATCH", "/api/v1/channel_folders", &reorder).await;
+    run_cases(&s, "PATCH", "/api/v1/channel_folders", &reorder).await;
 
     for round in 0..2 {
         assert_eq!(

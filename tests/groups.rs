@@ -15,7 +15,7 @@
 mod common;
 
 use common::*;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 const NOBODY: i64 = 1;
 const OWNERS: i64 = 2;
@@ -39,18 +39,6 @@ const BOT_ID: i64 = 16;
 const INSUFFICIENT: &str = "Insufficient permission";
 const GUESTS: &str = "Not allowed for guest users";
 const BOTS: &str = "This endpoint does not accept bot requests.";
-
-/// One row of a table: who sends which parameters, and the whole expected answer.
-struct Case {
-    who: &'static str,
-    params: Vec<(&'static str, String)>,
-    status: u16,
-    /// Empty for a success.
-    code: &'static str,
-    msg: String,
-    /// Every other field of the body.
-    fields: Value,
-}
 
 fn p(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
     pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
@@ -98,28 +86,6 @@ fn coded(
         code,
         msg: msg.into(),
         fields: json!({}),
-    }
-}
-
-/// Sends every case and compares the whole body.
-async fn run(s: &TestApp, method: &str, path: &str, table: &[Case]) {
-    for (i, c) in table.iter().enumerate() {
-        let params: Vec<(&str, &str)> = c.params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let (status, body) = s.call(method, path, c.who, &params).await;
-        let mut want = Map::new();
-        if c.code.is_empty() {
-            want.insert("result".into(), "success".into());
-        } else {
-            want.insert("result".into(), "error".into());
-            want.insert("code".into(), c.code.into());
-        }
-        want.insert("msg".into(), c.msg.clone().into());
-        if let Some(f) = c.fields.as_object() {
-            want.extend(f.clone());
-        }
-        let label = format!("case {i}: {method} {path} as {} {:?}", c.who, c.params);
-        assert_eq!(status, c.status, "{label}: {body}");
-        assert_eq!(body, Value::Object(want), "{label}");
     }
 }
 
@@ -198,7 +164,7 @@ async fn create_every_role() {
         bad(POLONIUS, vec![], GUESTS),
         bad(DEFAULT_BOT, vec![], BOTS),
     ];
-    run(&s, "POST", "/api/v1/user_groups/create", &table).await;
+    run_cases(&s, "POST", "/api/v1/user_groups/create", &table).await;
 
     // Only owners may change can_create_groups; then only administrators create.
     let admins_only = p(&[("can_create_groups", r#"{"new": 3}"#)]);
@@ -225,14 +191,14 @@ async fn create_every_role() {
         // No change: nothing to report.
         ok(DESDEMONA, admins_only, json!({})),
     ];
-    run(&s, "PATCH", "/api/v1/realm", &table).await;
+    run_cases(&s, "PATCH", "/api/v1/realm", &table).await;
     let table = vec![
         bad(HAMLET, make("member-again"), INSUFFICIENT),
         bad(SHIVA, make("moderator-again"), INSUFFICIENT),
         ok(IAGO, make("admin-again"), json!({"group_id": 13})),
         ok(DESDEMONA, make("owner-again"), json!({"group_id": 14})),
     ];
-    run(&s, "POST", "/api/v1/user_groups/create", &table).await;
+    run_cases(&s, "POST", "/api/v1/user_groups/create", &table).await;
 
     // Survives a restart.
     s.restart().await;
@@ -434,7 +400,7 @@ async fn create_validation() {
             "User group is deactivated.",
         ),
     ];
-    run(&s, "POST", "/api/v1/user_groups/create", &table).await;
+    run_cases(&s, "POST", "/api/v1/user_groups/create", &table).await;
 
     // Nothing was created by the failures.
     let body = s
@@ -571,7 +537,7 @@ async fn listing_and_reads() {
             "direct_member_only is not valid JSON",
         ),
     ];
-    run(&s, "GET", &members_path(outer), &table).await;
+    run_cases(&s, "GET", &members_path(outer), &table).await;
     let table = vec![
         ok(
             IAGO,
@@ -584,7 +550,7 @@ async fn listing_and_reads() {
             json!({"members": [SHIVA_ID]}),
         ),
     ];
-    run(&s, "GET", &members_path(MODERATORS), &table).await;
+    run_cases(&s, "GET", &members_path(MODERATORS), &table).await;
     s.err(
         "GET",
         &members_path(999),
@@ -643,7 +609,7 @@ async fn listing_and_reads() {
             json!({"subgroups": [ADMINS, team]}),
         ),
     ];
-    run(&s, "GET", &subgroups_path(outer), &table).await;
+    run_cases(&s, "GET", &subgroups_path(outer), &table).await;
     let table = vec![
         ok(
             HAMLET,
@@ -656,7 +622,7 @@ async fn listing_and_reads() {
             json!({"subgroups": [FULL_MEMBERS]}),
         ),
     ];
-    run(&s, "GET", &subgroups_path(MEMBERS), &table).await;
+    run_cases(&s, "GET", &subgroups_path(MEMBERS), &table).await;
 
     // A deactivated group: listed only when asked for, and not readable.
     let team = create(&s, HAMLET, "lone", &[HAMLET_ID]).await;
@@ -775,7 +741,7 @@ async fn members_every_role() {
         bad(HAMLET, vec![("delete", "[1".into())], "delete is not valid JSON"),
         bad(HAMLET, vec![("add_subgroups", "[\"x\"]".into())], "add_subgroups[0] is not an integer"),
     ];
-    run(&s, "POST", &members_path(crew), &table).await;
+    run_cases(&s, "POST", &members_path(crew), &table).await;
     assert_eq!(
         direct_members(&s, crew).await,
         json!([HAMLET_ID, OTHELLO_ID])
@@ -787,7 +753,7 @@ async fn members_every_role() {
         bad(DESDEMONA, delete(&[999]), "Invalid user ID: 999"),
         bad(DESDEMONA, delete(&[HAMLET_ID]), "Invalid user group"),
     ];
-    run(&s, "POST", &members_path(999), &table).await;
+    run_cases(&s, "POST", &members_path(999), &table).await;
     for id in [NOBODY, MEMBERS, EVERYONE] {
         let table = vec![
             bad(DESDEMONA, add(&[HAMLET_ID]), INSUFFICIENT),
@@ -798,7 +764,7 @@ async fn members_every_role() {
                 INSUFFICIENT,
             ),
         ];
-        run(&s, "POST", &members_path(id), &table).await;
+        run_cases(&s, "POST", &members_path(id), &table).await;
     }
 
     // The group's own permissions: anyone may join, members may add, moderators may
@@ -825,7 +791,7 @@ async fn members_every_role() {
         ok(SHIVA, delete(&[PROSPERO_ID]), json!({})),
         ok(IAGO, delete(&[CORDELIA_ID]), json!({})),
     ];
-    run(&s, "POST", &members_path(crew), &table).await;
+    run_cases(&s, "POST", &members_path(crew), &table).await;
 
     // Since feature level 391 a deactivated group's members can change.
     s.ok(
@@ -839,7 +805,7 @@ async fn members_every_role() {
         ok(HAMLET, add(&[PROSPERO_ID]), json!({})),
         ok(HAMLET, delete(&[SHIVA_ID]), json!({})),
     ];
-    run(&s, "POST", &members_path(crew), &table).await;
+    run_cases(&s, "POST", &members_path(crew), &table).await;
 
     let want = json!([HAMLET_ID, OTHELLO_ID, PROSPERO_ID]);
     assert_eq!(direct_members(&s, crew).await, want);
@@ -899,7 +865,7 @@ async fn subgroups_every_role() {
         ),
         bad(HAMLET, del_sub(&[999]), "Invalid user group ID: 999"),
     ];
-    run(&s, "POST", &subgroups_path(a), &table).await;
+    run_cases(&s, "POST", &subgroups_path(a), &table).await;
 
     // Cycles through several groups: a > b; c > a; then b > c would close the loop.
     s.ok("POST", &subgroups_path(c), CORDELIA, &[("add", &ids(&[a]))])
@@ -917,7 +883,7 @@ async fn subgroups_every_role() {
         ),
         ok(HAMLET, add_sub(&[d]), json!({})),
     ];
-    run(&s, "POST", &subgroups_path(b), &table).await;
+    run_cases(&s, "POST", &subgroups_path(b), &table).await;
 
     // Adding subgroups follows can_add_members_group, removing them can_manage_group.
     s.ok(
@@ -932,7 +898,7 @@ async fn subgroups_every_role() {
         bad(OTHELLO, del_sub(&[EVERYONE]), INSUFFICIENT),
         ok(HAMLET, del_sub(&[EVERYONE]), json!({})),
     ];
-    run(&s, "POST", &subgroups_path(a), &table).await;
+    run_cases(&s, "POST", &subgroups_path(a), &table).await;
 
     // System groups cannot be changed.
     for id in [NOBODY, ADMINS, INTERNET] {
@@ -983,7 +949,7 @@ async fn subgroups_every_role() {
             json!({}),
         ),
     ];
-    run(&s, "POST", &members_path(a), &table).await;
+    run_cases(&s, "POST", &members_path(a), &table).await;
 
     // A deactivated group cannot become a subgroup (nor be removed as one), but a
     // deactivated group's own subgroups can change.
@@ -999,7 +965,7 @@ async fn subgroups_every_role() {
         bad(HAMLET, add_sub(&[f]), "User group is deactivated."),
         bad(HAMLET, del_sub(&[f]), "User group is deactivated."),
     ];
-    run(&s, "POST", &subgroups_path(a), &table).await;
+    run_cases(&s, "POST", &subgroups_path(a), &table).await;
     s.ok(
         "POST",
         &subgroups_path(f),
@@ -1161,7 +1127,7 @@ async fn deactivation_every_role_and_objection() {
         in_use(IAGO),
         in_use(DESDEMONA),
     ];
-    run(&s, "POST", &deactivate_path(g), &table).await;
+    run_cases(&s, "POST", &deactivate_path(g), &table).await;
     // Recordings 16f and 16g.
     for (id, msg) in [
         (EVERYONE, INSUFFICIENT),
@@ -1490,7 +1456,7 @@ async fn update_every_role() {
         ),
         bad(HAMLET, p(&[("description", "x")]), INSUFFICIENT),
     ];
-    run(&s, "PATCH", &format!("/api/v1/user_groups/{crew}"), &table).await;
+    run_cases(&s, "PATCH", &format!("/api/v1/user_groups/{crew}"), &table).await;
     for (id, msg) in [(MEMBERS, INSUFFICIENT), (999, "Invalid user group")] {
         s.err(
             "PATCH",
@@ -1602,7 +1568,7 @@ async fn realm_group_settings() {
             json!({"can_create_groups": 3, "ignored_parameters_unsupported": ["bogus"]}),
         ),
     ];
-    run(&s, "PATCH", "/api/v1/realm", &table).await;
+    run_cases(&s, "PATCH", "/api/v1/realm", &table).await;
     // Othello and the members of `managers` now manage every group; the owner no more.
     let crew = create(&s, IAGO, "crew", &[IAGO_ID]).await;
     for round in 0..2 {

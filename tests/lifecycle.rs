@@ -9,25 +9,13 @@
 mod common;
 
 use common::*;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 const ZOE: &str = "ZOE@zulip.com";
 const WEBHOOK_BOT: &str = "webhook-bot@zulip.com";
 
 const INSUFFICIENT: &str = "Insufficient permission";
 const NOT_OWNER: &str = "Must be an organization owner";
-
-/// One row of a table: who sends which parameters, and the whole expected answer.
-struct Case {
-    who: &'static str,
-    params: Vec<(&'static str, String)>,
-    status: u16,
-    /// Empty for a success.
-    code: &'static str,
-    msg: String,
-    /// Every other field of the body.
-    fields: Value,
-}
 
 fn p(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
     pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
@@ -60,27 +48,6 @@ fn bad(
     }
 }
 
-async fn run(s: &TestApp, method: &str, path: &str, table: &[Case]) {
-    for (i, c) in table.iter().enumerate() {
-        let params: Vec<(&str, &str)> = c.params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let (status, body) = s.call(method, path, c.who, &params).await;
-        let mut want = Map::new();
-        if c.code.is_empty() {
-            want.insert("result".into(), "success".into());
-        } else {
-            want.insert("result".into(), "error".into());
-            want.insert("code".into(), c.code.into());
-        }
-        want.insert("msg".into(), c.msg.clone().into());
-        if let Some(f) = c.fields.as_object() {
-            want.extend(f.clone());
-        }
-        let label = format!("case {i}: {method} {path} as {} {:?}", c.who, c.params);
-        assert_eq!(status, c.status, "{label}: {body}");
-        assert_eq!(body, Value::Object(want), "{label}");
-    }
-}
-
 /// A user as `GET /users/{id}` shows them.
 async fn user(s: &TestApp, id: i64) -> Value {
     s.ok("GET", &format!("/api/v1/users/{id}"), IAGO, &[]).await["user"].clone()
@@ -105,7 +72,7 @@ async fn deactivate_user_by_role() {
     let bot = s.user_id(DEFAULT_BOT).await;
     let path = format!("/api/v1/users/{hamlet}");
     let long = "x".repeat(2001);
-    run(
+    run_cases(
         &s,
         "DELETE",
         &path,
@@ -125,7 +92,7 @@ async fn deactivate_user_by_role() {
         ],
     )
     .await;
-    run(
+    run_cases(
         &s,
         "DELETE",
         &format!("/api/v1/users/{desdemona}"),
@@ -214,7 +181,7 @@ async fn deactivate_user_by_role() {
 
     // Reactivation.
     let react = format!("/api/v1/users/{hamlet}/reactivate");
-    run(
+    run_cases(
         &s,
         "POST",
         &react,
@@ -256,7 +223,7 @@ async fn update_user_by_role() {
     let iago = s.user_id(IAGO).await;
     let desdemona = s.user_id(DESDEMONA).await;
     let path = format!("/api/v1/users/{hamlet}");
-    run(
+    run_cases(
         &s,
         "PATCH",
         &path,
@@ -307,7 +274,7 @@ async fn update_user_by_role() {
     assert_eq!(u["role"], 300);
     assert_eq!(u["full_name"], "Hamlet, Prince");
     // Owners only by owners, and never the last one.
-    run(
+    run_cases(
         &s,
         "PATCH",
         &format!("/api/v1/users/{desdemona}"),
@@ -393,7 +360,7 @@ async fn bots_follow_their_owner_and_owners_deactivate_bots() {
     let zoe = s.user_id(ZOE).await;
     let bot = s.user_id(WEBHOOK_BOT).await;
     let path = format!("/api/v1/bots/{bot}");
-    run(
+    run_cases(
         &s,
         "DELETE",
         &path,

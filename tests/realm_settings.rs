@@ -17,7 +17,7 @@ mod common;
 use common::*;
 use hearth::realm::ManualClock;
 use reqwest::Method;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 const START_MS: i64 = 1_800_000_000_000;
 
@@ -110,18 +110,6 @@ const DEFAULTS: [(&str, i64); 19] = [
     ("direct_message_permission_group", EVERYONE),
 ];
 
-/// One row of a table: who sends which parameters, and the whole expected answer.
-struct Case {
-    who: &'static str,
-    params: Vec<(&'static str, String)>,
-    status: u16,
-    /// Empty for a success.
-    code: &'static str,
-    msg: String,
-    /// Every other field of the body (an object; `{}` for none).
-    fields: Value,
-}
-
 fn p(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
     pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
 }
@@ -172,28 +160,6 @@ fn not_admin(who: &'static str, params: Vec<(&'static str, String)>) -> Case {
 
 fn not_owner(who: &'static str, params: Vec<(&'static str, String)>) -> Case {
     coded(who, params, "UNAUTHORIZED_PRINCIPAL", NOT_OWNER, json!({}))
-}
-
-/// Sends every case and compares the whole body: `result`, `msg`, `code` and fields.
-async fn run(s: &TestApp, method: &str, path: &str, table: &[Case]) {
-    for (i, c) in table.iter().enumerate() {
-        let params: Vec<(&str, &str)> = c.params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let (status, body) = s.call(method, path, c.who, &params).await;
-        let mut want = Map::new();
-        if c.code.is_empty() {
-            want.insert("result".into(), "success".into());
-        } else {
-            want.insert("result".into(), "error".into());
-            want.insert("code".into(), c.code.into());
-        }
-        want.insert("msg".into(), c.msg.clone().into());
-        if let Some(f) = c.fields.as_object() {
-            want.extend(f.clone());
-        }
-        let label = format!("case {i}: {method} {path} as {} {:?}", c.who, c.params);
-        assert_eq!(status, c.status, "{label}: {body}");
-        assert_eq!(body, Value::Object(want), "{label}");
-    }
 }
 
 /// `PATCH /realm`, which must succeed; returns the body.
@@ -352,7 +318,7 @@ async fn every_role_against_every_group_setting() {
         let now = if owner_only { first } else { second };
         table.push(ok(DESDEMONA, vec![(name, new(now))], json!({})));
     }
-    run(&s, "PATCH", "/api/v1/realm", &table).await;
+    run_cases(&s, "PATCH", "/api/v1/realm", &table).await;
 
     let expect = |body: &Value| {
         for (name, first, second, owner_only) in SETTINGS {
@@ -393,7 +359,7 @@ async fn every_role_against_a_bad_value_of_every_group_setting() {
             format!("{name}[\"new\"] field is missing: Field required"),
         ));
     }
-    run(&s, "PATCH", "/api/v1/realm", &table).await;
+    run_cases(&s, "PATCH", "/api/v1/realm", &table).await;
     // Nothing changed.
     let body = realm_state(&s, HAMLET).await;
     for (name, value) in DEFAULTS {
@@ -602,7 +568,7 @@ async fn group_setting_value_rules() {
                 "ignored_parameters_unsupported": ["bogus", "can_access_all_users_group"]}),
         ),
     ]);
-    run(&s, "PATCH", "/api/v1/realm", &table).await;
+    run_cases(&s, "PATCH", "/api/v1/realm", &table).await;
     let body = realm_state(&s, HAMLET).await;
     assert_eq!(body["realm_name"], "Zulip Dev");
     assert_eq!(body["realm_can_add_custom_emoji_group"], MEMBERS);
@@ -714,7 +680,7 @@ async fn name_description_and_message_policies() {
             json!({}),
         ),
     ]);
-    run(&s, "PATCH", "/api/v1/realm", &table).await;
+    run_cases(&s, "PATCH", "/api/v1/realm", &table).await;
 
     let check = |body: &Value| {
         assert_eq!(body["realm_name"], "é".repeat(40));

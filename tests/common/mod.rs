@@ -43,7 +43,7 @@ use hearth::realm::ManualClock;
 use hearth::Running;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, RequestBuilder, StatusCode};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tempfile::TempDir;
 
 /// The administrator of the development realm (holds `can_create_users`).
@@ -904,4 +904,41 @@ pub fn run(args: &[&str]) -> std::process::Output {
 /// Bytes as text (lossy).
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+// ------------------------------------------------------------ role tables
+
+/// One row of a role table: who sends which parameters, and the whole expected answer.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub who: &'static str,
+    pub params: Vec<(&'static str, String)>,
+    pub status: u16,
+    /// Empty for a success.
+    pub code: &'static str,
+    pub msg: String,
+    /// Every other field of the body (an object; `{}` for none).
+    pub fields: Value,
+}
+
+/// Sends every case and compares the whole body: `result`, `msg`, `code` and fields.
+pub async fn run_cases(s: &TestApp, method: &str, path: &str, table: &[Case]) {
+    for (i, c) in table.iter().enumerate() {
+        let params: Vec<(&str, &str)> = c.params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (status, body) = s.call(method, path, c.who, &params).await;
+        let mut want = Map::new();
+        if c.code.is_empty() {
+            want.insert("result".into(), "success".into());
+        } else {
+            want.insert("result".into(), "error".into());
+            want.insert("code".into(), c.code.into());
+        }
+        want.insert("msg".into(), c.msg.clone().into());
+        if let Some(f) = c.fields.as_object() {
+            want.extend(f.clone());
+        }
+        let label = format!("case {i}: {method} {path} as {} {:?}", c.who, c.params);
+        assert_eq!(status, c.status, "{label}: {body}");
+        assert_eq!(body, Value::Object(want), "{label}");
+    }
 }
