@@ -3,7 +3,8 @@
 //! Runs the real server as a child process on one data folder and, each cycle:
 //!
 //! 1. drives mixed writes from several clients (channels, subscriptions, users,
-//!    messages and their edits, reactions, user groups, statuses), keeping a ledger of
+//!    messages and their edits, reactions, user groups, statuses, the realm's
+//!    description), keeping a ledger of
 //!    every write the server acknowledged and when;
 //! 2. kills the server with `SIGKILL` at a random point (with `--snapshot-every` small,
 //!    many kills land while a snapshot is being written);
@@ -326,6 +327,8 @@ struct Ledger {
     reactions: Vec<(u64, String, Instant)>,
     /// User id -> status texts, oldest first.
     statuses: HashMap<u64, Vec<Version>>,
+    /// The realm's description (`PATCH /realm`, written by client 0 only), oldest first.
+    descriptions: Vec<Version>,
     /// Acknowledged writes, by kind.
     acked: BTreeMap<&'static str, u64>,
 }
@@ -743,6 +746,23 @@ async fn write_loop(
                     l.count("groups");
                 })
             }
+            88..=95 if client == 0 => {
+                let text = format!("description {tag}");
+                lock(&cycle.ledger).descriptions.push(Version {
+                    value: text.clone(),
+                    acked: None,
+                });
+                let r = admin
+                    .call(Method::PATCH, "/realm", &[("description", text)])
+                    .await;
+                r.map(|_| {
+                    let mut l = lock(&cycle.ledger);
+                    if let Some(last) = l.descriptions.last_mut() {
+                        last.acked = Some(Instant::now());
+                    }
+                    l.count("descriptions");
+                })
+            }
             _ => {
                 let text = format!("status {tag}");
                 lock(&cycle.ledger)
@@ -887,6 +907,28 @@ async fn check_ledger(
         });
         if !there && promise.must_survive(*at, kill) {
             lost.push(format!("reaction {emoji} on message {id}"));
+        }
+    }
+    if !ledger.descriptions.is_empty() {
+        acked += ledger
+            .descriptions
+            .iter()
+            .filter(|v| v.acked.is_some())
+            .count() as u64;
+        let register = admin
+            .call(
+                reqwest::Method::POST,
+                "/register",
+                &[("fetch_event_types", json!(["realm"]).to_string())],
+            )
+            .await
+            .map_err(|e| match e {
+                CallError::Gone => "POST /register: no answer".to_owned(),
+                CallError::Refused(m) => m,
+            })?;
+        let text = register["realm_description"].as_str().unwrap_or_default();
+        if let Err(expected) = admissible(&ledger.descriptions, text, promise, kill) {
+            lost.push(format!("realm description: {text:?}, expected {expected}"));
         }
     }
     for (user, versions) in &ledger.statuses {

@@ -7,7 +7,8 @@
 
 use std::process::Command;
 
-fn torture(args: &[&str]) {
+/// Runs `hearth torture args...`; returns its report.
+fn torture(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
         .arg("torture")
         .args(args)
@@ -34,11 +35,14 @@ fn torture(args: &[&str]) {
             "no {kind} written:\n{stdout}"
         );
     }
+    stdout.into_owned()
 }
 
 #[test]
 fn ten_kill_9_cycles_lose_nothing_acknowledged_in_always() {
-    torture(&["--cycles", "10"]);
+    let report = torture(&["--cycles", "10"]);
+    // One client also rewrites the realm's description (`PATCH /realm`).
+    assert!(report.contains("descriptions "), "{report}");
 }
 
 #[test]
