@@ -14,6 +14,14 @@
 //! /realm/presence`, a first poll, `/register`) are rendered once per state of the
 //! sequence and the realm and served from that cache until either moves.
 //!
+//! What changed since a poll's `last_update_id` is, in a busy realm, most of the realm
+//! (every present user's entry moves about once a minute, and clients poll once a
+//! minute), so those answers share their encoding too: the index of changes is cut
+//! into chunks of `CHUNK` update ids, each chunk's entries are rendered once (against
+//! the realm's users as they were) and kept until an entry leaves or joins the chunk
+//! or the users change, and an answer is the chunks' bytes joined, with only the
+//! chunks that moved rendered again.
+//!
 //! Entries are persisted coalesced: changed entries are written to the realm's
 //! presence tree (`storage::presence`) by a background flush at most once a minute,
 //! and at a clean shutdown. A `kill -9` loses at most the last minute of presence,
@@ -32,6 +40,9 @@ use crate::realm::presence::{
 use crate::realm::{Clock, Realm, UserId};
 use crate::storage::presence::PresenceTree;
 use crate::storage::StorageError;
+
+/// Update ids per rendered chunk of the index of changes (see the module doc).
+const CHUNK: u64 = 256;
 
 /// Changed entries are written at most this often (Zulip's presence is at most a
 /// minute stale anyway).
@@ -77,6 +88,39 @@ struct State {
     last_update_id: u64,
     /// Users whose entry changed since the last flush.
     dirty: HashSet<UserId>,
+    /// The chunks of `by_update` that hold entries: chunk number (update id ÷
+    /// `CHUNK`) -> when it last changed and its rendering.
+    chunks: BTreeMap<u64, ChunkSlot>,
+}
+
+/// One chunk of the index of changes.
+#[derive(Default)]
+struct ChunkSlot {
+    /// The sequence number at the chunk's last change (an entry left or joined it).
+    touched: u64,
+    /// Its entries rendered (modern format), while nothing left or joined it.
+    render: Option<Arc<Chunk>>,
+}
+
+/// A chunk's entries, rendered.
+struct Chunk {
+    /// The realm's users the chunk was rendered against (compared by identity: any
+    /// change to any user renders it again).
+    users: imbl::OrdMap<UserId, Arc<crate::realm::User>>,
+    /// `"id":{...}` entries joined by commas; empty when none is listed.
+    bytes: Bytes,
+    /// The largest update id listed.
+    max_id: Option<u64>,
+}
+
+/// A part of a `last_update_id` answer: a chunk rendered before, or rows to render.
+enum Part {
+    Ready(Arc<Chunk>),
+    Rows {
+        /// The chunk, when the rows are all of it (its rendering is then kept).
+        whole: Option<u64>,
+        rows: Vec<(UserId, PresenceEntry)>,
+    },
 }
 
 /// A full listing, valid while the sequence, the realm version and the time window
@@ -123,6 +167,7 @@ impl RealmPresence {
                 by_update: BTreeMap::new(),
                 last_update_id: 0,
                 dirty: HashSet::new(),
+                chunks: BTreeMap::new(),
             }),
             cache: Mutex::new([None, None]),
             tree: Mutex::new(None),
@@ -144,6 +189,7 @@ impl RealmPresence {
             st.last_update_id = st.last_update_id.max(entry.update_id);
             st.by_update.insert(entry.update_id, user);
             st.entries.insert(user, entry);
+            st.chunks.entry(entry.update_id / CHUNK).or_default();
         }
         drop(st);
         *lock(&self.tree) = Some(tree);
@@ -162,10 +208,28 @@ impl RealmPresence {
             last_connected,
             update_id: st.last_update_id,
         };
+        let now = st.last_update_id;
         if let Some(old) = st.entries.insert(user, entry) {
             st.by_update.remove(&old.update_id);
+            let chunk = old.update_id / CHUNK;
+            let (from, to) = (chunk * CHUNK, chunk * CHUNK + CHUNK);
+            if st.by_update.range(from..to).next().is_none() {
+                st.chunks.remove(&chunk);
+            } else if let Some(slot) = st.chunks.get_mut(&chunk) {
+                *slot = ChunkSlot {
+                    touched: now,
+                    render: None,
+                };
+            }
         }
         st.by_update.insert(entry.update_id, user);
+        st.chunks.insert(
+            entry.update_id / CHUNK,
+            ChunkSlot {
+                touched: now,
+                render: None,
+            },
+        );
         st.dirty.insert(user);
         entry
     }
@@ -265,8 +329,91 @@ impl RealmPresence {
         Self::answer(&cached, q)
     }
 
+    /// What changed since `since` (> 0), in the modern format: the chunks of the index
+    /// of changes, rendered ones shared, the others rendered (outside the lock) and
+    /// kept for the next answers.
+    fn render_since(&self, realm: &Realm, since: u64, client: i64) -> Listing {
+        let rows_of = |st: &State, from: u64, to: u64| -> Vec<(UserId, PresenceEntry)> {
+            st.by_update
+                .range(from..to)
+                .filter_map(|(_, user)| Some((*user, *st.entries.get(user)?)))
+                .collect()
+        };
+        let (parts, seen) = {
+            let st = lock(&self.state);
+            let first = since + 1;
+            let mut parts = Vec::new();
+            let mut next_chunk = first / CHUNK;
+            if !first.is_multiple_of(CHUNK) {
+                parts.push(Part::Rows {
+                    whole: None,
+                    rows: rows_of(&st, first, next_chunk * CHUNK + CHUNK),
+                });
+                next_chunk += 1;
+            }
+            for (chunk, slot) in st.chunks.range(next_chunk..) {
+                match &slot.render {
+                    Some(r) if r.users.ptr_eq(&realm.users) => parts.push(Part::Ready(r.clone())),
+                    _ => parts.push(Part::Rows {
+                        whole: Some(*chunk),
+                        rows: rows_of(&st, chunk * CHUNK, chunk * CHUNK + CHUNK),
+                    }),
+                }
+            }
+            (parts, st.last_update_id)
+        };
+        let mut rendered = Vec::with_capacity(parts.len());
+        let mut keep = Vec::new();
+        for part in parts {
+            match part {
+                Part::Ready(chunk) => rendered.push(chunk),
+                Part::Rows { whole, rows } => {
+                    let (bytes, max_id) = render_modern(realm, &rows);
+                    let chunk = Arc::new(Chunk {
+                        users: realm.users.clone(),
+                        bytes: Bytes::from(bytes),
+                        max_id,
+                    });
+                    if let Some(n) = whole {
+                        keep.push((n, chunk.clone()));
+                    }
+                    rendered.push(chunk);
+                }
+            }
+        }
+        if !keep.is_empty() {
+            let mut st = lock(&self.state);
+            for (n, chunk) in keep {
+                // Kept only if nothing left or joined the chunk since its rows were read.
+                if let Some(slot) = st.chunks.get_mut(&n).filter(|s| s.touched <= seen) {
+                    slot.render = Some(chunk);
+                }
+            }
+        }
+        let len: usize = rendered.iter().map(|c| c.bytes.len() + 1).sum();
+        let mut out = Vec::with_capacity(len + 2);
+        out.push(b'{');
+        for chunk in rendered.iter().filter(|c| !c.bytes.is_empty()) {
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&chunk.bytes);
+        }
+        out.push(b'}');
+        let max_id = rendered.iter().filter_map(|c| c.max_id).max();
+        Listing {
+            presences: Bytes::from(out),
+            last_update_id: max_id.map_or(client, |m| m as i64),
+        }
+    }
+
     /// Copies the entries a query selects (under the lock), then renders them.
     fn render(&self, realm: &Realm, q: PresenceQuery, now: i64) -> Listing {
+        if let (Some(since), true) = (q.last_update_id.filter(|id| *id > 0), q.slim) {
+            if q.history_limit_days != Some(0) {
+                return self.render_since(realm, since as u64, since);
+            }
+        }
         let days = q.history_limit_days.unwrap_or(DEFAULT_HISTORY_LIMIT_DAYS);
         let rows: Vec<(UserId, PresenceEntry)> = if q.history_limit_days == Some(0) {
             // The client wants no presence data at all.
@@ -386,6 +533,31 @@ impl RealmPresence {
         self.written.fetch_add(batch.len() as u64, Ordering::SeqCst);
         Ok(batch.len())
     }
+}
+
+/// Renders rows in the modern format as `"id":{...}` entries joined by commas
+/// (active humans only), with the largest update id listed.
+fn render_modern(realm: &Realm, rows: &[(UserId, PresenceEntry)]) -> (Vec<u8>, Option<u64>) {
+    let mut out: Vec<u8> = Vec::with_capacity(rows.len() * 64);
+    let mut max_id = None::<u64>;
+    let mut n = itoa::Buffer::new();
+    for (user, e) in rows {
+        let Some(u) = realm.presence_listed(*user) else {
+            continue;
+        };
+        max_id = Some(max_id.map_or(e.update_id, |m| m.max(e.update_id)));
+        if !out.is_empty() {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(n.format(u.id).as_bytes());
+        out.extend_from_slice(b"\":{\"active_timestamp\":");
+        out.extend_from_slice(n.format(e.last_active.unwrap_or(u.date_joined)).as_bytes());
+        out.extend_from_slice(b",\"idle_timestamp\":");
+        out.extend_from_slice(n.format(e.last_connected).as_bytes());
+        out.extend_from_slice(b"}");
+    }
+    (out, max_id)
 }
 
 /// Renders rows (sorted by user) as the `presences` object: legacy entries keyed by API
@@ -543,6 +715,86 @@ mod tests {
         assert_eq!(off.last_connected, 1000 - OFFLINE_THRESHOLD_SECS - 120);
         let on = p.presence_setting_changed(hamlet, true, 1000);
         assert_eq!((on.last_active, on.last_connected), (Some(1000), 1000));
+    }
+
+    /// `last_update_id` answers built from shared chunks equal the entries changed
+    /// since, whatever moved in between, and follow changes to the users.
+    #[test]
+    fn answers_since_follow_every_change() {
+        use rand::{Rng, SeedableRng};
+        let clock = ManualClock::new(1_800_000_000_000);
+        let p = RealmPresence::new(Arc::new(clock));
+        let mut realm = dev_realm();
+        let users: Vec<UserId> = realm
+            .users
+            .values()
+            .filter(|u| !u.is_bot())
+            .map(|u| u.id)
+            .collect();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut now = 1_800_000_000;
+        let expected = |p: &RealmPresence, realm: &Realm, since: u64| -> (Value, i64) {
+            let st = lock(&p.state);
+            let mut map = serde_json::Map::new();
+            let mut max = None::<u64>;
+            for (user, e) in st.entries.iter().filter(|(_, e)| e.update_id > since) {
+                let Some(u) = realm.presence_listed(*user) else {
+                    continue;
+                };
+                max = max.max(Some(e.update_id));
+                map.insert(
+                    user.to_string(),
+                    serde_json::json!({"active_timestamp": e.last_active.unwrap_or(u.date_joined), "idle_timestamp": e.last_connected}),
+                );
+            }
+            (Value::Object(map), max.map_or(since as i64, |m| m as i64))
+        };
+        for round in 0..400 {
+            // Many users move at each step (each move takes a new update id), so the
+            // answers span many chunks.
+            now += rng.gen_range(20..90);
+            for _ in 0..rng.gen_range(1..users.len() * 4) {
+                let user = users[rng.gen_range(0..users.len())];
+                let status = if rng.gen_bool(0.5) {
+                    PresenceStatus::Active
+                } else {
+                    PresenceStatus::Idle
+                };
+                p.ping(user, now + rng.gen_range(0..60), status);
+            }
+            if round % 50 == 49 {
+                // A user deactivated: the users change, and every chunk renders again.
+                let victim = users[rng.gen_range(0..users.len())];
+                let mut next = (*realm).clone();
+                if let Some(u) = next.users.get(&victim).cloned() {
+                    let mut u = (*u).clone();
+                    u.is_active = !u.is_active;
+                    next.users.insert(victim, Arc::new(u));
+                }
+                realm = Arc::new(next);
+            }
+            let last = p.last_update_id();
+            for _ in 0..4 {
+                let since = rng.gen_range(1..=last.max(1));
+                let q = PresenceQuery {
+                    slim: true,
+                    last_update_id: Some(since as i64),
+                    history_limit_days: None,
+                };
+                let got = p.listing(&realm, q, now);
+                let (want, want_id) = expected(&p, &realm, since);
+                assert_eq!(json(&got), want, "round {round}, since {since}");
+                // No user twice (a parser would keep one of them silently).
+                let entries =
+                    memchr::memmem::find_iter(&got.presences, b"active_timestamp").count();
+                assert_eq!(Some(entries), want.as_object().map(|m| m.len()));
+                assert_eq!(got.last_update_id, want_id, "round {round}, since {since}");
+            }
+        }
+        assert!(
+            p.last_update_id() > 10 * CHUNK,
+            "the answers spanned chunks"
+        );
     }
 
     #[test]

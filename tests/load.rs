@@ -63,3 +63,66 @@ fn thresholds_fail_with_a_non_zero_exit() {
     assert!(stdout.contains("FAIL: "), "{stdout}");
     assert!(stdout.contains("POST /messages"), "{stdout}");
 }
+
+/// The fan-out scenario: every poll gets every round's status change, each round's
+/// last delivery is reported, and a round never times out at 50 users.
+#[test]
+fn fanout_reaches_every_poll() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env("HEARTH_METRICS_BIND", "off")
+        .args(["load", "--scenario", "fanout", "--users", "50"])
+        .args(["--duration", "3s", "--warmup", "1s", "--json"])
+        .arg(&json)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let op = |name: &str| {
+        report["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["op"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in the report: {stdout}"))
+    };
+    let (last, each, sent) = (
+        op("fan-out: status change to the last poll"),
+        op("fan-out: status change to each poll"),
+        op("POST /users/me/status"),
+    );
+    let rounds = last["count"].as_u64().unwrap();
+    assert!(rounds >= 2, "{last}");
+    assert_eq!(last["errors"], 0, "{last}");
+    assert_eq!(sent["errors"], 0, "{sent}");
+    // Every poll of every measured round (a round that began in the warm-up may be
+    // counted in part).
+    let each = each["count"].as_u64().unwrap();
+    assert!(
+        each >= rounds * 50 && each <= (rounds + 1) * 50,
+        "{each} for {rounds} rounds"
+    );
+    // The last poll is never reached before the median one.
+    assert!(
+        last["p50_ms"].as_f64().unwrap()
+            >= op("fan-out: status change to each poll")["p50_ms"]
+                .as_f64()
+                .unwrap()
+    );
+}
+
+#[test]
+fn fanout_refuses_the_ceiling() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env("HEARTH_METRICS_BIND", "off")
+        .args(["load", "--scenario", "fanout", "--users", "2", "--ceiling"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--ceiling and --rate do not apply"));
+}

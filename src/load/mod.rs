@@ -236,8 +236,12 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
     if args.rate.is_some_and(|r| r <= 0.0 || !r.is_finite()) || args.speedup <= 0.0 {
         return Err("--rate and --speedup must be positive".into());
     }
+    if args.scenario == Scenario::Fanout && (args.ceiling || args.rate.is_some()) {
+        return Err("fanout runs its own rounds: --ceiling and --rate do not apply to it".into());
+    }
     // Each held long-poll is a socket, twice when the server runs in this process.
-    let held = matches!(args.scenario, Scenario::Presence) as u64 * args.users as u64;
+    let held =
+        matches!(args.scenario, Scenario::Presence | Scenario::Fanout) as u64 * args.users as u64;
     let sockets = held * if args.target.is_none() { 2 } else { 1 } + 512;
     // The soft limit goes up to the hard one first (as `hearth serve` does).
     if let Some(limit) = crate::wire::raise_open_files_limit() {
@@ -332,6 +336,11 @@ fn pacing(args: &LoadArgs) -> Pacing {
     }
 }
 
+/// `fanout`: how long after every poll was sent a round starts (for them to park).
+const FANOUT_SETTLE: Duration = Duration::from_millis(300);
+/// `fanout`: how long a round waits for its last delivery.
+const FANOUT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The presence ping period: 60 s ÷ speedup, or users ÷ rate.
 fn ping_period(args: &LoadArgs) -> Duration {
     match args.rate {
@@ -350,6 +359,12 @@ fn pacing_text(args: &LoadArgs) -> String {
     }
     if args.scenario == Scenario::ReconnectStorm {
         return "reconnect storms, back to back".into();
+    }
+    if args.scenario == Scenario::Fanout {
+        return format!(
+            "fan-out rounds: every user holds a long-poll; user 0 changes its status once all are parked (+{} ms)",
+            FANOUT_SETTLE.as_millis()
+        );
     }
     match pacing(args) {
         Pacing::Open { rate, connections } => {
@@ -371,8 +386,18 @@ async fn phase(
     // Set-up requests are warm-up: the measured part starts after them.
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
     let recorder = Recorder::new(far);
-    let env = Arc::new(Env::new(client, base, creds, recorder.clone(), ceiling));
-    let needs_queues = matches!(args.scenario, Scenario::Presence | Scenario::Mixed);
+    let env = Arc::new(Env::new(
+        client,
+        base,
+        creds,
+        recorder.clone(),
+        ceiling,
+        args.scenario,
+    ));
+    let needs_queues = matches!(
+        args.scenario,
+        Scenario::Presence | Scenario::Mixed | Scenario::Fanout
+    );
     if needs_queues && !ceiling {
         bar.set_message(format!("registering {} queues", creds.len()));
         scenarios::register_all(&env, 64).await;
@@ -405,7 +430,8 @@ async fn phase(
             }
         })
     };
-    let polls = if args.scenario == Scenario::Presence && !ceiling {
+    let holds = matches!(args.scenario, Scenario::Presence | Scenario::Fanout);
+    let polls = if holds && !ceiling {
         scenarios::hold_polls(&env)
     } else {
         Vec::new()
@@ -415,6 +441,9 @@ async fn phase(
             scenarios::presence_schedule(&env, ping_period(args), start, until).await
         }
         Scenario::ReconnectStorm => scenarios::storms(&env, until).await,
+        Scenario::Fanout => {
+            scenarios::fanout_rounds(&env, until, FANOUT_SETTLE, FANOUT_TIMEOUT).await
+        }
         scenario => scenarios::paced(&env, scenario, pacing(args), start, until).await,
     }
     let measured = Instant::now().saturating_duration_since(measure_from);

@@ -1,7 +1,7 @@
 //! What simulated users do: the requests of each scenario, and the per-user state they
 //! carry (event queue, last event id, presence update id).
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -30,10 +30,36 @@ pub enum Scenario {
     ReconnectStorm,
     /// Durable writes only (message sends), to compare `--durability` modes.
     Writes,
+    /// `GET /realm/presence` only (the whole realm's presence, legacy format).
+    RealmPresence,
+    /// Fan-out: every user holds a long-poll for `user_status` events; one user
+    /// changes its status text, round after round, and each round measures when the
+    /// event reached each poll and the last of them.
+    Fanout,
 }
 
 /// The channel the scenarios write to and read from (in the development realm).
 pub const CHANNEL: &str = "Verona";
+
+/// The operation a fan-out round's last delivery is recorded as.
+pub const FANOUT_LAST: &str = "fan-out: status change to the last poll";
+/// The operation each poll's delivery of a round's event is recorded as.
+pub const FANOUT_EACH: &str = "fan-out: status change to each poll";
+
+/// The round of the `fanout` scenario under way.
+#[derive(Default)]
+pub struct Fanout {
+    /// The round's number (0: none yet); its status text is `fanout <round>`.
+    round: AtomicU64,
+    /// When the round's status change was sent.
+    sent_at: Mutex<Option<Instant>>,
+    /// Polls the round's event reached.
+    delivered: AtomicUsize,
+    /// Woken when the last poll got it.
+    done: tokio::sync::Notify,
+    /// `GET /events` requests under way (sent, not answered).
+    polling: AtomicUsize,
+}
 
 /// One simulated user: credentials and what its client remembers.
 pub struct User {
@@ -51,6 +77,9 @@ pub struct Env {
     pub recorder: Arc<Recorder>,
     /// Every request goes to the ceiling handler, recorded as the `ceiling` operation.
     pub ceiling: bool,
+    /// The scenario (what queues register for, what polls look for).
+    pub scenario: Scenario,
+    pub fanout: Fanout,
 }
 
 impl Env {
@@ -60,6 +89,7 @@ impl Env {
         creds: &[Credential],
         recorder: Arc<Recorder>,
         ceiling: bool,
+        scenario: Scenario,
     ) -> Env {
         let b64 = base64::engine::general_purpose::STANDARD;
         let users = creds
@@ -76,6 +106,8 @@ impl Env {
             users,
             recorder,
             ceiling,
+            scenario,
+            fanout: Fanout::default(),
         }
     }
 
@@ -116,8 +148,13 @@ impl Env {
 
     /// `POST /register` for `user`, keeping its queue.
     pub async fn register(&self, user: usize, intended: Instant) {
+        let event_types = if self.scenario == Scenario::Fanout {
+            r#"["user_status"]"#
+        } else {
+            r#"["message","presence"]"#
+        };
         let form = [
-            ("event_types", r#"["message","presence"]"#.to_owned()),
+            ("event_types", event_types.to_owned()),
             ("fetch_event_types", r#"["message"]"#.to_owned()),
             ("slim_presence", "true".to_owned()),
         ];
@@ -143,7 +180,9 @@ impl Env {
             ("last_event_id", last.to_string()),
             ("dont_block", dont_block.to_string()),
         ];
+        self.fanout.polling.fetch_add(1, Ordering::SeqCst);
         let answer = driver::send(self.get(user, "/events", &query)).await;
+        self.fanout.polling.fetch_sub(1, Ordering::SeqCst);
         let op = if dont_block {
             "GET /events"
         } else {
@@ -153,6 +192,9 @@ impl Env {
         match &answer {
             Ok((200, body)) if !self.ceiling => {
                 if let Ok(v) = serde_json::from_slice::<Value>(body) {
+                    if self.scenario == Scenario::Fanout {
+                        self.fanout_delivered(&v);
+                    }
                     let newest = v["events"]
                         .as_array()
                         .and_then(|e| e.iter().filter_map(|e| e["id"].as_i64()).max());
@@ -185,11 +227,33 @@ impl Env {
         let answer = driver::send(self.post(user, "/users/me/presence", &form)).await;
         self.record("POST /users/me/presence", false, intended, &answer);
         if let Ok((200, body)) = &answer {
-            if let Ok(v) = serde_json::from_slice::<Value>(body) {
-                if let Some(id) = v["presence_last_update_id"].as_i64() {
-                    state.store(id, Ordering::Relaxed);
-                }
+            if let Some(id) = last_update_id(body) {
+                state.store(id, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Counts a poll's answer that holds the current fan-out round's event.
+    fn fanout_delivered(&self, answer: &Value) {
+        let round = self.fanout.round.load(Ordering::SeqCst);
+        let text = format!("fanout {round}");
+        let ours = answer["events"].as_array().is_some_and(|events| {
+            events
+                .iter()
+                .any(|e| e["type"] == "user_status" && e["status_text"] == text.as_str())
+        });
+        let sent_at = *self
+            .fanout
+            .sent_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (true, Some(sent_at)) = (ours && round > 0, sent_at) else {
+            return;
+        };
+        self.recorder.record(FANOUT_EACH, false, sent_at, None);
+        if self.fanout.delivered.fetch_add(1, Ordering::SeqCst) + 1 == self.users.len() {
+            self.recorder.record(FANOUT_LAST, false, sent_at, None);
+            self.fanout.done.notify_one();
         }
     }
 
@@ -239,6 +303,10 @@ impl Env {
                 88..94 => self.read_messages(user, intended).await,
                 _ => self.send_message(user, n, intended).await,
             },
+            Scenario::RealmPresence => {
+                let rb = self.get(user, "/realm/presence", &[]);
+                self.simple("GET /realm/presence", rb, intended).await
+            }
             Scenario::Messages => match roll {
                 0..25 => self.send_message(user, n, intended).await,
                 _ => self.read_messages(user, intended).await,
@@ -322,6 +390,76 @@ pub async fn paced(
     .await;
 }
 
+/// `presence_last_update_id` of a ping's answer, read from the answer's tail where
+/// hearth writes it, without parsing the `presences` before it (10 000 users'
+/// presences are ~670 KB: parsing each whole would make the driver, not the server,
+/// the bottleneck). Falls back to parsing the whole answer.
+pub fn last_update_id(body: &[u8]) -> Option<i64> {
+    const KEY: &[u8] = b"\"presence_last_update_id\":";
+    if let Some(at) = memchr::memmem::rfind(body, KEY) {
+        let rest = &body[at + KEY.len()..];
+        let end = rest
+            .iter()
+            .position(|b| !(b.is_ascii_digit() || *b == b'-'))
+            .unwrap_or(rest.len());
+        if let Some(id) = std::str::from_utf8(&rest[..end])
+            .ok()
+            .and_then(|t| t.parse().ok())
+        {
+            return Some(id);
+        }
+    }
+    serde_json::from_slice::<Value>(body).ok()?["presence_last_update_id"].as_i64()
+}
+
+/// Fan-out rounds until `until`: once every user's long-poll is under way (and a
+/// moment for them to park), user 0 sets its status text to `fanout <round>`, and the
+/// round ends when every poll got the event (or after `timeout`). Each delivery is
+/// measured from the moment the change was sent.
+pub async fn fanout_rounds(env: &Arc<Env>, until: Instant, settle: Duration, timeout: Duration) {
+    let n = env.users.len();
+    while Instant::now() < until {
+        // Wait for every poll to be sent again after the last round, then let them park.
+        let waiting = Instant::now();
+        while env.fanout.polling.load(Ordering::SeqCst) < n && waiting.elapsed() < timeout {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(settle).await;
+        if Instant::now() >= until {
+            break;
+        }
+        let round = env.fanout.round.load(Ordering::SeqCst) + 1;
+        env.fanout.delivered.store(0, Ordering::SeqCst);
+        let form = [
+            ("status_text", format!("fanout {round}")),
+            ("away", "false".to_owned()),
+        ];
+        let done = env.fanout.done.notified();
+        tokio::pin!(done);
+        done.as_mut().enable();
+        let sent_at = Instant::now();
+        *env.fanout
+            .sent_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(sent_at);
+        env.fanout.round.store(round, Ordering::SeqCst);
+        let answer = driver::send(env.post(0, "/users/me/status", &form)).await;
+        env.record("POST /users/me/status", false, sent_at, &answer);
+        if error_label(&answer).is_some() {
+            continue;
+        }
+        if tokio::time::timeout(timeout, done).await.is_err() {
+            let reached = env.fanout.delivered.load(Ordering::SeqCst);
+            env.recorder.record(
+                FANOUT_LAST,
+                false,
+                sent_at,
+                Some(format!("timeout ({reached} of {n} polls)")),
+            );
+        }
+    }
+}
+
 /// Reconnect storms, back to back: every user registers at once (and polls its new
 /// queue once); each request is measured from the storm's start.
 pub async fn storms(env: &Arc<Env>, until: Instant) {
@@ -342,5 +480,22 @@ pub async fn storms(env: &Arc<Env>, until: Instant) {
         for t in tasks {
             let _ = t.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_update_id;
+
+    #[test]
+    fn last_update_id_is_read_from_the_tail() {
+        let body = br#"{"result":"success","msg":"","presences":{"8":{"active_timestamp":1,"idle_timestamp":2}},"server_timestamp":1.5,"presence_last_update_id":1234}"#;
+        assert_eq!(last_update_id(body), Some(1234));
+        let none = br#"{"result":"success","msg":"","presences":{},"presence_last_update_id":-1}"#;
+        assert_eq!(last_update_id(none), Some(-1));
+        // Another key order still parses (the whole answer, then).
+        let other = br#"{"presence_last_update_id": 7, "presences":{}}"#;
+        assert_eq!(last_update_id(other), Some(7));
+        assert_eq!(last_update_id(b"{}"), None);
     }
 }
