@@ -40,7 +40,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Notify};
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::realm::events::Event;
+use crate::realm::events::{Audience, Event};
 use crate::realm::{Change, Clock, Realm, UserId};
 
 /// A parked poll answers a heartbeat after this much silence (Zulip: about a minute).
@@ -138,9 +138,17 @@ struct QueueState {
 }
 
 impl Queue {
-    fn admits(&self, event: &Event, body: &Map<String, Value>) -> bool {
+    /// Whether the queue receives a logged event. `firehose`: the queue was registered
+    /// with `all_public_streams` and its user may still read public channels.
+    fn admits(&self, event: &Event, body: &Map<String, Value>, firehose: bool) -> bool {
         let kind = body.get("type").and_then(Value::as_str).unwrap_or_default();
-        event.audience.includes(self.user_id)
+        let addressed = match &event.audience {
+            Audience::AllPublicStreams { except } => {
+                firehose && except.binary_search(&self.user_id).is_err()
+            }
+            audience => audience.includes(self.user_id),
+        };
+        addressed
             && self
                 .options
                 .event_types
@@ -587,9 +595,16 @@ impl EventHub {
             st.expired = true;
         } else {
             let from = (st.cursor - log.start) as usize;
+            // Zulip checks `can_access_public_streams` at registration; checked again
+            // here, a user who became a guest (or was deactivated) since gets no more.
+            let firehose = q.options.all_public_streams
+                && self
+                    .current()
+                    .user(q.user_id)
+                    .is_some_and(|u| u.is_active && u.can_access_public_channels());
             for entry in log.entries.iter().skip(from) {
                 let after = entry.ticket.is_none_or(|t| t > q.since_ticket);
-                if after && q.admits(&entry.event, &entry.body) {
+                if after && q.admits(&entry.event, &entry.body, firehose) {
                     Queue::push(st, entry.body.clone());
                 }
             }
@@ -870,7 +885,6 @@ fn shape_message(m: &mut Map<String, Value>, body: &Map<String, Value>, options:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realm::events::Audience;
     use crate::realm::ManualClock;
     use crate::realm::{ChannelChange, UserChange};
 
