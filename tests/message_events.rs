@@ -167,3 +167,107 @@ async fn guests_may_not_ask_for_all_public_streams() {
     send_stream(&app, DESDEMONA, "sandbox", "t", "after the demotion").await;
     assert!(message_events(&app, HAMLET, &queue).await.is_empty());
 }
+
+/// The flags of each `update_message` event in a queue.
+async fn update_flags(app: &TestApp, who: &str, queue: &str) -> Vec<Vec<String>> {
+    app.events(who, queue)
+        .await
+        .iter()
+        .filter(|e| e["type"] == "update_message")
+        .map(|e| {
+            e["flags"]
+                .as_array()
+                .unwrap_or_else(|| panic!("flags in {e}"))
+                .iter()
+                .map(|f| f.as_str().expect("a flag").to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[actix_web::test]
+async fn update_message_events_carry_each_users_flags() {
+    let app = TestApp::spawn().await;
+    let id = send_stream(&app, IAGO, "Verona", "flags", "hi @**King Hamlet**").await;
+    app.ok(
+        "POST",
+        "/api/v1/messages/flags",
+        HAMLET,
+        &[
+            ("messages", &format!("[{id}]")),
+            ("op", "add"),
+            ("flag", "starred"),
+        ],
+    )
+    .await;
+    // Subscribed after the message was sent: no row for it, yet told as a subscriber.
+    app.ok(
+        "POST",
+        "/api/v1/users/me/subscriptions",
+        BOT,
+        &[("subscriptions", r#"[{"name": "Verona"}]"#)],
+    )
+    .await;
+    let queues = [
+        (HAMLET, app.register(HAMLET, &[]).await),
+        (OTHELLO, app.register(OTHELLO, &[]).await),
+        (IAGO, app.register(IAGO, &[]).await),
+        (BOT, app.register(BOT, &[]).await),
+    ];
+    let path = format!("/api/v1/messages/{id}");
+    app.ok("PATCH", &path, IAGO, &[("content", "hi @**King Hamlet**!")])
+        .await;
+    app.ok(
+        "PATCH",
+        &path,
+        IAGO,
+        &[
+            ("topic", "flags moved"),
+            ("send_notification_to_new_thread", "false"),
+        ],
+    )
+    .await;
+    let expected = [
+        (HAMLET, strings(&["starred", "mentioned"])),
+        (OTHELLO, strings(&[])),
+        // The sender's message is unread for them (an API client's default).
+        (IAGO, strings(&[])),
+        (BOT, strings(&["read"])),
+    ];
+    for ((who, queue), (_, flags)) in queues.iter().zip(expected) {
+        assert_eq!(
+            update_flags(&app, who, queue).await,
+            vec![flags.clone(), flags],
+            "{who}"
+        );
+    }
+
+    // Direct messages too.
+    let hamlet = app.user_id(HAMLET).await;
+    let body = app
+        .ok(
+            "POST",
+            "/api/v1/messages",
+            IAGO,
+            &[
+                ("type", "direct"),
+                ("to", &format!("[{hamlet}]")),
+                ("content", "a direct one"),
+            ],
+        )
+        .await;
+    let dm = body["id"].as_u64().expect("id");
+    let queue = app.register(HAMLET, &[]).await;
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{dm}"),
+        IAGO,
+        &[("content", "a direct one, edited")],
+    )
+    .await;
+    assert_eq!(update_flags(&app, HAMLET, &queue).await, vec![strings(&[])]);
+}

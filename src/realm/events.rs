@@ -47,7 +47,7 @@ use super::messages::json::MessageView;
 use super::messages::{flags, MessageChange, Recipient};
 use super::users::UserView;
 use super::{Change, Realm, UserId};
-use crate::events::{SHAPE_GRAVATAR, SHAPE_RAW_CONTENT};
+use crate::events::{SHAPE_FLAGS_OF, SHAPE_GRAVATAR, SHAPE_RAW_CONTENT};
 use crate::realm::{ChannelChange, RealmChange, UserChange};
 
 /// The map of a JSON object literal.
@@ -301,6 +301,8 @@ impl Realm {
                 let mut ids: Vec<u64> = pairs.iter().map(|(_, a)| a.id).collect();
                 ids.sort_unstable();
                 o.insert("message_ids".into(), ids.into());
+                // Each recipient's own flags on the message (`crate::events`).
+                o.insert(SHAPE_FLAGS_OF.into(), after_row.id.into());
                 vec![Event::new(Value::Object(o), Audience::users(audience))]
             }
             MessageChange::ReactionAdded {
