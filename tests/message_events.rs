@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use serde_json::Value;
 
 async fn send_stream(app: &TestApp, who: &str, to: &str, topic: &str, content: &str) -> u64 {
     let body = app
@@ -270,4 +271,199 @@ async fn update_message_events_carry_each_users_flags() {
     )
     .await;
     assert_eq!(update_flags(&app, HAMLET, &queue).await, vec![strings(&[])]);
+}
+
+/// The newest messages of a channel topic, oldest first: (sender email, content).
+async fn topic_messages(app: &TestApp, who: &str, channel: &str, topic: &str) -> Vec<Value> {
+    let narrow = serde_json::json!([
+        {"operator": "channel", "operand": channel},
+        {"operator": "topic", "operand": topic},
+    ])
+    .to_string();
+    let body = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            who,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "20"),
+                ("num_after", "0"),
+                ("narrow", &narrow),
+                ("apply_markdown", "false"),
+            ],
+        )
+        .await;
+    body["messages"].as_array().expect("messages").clone()
+}
+
+fn from_bot(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["sender_email"] == "notification-bot@zulip.com")
+        .map(|m| m["content"].as_str().expect("content").to_owned())
+        .collect()
+}
+
+#[actix_web::test]
+async fn moving_messages_leaves_notification_bot_messages() {
+    let mut app = TestApp::spawn().await;
+    let iago = app.user_id(IAGO).await;
+    let me = format!("@_**Iago|{iago}**");
+    let verona = app.stream_id("Verona").await;
+    let hamlet_queue = app.register(HAMLET, &[]).await;
+
+    // A whole topic, with the defaults: only the new thread is told.
+    let first = send_stream(&app, HAMLET, "Verona", "old", "one").await;
+    send_stream(&app, HAMLET, "Verona", "old", "two").await;
+    let reply = app
+        .ok(
+            "PATCH",
+            &format!("/api/v1/messages/{first}"),
+            IAGO,
+            &[("topic", "new"), ("propagate_mode", "change_all")],
+        )
+        .await;
+    assert!(
+        reply.get("ignored_parameters_unsupported").is_none(),
+        "{reply}"
+    );
+    let new = topic_messages(&app, IAGO, "Verona", "new").await;
+    assert_eq!(
+        from_bot(&new),
+        vec![format!(
+            "This topic was moved here from #**Verona>old** by {me}."
+        )]
+    );
+    let notice = new.last().expect("the notice");
+    assert_eq!(notice["sender_full_name"], "Notification Bot");
+    assert_eq!(notice["sender_realm_str"], "zulipinternal");
+    assert_eq!(notice["client"], "Internal");
+    // Read for the mover, unread for the others.
+    assert!(notice["flags"].as_array().unwrap().contains(&"read".into()));
+    let hamlet_view = topic_messages(&app, HAMLET, "Verona", "new").await;
+    assert_eq!(hamlet_view.last().unwrap()["flags"], serde_json::json!([]));
+    let rendered = app
+        .ok(
+            "GET",
+            &format!("/api/v1/messages/{}", notice["id"]),
+            HAMLET,
+            &[],
+        )
+        .await;
+    let html = rendered["message"]["content"].as_str().unwrap();
+    assert!(html.contains("class=\"stream-topic\""), "{html}");
+    assert!(html.contains("user-mention silent"), "{html}");
+    // The `message` event follows the `update_message` one.
+    let kinds: Vec<String> = app
+        .events(HAMLET, &hamlet_queue)
+        .await
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec!["message", "message", "update_message", "message"]
+    );
+
+    // One message of two, both threads told.
+    let a = send_stream(&app, HAMLET, "Verona", "old2", "a").await;
+    send_stream(&app, HAMLET, "Verona", "old2", "b").await;
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{a}"),
+        IAGO,
+        &[
+            ("topic", "new2"),
+            ("send_notification_to_old_thread", "true"),
+        ],
+    )
+    .await;
+    let body = app.ok("GET", "/api/v1/server_settings", IAGO, &[]).await;
+    let realm_url = body["realm_url"].as_str().unwrap().to_owned();
+    assert_eq!(
+        from_bot(&topic_messages(&app, IAGO, "Verona", "new2").await),
+        vec![format!(
+            "[A message]({realm_url}/#narrow/channel/{verona}-Verona/topic/new2/near/{a}) \
+             was moved here from #**Verona>old2** by {me}."
+        )]
+    );
+    assert_eq!(
+        from_bot(&topic_messages(&app, IAGO, "Verona", "old2").await),
+        vec![format!(
+            "A message was moved from this topic to #**Verona>new2** by {me}."
+        )]
+    );
+
+    // Two of three, into a topic that has messages, across channels.
+    send_stream(&app, IAGO, "Verona", "old3", "x").await;
+    let y = send_stream(&app, IAGO, "Verona", "old3", "y").await;
+    send_stream(&app, IAGO, "Verona", "old3", "z").await;
+    send_stream(&app, IAGO, "Denmark", "there", "already").await;
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{y}"),
+        IAGO,
+        &[
+            ("topic", "there"),
+            ("stream_id", &app.stream_id("Denmark").await.to_string()),
+            ("propagate_mode", "change_later"),
+            ("send_notification_to_old_thread", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        from_bot(&topic_messages(&app, IAGO, "Denmark", "there").await),
+        vec![format!(
+            "2 messages were moved here from #**Verona>old3** by {me}."
+        )]
+    );
+    assert_eq!(
+        from_bot(&topic_messages(&app, IAGO, "Verona", "old3").await),
+        vec![format!(
+            "2 messages were moved from this topic to #**Denmark>there** by {me}."
+        )]
+    );
+
+    // Resolving a topic is no move for the new thread; opting out sends nothing.
+    let r = send_stream(&app, IAGO, "Verona", "bug", "broken").await;
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{r}"),
+        IAGO,
+        &[("topic", "✔ bug"), ("propagate_mode", "change_all")],
+    )
+    .await;
+    assert!(from_bot(&topic_messages(&app, IAGO, "Verona", "✔ bug").await).is_empty());
+    let q = send_stream(&app, IAGO, "Verona", "quiet", "hush").await;
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{q}"),
+        IAGO,
+        &[
+            ("topic", "quieter"),
+            ("send_notification_to_new_thread", "false"),
+        ],
+    )
+    .await;
+    assert!(from_bot(&topic_messages(&app, IAGO, "Verona", "quieter").await).is_empty());
+    app.err(
+        "PATCH",
+        &format!("/api/v1/messages/{q}"),
+        IAGO,
+        &[("topic", "x"), ("send_notification_to_old_thread", "5")],
+        400,
+        "BAD_REQUEST",
+        "send_notification_to_old_thread is not a boolean",
+    )
+    .await;
+
+    // The notices are messages like any other: they survive a restart.
+    app.restart().await;
+    assert_eq!(
+        from_bot(&topic_messages(&app, IAGO, "Verona", "new").await),
+        vec![format!(
+            "This topic was moved here from #**Verona>old** by {me}."
+        )]
+    );
 }
