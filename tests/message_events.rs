@@ -467,3 +467,24 @@ async fn moving_messages_leaves_notification_bot_messages() {
         )]
     );
 }
+
+#[actix_web::test]
+async fn register_lists_the_notification_bot_among_cross_realm_bots() {
+    let app = TestApp::spawn().await;
+    let body = app.ok("POST", "/api/v1/register", HAMLET, &[]).await;
+    let bots = body["cross_realm_bots"]
+        .as_array()
+        .expect("cross_realm_bots");
+    assert_eq!(bots.len(), 1, "{bots:?}");
+    assert_eq!(bots[0]["email"], "notification-bot@zulip.com");
+    assert_eq!(bots[0]["full_name"], "Notification Bot");
+    assert_eq!(bots[0]["is_bot"], true);
+    assert_eq!(bots[0]["is_system_bot"], true);
+    // Not a user of the realm.
+    let users = app.ok("GET", "/api/v1/users", HAMLET, &[]).await;
+    assert!(!users["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|u| u["email"] == "notification-bot@zulip.com"));
+}
