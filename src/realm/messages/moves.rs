@@ -225,8 +225,7 @@ impl Realm {
             notices.push((*old_id, old_topic.clone(), text));
         }
         let mut changes = Vec::new();
-        let mut id = self.messages.next_id;
-        for (channel_id, topic, content) in notices {
+        for (id, (channel_id, topic, content)) in (self.messages.next_id..).zip(notices) {
             let rendered = self.render_message(&content);
             let m = Message {
                 id,
@@ -257,7 +256,6 @@ impl Realm {
                     ids: vec![id],
                 }));
             }
-            id += 1;
         }
         changes
     }
