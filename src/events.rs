@@ -32,7 +32,9 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{
+    Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
@@ -40,7 +42,8 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Notify};
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::realm::events::Event;
+use crate::realm::events::{Audience, Event};
+use crate::realm::messages::{flags, MessageId};
 use crate::realm::{Change, Clock, Realm, UserId};
 
 /// A parked poll answers a heartbeat after this much silence (Zulip: about a minute).
@@ -59,6 +62,10 @@ pub const MAX_LOG_EVENTS: usize = 200_000;
 pub const MAX_QUEUES_PER_USER: usize = 64;
 /// A queue holding more unacknowledged events than this is expired.
 pub const MAX_PENDING_EVENTS: usize = 20_000;
+
+/// A user's flags on a message (`None`: they have no row for it): the message store's
+/// `flags`, given to the hub once the store is open (`EventHub::attach_flags`).
+pub type FlagReader = Arc<dyn Fn(UserId, MessageId) -> Option<u32> + Send + Sync>;
 
 /// One logged event; its body is shared by every queue that receives it.
 struct LogEntry {
@@ -138,9 +145,17 @@ struct QueueState {
 }
 
 impl Queue {
-    fn admits(&self, event: &Event, body: &Map<String, Value>) -> bool {
+    /// Whether the queue receives a logged event. `firehose`: the queue was registered
+    /// with `all_public_streams` and its user may still read public channels.
+    fn admits(&self, event: &Event, body: &Map<String, Value>, firehose: bool) -> bool {
         let kind = body.get("type").and_then(Value::as_str).unwrap_or_default();
-        event.audience.includes(self.user_id)
+        let addressed = match &event.audience {
+            Audience::AllPublicStreams { except } => {
+                firehose && except.binary_search(&self.user_id).is_err()
+            }
+            audience => audience.includes(self.user_id),
+        };
+        addressed
             && self
                 .options
                 .event_types
@@ -296,6 +311,8 @@ pub struct EventHub {
     closed: std::sync::atomic::AtomicBool,
     /// Who is online: soft state that pings change without the realm actor.
     presence: Arc<crate::presence::RealmPresence>,
+    /// `Renderer::flags`.
+    flags: Arc<OnceLock<FlagReader>>,
 }
 
 fn bad_queue(id: &str) -> ApiError {
@@ -334,6 +351,7 @@ impl EventHub {
         let (render, jobs) = std::sync::mpsc::channel::<RenderJob>();
         let listeners = Arc::new(AtomicUsize::new(0));
         let previous = Arc::new(Mutex::new(realm.clone()));
+        let flags = Arc::new(OnceLock::new());
         let renderer = Renderer {
             clock: clock.clone(),
             log: log.clone(),
@@ -341,6 +359,7 @@ impl EventHub {
             rendered: rendered.clone(),
             listeners: listeners.clone(),
             previous: previous.clone(),
+            flags: flags.clone(),
         };
         // The thread ends when the hub (the only sender) is dropped.
         let spawned = std::thread::Builder::new()
@@ -373,6 +392,15 @@ impl EventHub {
             generation,
             closed: std::sync::atomic::AtomicBool::new(false),
             parked: AtomicUsize::new(0),
+            flags,
+        }
+    }
+
+    /// Where the renderer reads users' message flags from (the realm's message store),
+    /// for the per-user `flags` of `update_message` events. Set once, at start-up.
+    pub fn attach_flags(&self, reader: FlagReader) {
+        if self.flags.set(reader).is_err() {
+            tracing::warn!("the event hub's flag reader is already attached");
         }
     }
 
@@ -433,6 +461,7 @@ impl EventHub {
                     rendered: self.rendered.clone(),
                     listeners: self.listeners.clone(),
                     previous: self.previous.clone(),
+                    flags: self.flags.clone(),
                 }
                 .render(job);
             }
@@ -587,9 +616,16 @@ impl EventHub {
             st.expired = true;
         } else {
             let from = (st.cursor - log.start) as usize;
+            // Zulip checks `can_access_public_streams` at registration; checked again
+            // here, a user who became a guest (or was deactivated) since gets no more.
+            let firehose = q.options.all_public_streams
+                && self
+                    .current()
+                    .user(q.user_id)
+                    .is_some_and(|u| u.is_active && u.can_access_public_channels());
             for entry in log.entries.iter().skip(from) {
                 let after = entry.ticket.is_none_or(|t| t > q.since_ticket);
-                if after && q.admits(&entry.event, &entry.body) {
+                if after && q.admits(&entry.event, &entry.body, firehose) {
                     Queue::push(st, entry.body.clone());
                 }
             }
@@ -747,6 +783,8 @@ struct Renderer {
     /// The version before the next decision to render (events that depend on what
     /// changed, such as who gained or lost access, compare it with the one after).
     previous: Arc<Mutex<Arc<Realm>>>,
+    /// Users' message flags, for events that carry each recipient's own.
+    flags: Arc<OnceLock<FlagReader>>,
 }
 
 impl Renderer {
@@ -774,7 +812,7 @@ impl Renderer {
                     }
                     before = after;
                 }
-                events
+                with_user_flags(events, self.flags.get())
             }))
             .unwrap_or_else(|_| {
                 tracing::error!("rendering the events of decision {ticket} panicked");
@@ -789,6 +827,45 @@ impl Renderer {
             self.rendered.send_modify(|r| *r = (*r).max(ticket));
         }
     }
+}
+
+/// Gives each recipient of an event marked `SHAPE_FLAGS_OF` (an `update_message`) their
+/// own `flags` on that message, as Zulip's `process_message_update_event` does with the
+/// `users` of `do_update_message`: a user's flags where they have a row for the message,
+/// else `["read"]` (Zulip's `subscriber_info`, for subscribers who can read the channel's
+/// history). One event per distinct set of flags, so a queue still reads each event
+/// once. Runs on the renderer thread: one flag read per recipient, never on the actor.
+fn with_user_flags(events: Vec<Event>, reader: Option<&FlagReader>) -> Vec<Event> {
+    let mut out = Vec::with_capacity(events.len());
+    for mut event in events {
+        let Some(id) = event.body.remove(SHAPE_FLAGS_OF).and_then(|v| v.as_u64()) else {
+            out.push(event);
+            continue;
+        };
+        let Audience::Users(users) = &event.audience else {
+            out.push(event);
+            continue;
+        };
+        let mut groups: std::collections::BTreeMap<Vec<&'static str>, Vec<UserId>> =
+            std::collections::BTreeMap::new();
+        for user in users {
+            let names = match reader.and_then(|r| r(*user, id)) {
+                Some(bits) => flags::names(bits),
+                None => flags::names(flags::READ),
+            };
+            groups.entry(names).or_default().push(*user);
+        }
+        for (names, users) in groups {
+            let mut body = event.body.clone();
+            body.insert("flags".into(), json!(names));
+            out.push(Event {
+                body,
+                audience: Audience::users(users),
+                capability: event.capability,
+            });
+        }
+    }
+    out
 }
 
 /// Appends events to the log; returns its new end.
@@ -849,6 +926,9 @@ pub const SHAPE_PREFIX: &str = "__";
 pub const SHAPE_RAW_CONTENT: &str = "__raw_content";
 /// Set when the sender's avatar is a gravatar a `client_gravatar` client computes.
 pub const SHAPE_GRAVATAR: &str = "__gravatar";
+/// The message whose per-user `flags` each recipient of the event gets
+/// (`with_user_flags`); removed before the event is logged.
+pub const SHAPE_FLAGS_OF: &str = "__flags_of";
 
 /// A `message` event as this queue asked for it: raw Markdown without
 /// `apply_markdown`, no `avatar_url` the client computes itself with `client_gravatar`.
@@ -870,7 +950,6 @@ fn shape_message(m: &mut Map<String, Value>, body: &Map<String, Value>, options:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realm::events::Audience;
     use crate::realm::ManualClock;
     use crate::realm::{ChannelChange, UserChange};
 

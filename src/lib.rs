@@ -377,6 +377,13 @@ pub async fn spawn_with_clock(
             Arc::new(recovered.realm.clone()),
         ));
         let messages = realm_store.messages().clone();
+        let rows = messages.clone();
+        hub.attach_flags(Arc::new(move |user, id| {
+            rows.flags(user, id).unwrap_or_else(|e| {
+                tracing::error!("message store read failed: {e}");
+                None
+            })
+        }));
         let presence = store.presence(subdomain);
         hub.presence().attach(presence.clone(), presence.load()?);
         let actor = RealmActor::new(

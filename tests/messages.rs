@@ -806,7 +806,12 @@ async fn move_a_topic_and_direct_message_rules() {
         "PATCH",
         &format!("/api/v1/messages/{b}"),
         MEMBER,
-        &[("topic", "new"), ("propagate_mode", "change_later")],
+        &[
+            ("topic", "new"),
+            ("propagate_mode", "change_later"),
+            // Without the Notification Bot's message in the new topic.
+            ("send_notification_to_new_thread", "false"),
+        ],
     )
     .await;
     let n = r#"[{"operator":"channel","operand":"Verona"},{"operator":"topic","operand":"new"}]"#;
@@ -830,7 +835,12 @@ async fn move_a_topic_and_direct_message_rules() {
         "PATCH",
         &format!("/api/v1/messages/{a}"),
         MEMBER,
-        &[("topic", "new"), ("propagate_mode", "change_all")],
+        &[
+            ("topic", "new"),
+            ("propagate_mode", "change_all"),
+            // Without the Notification Bot's message in the new topic.
+            ("send_notification_to_new_thread", "false"),
+        ],
     )
     .await;
     let verona = app.stream_id("Verona").await;

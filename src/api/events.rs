@@ -74,6 +74,15 @@ fn parse_queue_narrow(p: &super::params::Params) -> Result<Vec<(String, String)>
     Ok(out)
 }
 
+/// Zulip's check in `events_register_backend` and `get_events_backend`: only users who
+/// may read public channels (not guests) may ask for every public channel's messages.
+fn check_all_public_streams(me: &crate::realm::User, asked: bool) -> Result<(), ApiError> {
+    if asked && !me.can_access_public_channels() {
+        return Err(ApiError::bad_request("User not authorized for this query"));
+    }
+    Ok(())
+}
+
 /// # `POST /register`
 pub async fn register(req: ApiRequest) -> ApiResponse {
     let store = req.messages.clone();
@@ -105,6 +114,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
                 .and_then(Value::as_bool)
                 .unwrap_or(false)
         };
+        check_all_public_streams(me, queue.all_public_streams)?;
         let user_avatar_url_field_optional = capability("user_avatar_url_field_optional");
         let linkifier_url_template = capability("linkifier_url_template");
         let include_deactivated_groups = capability("include_deactivated_groups");
@@ -166,6 +176,9 @@ pub async fn get_events(req: ApiRequest) -> ApiResponse {
     let queue_id = p.opt_str("queue_id");
     let dont_block = p.bool_or("dont_block", false)?;
     let last_event_id = p.opt_int("last_event_id")?;
+    let version = hub.current();
+    let me = version.user(user_id).ok_or_else(ApiError::internal)?;
+    check_all_public_streams(me, p.bool_or("all_public_streams", false)?)?;
     let mut body = Map::new();
     let events = match queue_id {
         Some(queue_id) => {

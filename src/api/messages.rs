@@ -14,6 +14,7 @@ use crate::realm::events::{Audience, Event};
 use crate::realm::messages::edit::{EditRequest, Propagate};
 use crate::realm::messages::fetch::{self, can_read, MessageRows, Narrow, Source};
 use crate::realm::messages::json::MessageView;
+use crate::realm::messages::moves;
 use crate::realm::messages::scheduled::{is_channel_type, ScheduleRequest};
 use crate::realm::messages::send::{
     self, normalize_body, normalize_topic, parse_channel_to, parse_direct_to, Addressee,
@@ -708,6 +709,9 @@ struct ParsedEdit {
     request: EditRequest,
     /// The rest of the target's topic, for a propagated move.
     others: Vec<crate::realm::messages::Message>,
+    /// `send_notification_to_old_thread` / `send_notification_to_new_thread`.
+    send_to_old_thread: bool,
+    send_to_new_thread: bool,
 }
 
 /// # `PATCH /messages/{message_id}`
@@ -727,10 +731,9 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                     &p.opt_str("propagate_mode")
                         .unwrap_or_else(|| "change_one".into()),
                 )?;
-                // Notification Bot messages about moves are not sent: these stay unread
-                // and are reported in `ignored_parameters_unsupported`.
-                p.check_unread_bool("send_notification_to_old_thread")?;
-                p.check_unread_bool("send_notification_to_new_thread")?;
+                // Notification Bot messages about a move (`realm::messages::moves`).
+                let send_to_old_thread = p.bool_or("send_notification_to_old_thread", false)?;
+                let send_to_new_thread = p.bool_or("send_notification_to_new_thread", true)?;
                 let rendered = content.as_deref().map(|c| version.render_message(c));
                 // A topic wildcard mention's reach is read here, off the actor.
                 let mut topic_participants = Vec::new();
@@ -783,6 +786,8 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                         topic_participants,
                     },
                     others,
+                    send_to_old_thread,
+                    send_to_new_thread,
                 })
             },
             move |c: &mut Ctx<'_>, e: ParsedEdit| {
@@ -811,6 +816,46 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                     Vec::new()
                 };
                 let (first_before, first_after) = (before[0].clone(), after[0].clone());
+                let moved_ids: Vec<MessageId> = after.iter().map(|m| m.id).collect();
+                let notices = match (&first_before.recipient, &first_after.recipient) {
+                    (
+                        Recipient::Channel {
+                            channel_id: old_channel,
+                            topic: old_topic,
+                        },
+                        Recipient::Channel {
+                            channel_id: new_channel,
+                            topic: new_topic,
+                        },
+                    ) if first_before.recipient != first_after.recipient => {
+                        let read = |e: crate::storage::StorageError| {
+                            tracing::error!("message store read failed: {e}");
+                            ApiError::internal()
+                        };
+                        let old_topic_emptied = store
+                            .topic_max(*old_channel, old_topic, &moved_ids)
+                            .map_err(read)?
+                            .is_none();
+                        let new_topic_had_messages = store
+                            .topic_max(*new_channel, new_topic, &moved_ids)
+                            .map_err(read)?
+                            .is_some();
+                        let realm_url = c.realm.url(c.server_url).to_owned();
+                        let mv = moves::Move {
+                            before: &first_before,
+                            after: &first_after,
+                            count: moved_ids.len(),
+                            change_all: e.request.propagate == Propagate::All,
+                            old_topic_emptied,
+                            new_topic_had_messages,
+                            send_to_old_thread: e.send_to_old_thread,
+                            send_to_new_thread: e.send_to_new_thread,
+                            realm_url: &realm_url,
+                        };
+                        c.realm.decide_move_notices(me, &mv, c.cx)
+                    }
+                    _ => Vec::new(),
+                };
                 let change = Change::Message(MessageChange::Edited {
                     user_id: me.id,
                     propagate_mode: e.request.propagate.name().to_owned(),
@@ -837,6 +882,7 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                     ));
                     detached = gone.iter().map(|a| a.json()).collect();
                 }
+                changes.extend(notices);
                 Ok(Outcome::write(
                     changes,
                     one("detached_uploads", detached.into()),

@@ -47,7 +47,7 @@ use super::messages::json::MessageView;
 use super::messages::{flags, MessageChange, Recipient};
 use super::users::UserView;
 use super::{Change, Realm, UserId};
-use crate::events::{SHAPE_GRAVATAR, SHAPE_RAW_CONTENT};
+use crate::events::{SHAPE_FLAGS_OF, SHAPE_GRAVATAR, SHAPE_RAW_CONTENT};
 use crate::realm::{ChannelChange, RealmChange, UserChange};
 
 /// The map of a JSON object literal.
@@ -65,6 +65,11 @@ pub enum Audience {
     Everyone,
     /// These users (sorted, for binary search).
     Users(Vec<UserId>),
+    /// Queues registered with `all_public_streams` (Zulip's
+    /// `get_client_descriptors_for_realm_all_streams`) of users who may read public
+    /// channels, except these users' (sorted): a public channel message's recipients,
+    /// who get it with their own flags.
+    AllPublicStreams { except: Vec<UserId> },
 }
 
 impl Audience {
@@ -79,6 +84,7 @@ impl Audience {
         match self {
             Audience::Everyone => true,
             Audience::Users(ids) => ids.binary_search(&user).is_ok(),
+            Audience::AllPublicStreams { .. } => false,
         }
     }
 }
@@ -167,23 +173,38 @@ impl Realm {
         match change {
             MessageChange::Sent(m) => {
                 let mut groups: BTreeMap<u32, Vec<UserId>> = BTreeMap::new();
-                for (user, bits) in before.message_recipients(m) {
-                    groups.entry(bits).or_default().push(user);
+                let recipients = before.message_recipients(m);
+                for (user, bits) in &recipients {
+                    groups.entry(*bits).or_default().push(*user);
                 }
                 let message = Value::Object(self.message_json(m, MessageView::default(), None));
                 let gravatar = self
                     .user(m.sender_id)
                     .is_some_and(|u| self.email_is_public(u));
-                groups
+                let event = |bits: u32, audience| {
+                    Event::new(
+                        json!({"type": "message", "message": message, "flags": flags::names(bits),
+                               SHAPE_RAW_CONTENT: m.content, SHAPE_GRAVATAR: gravatar}),
+                        audience,
+                    )
+                };
+                let mut out: Vec<Event> = groups
                     .into_iter()
-                    .map(|(bits, users)| {
-                        Event::new(
-                            json!({"type": "message", "message": message, "flags": flags::names(bits),
-                                   SHAPE_RAW_CONTENT: m.content, SHAPE_GRAVATAR: gravatar}),
-                            Audience::users(users),
-                        )
-                    })
-                    .collect()
+                    .map(|(bits, users)| event(bits, Audience::users(users)))
+                    .collect();
+                // Zulip's `get_client_info_for_message_event`: a public channel's
+                // message also goes, without flags, to every `all_public_streams` queue
+                // of a user who did not receive it.
+                let public = m
+                    .recipient
+                    .channel()
+                    .and_then(|c| before.channel(c))
+                    .is_some_and(|c| c.is_public());
+                if public {
+                    let except = recipients.into_iter().map(|(u, _)| u).collect();
+                    out.push(event(0, Audience::AllPublicStreams { except }));
+                }
+                out
             }
             MessageChange::FlagsChanged {
                 user_id,
@@ -280,6 +301,8 @@ impl Realm {
                 let mut ids: Vec<u64> = pairs.iter().map(|(_, a)| a.id).collect();
                 ids.sort_unstable();
                 o.insert("message_ids".into(), ids.into());
+                // Each recipient's own flags on the message (`crate::events`).
+                o.insert(SHAPE_FLAGS_OF.into(), after_row.id.into());
                 vec![Event::new(Value::Object(o), Audience::users(audience))]
             }
             MessageChange::ReactionAdded {

@@ -143,6 +143,11 @@ impl User {
     pub fn is_guest(&self) -> bool {
         self.role == Role::Guest
     }
+
+    /// Zulip's `can_access_public_streams`: everyone but guests.
+    pub fn can_access_public_channels(&self) -> bool {
+        !self.is_guest()
+    }
 }
 
 /// One organization's state. Owned by exactly one realm actor.

@@ -66,7 +66,7 @@ impl Realm {
     }
 
     fn avatar_of(&self, user: UserId, view: MessageView) -> Value {
-        match self.user(user) {
+        match self.message_sender(user) {
             Some(u) if view.client_gravatar && self.email_is_public(u) => Value::Null,
             Some(u) => gravatar_url(&u.delivery_email, u.avatar_version).into(),
             None => Value::Null,
@@ -99,7 +99,7 @@ impl Realm {
         view: MessageView,
         user_flags: Option<Vec<&str>>,
     ) -> Map<String, Value> {
-        let sender = self.user(m.sender_id);
+        let sender = self.message_sender(m.sender_id);
         let mut o = Map::new();
         o.insert("id".into(), m.id.into());
         o.insert("sender_id".into(), m.sender_id.into());
@@ -155,10 +155,12 @@ impl Realm {
             "sender_email".into(),
             sender.map(|u| self.api_email(u)).unwrap_or_default().into(),
         );
-        o.insert(
-            "sender_realm_str".into(),
-            self.settings.subdomain.clone().into(),
-        );
+        let sender_realm = if super::moves::is_system_bot(m.sender_id) {
+            super::moves::SYSTEM_BOT_REALM
+        } else {
+            self.settings.subdomain.as_str()
+        };
+        o.insert("sender_realm_str".into(), sender_realm.into());
         o.insert("display_recipient".into(), self.display_recipient(m));
         match &m.recipient {
             Recipient::Channel { channel_id, .. } => {

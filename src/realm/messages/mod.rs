@@ -13,6 +13,7 @@ pub mod edit;
 pub mod fetch;
 pub mod history;
 pub mod json;
+pub mod moves;
 pub mod reactions;
 pub mod scheduled;
 pub mod send;

@@ -1,0 +1,286 @@
+//! What a move tells the channels: the Notification Bot's messages in the old and new
+//! topic when `PATCH /messages/{id}` moves messages (Zulip's `do_update_message` with
+//! `send_notification_to_old_thread` / `send_notification_to_new_thread`, and
+//! `send_message_moved_breadcrumbs`).
+//!
+//! The Notification Bot is one of Zulip's system ("cross-realm") bots: it belongs to
+//! the server, not to a realm, so it is in no realm's user list and no one logs in as
+//! it. hearth has it the same way: a fixed account (`NOTIFICATION_BOT`) outside
+//! `Realm::users`, which `Realm::message_sender` finds for the messages it sends and
+//! `/register` lists in `cross_realm_bots`. Its messages are ordinary `Sent` changes in
+//! the same decision as the move, so they are in the WAL like every other message.
+//!
+//! The texts are Zulip's, in English (Zulip renders them in the realm's default
+//! language; hearth has no translations).
+
+use std::sync::LazyLock;
+
+use super::send::sent;
+use super::{flags, Message, MessageChange, Recipient, Wildcard};
+use crate::realm::{Change, Cx, Realm, Role, User, UserId};
+
+/// The Notification Bot's user id: above every id a realm hands out in practice (and
+/// within 32 bits, as clients store ids).
+pub const NOTIFICATION_BOT_ID: UserId = i32::MAX as UserId;
+/// Zulip's `settings.NOTIFICATION_BOT`.
+pub const NOTIFICATION_BOT_EMAIL: &str = "notification-bot@zulip.com";
+/// The realm Zulip's system bots belong to (`sender_realm_str` of their messages).
+pub const SYSTEM_BOT_REALM: &str = "zulipinternal";
+/// Zulip's `RESOLVED_TOPIC_PREFIX`.
+const RESOLVED_TOPIC_PREFIX: &str = "✔ ";
+
+/// The Notification Bot's account (a generic bot without an owner or a key).
+pub static NOTIFICATION_BOT: LazyLock<User> = LazyLock::new(|| User {
+    id: NOTIFICATION_BOT_ID,
+    delivery_email: NOTIFICATION_BOT_EMAIL.to_owned(),
+    full_name: "Notification Bot".to_owned(),
+    role: Role::Member,
+    is_active: true,
+    bot_type: Some(1),
+    bot_owner_id: None,
+    timezone: String::new(),
+    api_key: String::new(),
+    password_hash: None,
+    date_joined: 0,
+    avatar_version: 1,
+    can_create_users: false,
+});
+
+/// Whether a user id is a system bot's.
+pub fn is_system_bot(id: UserId) -> bool {
+    id == NOTIFICATION_BOT_ID
+}
+
+/// A move of messages, as `do_update_message` sees it when it notifies.
+pub struct Move<'a> {
+    /// The message the request named, before and after.
+    pub before: &'a Message,
+    pub after: &'a Message,
+    /// How many messages moved (Zulip's `changed_messages_count`).
+    pub count: usize,
+    /// `propagate_mode` was `change_all`.
+    pub change_all: bool,
+    /// No message the mover can see is left in the old topic.
+    pub old_topic_emptied: bool,
+    /// The new topic had messages before the move (besides the moved ones).
+    pub new_topic_had_messages: bool,
+    pub send_to_old_thread: bool,
+    pub send_to_new_thread: bool,
+    /// The realm's URL (message links are absolute).
+    pub realm_url: &'a str,
+}
+
+/// Zulip's `encode_hash_component`: URL-quoting (`*` kept) with `.` for `%`.
+fn encode_hash_component(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'~' | b'*' => {
+                out.push(*b as char)
+            }
+            b'.' => out.push_str(".2E"),
+            b'(' => out.push_str(".28"),
+            b')' => out.push_str(".29"),
+            _ => out.push_str(&format!(".{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Zulip's `encode_channel`: `id-name`, spaces as dashes.
+fn encode_channel(id: u64, name: &str) -> String {
+    format!("{id}-{}", encode_hash_component(&name.replace(' ', "-")))
+}
+
+/// Zulip's `will_produce_broken_stream_topic_link`.
+fn breaks_link_syntax(s: &str) -> bool {
+    s.contains(['`', '>', '*', '&', '[', ']']) || s.contains("$$")
+}
+
+/// Zulip's `escape_invalid_stream_topic_characters` (one pass, as its `re.sub`).
+fn escape_link_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '`' => out.push_str("&#96;"),
+            '>' => out.push_str("&gt;"),
+            '*' => out.push_str("&#42;"),
+            '&' => out.push_str("&amp;"),
+            '[' => out.push_str("&#91;"),
+            ']' => out.push_str("&#93;"),
+            '$' if chars.peek() == Some(&'$') => {
+                chars.next();
+                out.push_str("&#36;&#36;");
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Zulip's `get_stream_topic_link_syntax`: `#**channel>topic**`, or a plain Markdown
+/// link where the names would break that syntax.
+fn topic_link_syntax(realm: &Realm, channel_id: u64, channel: &str, topic: &str) -> String {
+    if breaks_link_syntax(topic) || breaks_link_syntax(channel) {
+        let shown = if topic.is_empty() {
+            realm.settings.empty_topic_display_name.as_str()
+        } else {
+            topic
+        };
+        return format!(
+            "[#{} > {}](#narrow/channel/{}/topic/{})",
+            escape_link_text(channel),
+            escape_link_text(shown),
+            encode_channel(channel_id, channel),
+            encode_hash_component(topic)
+        );
+    }
+    format!("#**{channel}>{topic}**")
+}
+
+/// Zulip's `silent_mention_syntax_for_user`.
+fn silent_mention(user: &User) -> String {
+    format!("@_**{}|{}**", user.full_name, user.id)
+}
+
+/// Zulip's `topic_resolved` / `topic_unresolved` of `build_message_edit_request`
+/// (`lstrip` of the prefix's characters).
+fn resolve_toggle(old: &str, new: &str) -> bool {
+    let strip = |s: &str| s.trim_start_matches(['✔', ' ']).to_owned();
+    let resolved = new.starts_with(RESOLVED_TOPIC_PREFIX)
+        && !old.starts_with(RESOLVED_TOPIC_PREFIX)
+        && strip(new) == old;
+    let unresolved = old.starts_with(RESOLVED_TOPIC_PREFIX)
+        && !new.starts_with(RESOLVED_TOPIC_PREFIX)
+        && strip(old) == new;
+    resolved || unresolved
+}
+
+impl Realm {
+    /// The account that sent a message: a user of the realm, or a system bot.
+    pub fn message_sender(&self, id: UserId) -> Option<&User> {
+        self.user(id)
+            .or_else(|| is_system_bot(id).then_some(&*NOTIFICATION_BOT))
+    }
+
+    /// The Notification Bot's messages about a move by `me` (Zulip's texts and
+    /// conditions, new thread first), each read at once by `me` where they receive it
+    /// (`mark_as_read_for_acting_user`). Message ids follow the realm's next one.
+    pub fn decide_move_notices(&self, me: &User, mv: &Move<'_>, cx: &mut Cx) -> Vec<Change> {
+        let (
+            Recipient::Channel {
+                channel_id: old_id,
+                topic: old_topic,
+            },
+            Recipient::Channel {
+                channel_id: new_id,
+                topic: new_topic,
+            },
+        ) = (&mv.before.recipient, &mv.after.recipient)
+        else {
+            return Vec::new();
+        };
+        let (Some(old_channel), Some(new_channel)) = (self.channel(*old_id), self.channel(*new_id))
+        else {
+            return Vec::new();
+        };
+        let channel_moved = old_id != new_id;
+        let topic_moved = old_topic != new_topic;
+        if !channel_moved && !topic_moved {
+            return Vec::new();
+        }
+        let moved_all = mv.change_all || mv.old_topic_emptied;
+        let user = silent_mention(me);
+        let count = mv.count;
+        let mut notices: Vec<(u64, String, String)> = Vec::new();
+        let new_eligible = channel_moved || (topic_moved && !resolve_toggle(old_topic, new_topic));
+        if mv.send_to_new_thread && new_eligible {
+            let old_location = topic_link_syntax(self, *old_id, &old_channel.name, old_topic);
+            let text = if !mv.new_topic_had_messages && moved_all {
+                format!("This topic was moved here from {old_location} by {user}.")
+            } else if count == 1 {
+                let link = format!(
+                    "{}/#narrow/channel/{}/topic/{}/near/{}",
+                    mv.realm_url,
+                    encode_channel(*new_id, &new_channel.name),
+                    encode_hash_component(new_topic),
+                    mv.after.id
+                );
+                format!("[A message]({link}) was moved here from {old_location} by {user}.")
+            } else {
+                format!("{count} messages were moved here from {old_location} by {user}.")
+            };
+            notices.push((*new_id, new_topic.clone(), text));
+        }
+        if mv.send_to_old_thread {
+            let new_location = topic_link_syntax(self, *new_id, &new_channel.name, new_topic);
+            let text = if moved_all {
+                format!("This topic was moved to {new_location} by {user}.")
+            } else if count == 1 {
+                format!("A message was moved from this topic to {new_location} by {user}.")
+            } else {
+                format!("{count} messages were moved from this topic to {new_location} by {user}.")
+            };
+            notices.push((*old_id, old_topic.clone(), text));
+        }
+        let mut changes = Vec::new();
+        for (id, (channel_id, topic, content)) in (self.messages.next_id..).zip(notices) {
+            let rendered = self.render_message(&content);
+            let m = Message {
+                id,
+                sender_id: NOTIFICATION_BOT_ID,
+                recipient: Recipient::Channel { channel_id, topic },
+                content,
+                rendered_content: rendered.html,
+                timestamp: cx.now_secs(),
+                client: "Internal".to_owned(),
+                is_me_message: false,
+                mentioned: Vec::new(),
+                wildcard: Wildcard::None,
+                sender_read: false,
+                edits: Vec::new(),
+                last_edit_timestamp: None,
+                last_moved_timestamp: None,
+                reactions: Vec::new(),
+            };
+            let read_by_me = self
+                .channel(channel_id)
+                .is_some_and(|c| c.is_subscribed(me.id));
+            changes.push(sent(m));
+            if read_by_me {
+                changes.push(Change::Message(MessageChange::FlagsChanged {
+                    user_id: me.id,
+                    flag: flags::READ,
+                    add: true,
+                    ids: vec![id],
+                }));
+            }
+        }
+        changes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zulip_link_encodings() {
+        assert_eq!(encode_channel(9, "Verona"), "9-Verona");
+        assert_eq!(encode_channel(3, "core team"), "3-core-team");
+        assert_eq!(encode_hash_component("a b.c(d)*"), "a.20b.2Ec.28d.29*");
+        assert_eq!(encode_hash_component("✔"), ".E2.9C.94");
+        assert!(breaks_link_syntax("a>b") && breaks_link_syntax("$$x"));
+        assert!(!breaks_link_syntax("plain $ topic"));
+        assert_eq!(escape_link_text("a>b*$$"), "a&gt;b&#42;&#36;&#36;");
+    }
+
+    #[test]
+    fn resolving_is_not_a_move_for_the_new_thread() {
+        assert!(resolve_toggle("bug", "✔ bug"));
+        assert!(resolve_toggle("✔ bug", "bug"));
+        assert!(!resolve_toggle("bug", "✔ other"));
+        assert!(!resolve_toggle("bug", "bugs"));
+    }
+}
