@@ -48,6 +48,8 @@ use crate::realm::{Change, Clock, Realm, UserId};
 
 /// A parked poll answers a heartbeat after this much silence (Zulip: about a minute).
 pub const HEARTBEAT_MS: i64 = 60_000;
+/// Tick channels: one per second of a heartbeat period.
+const TICK_SLOTS: usize = (HEARTBEAT_MS / 1000) as usize;
 /// Queues without a connected client for this long are collected (Zulip: 10 minutes).
 pub const QUEUE_TIMEOUT_MS: i64 = 600_000;
 /// The longest `queue_lifespan_secs` a client may ask for (Zulip: 7 days).
@@ -294,8 +296,12 @@ pub struct EventHub {
     /// Hands the new log end to the waker thread, which bumps `head`. Waking N parked
     /// polls costs O(N); this keeps that cost off the realm actor.
     waker: Mutex<std::sync::mpsc::Sender<u64>>,
-    /// Bumped by the ticker; parked polls check heartbeats and supersession on it.
-    tick: watch::Sender<u64>,
+    /// Bumped by the ticker, one per second of the minute: a parked poll waits on the
+    /// one of the second its heartbeat is due, so a tick wakes only the polls due
+    /// then (about 1/60 of them), not all of them every second.
+    ticks: Vec<watch::Sender<u64>>,
+    /// The last second (of the realm's clock) the ticker bumped.
+    last_tick_sec: Mutex<Option<i64>>,
     queues: DashMap<String, Arc<Queue>>,
     /// Each user's queue ids, oldest first (`MAX_QUEUES_PER_USER`).
     by_user: DashMap<UserId, VecDeque<String>>,
@@ -384,7 +390,8 @@ impl EventHub {
             rendered,
             head,
             waker: Mutex::new(waker),
-            tick: watch::channel(0).0,
+            ticks: (0..TICK_SLOTS).map(|_| watch::channel(0).0).collect(),
+            last_tick_sec: Mutex::new(None),
             queues: DashMap::new(),
             by_user: DashMap::new(),
             listeners,
@@ -662,7 +669,7 @@ impl EventHub {
         let _connected = Connected(&q.connected);
         let parked_at = self.clock.now_ms();
         let mut head = self.head.subscribe();
-        let mut tick = self.tick.subscribe();
+        let mut tick = self.tick_slot(parked_at + HEARTBEAT_MS).subscribe();
         let mut first = true;
         loop {
             head.borrow_and_update();
@@ -704,7 +711,13 @@ impl EventHub {
     /// Answers every parked poll (with what it has) and parks no more: server shutdown.
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        self.tick.send_modify(|t| *t += 1);
+        self.ticks.iter().for_each(|t| t.send_modify(|t| *t += 1));
+    }
+
+    /// The tick channel of the second `at_ms` falls in (rounded up).
+    fn tick_slot(&self, at_ms: i64) -> &watch::Sender<u64> {
+        let sec = at_ms.div_euclid(1000) + i64::from(at_ms.rem_euclid(1000) != 0);
+        &self.ticks[sec.rem_euclid(TICK_SLOTS as i64) as usize]
     }
 
     /// Periodic work (every second in a server; by hand in tests): wakes parked polls so
@@ -714,7 +727,16 @@ impl EventHub {
     pub fn tick(&self) {
         let now = self.clock.now_ms();
         self.presence.tick();
-        self.tick.send_modify(|t| *t += 1);
+        {
+            // Every second since the last tick (a minute at most), once.
+            let sec = now.div_euclid(1000);
+            let mut last = lock(&self.last_tick_sec);
+            let from = last.map_or(sec, |l| (l + 1).max(sec - TICK_SLOTS as i64 + 1));
+            for s in from..=sec {
+                self.ticks[s.rem_euclid(TICK_SLOTS as i64) as usize].send_modify(|t| *t += 1);
+            }
+            *last = Some(last.map_or(sec, |l| l.max(sec)));
+        }
         let idle: Vec<String> = self
             .queues
             .iter()
@@ -1043,6 +1065,53 @@ mod tests {
         hub.tick();
         let evs = poll.await.expect("join").expect("events");
         assert_eq!(evs, vec![json!({"type": "heartbeat", "id": 1})]);
+    }
+
+    /// A poll parked in the middle of a second hears its heartbeat at the tick of the
+    /// second after it is due; ticks in between leave it parked.
+    #[tokio::test]
+    async fn heartbeats_come_due_by_the_second_they_fall_in() {
+        let clock = ManualClock::new(1_000_400);
+        let hub = Arc::new(hub(clock.clone()));
+        hub.tick();
+        let (q, _) = hub.register(1, QueueOptions::default());
+        let (h, id) = (hub.clone(), q.clone());
+        let poll = tokio::spawn(async move { h.get_events(1, &id, None, false).await });
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        for step in [700, 29_000, 30_000] {
+            clock.advance_ms(step);
+            hub.tick();
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            assert!(!poll.is_finished(), "no heartbeat {step} ms later");
+        }
+        // 59.7 s after parking; the heartbeat is due at 60.4 s, and is sent by the tick
+        // of the second after (at most a second late).
+        clock.advance_ms(1000);
+        hub.tick();
+        let evs = tokio::time::timeout(std::time::Duration::from_secs(5), poll)
+            .await
+            .expect("woken")
+            .expect("join")
+            .expect("events");
+        assert_eq!(evs, vec![json!({"type": "heartbeat", "id": 0})]);
+        // A clock that jumps ahead more than a minute still wakes every second's polls.
+        let (h, id) = (hub.clone(), q.clone());
+        let poll = tokio::spawn(async move { h.get_events(1, &id, Some(0), false).await });
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        clock.advance_ms(5 * HEARTBEAT_MS + 123);
+        hub.tick();
+        let evs = tokio::time::timeout(std::time::Duration::from_secs(5), poll)
+            .await
+            .expect("woken")
+            .expect("join")
+            .expect("events");
+        assert_eq!(evs[0]["type"], "heartbeat");
     }
 
     #[tokio::test]
