@@ -450,6 +450,10 @@ async fn phase(
     for p in polls {
         p.abort();
     }
+    if needs_queues && !ceiling {
+        bar.set_message(format!("deleting {} queues", creds.len()));
+        scenarios::delete_all(&env, 64).await;
+    }
     progress.abort();
     Ok((recorder, measured.max(Duration::from_millis(1))))
 }

@@ -328,6 +328,29 @@ pub async fn register_all(env: &Arc<Env>, concurrency: usize) {
         .await;
 }
 
+/// Deletes every user's queue (`DELETE /events`, `concurrency` at a time) at the end of
+/// a run, as a client does when it closes, so that a run leaves no queues for the
+/// server to keep until they time out (10 minutes) and the next run to pay for.
+pub async fn delete_all(env: &Arc<Env>, concurrency: usize) {
+    use futures_util::StreamExt;
+    futures_util::stream::iter(0..env.users.len())
+        .for_each_concurrent(concurrency.max(1), |u| {
+            let env = env.clone();
+            async move {
+                if let Some((queue_id, _)) = env.queue(u) {
+                    let rb = env
+                        .client
+                        .delete(format!("{}/events", env.api))
+                        .header("Authorization", &env.users[u].auth)
+                        .form(&[("queue_id", queue_id)]);
+                    let _ = driver::send(rb).await;
+                    env.set_queue(u, None);
+                }
+            }
+        })
+        .await;
+}
+
 /// Every user holds a long-poll until the returned tasks are aborted.
 pub fn hold_polls(env: &Arc<Env>) -> Vec<tokio::task::JoinHandle<()>> {
     (0..env.users.len())
