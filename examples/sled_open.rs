@@ -12,7 +12,8 @@
 //! dropping it (`kill`: after a flush, what `kill -9` leaves). `KEYS` = `row` writes the
 //! row only (one key of the same bytes), to separate key count from bytes; `plain`
 //! inserts each key on its own instead of one batch per tree. `open` opens
-//! the database and prints how long that took, and the sizes of its files.
+//! the database and prints how long that took, the process's RSS then, and the sizes
+//! of its files.
 //! `SEG` is sled's segment size in bytes (0: its default), `MODE` `small` or `fast`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -139,8 +140,16 @@ fn open(dir: &Path, seg: usize, cache_mb: u64, mode: &str) {
     let rows = db.open_tree("msg:zulip").unwrap();
     let last = rows.last().unwrap().map(|(k, _)| k.len());
     let first_read = t2.elapsed();
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .map(|v| v.trim().to_owned())
+        })
+        .unwrap_or_default();
     println!(
-        "open {:.1} ms, first read {:.1} ms ({last:?}); {}",
+        "open {:.1} ms, first read {:.1} ms ({last:?}), RSS {rss}; {}",
         opened.as_secs_f64() * 1e3,
         first_read.as_secs_f64() * 1e3,
         sizes(dir)
