@@ -3,21 +3,40 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
+use std::process::{Command, Output};
+
+/// Runs `hearth load` with `args` (metrics off, warnings only).
+fn load(args: &[&str], json: Option<&std::path::Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hearth"));
+    cmd.env("HEARTH_METRICS_BIND", "off")
+        .env("RUST_LOG", "warn")
+        .arg("load")
+        .args(args);
+    if let Some(json) = json {
+        cmd.arg("--json").arg(json);
+    }
+    cmd.output().unwrap()
+}
 
 #[test]
 fn presence_smoke_run_passes_its_thresholds() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .env("HEARTH_METRICS_BIND", "off")
-        .args(["load", "--scenario", "presence", "--users", "200"])
-        .args(["--duration", "5s", "--warmup", "1s", "--speedup", "10"])
-        .arg("--json")
-        .arg(&json)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
+    let out = load(
+        &[
+            "--scenario",
+            "presence",
+            "--users",
+            "200",
+            "--duration",
+            "5s",
+            "--warmup",
+            "1s",
+            "--speedup",
+            "10",
+        ],
+        Some(&json),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -43,21 +62,23 @@ fn presence_smoke_run_passes_its_thresholds() {
 
 #[test]
 fn thresholds_fail_with_a_non_zero_exit() {
-    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .env("HEARTH_METRICS_BIND", "off")
-        .args([
-            "load",
+    let out = load(
+        &[
             "--scenario",
             "messages",
             "--users",
             "5",
             "--connections",
             "2",
-        ])
-        .args(["--duration", "1s", "--warmup", "0s", "--max-p99", "1us"])
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--max-p99",
+            "1us",
+        ],
+        None,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
     assert!(stdout.contains("FAIL: "), "{stdout}");
@@ -70,14 +91,19 @@ fn thresholds_fail_with_a_non_zero_exit() {
 fn fanout_reaches_every_poll() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .env("HEARTH_METRICS_BIND", "off")
-        .args(["load", "--scenario", "fanout", "--users", "50"])
-        .args(["--duration", "3s", "--warmup", "1s", "--json"])
-        .arg(&json)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
+    let out = load(
+        &[
+            "--scenario",
+            "fanout",
+            "--users",
+            "50",
+            "--duration",
+            "3s",
+            "--warmup",
+            "1s",
+        ],
+        Some(&json),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -118,11 +144,7 @@ fn fanout_reaches_every_poll() {
 
 #[test]
 fn fanout_refuses_the_ceiling() {
-    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .env("HEARTH_METRICS_BIND", "off")
-        .args(["load", "--scenario", "fanout", "--users", "2", "--ceiling"])
-        .output()
-        .unwrap();
+    let out = load(&["--scenario", "fanout", "--users", "2", "--ceiling"], None);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ceiling and --rate do not apply"));
 }

@@ -7,23 +7,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-async fn send_stream(app: &TestApp, who: &str, to: &str, topic: &str, content: &str) -> u64 {
-    let body = app
-        .ok(
-            "POST",
-            "/api/v1/messages",
-            who,
-            &[
-                ("type", "stream"),
-                ("to", to),
-                ("topic", topic),
-                ("content", content),
-            ],
-        )
-        .await;
-    body["id"].as_u64().expect("id")
-}
-
 /// The `message` events of a queue: (message id, flags).
 async fn message_events(app: &TestApp, who: &str, queue: &str) -> Vec<(u64, Vec<String>)> {
     app.events(who, queue)

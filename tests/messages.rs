@@ -7,23 +7,6 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-async fn send_stream(app: &TestApp, who: &str, to: &str, topic: &str, content: &str) -> u64 {
-    let body = app
-        .ok(
-            "POST",
-            "/api/v1/messages",
-            who,
-            &[
-                ("type", "stream"),
-                ("to", to),
-                ("topic", topic),
-                ("content", content),
-            ],
-        )
-        .await;
-    body["id"].as_u64().expect("id")
-}
-
 async fn fetch(app: &TestApp, who: &str, params: &[(&str, &str)]) -> Value {
     app.ok("GET", "/api/v1/messages", who, params).await
 }

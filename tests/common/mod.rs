@@ -942,3 +942,21 @@ pub async fn run_cases(s: &TestApp, method: &str, path: &str, table: &[Case]) {
         assert_eq!(body, Value::Object(want), "{label}");
     }
 }
+
+/// Sends `content` to channel `to`, topic `topic`, as `who`; the new message's id.
+pub async fn send_stream(app: &TestApp, who: &str, to: &str, topic: &str, content: &str) -> u64 {
+    let body = app
+        .ok(
+            "POST",
+            "/api/v1/messages",
+            who,
+            &[
+                ("type", "stream"),
+                ("to", to),
+                ("topic", topic),
+                ("content", content),
+            ],
+        )
+        .await;
+    body["id"].as_u64().expect("id")
+}
