@@ -55,7 +55,9 @@ const DAY_SECS: i64 = 24 * 60 * 60;
 pub struct PresenceQuery {
     /// The modern format, keyed by user id (else legacy, keyed by API email).
     pub slim: bool,
-    /// Only entries changed after this update id (`last_update_id`).
+    /// Only entries changed after this update id (`last_update_id`); those answers
+    /// are always in the modern format (Zulip: `last_update_id` implies
+    /// `slim_presence`).
     pub last_update_id: Option<i64>,
     /// How far back (days) a listing without `last_update_id > 0` reaches.
     pub history_limit_days: Option<i64>,
@@ -409,34 +411,23 @@ impl RealmPresence {
 
     /// Copies the entries a query selects (under the lock), then renders them.
     fn render(&self, realm: &Realm, q: PresenceQuery, now: i64) -> Listing {
-        if let (Some(since), true) = (q.last_update_id.filter(|id| *id > 0), q.slim) {
-            if q.history_limit_days != Some(0) {
-                return self.render_since(realm, since as u64, since);
-            }
+        let since = q.last_update_id.filter(|id| *id > 0);
+        if let (Some(since), false) = (since, q.history_limit_days == Some(0)) {
+            return self.render_since(realm, since as u64, since);
         }
         let days = q.history_limit_days.unwrap_or(DEFAULT_HISTORY_LIMIT_DAYS);
-        let rows: Vec<(UserId, PresenceEntry)> = if q.history_limit_days == Some(0) {
+        let mut rows: Vec<(UserId, PresenceEntry)> = if q.history_limit_days == Some(0) {
             // The client wants no presence data at all.
             Vec::new()
         } else {
-            let st = lock(&self.state);
-            match q.last_update_id {
-                Some(since) if since > 0 => st
-                    .by_update
-                    .range(since as u64 + 1..)
-                    .filter_map(|(_, user)| Some((*user, *st.entries.get(user)?)))
-                    .collect(),
-                _ => {
-                    let from = now.saturating_sub(days.saturating_mul(DAY_SECS));
-                    st.entries
-                        .iter()
-                        .filter(|(_, e)| e.last_connected >= from)
-                        .map(|(u, e)| (*u, *e))
-                        .collect()
-                }
-            }
+            let from = now.saturating_sub(days.saturating_mul(DAY_SECS));
+            lock(&self.state)
+                .entries
+                .iter()
+                .filter(|(_, e)| e.last_connected >= from)
+                .map(|(u, e)| (*u, *e))
+                .collect()
         };
-        let mut rows = rows;
         rows.sort_unstable_by_key(|(u, _)| *u);
         let (presences, max_id, _) = render_rows(realm, &rows, q.slim);
         let last_update_id = match (max_id, q.last_update_id) {
@@ -549,15 +540,25 @@ fn render_modern(realm: &Realm, rows: &[(UserId, PresenceEntry)]) -> (Vec<u8>, O
         if !out.is_empty() {
             out.push(b',');
         }
-        out.push(b'"');
-        out.extend_from_slice(n.format(u.id).as_bytes());
-        out.extend_from_slice(b"\":{\"active_timestamp\":");
-        out.extend_from_slice(n.format(e.last_active.unwrap_or(u.date_joined)).as_bytes());
-        out.extend_from_slice(b",\"idle_timestamp\":");
-        out.extend_from_slice(n.format(e.last_connected).as_bytes());
-        out.extend_from_slice(b"}");
+        write_modern(&mut out, u, e, &mut n);
     }
     (out, max_id)
+}
+
+/// One user's modern entry: `"id":{"active_timestamp":..,"idle_timestamp":..}`.
+fn write_modern(
+    out: &mut Vec<u8>,
+    u: &crate::realm::User,
+    e: &PresenceEntry,
+    n: &mut itoa::Buffer,
+) {
+    out.push(b'"');
+    out.extend_from_slice(n.format(u.id).as_bytes());
+    out.extend_from_slice(b"\":{\"active_timestamp\":");
+    out.extend_from_slice(n.format(e.last_active.unwrap_or(u.date_joined)).as_bytes());
+    out.extend_from_slice(b",\"idle_timestamp\":");
+    out.extend_from_slice(n.format(e.last_connected).as_bytes());
+    out.push(b'}');
 }
 
 /// Renders rows (sorted by user) as the `presences` object: legacy entries keyed by API
@@ -571,6 +572,7 @@ fn render_rows(
     use std::io::Write;
     let mut out: Vec<u8> = Vec::with_capacity(16 + rows.len() * if slim { 56 } else { 200 });
     let (mut max_id, mut oldest) = (None::<u64>, None::<i64>);
+    let mut n = itoa::Buffer::new();
     out.push(b'{');
     let mut first = true;
     for (user, e) in rows {
@@ -585,13 +587,7 @@ fn render_rows(
         first = false;
         // Writing to a Vec cannot fail.
         if slim {
-            let _ = write!(
-                out,
-                "\"{}\":{{\"active_timestamp\":{},\"idle_timestamp\":{}}}",
-                u.id,
-                e.last_active.unwrap_or(u.date_joined),
-                e.last_connected
-            );
+            write_modern(&mut out, u, e, &mut n);
         } else {
             let _ = serde_json::to_writer(&mut out, &realm.api_email(u));
             let (status, ts) = legacy_status(e, u.date_joined);
