@@ -105,15 +105,12 @@ fn golden_snapshot_of_schema_1_decodes() {
     }
 }
 
-/// `tests/fixtures/data-9ca7417.tar.gz`: a data folder written by hearth 9ca7417 (a
-/// snapshot from a clean stop, then WAL records left by `kill -9`): it opens, keeps
-/// everything, and takes writes.
-#[actix_web::test]
-async fn a_data_folder_of_an_earlier_hearth_opens() {
+/// Unpacks a data folder fixture (a `data` folder in a tarball) into a temporary folder.
+fn unpack(name: &str) -> (tempfile::TempDir, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let status = std::process::Command::new("tar")
         .arg("-xzf")
-        .arg(fixture("data-9ca7417.tar.gz"))
+        .arg(fixture(name))
         .arg("-C")
         .arg(tmp.path())
         .status()
@@ -123,6 +120,15 @@ async fn a_data_folder_of_an_earlier_hearth_opens() {
     let dir = tempfile::TempDir::new_in(tmp.path()).unwrap();
     std::fs::remove_dir(dir.path()).unwrap();
     std::fs::rename(&data, dir.path()).unwrap();
+    (tmp, dir)
+}
+
+/// `tests/fixtures/data-9ca7417.tar.gz`: a data folder written by hearth 9ca7417 (a
+/// snapshot from a clean stop, then WAL records left by `kill -9`): it opens, keeps
+/// everything, and takes writes.
+#[actix_web::test]
+async fn a_data_folder_of_an_earlier_hearth_opens() {
+    let (_tmp, dir) = unpack("data-9ca7417.tar.gz");
     let app = TestApp::spawn_in(dir).await;
     // Written by 9ca7417: one user before its clean stop, one after its restart.
     for email in ["old-snapshot@zulip.com", "old-wal@zulip.com"] {
@@ -140,6 +146,95 @@ async fn a_data_folder_of_an_earlier_hearth_opens() {
     assert!(seen.iter().any(|n| n == "old-channel"), "{seen:?}");
     app.create_user("new-on-old@zulip.com", "pw-new", "New")
         .await;
+}
+
+/// `tests/fixtures/data-bf7106f.tar.gz`: a data folder written by hearth bf7106f, which
+/// kept message rows in the main database (`--snapshot-every 5`: messages 1–12 and a
+/// direct message 13 sent, message 2 starred by Iago, an octopus on message 3, messages
+/// 1–3 marked read by Hamlet, who is not subscribed to Denmark; a clean stop; message 14 sent, then `kill -9`). Every row, flag
+/// and reaction is still there after the upgrade, twice (the second start reads the
+/// folder the first one upgraded), and new messages go on from 15.
+#[actix_web::test]
+async fn messages_of_an_earlier_hearth_are_kept() {
+    let (_tmp, dir) = unpack("data-bf7106f.tar.gz");
+    let mut app = TestApp::spawn_in(dir).await;
+    for round in 0..2 {
+        let reply = app
+            .get_as(
+                ADMIN,
+                "/api/v1/messages",
+                &[
+                    ("anchor", "newest"),
+                    ("num_before", "100"),
+                    ("num_after", "0"),
+                    ("narrow", r#"[{"operator":"channel","operand":"Denmark"}]"#),
+                ],
+            )
+            .await;
+        let found = assert_success(&reply)["messages"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let contents: Vec<String> = found
+            .iter()
+            .map(|m| m["content"].as_str().unwrap().to_owned())
+            .collect();
+        let mut expected: Vec<String> = (1..=12)
+            .map(|i| format!("<p>old message {i}</p>"))
+            .collect();
+        expected.push("<p>after restart</p>".into());
+        assert_eq!(contents, expected, "round {round}");
+        let ids: Vec<i64> = found.iter().map(|m| m["id"].as_i64().unwrap()).collect();
+        assert_eq!(
+            ids,
+            (1..=12).chain([14]).collect::<Vec<i64>>(),
+            "round {round}"
+        );
+        assert!(found[1]["flags"]
+            .as_array()
+            .unwrap()
+            .contains(&"starred".into()));
+        assert_eq!(found[2]["reactions"][0]["emoji_name"], "octopus");
+        let dm = app
+            .get_as(
+                HAMLET,
+                "/api/v1/messages",
+                &[
+                    ("anchor", "newest"),
+                    ("num_before", "100"),
+                    ("num_after", "0"),
+                    ("narrow", r#"[{"operator":"is","operand":"dm"}]"#),
+                ],
+            )
+            .await;
+        let dm = assert_success(&dm)["messages"].as_array().unwrap().clone();
+        assert_eq!(dm.len(), 1, "{dm:?}");
+        assert_eq!(dm[0]["content"], "<p>old direct</p>");
+        let unread = app
+            .get_as(
+                HAMLET,
+                "/api/v1/messages",
+                &[
+                    ("anchor", "newest"),
+                    ("num_before", "100"),
+                    ("num_after", "0"),
+                    ("narrow", r#"[{"operator":"is","operand":"unread"}]"#),
+                ],
+            )
+            .await;
+        let unread: Vec<i64> = assert_success(&unread)["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(unread, [13], "round {round}: Hamlet is not subscribed to Denmark");
+        if round == 0 {
+            app.restart().await;
+        }
+    }
+    let next = send_stream(&app, ADMIN, "Denmark", "upgrade", "new message").await;
+    assert_eq!(next, 15);
 }
 
 /// Schema 2 added the message state and every section since (groups' settings,
