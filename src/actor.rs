@@ -320,7 +320,9 @@ impl Handler<DeliverScheduled> for RealmActor {
     type Result = usize;
 
     fn handle(&mut self, _: DeliverScheduled, _ctx: &mut Self::Context) -> Self::Result {
-        if self.realm.messages.due.is_empty() {
+        // Deliveries read message rows: until the message database is open (the first
+        // moments after a start) they wait for a later tick rather than block the actor.
+        if self.realm.messages.due.is_empty() || !self.store.messages().is_open() {
             return 0;
         }
         let mut cx = Cx::new(&*self.clock);

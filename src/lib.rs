@@ -126,7 +126,7 @@ impl StartError {
 }
 
 /// Whether a database error is sled's "the folder is locked by another process".
-fn is_lock_error(e: &sled::Error) -> bool {
+pub(crate) fn is_lock_error(e: &sled::Error) -> bool {
     matches!(e, sled::Error::Io(io) if io.to_string().contains("could not acquire lock"))
 }
 

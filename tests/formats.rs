@@ -228,7 +228,11 @@ async fn messages_of_an_earlier_hearth_are_kept() {
             .iter()
             .map(|m| m["id"].as_i64().unwrap())
             .collect();
-        assert_eq!(unread, [13], "round {round}: Hamlet is not subscribed to Denmark");
+        assert_eq!(
+            unread,
+            [13],
+            "round {round}: Hamlet is not subscribed to Denmark"
+        );
         if round == 0 {
             app.restart().await;
         }

@@ -732,3 +732,89 @@ fn a_damaged_upload_is_reported_by_check_and_dropped_by_recover() {
     assert_eq!(channel_names(&server.url), acknowledged);
     server.stop();
 }
+
+/// `GET /messages` of channel `chan0` as the administrator: the status and the ids.
+fn chan0_messages(url: &str) -> (u16, Vec<u64>) {
+    let key = admin_key(url);
+    let reply = http()
+        .get(format!("{url}/api/v1/messages"))
+        .basic_auth(ADMIN, Some(key))
+        .query(&[
+            ("anchor", "newest"),
+            ("num_before", "100"),
+            ("num_after", "0"),
+            ("narrow", r#"[{"operator":"channel","operand":"chan0"}]"#),
+        ])
+        .send()
+        .unwrap();
+    let status = reply.status().as_u16();
+    let body: Value = reply.json().unwrap();
+    let ids = body["messages"]
+        .as_array()
+        .map(|a| a.iter().map(|m| m["id"].as_u64().unwrap()).collect())
+        .unwrap_or_default();
+    (status, ids)
+}
+
+/// The message database (`messages/`) is a second sled database, and sled silently
+/// drops what follows a damaged part of its log. Its sync count, recorded in the
+/// manifest, catches that: a message database older than the manifest (here, the copy
+/// of one taken before more messages were sent and a snapshot synced it) is reported
+/// by `hearth check`, makes `/health/ready` fail and message reads answer 503, while
+/// the rest of the realm keeps serving. A folder whose message database is missing
+/// altogether is refused at start.
+#[test]
+fn a_message_database_that_lost_writes_or_went_missing_is_never_silent() {
+    let root = tempfile::tempdir().unwrap();
+    let (data, _) = build_folder(root.path(), 4, 10);
+    let old = root.path().join("old-messages");
+    copy_tree(&data.join("messages"), &old);
+    let server = Server::up(&data, &[]);
+    let (status, before) = chan0_messages(&server.url);
+    assert_eq!(status, 200);
+    assert_eq!(before.len(), 3, "{before:?}");
+    let key = admin_key(&server.url);
+    send_message(&http(), &server.url, &key, "chan0", 100);
+    server.stop();
+    let check = run(&["check", "--data", data.to_str().unwrap()]);
+    assert!(check.status.success(), "{}", text(&check.stdout));
+
+    // The older message database in its place.
+    std::fs::remove_dir_all(data.join("messages")).unwrap();
+    copy_tree(&old, &data.join("messages"));
+    let check = run(&["check", "--data", data.to_str().unwrap()]);
+    assert!(!check.status.success(), "check says sound");
+    let said = format!("{}{}", text(&check.stdout), text(&check.stderr));
+    assert!(said.contains("message database"), "{said}");
+    assert!(said.contains("lost writes"), "{said}");
+    let server = Server::up(&data, &[]);
+    assert!(channel_names(&server.url).contains("chan0"));
+    let (status, ids) = chan0_messages(&server.url);
+    assert_eq!(status, 503, "{ids:?}");
+    let ready = http()
+        .get(format!("{}/health/ready", server.url))
+        .send()
+        .unwrap();
+    assert_eq!(ready.status().as_u16(), 500);
+    let body: Value = ready.json().unwrap();
+    assert!(
+        body["msg"].as_str().unwrap().contains("lost writes"),
+        "{body}"
+    );
+    assert!(
+        server.log().iter().any(|l| l.contains("lost writes")),
+        "{:#?}",
+        server.log()
+    );
+    server.kill_9();
+
+    // No message database at all.
+    std::fs::remove_dir_all(data.join("messages")).unwrap();
+    match Server::start(&data, &[]) {
+        Started::Up(_) => panic!("started without its message database"),
+        Started::Refused(status, lines) => {
+            let line = assert_refusal(status, &lines, &data);
+            assert!(line.contains("message database"), "{line}");
+        }
+    }
+}

@@ -472,6 +472,12 @@ pub async fn serve_file(req: HttpRequest, path: web::Path<(String, String)>) -> 
     let Some(att) = realm.attachment_by_path(&format!("{realm_id}/{rest}")) else {
         return Ok(file_missing());
     };
+    if me.is_some() {
+        handle.messages.ready().await.map_err(|why| {
+            tracing::error!("message store unavailable: {why}");
+            ApiError::storage_failed()
+        })?;
+    }
     let allowed = me
         .and_then(|id| realm.user(id))
         .is_some_and(|u| may_read(&handle.messages, &realm, u, att));
@@ -493,7 +499,7 @@ pub async fn get_file_temporary_url(
     let Some(att) = realm.attachment_by_path(&format!("{realm_id}/{rest}")) else {
         return Ok(file_missing());
     };
-    if !may_read(&req.messages, &realm, me, att) {
+    if !may_read(&req.message_store().await?, &realm, me, att) {
         return Ok(not_authorized());
     }
     let url = temporary_url(&att.path_id, req.clock.now_secs());

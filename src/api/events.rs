@@ -85,7 +85,7 @@ fn check_all_public_streams(me: &crate::realm::User, asked: bool) -> Result<(), 
 
 /// # `POST /register`
 pub async fn register(req: ApiRequest) -> ApiResponse {
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     let max_file_upload_size_mib = req.state.uploads.max_mib;
     req.read_large(CallOpts::USER, move |c| {
         let me = c.me()?;

@@ -111,7 +111,7 @@ fn default_read_by_sender(client: &str) -> bool {
 pub async fn send_message(req: ApiRequest) -> ApiResponse {
     let version = req.hub.current();
     let client = req.client.clone();
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     let reader = store.clone();
     req.write(
         CallOpts::USER,
@@ -219,7 +219,7 @@ fn count_param(p: &Params, name: &str) -> ApiResult<usize> {
 
 /// # `GET /messages`
 pub async fn get_messages(req: ApiRequest) -> ApiResponse {
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     req.read_large(CallOpts::USER, move |c| {
         let me = c.me()?;
         let p = &*c.params;
@@ -301,7 +301,7 @@ pub fn access_message(
 /// # `GET /messages/{message_id}`
 pub async fn get_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("message_id", &path)?;
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     req.read(CallOpts::USER, move |c| {
         let me = c.me()?;
         let view = MessageView {
@@ -395,7 +395,7 @@ fn decide_flags(
 
 /// # `POST /messages/flags`
 pub async fn update_flags(req: ApiRequest) -> ApiResponse {
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     req.write(
         CallOpts::USER,
         |p| {
@@ -421,7 +421,7 @@ pub async fn update_flags(req: ApiRequest) -> ApiResponse {
 /// # `POST /messages/flags/narrow`
 pub async fn update_flags_for_narrow(req: ApiRequest) -> ApiResponse {
     // The narrow is walked here, on the worker; the actor gets the ids.
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     let version = req.hub.current();
     let me = req.caller()?;
     let p = &req.params;
@@ -718,7 +718,7 @@ struct ParsedEdit {
 pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("message_id", &path)?;
     let version = req.hub.current();
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     let reader = store.clone();
     let body = req
         .write(
@@ -896,7 +896,7 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
 /// # `DELETE /messages/{message_id}`
 pub async fn delete_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("message_id", &path)?;
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     let (state, hub) = (req.state.clone(), req.hub.clone());
     let released: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
     let out = released.clone();
@@ -931,7 +931,7 @@ pub async fn delete_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
 /// # `GET /messages/{message_id}/history`
 pub async fn get_message_history(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("message_id", &path)?;
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     req.read(CallOpts::USER, move |c| {
         let me = c.me()?;
         let allow_empty = c.params.bool_or("allow_empty_topic_name", false)?;
@@ -992,7 +992,7 @@ pub async fn get_scheduled_messages(req: ApiRequest) -> ApiResponse {
 /// # `POST /scheduled_messages`
 pub async fn create_scheduled_message(req: ApiRequest) -> ApiResponse {
     let client = req.client.clone();
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     req.write(
         CallOpts::USER,
         |p| parse_schedule(p, true, &client),
@@ -1014,7 +1014,7 @@ pub async fn create_scheduled_message(req: ApiRequest) -> ApiResponse {
 pub async fn update_scheduled_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("scheduled_message_id", &path)?;
     let client = req.client.clone();
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     req.write(
         CallOpts::USER,
         |p| parse_schedule(p, false, &client),
@@ -1115,7 +1115,7 @@ pub async fn set_typing_status(req: ApiRequest) -> ApiResponse {
 /// # `POST /messages/{message_id}/reactions`
 pub async fn add_reaction(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("message_id", &path)?;
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     req.call(CallOpts::USER, move |c| {
         let me = c.me()?;
         let p = &*c.params;
@@ -1142,7 +1142,7 @@ pub async fn add_reaction(req: ApiRequest, path: web::Path<String>) -> ApiRespon
 /// # `DELETE /messages/{message_id}/reactions`
 pub async fn remove_reaction(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("message_id", &path)?;
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     req.call(CallOpts::USER, move |c| {
         let me = c.me()?;
         let p = &*c.params;

@@ -194,6 +194,17 @@ pub struct ApiRequest {
 }
 
 impl ApiRequest {
+    /// The realm's message store, once the message database is open: at start-up the
+    /// request waits here (bounded, then a 503) so that neither this worker nor the realm
+    /// actor blocks on the opening (see `storage::message_db`).
+    pub async fn message_store(&self) -> ApiResult<crate::storage::messages::MessageStore> {
+        self.messages.ready().await.map_err(|why| {
+            tracing::error!("message store unavailable: {why}");
+            ApiError::storage_failed()
+        })?;
+        Ok(self.messages.clone())
+    }
+
     /// The realm's URL, as the server serves it.
     pub fn server_url(&self) -> Arc<str> {
         self.server_url.clone()

@@ -6,6 +6,7 @@ use super::Outcome;
 use super::{success, ApiRequest, ApiResponse, AppState, CallOpts};
 use crate::error::{ApiError, ErrorCode};
 use crate::realm::Realm;
+use crate::storage::message_db;
 use actix_web::{web, HttpResponse};
 
 /// # `GET /server_settings`
@@ -154,5 +155,12 @@ pub async fn ready(state: web::Data<AppState>) -> ApiResponse {
             format!("Cannot write to storage: {}", e.0),
         )
     })?;
+    if let message_db::Readiness::Failed(why) = state.durability.message_db().readiness() {
+        return Err(ApiError::new(
+            500,
+            ErrorCode::ServerNotReady,
+            format!("Cannot read messages: {why}"),
+        ));
+    }
     Ok(success(Map::new()))
 }

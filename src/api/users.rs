@@ -23,7 +23,7 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
 
 /// # `GET /users/me`
 pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
-    let store = req.messages.clone();
+    let store = req.message_store().await?;
     req.read(CallOpts::USER, move |c| {
         let me = c.me()?;
         let mut body = c.realm.own_user_json(me);

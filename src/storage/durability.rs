@@ -43,6 +43,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::manifest::{Manifest, Marks};
+use super::message_db::MessageDb;
 
 /// When an acknowledged write reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +144,8 @@ pub struct Durability {
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// What is known durable per realm, and the manifest that records it.
     marks: Marks,
+    /// The message database (`message_db`), closed after the main one at shutdown.
+    messages: Arc<MessageDb>,
 }
 
 fn closed() -> sled::Error {
@@ -180,6 +183,7 @@ impl Durability {
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
             marks,
+            messages: MessageDb::new(dir),
         });
         if mode != DurabilityMode::Never {
             // Weak: a store dropped without `shutdown` still releases the database
@@ -195,6 +199,11 @@ impl Durability {
 
     pub fn mode(&self) -> DurabilityMode {
         self.mode
+    }
+
+    /// The message database of this data folder.
+    pub fn message_db(&self) -> &Arc<MessageDb> {
+        &self.messages
     }
 
     /// The open database, or `None` while the store is failed.
@@ -443,7 +452,8 @@ impl Durability {
         File::open(&blobs)?.sync_all()
     }
 
-    /// Stops (and joins) the flusher thread after a last flush.
+    /// Stops (and joins) the flusher thread after a last flush; then flushes and closes
+    /// the message database.
     pub fn shutdown(&self) {
         {
             let _guard = lock(&self.wanted);
@@ -462,6 +472,7 @@ impl Durability {
             }
             Err(e) => tracing::error!("final flush failed: {e}"),
         }
+        self.messages.close();
     }
 
     /// Flushes, retrying a failed flush `FLUSH_ATTEMPTS` times in all, then fails the

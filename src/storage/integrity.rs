@@ -23,7 +23,7 @@ use clap::Args;
 
 use super::manifest::{self, Manifest, ManifestError, RealmMark};
 use super::wal::{self, End, Scan};
-use super::{codec, messages, DurabilityMode, StorageError, Store};
+use super::{codec, message_db, messages, DurabilityMode, StorageError, Store};
 use super::{PRESENCE_PREFIX, SNAP_PREFIX, WAL_PREFIX};
 use crate::realm::messages::MessageId;
 
@@ -226,7 +226,7 @@ fn lock_folder(data: &Path) -> Result<FolderLock, String> {
 
 /// Whether a file or folder of the data folder belongs to sled.
 fn is_sled_file(name: &str) -> bool {
-    matches!(name, "conf" | "db" | "blobs") || name.starts_with("snap.")
+    matches!(name, "conf" | "db" | "blobs" | message_db::FOLDER) || name.starts_with("snap.")
 }
 
 /// Copies a folder tree; `sync`: each file and folder fsynced.
@@ -254,10 +254,26 @@ fn copy_tree(src: &Path, dst: &Path, sync: bool, keep: &dyn Fn(&str) -> bool) ->
     Ok(())
 }
 
-/// A scratch copy of a data folder's database files, opened with sled.
+/// A scratch copy of a data folder's database files, opened with sled: the main
+/// database and, when the folder has one, the message database (`message_db`).
 struct Scratch {
     db: sled::Db,
+    msgs: Option<sled::Db>,
+    /// Whether the main database says the folder keeps its messages in `msgs`.
+    msgs_expected: bool,
     _dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// The database holding a realm's message trees: the main one for a folder from
+    /// before the message database (not yet moved), else the message database.
+    fn rows_db(&self, subdomain: &str) -> &sled::Db {
+        let [rows, ..] = messages::tree_names(subdomain);
+        match &self.msgs {
+            Some(msgs) if !has_tree(&self.db, &rows) => msgs,
+            _ => &self.db,
+        }
+    }
 }
 
 fn open_scratch(data: &Path) -> Result<Scratch, String> {
@@ -272,15 +288,31 @@ fn open_scratch(data: &Path) -> Result<Scratch, String> {
         .map_err(|e| format!("cannot make a scratch folder: {e}"))?;
     copy_tree(data, dir.path(), false, &is_sled_file)
         .map_err(|e| format!("cannot copy {} to a scratch folder: {e}", data.display()))?;
-    let path = dir.path().to_path_buf();
-    let opened = std::panic::catch_unwind(move || {
+    let open = |path: PathBuf, what: &str| match std::panic::catch_unwind(move || {
         sled::Config::new().path(path).flush_every_ms(None).open()
-    });
-    match opened {
-        Ok(Ok(db)) => Ok(Scratch { db, _dir: dir }),
-        Ok(Err(e)) => Err(format!("sled cannot open it ({e})")),
-        Err(_) => Err("sled cannot open it (it failed while reading the files)".into()),
-    }
+    }) {
+        Ok(Ok(db)) => Ok(db),
+        Ok(Err(e)) => Err(format!("sled cannot open {what} ({e})")),
+        Err(_) => Err(format!(
+            "sled cannot open {what} (it failed while reading the files)"
+        )),
+    };
+    let db = open(dir.path().to_path_buf(), "it")?;
+    let msgs = if message_db::exists(dir.path()) {
+        Some(open(
+            dir.path().join(message_db::FOLDER),
+            "its message database",
+        )?)
+    } else {
+        None
+    };
+    let msgs_expected = message_db::has_marker(&db).unwrap_or(false);
+    Ok(Scratch {
+        db,
+        msgs,
+        msgs_expected,
+        _dir: dir,
+    })
 }
 
 /// The manifest of a folder as a command sees it.
@@ -351,7 +383,8 @@ struct RealmCheck {
     bad_presence: usize,
 }
 
-fn check_realm(db: &sled::Db, subdomain: &str, mark: Option<RealmMark>) -> RealmCheck {
+fn check_realm(scratch: &Scratch, subdomain: &str, mark: Option<RealmMark>) -> RealmCheck {
+    let db = &scratch.db;
     let mut c = RealmCheck {
         subdomain: subdomain.to_owned(),
         mark,
@@ -398,9 +431,16 @@ fn check_realm(db: &sled::Db, subdomain: &str, mark: Option<RealmMark>) -> Realm
             return c;
         }
     }
+    if scratch.msgs_expected && scratch.msgs.is_none() {
+        c.verdict.problems.push(Problem {
+            expected: format!("the message database {}/", message_db::FOLDER),
+            found: "none, though the database says the folder keeps its messages there".into(),
+        });
+    }
     let [rows, ..] = messages::tree_names(subdomain);
-    if has_tree(db, &rows) {
-        match db.open_tree(&rows) {
+    let rows_db = scratch.rows_db(subdomain);
+    if has_tree(rows_db, &rows) {
+        match rows_db.open_tree(&rows) {
             Ok(tree) => {
                 for item in tree.iter() {
                     match item {
@@ -558,14 +598,33 @@ impl Checked {
     }
 }
 
-fn check_db(data: &Path, db: &sled::Db) -> Checked {
+fn check_db(data: &Path, scratch: &Scratch) -> Checked {
+    let db = &scratch.db;
     let found = find_manifest(data, db);
     let mut names: BTreeSet<String> = subdomains(db).into_iter().collect();
     names.extend(found.realms());
-    let realms = names
+    let mut realms: Vec<RealmCheck> = names
         .iter()
-        .map(|s| check_realm(db, s, found.mark(s)))
+        .map(|s| check_realm(scratch, s, found.mark(s)))
         .collect();
+    // The message database is shared by the realms: a loss in it is each realm's.
+    if let (Some(msgs), Found::Manifest(m)) = (&scratch.msgs, &found) {
+        let lost = match message_db::lost_writes(msgs, m.messages_synced) {
+            Ok(lost) => lost,
+            Err(e) => Some(format!("it cannot be read ({e})")),
+        };
+        if let Some(lost) = lost {
+            for r in &mut realms {
+                r.verdict.problems.push(Problem {
+                    expected: format!(
+                        "the message database {}/ holding every sync the manifest counts",
+                        message_db::FOLDER
+                    ),
+                    found: lost.clone(),
+                });
+            }
+        }
+    }
     Checked {
         found,
         realms,
@@ -656,7 +715,7 @@ pub fn check_command(args: &CheckArgs, out: &mut dyn Write) -> Result<(), String
             data.display()
         )
     })?;
-    let checked = check_db(data, &scratch.db);
+    let checked = check_db(data, &scratch);
     let w = |e: io::Error| e.to_string();
     for line in lines_of(data, &checked) {
         writeln!(out, "{line}").map_err(w)?;
@@ -698,13 +757,15 @@ struct Rebuilt {
 /// Rebuilds one realm into `store` from the scratch database; returns what it kept
 /// (record, users, channels, message rows) and lost.
 fn rebuild_realm(
-    old: &sled::Db,
+    scratch: &Scratch,
     store: &Store,
     subdomain: &str,
     check: &RealmCheck,
     manifest_usable: bool,
 ) -> Result<Rebuilt, String> {
     let err = |e: &dyn fmt::Display| format!("realm '{subdomain}': {e}");
+    let old = &scratch.db;
+    let old_rows = scratch.rows_db(subdomain);
     let mut rebuilt = Rebuilt {
         subdomain: subdomain.to_owned(),
         kept: None,
@@ -747,11 +808,11 @@ fn rebuild_realm(
     // Rows as found (those that decode, of messages the state knows), then the replay
     // of the WAL records kept writes the rows they imply again, as start-up does.
     let names = messages::tree_names(subdomain);
-    let db = store.db().ok_or("the new database is closed")?;
+    let db = store.durability.message_db().db().map_err(|e| err(&e))?;
     let (mut kept_rows, mut beyond) = (BTreeSet::new(), 0usize);
-    if has_tree(old, &names[0]) {
+    if has_tree(old_rows, &names[0]) {
         let (from, to) = (
-            old.open_tree(&names[0]).map_err(|e| err(&e))?,
+            old_rows.open_tree(&names[0]).map_err(|e| err(&e))?,
             db.open_tree(&names[0]).map_err(|e| err(&e))?,
         );
         let mut failed = false;
@@ -787,11 +848,11 @@ fn rebuild_realm(
         ));
     }
     for (i, name) in names.iter().enumerate().skip(1) {
-        if !has_tree(old, name) {
+        if !has_tree(old_rows, name) {
             continue;
         }
         let (from, to) = (
-            old.open_tree(name).map_err(|e| err(&e))?,
+            old_rows.open_tree(name).map_err(|e| err(&e))?,
             db.open_tree(name).map_err(|e| err(&e))?,
         );
         let mut failed = false;
@@ -895,7 +956,7 @@ pub fn recover_command(args: &RecoverArgs, out: &mut dyn Write) -> Result<(), St
             data.display()
         )
     })?;
-    let checked = check_db(data, &scratch.db);
+    let checked = check_db(data, &scratch);
     let w = |e: io::Error| e.to_string();
     if checked.sound(data) {
         writeln!(
@@ -919,7 +980,7 @@ pub fn recover_command(args: &RecoverArgs, out: &mut dyn Write) -> Result<(), St
         let mut rebuilt = Vec::new();
         for r in &checked.realms {
             rebuilt.push(rebuild_realm(
-                &scratch.db,
+                &scratch,
                 &store,
                 &r.subdomain,
                 r,
@@ -962,7 +1023,7 @@ pub fn recover_command(args: &RecoverArgs, out: &mut dyn Write) -> Result<(), St
     };
     // The new folder must itself check sound before it takes the name.
     let verified = open_scratch(&building).and_then(|new| {
-        let again = check_db(&building, &new.db);
+        let again = check_db(&building, &new);
         if again.sound(&building) {
             Ok(())
         } else {

@@ -57,6 +57,11 @@ pub struct Manifest {
     pub format: u32,
     /// Marks per realm subdomain.
     pub realms: BTreeMap<String, RealmMark>,
+    /// How many times the message database was made durable before a snapshot
+    /// (`message_db::MessageDb::sync`): it must hold at least this count, or it lost
+    /// writes. Absent (0) in manifests from before the message database.
+    #[serde(default)]
+    pub messages_synced: u64,
 }
 
 /// Why a manifest file cannot be used.
@@ -162,6 +167,8 @@ pub struct Marks {
     writing: Mutex<()>,
     /// The last write failed: log the next failure only once.
     failing: std::sync::atomic::AtomicBool,
+    /// The message database's sync count known durable (see `Manifest`).
+    messages_synced: AtomicU64,
 }
 
 /// A realm's appended mark, published by its store after each append.
@@ -179,6 +186,8 @@ impl Marks {
     /// Seeds the marks with the manifest found at open.
     pub fn load(&self, manifest: Option<Manifest>) {
         if let Some(m) = &manifest {
+            self.messages_synced
+                .fetch_max(m.messages_synced, Ordering::SeqCst);
             *lock(&self.durable) = m.realms.clone();
             *lock(&self.written) = Some((m.realms.clone(), Instant::now()));
         }
@@ -245,6 +254,12 @@ impl Marks {
         }
     }
 
+    /// The message database's sync number `n` is durable (written with the next
+    /// manifest).
+    pub fn messages_synced(&self, n: u64) {
+        self.messages_synced.fetch_max(n, Ordering::SeqCst);
+    }
+
     /// The durable marks now.
     pub fn durable(&self) -> BTreeMap<String, RealmMark> {
         lock(&self.durable).clone()
@@ -257,6 +272,7 @@ impl Marks {
         let manifest = Manifest {
             format: FORMAT,
             realms: realms.clone(),
+            messages_synced: self.messages_synced.load(Ordering::SeqCst),
         };
         let result = write(dir, &manifest);
         match &result {
@@ -310,7 +326,11 @@ mod tests {
                 snapshot_seq: 300,
             },
         );
-        Manifest { format: 1, realms }
+        Manifest {
+            format: 1,
+            realms,
+            messages_synced: 3,
+        }
     }
 
     #[test]

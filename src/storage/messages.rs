@@ -1,6 +1,7 @@
 //! The message store of one realm: message rows and the trees that serve narrows.
 //!
-//! Trees (per realm, in the server's one sled database):
+//! Trees (per realm, in the message database `<data>/messages/`, apart from the
+//! database the realms recover from: see `message_db`):
 //!
 //! | tree             | key                                         | value |
 //! |------------------|---------------------------------------------|-------|
@@ -15,24 +16,26 @@
 //!
 //! Rows are written by `project`, which the realm actor calls for each change right
 //! after appending its WAL record and before applying it (recovery calls it the same
-//! way while replaying): the rows are in the same durable commit as the record, and a
-//! replay writes them again, idempotently.
+//! way while replaying); a replay writes them again, idempotently. The WAL record is the
+//! truth until a snapshot covers it: a snapshot is written only after the message
+//! database was made durable (`sync`), and every record after it is projected again at
+//! start, so a row lost with an unflushed tail of this database is written again.
 //!
 //! Each key is a plain insert or remove, not a `sled::Batch`: a batch takes sled's
 //! global write lock (every reader of every tree waits for it, and from the first
 //! batch on every sled operation takes that lock's read side) and writes a batch
-//! manifest, which made projection ~3× slower. Atomicity is not needed: sled recovers
-//! a prefix of its log, the WAL record comes before its rows in it, and every record
-//! after the newest snapshot is projected again at start; a snapshot is written after
-//! the rows of every record it covers, so a durable snapshot implies durable rows. Readers bound what they return by the
+//! manifest, which made projection ~3× slower. Atomicity is not needed: every record
+//! after the newest snapshot is projected again at start, and a snapshot is written
+//! after the rows of every record it covers were made durable. Readers bound what they return by the
 //! published version's `max_visible` id, so a message nobody may see yet (not durable)
 //! is never returned, and they check that a row still matches the index entry that led
 //! to it (an entry left behind by a decision dropped after a storage fault points at a
 //! row that no longer matches).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use super::{codec, Durability, StorageError};
+use super::message_db::MessageDb;
+use super::{codec, StorageError};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::channels::ChannelId;
 use crate::realm::messages::fetch::{MessageRows, Source};
@@ -44,11 +47,11 @@ const MESSAGE_SCHEMA: u8 = 1;
 
 /// The trees of one realm's messages.
 #[derive(Clone)]
-struct Trees {
-    rows: sled::Tree,
-    idx: sled::Tree,
-    um: sled::Tree,
-    unread: sled::Tree,
+pub(super) struct Trees {
+    pub(super) rows: sled::Tree,
+    pub(super) idx: sled::Tree,
+    pub(super) um: sled::Tree,
+    pub(super) unread: sled::Tree,
 }
 
 /// A handle on a realm's message store; cheap to clone, shared by the actor (writes)
@@ -59,11 +62,8 @@ pub struct MessageStore {
 }
 
 struct Inner {
-    names: [String; 4],
-    durability: Arc<Durability>,
-    /// The trees on the database currently open, with the failure count they were
-    /// opened at (a fault reopens the database).
-    trees: Mutex<Option<(u64, Trees)>>,
+    names: Arc<[String; 4]>,
+    db: Arc<MessageDb>,
 }
 
 fn be(n: u64) -> [u8; 8] {
@@ -153,146 +153,203 @@ pub fn tree_names(subdomain: &str) -> [String; 4] {
     ]
 }
 
+/// What one change writes, computed from the realm state of its moment (so that it can
+/// wait in `MessageDb`'s queue while the database opens): everything `apply` needs.
+pub(super) enum Op {
+    Sent {
+        message: Message,
+        /// Each recipient's flag bits.
+        recipients: Vec<(UserId, u32)>,
+    },
+    Flags {
+        user_id: UserId,
+        flag: u32,
+        add: bool,
+        ids: Vec<MessageId>,
+    },
+    Edited(Vec<(Message, Message)>),
+    Reaction {
+        message_id: MessageId,
+        reaction: crate::realm::messages::Reaction,
+        add: bool,
+    },
+    Deleted(Vec<Message>),
+}
+
+/// Writes one projection. Idempotent: a replay writes the same keys again.
+pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
+    match op {
+        Op::Sent {
+            message: m,
+            recipients,
+        } => {
+            t.rows.insert(be(m.id), encode_message(&m)?)?;
+            for k in index_keys(&m) {
+                t.idx.insert(k, &[][..])?;
+            }
+            for (user, bits) in recipients {
+                let key = user_key(user, m.id);
+                t.um.insert(key, &bits.to_le_bytes()[..])?;
+                if bits & flags::READ == 0 {
+                    t.unread.insert(key, &[][..])?;
+                }
+            }
+        }
+        Op::Flags {
+            user_id,
+            flag,
+            add,
+            ids,
+        } => {
+            for id in ids {
+                let key = user_key(user_id, id);
+                let old = t.um.get(key)?.map(|v| bits_of(&v));
+                let new = match (old, add) {
+                    (Some(b), true) => b | flag,
+                    (Some(b), false) => b & !flag,
+                    // A message the user did not receive: Zulip adds a row marked
+                    // historical (read, since it was never unread for them).
+                    (None, true) => flags::HISTORICAL | flags::READ | flag,
+                    (None, false) => (flags::HISTORICAL | flags::READ) & !flag,
+                };
+                t.um.insert(key, &new.to_le_bytes()[..])?;
+                if flag == flags::READ {
+                    if add {
+                        t.unread.remove(key)?;
+                    } else {
+                        t.unread.insert(key, &[][..])?;
+                    }
+                }
+            }
+        }
+        Op::Edited(pairs) => {
+            for (before, after) in pairs {
+                t.rows.insert(be(after.id), encode_message(&after)?)?;
+                let old = index_keys(&before);
+                let new = index_keys(&after);
+                for k in old.iter().filter(|k| !new.contains(k)) {
+                    t.idx.remove(k)?;
+                }
+                for k in new {
+                    t.idx.insert(k, &[][..])?;
+                }
+            }
+        }
+        Op::Reaction {
+            message_id,
+            reaction,
+            add,
+        } => {
+            if let Some(v) = t.rows.get(be(message_id))? {
+                let mut m = decode_message(&v)?;
+                let before = m.reactions.len();
+                if add {
+                    if !m.reactions.contains(&reaction) {
+                        m.reactions.push(reaction);
+                    }
+                } else {
+                    m.reactions.retain(|r| *r != reaction);
+                }
+                if m.reactions.len() != before {
+                    t.rows.insert(be(m.id), encode_message(&m)?)?;
+                }
+            }
+        }
+        Op::Deleted(messages) => {
+            // User-message and unread rows of deleted messages are left to readers,
+            // which skip ids whose row is gone: finding them would mean a scan.
+            for m in messages {
+                t.rows.remove(be(m.id))?;
+                for k in index_keys(&m) {
+                    t.idx.remove(k)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl MessageStore {
-    pub(super) fn new(subdomain: &str, durability: Arc<Durability>) -> Self {
+    pub(super) fn new(subdomain: &str, db: Arc<MessageDb>) -> Self {
         MessageStore {
             inner: Arc::new(Inner {
-                names: tree_names(subdomain),
-                durability,
-                trees: Mutex::new(None),
+                names: Arc::new(tree_names(subdomain)),
+                db,
             }),
         }
     }
 
     fn trees(&self) -> Result<Trees, StorageError> {
-        let failures = self.inner.durability.failures();
-        let mut cached = self
-            .inner
-            .trees
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some((at, trees)) = cached.as_ref() {
-            if *at == failures {
-                return Ok(trees.clone());
-            }
-        }
-        let db = self.inner.durability.db().ok_or_else(|| {
-            StorageError::Invalid("the database is closed after a storage failure".into())
-        })?;
-        let [rows, idx, um, unread] = &self.inner.names;
-        let trees = Trees {
-            rows: db.open_tree(rows)?,
-            idx: db.open_tree(idx)?,
-            um: db.open_tree(um)?,
-            unread: db.open_tree(unread)?,
-        };
-        *cached = Some((failures, trees.clone()));
-        Ok(trees)
+        self.inner.db.trees(&self.inner.names)
+    }
+
+    /// Waits (bounded) until the message database is open, so that reads on this task
+    /// do not block their thread; `Err`: why it is not.
+    pub async fn ready(&self) -> Result<(), String> {
+        self.inner.db.ready().await
+    }
+
+    /// Whether reads would not wait for the message database to open.
+    pub fn is_open(&self) -> bool {
+        self.inner.db.is_open()
     }
 
     /// Writes the rows a change implies (nothing for changes that are not about
-    /// messages). `realm` is the state right before the change. Idempotent.
+    /// messages); while the message database opens they are queued. `realm` is the
+    /// state right before the change. Idempotent.
     pub fn project(&self, realm: &Realm, change: &Change) -> Result<(), StorageError> {
         let Change::Message(change) = change else {
             return Ok(());
         };
-        let t = self.trees()?;
-        match change {
-            MessageChange::Sent(m) => {
-                t.rows.insert(be(m.id), encode_message(m)?)?;
-                for k in index_keys(m) {
-                    t.idx.insert(k, &[][..])?;
-                }
-                for (user, bits) in realm.message_recipients(m) {
-                    let key = user_key(user, m.id);
-                    t.um.insert(key, &bits.to_le_bytes()[..])?;
-                    if bits & flags::READ == 0 {
-                        t.unread.insert(key, &[][..])?;
-                    }
-                }
-            }
+        let op = match change {
+            MessageChange::Sent(m) => Op::Sent {
+                message: (**m).clone(),
+                recipients: realm.message_recipients(m),
+            },
             MessageChange::FlagsChanged {
                 user_id,
                 flag,
                 add,
                 ids,
-            } => {
-                for id in ids {
-                    let key = user_key(*user_id, *id);
-                    let old = t.um.get(key)?.map(|v| bits_of(&v));
-                    let new = match (old, add) {
-                        (Some(b), true) => b | flag,
-                        (Some(b), false) => b & !flag,
-                        // A message the user did not receive: Zulip adds a row marked
-                        // historical (read, since it was never unread for them).
-                        (None, true) => flags::HISTORICAL | flags::READ | flag,
-                        (None, false) => (flags::HISTORICAL | flags::READ) & !flag,
-                    };
-                    t.um.insert(key, &new.to_le_bytes()[..])?;
-                    if *flag == flags::READ {
-                        if *add {
-                            t.unread.remove(key)?;
-                        } else {
-                            t.unread.insert(key, &[][..])?;
-                        }
-                    }
-                }
-            }
-            MessageChange::Edited { pairs, .. } => {
-                for (before, after) in pairs {
-                    t.rows.insert(be(after.id), encode_message(after)?)?;
-                    let old = index_keys(before);
-                    let new = index_keys(after);
-                    for k in old.iter().filter(|k| !new.contains(k)) {
-                        t.idx.remove(k)?;
-                    }
-                    for k in new {
-                        t.idx.insert(k, &[][..])?;
-                    }
-                }
-            }
+            } => Op::Flags {
+                user_id: *user_id,
+                flag: *flag,
+                add: *add,
+                ids: ids.clone(),
+            },
+            MessageChange::Edited { pairs, .. } => Op::Edited(pairs.clone()),
             MessageChange::ReactionAdded {
                 message_id,
                 reaction,
                 ..
-            } => {
-                if let Some(mut m) = self.get(*message_id)? {
-                    if !m.reactions.contains(reaction) {
-                        m.reactions.push(reaction.clone());
-                        t.rows.insert(be(m.id), encode_message(&m)?)?;
-                    }
-                }
-            }
+            } => Op::Reaction {
+                message_id: *message_id,
+                reaction: reaction.clone(),
+                add: true,
+            },
             MessageChange::ReactionRemoved {
                 message_id,
                 reaction,
                 ..
-            } => {
-                if let Some(mut m) = self.get(*message_id)? {
-                    let before = m.reactions.len();
-                    m.reactions.retain(|r| r != reaction);
-                    if m.reactions.len() != before {
-                        t.rows.insert(be(m.id), encode_message(&m)?)?;
-                    }
-                }
-            }
+            } => Op::Reaction {
+                message_id: *message_id,
+                reaction: reaction.clone(),
+                add: false,
+            },
             MessageChange::ScheduledCreated(_)
             | MessageChange::ScheduledUpdated(_)
             | MessageChange::ScheduledDeleted { .. }
             | MessageChange::ScheduledDelivered { .. }
-            | MessageChange::ScheduledFailed { .. } => {}
-            MessageChange::Deleted { messages, .. } => {
-                // User-message and unread rows of deleted messages are left to readers,
-                // which skip ids whose row is gone: finding them would mean a scan.
-                for m in messages {
-                    t.rows.remove(be(m.id))?;
-                    for k in index_keys(m) {
-                        t.idx.remove(k)?;
-                    }
-                }
-            }
-        }
-        Ok(())
+            | MessageChange::ScheduledFailed { .. } => return Ok(()),
+            MessageChange::Deleted { messages, .. } => Op::Deleted(messages.clone()),
+        };
+        self.inner.db.write(&self.inner.names, op)
+    }
+
+    /// Makes every row written so far durable (before a snapshot; see `message_db`);
+    /// returns the sync's number.
+    pub fn sync(&self) -> Result<u64, StorageError> {
+        self.inner.db.sync()
     }
 
     /// A message row.

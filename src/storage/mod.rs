@@ -1,6 +1,8 @@
 //! Persistence: one sled database per server; per realm a WAL tree of decided changes,
-//! a snapshots tree of whole realms and a tree of coalesced presence; uploaded files
-//! beside it (`blobs`). See `design.md`, "Persistence".
+//! a snapshots tree of whole realms and a tree of coalesced presence; the message rows
+//! in a second sled database beside it (`message_db`), opened in the background so that
+//! their number does not hold up a start; uploaded files beside both (`blobs`). See
+//! `design.md`, "Persistence".
 //!
 //! # Integrity: corruption is never silent
 //!
@@ -23,6 +25,13 @@
 //! corrupt manifest refuses too; a missing one is fine only for a folder from before
 //! manifests (the database's marker says whether one was ever written), which gets one.
 //!
+//! The message database (`message_db`) is a second sled database with the same blind
+//! spot, and it opens after the start: it counts its syncs (one before each snapshot),
+//! the manifest records the count, and an opening that finds fewer than the manifest
+//! counts fails the message store (message reads answer 503, `/health/ready` says why)
+//! instead of serving what is left. A folder whose main database says it has a message
+//! database that is not there is refused at start.
+//!
 //! Offline, `hearth check` runs the same judgement over a scratch copy of the database,
 //! decodes every snapshot, record, message row and presence record, and hashes the
 //! uploaded files; `hearth recover --accept-loss` rebuilds the folder from the newest
@@ -35,6 +44,7 @@ pub mod durability;
 pub mod integrity;
 pub mod legacy;
 pub mod manifest;
+pub mod message_db;
 pub mod messages;
 pub mod presence;
 pub mod uploads;
@@ -123,8 +133,20 @@ impl Store {
                 dir.display()
             );
         }
+        if message_db::has_marker(&db)? && !message_db::exists(dir) {
+            return Err(damaged(
+                &format!(
+                    "the message database {}",
+                    dir.join(message_db::FOLDER).display()
+                ),
+                "none, though the database says the folder keeps its messages there".into(),
+            ));
+        }
         let durability = Durability::start(db.clone(), dir, mode, found)
             .map_err(|e| StorageError::Invalid(format!("cannot start the flusher: {e}")))?;
+        durability
+            .message_db()
+            .open_in_background(durability.clone());
         Ok(Store { durability })
     }
 
@@ -198,7 +220,7 @@ impl Store {
             subdomain,
             format!("{WAL_PREFIX}{subdomain}"),
             format!("{SNAP_PREFIX}{subdomain}"),
-            messages::MessageStore::new(subdomain, self.durability.clone()),
+            messages::MessageStore::new(subdomain, self.durability.message_db().clone()),
             self.durability.clone(),
         )
     }

@@ -62,10 +62,13 @@ pub struct SnapshotJob {
     /// `Durability::failures` when the job was made: after a fault it must not run.
     failures: u64,
     durability: Arc<Durability>,
+    /// The realm's message rows, made durable before the snapshot is written.
+    messages: MessageStore,
 }
 
 impl SnapshotJob {
-    /// Encodes and writes the snapshot, makes it and its blob files durable, and only
+    /// Makes the message rows written so far durable, then encodes and writes the
+    /// snapshot, makes it and its blob files durable, and only
     /// then deletes the WAL prefix and the older snapshots it replaces. A crash at any
     /// point leaves either the old snapshot and its WAL, or the new one: nothing
     /// acknowledged is lost. A failure at any step (flush, blob sync) leaves the WAL
@@ -92,6 +95,10 @@ impl SnapshotJob {
             .check_writable()
             .map_err(|e| StorageError::Invalid(e.to_string()))?;
         let seq = self.seq;
+        // The records it covers are never projected again: their rows must be on disk
+        // first (see `message_db`). This waits for the message database to open.
+        let synced = self.messages.sync()?;
+        self.durability.marks().messages_synced(synced);
         self.snaps
             .insert(seq.to_be_bytes(), codec::encode_realm(realm)?)?;
         self.durability.flush_now()?;
@@ -241,6 +248,7 @@ impl RealmStore {
             snaps,
             failures: self.durability.failures(),
             durability: self.durability.clone(),
+            messages: self.messages.clone(),
         })
     }
 

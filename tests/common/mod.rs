@@ -358,6 +358,13 @@ impl TestApp {
     /// Delivers the scheduled messages that are due now (the ticker's other job); waits
     /// until they are visible.
     pub async fn deliver_scheduled(&self) {
+        // The actor leaves deliveries to a later tick until the message database opens.
+        self.server()
+            .durability()
+            .message_db()
+            .ready()
+            .await
+            .expect("the message database opens");
         let actor = self
             .server()
             .realm("localhost")

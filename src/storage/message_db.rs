@@ -1,0 +1,499 @@
+//! The message database: a second sled database, `<data>/messages/`, holding every
+//! realm's message trees (`storage::messages`), apart from the database the realms
+//! recover from.
+//!
+//! # Why a second database
+//!
+//! sled 0.34 builds its page table at open from an entry per tree node, so its open
+//! time grows with the number of keys it holds (~60–90 ms per million here; a message
+//! has ~13 keys: `benches/RESULTS.md` §6.1), and no setting changes that. With the
+//! message trees in the main database, a start at 1 M messages spent ~0.8 s in sled
+//! before the first answer. Apart, the main database opens in the time of an empty
+//! one, the realms recover and answer at once, and this one opens on its own thread.
+//!
+//! # While it opens
+//!
+//! Writes are queued: `write` keeps each projection (`Op`, computed from the realm
+//! state of its moment) in order, and the opening thread applies the queue under the
+//! state lock before it declares the database open, so rows land in the order their
+//! records were decided. Reads wait: the HTTP handlers that read messages await
+//! `ready` first (a bounded wait, then a 503), so neither a worker nor the realm
+//! actor blocks; any other reader (the event renderer thread, tools) blocks in
+//! `trees` with the same bound.
+//!
+//! # Durability: the WAL stays the truth until a snapshot covers it
+//!
+//! A flush of the main database does not flush this one: the rows of a record are
+//! derived from it, and every record after the newest snapshot is projected again at
+//! start (idempotently). The one ordering that matters is that a snapshot is written
+//! only after this database was flushed and `fsync`ed (`sync`), since records a
+//! snapshot covers are never replayed again and their rows then live only here.
+//!
+//! # Folders from before
+//!
+//! A folder whose main database still holds message trees (hearth before this module)
+//! has them copied here at its first start, made durable here, then dropped from the
+//! main database, all before the queue is applied; a crash in between copies them
+//! again, over identical values. A marker in the main database (`hearth:meta`,
+//! `messages-db`) then says that this folder keeps its messages here, so a start that
+//! finds the marker but no `messages/` refuses rather than start without them.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::durability::Durability;
+use super::manifest::META_TREE;
+use super::messages::{apply, Op, Trees};
+use super::StorageError;
+
+/// The folder of the message database inside a data folder.
+pub const FOLDER: &str = "messages";
+/// The key, in the main database's `hearth:meta` tree, saying messages live here.
+const MARKER_KEY: &str = "messages-db";
+/// The key, in this database's `hearth:meta` tree, counting its syncs.
+const SYNCED_KEY: &str = "synced";
+/// How long a reader waits for the database to open before it is told to retry.
+pub const READY_WAIT: Duration = Duration::from_secs(60);
+/// How long the opener retries a folder another process (or a store of this one
+/// being dropped) still holds locked.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+/// The prefixes of message trees, in either database.
+pub const TREE_PREFIXES: [&str; 4] = ["msg:", "msgidx:", "um:", "unread:"];
+
+/// Whether the database is usable yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    Opening,
+    Open,
+    /// It cannot be opened (or was closed): message reads and writes fail.
+    Failed(String),
+}
+
+struct Queued {
+    names: Arc<[String; 4]>,
+    op: Op,
+}
+
+enum State {
+    Opening(Vec<Queued>),
+    Open {
+        db: sled::Db,
+        /// Each realm's trees, opened once (dropped at `close`).
+        trees: HashMap<Arc<[String; 4]>, Trees>,
+    },
+    Failed(String),
+}
+
+/// The message database of a data folder; see the module doc.
+pub struct MessageDb {
+    dir: PathBuf,
+    state: Mutex<State>,
+    /// Held by `sync` (its count is read, bumped and written).
+    syncing: Mutex<()>,
+    changed: Condvar,
+    ready: watch::Sender<Readiness>,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn open_trees(db: &sled::Db, names: &[String; 4]) -> Result<Trees, sled::Error> {
+    let [rows, idx, um, unread] = names;
+    Ok(Trees {
+        rows: db.open_tree(rows)?,
+        idx: db.open_tree(idx)?,
+        um: db.open_tree(um)?,
+        unread: db.open_tree(unread)?,
+    })
+}
+
+fn is_message_tree(name: &[u8]) -> bool {
+    TREE_PREFIXES.iter().any(|p| name.starts_with(p.as_bytes()))
+}
+
+/// Whether the main database says its folder keeps messages in `messages/`.
+pub fn has_marker(main: &sled::Db) -> Result<bool, sled::Error> {
+    if !main.tree_names().iter().any(|n| n == META_TREE.as_bytes()) {
+        return Ok(false);
+    }
+    Ok(main.open_tree(META_TREE)?.get(MARKER_KEY)?.is_some())
+}
+
+/// Whether a data folder has a message database.
+pub fn exists(data: &Path) -> bool {
+    data.join(FOLDER).join("db").is_file()
+}
+
+/// Opens the message database of `data` (sled, with hearth's flush policy).
+pub fn open_sled(data: &Path) -> Result<sled::Db, sled::Error> {
+    sled::Config::new()
+        .path(data.join(FOLDER))
+        .flush_every_ms(None)
+        .open()
+}
+
+impl MessageDb {
+    pub(super) fn new(data: &Path) -> Arc<MessageDb> {
+        Arc::new(MessageDb {
+            dir: data.join(FOLDER),
+            state: Mutex::new(State::Opening(Vec::new())),
+            syncing: Mutex::new(()),
+            changed: Condvar::new(),
+            ready: watch::channel(Readiness::Opening).0,
+        })
+    }
+
+    /// Opens the database on its own thread: moves the message trees of a folder from
+    /// before into it, applies the writes queued meanwhile, and declares it open.
+    pub(super) fn open_in_background(self: &Arc<Self>, durability: Arc<Durability>) {
+        let this = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hearth-messages-open".into())
+            .spawn(move || {
+                let started = Instant::now();
+                let opened = this.open_with_retries().and_then(|db| {
+                    migrate(&durability, &db, &this.dir)?;
+                    let expected = durability.marks().loaded().map_or(0, |m| m.messages_synced);
+                    if let Some(lost) = lost_writes(&db, expected)? {
+                        return Err(StorageError::Invalid(lost));
+                    }
+                    Ok(db)
+                });
+                this.settle(opened, started);
+            });
+        if let Err(e) = spawned {
+            self.settle(Err(e.into()), Instant::now());
+        }
+    }
+
+    fn open_with_retries(&self) -> Result<sled::Db, StorageError> {
+        let deadline = Instant::now() + LOCK_WAIT;
+        loop {
+            let data = self.dir.parent().unwrap_or(Path::new("."));
+            match open_sled(data) {
+                Err(e) if crate::is_lock_error(&e) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => return Ok(other?),
+            }
+        }
+    }
+
+    /// Ends the opening: applies the queue in order and publishes the outcome.
+    fn settle(&self, opened: Result<sled::Db, StorageError>, started: Instant) {
+        let mut state = lock(&self.state);
+        let queue = match &mut *state {
+            State::Opening(queue) => std::mem::take(queue),
+            // Closed before it opened.
+            _ => return,
+        };
+        let outcome = opened.and_then(|db| {
+            let mut trees: HashMap<Arc<[String; 4]>, Trees> = HashMap::new();
+            let n = queue.len();
+            for q in queue {
+                let t = match trees.get(&q.names) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t = open_trees(&db, &q.names)?;
+                        trees.insert(q.names.clone(), t.clone());
+                        t
+                    }
+                };
+                apply(&t, q.op)?;
+            }
+            // An instant open of a small store is not worth a line (a start that then
+            // fails for another reason says only why).
+            let took = started.elapsed();
+            if took >= Duration::from_millis(100) || n > 0 {
+                tracing::info!(
+                    "opened the message database {} in {} ms ({n} writes made meanwhile applied)",
+                    self.dir.display(),
+                    took.as_millis()
+                );
+            }
+            Ok(State::Open { db, trees })
+        });
+        let readiness = match outcome {
+            Ok(open) => {
+                *state = open;
+                Readiness::Open
+            }
+            Err(e) => {
+                let why = format!(
+                    "the message database {} cannot be opened: {e}; run `hearth check`",
+                    self.dir.display()
+                );
+                tracing::error!("{why}");
+                *state = State::Failed(why.clone());
+                Readiness::Failed(why)
+            }
+        };
+        drop(state);
+        self.changed.notify_all();
+        self.ready.send_replace(readiness);
+    }
+
+    /// Writes (or, while opening, queues) one projection.
+    pub(super) fn write(&self, names: &Arc<[String; 4]>, op: Op) -> Result<(), StorageError> {
+        let mut state = lock(&self.state);
+        match &mut *state {
+            State::Opening(queue) => {
+                queue.push(Queued {
+                    names: names.clone(),
+                    op,
+                });
+                Ok(())
+            }
+            State::Open { db, trees } => {
+                let t = match trees.get(names) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t = open_trees(db, names)?;
+                        trees.insert(names.clone(), t.clone());
+                        t
+                    }
+                };
+                drop(state);
+                apply(&t, op)
+            }
+            State::Failed(why) => Err(StorageError::Invalid(why.clone())),
+        }
+    }
+
+    /// A realm's trees, waiting (at most `READY_WAIT`) for the database to open.
+    pub(super) fn trees(&self, names: &Arc<[String; 4]>) -> Result<Trees, StorageError> {
+        let state = lock(&self.state);
+        let (mut state, _) = self
+            .changed
+            .wait_timeout_while(state, READY_WAIT, |s| matches!(s, State::Opening(_)))
+            .unwrap_or_else(PoisonError::into_inner);
+        match &mut *state {
+            State::Opening(_) => Err(StorageError::Invalid(
+                "the message database is still opening".into(),
+            )),
+            State::Failed(why) => Err(StorageError::Invalid(why.clone())),
+            State::Open { db, trees } => match trees.get(names) {
+                Some(t) => Ok(t.clone()),
+                None => {
+                    let t = open_trees(db, names)?;
+                    trees.insert(names.clone(), t.clone());
+                    Ok(t)
+                }
+            },
+        }
+    }
+
+    /// Whether the database is open, opening or failed.
+    pub fn readiness(&self) -> Readiness {
+        self.ready.borrow().clone()
+    }
+
+    /// Whether the database is open (reads do not wait).
+    pub fn is_open(&self) -> bool {
+        *self.ready.borrow() == Readiness::Open
+    }
+
+    /// Waits (at most `READY_WAIT`) until the database is open; `Err` with why it is
+    /// not.
+    pub async fn ready(&self) -> Result<(), String> {
+        let mut rx = self.ready.subscribe();
+        let waited = tokio::time::timeout(READY_WAIT, async {
+            loop {
+                match &*rx.borrow_and_update() {
+                    Readiness::Open => return Ok(()),
+                    Readiness::Failed(why) => return Err(why.clone()),
+                    Readiness::Opening => {}
+                }
+                if rx.changed().await.is_err() {
+                    return Err("the message database was dropped".to_owned());
+                }
+            }
+        })
+        .await;
+        waited.unwrap_or_else(|_| Err("the message database is still opening".into()))
+    }
+
+    /// Makes every row written so far durable: counts one more sync in the database,
+    /// flushes and `fsync`s it (waiting for it to open), and returns the count, which
+    /// the manifest then records. A snapshot is written only after this.
+    pub fn sync(&self) -> Result<u64, StorageError> {
+        let _one = self.syncing.lock().unwrap_or_else(PoisonError::into_inner);
+        let db = self.db()?;
+        let meta = db.open_tree(META_TREE)?;
+        let n = synced(&db)? + 1;
+        meta.insert(SYNCED_KEY, &n.to_be_bytes()[..])?;
+        db.flush()?;
+        drop(db);
+        File::open(self.dir.join("db"))?.sync_data()?;
+        let blobs = self.dir.join("blobs");
+        if blobs.is_dir() {
+            for entry in std::fs::read_dir(&blobs)? {
+                let path = entry?.path();
+                if path.is_file() {
+                    File::open(&path)?.sync_all()?;
+                }
+            }
+            File::open(&blobs)?.sync_all()?;
+        }
+        Ok(n)
+    }
+
+    /// The open database, waiting for it (tools).
+    pub fn db(&self) -> Result<sled::Db, StorageError> {
+        let state = lock(&self.state);
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, READY_WAIT, |s| matches!(s, State::Opening(_)))
+            .unwrap_or_else(PoisonError::into_inner);
+        match &*state {
+            State::Open { db, .. } => Ok(db.clone()),
+            State::Opening(_) => Err(StorageError::Invalid(
+                "the message database is still opening".into(),
+            )),
+            State::Failed(why) => Err(StorageError::Invalid(why.clone())),
+        }
+    }
+
+    /// Flushes and closes the database (at shutdown), after its opening ended. Readers
+    /// and writers after this fail.
+    pub fn close(&self) {
+        let flushed = self.sync();
+        let mut state = lock(&self.state);
+        if let Err(e) = flushed {
+            if !matches!(&*state, State::Failed(_)) {
+                tracing::error!("final flush of the message database failed: {e}");
+            }
+        }
+        if matches!(&*state, State::Open { .. }) {
+            *state = State::Failed("the message database is closed".into());
+            drop(state);
+            self.changed.notify_all();
+            self.ready
+                .send_replace(Readiness::Failed("the message database is closed".into()));
+        }
+    }
+}
+
+/// How many syncs the message database `db` holds (see `MessageDb::sync`).
+pub fn synced(db: &sled::Db) -> Result<u64, sled::Error> {
+    let Some(v) = db.open_tree(META_TREE)?.get(SYNCED_KEY)? else {
+        return Ok(0);
+    };
+    let mut b = [0u8; 8];
+    let n = v.len().min(8);
+    b[8 - n..].copy_from_slice(&v[..n]);
+    Ok(u64::from_be_bytes(b))
+}
+
+/// What a message database that holds fewer syncs than the manifest counts lost: sled
+/// drops everything after a damaged part of its log, silently (`storage` module doc).
+pub fn lost_writes(db: &sled::Db, expected: u64) -> Result<Option<String>, sled::Error> {
+    let found = synced(db)?;
+    Ok((found < expected).then(|| {
+        format!(
+            "it lost writes: the manifest counts {expected} syncs of it, it holds {found} \
+             (message rows written after its sync {found} may be gone)"
+        )
+    }))
+}
+
+/// Moves the message trees of a folder from before into `db` (see the module doc),
+/// then sets the marker. Nothing to move: only the marker.
+fn migrate(durability: &Durability, db: &sled::Db, dir: &Path) -> Result<(), StorageError> {
+    let main = durability.db().ok_or_else(|| {
+        StorageError::Invalid("the main database is closed after a storage failure".into())
+    })?;
+    if has_marker(&main)? {
+        return Ok(());
+    }
+    let names: Vec<sled::IVec> = main
+        .tree_names()
+        .into_iter()
+        .filter(|n| is_message_tree(n))
+        .collect();
+    if !names.is_empty() {
+        let started = Instant::now();
+        let mut keys = 0u64;
+        for name in &names {
+            let (from, to) = (main.open_tree(name)?, db.open_tree(name)?);
+            for item in from.iter() {
+                let (k, v) = item?;
+                to.insert(k, v)?;
+                keys += 1;
+            }
+        }
+        db.flush()?;
+        File::open(dir.join("db"))?.sync_data()?;
+        for name in &names {
+            main.drop_tree(name)?;
+        }
+        tracing::info!(
+            "moved {} message trees ({keys} keys) into {} in {} ms",
+            names.len(),
+            dir.display(),
+            started.elapsed().as_millis()
+        );
+    }
+    main.open_tree(META_TREE)?.insert(MARKER_KEY, &[1u8][..])?;
+    drop(main);
+    durability.flush_now()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::realm::messages::flags;
+    use crate::storage::messages::MessageStore;
+
+    /// Writes made while the database opens wait in order and are applied before any
+    /// reader sees it: a reader started meanwhile blocks, then finds every write, the
+    /// later ones over the earlier.
+    #[test]
+    fn writes_made_while_opening_land_in_order_before_any_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = MessageDb::new(dir.path());
+        let store = MessageStore::new("zulip", db.clone());
+        let names = Arc::new(super::super::messages::tree_names("zulip"));
+        let flag = |add: bool, ids: Vec<u64>| Op::Flags {
+            user_id: 7,
+            flag: flags::STARRED,
+            add,
+            ids,
+        };
+        db.write(&names, flag(true, vec![1, 2])).unwrap();
+        db.write(&names, flag(false, vec![1])).unwrap();
+        assert!(!db.is_open());
+        let reader = {
+            let store = store.clone();
+            std::thread::spawn(move || (store.flags(7, 1), store.flags(7, 2)))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!reader.is_finished(), "a read waits for the opening");
+        db.settle(open_sled(dir.path()).map_err(Into::into), Instant::now());
+        let (one, two) = reader.join().unwrap();
+        let base = flags::HISTORICAL | flags::READ;
+        assert_eq!(one.unwrap(), Some(base));
+        assert_eq!(two.unwrap(), Some(base | flags::STARRED));
+        assert!(db.is_open());
+        // Once open, a write is applied at once.
+        db.write(&names, flag(true, vec![1])).unwrap();
+        assert_eq!(store.flags(7, 1).unwrap(), Some(base | flags::STARRED));
+        // Syncs are counted, and a count below the manifest's is a loss.
+        assert_eq!(db.sync().unwrap(), 1);
+        assert_eq!(db.sync().unwrap(), 2);
+        let opened = db.db().unwrap();
+        assert_eq!(lost_writes(&opened, 2).unwrap(), None);
+        assert!(lost_writes(&opened, 3).unwrap().is_some());
+        drop(opened);
+        db.close();
+        assert!(matches!(db.readiness(), Readiness::Failed(_)));
+        assert!(store.flags(7, 1).is_err(), "closed: reads fail, never hang");
+    }
+}
