@@ -329,8 +329,17 @@ fn main() {
     let quick = args.iter().any(|a| a == "quick");
     let n: u64 = if quick { 100_000 } else { 1_000_000 };
     let root = tempfile::tempdir().expect("tmp");
-    let empty: PathBuf = root.path().join("empty");
-    let full: PathBuf = root.path().join("full");
+    // `HEARTH_BENCH_KEEP=1`: the seeded folders stay (their path is printed) for a look
+    // at what they hold.
+    let root_path = if std::env::var_os("HEARTH_BENCH_KEEP").is_some() {
+        let kept = root.keep();
+        println!("the folders stay in {}", kept.display());
+        kept
+    } else {
+        root.path().to_path_buf()
+    };
+    let empty: PathBuf = root_path.join("empty");
+    let full: PathBuf = root_path.join("full");
     let realm = seed(&empty, 0);
     seed(&full, n);
     let auth = basic(&realm, SENDER);

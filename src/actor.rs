@@ -143,13 +143,9 @@ impl RealmActor {
             if run.last().is_some_and(|r| !r.batches_with(&change)) {
                 steps.push((std::mem::take(&mut run), Arc::new(self.realm.clone())));
             }
-            // Message rows go into the same durable commit as the WAL record.
-            if let Err(e) = self.store.messages().project(&self.realm, &change) {
-                tracing::error!("message store write failed: {e}");
-                self.store
-                    .durability()
-                    .fail(format!("message store write failed: {e}"));
-            }
+            // Message rows follow the WAL record; a failed write fails the message
+            // database only (logged there), and a restart writes the rows again.
+            let _ = self.store.messages().project(&self.realm, &change);
             self.realm.apply(&change);
             run.push(change);
         }
@@ -231,6 +227,10 @@ impl RealmActor {
         );
         if let Err(e) = self.store.reset(seq, &self.realm) {
             tracing::error!("realm '{subdomain}': cannot reset after the storage fault: {e}");
+        }
+        // Rows the dropped sends wrote must not meet the ids given again.
+        if let Err(e) = self.store.messages().purge_from(&self.realm) {
+            tracing::error!("realm '{subdomain}': message rows of dropped sends kept: {e}");
         }
     }
 

@@ -126,6 +126,16 @@ fn recover_all(path: &Path) -> Result<Vec<(String, usize)>, StartError> {
         cause: format!("the copy does not open: {e}"),
     })?;
     store.verify_realms()?;
+    // The message database opens in the background: wait for it, and refuse a copy
+    // whose message database cannot be opened or lost writes.
+    store
+        .durability
+        .message_db()
+        .db()
+        .map_err(|e| StartError::DataFolder {
+            path: path.display().to_string(),
+            cause: format!("the copy's message database does not open: {e}"),
+        })?;
     let mut realms = Vec::new();
     for subdomain in store.realm_subdomains() {
         let recovered = store.realm(&subdomain)?.recover()?.ok_or_else(|| {

@@ -159,6 +159,16 @@ impl ApiError {
         )
     }
 
+    /// A message read while the message database is not open (it failed, or it is
+    /// still opening past the wait): nothing was changed; the client may retry.
+    pub fn messages_unavailable() -> Self {
+        Self::new(
+            503,
+            ErrorCode::InternalServerError,
+            "The message store is unavailable right now; nothing was changed. Try again later.",
+        )
+    }
+
     /// Zulip's `RateLimitedError`: 429 with `retry-after` (seconds) in the body; the
     /// `Retry-After` header is added when rendered.
     pub fn rate_limited(retry_after_secs: f64) -> Self {

@@ -66,7 +66,8 @@ pub const MAX_QUEUES_PER_USER: usize = 64;
 pub const MAX_PENDING_EVENTS: usize = 20_000;
 
 /// A user's flags on a message (`None`: they have no row for it): the message store's
-/// `flags`, given to the hub once the store is open (`EventHub::attach_flags`).
+/// `flags`, given to the hub at start (`EventHub::attach_flags`); it waits for the
+/// message database to open (it runs on the renderer thread, never the actor).
 pub type FlagReader = Arc<dyn Fn(UserId, MessageId) -> Option<u32> + Send + Sync>;
 
 /// One logged event; its body is shared by every queue that receives it.

@@ -474,8 +474,8 @@ pub async fn serve_file(req: HttpRequest, path: web::Path<(String, String)>) -> 
     };
     if me.is_some() {
         handle.messages.ready().await.map_err(|why| {
-            tracing::error!("message store unavailable: {why}");
-            ApiError::storage_failed()
+            tracing::warn!("message store unavailable: {why}");
+            ApiError::messages_unavailable()
         })?;
     }
     let allowed = me

@@ -199,8 +199,8 @@ impl ApiRequest {
     /// actor blocks on the opening (see `storage::message_db`).
     pub async fn message_store(&self) -> ApiResult<crate::storage::messages::MessageStore> {
         self.messages.ready().await.map_err(|why| {
-            tracing::error!("message store unavailable: {why}");
-            ApiError::storage_failed()
+            tracing::warn!("message store unavailable: {why}");
+            ApiError::messages_unavailable()
         })?;
         Ok(self.messages.clone())
     }

@@ -514,6 +514,20 @@ impl Durability {
             }
             resets
         };
+        // The reset snapshots cover records whose message rows must then be on disk, as
+        // before any snapshot (`message_db`); until that database is open (or while it
+        // is failed) the store stays failed.
+        if !self.messages.is_open() {
+            tracing::debug!("storage recovery waits for the message database");
+            return false;
+        }
+        match self.messages.sync() {
+            Ok(n) => self.marks.messages_synced(n),
+            Err(e) => {
+                tracing::warn!("storage still failing: the message database: {e}");
+                return false;
+            }
+        }
         // The manifest goes back first: a crash before the resets are durable then
         // finds the store ahead of it, never behind.
         for reset in &resets {
@@ -661,6 +675,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path(), DurabilityMode::Never).expect("open");
         let d = store.durability.clone();
+        // A recovery waits for the message database (it syncs it first).
+        d.message_db().db().expect("the message database opens");
         let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
         let mut realm = Realm::from_first_change(&changes[0]).expect("first");
         changes.iter().for_each(|c| realm.apply(c));

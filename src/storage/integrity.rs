@@ -259,6 +259,9 @@ fn copy_tree(src: &Path, dst: &Path, sync: bool, keep: &dyn Fn(&str) -> bool) ->
 struct Scratch {
     db: sled::Db,
     msgs: Option<sled::Db>,
+    /// Why sled refuses the message database, when it does (the main one may still
+    /// hold whole realms: `recover` keeps them).
+    msgs_refused: Option<String>,
     /// Whether the main database says the folder keeps its messages in `msgs`.
     msgs_expected: bool,
     _dir: tempfile::TempDir,
@@ -298,18 +301,19 @@ fn open_scratch(data: &Path) -> Result<Scratch, String> {
         )),
     };
     let db = open(dir.path().to_path_buf(), "it")?;
-    let msgs = if message_db::exists(dir.path()) {
-        Some(open(
-            dir.path().join(message_db::FOLDER),
-            "its message database",
-        )?)
+    let (msgs, msgs_refused) = if message_db::exists(dir.path()) {
+        match open(dir.path().join(message_db::FOLDER), "its message database") {
+            Ok(db) => (Some(db), None),
+            Err(e) => (None, Some(e)),
+        }
     } else {
-        None
+        (None, None)
     };
     let msgs_expected = message_db::has_marker(&db).unwrap_or(false);
     Ok(Scratch {
         db,
         msgs,
+        msgs_refused,
         msgs_expected,
         _dir: dir,
     })
@@ -381,6 +385,9 @@ struct RealmCheck {
     bad_rows: Vec<(MessageId, String)>,
     presence: usize,
     bad_presence: usize,
+    /// What of the message rows the message database lost or cannot give (`recover`
+    /// reports it lost).
+    messages_lost: Option<String>,
 }
 
 fn check_realm(scratch: &Scratch, subdomain: &str, mark: Option<RealmMark>) -> RealmCheck {
@@ -394,6 +401,7 @@ fn check_realm(scratch: &Scratch, subdomain: &str, mark: Option<RealmMark>) -> R
         bad_rows: Vec::new(),
         presence: 0,
         bad_presence: 0,
+        messages_lost: None,
     };
     let read_error = |e: StorageError| Problem {
         expected: "the realm's trees readable".into(),
@@ -431,7 +439,14 @@ fn check_realm(scratch: &Scratch, subdomain: &str, mark: Option<RealmMark>) -> R
             return c;
         }
     }
-    if scratch.msgs_expected && scratch.msgs.is_none() {
+    if let Some(refused) = &scratch.msgs_refused {
+        c.messages_lost = Some(format!("every message row ({refused})"));
+        c.verdict.problems.push(Problem {
+            expected: format!("the message database {}/ readable", message_db::FOLDER),
+            found: refused.clone(),
+        });
+    } else if scratch.msgs_expected && scratch.msgs.is_none() {
+        c.messages_lost = Some("every message row (the message database is missing)".into());
         c.verdict.problems.push(Problem {
             expected: format!("the message database {}/", message_db::FOLDER),
             found: "none, though the database says the folder keeps its messages there".into(),
@@ -615,6 +630,7 @@ fn check_db(data: &Path, scratch: &Scratch) -> Checked {
         };
         if let Some(lost) = lost {
             for r in &mut realms {
+                r.messages_lost = Some(format!("message rows: the message database {lost}"));
                 r.verdict.problems.push(Problem {
                     expected: format!(
                         "the message database {}/ holding every sync the manifest counts",
@@ -834,6 +850,9 @@ fn rebuild_realm(
                 kept_rows.last().copied().unwrap_or(0)
             ));
         }
+    }
+    if let Some(lost) = &check.messages_lost {
+        rebuilt.lost.push(lost.clone());
     }
     if !check.bad_rows.is_empty() {
         rebuilt.lost.push(format!(

@@ -62,6 +62,8 @@ pub const READY_WAIT: Duration = Duration::from_secs(60);
 /// How long the opener retries a folder another process (or a store of this one
 /// being dropped) still holds locked.
 const LOCK_WAIT: Duration = Duration::from_secs(30);
+/// Queued writes applied per hold of the state lock while settling.
+const SETTLE_BATCH: usize = 256;
 /// The prefixes of message trees, in either database.
 pub const TREE_PREFIXES: [&str; 4] = ["msg:", "msgidx:", "um:", "unread:"];
 
@@ -158,6 +160,10 @@ impl MessageDb {
             .spawn(move || {
                 let started = Instant::now();
                 let opened = this.open_with_retries().and_then(|db| {
+                    // The folder's and its files' names survive a power loss too.
+                    File::open(this.dir.join("conf"))?.sync_all()?;
+                    File::open(&this.dir)?.sync_all()?;
+                    File::open(durability.dir())?.sync_all()?;
                     migrate(&durability, &db, &this.dir)?;
                     let expected = durability.marks().loaded().map_or(0, |m| m.messages_synced);
                     if let Some(lost) = lost_writes(&db, expected)? {
@@ -185,18 +191,32 @@ impl MessageDb {
         }
     }
 
-    /// Ends the opening: applies the queue in order and publishes the outcome.
+    /// Ends the opening: applies the queue in order, a batch at a time with the lock
+    /// released in between (the realm actor queues meanwhile, never waits long), and
+    /// publishes the outcome once the queue is empty.
     fn settle(&self, opened: Result<sled::Db, StorageError>, started: Instant) {
-        let mut state = lock(&self.state);
-        let queue = match &mut *state {
-            State::Opening(queue) => std::mem::take(queue),
-            // Closed before it opened.
-            _ => return,
-        };
-        let outcome = opened.and_then(|db| {
-            let mut trees: HashMap<Arc<[String; 4]>, Trees> = HashMap::new();
-            let n = queue.len();
-            for q in queue {
+        let mut trees: HashMap<Arc<[String; 4]>, Trees> = HashMap::new();
+        let mut applied = 0usize;
+        let outcome = opened.and_then(|db| loop {
+            let batch: Vec<Queued> = {
+                let mut state = lock(&self.state);
+                match &mut *state {
+                    State::Opening(queue) if queue.is_empty() => {
+                        *state = State::Open {
+                            db,
+                            trees: std::mem::take(&mut trees),
+                        };
+                        break Ok(());
+                    }
+                    State::Opening(queue) => {
+                        let n = queue.len().min(SETTLE_BATCH);
+                        queue.drain(..n).collect()
+                    }
+                    // Closed before it opened: the database is dropped (and unlocked).
+                    _ => return Ok(()),
+                }
+            };
+            for q in batch {
                 let t = match trees.get(&q.names) {
                     Some(t) => t.clone(),
                     None => {
@@ -206,22 +226,23 @@ impl MessageDb {
                     }
                 };
                 apply(&t, q.op)?;
+                applied += 1;
             }
-            // An instant open of a small store is not worth a line (a start that then
-            // fails for another reason says only why).
-            let took = started.elapsed();
-            if took >= Duration::from_millis(100) || n > 0 {
-                tracing::info!(
-                    "opened the message database {} in {} ms ({n} writes made meanwhile applied)",
-                    self.dir.display(),
-                    took.as_millis()
-                );
-            }
-            Ok(State::Open { db, trees })
         });
         let readiness = match outcome {
-            Ok(open) => {
-                *state = open;
+            Ok(()) if !matches!(&*lock(&self.state), State::Open { .. }) => return,
+            Ok(()) => {
+                // An instant open of a small store is not worth a line (a start that
+                // then fails for another reason says only why).
+                let took = started.elapsed();
+                if took >= Duration::from_millis(100) || applied > 0 {
+                    tracing::info!(
+                        "opened the message database {} in {} ms ({applied} writes made \
+                         meanwhile applied)",
+                        self.dir.display(),
+                        took.as_millis()
+                    );
+                }
                 Readiness::Open
             }
             Err(e) => {
@@ -230,16 +251,32 @@ impl MessageDb {
                     self.dir.display()
                 );
                 tracing::error!("{why}");
-                *state = State::Failed(why.clone());
+                *lock(&self.state) = State::Failed(why.clone());
                 Readiness::Failed(why)
             }
         };
-        drop(state);
         self.changed.notify_all();
         self.ready.send_replace(readiness);
     }
 
-    /// Writes (or, while opening, queues) one projection.
+    /// Fails the database after a write it could not make: reads answer 503 and
+    /// `/health/ready` says why; snapshots (which sync it first) stop, so the WAL keeps
+    /// every record since the last one and a restart writes their rows again.
+    fn fail(&self, why: String) {
+        let mut state = lock(&self.state);
+        if matches!(&*state, State::Failed(_)) {
+            return;
+        }
+        tracing::error!("{why}");
+        *state = State::Failed(why.clone());
+        drop(state);
+        self.changed.notify_all();
+        self.ready.send_replace(Readiness::Failed(why));
+    }
+
+    /// Writes (or, while opening, queues) one projection. A write that fails fails this
+    /// database (`fail`), never the caller: neither a start nor the main store stops
+    /// for it, and the record stays in the WAL until this database works again.
     pub(super) fn write(&self, names: &Arc<[String; 4]>, op: Op) -> Result<(), StorageError> {
         let mut state = lock(&self.state);
         match &mut *state {
@@ -252,17 +289,25 @@ impl MessageDb {
             }
             State::Open { db, trees } => {
                 let t = match trees.get(names) {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t = open_trees(db, names)?;
+                    Some(t) => Ok(t.clone()),
+                    None => open_trees(db, names).inspect(|t| {
                         trees.insert(names.clone(), t.clone());
-                        t
-                    }
+                    }),
                 };
                 drop(state);
-                apply(&t, op)
+                let written = t.map_err(StorageError::from).and_then(|t| apply(&t, op));
+                if let Err(e) = written {
+                    self.fail(format!(
+                        "the message database {} cannot be written: {e}; restart hearth \
+                         (the rows are written again from the WAL), or run `hearth check`",
+                        self.dir.display()
+                    ));
+                }
+                Ok(())
             }
-            State::Failed(why) => Err(StorageError::Invalid(why.clone())),
+            // Dropped: while failed no snapshot can be written (they sync this database
+            // first), so the WAL keeps the record and a restart writes its rows.
+            State::Failed(_) => Ok(()),
         }
     }
 
@@ -363,6 +408,19 @@ impl MessageDb {
     /// Flushes and closes the database (at shutdown), after its opening ended. Readers
     /// and writers after this fail.
     pub fn close(&self) {
+        {
+            let mut state = lock(&self.state);
+            if matches!(&*state, State::Opening(_)) {
+                // The writes queued are in the WAL, which no snapshot covers yet (a
+                // snapshot waits for this database); the opener drops what it opens.
+                *state = State::Failed("the message database is closed".into());
+                drop(state);
+                self.changed.notify_all();
+                self.ready
+                    .send_replace(Readiness::Failed("the message database is closed".into()));
+                return;
+            }
+        }
         let flushed = self.sync();
         let mut state = lock(&self.state);
         if let Err(e) = flushed {
@@ -428,8 +486,17 @@ fn migrate(durability: &Durability, db: &sled::Db, dir: &Path) -> Result<(), Sto
                 keys += 1;
             }
         }
+        // Counted as a sync, and the count in the manifest, before the only other copy
+        // goes: from here a loss in this database is noticed.
+        let n = synced(db)? + 1;
+        db.open_tree(META_TREE)?
+            .insert(SYNCED_KEY, &n.to_be_bytes()[..])?;
         db.flush()?;
         File::open(dir.join("db"))?.sync_data()?;
+        durability.marks().messages_synced(n);
+        durability
+            .marks()
+            .write_now(durability.dir(), Some(&main))?;
         for name in &names {
             main.drop_tree(name)?;
         }
@@ -451,6 +518,71 @@ mod tests {
     use super::*;
     use crate::realm::messages::flags;
     use crate::storage::messages::MessageStore;
+
+    fn message(id: u64) -> crate::realm::messages::Message {
+        use crate::realm::messages::{Message, Recipient, Wildcard};
+        Message {
+            id,
+            sender_id: 1,
+            recipient: Recipient::Direct { users: vec![1, 7] },
+            rendered_content: "<p>hi</p>".into(),
+            content: "hi".into(),
+            timestamp: 1_700_000_000,
+            client: "test".into(),
+            is_me_message: false,
+            mentioned: Vec::new(),
+            wildcard: Wildcard::None,
+            sender_read: true,
+            edits: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+            reactions: Vec::new(),
+        }
+    }
+
+    /// Rows of messages whose WAL records were lost (the message database got ahead of
+    /// the WAL) are removed from the realm's next id on, per-user rows included, so an
+    /// id given again never meets them; older messages stay.
+    #[test]
+    fn a_purge_removes_rows_from_the_next_id_on() {
+        use crate::realm::messages::fetch::Source;
+        let dir = tempfile::tempdir().unwrap();
+        let db = MessageDb::new(dir.path());
+        db.settle(open_sled(dir.path()).map_err(Into::into), Instant::now());
+        let store = MessageStore::new("zulip", db.clone());
+        let names = Arc::new(super::super::messages::tree_names("zulip"));
+        for id in [4, 5, 6] {
+            let op = Op::Sent {
+                message: message(id),
+                recipients: vec![(1, flags::READ), (7, 0)],
+            };
+            db.write(&names, op).unwrap();
+        }
+        db.write(
+            &names,
+            Op::Purge {
+                from: 5,
+                users: vec![1, 7, 9],
+            },
+        )
+        .unwrap();
+        assert!(store.get(4).unwrap().is_some());
+        assert!(store.get(5).unwrap().is_none());
+        assert!(store.get(6).unwrap().is_none());
+        assert_eq!(store.flags(7, 4).unwrap(), Some(0));
+        assert_eq!(store.flags(7, 5).unwrap(), None);
+        let ids = |source: Source| -> Vec<u64> {
+            store
+                .ids(&source, 0, u64::MAX, false)
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        assert_eq!(ids(Source::Unread(7)), [4]);
+        assert_eq!(ids(Source::User(7)), [4]);
+        assert_eq!(ids(Source::Conversation(vec![1, 7])), [4]);
+        assert_eq!(ids(Source::Sender(1)), [4]);
+    }
 
     /// Writes made while the database opens wait in order and are applied before any
     /// reader sees it: a reader started meanwhile blocks, then finds every write, the

@@ -174,6 +174,12 @@ pub(super) enum Op {
         add: bool,
     },
     Deleted(Vec<Message>),
+    /// Removes what rows exist of messages from id `from` on, with the per-user rows of
+    /// `users` for them: rows whose WAL record was lost (see `MessageStore::purge_from`).
+    Purge {
+        from: MessageId,
+        users: Vec<UserId>,
+    },
 }
 
 /// Writes one projection. Idempotent: a replay writes the same keys again.
@@ -254,6 +260,34 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
                     t.rows.insert(be(m.id), encode_message(&m)?)?;
                 }
             }
+        }
+        Op::Purge { from, users } => {
+            let mut lost = Vec::new();
+            for item in t.rows.range(be(from)..) {
+                let (k, v) = item?;
+                lost.push((id_at_end(&k), decode_message(&v).ok()));
+            }
+            if lost.is_empty() {
+                return Ok(());
+            }
+            for (id, m) in &lost {
+                for k in m.iter().flat_map(index_keys) {
+                    t.idx.remove(k)?;
+                }
+                t.rows.remove(be(*id))?;
+            }
+            for user in users {
+                for tree in [&t.um, &t.unread] {
+                    let range = user_key(user, from)..=user_key(user, MessageId::MAX);
+                    for key in tree.range(range).keys() {
+                        tree.remove(key?)?;
+                    }
+                }
+            }
+            tracing::warn!(
+                "removed {} message rows (ids from {from}) whose WAL records were lost",
+                lost.len()
+            );
         }
         Op::Deleted(messages) => {
             // User-message and unread rows of deleted messages are left to readers,
@@ -342,6 +376,20 @@ impl MessageStore {
             | MessageChange::ScheduledDelivered { .. }
             | MessageChange::ScheduledFailed { .. } => return Ok(()),
             MessageChange::Deleted { messages, .. } => Op::Deleted(messages.clone()),
+        };
+        self.inner.db.write(&self.inner.names, op)
+    }
+
+    /// Removes the rows of messages from the realm's next id on, written before their
+    /// WAL record was lost (the message database may get ahead of the WAL: another
+    /// realm's snapshot syncs it, and sled writes full buffers on its own), so that the
+    /// ids the realm gives again never meet per-user rows of a message that was never
+    /// acknowledged. Queued after a recovery's replay and after a fault's reset, before
+    /// any new send; one range probe when there is nothing to remove.
+    pub fn purge_from(&self, realm: &Realm) -> Result<(), StorageError> {
+        let op = Op::Purge {
+            from: realm.messages.next_id,
+            users: realm.users.keys().copied().collect(),
         };
         self.inner.db.write(&self.inner.names, op)
     }

@@ -292,6 +292,9 @@ impl RealmStore {
             self.last_seq = seq - 1;
         }
         self.appended.set(self.last_seq);
+        if let Some(realm) = &scan.realm {
+            self.messages.purge_from(realm)?;
+        }
         Ok(scan.realm.map(|realm| Recovered {
             realm,
             replayed: scan.replayed,
