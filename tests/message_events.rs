@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// The `message` events of a queue: (message id, flags).
 async fn message_events(app: &TestApp, who: &str, queue: &str) -> Vec<(u64, Vec<String>)> {
@@ -470,4 +470,78 @@ async fn register_lists_the_notification_bot_among_cross_realm_bots() {
         .unwrap()
         .iter()
         .any(|u| u["email"] == "notification-bot@zulip.com"));
+}
+
+/// A content edit recomputes the mention flags of every recipient (Zulip's
+/// `update_user_message_flags`): a user mentioned by the edit gets `mentioned` (in the
+/// message, in `update_message`'s flags and in `/register`'s unread mentions), a user
+/// no longer mentioned loses it, and their other flags stay.
+#[actix_web::test]
+async fn a_content_edit_recomputes_mention_flags() {
+    let app = TestApp::spawn().await;
+    let id = send_stream(&app, IAGO, "Verona", "mentions", "hello").await;
+    app.ok(
+        "POST",
+        "/api/v1/messages/flags",
+        OTHELLO,
+        &[
+            ("messages", &format!("[{id}]")),
+            ("op", "add"),
+            ("flag", "starred"),
+        ],
+    )
+    .await;
+    let flags_of = |body: &Value| -> Vec<String> {
+        body["message"]["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let path = format!("/api/v1/messages/{id}");
+    assert_eq!(
+        flags_of(&app.ok("GET", &path, OTHELLO, &[]).await),
+        ["starred"]
+    );
+    let queue = app.register(OTHELLO, &[]).await;
+    app.ok(
+        "PATCH",
+        &path,
+        IAGO,
+        &[("content", "hello @**Othello, the Moor of Venice**")],
+    )
+    .await;
+    assert_eq!(
+        flags_of(&app.ok("GET", &path, OTHELLO, &[]).await),
+        ["starred", "mentioned"]
+    );
+    assert_eq!(
+        update_flags(&app, OTHELLO, &queue).await,
+        vec![strings(&["starred", "mentioned"])]
+    );
+    let reg = app.ok("POST", "/api/v1/register", OTHELLO, &[]).await;
+    assert!(
+        reg["unread_msgs"]["mentions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(id)),
+        "{}",
+        reg["unread_msgs"]
+    );
+    // Hamlet, not mentioned, keeps his flags.
+    assert_eq!(
+        flags_of(&app.ok("GET", &path, HAMLET, &[]).await),
+        Vec::<String>::new()
+    );
+    app.ok("PATCH", &path, IAGO, &[("content", "bye")]).await;
+    assert_eq!(
+        flags_of(&app.ok("GET", &path, OTHELLO, &[]).await),
+        ["starred"]
+    );
+    let reg = app.ok("POST", "/api/v1/register", OTHELLO, &[]).await;
+    assert!(!reg["unread_msgs"]["mentions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!(id)));
 }

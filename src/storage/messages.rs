@@ -42,6 +42,10 @@ use crate::realm::messages::fetch::{MessageRows, Source};
 use crate::realm::messages::{flags, Message, MessageChange, MessageId, Recipient};
 use crate::realm::{Change, Realm, UserId};
 
+/// The flags a content edit recomputes (`Op::Edited`).
+const MENTION_BITS: u32 =
+    flags::MENTIONED | flags::STREAM_WILDCARD_MENTIONED | flags::TOPIC_WILDCARD_MENTIONED;
+
 /// Schema version of a message row.
 const MESSAGE_SCHEMA: u8 = 1;
 
@@ -167,7 +171,12 @@ pub(super) enum Op {
         add: bool,
         ids: Vec<MessageId>,
     },
-    Edited(Vec<(Message, Message)>),
+    Edited {
+        pairs: Vec<(Message, Message)>,
+        /// Per message whose mentions changed: each user's mention bits after the
+        /// edit (`MENTION_BITS`), for the users who have a row for it.
+        mentions: Vec<(MessageId, Vec<(UserId, u32)>)>,
+    },
     Reaction {
         message_id: MessageId,
         reaction: crate::realm::messages::Reaction,
@@ -228,7 +237,20 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
                 }
             }
         }
-        Op::Edited(pairs) => {
+        Op::Edited { pairs, mentions } => {
+            // Zulip's `update_user_message_flags`: a content edit sets each
+            // recipient's mention flags from the new rendering; other flags stay.
+            for (id, users) in mentions {
+                for (user, bits) in users {
+                    let key = user_key(user, id);
+                    if let Some(old) = t.um.get(key)?.map(|v| bits_of(&v)) {
+                        let new = (old & !MENTION_BITS) | (bits & MENTION_BITS);
+                        if new != old {
+                            t.um.insert(key, &new.to_le_bytes()[..])?;
+                        }
+                    }
+                }
+            }
             for (before, after) in pairs {
                 t.rows.insert(be(after.id), encode_message(&after)?)?;
                 let old = index_keys(&before);
@@ -351,7 +373,23 @@ impl MessageStore {
                 add: *add,
                 ids: ids.clone(),
             },
-            MessageChange::Edited { pairs, .. } => Op::Edited(pairs.clone()),
+            MessageChange::Edited { pairs, .. } => Op::Edited {
+                pairs: pairs.clone(),
+                mentions: pairs
+                    .iter()
+                    .filter(|(b, a)| b.mentioned != a.mentioned || b.wildcard != a.wildcard)
+                    .map(|(before, after)| {
+                        let mut users = realm.message_recipients(after);
+                        // Mentioned before and no longer a recipient: cleared too.
+                        for u in &before.mentioned {
+                            if !users.iter().any(|(r, _)| r == u) {
+                                users.push((*u, 0));
+                            }
+                        }
+                        (after.id, users)
+                    })
+                    .collect(),
+            },
             MessageChange::ReactionAdded {
                 message_id,
                 reaction,
