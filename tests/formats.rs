@@ -148,33 +148,39 @@ async fn a_data_folder_of_an_earlier_hearth_opens() {
         .await;
 }
 
+/// The newest 100 messages of a one-term narrow, as `who` sees them.
+async fn newest(app: &TestApp, who: &str, operator: &str, operand: &str) -> Vec<serde_json::Value> {
+    let narrow = serde_json::json!([{"operator": operator, "operand": operand}]).to_string();
+    let reply = app
+        .get_as(
+            who,
+            "/api/v1/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "100"),
+                ("num_after", "0"),
+                ("narrow", &narrow),
+            ],
+        )
+        .await;
+    assert_success(&reply)["messages"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
 /// `tests/fixtures/data-bf7106f.tar.gz`: a data folder written by hearth bf7106f, which
 /// kept message rows in the main database (`--snapshot-every 5`: messages 1–12 and a
 /// direct message 13 sent, message 2 starred by Iago, an octopus on message 3, messages
-/// 1–3 marked read by Hamlet, who is not subscribed to Denmark; a clean stop; message 14 sent, then `kill -9`). Every row, flag
-/// and reaction is still there after the upgrade, twice (the second start reads the
+/// 1–3 marked read by Hamlet, who is not subscribed to Denmark; a clean stop; message 14
+/// sent, then `kill -9`). Every row, flag and reaction is still there after the upgrade, twice (the second start reads the
 /// folder the first one upgraded), and new messages go on from 15.
 #[actix_web::test]
 async fn messages_of_an_earlier_hearth_are_kept() {
     let (_tmp, dir) = unpack("data-bf7106f.tar.gz");
     let mut app = TestApp::spawn_in(dir).await;
     for round in 0..2 {
-        let reply = app
-            .get_as(
-                ADMIN,
-                "/api/v1/messages",
-                &[
-                    ("anchor", "newest"),
-                    ("num_before", "100"),
-                    ("num_after", "0"),
-                    ("narrow", r#"[{"operator":"channel","operand":"Denmark"}]"#),
-                ],
-            )
-            .await;
-        let found = assert_success(&reply)["messages"]
-            .as_array()
-            .unwrap()
-            .clone();
+        let found = newest(&app, ADMIN, "channel", "Denmark").await;
         let contents: Vec<String> = found
             .iter()
             .map(|m| m["content"].as_str().unwrap().to_owned())
@@ -195,36 +201,11 @@ async fn messages_of_an_earlier_hearth_are_kept() {
             .unwrap()
             .contains(&"starred".into()));
         assert_eq!(found[2]["reactions"][0]["emoji_name"], "octopus");
-        let dm = app
-            .get_as(
-                HAMLET,
-                "/api/v1/messages",
-                &[
-                    ("anchor", "newest"),
-                    ("num_before", "100"),
-                    ("num_after", "0"),
-                    ("narrow", r#"[{"operator":"is","operand":"dm"}]"#),
-                ],
-            )
-            .await;
-        let dm = assert_success(&dm)["messages"].as_array().unwrap().clone();
+        let dm = newest(&app, HAMLET, "is", "dm").await;
         assert_eq!(dm.len(), 1, "{dm:?}");
         assert_eq!(dm[0]["content"], "<p>old direct</p>");
-        let unread = app
-            .get_as(
-                HAMLET,
-                "/api/v1/messages",
-                &[
-                    ("anchor", "newest"),
-                    ("num_before", "100"),
-                    ("num_after", "0"),
-                    ("narrow", r#"[{"operator":"is","operand":"unread"}]"#),
-                ],
-            )
-            .await;
-        let unread: Vec<i64> = assert_success(&unread)["messages"]
-            .as_array()
-            .unwrap()
+        let unread: Vec<i64> = newest(&app, HAMLET, "is", "unread")
+            .await
             .iter()
             .map(|m| m["id"].as_i64().unwrap())
             .collect();
