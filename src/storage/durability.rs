@@ -148,6 +148,31 @@ pub struct Durability {
     messages: Arc<MessageDb>,
 }
 
+/// Makes what sled holds of the database in `dir` durable: its log (sled's `flush`
+/// ends with `sync_file_range`, which neither flushes the disk cache nor the file
+/// size), then an `fsync` of its file.
+pub(super) fn flush_durably(db: &sled::Db, dir: &Path) -> Result<(), sled::Error> {
+    db.flush()?;
+    File::open(dir.join("db"))?.sync_data()?;
+    Ok(())
+}
+
+/// `fsync`s the blob files of the sled database in `dir` (values over its inline limit
+/// live there and sled never syncs them) and their folder.
+pub(super) fn sync_blob_files(dir: &Path) -> io::Result<()> {
+    let blobs = dir.join("blobs");
+    if !blobs.is_dir() {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(&blobs)? {
+        let path = entry?.path();
+        if path.is_file() {
+            File::open(&path)?.sync_all()?;
+        }
+    }
+    File::open(&blobs)?.sync_all()
+}
+
 fn closed() -> sled::Error {
     sled::Error::Unsupported("the database is closed after a storage failure".into())
 }
@@ -404,9 +429,8 @@ impl Durability {
         let appended = self.marks.appended();
         let started = std::time::Instant::now();
         let db = self.db().ok_or_else(closed)?;
-        db.flush()?;
+        flush_durably(&db, &self.dir)?;
         drop(db);
-        File::open(self.dir.join("db"))?.sync_data()?;
         // Under `failed`: a failure that closed the database meanwhile wins, and none of
         // these tickets is declared durable after `clear_failure` settled them.
         let failed = lock(&self.failed);
@@ -439,17 +463,7 @@ impl Durability {
     /// `fsync`s sled's blob files (values over its inline limit, such as snapshots of
     /// large realms, live there and sled never syncs them) and their folder.
     pub fn sync_blobs(&self) -> io::Result<()> {
-        let blobs = self.dir.join("blobs");
-        if !blobs.is_dir() {
-            return Ok(());
-        }
-        for entry in std::fs::read_dir(&blobs)? {
-            let path = entry?.path();
-            if path.is_file() {
-                File::open(&path)?.sync_all()?;
-            }
-        }
-        File::open(&blobs)?.sync_all()
+        sync_blob_files(&self.dir)
     }
 
     /// Stops (and joins) the flusher thread after a last flush; then flushes and closes
@@ -567,8 +581,7 @@ impl Durability {
             .open()?;
         let probe = db.open_tree("hearth:probe")?;
         probe.insert("probe", &self.failures().to_be_bytes())?;
-        db.flush()?;
-        File::open(self.dir.join("db"))?.sync_data()?;
+        flush_durably(&db, &self.dir)?;
         for reset in resets {
             let wal = db.open_tree(&reset.wal)?;
             let snaps = db.open_tree(&reset.snaps)?;
@@ -587,8 +600,7 @@ impl Durability {
                 snaps.remove(key?)?;
             }
         }
-        db.flush()?;
-        File::open(self.dir.join("db"))?.sync_data()?;
+        flush_durably(&db, &self.dir)?;
         self.sync_blobs()?;
         Ok(db)
     }

@@ -284,8 +284,7 @@ impl Marks {
                     if let Some(db) = db {
                         // Once, durably: from now on a missing manifest is noticed.
                         set_marker(db).map_err(io::Error::other)?;
-                        db.flush().map_err(io::Error::other)?;
-                        File::open(dir.join("db"))?.sync_data()?;
+                        super::durability::flush_durably(db, dir).map_err(io::Error::other)?;
                     }
                 }
             }

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::durability::Durability;
+use super::durability::{flush_durably, sync_blob_files, Durability};
 use super::manifest::META_TREE;
 use super::messages::{apply, Op, Trees};
 use super::StorageError;
@@ -105,14 +105,24 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn open_trees(db: &sled::Db, names: &[String; 4]) -> Result<Trees, sled::Error> {
-    let [rows, idx, um, unread] = names;
-    Ok(Trees {
+/// A realm's trees from `cache`, opened (and kept there) the first time.
+fn trees_of(
+    db: &sled::Db,
+    cache: &mut HashMap<Arc<[String; 4]>, Trees>,
+    names: &Arc<[String; 4]>,
+) -> Result<Trees, sled::Error> {
+    if let Some(t) = cache.get(names) {
+        return Ok(t.clone());
+    }
+    let [rows, idx, um, unread] = &**names;
+    let t = Trees {
         rows: db.open_tree(rows)?,
         idx: db.open_tree(idx)?,
         um: db.open_tree(um)?,
         unread: db.open_tree(unread)?,
-    })
+    };
+    cache.insert(names.clone(), t.clone());
+    Ok(t)
 }
 
 fn is_message_tree(name: &[u8]) -> bool {
@@ -217,15 +227,7 @@ impl MessageDb {
                 }
             };
             for q in batch {
-                let t = match trees.get(&q.names) {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t = open_trees(&db, &q.names)?;
-                        trees.insert(q.names.clone(), t.clone());
-                        t
-                    }
-                };
-                apply(&t, q.op)?;
+                apply(&trees_of(&db, &mut trees, &q.names)?, q.op)?;
                 applied += 1;
             }
         });
@@ -288,12 +290,7 @@ impl MessageDb {
                 Ok(())
             }
             State::Open { db, trees } => {
-                let t = match trees.get(names) {
-                    Some(t) => Ok(t.clone()),
-                    None => open_trees(db, names).inspect(|t| {
-                        trees.insert(names.clone(), t.clone());
-                    }),
-                };
+                let t = trees_of(db, trees, names);
                 drop(state);
                 let written = t.map_err(StorageError::from).and_then(|t| apply(&t, op));
                 if let Err(e) = written {
@@ -313,24 +310,26 @@ impl MessageDb {
 
     /// A realm's trees, waiting (at most `READY_WAIT`) for the database to open.
     pub(super) fn trees(&self, names: &Arc<[String; 4]>) -> Result<Trees, StorageError> {
+        self.when_open(|db, cache| Ok(trees_of(db, cache, names)?))
+    }
+
+    /// Runs `f` on the open database and its tree cache, waiting (at most
+    /// `READY_WAIT`) while it opens; `Err` with why it is not open.
+    fn when_open<T>(
+        &self,
+        f: impl FnOnce(&sled::Db, &mut HashMap<Arc<[String; 4]>, Trees>) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
         let state = lock(&self.state);
         let (mut state, _) = self
             .changed
             .wait_timeout_while(state, READY_WAIT, |s| matches!(s, State::Opening(_)))
             .unwrap_or_else(PoisonError::into_inner);
         match &mut *state {
+            State::Open { db, trees } => f(db, trees),
             State::Opening(_) => Err(StorageError::Invalid(
                 "the message database is still opening".into(),
             )),
             State::Failed(why) => Err(StorageError::Invalid(why.clone())),
-            State::Open { db, trees } => match trees.get(names) {
-                Some(t) => Ok(t.clone()),
-                None => {
-                    let t = open_trees(db, names)?;
-                    trees.insert(names.clone(), t.clone());
-                    Ok(t)
-                }
-            },
         }
     }
 
@@ -373,36 +372,15 @@ impl MessageDb {
         let meta = db.open_tree(META_TREE)?;
         let n = synced(&db)? + 1;
         meta.insert(SYNCED_KEY, &n.to_be_bytes()[..])?;
-        db.flush()?;
+        flush_durably(&db, &self.dir)?;
         drop(db);
-        File::open(self.dir.join("db"))?.sync_data()?;
-        let blobs = self.dir.join("blobs");
-        if blobs.is_dir() {
-            for entry in std::fs::read_dir(&blobs)? {
-                let path = entry?.path();
-                if path.is_file() {
-                    File::open(&path)?.sync_all()?;
-                }
-            }
-            File::open(&blobs)?.sync_all()?;
-        }
+        sync_blob_files(&self.dir)?;
         Ok(n)
     }
 
     /// The open database, waiting for it (tools).
     pub fn db(&self) -> Result<sled::Db, StorageError> {
-        let state = lock(&self.state);
-        let (state, _) = self
-            .changed
-            .wait_timeout_while(state, READY_WAIT, |s| matches!(s, State::Opening(_)))
-            .unwrap_or_else(PoisonError::into_inner);
-        match &*state {
-            State::Open { db, .. } => Ok(db.clone()),
-            State::Opening(_) => Err(StorageError::Invalid(
-                "the message database is still opening".into(),
-            )),
-            State::Failed(why) => Err(StorageError::Invalid(why.clone())),
-        }
+        self.when_open(|db, _| Ok(db.clone()))
     }
 
     /// Flushes and closes the database (at shutdown), after its opening ended. Readers
@@ -491,8 +469,7 @@ fn migrate(durability: &Durability, db: &sled::Db, dir: &Path) -> Result<(), Sto
         let n = synced(db)? + 1;
         db.open_tree(META_TREE)?
             .insert(SYNCED_KEY, &n.to_be_bytes()[..])?;
-        db.flush()?;
-        File::open(dir.join("db"))?.sync_data()?;
+        flush_durably(db, dir)?;
         durability.marks().messages_synced(n);
         durability
             .marks()
@@ -519,12 +496,14 @@ mod tests {
     use crate::realm::messages::flags;
     use crate::storage::messages::MessageStore;
 
-    fn message(id: u64) -> crate::realm::messages::Message {
+    fn message(id: u64, sender: u64, to: u64) -> crate::realm::messages::Message {
         use crate::realm::messages::{Message, Recipient, Wildcard};
         Message {
             id,
-            sender_id: 1,
-            recipient: Recipient::Direct { users: vec![1, 7] },
+            sender_id: sender,
+            recipient: Recipient::Direct {
+                users: vec![sender, to],
+            },
             rendered_content: "<p>hi</p>".into(),
             content: "hi".into(),
             timestamp: 1_700_000_000,
@@ -541,11 +520,19 @@ mod tests {
     }
 
     /// Rows of messages whose WAL records were lost (the message database got ahead of
-    /// the WAL) are removed from the realm's next id on, per-user rows included, so an
-    /// id given again never meets them; older messages stay.
+    /// the WAL) are removed from the realm's next id on, per-user rows of every user of
+    /// the realm included, so an id given again never meets them; older messages stay.
     #[test]
     fn a_purge_removes_rows_from_the_next_id_on() {
+        use crate::realm::dev::dev_realm_changes;
         use crate::realm::messages::fetch::Source;
+        use crate::realm::{Cx, Realm};
+        let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).unwrap();
+        let mut realm = Realm::from_first_change(&changes[0]).unwrap();
+        changes.iter().for_each(|c| realm.apply(c));
+        realm.messages.next_id = 5;
+        let mut users = realm.users.keys().copied();
+        let (a, b) = (users.next().unwrap(), users.next().unwrap());
         let dir = tempfile::tempdir().unwrap();
         let db = MessageDb::new(dir.path());
         db.settle(open_sled(dir.path()).map_err(Into::into), Instant::now());
@@ -553,24 +540,17 @@ mod tests {
         let names = Arc::new(super::super::messages::tree_names("zulip"));
         for id in [4, 5, 6] {
             let op = Op::Sent {
-                message: message(id),
-                recipients: vec![(1, flags::READ), (7, 0)],
+                message: message(id, a, b),
+                recipients: vec![(a, flags::READ), (b, 0)],
             };
             db.write(&names, op).unwrap();
         }
-        db.write(
-            &names,
-            Op::Purge {
-                from: 5,
-                users: vec![1, 7, 9],
-            },
-        )
-        .unwrap();
+        store.purge_from(&realm).unwrap();
         assert!(store.get(4).unwrap().is_some());
         assert!(store.get(5).unwrap().is_none());
         assert!(store.get(6).unwrap().is_none());
-        assert_eq!(store.flags(7, 4).unwrap(), Some(0));
-        assert_eq!(store.flags(7, 5).unwrap(), None);
+        assert_eq!(store.flags(b, 4).unwrap(), Some(0));
+        assert_eq!(store.flags(b, 5).unwrap(), None);
         let ids = |source: Source| -> Vec<u64> {
             store
                 .ids(&source, 0, u64::MAX, false)
@@ -578,10 +558,11 @@ mod tests {
                 .map(Result::unwrap)
                 .collect()
         };
-        assert_eq!(ids(Source::Unread(7)), [4]);
-        assert_eq!(ids(Source::User(7)), [4]);
-        assert_eq!(ids(Source::Conversation(vec![1, 7])), [4]);
-        assert_eq!(ids(Source::Sender(1)), [4]);
+        assert_eq!(ids(Source::Unread(b)), [4]);
+        assert_eq!(ids(Source::User(b)), [4]);
+        assert_eq!(ids(Source::User(a)), [4]);
+        assert_eq!(ids(Source::Conversation(vec![a, b])), [4]);
+        assert_eq!(ids(Source::Sender(a)), [4]);
     }
 
     /// Writes made while the database opens wait in order and are applied before any

@@ -183,12 +183,11 @@ pub(super) enum Op {
         add: bool,
     },
     Deleted(Vec<Message>),
-    /// Removes what rows exist of messages from id `from` on, with the per-user rows of
-    /// `users` for them: rows whose WAL record was lost (see `MessageStore::purge_from`).
-    Purge {
-        from: MessageId,
-        users: Vec<UserId>,
-    },
+    /// Removes what rows exist of messages from the realm's next id on, with the
+    /// per-user rows of its users for them: rows whose WAL record was lost (see
+    /// `MessageStore::purge_from`). The realm (a structurally shared clone) is read only
+    /// when such rows exist, so the usual case costs no pass over its users.
+    Purge(Arc<Realm>),
 }
 
 /// Writes one projection. Idempotent: a replay writes the same keys again.
@@ -283,7 +282,8 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
                 }
             }
         }
-        Op::Purge { from, users } => {
+        Op::Purge(realm) => {
+            let from = realm.messages.next_id;
             let mut lost = Vec::new();
             for item in t.rows.range(be(from)..) {
                 let (k, v) = item?;
@@ -298,7 +298,7 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
                 }
                 t.rows.remove(be(*id))?;
             }
-            for user in users {
+            for &user in realm.users.keys() {
                 for tree in [&t.um, &t.unread] {
                     let range = user_key(user, from)..=user_key(user, MessageId::MAX);
                     for key in tree.range(range).keys() {
@@ -425,11 +425,9 @@ impl MessageStore {
     /// acknowledged. Queued after a recovery's replay and after a fault's reset, before
     /// any new send; one range probe when there is nothing to remove.
     pub fn purge_from(&self, realm: &Realm) -> Result<(), StorageError> {
-        let op = Op::Purge {
-            from: realm.messages.next_id,
-            users: realm.users.keys().copied().collect(),
-        };
-        self.inner.db.write(&self.inner.names, op)
+        self.inner
+            .db
+            .write(&self.inner.names, Op::Purge(Arc::new(realm.clone())))
     }
 
     /// Makes every row written so far durable (before a snapshot; see `message_db`);
