@@ -1068,6 +1068,15 @@ mod tests {
         assert_eq!(evs, vec![json!({"type": "heartbeat", "id": 1})]);
     }
 
+    /// The events a spawned poll answered with (a hang guard of 5 s, not a timing).
+    async fn answered(poll: tokio::task::JoinHandle<ApiResult<Vec<Value>>>) -> Vec<Value> {
+        tokio::time::timeout(std::time::Duration::from_secs(5), poll)
+            .await
+            .expect("woken")
+            .expect("join")
+            .expect("events")
+    }
+
     /// A poll parked in the middle of a second hears its heartbeat at the tick of the
     /// second after it is due; ticks in between leave it parked.
     #[tokio::test]
@@ -1093,12 +1102,10 @@ mod tests {
         // of the second after (at most a second late).
         clock.advance_ms(1000);
         hub.tick();
-        let evs = tokio::time::timeout(std::time::Duration::from_secs(5), poll)
-            .await
-            .expect("woken")
-            .expect("join")
-            .expect("events");
-        assert_eq!(evs, vec![json!({"type": "heartbeat", "id": 0})]);
+        assert_eq!(
+            answered(poll).await,
+            vec![json!({"type": "heartbeat", "id": 0})]
+        );
         // A clock that jumps ahead more than a minute still wakes every second's polls.
         let (h, id) = (hub.clone(), q.clone());
         let poll = tokio::spawn(async move { h.get_events(1, &id, Some(0), false).await });
@@ -1107,12 +1114,7 @@ mod tests {
         }
         clock.advance_ms(5 * HEARTBEAT_MS + 123);
         hub.tick();
-        let evs = tokio::time::timeout(std::time::Duration::from_secs(5), poll)
-            .await
-            .expect("woken")
-            .expect("join")
-            .expect("events");
-        assert_eq!(evs[0]["type"], "heartbeat");
+        assert_eq!(answered(poll).await[0]["type"], "heartbeat");
     }
 
     #[tokio::test]
