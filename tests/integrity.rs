@@ -733,8 +733,9 @@ fn a_damaged_upload_is_reported_by_check_and_dropped_by_recover() {
     server.stop();
 }
 
-/// `GET /messages` of channel `chan0` as the administrator: the status and the ids.
-fn chan0_messages(url: &str) -> (u16, Vec<u64>) {
+/// `GET /messages` of channel `chan0` as the administrator: the status, the ids and
+/// the body.
+fn chan0_messages(url: &str) -> (u16, Vec<u64>, Value) {
     let key = admin_key(url);
     let reply = http()
         .get(format!("{url}/api/v1/messages"))
@@ -753,7 +754,7 @@ fn chan0_messages(url: &str) -> (u16, Vec<u64>) {
         .as_array()
         .map(|a| a.iter().map(|m| m["id"].as_u64().unwrap()).collect())
         .unwrap_or_default();
-    (status, ids)
+    (status, ids, body)
 }
 
 /// The message database (`messages/`) is a second sled database, and sled silently
@@ -770,7 +771,7 @@ fn a_message_database_that_lost_writes_or_went_missing_is_never_silent() {
     let old = root.path().join("old-messages");
     copy_tree(&data.join("messages"), &old);
     let server = Server::up(&data, &[]);
-    let (status, before) = chan0_messages(&server.url);
+    let (status, before, _) = chan0_messages(&server.url);
     assert_eq!(status, 200);
     assert_eq!(before.len(), 3, "{before:?}");
     let key = admin_key(&server.url);
@@ -789,8 +790,14 @@ fn a_message_database_that_lost_writes_or_went_missing_is_never_silent() {
     assert!(said.contains("lost writes"), "{said}");
     let server = Server::up(&data, &[]);
     assert!(channel_names(&server.url).contains("chan0"));
-    let (status, ids) = chan0_messages(&server.url);
+    let (status, ids, body) = chan0_messages(&server.url);
     assert_eq!(status, 503, "{ids:?}");
+    assert_eq!(body["result"], "error");
+    assert_eq!(body["code"], "INTERNAL_SERVER_ERROR");
+    assert_eq!(
+        body["msg"],
+        "The message store is unavailable right now; nothing was changed. Try again later."
+    );
     let ready = http()
         .get(format!("{}/health/ready", server.url))
         .send()
