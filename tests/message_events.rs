@@ -408,7 +408,8 @@ async fn moving_messages_leaves_notification_bot_messages() {
         )]
     );
 
-    // Resolving a topic is no move for the new thread; opting out sends nothing.
+    // Resolving a topic is no move for the new thread (only the resolve notice is
+    // sent there); opting out sends nothing.
     let r = send_stream(&app, IAGO, "Verona", "bug", "broken").await;
     app.ok(
         "PATCH",
@@ -417,7 +418,10 @@ async fn moving_messages_leaves_notification_bot_messages() {
         &[("topic", "✔ bug"), ("propagate_mode", "change_all")],
     )
     .await;
-    assert!(from_bot(&topic_messages(&app, IAGO, "Verona", "✔ bug").await).is_empty());
+    assert_eq!(
+        from_bot(&topic_messages(&app, IAGO, "Verona", "✔ bug").await),
+        vec![format!("{me} has marked this topic as resolved.")]
+    );
     let q = send_stream(&app, IAGO, "Verona", "quiet", "hush").await;
     app.ok(
         "PATCH",
@@ -544,4 +548,146 @@ async fn a_content_edit_recomputes_mention_flags() {
         .as_array()
         .unwrap()
         .contains(&json!(id)));
+}
+
+/// PATCH a message's topic (the whole topic), as `who`, with extra parameters.
+async fn retopic(app: &TestApp, who: &str, id: u64, topic: &str, extra: &[(&str, &str)]) {
+    let mut params = vec![("topic", topic), ("propagate_mode", "change_all")];
+    params.extend_from_slice(extra);
+    app.ok("PATCH", &format!("/api/v1/messages/{id}"), who, &params)
+        .await;
+}
+
+#[actix_web::test]
+async fn resolving_a_topic_sends_a_notice_that_a_quick_undo_deletes() {
+    let clock = hearth::realm::ManualClock::new(1_795_238_601_000);
+    let mut app = TestApp::spawn_with_clock(clock.clone()).await;
+    let iago = app.user_id(IAGO).await;
+    let me = format!("@_**Iago|{iago}**");
+    let first = send_stream(&app, HAMLET, "Verona", "bug", "broken").await;
+    let hamlet = app.register(HAMLET, &[]).await;
+
+    // Resolved: a notice in the resolved topic, read for every recipient (no one
+    // follows the topic), sent in the same `message` event with its flags.
+    retopic(&app, IAGO, first, "✔ bug", &[]).await;
+    let resolved = topic_messages(&app, HAMLET, "Verona", "✔ bug").await;
+    assert_eq!(
+        from_bot(&resolved),
+        vec![format!("{me} has marked this topic as resolved.")]
+    );
+    let notice = resolved.last().unwrap();
+    assert_eq!(notice["flags"], json!(["read"]));
+    let notice_id = notice["id"].as_u64().unwrap();
+    let events = app.events(HAMLET, &hamlet).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["update_message", "message"]);
+    assert_eq!(events[1]["flags"], json!(["read"]));
+    assert_eq!(events[1]["message"]["id"], notice_id);
+    let state = app
+        .ok(
+            "POST",
+            "/api/v1/register",
+            HAMLET,
+            &[(
+                "fetch_event_types",
+                r#"["message", "update_message_flags"]"#,
+            )],
+        )
+        .await;
+    let unread: Vec<&Value> = state["unread_msgs"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["unread_message_ids"].as_array().unwrap())
+        .collect();
+    assert!(!unread.contains(&&json!(notice_id)), "{state}");
+    assert!(unread.contains(&&json!(first)), "{state}");
+
+    // Unresolved within the grace period: the notice is deleted, none is sent.
+    clock.advance_ms(59_000);
+    retopic(&app, IAGO, first, "bug", &[]).await;
+    let back = topic_messages(&app, HAMLET, "Verona", "bug").await;
+    assert!(from_bot(&back).is_empty(), "{back:?}");
+    assert_eq!(back.len(), 1);
+    let events = app.events(HAMLET, &hamlet).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "update_message",
+            "message",
+            "update_message",
+            "delete_message"
+        ]
+    );
+    assert_eq!(events[2]["message_ids"], json!([first, notice_id]));
+    assert_eq!(events[3]["message_id"], notice_id);
+    app.err(
+        "GET",
+        &format!("/api/v1/messages/{notice_id}"),
+        HAMLET,
+        &[],
+        400,
+        "BAD_REQUEST",
+        "Invalid message(s)",
+    )
+    .await;
+
+    // Later than the grace period, each toggle is told.
+    retopic(&app, IAGO, first, "✔ bug", &[]).await;
+    clock.advance_ms(61_000);
+    retopic(&app, IAGO, first, "bug", &[]).await;
+    assert_eq!(
+        from_bot(&topic_messages(&app, HAMLET, "Verona", "bug").await),
+        vec![
+            format!("{me} has marked this topic as resolved."),
+            format!("{me} has marked this topic as unresolved."),
+        ]
+    );
+    // The topic's newest message is the last notice.
+    let topics = app
+        .ok(
+            "GET",
+            &format!("/api/v1/users/me/{}/topics", app.stream_id("Verona").await),
+            HAMLET,
+            &[],
+        )
+        .await;
+    let newest = topic_messages(&app, HAMLET, "Verona", "bug").await;
+    let bug = topics["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "bug")
+        .expect("the topic");
+    assert_eq!(bug["max_id"], newest.last().unwrap()["id"]);
+
+    // No notice with a content edit or a channel move (the move is told instead).
+    let second = send_stream(&app, IAGO, "Verona", "typo", "oops").await;
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{second}"),
+        IAGO,
+        &[("topic", "✔ typo"), ("content", "fixed")],
+    )
+    .await;
+    assert!(from_bot(&topic_messages(&app, IAGO, "Verona", "✔ typo").await).is_empty());
+    let denmark = app.stream_id("Denmark").await.to_string();
+    let third = send_stream(&app, IAGO, "Verona", "leak", "drip").await;
+    retopic(&app, IAGO, third, "✔ leak", &[("stream_id", &denmark)]).await;
+    assert_eq!(
+        from_bot(&topic_messages(&app, IAGO, "Denmark", "✔ leak").await),
+        vec![format!(
+            "This topic was moved here from #**Verona>leak** by {me}."
+        )]
+    );
+
+    // The notices and their read flags survive a restart.
+    app.restart().await;
+    let after = topic_messages(&app, HAMLET, "Verona", "bug").await;
+    assert_eq!(from_bot(&after).len(), 2);
+    assert!(after
+        .iter()
+        .filter(|m| m["sender_email"] == "notification-bot@zulip.com")
+        .all(|m| m["flags"] == json!(["read"])));
 }

@@ -703,6 +703,50 @@ fn topic_max_after(
     Ok(out.into_values().collect())
 }
 
+/// The resolve notice that an opposite toggle deletes instead of answering it (Zulip's
+/// `maybe_delete_previous_resolve_topic_notification`): the newest message of the
+/// target topic once `moved` (rows after the move) are in it, when that is a resolve
+/// notice younger than the grace period; with the topic's newest message without it.
+fn resolve_undo(
+    store: &MessageStore,
+    moved: &[&crate::realm::messages::Message],
+    channel: u64,
+    topic: &str,
+    now: i64,
+) -> Result<
+    Option<(crate::realm::messages::Message, Option<MessageId>)>,
+    crate::storage::StorageError,
+> {
+    let moved_ids: Vec<MessageId> = moved.iter().map(|m| m.id).collect();
+    let moved_max = moved_ids.iter().copied().max();
+    let stayed = store.topic_max(channel, topic, &moved_ids)?;
+    let Some(newest_id) = stayed.max(moved_max) else {
+        return Ok(None);
+    };
+    let newest = match moved.iter().find(|m| m.id == newest_id) {
+        Some(m) => Some((*m).clone()),
+        None => store.get(newest_id)?,
+    };
+    let Some(newest) = newest.filter(|m| {
+        moves::is_resolve_notice(m) && now - m.timestamp <= moves::RESOLVE_UNDO_GRACE_SECS
+    }) else {
+        return Ok(None);
+    };
+    let rest = if moved_max == Some(newest_id) {
+        let others = moved_ids
+            .iter()
+            .copied()
+            .filter(|id| *id != newest_id)
+            .max();
+        stayed.max(others)
+    } else {
+        let mut skip = moved_ids;
+        skip.push(newest_id);
+        store.topic_max(channel, topic, &skip)?.max(moved_max)
+    };
+    Ok(Some((newest, rest)))
+}
+
 /// An edit, parsed and rendered on the worker.
 struct ParsedEdit {
     id: i64,
@@ -841,7 +885,7 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                             .map_err(read)?
                             .is_some();
                         let realm_url = c.realm.url(c.server_url).to_owned();
-                        let mv = moves::Move {
+                        let mut mv = moves::Move {
                             before: &first_before,
                             after: &first_after,
                             count: moved_ids.len(),
@@ -850,8 +894,20 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                             new_topic_had_messages,
                             send_to_old_thread: e.send_to_old_thread,
                             send_to_new_thread: e.send_to_new_thread,
+                            content_edited: e.request.content.is_some(),
+                            undo: None,
                             realm_url: &realm_url,
                         };
+                        if mv.resolve().is_some() {
+                            mv.undo = resolve_undo(
+                                &store,
+                                &after,
+                                *new_channel,
+                                new_topic,
+                                c.cx.now_secs(),
+                            )
+                            .map_err(read)?;
+                        }
                         c.realm.decide_move_notices(me, &mv, c.cx)
                     }
                     _ => Vec::new(),

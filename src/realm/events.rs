@@ -171,9 +171,11 @@ impl Realm {
     /// `update_message_flags` to the user whose flags changed.
     fn message_events(&self, before: &Realm, change: &MessageChange) -> Vec<Event> {
         match change {
-            MessageChange::Sent(m) => {
+            MessageChange::Sent(_) | MessageChange::Notice { .. } => {
+                let Some((m, recipients)) = before.delivery(change) else {
+                    return Vec::new();
+                };
                 let mut groups: BTreeMap<u32, Vec<UserId>> = BTreeMap::new();
-                let recipients = before.message_recipients(m);
                 for (user, bits) in &recipients {
                     groups.entry(*bits).or_default().push(*user);
                 }

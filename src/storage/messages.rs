@@ -358,10 +358,15 @@ impl MessageStore {
             return Ok(());
         };
         let op = match change {
-            MessageChange::Sent(m) => Op::Sent {
-                message: (**m).clone(),
-                recipients: realm.message_recipients(m),
-            },
+            MessageChange::Sent(_) | MessageChange::Notice { .. } => {
+                let Some((m, recipients)) = realm.delivery(change) else {
+                    return Ok(());
+                };
+                Op::Sent {
+                    message: m.clone(),
+                    recipients,
+                }
+            }
             MessageChange::FlagsChanged {
                 user_id,
                 flag,

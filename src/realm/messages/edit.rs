@@ -161,8 +161,7 @@ impl Realm {
         if let (Some(t), Some(from)) = (&topic, old_channel) {
             let to = new_channel.unwrap_or(from);
             let old = target.recipient.topic().unwrap_or_default();
-            let resolving = t.strip_prefix("✔ ") == Some(old) || old.strip_prefix("✔ ") == Some(t);
-            if resolving {
+            if super::moves::resolve_toggle(old, t).is_some() {
                 if !self.can_resolve_topics(me, from, to) {
                     return Err(ApiError::bad_request(
                         "You don't have permission to resolve topics in this channel.",
@@ -257,8 +256,7 @@ impl Realm {
                     record.channel = Some(new_channel_id);
                 }
                 let resolve_only = record.prev_channel.is_none()
-                    && (new_topic.strip_prefix("✔ ") == Some(old_topic.as_str())
-                        || old_topic.strip_prefix("✔ ") == Some(new_topic.as_str()));
+                    && super::moves::resolve_toggle(old_topic, &new_topic).is_some();
                 if moves && !resolve_only {
                     after.last_moved_timestamp = Some(now);
                 }

@@ -292,6 +292,25 @@ pub enum MessageChange {
         recipient: Recipient,
         reaction: Reaction,
     },
+    /// A Notification Bot message (Zulip's `internal_send_stream_message`): delivered
+    /// as `Sent` is, but read at once by `read_by` where they receive it
+    /// (`mark_as_read_for_acting_user`), and by every recipient when `all_read` (an
+    /// empty `limit_unread_user_ids`).
+    Notice {
+        message: Box<Message>,
+        read_by: UserId,
+        all_read: bool,
+    },
+}
+
+impl MessageChange {
+    /// The message a change delivers (`Sent` or `Notice`).
+    pub fn delivered(&self) -> Option<&Message> {
+        match self {
+            MessageChange::Sent(m) | MessageChange::Notice { message: m, .. } => Some(m),
+            _ => None,
+        }
+    }
 }
 
 /// The newest message of a topic after a change (`None`: the topic is empty now).
@@ -306,7 +325,7 @@ impl MessageState {
     /// Applies a message change to the in-memory state.
     pub fn apply(&mut self, change: &MessageChange) {
         match change {
-            MessageChange::Sent(m) => {
+            MessageChange::Sent(m) | MessageChange::Notice { message: m, .. } => {
                 self.next_id = self.next_id.max(m.id + 1);
                 if let Recipient::Channel { channel_id, topic } = &m.recipient {
                     let topics = self.topics.entry(*channel_id).or_default();
@@ -362,6 +381,27 @@ impl MessageState {
 }
 
 impl Realm {
+    /// The message a change delivers, with who receives it and the flags they start
+    /// with (`message_recipients`, read where a `Notice` says so).
+    pub fn delivery<'a>(
+        &self,
+        change: &'a MessageChange,
+    ) -> Option<(&'a Message, Vec<(UserId, u32)>)> {
+        let m = change.delivered()?;
+        let mut recipients = self.message_recipients(m);
+        if let MessageChange::Notice {
+            read_by, all_read, ..
+        } = change
+        {
+            for (user, bits) in &mut recipients {
+                if *all_read || user == read_by {
+                    *bits |= flags::READ;
+                }
+            }
+        }
+        Some((m, recipients))
+    }
+
     /// Who receives a message, with the flags they start with.
     pub fn message_recipients(&self, m: &Message) -> Vec<(UserId, u32)> {
         let realm = self;

@@ -1,22 +1,23 @@
 //! What a move tells the channels: the Notification Bot's messages in the old and new
 //! topic when `PATCH /messages/{id}` moves messages (Zulip's `do_update_message` with
 //! `send_notification_to_old_thread` / `send_notification_to_new_thread`, and
-//! `send_message_moved_breadcrumbs`).
+//! `send_message_moved_breadcrumbs`), and in a topic that is resolved or unresolved
+//! (`maybe_send_resolve_topic_notifications`, with its undo within the grace period).
 //!
 //! The Notification Bot is one of Zulip's system ("cross-realm") bots: it belongs to
 //! the server, not to a realm, so it is in no realm's user list and no one logs in as
 //! it. hearth has it the same way: a fixed account (`NOTIFICATION_BOT`) outside
 //! `Realm::users`, which `Realm::message_sender` finds for the messages it sends and
-//! `/register` lists in `cross_realm_bots`. Its messages are ordinary `Sent` changes in
-//! the same decision as the move, so they are in the WAL like every other message.
+//! `/register` lists in `cross_realm_bots`. Its messages are `Notice` changes (a `Sent`
+//! with the flags Zulip's `internal_send_stream_message` gives) in the same decision
+//! as the move, so they are in the WAL like every other message.
 //!
 //! The texts are Zulip's, in English (Zulip renders them in the realm's default
 //! language; hearth has no translations).
 
 use std::sync::LazyLock;
 
-use super::send::sent;
-use super::{flags, Message, MessageChange, Recipient, Wildcard};
+use super::{Message, MessageChange, MessageId, Recipient, TopicMax, Wildcard};
 use crate::realm::{Change, Cx, Realm, Role, User, UserId};
 
 /// The Notification Bot's user id: above every id a realm hands out in practice (and
@@ -66,8 +67,36 @@ pub struct Move<'a> {
     pub new_topic_had_messages: bool,
     pub send_to_old_thread: bool,
     pub send_to_new_thread: bool,
+    /// The request edited the content too (then a resolve sends no notice).
+    pub content_edited: bool,
+    /// The target topic's newest message after the move, when the move toggles the
+    /// resolved prefix and that message is a resolve notice younger than
+    /// `RESOLVE_UNDO_GRACE_SECS` (`maybe_delete_previous_resolve_topic_notification`):
+    /// the row (after the move) and the topic's newest message without it.
+    pub undo: Option<(Message, Option<MessageId>)>,
     /// The realm's URL (message links are absolute).
     pub realm_url: &'a str,
+}
+
+impl Move<'_> {
+    /// The resolve or unresolve this move is, when it sends (or undoes) a resolve
+    /// notice: a topic edit of a channel message, without content or channel change
+    /// (`do_update_message`'s condition for `maybe_send_resolve_topic_notifications`).
+    pub fn resolve(&self) -> Option<Resolve> {
+        match (&self.before.recipient, &self.after.recipient) {
+            (
+                Recipient::Channel {
+                    channel_id: old_id,
+                    topic: old,
+                },
+                Recipient::Channel {
+                    channel_id: new_id,
+                    topic: new,
+                },
+            ) if old_id == new_id && !self.content_edited => resolve_toggle(old, new),
+            _ => None,
+        }
+    }
 }
 
 /// Zulip's `encode_hash_component`: URL-quoting (`*` kept) with `.` for `%`.
@@ -144,17 +173,43 @@ fn silent_mention(user: &User) -> String {
     format!("@_**{}|{}**", user.full_name, user.id)
 }
 
-/// Zulip's `topic_resolved` / `topic_unresolved` of `build_message_edit_request`
-/// (`lstrip` of the prefix's characters).
-fn resolve_toggle(old: &str, new: &str) -> bool {
-    let strip = |s: &str| s.trim_start_matches(['✔', ' ']).to_owned();
-    let resolved = new.starts_with(RESOLVED_TOPIC_PREFIX)
-        && !old.starts_with(RESOLVED_TOPIC_PREFIX)
-        && strip(new) == old;
-    let unresolved = old.starts_with(RESOLVED_TOPIC_PREFIX)
-        && !new.starts_with(RESOLVED_TOPIC_PREFIX)
-        && strip(old) == new;
-    resolved || unresolved
+/// A topic edit that only adds or takes away the resolved prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolve {
+    Resolved,
+    Unresolved,
+}
+
+/// Zulip's `topic_resolved` / `topic_unresolved` of `build_message_edit_request`: the
+/// new topic is the old one behind the prefix, or the old one with its leading `✔` and
+/// spaces stripped (`lstrip` of the prefix's characters).
+pub fn resolve_toggle(old: &str, new: &str) -> Option<Resolve> {
+    let had = old.starts_with(RESOLVED_TOPIC_PREFIX);
+    let has = new.starts_with(RESOLVED_TOPIC_PREFIX);
+    if has && !had && new.strip_prefix(RESOLVED_TOPIC_PREFIX) == Some(old) {
+        Some(Resolve::Resolved)
+    } else if had && !has && old.trim_start_matches(['✔', ' ']) == new {
+        Some(Resolve::Unresolved)
+    } else {
+        None
+    }
+}
+
+/// Zulip's `settings.RESOLVE_TOPIC_UNDO_GRACE_PERIOD_SECONDS`: a resolve notice this
+/// young is deleted by the opposite toggle instead of being answered by another.
+pub const RESOLVE_UNDO_GRACE_SECS: i64 = 60;
+
+/// The texts of the resolve notices (`maybe_send_resolve_topic_notifications`).
+const RESOLVED_NOTICE: &str = " has marked this topic as resolved.";
+const UNRESOLVED_NOTICE: &str = " has marked this topic as unresolved.";
+
+/// Whether a message is a resolve or unresolve notice (Zulip's message type
+/// `RESOLVE_TOPIC_NOTIFICATION`). Only the server sends as the Notification Bot, and
+/// these are its only texts that end so, after a silent mention.
+pub fn is_resolve_notice(m: &Message) -> bool {
+    is_system_bot(m.sender_id)
+        && m.content.starts_with("@_**")
+        && (m.content.ends_with(RESOLVED_NOTICE) || m.content.ends_with(UNRESOLVED_NOTICE))
 }
 
 impl Realm {
@@ -164,8 +219,10 @@ impl Realm {
             .or_else(|| is_system_bot(id).then_some(&*NOTIFICATION_BOT))
     }
 
-    /// The Notification Bot's messages about a move by `me` (Zulip's texts and
-    /// conditions, new thread first), each read at once by `me` where they receive it
+    /// The Notification Bot's messages about a move by `me`, in Zulip's order and with
+    /// its texts and conditions: a resolve notice (or, for an undo within the grace
+    /// period, the deletion of the previous one), then the new thread's notice, then the
+    /// old thread's. Each is read at once by `me` where they receive it
     /// (`mark_as_read_for_acting_user`). Message ids follow the realm's next one.
     pub fn decide_move_notices(&self, me: &User, mv: &Move<'_>, cx: &mut Cx) -> Vec<Change> {
         let (
@@ -193,8 +250,35 @@ impl Realm {
         let moved_all = mv.change_all || mv.old_topic_emptied;
         let user = silent_mention(me);
         let count = mv.count;
-        let mut notices: Vec<(u64, String, String)> = Vec::new();
-        let new_eligible = channel_moved || (topic_moved && !resolve_toggle(old_topic, new_topic));
+        let mut changes = Vec::new();
+        // (channel, topic, content, read by every recipient), in the order Zulip sends.
+        let mut notices: Vec<(u64, String, String, bool)> = Vec::new();
+        match (mv.resolve(), &mv.undo) {
+            (Some(_), Some((previous, max_id))) => {
+                // An undo within the grace period deletes the previous notice instead.
+                changes.push(Change::Message(MessageChange::Deleted {
+                    messages: vec![previous.clone()],
+                    topic_max: vec![TopicMax {
+                        channel_id: *new_id,
+                        topic: new_topic.clone(),
+                        max_id: *max_id,
+                    }],
+                }));
+            }
+            (Some(resolve), None) => {
+                let said = match resolve {
+                    Resolve::Resolved => RESOLVED_NOTICE,
+                    Resolve::Unresolved => UNRESOLVED_NOTICE,
+                };
+                // Read for everyone: hearth has no followed topics and no
+                // `resolved_topic_notice_auto_read_policy` but its default,
+                // `except_followed`, so Zulip's `limit_unread_user_ids` is empty.
+                notices.push((*new_id, new_topic.clone(), format!("{user}{said}"), true));
+            }
+            (None, _) => {}
+        }
+        let new_eligible =
+            channel_moved || (topic_moved && resolve_toggle(old_topic, new_topic).is_none());
         if mv.send_to_new_thread && new_eligible {
             let old_location = topic_link_syntax(self, *old_id, &old_channel.name, old_topic);
             let text = if !mv.new_topic_had_messages && moved_all {
@@ -211,7 +295,7 @@ impl Realm {
             } else {
                 format!("{count} messages were moved here from {old_location} by {user}.")
             };
-            notices.push((*new_id, new_topic.clone(), text));
+            notices.push((*new_id, new_topic.clone(), text, false));
         }
         if mv.send_to_old_thread {
             let new_location = topic_link_syntax(self, *new_id, &new_channel.name, new_topic);
@@ -222,10 +306,9 @@ impl Realm {
             } else {
                 format!("{count} messages were moved from this topic to {new_location} by {user}.")
             };
-            notices.push((*old_id, old_topic.clone(), text));
+            notices.push((*old_id, old_topic.clone(), text, false));
         }
-        let mut changes = Vec::new();
-        for (id, (channel_id, topic, content)) in (self.messages.next_id..).zip(notices) {
+        for (id, (channel_id, topic, content, all_read)) in (self.messages.next_id..).zip(notices) {
             let rendered = self.render_message(&content);
             let m = Message {
                 id,
@@ -244,18 +327,11 @@ impl Realm {
                 last_moved_timestamp: None,
                 reactions: Vec::new(),
             };
-            let read_by_me = self
-                .channel(channel_id)
-                .is_some_and(|c| c.is_subscribed(me.id));
-            changes.push(sent(m));
-            if read_by_me {
-                changes.push(Change::Message(MessageChange::FlagsChanged {
-                    user_id: me.id,
-                    flag: flags::READ,
-                    add: true,
-                    ids: vec![id],
-                }));
-            }
+            changes.push(Change::Message(MessageChange::Notice {
+                message: Box::new(m),
+                read_by: me.id,
+                all_read,
+            }));
         }
         changes
     }
@@ -277,10 +353,14 @@ mod tests {
     }
 
     #[test]
-    fn resolving_is_not_a_move_for_the_new_thread() {
-        assert!(resolve_toggle("bug", "✔ bug"));
-        assert!(resolve_toggle("✔ bug", "bug"));
-        assert!(!resolve_toggle("bug", "✔ other"));
-        assert!(!resolve_toggle("bug", "bugs"));
+    fn resolve_toggles_follow_zulip() {
+        assert_eq!(resolve_toggle("bug", "✔ bug"), Some(Resolve::Resolved));
+        assert_eq!(resolve_toggle("✔ bug", "bug"), Some(Resolve::Unresolved));
+        // The prefix is cut once to resolve, stripped wholly to unresolve.
+        assert_eq!(resolve_toggle("✔bug", "✔ ✔bug"), Some(Resolve::Resolved));
+        assert_eq!(resolve_toggle("✔ ✔ bug", "bug"), Some(Resolve::Unresolved));
+        assert_eq!(resolve_toggle("bug", "✔ other"), None);
+        assert_eq!(resolve_toggle("bug", "bugs"), None);
+        assert_eq!(resolve_toggle("✔ bug", "✔ bug2"), None);
     }
 }
