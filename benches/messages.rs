@@ -71,7 +71,7 @@ fn seed(dir: &Path, n: u64) -> Realm {
         if batch.len() == BATCH || i + 1 == n {
             rs.append(&batch).expect("append");
             for c in &batch {
-                rs.messages().project(&realm, c).expect("project");
+                rs.messages().project(&realm, c, None).expect("project");
                 realm.apply(c);
             }
             batch.clear();

@@ -145,7 +145,10 @@ impl RealmActor {
             }
             // Message rows follow the WAL record; a failed write fails the message
             // database only (logged there), and a restart writes the rows again.
-            let _ = self.store.messages().project(&self.realm, &change);
+            let _ = self
+                .store
+                .messages()
+                .project(&self.realm, &change, Some(seq));
             self.realm.apply(&change);
             run.push(change);
         }
@@ -228,7 +231,11 @@ impl RealmActor {
         if let Err(e) = self.store.reset(seq, &self.realm) {
             tracing::error!("realm '{subdomain}': cannot reset after the storage fault: {e}");
         }
-        // Rows the dropped sends wrote must not meet the ids given again.
+        // Rows the dropped decisions changed are put back; rows the dropped sends wrote
+        // must not meet the ids given again.
+        if let Err(e) = self.store.messages().undo_after(seq) {
+            tracing::error!("realm '{subdomain}': message rows of dropped writes kept: {e}");
+        }
         if let Err(e) = self.store.messages().purge_from(&self.realm) {
             tracing::error!("realm '{subdomain}': message rows of dropped sends kept: {e}");
         }

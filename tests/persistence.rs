@@ -830,3 +830,95 @@ async fn a_valid_wal_tail_is_replayed() {
     let key = app.api_key("replayed@zulip.com").await;
     assert_eq!(key, "A".repeat(32));
 }
+
+// ---------------------------------------------------------------- rows ahead of the WAL
+
+/// The message database may hold the rows of WAL records that were lost (the WAL's
+/// unflushed tail in `interval` and `never`, while another realm's snapshot synced the
+/// message database): the start puts back what their edits, flag changes, reactions
+/// and deletions replaced, so the rows agree with the realm the WAL recovers.
+#[actix_web::test]
+async fn rows_of_lost_records_are_put_back_at_start() {
+    use hearth::realm::messages::{flags, MessageChange, Reaction};
+    let mut app = TestApp::spawn().await;
+    let kept = send_stream(&app, IAGO, "Verona", "undo", "original").await;
+    let gone = send_stream(&app, IAGO, "Verona", "undo", "deleted?").await;
+    let hamlet = app.user_id(HAMLET).await as u64;
+    let before = app
+        .ok("GET", &format!("/api/v1/messages/{kept}"), HAMLET, &[])
+        .await;
+
+    with_stopped_store(&mut app, |s| {
+        let mut realm = s.recover().unwrap().expect("the dev realm").realm;
+        let row = |id| s.messages().get(id).unwrap().expect("a row");
+        let (original, deleted) = (row(kept), row(gone));
+        let mut edited = original.clone();
+        edited.content = "edited".into();
+        edited.rendered_content = "<p>edited</p>".into();
+        let reaction = Reaction {
+            user_id: hamlet,
+            emoji_name: "smile".into(),
+            emoji_code: "1f604".into(),
+            reaction_type: "unicode_emoji".into(),
+        };
+        let lost = [
+            MessageChange::Edited {
+                user_id: original.sender_id,
+                propagate_mode: "change_one".into(),
+                pairs: vec![(original.clone(), edited)],
+                topic_max: Vec::new(),
+            },
+            MessageChange::FlagsChanged {
+                user_id: hamlet,
+                flag: flags::STARRED,
+                add: true,
+                ids: vec![kept],
+            },
+            MessageChange::FlagsChanged {
+                user_id: hamlet,
+                flag: flags::READ,
+                add: true,
+                ids: vec![kept, gone],
+            },
+            MessageChange::ReactionAdded {
+                message_id: kept,
+                recipient: original.recipient.clone(),
+                reaction,
+            },
+            MessageChange::Deleted {
+                messages: vec![deleted],
+                topic_max: Vec::new(),
+            },
+        ];
+        // Projected as the actor does, for records after the WAL's last one, which
+        // never reach the WAL: the rows are synced, the records are lost.
+        let last = s.last_seq();
+        for (seq, change) in (last + 1..).zip(lost) {
+            let change = Change::Message(change);
+            s.messages().project(&realm, &change, Some(seq)).unwrap();
+            realm.apply(&change);
+        }
+        assert_eq!(s.messages().get(kept).unwrap().unwrap().content, "edited");
+        s.messages().sync().unwrap();
+    })
+    .await;
+
+    app.start().await;
+    let after = app
+        .ok("GET", &format!("/api/v1/messages/{kept}"), HAMLET, &[])
+        .await;
+    assert_eq!(after["message"], before["message"]);
+    assert_eq!(after["message"]["content"], "<p>original</p>");
+    assert_eq!(after["message"]["reactions"], serde_json::json!([]));
+    assert_eq!(after["message"]["flags"], serde_json::json!([]));
+    let still = app
+        .ok("GET", &format!("/api/v1/messages/{gone}"), HAMLET, &[])
+        .await;
+    assert_eq!(still["message"]["flags"], serde_json::json!([]));
+    // Once undone, the log is gone: another restart changes nothing.
+    app.restart().await;
+    let again = app
+        .ok("GET", &format!("/api/v1/messages/{kept}"), HAMLET, &[])
+        .await;
+    assert_eq!(again["message"], before["message"]);
+}

@@ -901,8 +901,8 @@ fn rebuild_realm(
             .map_err(|e| err(&e))?,
     );
     let msgs = realm_store.messages().clone();
-    let again =
-        wal::scan(&wal_tree, &snaps, false, |r, c| msgs.project(r, c)).map_err(|e| err(&e))?;
+    let again = wal::scan(&wal_tree, &snaps, false, |r, c| msgs.project(r, c, None))
+        .map_err(|e| err(&e))?;
     let realm = again
         .realm
         .filter(|_| again.readable_upto == upto)

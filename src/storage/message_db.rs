@@ -65,7 +65,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// Queued writes applied per hold of the state lock while settling.
 const SETTLE_BATCH: usize = 256;
 /// The prefixes of message trees, in either database.
-pub const TREE_PREFIXES: [&str; 4] = ["msg:", "msgidx:", "um:", "unread:"];
+pub const TREE_PREFIXES: [&str; 5] = ["msg:", "msgidx:", "um:", "unread:", "msgundo:"];
 
 /// Whether the database is usable yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +77,7 @@ pub enum Readiness {
 }
 
 struct Queued {
-    names: Arc<[String; 4]>,
+    names: Arc<[String; 5]>,
     op: Op,
 }
 
@@ -86,7 +86,7 @@ enum State {
     Open {
         db: sled::Db,
         /// Each realm's trees, opened once (dropped at `close`).
-        trees: HashMap<Arc<[String; 4]>, Trees>,
+        trees: HashMap<Arc<[String; 5]>, Trees>,
     },
     Failed(String),
 }
@@ -108,18 +108,19 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 /// A realm's trees from `cache`, opened (and kept there) the first time.
 fn trees_of(
     db: &sled::Db,
-    cache: &mut HashMap<Arc<[String; 4]>, Trees>,
-    names: &Arc<[String; 4]>,
+    cache: &mut HashMap<Arc<[String; 5]>, Trees>,
+    names: &Arc<[String; 5]>,
 ) -> Result<Trees, sled::Error> {
     if let Some(t) = cache.get(names) {
         return Ok(t.clone());
     }
-    let [rows, idx, um, unread] = &**names;
+    let [rows, idx, um, unread, undo] = &**names;
     let t = Trees {
         rows: db.open_tree(rows)?,
         idx: db.open_tree(idx)?,
         um: db.open_tree(um)?,
         unread: db.open_tree(unread)?,
+        undo: db.open_tree(undo)?,
     };
     cache.insert(names.clone(), t.clone());
     Ok(t)
@@ -205,7 +206,7 @@ impl MessageDb {
     /// released in between (the realm actor queues meanwhile, never waits long), and
     /// publishes the outcome once the queue is empty.
     fn settle(&self, opened: Result<sled::Db, StorageError>, started: Instant) {
-        let mut trees: HashMap<Arc<[String; 4]>, Trees> = HashMap::new();
+        let mut trees: HashMap<Arc<[String; 5]>, Trees> = HashMap::new();
         let mut applied = 0usize;
         let outcome = opened.and_then(|db| loop {
             let batch: Vec<Queued> = {
@@ -279,7 +280,7 @@ impl MessageDb {
     /// Writes (or, while opening, queues) one projection. A write that fails fails this
     /// database (`fail`), never the caller: neither a start nor the main store stops
     /// for it, and the record stays in the WAL until this database works again.
-    pub(super) fn write(&self, names: &Arc<[String; 4]>, op: Op) -> Result<(), StorageError> {
+    pub(super) fn write(&self, names: &Arc<[String; 5]>, op: Op) -> Result<(), StorageError> {
         let mut state = lock(&self.state);
         match &mut *state {
             State::Opening(queue) => {
@@ -309,7 +310,7 @@ impl MessageDb {
     }
 
     /// A realm's trees, waiting (at most `READY_WAIT`) for the database to open.
-    pub(super) fn trees(&self, names: &Arc<[String; 4]>) -> Result<Trees, StorageError> {
+    pub(super) fn trees(&self, names: &Arc<[String; 5]>) -> Result<Trees, StorageError> {
         self.when_open(|db, cache| Ok(trees_of(db, cache, names)?))
     }
 
@@ -317,7 +318,7 @@ impl MessageDb {
     /// `READY_WAIT`) while it opens; `Err` with why it is not open.
     fn when_open<T>(
         &self,
-        f: impl FnOnce(&sled::Db, &mut HashMap<Arc<[String; 4]>, Trees>) -> Result<T, StorageError>,
+        f: impl FnOnce(&sled::Db, &mut HashMap<Arc<[String; 5]>, Trees>) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
         let state = lock(&self.state);
         let (mut state, _) = self
@@ -563,6 +564,104 @@ mod tests {
         assert_eq!(ids(Source::User(a)), [4]);
         assert_eq!(ids(Source::Conversation(vec![a, b])), [4]);
         assert_eq!(ids(Source::Sender(a)), [4]);
+    }
+
+    /// Edits, flag changes, reactions and deletions of WAL records that may not be
+    /// durable log what they replace: undoing the records after a point puts every
+    /// row, index entry and per-user row back as it was, newest record first; records
+    /// at or before the point keep their writes, and a trimmed log undoes nothing.
+    #[test]
+    fn undo_puts_back_what_lost_records_replaced() {
+        use crate::realm::messages::fetch::Source;
+        use crate::realm::messages::{Reaction, Recipient};
+        let dir = tempfile::tempdir().unwrap();
+        let db = MessageDb::new(dir.path());
+        db.settle(open_sled(dir.path()).map_err(Into::into), Instant::now());
+        let store = MessageStore::new("zulip", db.clone());
+        let names = Arc::new(super::super::messages::tree_names("zulip"));
+        let logged = |seq: u64, op: Op| Op::Logged {
+            seq,
+            op: Box::new(op),
+        };
+        let (a, b) = (10, 11);
+        let original = message(1, a, b);
+        for m in [original.clone(), message(2, a, b)] {
+            let op = Op::Sent {
+                message: m,
+                recipients: vec![(a, flags::READ), (b, 0)],
+            };
+            db.write(&names, op).unwrap();
+        }
+        let star = |seq, add| {
+            logged(
+                seq,
+                Op::Flags {
+                    user_id: b,
+                    flag: flags::STARRED,
+                    add,
+                    ids: vec![1],
+                },
+            )
+        };
+        // Record 3 (durable): star. Records 4-7 (lost): read, edit, react, delete.
+        db.write(&names, star(3, true)).unwrap();
+        let read = Op::Flags {
+            user_id: b,
+            flag: flags::READ,
+            add: true,
+            ids: vec![1, 2],
+        };
+        db.write(&names, logged(4, read)).unwrap();
+        let mut edited = original.clone();
+        edited.content = "edited".into();
+        edited.recipient = Recipient::Direct { users: vec![a, b] };
+        let pairs = vec![(original.clone(), edited.clone())];
+        let edit = Op::Edited {
+            pairs,
+            mentions: Vec::new(),
+        };
+        db.write(&names, logged(5, edit)).unwrap();
+        let reaction = Reaction {
+            user_id: b,
+            emoji_name: "smile".into(),
+            emoji_code: "1f604".into(),
+            reaction_type: "unicode_emoji".into(),
+        };
+        let react = Op::Reaction {
+            message_id: 1,
+            reaction,
+            add: true,
+        };
+        db.write(&names, logged(6, react)).unwrap();
+        db.write(&names, logged(7, Op::Deleted(vec![message(2, a, b)])))
+            .unwrap();
+        assert_eq!(store.get(1).unwrap().unwrap().reactions.len(), 1);
+        assert!(store.get(2).unwrap().is_none());
+
+        db.write(&names, Op::Undo { after: 3 }).unwrap();
+        assert_eq!(store.get(1).unwrap(), Some(original));
+        assert_eq!(store.get(2).unwrap(), Some(message(2, a, b)));
+        assert_eq!(store.flags(b, 1).unwrap(), Some(flags::STARRED));
+        assert_eq!(store.flags(b, 2).unwrap(), Some(0));
+        let unread: Vec<u64> = store
+            .ids(&Source::Unread(b), 0, u64::MAX, false)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(unread, [1, 2]);
+        let conversation: Vec<u64> = store
+            .ids(&Source::Conversation(vec![a, b]), 0, u64::MAX, false)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(conversation, [1, 2]);
+
+        // Undone entries are gone; a trimmed log no longer undoes what it covered.
+        db.write(&names, star(4, false)).unwrap();
+        assert_eq!(store.flags(b, 1).unwrap(), Some(0));
+        db.write(&names, Op::Trim { upto: 3 }).unwrap();
+        db.write(&names, Op::Undo { after: 0 }).unwrap();
+        assert_eq!(store.flags(b, 1).unwrap(), Some(flags::STARRED));
     }
 
     /// Writes made while the database opens wait in order and are applied before any

@@ -9,6 +9,7 @@
 //! | `msgidx:<realm>` | `c` channel, id / `t` channel, topic, id / `d` conversation, id / `s` sender, id | empty |
 //! | `um:<realm>`     | user id, message id                         | flag bits (u32 LE) |
 //! | `unread:<realm>` | user id, message id                         | empty |
+//! | `msgundo:<realm>` | WAL record, ordinal (u64 BE each)          | framed `Vec<Before>`: what a logged write replaced |
 //!
 //! Ids are big-endian, so each index is ordered by message id within its prefix and a
 //! narrow is one range scan. A topic key is the lower-cased topic with its length in
@@ -31,8 +32,20 @@
 //! is never returned, and they check that a row still matches the index entry that led
 //! to it (an entry left behind by a decision dropped after a storage fault points at a
 //! row that no longer matches).
+//!
+//! Rows run ahead of the WAL: they are written before the record is durable. An edit,
+//! flag change, reaction or deletion of the actor (`project` with the record's number)
+//! therefore first logs the earlier value of every key it writes (`Op::Logged`, the log
+//! entry inserted before the rows, and sled's log keeps that order on disk). Records
+//! that never become durable are undone from that log (`undo_after`): those a storage
+//! fault dropped, at the actor's reset, and those lost with the WAL's unflushed tail, at
+//! start after the replay. A snapshot trims the log up to the record it covers. Sends
+//! log nothing: their rows are new keys, which `purge_from` removes.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
 
 use super::message_db::MessageDb;
 use super::{codec, StorageError};
@@ -56,6 +69,7 @@ pub(super) struct Trees {
     pub(super) idx: sled::Tree,
     pub(super) um: sled::Tree,
     pub(super) unread: sled::Tree,
+    pub(super) undo: sled::Tree,
 }
 
 /// A handle on a realm's message store; cheap to clone, shared by the actor (writes)
@@ -66,7 +80,7 @@ pub struct MessageStore {
 }
 
 struct Inner {
-    names: Arc<[String; 4]>,
+    names: Arc<[String; 5]>,
     db: Arc<MessageDb>,
 }
 
@@ -147,13 +161,14 @@ pub fn decode_message(bytes: &[u8]) -> Result<Message, StorageError> {
     }
 }
 
-/// The names of a realm's trees: rows, index, user-message rows, unread rows.
-pub fn tree_names(subdomain: &str) -> [String; 4] {
+/// The names of a realm's trees: rows, index, user-message rows, unread rows, undo log.
+pub fn tree_names(subdomain: &str) -> [String; 5] {
     [
         format!("msg:{subdomain}"),
         format!("msgidx:{subdomain}"),
         format!("um:{subdomain}"),
         format!("unread:{subdomain}"),
+        format!("msgundo:{subdomain}"),
     ]
 }
 
@@ -188,6 +203,231 @@ pub(super) enum Op {
     /// `MessageStore::purge_from`). The realm (a structurally shared clone) is read only
     /// when such rows exist, so the usual case costs no pass over its users.
     Purge(Arc<Realm>),
+    /// `op` (an edit, flag change, reaction or deletion) of WAL record `seq`, whose
+    /// rows' earlier values go to the undo log first, so that they can be put back if
+    /// the record is lost (`Undo`).
+    Logged {
+        seq: u64,
+        op: Box<Op>,
+    },
+    /// Puts back what the logged writes of WAL records after `after` replaced, newest
+    /// first, and forgets them: those records were dropped after a storage fault or
+    /// lost with an unflushed WAL tail.
+    Undo {
+        after: u64,
+    },
+    /// Forgets the undo log up to WAL record `upto`, which a durable snapshot covers.
+    Trim {
+        upto: u64,
+    },
+}
+
+/// Which tree a write goes to (in the undo log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum Tag {
+    Rows,
+    Idx,
+    Um,
+    Unread,
+}
+
+/// One key as it was before a logged write: `None` when absent.
+#[derive(Debug, Serialize, Deserialize)]
+struct Before {
+    tree: Tag,
+    key: Vec<u8>,
+    value: Option<Vec<u8>>,
+}
+
+/// Schema version of an undo-log entry (`Vec<Before>`).
+const UNDO_SCHEMA: u8 = 1;
+
+fn decode_undo(bytes: &[u8]) -> Result<Vec<Before>, StorageError> {
+    let (version, payload) = codec::open_frame(bytes)?;
+    match version {
+        UNDO_SCHEMA => Ok(codec::decode_payload(payload)?),
+        v => Err(codec::CodecError::Version(v).into()),
+    }
+}
+
+impl Trees {
+    fn tree(&self, tag: Tag) -> &sled::Tree {
+        match tag {
+            Tag::Rows => &self.rows,
+            Tag::Idx => &self.idx,
+            Tag::Um => &self.um,
+            Tag::Unread => &self.unread,
+        }
+    }
+}
+
+/// The writes of one op, gathered before any is made (reads see the earlier ones), so
+/// that the keys' earlier values can be logged first.
+struct Plan<'a> {
+    t: &'a Trees,
+    writes: Vec<(Tag, Vec<u8>, Option<Vec<u8>>)>,
+    /// The newest planned value of each key written.
+    planned: HashMap<(Tag, Vec<u8>), Option<Vec<u8>>>,
+}
+
+impl<'a> Plan<'a> {
+    fn new(t: &'a Trees) -> Self {
+        Plan {
+            t,
+            writes: Vec::new(),
+            planned: HashMap::new(),
+        }
+    }
+
+    fn get(&self, tag: Tag, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        if let Some(v) = self.planned.get(&(tag, key.to_vec())) {
+            return Ok(v.clone());
+        }
+        Ok(self.t.tree(tag).get(key)?.map(|v| v.to_vec()))
+    }
+
+    fn put(&mut self, tag: Tag, key: &[u8], value: Option<Vec<u8>>) {
+        self.planned.insert((tag, key.to_vec()), value.clone());
+        self.writes.push((tag, key.to_vec(), value));
+    }
+
+    fn insert(&mut self, tag: Tag, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.put(tag, key.as_ref(), Some(value.as_ref().to_vec()));
+    }
+
+    fn remove(&mut self, tag: Tag, key: impl AsRef<[u8]>) {
+        self.put(tag, key.as_ref(), None);
+    }
+
+    /// Makes the writes; for WAL record `seq`, first logs the earlier value of each
+    /// key they change. sled's log keeps writes in order, so rows are never on disk
+    /// without the entry that undoes them.
+    fn commit(self, seq: Option<u64>) -> Result<(), StorageError> {
+        let t = self.t;
+        if let Some(seq) = seq {
+            let mut seen = HashSet::new();
+            let mut before = Vec::new();
+            for (tag, key, _) in &self.writes {
+                if seen.insert((*tag, key.as_slice())) {
+                    before.push(Before {
+                        tree: *tag,
+                        key: key.clone(),
+                        value: t.tree(*tag).get(key)?.map(|v| v.to_vec()),
+                    });
+                }
+            }
+            if !before.is_empty() {
+                // Key: the record, then an ordinal (a record may log several ops).
+                let next = match t.undo.scan_prefix(be(seq)).keys().next_back() {
+                    Some(k) => id_at_end(&k?) + 1,
+                    None => 0,
+                };
+                let mut key = be(seq).to_vec();
+                key.extend_from_slice(&be(next));
+                t.undo
+                    .insert(key, codec::encode_versioned(UNDO_SCHEMA, &before)?)?;
+            }
+        }
+        for (tag, key, value) in self.writes {
+            match value {
+                Some(v) => t.tree(tag).insert(key, v)?,
+                None => t.tree(tag).remove(key)?,
+            };
+        }
+        Ok(())
+    }
+}
+
+/// The writes of an edit, flag change, reaction or deletion.
+fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
+    match op {
+        Op::Flags {
+            user_id,
+            flag,
+            add,
+            ids,
+        } => {
+            for id in ids {
+                let key = user_key(user_id, id);
+                let old = p.get(Tag::Um, &key)?.map(|v| bits_of(&v));
+                let new = match (old, add) {
+                    (Some(b), true) => b | flag,
+                    (Some(b), false) => b & !flag,
+                    // A message the user did not receive: Zulip adds a row marked
+                    // historical (read, since it was never unread for them).
+                    (None, true) => flags::HISTORICAL | flags::READ | flag,
+                    (None, false) => (flags::HISTORICAL | flags::READ) & !flag,
+                };
+                p.insert(Tag::Um, key, new.to_le_bytes());
+                if flag == flags::READ {
+                    if add {
+                        p.remove(Tag::Unread, key);
+                    } else {
+                        p.insert(Tag::Unread, key, []);
+                    }
+                }
+            }
+        }
+        Op::Edited { pairs, mentions } => {
+            // Zulip's `update_user_message_flags`: a content edit sets each
+            // recipient's mention flags from the new rendering; other flags stay.
+            for (id, users) in mentions {
+                for (user, bits) in users {
+                    let key = user_key(user, id);
+                    if let Some(old) = p.get(Tag::Um, &key)?.map(|v| bits_of(&v)) {
+                        let new = (old & !MENTION_BITS) | (bits & MENTION_BITS);
+                        if new != old {
+                            p.insert(Tag::Um, key, new.to_le_bytes());
+                        }
+                    }
+                }
+            }
+            for (before, after) in pairs {
+                p.insert(Tag::Rows, be(after.id), encode_message(&after)?);
+                let old = index_keys(&before);
+                let new = index_keys(&after);
+                for k in old.iter().filter(|k| !new.contains(k)) {
+                    p.remove(Tag::Idx, k);
+                }
+                for k in new {
+                    p.insert(Tag::Idx, k, []);
+                }
+            }
+        }
+        Op::Reaction {
+            message_id,
+            reaction,
+            add,
+        } => {
+            if let Some(v) = p.get(Tag::Rows, &be(message_id))? {
+                let mut m = decode_message(&v)?;
+                let before = m.reactions.len();
+                if add {
+                    if !m.reactions.contains(&reaction) {
+                        m.reactions.push(reaction);
+                    }
+                } else {
+                    m.reactions.retain(|r| *r != reaction);
+                }
+                if m.reactions.len() != before {
+                    p.insert(Tag::Rows, be(m.id), encode_message(&m)?);
+                }
+            }
+        }
+        Op::Deleted(messages) => {
+            // User-message and unread rows of deleted messages are left to readers,
+            // which skip ids whose row is gone: finding them would mean a scan.
+            for m in messages {
+                p.remove(Tag::Rows, be(m.id));
+                for k in index_keys(&m) {
+                    p.remove(Tag::Idx, k);
+                }
+            }
+        }
+        Op::Logged { op, .. } => plan_writes(p, *op)?,
+        Op::Sent { .. } | Op::Purge(_) | Op::Undo { .. } | Op::Trim { .. } => {}
+    }
+    Ok(())
 }
 
 /// Writes one projection. Idempotent: a replay writes the same keys again.
@@ -209,77 +449,42 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
                 }
             }
         }
-        Op::Flags {
-            user_id,
-            flag,
-            add,
-            ids,
-        } => {
-            for id in ids {
-                let key = user_key(user_id, id);
-                let old = t.um.get(key)?.map(|v| bits_of(&v));
-                let new = match (old, add) {
-                    (Some(b), true) => b | flag,
-                    (Some(b), false) => b & !flag,
-                    // A message the user did not receive: Zulip adds a row marked
-                    // historical (read, since it was never unread for them).
-                    (None, true) => flags::HISTORICAL | flags::READ | flag,
-                    (None, false) => (flags::HISTORICAL | flags::READ) & !flag,
-                };
-                t.um.insert(key, &new.to_le_bytes()[..])?;
-                if flag == flags::READ {
-                    if add {
-                        t.unread.remove(key)?;
-                    } else {
-                        t.unread.insert(key, &[][..])?;
-                    }
+        Op::Logged { seq, op } => {
+            let mut plan = Plan::new(t);
+            plan_writes(&mut plan, *op)?;
+            plan.commit(Some(seq))?;
+        }
+        op @ (Op::Flags { .. } | Op::Edited { .. } | Op::Reaction { .. } | Op::Deleted(_)) => {
+            let mut plan = Plan::new(t);
+            plan_writes(&mut plan, op)?;
+            plan.commit(None)?;
+        }
+        Op::Undo { after } => {
+            let entries: Vec<(sled::IVec, sled::IVec)> = t
+                .undo
+                .range(be(after.saturating_add(1))..)
+                .collect::<Result<_, _>>()?;
+            for (key, value) in entries.iter().rev() {
+                for b in decode_undo(value)?.into_iter().rev() {
+                    let tree = t.tree(b.tree);
+                    match b.value {
+                        Some(v) => tree.insert(b.key, v)?,
+                        None => tree.remove(b.key)?,
+                    };
                 }
+                t.undo.remove(key)?;
+            }
+            if !entries.is_empty() {
+                tracing::warn!(
+                    "undid the message rows of {} writes after WAL record {after}, whose \
+                     records were lost",
+                    entries.len()
+                );
             }
         }
-        Op::Edited { pairs, mentions } => {
-            // Zulip's `update_user_message_flags`: a content edit sets each
-            // recipient's mention flags from the new rendering; other flags stay.
-            for (id, users) in mentions {
-                for (user, bits) in users {
-                    let key = user_key(user, id);
-                    if let Some(old) = t.um.get(key)?.map(|v| bits_of(&v)) {
-                        let new = (old & !MENTION_BITS) | (bits & MENTION_BITS);
-                        if new != old {
-                            t.um.insert(key, &new.to_le_bytes()[..])?;
-                        }
-                    }
-                }
-            }
-            for (before, after) in pairs {
-                t.rows.insert(be(after.id), encode_message(&after)?)?;
-                let old = index_keys(&before);
-                let new = index_keys(&after);
-                for k in old.iter().filter(|k| !new.contains(k)) {
-                    t.idx.remove(k)?;
-                }
-                for k in new {
-                    t.idx.insert(k, &[][..])?;
-                }
-            }
-        }
-        Op::Reaction {
-            message_id,
-            reaction,
-            add,
-        } => {
-            if let Some(v) = t.rows.get(be(message_id))? {
-                let mut m = decode_message(&v)?;
-                let before = m.reactions.len();
-                if add {
-                    if !m.reactions.contains(&reaction) {
-                        m.reactions.push(reaction);
-                    }
-                } else {
-                    m.reactions.retain(|r| *r != reaction);
-                }
-                if m.reactions.len() != before {
-                    t.rows.insert(be(m.id), encode_message(&m)?)?;
-                }
+        Op::Trim { upto } => {
+            for key in t.undo.range(..be(upto.saturating_add(1))).keys() {
+                t.undo.remove(key?)?;
             }
         }
         Op::Purge(realm) => {
@@ -310,16 +515,6 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
                 "removed {} message rows (ids from {from}) whose WAL records were lost",
                 lost.len()
             );
-        }
-        Op::Deleted(messages) => {
-            // User-message and unread rows of deleted messages are left to readers,
-            // which skip ids whose row is gone: finding them would mean a scan.
-            for m in messages {
-                t.rows.remove(be(m.id))?;
-                for k in index_keys(&m) {
-                    t.idx.remove(k)?;
-                }
-            }
         }
     }
     Ok(())
@@ -352,8 +547,16 @@ impl MessageStore {
 
     /// Writes the rows a change implies (nothing for changes that are not about
     /// messages); while the message database opens they are queued. `realm` is the
-    /// state right before the change. Idempotent.
-    pub fn project(&self, realm: &Realm, change: &Change) -> Result<(), StorageError> {
+    /// state right before the change. Idempotent. `seq`: the change's WAL record, when
+    /// it may not be durable yet: the rows an edit, flag change, reaction or deletion
+    /// replaces are then logged, for `undo_after` (a replay of records read back from
+    /// disk passes `None`). A lost send needs no log: `purge_from` removes its rows.
+    pub fn project(
+        &self,
+        realm: &Realm,
+        change: &Change,
+        seq: Option<u64>,
+    ) -> Result<(), StorageError> {
         let Change::Message(change) = change else {
             return Ok(());
         };
@@ -420,7 +623,30 @@ impl MessageStore {
             | MessageChange::ScheduledFailed { .. } => return Ok(()),
             MessageChange::Deleted { messages, .. } => Op::Deleted(messages.clone()),
         };
+        let op = match (seq, op) {
+            (_, op @ Op::Sent { .. }) | (None, op) => op,
+            (Some(seq), op) => Op::Logged {
+                seq,
+                op: Box::new(op),
+            },
+        };
         self.inner.db.write(&self.inner.names, op)
+    }
+
+    /// Puts back the rows that the changes of WAL records after `seq` replaced (see
+    /// `project`): after a storage fault dropped them, or at start when they were lost
+    /// with the WAL's unflushed tail. Queued in order with the other writes.
+    pub fn undo_after(&self, seq: u64) -> Result<(), StorageError> {
+        self.inner
+            .db
+            .write(&self.inner.names, Op::Undo { after: seq })
+    }
+
+    /// Forgets the undo log up to WAL record `seq`, once a durable snapshot covers it.
+    pub fn trim_undo(&self, seq: u64) -> Result<(), StorageError> {
+        self.inner
+            .db
+            .write(&self.inner.names, Op::Trim { upto: seq })
     }
 
     /// Removes the rows of messages from the realm's next id on, written before their

@@ -116,6 +116,8 @@ impl SnapshotJob {
         for key in self.snaps.range(..seq.to_be_bytes()).keys() {
             self.snaps.remove(key?)?;
         }
+        // The records the snapshot covers are never undone.
+        self.messages.trim_undo(seq)?;
         Ok(())
     }
 }
@@ -269,7 +271,7 @@ impl RealmStore {
                 found,
             }))
         };
-        let scan = scan(&wal, &snaps, false, |r, c| messages.project(r, c))?;
+        let scan = scan(&wal, &snaps, false, |r, c| messages.project(r, c, None))?;
         let mark = self.durability.marks().expected(&self.subdomain);
         let verdict = integrity::judge(&scan, mark);
         if let Some(problem) = verdict.problems.into_iter().next() {
@@ -293,6 +295,9 @@ impl RealmStore {
         }
         self.appended.set(self.last_seq);
         if let Some(realm) = &scan.realm {
+            // Rows of records beyond the WAL's end (lost with its unflushed tail) go:
+            // what their edits replaced is put back, their sends' rows removed.
+            self.messages.undo_after(scan.readable_upto)?;
             self.messages.purge_from(realm)?;
         }
         Ok(scan.realm.map(|realm| Recovered {
