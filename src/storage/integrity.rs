@@ -877,11 +877,12 @@ fn rebuild_realm(
         let mut failed = false;
         for (k, v) in readable(&from, &mut failed) {
             let id = wal::key_seq(&k[k.len().saturating_sub(8)..]);
-            // Index entries only for rows kept; per-user rows for known messages.
-            let keep = if i == 1 {
-                kept_rows.contains(&id)
-            } else {
-                id < next_id
+            // Index entries only for rows kept; per-user rows for known messages; the
+            // undo log whole (the next start undoes what records after `upto` wrote).
+            let keep = match i {
+                1 => kept_rows.contains(&id),
+                4 => true,
+                _ => id < next_id,
             };
             if keep {
                 to.insert(k, v).map_err(|e| err(&e))?;
