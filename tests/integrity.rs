@@ -8,118 +8,30 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{hearth, run, text};
+use common::child::{ChildServer as Server, Started};
+use common::{run, text};
 use reqwest::blocking::Client;
 use serde_json::Value;
 
 const ADMIN: &str = "iago@zulip.com";
 
-/// A `hearth serve --dev` child process.
-struct Server {
-    child: Child,
-    url: String,
-    stderr: Arc<Mutex<Vec<String>>>,
+/// `hearth serve --dev --data <data> extra...`.
+fn start(data: &Path, extra: &[&str]) -> Started {
+    let data = data.to_str().expect("a UTF-8 path");
+    let mut args = vec!["--dev", "--data", data];
+    args.extend_from_slice(extra);
+    Server::start(&args, &[])
 }
 
-/// How a start ended: listening, or refused (the exit and stderr).
-enum Started {
-    Up(Server),
-    Refused(std::process::ExitStatus, Vec<String>),
-}
-
-impl Server {
-    fn start(data: &Path, extra: &[&str]) -> Started {
-        let mut child = hearth()
-            .args(["serve", "--dev", "--bind", "127.0.0.1:0", "--workers", "1"])
-            .arg("--data")
-            .arg(data)
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("hearth starts");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let lines = stderr.clone();
-        let pipe = child.stderr.take().expect("stderr");
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines() {
-                let Ok(line) = line else { break };
-                lines.lock().unwrap().push(line);
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let url = stderr.lock().unwrap().iter().find_map(|l| {
-                let at = l.find("listening on http://")? + "listening on ".len();
-                let rest = &l[at..];
-                let end = rest
-                    .find(|c: char| c.is_whitespace() || c == '"')
-                    .unwrap_or(rest.len());
-                Some(rest[..end].to_owned())
-            });
-            if let Some(url) = url {
-                return Started::Up(Server { child, url, stderr });
-            }
-            if let Some(status) = child.try_wait().expect("wait") {
-                reader.join().unwrap();
-                let lines = stderr.lock().unwrap().clone();
-                return Started::Refused(status, lines);
-            }
-            assert!(
-                Instant::now() < deadline,
-                "hearth neither started nor exited"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn up(data: &Path, extra: &[&str]) -> Server {
-        match Server::start(data, extra) {
-            Started::Up(s) => s,
-            Started::Refused(status, lines) => panic!("refused ({status}): {lines:#?}"),
-        }
-    }
-
-    /// SIGTERM, then waits for a clean exit.
-    fn stop(mut self) -> Vec<String> {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                assert!(status.success(), "exit after SIGTERM: {status}");
-                break;
-            }
-            assert!(Instant::now() < deadline, "no exit after SIGTERM");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        std::thread::sleep(Duration::from_millis(30));
-        self.stderr.lock().unwrap().clone()
-    }
-
-    fn kill_9(mut self) {
-        self.child.kill().expect("kill -9");
-        self.child.wait().expect("reaped");
-    }
-
-    fn log(&self) -> Vec<String> {
-        self.stderr.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// As `start`, for a start that must succeed.
+fn up(data: &Path, extra: &[&str]) -> Server {
+    match start(data, extra) {
+        Started::Up(s) => s,
+        Started::Refused(status, lines) => panic!("refused ({status}): {lines:#?}"),
     }
 }
 
@@ -291,7 +203,7 @@ fn assert_refusal(status: std::process::ExitStatus, lines: &[String], data: &Pat
 /// channels' names (every channel the realm has).
 fn build_folder(root: &Path, channels: usize, description: usize) -> (PathBuf, BTreeSet<String>) {
     let data = root.join("base");
-    let server = Server::up(&data, &[]);
+    let server = up(&data, &[]);
     let key = admin_key(&server.url);
     let client = http();
     let description = "d".repeat(description);
@@ -366,7 +278,7 @@ fn flipped_bytes_anywhere_never_lose_acknowledged_channels_silently() {
                 let check = run(&["check", "--data", data.to_str().unwrap()]);
                 assert_eq!(contents(&data), before, "check changed the folder");
                 let what = format!("64 bytes flipped at {offset} of {}", file.display());
-                match Server::start(&data, &[]) {
+                match start(&data, &[]) {
                     Started::Refused(status, lines) => {
                         let line = assert_refusal(status, &lines, &data);
                         assert!(
@@ -500,7 +412,7 @@ fn check_then_recover_then_start_gives_what_recover_reported() {
     let again = run(&["check", "--data", data.to_str().unwrap()]);
     assert!(again.status.success(), "{}", text(&again.stdout));
 
-    let server = Server::up(&data, &[]);
+    let server = up(&data, &[]);
     let now = channel_names(&server.url);
     assert_eq!(
         now.len(),
@@ -514,7 +426,7 @@ fn check_then_recover_then_start_gives_what_recover_reported() {
     let key = admin_key(&server.url);
     assert!(create_channel(&http(), &server.url, &key, "after recovery"));
     server.stop();
-    let server = Server::up(&data, &[]);
+    let server = up(&data, &[]);
     assert!(channel_names(&server.url).contains("after recovery"));
     server.stop();
 }
@@ -527,7 +439,7 @@ fn kill_9_during_writes_starts_without_a_false_alarm() {
     for round in 0..3 {
         // Snapshots every few records, so the kill lands around snapshots and manifest
         // writes too.
-        let server = Server::up(&data, &["--snapshot-every", "7"]);
+        let server = up(&data, &["--snapshot-every", "7"]);
         let url = server.url.clone();
         let key = admin_key(&url);
         let acked = Arc::new(Mutex::new(Vec::new()));
@@ -564,7 +476,7 @@ fn kill_9_during_writes_starts_without_a_false_alarm() {
             text(&check.stdout),
             text(&check.stderr)
         );
-        let server = Server::up(&data, &[]);
+        let server = up(&data, &[]);
         let now = channel_names(&server.url);
         let missing: Vec<_> = acknowledged.difference(&now).collect();
         assert!(missing.is_empty(), "round {round}: lost {missing:?}");
@@ -588,7 +500,7 @@ fn a_missing_manifest_is_refused_unless_the_folder_predates_manifests() {
     let data = root.path().join("deleted");
     copy_tree(&base, &data);
     std::fs::remove_file(data.join("hearth-manifest")).unwrap();
-    match Server::start(&data, &[]) {
+    match start(&data, &[]) {
         Started::Refused(status, lines) => {
             let line = assert_refusal(status, &lines, &data);
             assert!(line.contains("hearth-manifest"), "{line}");
@@ -611,7 +523,7 @@ fn a_missing_manifest_is_refused_unless_the_folder_predates_manifests() {
     let check = run(&["check", "--data", old.to_str().unwrap()]);
     assert!(check.status.success(), "{}", text(&check.stdout));
     assert!(text(&check.stdout).contains("no manifest yet"));
-    let server = Server::up(&old, &[]);
+    let server = up(&old, &[]);
     assert!(
         server
             .log()
@@ -629,7 +541,7 @@ fn a_missing_manifest_is_refused_unless_the_folder_predates_manifests() {
     let marks = hearth::storage::manifest::read(&old).unwrap().unwrap();
     assert!(marks.realms["zulip"].last_seq > 0);
     std::fs::remove_file(old.join("hearth-manifest")).unwrap();
-    match Server::start(&old, &[]) {
+    match start(&old, &[]) {
         Started::Refused(status, lines) => {
             assert_refusal(status, &lines, &old);
         }
@@ -643,7 +555,7 @@ fn a_database_sled_cannot_open_is_refused_and_recover_points_at_backups() {
     let (base, _) = build_folder(root.path(), 3, 10);
     flip(&base.join("conf"), 0, 64);
     let before = contents(&base);
-    match Server::start(&base, &[]) {
+    match start(&base, &[]) {
         Started::Refused(status, lines) => {
             let line = assert_refusal(status, &lines, &base);
             assert!(line.contains("sled"), "{line}");
@@ -683,7 +595,7 @@ fn a_database_sled_cannot_open_is_refused_and_recover_points_at_backups() {
 fn check_and_recover_refuse_a_running_server_s_folder() {
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("data");
-    let server = Server::up(&data, &[]);
+    let server = up(&data, &[]);
     let folder = data.to_str().unwrap();
     for args in [
         vec!["check", "--data", folder],
@@ -728,7 +640,7 @@ fn a_damaged_upload_is_reported_by_check_and_dropped_by_recover() {
     assert!(!base.join(&upload).exists());
     let again = run(&["check", "--data", base.to_str().unwrap()]);
     assert!(again.status.success(), "{}", text(&again.stdout));
-    let server = Server::up(&base, &[]);
+    let server = up(&base, &[]);
     assert_eq!(channel_names(&server.url), acknowledged);
     server.stop();
 }
@@ -770,7 +682,7 @@ fn a_message_database_that_lost_writes_or_went_missing_is_never_silent() {
     let (data, _) = build_folder(root.path(), 4, 10);
     let old = root.path().join("old-messages");
     copy_tree(&data.join("messages"), &old);
-    let server = Server::up(&data, &[]);
+    let server = up(&data, &[]);
     let (status, before, _) = chan0_messages(&server.url);
     assert_eq!(status, 200);
     assert_eq!(before.len(), 3, "{before:?}");
@@ -788,7 +700,7 @@ fn a_message_database_that_lost_writes_or_went_missing_is_never_silent() {
     let said = format!("{}{}", text(&check.stdout), text(&check.stderr));
     assert!(said.contains("message database"), "{said}");
     assert!(said.contains("lost writes"), "{said}");
-    let server = Server::up(&data, &[]);
+    let server = up(&data, &[]);
     assert!(channel_names(&server.url).contains("chan0"));
     let (status, ids, body) = chan0_messages(&server.url);
     assert_eq!(status, 503, "{ids:?}");
@@ -817,7 +729,7 @@ fn a_message_database_that_lost_writes_or_went_missing_is_never_silent() {
 
     // No message database at all.
     std::fs::remove_dir_all(data.join("messages")).unwrap();
-    match Server::start(&data, &[]) {
+    match start(&data, &[]) {
         Started::Up(_) => panic!("started without its message database"),
         Started::Refused(status, lines) => {
             let line = assert_refusal(status, &lines, &data);

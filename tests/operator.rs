@@ -7,13 +7,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
 
+use common::child::ChildServer as Server;
 use common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -38,82 +36,9 @@ fn assert_failed(out: &Output, needles: &[&str]) -> String {
     line.to_owned()
 }
 
-/// A `hearth serve` child process and everything it wrote to stderr so far.
-struct Server {
-    child: Child,
-    url: String,
-    stderr: Arc<Mutex<Vec<String>>>,
-}
-
-impl Server {
-    /// Starts `hearth serve --bind 127.0.0.1:0 args...` and waits until it listens.
-    fn start(args: &[&str], envs: &[(&str, &str)]) -> Server {
-        let mut child = hearth()
-            .args(["serve", "--bind", "127.0.0.1:0", "--workers", "1"])
-            .args(args)
-            .envs(envs.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("hearth starts");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let lines = stderr.clone();
-        let pipe = child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines() {
-                let Ok(line) = line else { break };
-                lines.lock().unwrap().push(line);
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let url = loop {
-            let found = stderr.lock().unwrap().iter().find_map(|l| {
-                let at = l.find("listening on http://")? + "listening on ".len();
-                let rest = &l[at..];
-                let end = rest
-                    .find(|c: char| c.is_whitespace() || c == '"')
-                    .unwrap_or(rest.len());
-                Some(rest[..end].to_owned())
-            });
-            if let Some(url) = found {
-                break url;
-            }
-            if let Some(status) = child.try_wait().expect("wait") {
-                panic!("hearth exited ({status}): {:?}", stderr.lock().unwrap());
-            }
-            assert!(Instant::now() < deadline, "hearth did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Server { child, url, stderr }
-    }
-
-    /// SIGTERM, then waits for a clean exit.
-    fn stop(mut self) -> Vec<String> {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                assert!(status.success(), "exit after SIGTERM: {status}");
-                break;
-            }
-            assert!(Instant::now() < deadline, "no exit after SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // The reader thread ends with the pipe.
-        std::thread::sleep(Duration::from_millis(50));
-        self.stderr.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `hearth serve --bind 127.0.0.1:0 args...` with `envs`, listening.
+fn start_server(args: &[&str], envs: &[(&str, &str)]) -> Server {
+    Server::up(args, envs)
 }
 
 /// An HTTP client (used inside `block_on`: the command-line tests run no actix System).
@@ -213,7 +138,7 @@ fn second_server_on_one_folder_names_the_folder() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
-    let first = Server::start(&["--dev", "--data", data], &[]);
+    let first = start_server(&["--dev", "--data", data], &[]);
     let out = run(&["serve", "--dev", "--bind", "127.0.0.1:0", "--data", data]);
     assert_failed(&out, &[data, "in use by another hearth process"]);
     // Creating a realm in it meanwhile is refused the same way.
@@ -372,7 +297,7 @@ fn colours_only_on_a_terminal_and_never_with_no_color() {
 fn one_json_line_per_request_without_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let server = Server::start(
+    let server = start_server(
         &["--dev", "--data", data.to_str().unwrap()],
         &[("HEARTH_LOG_FORMAT", "json")],
     );
@@ -461,7 +386,7 @@ fn text_log_by_default_and_rust_log_filters_it() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
-    let server = Server::start(&["--dev", "--data", data], &[]);
+    let server = start_server(&["--dev", "--data", data], &[]);
     block_on(async {
         send(http().get(format!("{}/api/v1/server_settings", server.url))).await;
     });
@@ -486,7 +411,7 @@ fn text_log_by_default_and_rust_log_filters_it() {
         "text, not JSON"
     );
 
-    let server = Server::start(
+    let server = start_server(
         &["--dev", "--data", data],
         &[("RUST_LOG", "info,hearth::http=warn")],
     );
@@ -568,7 +493,7 @@ fn backup_restore_start_and_find_the_data() {
         restored.to_str().unwrap(),
     );
 
-    let server = Server::start(&["--dev", "--data", data], &[]);
+    let server = start_server(&["--dev", "--data", data], &[]);
     let url = server.url.clone();
     block_on(async {
         let key = dev_key(&url, ADMIN).await;
@@ -619,7 +544,7 @@ fn backup_restore_start_and_find_the_data() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     std::fs::remove_dir_all(data).unwrap();
 
-    let server = Server::start(&["--dev", "--data", restored], &[]);
+    let server = start_server(&["--dev", "--data", restored], &[]);
     let url = server.url.clone();
     block_on(async {
         let key = dev_key(&url, ADMIN).await;

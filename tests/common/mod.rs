@@ -29,6 +29,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod child;
+
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::path::Path;
