@@ -375,6 +375,18 @@ pub struct Scan {
     pub realm: Option<Realm>,
 }
 
+impl Scan {
+    /// An entry of a tree being scanned; a read error ends the scan there (noted).
+    fn readable(
+        &mut self,
+        entry: sled::Result<(sled::IVec, sled::IVec)>,
+    ) -> Option<(sled::IVec, sled::IVec)> {
+        entry
+            .map_err(|e| self.read_error = Some(integrity::describe(&e.into())))
+            .ok()
+    }
+}
+
 /// Reads a realm's trees: the newest snapshot that decodes, then the WAL records after
 /// it, in order, until one is missing or does not decode. `each` sees every replayed
 /// change with the state before it (start-up projects message rows there); its error
@@ -390,12 +402,8 @@ pub fn scan(
 ) -> Result<Scan, StorageError> {
     let mut scan = Scan::default();
     for entry in snaps.iter().rev() {
-        let (k, v) = match entry {
-            Ok(kv) => kv,
-            Err(e) => {
-                scan.read_error = Some(integrity::describe(&e.into()));
-                break;
-            }
+        let Some((k, v)) = scan.readable(entry) else {
+            break;
         };
         let seq = key_seq(&k);
         scan.snapshots += 1;
@@ -417,12 +425,8 @@ pub fn scan(
     scan.readable_upto = base;
     let mut next = base + 1;
     for entry in wal.iter() {
-        let (k, v) = match entry {
-            Ok(kv) => kv,
-            Err(e) => {
-                scan.read_error = Some(integrity::describe(&e.into()));
-                break;
-            }
+        let Some((k, v)) = scan.readable(entry) else {
+            break;
         };
         let seq = key_seq(&k);
         scan.wal_records += 1;
