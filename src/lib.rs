@@ -14,7 +14,8 @@
 //! - `events.rs`: what readers see: the published version (visible once durable), the
 //!   event log (rendered off the actor), client queues, long-polls.
 //! - `storage/`: sled WAL with group commit, snapshots, the versioned codec; uploaded
-//!   files (`storage::uploads`); the manifest and the integrity checks of start-up,
+//!   files, attachments and custom emoji images, one folder per realm
+//!   (`storage::uploads`); the manifest and the integrity checks of start-up,
 //!   `hearth check` and `hearth recover` (`storage::manifest`, `storage::integrity`).
 //! - `presence.rs`: who is online, soft state beside the event hub: pings update it on
 //!   the HTTP workers, never through the actor or the WAL; written coalesced, at most
@@ -322,15 +323,15 @@ pub async fn spawn_with_clock(
 
     // A realm the manifest names must be there: never seed a new one in its place.
     store.verify_realms()?;
+    let uploads = Arc::new(storage::uploads::UploadStore::new(&config.data));
     let mut subdomains = store.realm_subdomains();
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
         let changes = dev::seed_changes(&mut Cx::new(&*clock)).map_err(StartError::Realm)?;
         // The emoji images first: the realm's records name them.
-        let blobs = store.blobs();
         for (_, bytes, _) in dev::DEV_EMOJI_IMAGES {
-            blobs
-                .put(bytes)
+            uploads
+                .put(DEV_SUBDOMAIN, bytes)
                 .map_err(|e| StartError::data_folder(&config.data, e))?;
         }
         create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
@@ -351,6 +352,10 @@ pub async fn spawn_with_clock(
 
     let arbiters: Vec<Arbiter> = (0..REALM_ARBITERS).map(|_| Arbiter::new()).collect();
     let registry = Registry::default();
+    // Emoji images an earlier hearth stored outside the realms' folders: the files each
+    // realm's emoji name, moved into its folder before anything is served.
+    let legacy_uploads = uploads.has_legacy_files();
+    let mut emoji_images = Vec::new();
     for (i, subdomain) in subdomains.iter().enumerate() {
         let recovering = std::time::Instant::now();
         let mut realm_store = store.realm(subdomain)?;
@@ -372,6 +377,9 @@ pub async fn spawn_with_clock(
             recovered.replayed,
             recovered.cut
         );
+        if legacy_uploads {
+            emoji_images.push((subdomain.clone(), recovered.realm.emoji.image_shas()));
+        }
         let hub = Arc::new(EventHub::new(
             clock.clone(),
             Arc::new(recovered.realm.clone()),
@@ -408,6 +416,18 @@ pub async fn spawn_with_clock(
         );
     }
 
+    if legacy_uploads {
+        let moved = uploads
+            .migrate_legacy(&emoji_images)
+            .map_err(|e| StartError::data_folder(&config.data, e))?;
+        tracing::info!(
+            "moved the emoji images of the old layout into the realms' folders: {} copied, \
+             {} old files removed",
+            moved.copied,
+            moved.removed
+        );
+    }
+
     // What start-up read is the durable state now: the manifest says so.
     store.write_manifest()?;
 
@@ -416,7 +436,7 @@ pub async fn spawn_with_clock(
         durability: store.durability.clone(),
         dev: config.dev,
         uploads: Arc::new(api::attachments::Uploads::new(
-            &config.data,
+            uploads,
             config.max_file_upload_size_mib,
             config.upload_sweep_days,
         )),

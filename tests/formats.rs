@@ -222,6 +222,42 @@ async fn messages_of_an_earlier_hearth_are_kept() {
     assert_eq!(next, 15);
 }
 
+/// The same folder kept its emoji images in the old shared layout
+/// (`uploads/<aa>/<sha256>`): the first start moves green_tick's image into the realm's
+/// folder, it is served from there, and the upload sweep keeps it.
+#[actix_web::test]
+async fn emoji_images_of_an_earlier_hearth_are_served() {
+    let (_tmp, dir) = unpack("data-bf7106f.tar.gz");
+    let sha = hearth::storage::uploads::content_hash(hearth::realm::dev::GREEN_TICK_PNG);
+    let old = dir.path().join("uploads").join(&sha[..2]).join(&sha);
+    assert!(old.is_file(), "the fixture holds the old layout");
+    let mut app = TestApp::spawn_in(dir).await;
+    let moved = app
+        .dir
+        .path()
+        .join("uploads")
+        .join(format!("realm-{}", hex::encode("zulip")))
+        .join(&sha);
+    for round in 0..2 {
+        let url = format!("{}/user_avatars/zulip/emoji/images/{sha}.png", app.url);
+        let image = app.client.get(url).send().await.unwrap();
+        assert_eq!(image.status(), 200, "round {round}");
+        let bytes = image.bytes().await.unwrap();
+        assert_eq!(
+            &bytes[..],
+            hearth::realm::dev::GREEN_TICK_PNG,
+            "round {round}"
+        );
+        assert!(moved.is_file() && !old.exists(), "round {round}");
+        assert!(!old.parent().unwrap().exists(), "round {round}");
+        app.server().sweep_uploads().await;
+        assert!(moved.is_file(), "round {round}: the sweep keeps it");
+        if round == 0 {
+            app.restart().await;
+        }
+    }
+}
+
 /// Schema 2 added the message state and every section since (groups' settings,
 /// linkifiers, profile fields, attachments, navigation views, push, status, emoji);
 /// not the realm's plain settings, which schema 3 added.

@@ -1370,6 +1370,214 @@ async fn emoji_survive_a_restart() {
     assert_eq!(list["emoji"]["3"]["name"], "another");
 }
 
+/// The files under the data folder's `uploads/`, relative to it, sorted.
+fn upload_files(app: &TestApp) -> Vec<String> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&app.dir.path().join("uploads"), &mut out);
+    let mut names: Vec<String> = out
+        .iter()
+        .map(|p| {
+            p.strip_prefix(app.dir.path())
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Where the development realm keeps its uploaded files.
+fn dev_realm_files(app: &TestApp) -> std::path::PathBuf {
+    app.dir
+        .path()
+        .join("uploads")
+        .join(format!("realm-{}", hex::encode("zulip")))
+}
+
+/// `GET` of an emoji image (no credentials): the status and the bytes.
+async fn emoji_image(app: &TestApp, host: Option<&str>, url: &str) -> (u16, Vec<u8>) {
+    let mut rb = app.client.get(format!("{}{url}", app.url));
+    if let Some(host) = host {
+        rb = rb.header(reqwest::header::HOST, host);
+    }
+    let resp = rb.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.bytes().await.unwrap().to_vec())
+}
+
+/// The development realm's three custom emoji: green_tick, `keeper` (`png()`) and the
+/// deactivated `retired` (other bytes); their image URLs and bytes.
+async fn three_emoji(app: &TestApp) -> Vec<(String, Vec<u8>)> {
+    let retired = [png(), b"retired".to_vec()].concat();
+    assert_success(&upload(app, HAMLET, "keeper", one_png()).await);
+    let part = vec![("f1", "img.png", Some("image/png"), retired.clone())];
+    assert_success(&upload(app, HAMLET, "retired", part).await);
+    app.ok("DELETE", "/api/v1/realm/emoji/retired", HAMLET, &[])
+        .await;
+    let list = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
+    assert_eq!(list["emoji"]["3"]["deactivated"], true);
+    [
+        ("1", hearth::realm::dev::GREEN_TICK_PNG.to_vec()),
+        ("2", png()),
+        ("3", retired),
+    ]
+    .into_iter()
+    .map(|(id, bytes)| {
+        let url = list["emoji"][id]["source_url"].as_str().unwrap().to_owned();
+        (url, bytes)
+    })
+    .collect()
+}
+
+async fn assert_served(app: &TestApp, images: &[(String, Vec<u8>)]) {
+    for (url, bytes) in images {
+        let (status, body) = emoji_image(app, None, url).await;
+        assert_eq!(status, 200, "{url}");
+        assert_eq!(&body, bytes, "{url}");
+    }
+}
+
+#[actix_web::test]
+async fn the_sweep_never_removes_an_emoji_image() {
+    let app = TestApp::spawn().await;
+    let images = three_emoji(&app).await;
+    // An attachment of an emoji's bytes shares its file; deleting it leaves the file.
+    let key = app.api_key(HAMLET).await;
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(png()).file_name("same.png"),
+    );
+    let rb = app.request(
+        Method::POST,
+        "/api/v1/user_uploads",
+        Auth::Basic(HAMLET, &key),
+    );
+    assert_success(&send(rb.multipart(form)).await);
+    let list = app.ok("GET", "/api/v1/attachments", HAMLET, &[]).await;
+    let id = list["attachments"][0]["id"].as_i64().unwrap();
+    app.ok("DELETE", &format!("/api/v1/attachments/{id}"), HAMLET, &[])
+        .await;
+    assert_served(&app, &images).await;
+    // The sweep removes a stray file, and no emoji's image, deactivated or not.
+    let stray = dev_realm_files(&app).join(hearth::storage::uploads::content_hash(b"stray"));
+    std::fs::write(&stray, b"stray").unwrap();
+    let before = upload_files(&app);
+    app.server().sweep_uploads().await;
+    assert!(!stray.exists());
+    assert_eq!(upload_files(&app).len(), before.len() - 1);
+    assert_served(&app, &images).await;
+}
+
+#[actix_web::test]
+async fn emoji_images_stored_by_an_earlier_hearth_are_still_served() {
+    let mut app = TestApp::spawn().await;
+    let images = three_emoji(&app).await;
+    app.stop().await;
+    // Lay the images out as earlier versions stored them, for all realms in one place:
+    // `uploads/<first two hex digits>/<sha256>`.
+    let uploads = app.dir.path().join("uploads");
+    let mut legacy = Vec::new();
+    for (_, bytes) in &images {
+        let sha = hearth::storage::uploads::content_hash(bytes);
+        std::fs::create_dir_all(uploads.join(&sha[..2])).unwrap();
+        std::fs::rename(
+            dev_realm_files(&app).join(&sha),
+            uploads.join(&sha[..2]).join(&sha),
+        )
+        .unwrap();
+        legacy.push(format!("uploads/{}/{sha}", &sha[..2]));
+    }
+    std::fs::remove_dir(dev_realm_files(&app)).unwrap();
+    std::fs::remove_dir_all(uploads.join("tmp")).unwrap();
+    legacy.sort();
+    assert_eq!(upload_files(&app), legacy);
+    // `hearth check` verifies the old layout's files as well.
+    let folder = app.dir.path().to_str().unwrap().to_owned();
+    let check = run(&["check", "--data", &folder]);
+    assert!(check.status.success(), "{}", text(&check.stdout));
+
+    // The start moves them into the realm's folder; they are served from there.
+    app.start().await;
+    assert_served(&app, &images).await;
+    let moved: Vec<String> = images
+        .iter()
+        .map(|(_, bytes)| {
+            format!(
+                "uploads/realm-{}/{}",
+                hex::encode("zulip"),
+                hearth::storage::uploads::content_hash(bytes)
+            )
+        })
+        .collect();
+    let mut expected = moved.clone();
+    expected.sort();
+    assert_eq!(
+        upload_files(&app),
+        expected,
+        "no file of the old layout is left"
+    );
+    // The sweep keeps them; so does the next start, with nothing left to move.
+    app.server().sweep_uploads().await;
+    assert_eq!(upload_files(&app), expected);
+    app.restart().await;
+    assert_served(&app, &images).await;
+    assert_eq!(upload_files(&app), expected);
+    app.stop().await;
+    let check = run(&["check", "--data", &folder]);
+    assert!(check.status.success(), "{}", text(&check.stdout));
+}
+
+#[actix_web::test]
+async fn each_realm_keeps_its_own_emoji_images() {
+    let (app, other) = TestApp::spawn_two_realms("other", "owner@other.example", |_| {}).await;
+    // The same bytes in both realms: one file in each realm's folder.
+    assert_success(&upload(&app, HAMLET, "dev_pic", one_png()).await);
+    let form = reqwest::multipart::Form::new().part(
+        "f1",
+        reqwest::multipart::Part::bytes(png())
+            .file_name("img.png")
+            .mime_str("image/png")
+            .unwrap(),
+    );
+    let rb = app.request_on(
+        &other.host,
+        Method::POST,
+        "/api/v1/realm/emoji/other_pic",
+        Auth::Basic(&other.owner_email, &other.owner_key),
+    );
+    assert_success(&send(rb.multipart(form)).await);
+    let sha = hearth::storage::uploads::content_hash(&png());
+    let uploads = app.dir.path().join("uploads");
+    for realm in ["zulip", "other"] {
+        let file = uploads
+            .join(format!("realm-{}", hex::encode(realm)))
+            .join(&sha);
+        assert!(file.is_file(), "{}", file.display());
+    }
+    let ours = app.ok("GET", "/api/v1/realm/emoji", HAMLET, &[]).await;
+    let ours = ours["emoji"]["2"]["source_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let theirs = format!("/user_avatars/other/emoji/images/{sha}.png");
+    assert_eq!(emoji_image(&app, Some(&other.host), &theirs).await.0, 200);
+    assert_eq!(emoji_image(&app, Some(DEV_HOST), &ours).await.0, 200);
+    // Neither realm serves the other's images.
+    assert_eq!(emoji_image(&app, Some(DEV_HOST), &theirs).await.0, 404);
+    assert_eq!(emoji_image(&app, Some(&other.host), &ours).await.0, 404);
+}
+
 // ---------------------------------------------------------------- recorded shapes
 
 /// A body's shape: every value replaced by its JSON type, objects keyed by emails or

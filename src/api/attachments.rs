@@ -66,9 +66,9 @@ pub struct Uploads {
 }
 
 impl Uploads {
-    pub fn new(data: &std::path::Path, max_mib: u64, sweep_days: u64) -> Uploads {
+    pub fn new(store: Arc<UploadStore>, max_mib: u64, sweep_days: u64) -> Uploads {
         Uploads {
-            store: Arc::new(UploadStore::new(data)),
+            store,
             max_mib,
             sweep_days,
         }
@@ -314,10 +314,11 @@ pub async fn remove_attachment(req: ApiRequest, path: web::Path<String>) -> ApiR
     Ok(success(body))
 }
 
-/// Deletes the realm's files among `shas` that no attachment names any more. Call it
-/// once the change that released them is visible: each file is checked against the
-/// version published at that moment (under the store's lock, so an upload of the same
-/// bytes either still holds the file or is already recorded).
+/// Deletes the realm's files among `shas` that no attachment or custom emoji names
+/// (`Realm::upload_is_referenced`). Call it once the change that released them is
+/// visible: each file is checked against the version published at that moment (under
+/// the store's lock, so an upload of the same bytes either still holds the file or is
+/// already recorded).
 pub async fn remove_unreferenced_files(state: &AppState, hub: &Arc<EventHub>, shas: Vec<String>) {
     if shas.is_empty() {
         return;
@@ -437,13 +438,11 @@ fn disposition(inline: bool, name: &str) -> String {
 }
 
 async fn send_file(state: &AppState, realm: &Realm, att: &Attachment) -> HttpResponse {
-    let path = state
-        .uploads
-        .store
-        .file_path(&realm.settings.subdomain, &att.sha256);
-    let bytes = match web::block(move || std::fs::read(path)).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => return file_missing(),
+    let store = state.uploads.store.clone();
+    let (subdomain, sha) = (realm.settings.subdomain.clone(), att.sha256.clone());
+    let bytes = match web::block(move || store.read(&subdomain, &sha)).await {
+        Ok(Ok(Some(bytes))) => bytes,
+        Ok(Ok(None)) => return file_missing(),
         _ => {
             tracing::error!("cannot read the upload {}", att.path_id);
             return actix_web::ResponseError::error_response(&ApiError::internal());

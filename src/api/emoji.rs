@@ -6,7 +6,6 @@ use serde_json::{Map, Value};
 use super::{success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
 use crate::error::ApiError;
 use crate::realm::emoji::{check_emoji_image, image_content_type, served_content_type, NewEmoji};
-use crate::storage::blobs::Blobs;
 
 /// # `GET /realm/emoji`
 pub async fn get_realm_emoji(req: ApiRequest) -> ApiResponse {
@@ -23,8 +22,9 @@ pub async fn get_realm_emoji(req: ApiRequest) -> ApiResponse {
 /// # `POST /realm/emoji/{emoji_name}`
 ///
 /// Zulip's checks in its order: who may add, the name, the one file, its size and
-/// image type. The image is stored (content-addressed, fsynced) before the emoji is
-/// recorded, so a recorded emoji always has its image.
+/// image type. The image is stored in the realm's folder of uploaded files
+/// (content-addressed, fsynced, as attachments are) before the emoji is recorded, so a
+/// recorded emoji always has its image; the upload holds the file until then.
 pub async fn upload_emoji(mut req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let raw_name = path.into_inner();
     let files = std::mem::take(&mut req.files);
@@ -32,8 +32,9 @@ pub async fn upload_emoji(mut req: ApiRequest, path: web::Path<String>) -> ApiRe
     let file = files.into_iter().next().ok_or_else(ApiError::internal)?;
     let content_type = image_content_type(file.content_type.as_deref(), &file.file_name);
     let image = check_emoji_image(&file.bytes, &content_type)?;
-    let blobs = Blobs::new(req.state.durability.dir());
-    let hash = web::block(move || blobs.put(&file.bytes))
+    let store = req.state.uploads.store.clone();
+    let subdomain = req.hub.current().settings.subdomain.clone();
+    let held = web::block(move || store.put(&subdomain, &file.bytes))
         .await
         .map_err(|_| ApiError::internal())?
         .map_err(|e| {
@@ -42,15 +43,18 @@ pub async fn upload_emoji(mut req: ApiRequest, path: web::Path<String>) -> ApiRe
         })?;
     let new = NewEmoji {
         files: 1,
-        file_name: Some(format!("{hash}.{}", image.extension)),
+        file_name: Some(format!("{}.{}", held.sha256, image.extension)),
     };
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        let changes = c.realm.decide_add_realm_emoji(me, &raw_name, &new)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    let body = req
+        .call(CallOpts::USER, move |c| {
+            let me = c.me()?;
+            let changes = c.realm.decide_add_realm_emoji(me, &raw_name, &new)?;
+            Ok(Outcome::write(changes, Map::new()))
+        })
+        .await;
+    // Recorded (and visible) or refused: either way the upload no longer holds it.
+    drop(held);
+    body.map(success)
 }
 
 /// # `DELETE /realm/emoji/{emoji_name}`
@@ -81,12 +85,16 @@ pub async fn emoji_image(req: HttpRequest, path: web::Path<(String, String)>) ->
         return not_found();
     };
     let realm = handle.hub.current();
-    if segment != realm.emoji_url_segment() || realm.realm_emoji_by_file(&file_name).is_none() {
+    if segment != realm.emoji_url_segment() {
         return not_found();
     }
-    let hash = file_name.split('.').next().unwrap_or_default().to_owned();
-    let blobs = Blobs::new(state.durability.dir());
-    match web::block(move || blobs.get(&hash)).await {
+    let Some(emoji) = realm.realm_emoji_by_file(&file_name) else {
+        return not_found();
+    };
+    let sha = emoji.sha256().to_owned();
+    let subdomain = realm.settings.subdomain.clone();
+    let store = state.uploads.store.clone();
+    match web::block(move || store.read(&subdomain, &sha)).await {
         Ok(Ok(Some(bytes))) => HttpResponse::Ok()
             .content_type(served_content_type(&file_name))
             .insert_header(("Cache-Control", "public, max-age=31536000, immutable"))

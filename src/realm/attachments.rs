@@ -204,9 +204,11 @@ impl Realm {
             .and_then(|id| self.attachments.get(id))
     }
 
-    /// Whether some attachment of this realm is stored under `sha256`.
+    /// Whether something of this realm names its stored file `sha256`: an attachment, or
+    /// a custom emoji's image (active or deactivated). Files share the realm's folder
+    /// (`storage::uploads`), so only a file neither names may be removed.
     pub fn upload_is_referenced(&self, sha256: &str) -> bool {
-        self.attachment_shas.contains_key(sha256)
+        self.attachment_shas.contains_key(sha256) || self.emoji.names_image(sha256)
     }
 
     /// The total size of the realm's uploads (`upload_space_used`).
@@ -461,8 +463,8 @@ impl Realm {
         }
     }
 
-    /// The files whose last attachment a change deletes (`sha256` of each), to remove
-    /// from disk once the change is durable.
+    /// The files whose last attachment a change deletes (`sha256` of each) and that no
+    /// custom emoji names, to remove from disk once the change is durable.
     pub fn files_released_by(&self, before: &Realm, change: &AttachmentChange) -> Vec<String> {
         let ids: Vec<AttachmentId> = match change {
             AttachmentChange::Removed { id } => vec![*id],
@@ -642,6 +644,52 @@ mod tests {
             "the sweep sends no event"
         );
         assert_eq!(r.upload_space_used(), 0);
+    }
+
+    #[test]
+    fn emoji_images_are_referenced_like_attachments() {
+        let mut r = realm();
+        let iago = r
+            .user_by_delivery_email("iago@zulip.com")
+            .expect("i")
+            .clone();
+        let green_tick = crate::storage::uploads::content_hash(crate::realm::dev::GREEN_TICK_PNG);
+        assert!(r.upload_is_referenced(&green_tick));
+        assert!(!r.upload_is_referenced("aa"));
+        // An attachment of the same bytes: deleting it leaves the emoji's file.
+        let mut cx = Cx::seeded(1_700_000_000_000, 9);
+        let upload = StoredUpload {
+            name: "tick.png".into(),
+            size: 10,
+            sha256: green_tick.clone(),
+            content_type: "image/png".into(),
+        };
+        let (c, path_id) = r.decide_create_attachment(&iago, upload, &mut cx);
+        apply_all(&mut r, &c);
+        let id = r.attachment_by_path(&path_id).expect("att").id;
+        let (c, sha) = r
+            .decide_remove_attachment(&iago, id as i64)
+            .expect("remove");
+        assert_eq!(sha, green_tick);
+        let before = r.clone();
+        apply_all(&mut r, &c);
+        let Change::Attachment(change) = &c[0] else {
+            panic!("{c:?}")
+        };
+        assert!(r.files_released_by(&before, change).is_empty());
+        // Deactivated, an emoji still names its image; so does a realm read back from a
+        // snapshot (the index is derived).
+        let c = r
+            .decide_deactivate_realm_emoji(&iago, "green_tick")
+            .expect("deactivate");
+        apply_all(&mut r, &c);
+        assert!(r.upload_is_referenced(&green_tick));
+        let bytes = crate::storage::codec::encode_realm(&r).expect("encode");
+        let mut back = crate::storage::codec::decode_realm(&bytes).expect("decode");
+        assert!(!back.upload_is_referenced(&green_tick));
+        back.rebuild_indexes();
+        assert!(back.upload_is_referenced(&green_tick));
+        assert_eq!(back.emoji.image_shas(), vec![green_tick]);
     }
 
     #[test]

@@ -26,7 +26,8 @@ const DEV_REALM_JSON: &str = include_str!("dev_realm.json");
 pub const GREEN_TICK_PNG: &[u8] = include_bytes!("green_tick.png");
 
 /// The images the development realm's custom emoji use, by emoji name: the server
-/// stores them (`storage::blobs`) when it seeds the realm.
+/// stores them in the realm's folder of uploaded files (`storage::uploads`) when it
+/// seeds the realm.
 pub const DEV_EMOJI_IMAGES: &[(&str, &[u8], &str)] = &[("green_tick", GREEN_TICK_PNG, "png")];
 
 /// The first user id of the development realm (Zulip's system bots hold 1-5 there).
@@ -281,7 +282,10 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
         changes.push(Change::Emoji(EmojiChange::Added(RealmEmoji {
             id: 1 + i as u64,
             name: e.name.clone(),
-            file_name: format!("{}.{extension}", crate::storage::blobs::content_hash(bytes)),
+            file_name: format!(
+                "{}.{extension}",
+                crate::storage::uploads::content_hash(bytes)
+            ),
             author_id: Some(author),
             deactivated: e.deactivated,
         })));

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use imbl::OrdMap;
+use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -142,11 +142,21 @@ pub fn check_valid_emoji_name(name: &str) -> ApiResult<()> {
 pub struct RealmEmoji {
     pub id: EmojiId,
     pub name: String,
-    /// The stored image: `<sha-256 of its bytes>.<extension>` (see `storage::blobs`).
+    /// The stored image: `<sha-256 of its bytes>.<extension>`, in the realm's folder of
+    /// uploaded files under the hash (see `storage::uploads`).
     pub file_name: String,
     /// Who uploaded it (`None` when unknown).
     pub author_id: Option<UserId>,
     pub deactivated: bool,
+}
+
+impl RealmEmoji {
+    /// The hash its image is stored under (`file_name` without its extension).
+    pub fn sha256(&self) -> &str {
+        self.file_name
+            .split_once('.')
+            .map_or(self.file_name.as_str(), |(sha, _)| sha)
+    }
 }
 
 /// The realm's custom emoji.
@@ -156,6 +166,10 @@ pub struct EmojiState {
     pub by_id: OrdMap<EmojiId, RealmEmoji>,
     /// The next id `decide_add_realm_emoji` hands out; ids are never reused.
     pub next_id: EmojiId,
+    /// The hashes of the stored images that emoji name (deactivated ones included: an
+    /// emoji is never removed, and neither is its image). Derived from `by_id`.
+    #[serde(skip)]
+    image_shas: OrdSet<String>,
 }
 
 impl Default for EmojiState {
@@ -163,7 +177,25 @@ impl Default for EmojiState {
         EmojiState {
             by_id: OrdMap::new(),
             next_id: 1,
+            image_shas: OrdSet::new(),
         }
+    }
+}
+
+impl EmojiState {
+    /// Whether some custom emoji, active or deactivated, names the stored file `sha256`.
+    pub fn names_image(&self, sha256: &str) -> bool {
+        self.image_shas.contains(sha256)
+    }
+
+    /// The hashes of every stored image the custom emoji name, active or deactivated.
+    pub fn image_shas(&self) -> Vec<String> {
+        self.image_shas.iter().cloned().collect()
+    }
+
+    /// Rebuilds `image_shas` from `by_id` (after loading).
+    pub(crate) fn rebuild_index(&mut self) {
+        self.image_shas = self.by_id.values().map(|e| e.sha256().to_owned()).collect();
     }
 }
 
@@ -483,6 +515,7 @@ impl Realm {
         match change {
             EmojiChange::Added(e) => {
                 self.emoji.next_id = self.emoji.next_id.max(e.id + 1);
+                self.emoji.image_shas.insert(e.sha256().to_owned());
                 self.emoji.by_id.insert(e.id, e.clone());
             }
             EmojiChange::Deactivated { id } => {

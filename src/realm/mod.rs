@@ -325,6 +325,7 @@ impl Realm {
         self.messages.rebuild_due();
         self.rebuild_linkifier_cache();
         self.rebuild_attachment_indexes();
+        self.emoji.rebuild_index();
         self.rebuild_group_uses();
     }
 

@@ -16,14 +16,14 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use super::manifest::{self, Manifest, ManifestError, RealmMark};
 use super::wal::{self, End, Scan};
-use super::{codec, message_db, messages, DurabilityMode, StorageError, Store};
+use super::{codec, message_db, messages, uploads, DurabilityMode, StorageError, Store};
 use super::{PRESENCE_PREFIX, SNAP_PREFIX, WAL_PREFIX};
 use crate::realm::messages::MessageId;
 
@@ -541,7 +541,8 @@ fn some_ids(ids: impl Iterator<Item = u64>) -> String {
 }
 
 /// Uploaded files whose content does not match their name (the SHA-256 of it), relative
-/// to the data folder.
+/// to the data folder: every file named by a hash anywhere under `uploads/` (each
+/// realm's folder, and the old layout's `<aa>/` folders a start has not moved yet).
 fn bad_uploads(data: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = fs::read_dir(dir) else {
@@ -554,19 +555,16 @@ fn bad_uploads(data: &Path) -> Vec<PathBuf> {
                 continue;
             }
             let name = entry.file_name().to_string_lossy().into_owned();
-            let is_hash = name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit());
-            if !is_hash {
+            if !uploads::is_hash(&name) {
                 continue;
             }
-            let mut bytes = Vec::new();
-            let read = File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes));
-            if read.is_err() || super::blobs::content_hash(&bytes) != name {
+            if uploads::file_hash(&path).ok().as_deref() != Some(name.as_str()) {
                 out.push(path);
             }
         }
     }
     let mut out = Vec::new();
-    walk(&data.join(super::blobs::UPLOADS_DIR), &mut out);
+    walk(&data.join(uploads::UPLOADS_DIR), &mut out);
     let mut out: Vec<PathBuf> = out
         .into_iter()
         .filter_map(|p| p.strip_prefix(data).ok().map(Path::to_path_buf))

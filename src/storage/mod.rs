@@ -1,8 +1,9 @@
 //! Persistence: one sled database per server; per realm a WAL tree of decided changes,
 //! a snapshots tree of whole realms and a tree of coalesced presence; the message rows
 //! in a second sled database beside it (`message_db`), opened in the background so that
-//! their number does not hold up a start; uploaded files beside both (`blobs`). See
-//! `design.md`, "Persistence".
+//! their number does not hold up a start; uploaded files (attachments, custom emoji
+//! images) beside both, one folder per realm (`uploads`). See `design.md`,
+//! "Persistence".
 //!
 //! # Integrity: corruption is never silent
 //!
@@ -38,7 +39,6 @@
 //! consistent state it can read, keeps the damaged one beside it, and says what was lost
 //! (`integrity`).
 
-pub mod blobs;
 pub mod codec;
 pub mod durability;
 pub mod integrity;
@@ -207,11 +207,6 @@ impl Store {
             format!("{PRESENCE_PREFIX}{subdomain}"),
             self.durability.clone(),
         )
-    }
-
-    /// The content-addressed files of the data folder (custom emoji images).
-    pub fn blobs(&self) -> blobs::Blobs {
-        blobs::Blobs::new(self.durability.dir())
     }
 
     /// The WAL and snapshot trees of one realm.
