@@ -228,16 +228,19 @@ impl RealmActor {
              state reset to WAL record {seq}",
             dropped.len()
         );
-        if let Err(e) = self.store.reset(seq, &self.realm) {
-            tracing::error!("realm '{subdomain}': cannot reset after the storage fault: {e}");
-        }
         // Rows the dropped decisions changed are put back; rows the dropped sends wrote
-        // must not meet the ids given again.
+        // must not meet the ids given again. Both are queued before the reset is
+        // acknowledged: the store's recovery syncs the message database only once every
+        // realm has acknowledged, and that sync must cover them before the WAL hands
+        // out these records' numbers again.
         if let Err(e) = self.store.messages().undo_after(seq) {
             tracing::error!("realm '{subdomain}': message rows of dropped writes kept: {e}");
         }
         if let Err(e) = self.store.messages().purge_from(&self.realm) {
             tracing::error!("realm '{subdomain}': message rows of dropped sends kept: {e}");
+        }
+        if let Err(e) = self.store.reset(seq, &self.realm) {
+            tracing::error!("realm '{subdomain}': cannot reset after the storage fault: {e}");
         }
     }
 

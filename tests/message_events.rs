@@ -538,7 +538,40 @@ async fn a_content_edit_recomputes_mention_flags() {
         flags_of(&app.ok("GET", &path, HAMLET, &[]).await),
         Vec::<String>::new()
     );
+    // A wildcard that comes concerns every recipient; with it unchanged, only the
+    // users mentioned before or after change.
+    app.ok("PATCH", &path, IAGO, &[("content", "@**all** hello")])
+        .await;
+    let wildcard = ["stream_wildcard_mentioned", "wildcard_mentioned"];
+    assert_eq!(flags_of(&app.ok("GET", &path, HAMLET, &[]).await), wildcard);
+    let mut starred_wildcard = vec!["starred"];
+    starred_wildcard.extend(wildcard);
+    assert_eq!(
+        flags_of(&app.ok("GET", &path, OTHELLO, &[]).await),
+        starred_wildcard
+    );
+    app.ok(
+        "PATCH",
+        &path,
+        IAGO,
+        &[("content", "@**all** hi @**King Hamlet**")],
+    )
+    .await;
+    let mut mentioned_wildcard = vec!["mentioned"];
+    mentioned_wildcard.extend(wildcard);
+    assert_eq!(
+        flags_of(&app.ok("GET", &path, HAMLET, &[]).await),
+        mentioned_wildcard
+    );
+    assert_eq!(
+        flags_of(&app.ok("GET", &path, OTHELLO, &[]).await),
+        starred_wildcard
+    );
     app.ok("PATCH", &path, IAGO, &[("content", "bye")]).await;
+    assert_eq!(
+        flags_of(&app.ok("GET", &path, HAMLET, &[]).await),
+        Vec::<String>::new()
+    );
     assert_eq!(
         flags_of(&app.ok("GET", &path, OTHELLO, &[]).await),
         ["starred"]

@@ -725,7 +725,14 @@ fn resolve_undo(
     };
     let newest = match moved.iter().find(|m| m.id == newest_id) {
         Some(m) => Some((*m).clone()),
-        None => store.get(newest_id)?,
+        // The index names it; the row must agree that it is in this topic.
+        None => store.get(newest_id)?.filter(|m| match &m.recipient {
+            crate::realm::messages::Recipient::Channel {
+                channel_id,
+                topic: t,
+            } => *channel_id == channel && t.to_lowercase() == topic.to_lowercase(),
+            crate::realm::messages::Recipient::Direct { .. } => false,
+        }),
     };
     let Some(newest) = newest.filter(|m| {
         moves::is_resolve_notice(m) && now - m.timestamp <= moves::RESOLVE_UNDO_GRACE_SECS

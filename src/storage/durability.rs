@@ -423,7 +423,19 @@ impl Durability {
     }
 
     /// Flushes now, on the caller's thread: sled's log, then an `fsync` of its file.
+    /// Repairs of the message database go first (`MessageDb::sync_repairs`): the
+    /// records this flush makes durable may reuse the numbers and ids of records whose
+    /// rows they repaired.
     pub fn flush_now(&self) -> Result<(), sled::Error> {
+        if let Some(n) = self.messages.sync_repairs() {
+            self.marks.messages_synced(n);
+        }
+        self.flush_main()
+    }
+
+    /// `flush_now` without the message database's repairs: for the message database's
+    /// own opening, which they wait for.
+    pub(super) fn flush_main(&self) -> Result<(), sled::Error> {
         let target = self.written.load(Ordering::SeqCst);
         // Records appended by now are in the trees: this flush covers them.
         let appended = self.marks.appended();

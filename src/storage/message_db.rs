@@ -29,6 +29,19 @@
 //! only after this database was flushed and `fsync`ed (`sync`), since records a
 //! snapshot covers are never replayed again and their rows then live only here.
 //!
+//! # Repairs reach the disk before the WAL moves on
+//!
+//! Records lost with the WAL's unflushed tail, or dropped by a storage fault, may have
+//! left rows here; the repair (`Op::Undo`, then `Op::Purge`) puts back or removes
+//! them. Their record numbers and message ids are then given again, and the undo log
+//! is keyed by record number: were the repair still in memory when new records with
+//! those numbers became durable, a second crash would find the old rows and the old
+//! undo entries under the new numbers (and per-user rows of a lost channel message
+//! beside a new direct message with its id). So a repair that changed rows, or one
+//! still queued while this database opens, makes the next WAL flush sync this
+//! database first (`sync_repairs`, from `Durability::flush_now`). The usual start,
+//! with nothing to repair, costs one wait for the open before its first flush.
+//!
 //! # Folders from before
 //!
 //! A folder whose main database still holds message trees (hearth before this module)
@@ -41,6 +54,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -48,6 +62,8 @@ use tokio::sync::watch;
 
 use super::durability::{flush_durably, sync_blob_files, Durability};
 use super::manifest::META_TREE;
+#[cfg(test)]
+use super::messages::UNDO_CHUNK_BYTES;
 use super::messages::{apply, Op, Trees};
 use super::StorageError;
 
@@ -99,6 +115,10 @@ pub struct MessageDb {
     syncing: Mutex<()>,
     changed: Condvar,
     ready: watch::Sender<Readiness>,
+    /// Repairs queued while opening and not yet applied (see the module doc).
+    repairs_queued: AtomicUsize,
+    /// A repair changed rows that no sync has covered yet.
+    repaired: AtomicBool,
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -159,6 +179,8 @@ impl MessageDb {
             syncing: Mutex::new(()),
             changed: Condvar::new(),
             ready: watch::channel(Readiness::Opening).0,
+            repairs_queued: AtomicUsize::new(0),
+            repaired: AtomicBool::new(false),
         })
     }
 
@@ -228,7 +250,14 @@ impl MessageDb {
                 }
             };
             for q in batch {
-                apply(&trees_of(&db, &mut trees, &q.names)?, q.op)?;
+                let repair = q.op.is_repair();
+                let changed = apply(&trees_of(&db, &mut trees, &q.names)?, q.op)?;
+                if changed {
+                    self.repaired.store(true, Ordering::SeqCst);
+                }
+                if repair {
+                    self.repairs_queued.fetch_sub(1, Ordering::SeqCst);
+                }
                 applied += 1;
             }
         });
@@ -284,6 +313,9 @@ impl MessageDb {
         let mut state = lock(&self.state);
         match &mut *state {
             State::Opening(queue) => {
+                if op.is_repair() {
+                    self.repairs_queued.fetch_add(1, Ordering::SeqCst);
+                }
                 queue.push(Queued {
                     names: names.clone(),
                     op,
@@ -294,6 +326,9 @@ impl MessageDb {
                 let t = trees_of(db, trees, names);
                 drop(state);
                 let written = t.map_err(StorageError::from).and_then(|t| apply(&t, op));
+                if let Ok(true) = written {
+                    self.repaired.store(true, Ordering::SeqCst);
+                }
                 if let Err(e) = written {
                     self.fail(format!(
                         "the message database {} cannot be written: {e}; restart hearth \
@@ -377,6 +412,34 @@ impl MessageDb {
         drop(db);
         sync_blob_files(&self.dir)?;
         Ok(n)
+    }
+
+    /// Makes repairs durable before the WAL makes more records durable (see the module
+    /// doc): waits for repairs queued while opening, then syncs if one changed rows.
+    /// Returns the sync's number if it synced. A database that cannot be opened or
+    /// synced is failed instead (its rows are then written again from the WAL at the
+    /// next start), so the WAL never stops for it.
+    pub fn sync_repairs(&self) -> Option<u64> {
+        if self.repairs_queued.load(Ordering::SeqCst) > 0 {
+            // `Open` is declared only once the queue, repairs included, is applied.
+            if self.when_open(|_, _| Ok(())).is_err() {
+                return None;
+            }
+        }
+        if !self.repaired.swap(false, Ordering::SeqCst) {
+            return None;
+        }
+        match self.sync() {
+            Ok(n) => Some(n),
+            Err(e) => {
+                self.fail(format!(
+                    "the message database {} cannot be synced after a repair: {e}; run \
+                     `hearth check`",
+                    self.dir.display()
+                ));
+                None
+            }
+        }
     }
 
     /// The open database, waiting for it (tools).
@@ -487,7 +550,8 @@ fn migrate(durability: &Durability, db: &sled::Db, dir: &Path) -> Result<(), Sto
     }
     main.open_tree(META_TREE)?.insert(MARKER_KEY, &[1u8][..])?;
     drop(main);
-    durability.flush_now()?;
+    // Not `flush_now`, which waits for this very opening to end (`sync_repairs`).
+    durability.flush_main()?;
     Ok(())
 }
 
@@ -662,6 +726,220 @@ mod tests {
         db.write(&names, Op::Trim { upto: 3 }).unwrap();
         db.write(&names, Op::Undo { after: 0 }).unwrap();
         assert_eq!(store.flags(b, 1).unwrap(), Some(flags::STARRED));
+    }
+
+    /// A logged op whose earlier values are large (a move of a long topic) is logged
+    /// as several entries of at most about `UNDO_CHUNK_BYTES` (sled keeps larger values
+    /// as unsynced blob files), and undoing the record puts every row back.
+    #[test]
+    fn a_large_undo_is_logged_in_chunks_and_undone_whole() {
+        use crate::realm::messages::Recipient;
+        let dir = tempfile::tempdir().unwrap();
+        let db = MessageDb::new(dir.path());
+        db.settle(open_sled(dir.path()).map_err(Into::into), Instant::now());
+        let store = MessageStore::new("zulip", db.clone());
+        let names = Arc::new(super::super::messages::tree_names("zulip"));
+        let (a, b) = (10, 11);
+        let originals: Vec<_> = (1..=200)
+            .map(|id| {
+                let mut m = message(id, a, b);
+                m.content = "x".repeat(1_000);
+                m
+            })
+            .collect();
+        for m in &originals {
+            let op = Op::Sent {
+                message: m.clone(),
+                recipients: vec![(a, flags::READ), (b, 0)],
+            };
+            db.write(&names, op).unwrap();
+        }
+        let pairs = originals
+            .iter()
+            .map(|m| {
+                let mut after = m.clone();
+                after.recipient = Recipient::Direct { users: vec![a, b] };
+                after.content = "moved".into();
+                (m.clone(), after)
+            })
+            .collect();
+        let edit = Op::Logged {
+            seq: 9,
+            op: Box::new(Op::Edited {
+                pairs,
+                mentions: Vec::new(),
+            }),
+        };
+        db.write(&names, edit).unwrap();
+        let undo = db.db().unwrap().open_tree(&names[4]).unwrap();
+        let sizes: Vec<usize> = undo.iter().map(|e| e.unwrap().1.len()).collect();
+        assert!(sizes.len() > 4, "one entry per ~32 KiB: {sizes:?}");
+        assert!(sizes.iter().all(|&n| n < 2 * UNDO_CHUNK_BYTES), "{sizes:?}");
+        assert_eq!(store.get(7).unwrap().unwrap().content, "moved");
+        db.write(&names, Op::Undo { after: 8 }).unwrap();
+        for m in &originals {
+            assert_eq!(store.get(m.id).unwrap().as_ref(), Some(m));
+        }
+        assert_eq!(undo.len(), 0);
+    }
+
+    /// A propagated move decided on rows read earlier (on a worker) keeps what changed
+    /// since: a reaction added meanwhile stays, with the move and its edit record on
+    /// top, once even when the write is replayed; a message deleted meanwhile stays
+    /// deleted, out of every index.
+    #[test]
+    fn a_move_of_stale_rows_keeps_what_changed_since() {
+        use crate::realm::messages::fetch::Source;
+        use crate::realm::messages::{EditRecord, Reaction, Recipient};
+        let dir = tempfile::tempdir().unwrap();
+        let db = MessageDb::new(dir.path());
+        db.settle(open_sled(dir.path()).map_err(Into::into), Instant::now());
+        let store = MessageStore::new("zulip", db.clone());
+        let names = Arc::new(super::super::messages::tree_names("zulip"));
+        let (a, b) = (10, 11);
+        let in_topic = |id, topic: &str| {
+            let mut m = message(id, a, b);
+            m.recipient = Recipient::Channel {
+                channel_id: 3,
+                topic: topic.into(),
+            };
+            m
+        };
+        let stale = [in_topic(1, "old"), in_topic(2, "old")];
+        for m in &stale {
+            let op = Op::Sent {
+                message: m.clone(),
+                recipients: vec![(a, flags::READ), (b, 0)],
+            };
+            db.write(&names, op).unwrap();
+        }
+        let reaction = Reaction {
+            user_id: b,
+            emoji_name: "smile".into(),
+            emoji_code: "1f604".into(),
+            reaction_type: "unicode_emoji".into(),
+        };
+        let react = Op::Reaction {
+            message_id: 1,
+            reaction: reaction.clone(),
+            add: true,
+        };
+        db.write(&names, react).unwrap();
+        db.write(&names, Op::Deleted(vec![stale[1].clone()]))
+            .unwrap();
+        let record = EditRecord {
+            user_id: a,
+            timestamp: 1_700_000_100,
+            prev_content: None,
+            prev_rendered_content: None,
+            prev_topic: Some("old".into()),
+            prev_channel: None,
+            topic: Some("new".into()),
+            channel: None,
+        };
+        let pairs: Vec<_> = stale
+            .iter()
+            .map(|m| {
+                let mut after = m.clone();
+                after.recipient = in_topic(m.id, "new").recipient;
+                after.last_moved_timestamp = Some(1_700_000_100);
+                after.edits.push(record.clone());
+                (m.clone(), after)
+            })
+            .collect();
+        for _ in 0..2 {
+            let edit = Op::Edited {
+                pairs: pairs.clone(),
+                mentions: Vec::new(),
+            };
+            db.write(&names, edit).unwrap();
+        }
+        let moved = store.get(1).unwrap().unwrap();
+        assert_eq!(moved.reactions, [reaction]);
+        assert_eq!(moved.recipient, in_topic(1, "new").recipient);
+        assert_eq!(moved.edits, [record]);
+        assert_eq!(moved.last_moved_timestamp, Some(1_700_000_100));
+        assert!(store.get(2).unwrap().is_none());
+        let ids = |topic: &str| -> Vec<u64> {
+            store
+                .ids(&Source::Topic(3, topic.into()), 0, u64::MAX, false)
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        assert_eq!(ids("new"), [1]);
+        assert_eq!(ids("old"), Vec::<u64>::new());
+    }
+
+    /// A purge removes per-user rows from the realm's next message id on of users the
+    /// realm does not know (created by lost records), while rows of earlier messages of
+    /// ids above the realm's next user id (system bots) stay.
+    #[test]
+    fn a_purge_removes_rows_of_users_created_by_lost_records() {
+        use crate::realm::dev::dev_realm_changes;
+        use crate::realm::{Cx, Realm};
+        let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).unwrap();
+        let mut realm = Realm::from_first_change(&changes[0]).unwrap();
+        changes.iter().for_each(|c| realm.apply(c));
+        realm.messages.next_id = 5;
+        let a = *realm.users.keys().next().unwrap();
+        let (lost_user, bot) = (realm.next_user_id, u64::from(i32::MAX as u32));
+        let dir = tempfile::tempdir().unwrap();
+        let db = MessageDb::new(dir.path());
+        db.settle(open_sled(dir.path()).map_err(Into::into), Instant::now());
+        let store = MessageStore::new("zulip", db.clone());
+        let names = Arc::new(super::super::messages::tree_names("zulip"));
+        for (id, to) in [(4, bot), (5, lost_user), (6, bot)] {
+            let op = Op::Sent {
+                message: message(id, a, to),
+                recipients: vec![(a, flags::READ), (to, 0)],
+            };
+            db.write(&names, op).unwrap();
+        }
+        store.purge_from(&realm).unwrap();
+        assert_eq!(store.flags(bot, 4).unwrap(), Some(0));
+        assert_eq!(store.flags(lost_user, 5).unwrap(), None);
+        assert_eq!(store.flags(bot, 6).unwrap(), None);
+        assert_eq!(store.flags(a, 5).unwrap(), None);
+    }
+
+    /// A repair that changed rows is synced before the WAL's next flush; one that
+    /// changed nothing costs no sync; one queued while the database opens is waited
+    /// for.
+    #[test]
+    fn repairs_are_synced_before_the_next_wal_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = MessageDb::new(dir.path());
+        let names = Arc::new(super::super::messages::tree_names("zulip"));
+        let logged = |seq: u64, add: bool| Op::Logged {
+            seq,
+            op: Box::new(Op::Flags {
+                user_id: 7,
+                flag: flags::STARRED,
+                add,
+                ids: vec![1],
+            }),
+        };
+        db.write(&names, logged(1, true)).unwrap();
+        db.write(&names, Op::Undo { after: 5 }).unwrap();
+        let opener = {
+            let (db, dir) = (db.clone(), dir.path().to_owned());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                db.settle(open_sled(&dir).map_err(Into::into), Instant::now());
+            })
+        };
+        // Queued, changed nothing: waited for, not synced.
+        assert_eq!(db.sync_repairs(), None);
+        assert!(matches!(&*lock(&db.state), State::Open { .. }));
+        opener.join().unwrap();
+        let syncs = || synced(&db.db().unwrap()).unwrap();
+        let before = syncs();
+        db.write(&names, logged(6, false)).unwrap();
+        db.write(&names, Op::Undo { after: 5 }).unwrap();
+        assert_eq!(db.sync_repairs(), Some(before + 1));
+        assert_eq!(syncs(), before + 1);
+        assert_eq!(db.sync_repairs(), None, "once");
     }
 
     /// Writes made while the database opens wait in order and are applied before any

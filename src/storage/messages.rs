@@ -188,9 +188,10 @@ pub(super) enum Op {
     },
     Edited {
         pairs: Vec<(Message, Message)>,
-        /// Per message whose mentions changed: each user's mention bits after the
-        /// edit (`MENTION_BITS`), for the users who have a row for it.
-        mentions: Vec<(MessageId, Vec<(UserId, u32)>)>,
+        /// Per message whose mentions changed: the flags recomputed (`mask`, within
+        /// `MENTION_BITS`) and each user's bits of them after the edit, applied to the
+        /// users who have a row for it.
+        mentions: Vec<Mentions>,
     },
     Reaction {
         message_id: MessageId,
@@ -221,6 +222,26 @@ pub(super) enum Op {
         upto: u64,
     },
 }
+
+/// The mention flags an edit recomputes for one message (`Op::Edited`).
+pub(super) struct Mentions {
+    id: MessageId,
+    mask: u32,
+    users: Vec<(UserId, u32)>,
+}
+
+impl Op {
+    /// Whether this op repairs rows of lost records (see `message_db`'s module doc).
+    pub(super) fn is_repair(&self) -> bool {
+        matches!(self, Op::Undo { .. } | Op::Purge(_))
+    }
+}
+
+/// An undo-log entry's size above which the rest of an op's earlier values go to the
+/// next entry: sled keeps a value over ~128 KiB as a blob file of its own, which it
+/// neither orders with its log nor syncs, so one large entry could be missing after a
+/// power loss while the rows written after it are not.
+pub(super) const UNDO_CHUNK_BYTES: usize = 32 * 1024;
 
 /// Which tree a write goes to (in the undo log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -268,6 +289,8 @@ struct Plan<'a> {
     writes: Vec<(Tag, Vec<u8>, Option<Vec<u8>>)>,
     /// The newest planned value of each key written.
     planned: HashMap<(Tag, Vec<u8>), Option<Vec<u8>>>,
+    /// Each key's value on disk as first read, so that logging it reads it no more.
+    read: HashMap<(Tag, Vec<u8>), Option<Vec<u8>>>,
 }
 
 impl<'a> Plan<'a> {
@@ -276,14 +299,18 @@ impl<'a> Plan<'a> {
             t,
             writes: Vec::new(),
             planned: HashMap::new(),
+            read: HashMap::new(),
         }
     }
 
-    fn get(&self, tag: Tag, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        if let Some(v) = self.planned.get(&(tag, key.to_vec())) {
+    fn get(&mut self, tag: Tag, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        let k = (tag, key.to_vec());
+        if let Some(v) = self.planned.get(&k) {
             return Ok(v.clone());
         }
-        Ok(self.t.tree(tag).get(key)?.map(|v| v.to_vec()))
+        let v = self.t.tree(tag).get(key)?.map(|v| v.to_vec());
+        self.read.insert(k, v.clone());
+        Ok(v)
     }
 
     fn put(&mut self, tag: Tag, key: &[u8], value: Option<Vec<u8>>) {
@@ -302,30 +329,48 @@ impl<'a> Plan<'a> {
     /// Makes the writes; for WAL record `seq`, first logs the earlier value of each
     /// key they change. sled's log keeps writes in order, so rows are never on disk
     /// without the entry that undoes them.
-    fn commit(self, seq: Option<u64>) -> Result<(), StorageError> {
+    fn commit(mut self, seq: Option<u64>) -> Result<(), StorageError> {
         let t = self.t;
         if let Some(seq) = seq {
             let mut seen = HashSet::new();
-            let mut before = Vec::new();
+            // Entries of at most about `UNDO_CHUNK_BYTES` each.
+            let mut chunks: Vec<Vec<Before>> = Vec::new();
+            let mut size = 0;
             for (tag, key, _) in &self.writes {
-                if seen.insert((*tag, key.as_slice())) {
-                    before.push(Before {
+                if !seen.insert((*tag, key.as_slice())) {
+                    continue;
+                }
+                let value = match self.read.remove(&(*tag, key.clone())) {
+                    Some(v) => v,
+                    None => t.tree(*tag).get(key)?.map(|v| v.to_vec()),
+                };
+                let bytes = key.len() + value.as_ref().map_or(0, Vec::len) + 8;
+                match chunks.last_mut() {
+                    Some(_) if size + bytes <= UNDO_CHUNK_BYTES => size += bytes,
+                    _ => {
+                        chunks.push(Vec::new());
+                        size = bytes;
+                    }
+                }
+                if let Some(chunk) = chunks.last_mut() {
+                    chunk.push(Before {
                         tree: *tag,
                         key: key.clone(),
-                        value: t.tree(*tag).get(key)?.map(|v| v.to_vec()),
+                        value,
                     });
                 }
             }
-            if !before.is_empty() {
-                // Key: the record, then an ordinal (a record may log several ops).
-                let next = match t.undo.scan_prefix(be(seq)).keys().next_back() {
-                    Some(k) => id_at_end(&k?) + 1,
-                    None => 0,
-                };
+            // Key: the record, then an ordinal (a record may log several ops, and an
+            // op several chunks).
+            let first = match t.undo.scan_prefix(be(seq)).keys().next_back() {
+                Some(k) => id_at_end(&k?) + 1,
+                None => 0,
+            };
+            for (ordinal, chunk) in (first..).zip(chunks) {
                 let mut key = be(seq).to_vec();
-                key.extend_from_slice(&be(next));
+                key.extend_from_slice(&be(ordinal));
                 t.undo
-                    .insert(key, codec::encode_versioned(UNDO_SCHEMA, &before)?)?;
+                    .insert(key, codec::encode_versioned(UNDO_SCHEMA, &chunk)?)?;
             }
         }
         for (tag, key, value) in self.writes {
@@ -371,11 +416,11 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
         Op::Edited { pairs, mentions } => {
             // Zulip's `update_user_message_flags`: a content edit sets each
             // recipient's mention flags from the new rendering; other flags stay.
-            for (id, users) in mentions {
+            for Mentions { id, mask, users } in mentions {
                 for (user, bits) in users {
                     let key = user_key(user, id);
                     if let Some(old) = p.get(Tag::Um, &key)?.map(|v| bits_of(&v)) {
-                        let new = (old & !MENTION_BITS) | (bits & MENTION_BITS);
+                        let new = (old & !mask) | (bits & mask);
                         if new != old {
                             p.insert(Tag::Um, key, new.to_le_bytes());
                         }
@@ -383,8 +428,20 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
                 }
             }
             for (before, after) in pairs {
+                // The rows of a propagated move were read on a worker: one changed
+                // since (a reaction, say) gets the edit's changes on top, one deleted
+                // since stays deleted.
+                let Some(current) = p.get(Tag::Rows, &be(after.id))? else {
+                    continue;
+                };
+                let current = decode_message(&current)?;
+                let after = if current == before || current == after {
+                    after
+                } else {
+                    rebase_edit(current.clone(), &before, after)
+                };
                 p.insert(Tag::Rows, be(after.id), encode_message(&after)?);
-                let old = index_keys(&before);
+                let old = index_keys(&current);
                 let new = index_keys(&after);
                 for k in old.iter().filter(|k| !new.contains(k)) {
                     p.remove(Tag::Idx, k);
@@ -430,8 +487,9 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
     Ok(())
 }
 
-/// Writes one projection. Idempotent: a replay writes the same keys again.
-pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
+/// Writes one projection. Idempotent: a replay writes the same keys again. Returns
+/// whether it was a repair that changed rows (see `message_db`'s module doc).
+pub(super) fn apply(t: &Trees, op: Op) -> Result<bool, StorageError> {
     match op {
         Op::Sent {
             message: m,
@@ -480,6 +538,7 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
                      records were lost",
                     entries.len()
                 );
+                return Ok(true);
             }
         }
         Op::Trim { upto } => {
@@ -495,14 +554,11 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
                 lost.push((id_at_end(&k), decode_message(&v).ok()));
             }
             if lost.is_empty() {
-                return Ok(());
+                return Ok(false);
             }
-            for (id, m) in &lost {
-                for k in m.iter().flat_map(index_keys) {
-                    t.idx.remove(k)?;
-                }
-                t.rows.remove(be(*id))?;
-            }
+            // Per-user rows first, message rows last: sled recovers a prefix of its
+            // log, so a purge cut short leaves message rows, and the next one finds it
+            // unfinished.
             for &user in realm.users.keys() {
                 for tree in [&t.um, &t.unread] {
                     let range = user_key(user, from)..=user_key(user, MessageId::MAX);
@@ -511,13 +567,30 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<(), StorageError> {
                     }
                 }
             }
+            // Users created by lost records too: ids from the realm's next one (beside
+            // system bots with high ids, whose rows of earlier messages stay).
+            for tree in [&t.um, &t.unread] {
+                for key in tree.range(user_key(realm.next_user_id, 0)..).keys() {
+                    let key = key?;
+                    if id_at_end(&key) >= from {
+                        tree.remove(key)?;
+                    }
+                }
+            }
+            for (id, m) in &lost {
+                for k in m.iter().flat_map(index_keys) {
+                    t.idx.remove(k)?;
+                }
+                t.rows.remove(be(*id))?;
+            }
             tracing::warn!(
                 "removed {} message rows (ids from {from}) whose WAL records were lost",
                 lost.len()
             );
+            return Ok(true);
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 impl MessageStore {
@@ -586,16 +659,7 @@ impl MessageStore {
                 mentions: pairs
                     .iter()
                     .filter(|(b, a)| b.mentioned != a.mentioned || b.wildcard != a.wildcard)
-                    .map(|(before, after)| {
-                        let mut users = realm.message_recipients(after);
-                        // Mentioned before and no longer a recipient: cleared too.
-                        for u in &before.mentioned {
-                            if !users.iter().any(|(r, _)| r == u) {
-                                users.push((*u, 0));
-                            }
-                        }
-                        (after.id, users)
-                    })
+                    .map(|(before, after)| edit_mentions(realm, before, after))
                     .collect(),
             },
             MessageChange::ReactionAdded {
@@ -725,6 +789,8 @@ impl MessageStore {
         topic: &str,
         skip: &[MessageId],
     ) -> Result<Option<MessageId>, StorageError> {
+        // A move of a whole topic skips every id of it: a set keeps that linear.
+        let skip: HashSet<MessageId> = skip.iter().copied().collect();
         for id in self.ids(&Source::Topic(channel, topic.to_owned()), 0, u64::MAX, true)? {
             let id = id?;
             if !skip.contains(&id) {
@@ -732,6 +798,77 @@ impl MessageStore {
             }
         }
         Ok(None)
+    }
+}
+
+/// `current` with what an edit decided on an older copy of it (`before` → `after`)
+/// changed: its place, content and edit times, and its new edit records (once: a
+/// replay finds them there already).
+fn rebase_edit(mut current: Message, before: &Message, after: Message) -> Message {
+    if before.recipient != after.recipient {
+        current.recipient = after.recipient;
+    }
+    if before.content != after.content {
+        current.content = after.content;
+        current.rendered_content = after.rendered_content;
+        current.mentioned = after.mentioned;
+        current.wildcard = after.wildcard;
+        current.is_me_message = after.is_me_message;
+    }
+    if before.last_edit_timestamp != after.last_edit_timestamp {
+        current.last_edit_timestamp = after.last_edit_timestamp;
+    }
+    if before.last_moved_timestamp != after.last_moved_timestamp {
+        current.last_moved_timestamp = after.last_moved_timestamp;
+    }
+    let new_edits = after.edits.get(before.edits.len()..).unwrap_or_default();
+    if !new_edits.is_empty() && !current.edits.ends_with(new_edits) {
+        current.edits.extend_from_slice(new_edits);
+    }
+    current
+}
+
+/// The mention flags a content edit recomputes (Zulip's `update_user_message_flags`).
+/// With the wildcard unchanged only users mentioned before or after can change, so
+/// only they are listed (an edit costs its mentions, not its channel's size); a
+/// wildcard that came or went concerns every recipient.
+fn edit_mentions(realm: &Realm, before: &Message, after: &Message) -> Mentions {
+    if before.wildcard != after.wildcard {
+        let mut users = realm.message_recipients(after);
+        // Mentioned before and no longer a recipient: cleared too.
+        for u in &before.mentioned {
+            if !users.iter().any(|(r, _)| r == u) {
+                users.push((*u, 0));
+            }
+        }
+        return Mentions {
+            id: after.id,
+            mask: MENTION_BITS,
+            users,
+        };
+    }
+    let mut users: Vec<UserId> = before
+        .mentioned
+        .iter()
+        .chain(&after.mentioned)
+        .copied()
+        .collect();
+    users.sort_unstable();
+    users.dedup();
+    Mentions {
+        id: after.id,
+        mask: flags::MENTIONED,
+        users: users
+            .into_iter()
+            .map(|u| {
+                let bits = if after.mentioned.contains(&u) {
+                    flags::MENTIONED
+                } else {
+                    0
+                };
+                (u, bits)
+            })
+            .collect(),
     }
 }
 
