@@ -798,7 +798,9 @@ fn rebuild_realm(
     let last = expected.max(scan.highest);
     if last > upto {
         rebuilt.lost.push(format!(
-            "records {}..={last}{}",
+            "records {}..={last}{}; message rows keep what those of them replayed at \
+             an earlier start changed (edits, flags, reactions, deletions: only writes \
+             made live are in the undo log)",
             upto + 1,
             if expected > upto {
                 format!(" (the manifest counted records up to {expected} durable)")
@@ -876,7 +878,8 @@ fn rebuild_realm(
         for (k, v) in readable(&from, &mut failed) {
             let id = wal::key_seq(&k[k.len().saturating_sub(8)..]);
             // Index entries only for rows kept; per-user rows for known messages; the
-            // undo log whole (the next start undoes what records after `upto` wrote).
+            // undo log whole (the next start undoes what records after `upto` wrote
+            // live; a record replayed at a start logged nothing, see `lost`).
             let keep = match i {
                 1 => kept_rows.contains(&id),
                 4 => true,
