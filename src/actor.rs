@@ -139,7 +139,7 @@ impl RealmActor {
         // structurally shared and each later mutation copies only the paths it touches.
         let mut steps: Vec<Step> = Vec::new();
         let mut run: Vec<Change> = Vec::new();
-        for change in changes {
+        for (place, change) in (0u32..).zip(changes) {
             if run.last().is_some_and(|r| !r.batches_with(&change)) {
                 steps.push((std::mem::take(&mut run), Arc::new(self.realm.clone())));
             }
@@ -148,7 +148,7 @@ impl RealmActor {
             let _ = self
                 .store
                 .messages()
-                .project(&self.realm, &change, Some(seq));
+                .project(&self.realm, &change, Some((seq, place)));
             self.realm.apply(&change);
             run.push(change);
         }

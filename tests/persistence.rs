@@ -895,7 +895,9 @@ async fn rows_of_lost_records_are_put_back_at_start() {
         let last = s.last_seq();
         for (seq, change) in (last + 1..).zip(lost) {
             let change = Change::Message(change);
-            s.messages().project(&realm, &change, Some(seq)).unwrap();
+            s.messages()
+                .project(&realm, &change, Some((seq, 0)))
+                .unwrap();
             realm.apply(&change);
         }
         assert_eq!(s.messages().get(kept).unwrap().unwrap().content, "edited");

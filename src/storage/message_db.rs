@@ -645,6 +645,7 @@ mod tests {
         let names = Arc::new(super::super::messages::tree_names("zulip"));
         let logged = |seq: u64, op: Op| Op::Logged {
             seq,
+            change: 0,
             op: Box::new(op),
         };
         let (a, b) = (10, 11);
@@ -765,6 +766,7 @@ mod tests {
             .collect();
         let edit = Op::Logged {
             seq: 9,
+            change: 0,
             op: Box::new(Op::Edited {
                 pairs,
                 mentions: Vec::new(),
@@ -913,6 +915,7 @@ mod tests {
         let names = Arc::new(super::super::messages::tree_names("zulip"));
         let logged = |seq: u64, add: bool| Op::Logged {
             seq,
+            change: 0,
             op: Box::new(Op::Flags {
                 user_id: 7,
                 flag: flags::STARRED,

@@ -206,9 +206,10 @@ pub(super) enum Op {
     Purge(Arc<Realm>),
     /// `op` (an edit, flag change, reaction or deletion) of WAL record `seq`, whose
     /// rows' earlier values go to the undo log first, so that they can be put back if
-    /// the record is lost (`Undo`).
+    /// the record is lost (`Undo`). `change`: its change's place in the record.
     Logged {
         seq: u64,
+        change: u32,
         op: Box<Op>,
     },
     /// Puts back what the logged writes of WAL records after `after` replaced, newest
@@ -329,9 +330,9 @@ impl<'a> Plan<'a> {
     /// Makes the writes; for WAL record `seq`, first logs the earlier value of each
     /// key they change. sled's log keeps writes in order, so rows are never on disk
     /// without the entry that undoes them.
-    fn commit(mut self, seq: Option<u64>) -> Result<(), StorageError> {
+    fn commit(mut self, at: Option<(u64, u32)>) -> Result<(), StorageError> {
         let t = self.t;
-        if let Some(seq) = seq {
+        if let Some((seq, change)) = at {
             let mut seen = HashSet::new();
             // Entries of at most about `UNDO_CHUNK_BYTES` each.
             let mut chunks: Vec<Vec<Before>> = Vec::new();
@@ -360,12 +361,9 @@ impl<'a> Plan<'a> {
                     });
                 }
             }
-            // Key: the record, then an ordinal (a record may log several ops, and an
-            // op several chunks).
-            let first = match t.undo.scan_prefix(be(seq)).keys().next_back() {
-                Some(k) => id_at_end(&k?) + 1,
-                None => 0,
-            };
+            // Key: the record, then an ordinal: the change's place in the record, then
+            // the chunk's (undone in reverse key order, newest first).
+            let first = u64::from(change) << 32;
             for (ordinal, chunk) in (first..).zip(chunks) {
                 let mut key = be(seq).to_vec();
                 key.extend_from_slice(&be(ordinal));
@@ -507,10 +505,10 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<bool, StorageError> {
                 }
             }
         }
-        Op::Logged { seq, op } => {
+        Op::Logged { seq, change, op } => {
             let mut plan = Plan::new(t);
             plan_writes(&mut plan, *op)?;
-            plan.commit(Some(seq))?;
+            plan.commit(Some((seq, change)))?;
         }
         op @ (Op::Flags { .. } | Op::Edited { .. } | Op::Reaction { .. } | Op::Deleted(_)) => {
             let mut plan = Plan::new(t);
@@ -620,15 +618,16 @@ impl MessageStore {
 
     /// Writes the rows a change implies (nothing for changes that are not about
     /// messages); while the message database opens they are queued. `realm` is the
-    /// state right before the change. Idempotent. `seq`: the change's WAL record, when
-    /// it may not be durable yet: the rows an edit, flag change, reaction or deletion
-    /// replaces are then logged, for `undo_after` (a replay of records read back from
-    /// disk passes `None`). A lost send needs no log: `purge_from` removes its rows.
+    /// state right before the change. Idempotent. `at`: the change's WAL record and
+    /// its place in it, when it may not be durable yet: the rows an edit, flag change,
+    /// reaction or deletion replaces are then logged, for `undo_after` (a replay of
+    /// records read back from disk passes `None`). A lost send needs no log:
+    /// `purge_from` removes its rows.
     pub fn project(
         &self,
         realm: &Realm,
         change: &Change,
-        seq: Option<u64>,
+        at: Option<(u64, u32)>,
     ) -> Result<(), StorageError> {
         let Change::Message(change) = change else {
             return Ok(());
@@ -687,10 +686,11 @@ impl MessageStore {
             | MessageChange::ScheduledFailed { .. } => return Ok(()),
             MessageChange::Deleted { messages, .. } => Op::Deleted(messages.clone()),
         };
-        let op = match (seq, op) {
+        let op = match (at, op) {
             (_, op @ Op::Sent { .. }) | (None, op) => op,
-            (Some(seq), op) => Op::Logged {
+            (Some((seq, change)), op) => Op::Logged {
                 seq,
+                change,
                 op: Box::new(op),
             },
         };
