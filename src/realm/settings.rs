@@ -1,8 +1,8 @@
 //! The realm's own settings and `PATCH /realm` (Zulip's `update_realm`): its name and
 //! description, the message policies hearth's message rules read (whether content may
 //! be edited, and the time limits on editing, deleting and moving messages), its
-//! default topics policy (`topics_policy`), and the group-valued settings of `RealmSetting::EDITABLE` (values checked in
-//! `groups/settings.rs`).
+//! default topics policy (`topics_policy`), and the group-valued settings of
+//! `RealmSetting::EDITABLE` (values checked in `groups/settings.rs`).
 //!
 //! | Change                | Event                                                       |
 //! |-----------------------|-------------------------------------------------------------|
