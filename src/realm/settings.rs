@@ -382,6 +382,7 @@ mod tests {
         assert_eq!(p.move_messages_within_stream_limit_seconds, Some(259_200));
         assert_eq!(p.move_messages_between_streams_limit_seconds, Some(259_200));
         assert!(p.allow_message_editing);
+        assert_eq!(p.topics_policy, TopicsPolicy::AllowEmptyTopic);
     }
 
     #[test]

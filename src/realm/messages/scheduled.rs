@@ -6,8 +6,8 @@
 //! a test asks) the actor decides the due ones, each either `Sent` with
 //! `ScheduledDelivered`, or `ScheduledFailed` when it can no longer be sent (archived
 //! channel, deactivated recipient, lost permission, a topic the channel's topics policy
-//! now refuses). One whose time passed while the
-//! server was down is delivered at the first check after start.
+//! now refuses). One whose time passed while the server was down is delivered at the
+//! first check after start.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
