@@ -1,8 +1,9 @@
 //! Stored formats stay readable: golden bytes of every schema version (WAL records of
-//! schemas 1 and 2, snapshots of schemas 1 and 2), and a data folder written by an earlier hearth.
+//! schemas 1 to 3, snapshots of schemas 1 to 4), and a data folder written by an earlier
+//! hearth.
 //!
-//! `UPDATE_FIXTURES=1 cargo test --test formats` rewrites the golden records; do that only
-//! when adding a schema version (old fixtures must then be kept, not replaced).
+//! `UPDATE_FIXTURES=1 cargo test --test formats` writes the golden records of today's
+//! schemas (when adding a schema version); those of older schemas are never rewritten.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -29,9 +30,12 @@ fn built() -> (Vec<hearth::realm::Change>, Realm) {
     (changes, realm)
 }
 
-fn golden(name: &str, bytes: &[u8]) -> Vec<u8> {
+/// The fixture `name` of schema `schema`; with `UPDATE_FIXTURES` set, first rewritten
+/// with `bytes` when they are of that schema (today's), never otherwise: the fixtures of
+/// older schemas stay as they were written.
+fn golden(name: &str, schema: u8, bytes: &[u8]) -> Vec<u8> {
     let path = fixture(name);
-    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+    if std::env::var_os("UPDATE_FIXTURES").is_some() && bytes.first() == Some(&schema) {
         std::fs::write(&path, bytes).unwrap();
     }
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -57,8 +61,12 @@ fn golden_wal_changes() -> Vec<hearth::realm::Change> {
 /// The golden WAL record of `schema` decodes (migrated) to today's changes; while
 /// `schema` is the current one, today's encoding is byte for byte the same.
 fn check_golden_wal(name: &str, schema: u8) {
-    let changes = golden_wal_changes();
-    let stored = golden(name, &codec::encode_changes(&changes).unwrap());
+    check_golden_wal_of(name, schema, golden_wal_changes());
+}
+
+/// `check_golden_wal` for a record made of `changes`.
+fn check_golden_wal_of(name: &str, schema: u8, changes: Vec<hearth::realm::Change>) {
+    let stored = golden(name, schema, &codec::encode_changes(&changes).unwrap());
     assert_eq!(stored[0], schema, "schema {schema} fixture");
     assert_eq!(codec::decode_changes(&stored).unwrap(), changes);
     if codec::CHANGES_SCHEMA == schema {
@@ -81,6 +89,37 @@ fn golden_wal_record_of_schema_2_decodes() {
     check_golden_wal("wal-v2-dev-realm.bin", 2);
 }
 
+/// The topics policies of schema 3 (WAL) and 4 (snapshots): the first channel created
+/// with its own, another one's set later, and the realm's.
+fn topics_policy_changes() -> Vec<hearth::realm::Change> {
+    use hearth::realm::channels::ChannelUpdate;
+    use hearth::realm::settings::RealmProperty;
+    use hearth::realm::topics_policy::TopicsPolicy;
+    use hearth::realm::{Change, ChannelChange, RealmChange};
+    let mut changes = golden_wal_changes();
+    let mut created = changes.iter_mut().filter_map(|c| match c {
+        Change::Channel(ChannelChange::ChannelCreated(ch)) => Some(ch),
+        _ => None,
+    });
+    created.next().unwrap().topics_policy = TopicsPolicy::DisableEmptyTopic;
+    let second = created.next().unwrap().id;
+    changes.push(Change::Channel(ChannelChange::ChannelUpdated {
+        channel_id: second,
+        update: ChannelUpdate::TopicsPolicy(TopicsPolicy::EmptyTopicOnly),
+    }));
+    changes.push(Change::Realm(RealmChange::PropertySet(
+        RealmProperty::TopicsPolicy(TopicsPolicy::DisableEmptyTopic),
+    )));
+    changes
+}
+
+/// Schema 3: a created channel carries its topics policy (schema 2 records migrate to
+/// `inherit`).
+#[test]
+fn golden_wal_record_of_schema_3_decodes() {
+    check_golden_wal_of("wal-v3-dev-realm.bin", 3, topics_policy_changes());
+}
+
 #[test]
 fn golden_snapshot_of_schema_1_decodes() {
     // The realm of the resources schema 1 had (its snapshot predates the rest).
@@ -89,6 +128,7 @@ fn golden_snapshot_of_schema_1_decodes() {
     changes.iter().for_each(|c| realm.apply(c));
     let stored = golden(
         "snapshot-v1-dev-realm.bin",
+        1,
         &codec::encode_realm(&realm).unwrap(),
     );
     assert_eq!(stored[0], 1, "schema 1 fixture");
@@ -283,12 +323,14 @@ fn golden_snapshot_of_schema_2_decodes() {
     );
 }
 
-/// Schema 3 added the realm's plain settings (`properties`).
+/// Schema 3 added the realm's plain settings (`properties`); it had no topics policies,
+/// so the realm gets Zulip's defaults (`allow_empty_topic`, channels `inherit`).
 #[test]
 fn golden_snapshot_of_schema_3_decodes() {
     let (_, realm) = built();
     let stored = golden(
         "snapshot-v3-dev-realm.bin",
+        3,
         &codec::encode_realm(&realm).unwrap(),
     );
     assert_eq!(stored[0], 3, "schema 3 fixture");
@@ -296,6 +338,40 @@ fn golden_snapshot_of_schema_3_decodes() {
     back.rebuild_indexes();
     assert_eq!(back, realm);
     if codec::REALM_SCHEMA == 3 {
+        assert_eq!(
+            codec::encode_realm(&realm).unwrap(),
+            stored,
+            "the snapshot encoding changed without a new schema version"
+        );
+    }
+}
+
+/// Schema 4 added the topics policies, of the realm and of each channel.
+#[test]
+fn golden_snapshot_of_schema_4_decodes() {
+    use hearth::realm::topics_policy::TopicsPolicy;
+    let changes = topics_policy_changes();
+    let mut realm = Realm::from_first_change(&changes[0]).unwrap();
+    changes.iter().for_each(|c| realm.apply(c));
+    let stored = golden(
+        "snapshot-v4-dev-realm.bin",
+        4,
+        &codec::encode_realm(&realm).unwrap(),
+    );
+    assert_eq!(stored[0], 4, "schema 4 fixture");
+    let mut back = codec::decode_realm(&stored).unwrap();
+    back.rebuild_indexes();
+    assert_eq!(back, realm);
+    assert_eq!(back.realm_topics_policy(), TopicsPolicy::DisableEmptyTopic);
+    let policies: Vec<TopicsPolicy> = back.channels.values().map(|c| c.topics_policy).collect();
+    assert_eq!(
+        policies[..2],
+        [
+            TopicsPolicy::DisableEmptyTopic,
+            TopicsPolicy::EmptyTopicOnly
+        ]
+    );
+    if codec::REALM_SCHEMA == 4 {
         assert_eq!(
             codec::encode_realm(&realm).unwrap(),
             stored,

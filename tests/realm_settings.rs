@@ -40,7 +40,7 @@ const ROLES: [&str; 5] = [POLONIUS, HAMLET, SHIVA, IAGO, DESDEMONA];
 
 /// The group settings `PATCH /realm` changes: name, a first and a second value (both
 /// valid, neither the default), and whether only owners may change it.
-const SETTINGS: [(&str, i64, i64, bool); 19] = [
+const SETTINGS: [(&str, i64, i64, bool); 20] = [
     ("create_multiuse_invite_group", MODERATORS, OWNERS, true),
     ("can_add_subscribers_group", MODERATORS, ADMINS, false),
     ("can_add_custom_emoji_group", MODERATORS, ADMINS, false),
@@ -83,12 +83,13 @@ const SETTINGS: [(&str, i64, i64, bool); 19] = [
         false,
     ),
     ("can_resolve_topics_group", MODERATORS, ADMINS, false),
+    ("can_set_topics_policy_group", MODERATORS, ADMINS, false),
     ("direct_message_initiator_group", MODERATORS, ADMINS, false),
     ("direct_message_permission_group", MODERATORS, ADMINS, false),
 ];
 
 /// Zulip's defaults of those settings (the development realm's values).
-const DEFAULTS: [(&str, i64); 19] = [
+const DEFAULTS: [(&str, i64); 20] = [
     ("create_multiuse_invite_group", ADMINS),
     ("can_add_subscribers_group", MEMBERS),
     ("can_add_custom_emoji_group", MEMBERS),
@@ -106,6 +107,7 @@ const DEFAULTS: [(&str, i64); 19] = [
     ("can_move_messages_between_channels_group", MEMBERS),
     ("can_move_messages_between_topics_group", EVERYONE),
     ("can_resolve_topics_group", EVERYONE),
+    ("can_set_topics_policy_group", MEMBERS),
     ("direct_message_initiator_group", EVERYONE),
     ("direct_message_permission_group", EVERYONE),
 ];
@@ -412,6 +414,7 @@ async fn group_setting_value_rules() {
         "can_mention_many_users_group",
         "can_move_messages_between_topics_group",
         "can_resolve_topics_group",
+        "can_set_topics_policy_group",
         "direct_message_initiator_group",
         "direct_message_permission_group",
     ] {

@@ -12,6 +12,7 @@ use crate::realm::channels::{
     SubscribeItem, SubscribeRequest,
 };
 use crate::realm::groups::GroupSetting;
+use crate::realm::topics_policy::TopicsPolicy;
 use crate::realm::{Realm, User};
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
@@ -70,6 +71,11 @@ fn channel_spec(c: &Ctx<'_>) -> ApiResult<ChannelSpec> {
         is_default_stream: p.bool_or("is_default_stream", false)?,
         folder_id: p.opt_int("folder_id")?,
         message_retention_days: retention(p)?,
+        // JSON-encoded here (`Json[...]`), unlike on `PATCH /streams/{stream_id}`.
+        topics_policy: match p.opt_json("topics_policy")? {
+            None => None,
+            Some(v) => TopicsPolicy::parse_json(&v)?,
+        },
         settings: group_settings(c.realm, p, false)?,
     })
 }
@@ -354,9 +360,14 @@ pub async fn update_stream(req: ApiRequest, path: web::Path<String>) -> ApiRespo
             is_archived: p.opt_bool("is_archived")?,
             folder_id,
             message_retention_days: p.opt_json("message_retention_days")?,
+            // A plain string here (`str` with `parse_enum_from_string_value`).
+            topics_policy: p
+                .opt_str("topics_policy")
+                .map(|v| TopicsPolicy::parse_channel(&v))
+                .transpose()?,
             settings: group_settings(c.realm, p, true)?,
         };
-        let changes = c.realm.decide_update_channel(me, id, patch)?;
+        let changes = c.realm.decide_update_channel(me, id, patch, c.cx)?;
         Ok(Outcome::write(changes, Map::new()))
     })
     .await

@@ -9,6 +9,7 @@ use crate::realm::settings::{
     check_length, LimitValue, MessageLimit, RealmUpdate, MAX_REALM_DESCRIPTION_LENGTH,
     MAX_REALM_NAME_LENGTH,
 };
+use crate::realm::topics_policy::TopicsPolicy;
 
 /// One parameter of `PATCH /realm`.
 #[derive(Clone, Copy)]
@@ -18,6 +19,7 @@ enum Param {
     Name,
     Limit(MessageLimit),
     Group(RealmSetting),
+    TopicsPolicy,
 }
 
 impl Param {
@@ -28,6 +30,7 @@ impl Param {
             Param::Name => "name",
             Param::Limit(l) => l.name(),
             Param::Group(s) => s.name(),
+            Param::TopicsPolicy => "topics_policy",
         }
     }
 }
@@ -35,7 +38,12 @@ impl Param {
 /// Parses the parameters hearth reads in the order of `update_realm`'s signature
 /// (alphabetical), which is the order Zulip reports their errors in.
 fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
-    let mut params = vec![Param::AllowMessageEditing, Param::Description, Param::Name];
+    let mut params = vec![
+        Param::AllowMessageEditing,
+        Param::Description,
+        Param::Name,
+        Param::TopicsPolicy,
+    ];
     params.extend(MessageLimit::ALL.map(Param::Limit));
     params.extend(RealmSetting::EDITABLE.map(Param::Group));
     params.sort_by_key(|x| x.name());
@@ -66,6 +74,13 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
                     let (new, old) = SettingValue::parse_change(name, &v)?;
                     u.groups.push((s, new, old));
                 }
+            }
+            // A plain string, not JSON (`str` with `parse_enum_from_string_value`).
+            Param::TopicsPolicy => {
+                u.topics_policy = p
+                    .opt_str(name)
+                    .map(|v| TopicsPolicy::parse_realm(&v))
+                    .transpose()?;
             }
         }
     }

@@ -247,6 +247,7 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
                 date_created: now,
                 creator_id: None,
                 message_retention_days: None,
+                topics_policy: Default::default(),
                 settings,
                 subs: imbl::OrdMap::new(),
             },

@@ -578,6 +578,9 @@ impl Realm {
                     ChannelUpdate::MessageRetentionDays(d) => {
                         json!({"property": "message_retention_days", "value": d})
                     }
+                    ChannelUpdate::TopicsPolicy(p) => {
+                        json!({"property": "topics_policy", "value": p.name()})
+                    }
                 };
                 if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
                     b.extend(e);

@@ -23,6 +23,7 @@ pub mod push;
 pub mod register;
 pub mod settings;
 pub mod status;
+pub mod topics_policy;
 pub mod uri_template;
 pub mod users;
 

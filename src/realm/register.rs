@@ -280,7 +280,6 @@ impl Realm {
             "realm_password_auth_enabled": true,
             "realm_push_notifications_enabled": false,
             "realm_invite_required": true,
-            "realm_mandatory_topics": false,
             "realm_enable_spectator_access": false,
             "realm_plan_type": 1,
             "realm_org_type": 0,

@@ -1,13 +1,14 @@
 //! The realm's own settings and `PATCH /realm` (Zulip's `update_realm`): its name and
 //! description, the message policies hearth's message rules read (whether content may
-//! be edited, and the time limits on editing, deleting and moving messages), and the
-//! group-valued settings of `RealmSetting::EDITABLE` (values checked in
-//! `groups/settings.rs`).
+//! be edited, and the time limits on editing, deleting and moving messages), its
+//! default topics policy (`topics_policy`), and the group-valued settings of
+//! `RealmSetting::EDITABLE` (values checked in `groups/settings.rs`).
 //!
 //! | Change                | Event                                                       |
 //! |-----------------------|-------------------------------------------------------------|
 //! | `Name`, `Description`, `MessageContentDeleteLimitSeconds`, `MoveMessages*LimitSeconds` | `realm` `op:update` `{property, value}` |
 //! | `AllowMessageEditing`, `MessageContentEditLimitSeconds` | `realm` `op:update_dict` `{property: "default", data: {name: value}}` |
+//! | `TopicsPolicy`        | `realm` `op:update_dict` `{property: "default", data: {topics_policy: name, mandatory_topics: bool}}` |
 //!
 //! Every event goes to every active user (Zulip's `do_set_realm_property`).
 
@@ -17,6 +18,7 @@ use serde_json::{json, Map, Value};
 use super::events::{Audience, Event};
 use super::groups::{RealmSetting, SettingValue};
 use super::markdown::render_description;
+use super::topics_policy::TopicsPolicy;
 use super::{Change, Realm, RealmChange, User};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
@@ -43,6 +45,9 @@ pub struct RealmProperties {
     pub message_content_delete_limit_seconds: Option<i64>,
     pub move_messages_within_stream_limit_seconds: Option<i64>,
     pub move_messages_between_streams_limit_seconds: Option<i64>,
+    /// The channels' default topics policy (`allow_empty_topic` or
+    /// `disable_empty_topic`; `topics_policy`).
+    pub topics_policy: TopicsPolicy,
 }
 
 impl Default for RealmProperties {
@@ -55,6 +60,7 @@ impl Default for RealmProperties {
             message_content_delete_limit_seconds: Some(DEFAULT_CONTENT_DELETE_LIMIT_SECS),
             move_messages_within_stream_limit_seconds: Some(DEFAULT_MOVE_LIMIT_SECS),
             move_messages_between_streams_limit_seconds: Some(DEFAULT_MOVE_LIMIT_SECS),
+            topics_policy: TopicsPolicy::AllowEmptyTopic,
         }
     }
 }
@@ -113,6 +119,8 @@ pub enum RealmProperty {
     AllowMessageEditing(bool),
     /// A time limit; `None` is "unlimited".
     Limit(MessageLimit, Option<i64>),
+    /// The realm's topics policy. (Last: WAL records name variants by position.)
+    TopicsPolicy(TopicsPolicy),
 }
 
 /// A time-limit parameter as sent (`Json[int | str]`), before Zulip's
@@ -164,6 +172,8 @@ pub struct RealmUpdate {
     pub description: Option<String>,
     pub allow_message_editing: Option<bool>,
     pub limits: Vec<(MessageLimit, LimitValue)>,
+    /// Already parsed (`RealmTopicsPolicyEnum`).
+    pub topics_policy: Option<TopicsPolicy>,
     /// Group settings: `(setting, new, expected old)`.
     pub groups: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
 }
@@ -229,6 +239,16 @@ impl Realm {
                 set(RealmProperty::Name(n), "updated".into(), &mut data);
             }
         }
+        if let Some(p) = u.topics_policy {
+            // Zulip compares the stored number with the parsed enum, which never match,
+            // so the answer always reports the value given, as the enum's number
+            // (orjson encodes an enum by its value); only a real change is recorded.
+            if p != self.properties.topics_policy {
+                set(RealmProperty::TopicsPolicy(p), p.value().into(), &mut data);
+            } else {
+                data.insert("topics_policy".into(), p.value().into());
+            }
+        }
         for (l, v) in &limits {
             if v.is_some() && *v != self.message_limit(*l) {
                 set(RealmProperty::Limit(*l, *v), json!(v), &mut data);
@@ -246,6 +266,7 @@ impl Realm {
             RealmProperty::Description(d) => self.properties.description = d.clone(),
             RealmProperty::AllowMessageEditing(v) => self.properties.allow_message_editing = *v,
             RealmProperty::Limit(l, v) => l.set(&mut self.properties, *v),
+            RealmProperty::TopicsPolicy(p) => self.properties.topics_policy = *p,
         }
     }
 
@@ -256,8 +277,17 @@ impl Realm {
             RealmProperty::Description(d) => json!(d),
             RealmProperty::AllowMessageEditing(v) => json!(v),
             RealmProperty::Limit(_, v) => json!(v),
+            RealmProperty::TopicsPolicy(p) => json!(p.name()),
         };
         let body = match p {
+            // `do_set_realm_property` adds the deprecated `mandatory_topics`.
+            RealmProperty::TopicsPolicy(tp) => {
+                let data = json!({
+                    "topics_policy": value,
+                    "mandatory_topics": *tp == TopicsPolicy::DisableEmptyTopic,
+                });
+                json!({"type": "realm", "op": "update_dict", "property": "default", "data": data})
+            }
             RealmProperty::AllowMessageEditing(_)
             | RealmProperty::Limit(MessageLimit::ContentEdit, _) => {
                 let mut data = Map::new();
@@ -294,6 +324,12 @@ impl Realm {
         for l in MessageLimit::ALL {
             m.insert(format!("realm_{}", l.name()), json!(l.get(p)));
         }
+        m.insert("realm_topics_policy".into(), p.topics_policy.name().into());
+        // Deprecated since feature level 392, still sent.
+        m.insert(
+            "realm_mandatory_topics".into(),
+            (p.topics_policy == TopicsPolicy::DisableEmptyTopic).into(),
+        );
         m
     }
 }
@@ -306,6 +342,7 @@ impl RealmProperty {
             RealmProperty::Description(_) => "description",
             RealmProperty::AllowMessageEditing(_) => "allow_message_editing",
             RealmProperty::Limit(l, _) => l.name(),
+            RealmProperty::TopicsPolicy(_) => "topics_policy",
         }
     }
 }
@@ -345,6 +382,7 @@ mod tests {
         assert_eq!(p.move_messages_within_stream_limit_seconds, Some(259_200));
         assert_eq!(p.move_messages_between_streams_limit_seconds, Some(259_200));
         assert!(p.allow_message_editing);
+        assert_eq!(p.topics_policy, TopicsPolicy::AllowEmptyTopic);
     }
 
     #[test]

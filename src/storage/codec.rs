@@ -25,9 +25,9 @@ use crate::realm::presence::PresenceEntry;
 use crate::realm::{Change, Realm};
 
 /// Schema version of the snapshot record (`Realm`) hearth writes.
-pub const REALM_SCHEMA: u8 = 3;
+pub const REALM_SCHEMA: u8 = 4;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
-pub const CHANGES_SCHEMA: u8 = 2;
+pub const CHANGES_SCHEMA: u8 = 3;
 /// Schema version of the presence record (`PresenceEntry`) hearth writes.
 pub const PRESENCE_SCHEMA: u8 = 1;
 const HEADER: usize = 5;
@@ -96,6 +96,7 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
     match version {
         1 => decode_payload::<legacy::v1::Realm>(payload).map(legacy::v1::realm_to_current),
         2 => decode_payload::<legacy::v2::Realm>(payload).map(legacy::v2::realm_to_current),
+        3 => decode_payload::<legacy::v3::Realm>(payload).map(legacy::v3::realm_to_current),
         REALM_SCHEMA => decode_payload::<Realm>(payload),
         v => Err(CodecError::Version(v)),
     }
@@ -111,7 +112,8 @@ pub fn decode_changes(bytes: &[u8]) -> Result<Vec<Change>, CodecError> {
     let (version, payload) = open_frame(bytes)?;
     match version {
         1 => decode_payload::<Vec<legacy::v1::Change>>(payload).map(legacy::v1::changes_to_current),
-        2 => decode_payload::<Vec<Change>>(payload),
+        2 => decode_payload::<Vec<legacy::v2::Change>>(payload).map(legacy::v2::changes_to_current),
+        CHANGES_SCHEMA => decode_payload::<Vec<Change>>(payload),
         v => Err(CodecError::Version(v)),
     }
 }

@@ -113,6 +113,7 @@ impl Realm {
                         ch.settings.insert(*s, v.clone());
                     }
                     ChannelUpdate::MessageRetentionDays(d) => ch.message_retention_days = *d,
+                    ChannelUpdate::TopicsPolicy(p) => ch.topics_policy = *p,
                     ChannelUpdate::Archived(a) => {
                         ch.is_archived = *a;
                         if *a {

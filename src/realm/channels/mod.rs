@@ -23,6 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::groups::{GroupSetting, RealmSetting, SystemGroup};
 pub use super::markdown::render_description;
+use super::topics_policy::TopicsPolicy;
 use super::{Change, Cx, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
@@ -169,6 +170,9 @@ pub struct Channel {
     pub creator_id: Option<UserId>,
     /// `None`: the realm's policy.
     pub message_retention_days: Option<i64>,
+    /// Whether the empty topic is allowed, refused or the only one (`Inherit`: the
+    /// realm's policy; `Realm::topics_policy` resolves it).
+    pub topics_policy: TopicsPolicy,
     /// Every group setting (all of `ChannelSetting::ALL` are present).
     pub settings: BTreeMap<ChannelSetting, GroupSetting>,
     /// Subscriptions by user, active or not.
@@ -307,9 +311,10 @@ pub enum ChannelUpdate {
     Folder(Option<FolderId>),
     Setting(ChannelSetting, GroupSetting),
     Archived(bool),
-    /// `None`: the realm's policy; `Some(-1)`: unlimited. (Last: WAL records name
-    /// variants by position.)
+    /// `None`: the realm's policy; `Some(-1)`: unlimited.
     MessageRetentionDays(Option<i64>),
+    /// (Last: WAL records name variants by position.)
+    TopicsPolicy(TopicsPolicy),
 }
 
 /// A channel folder.
@@ -443,6 +448,8 @@ pub struct ChannelSpec {
     pub is_default_stream: bool,
     pub folder_id: Option<i64>,
     pub message_retention_days: Option<i64>,
+    /// `None`: not given (`inherit`).
+    pub topics_policy: Option<TopicsPolicy>,
     /// Group settings given by the client.
     pub settings: Vec<(ChannelSetting, GroupSetting)>,
 }
@@ -491,6 +498,7 @@ pub struct ChannelPatch {
     pub folder_id: Option<Option<i64>>,
     /// The JSON value as sent: checked after the owner check, as Zulip does.
     pub message_retention_days: Option<Value>,
+    pub topics_policy: Option<TopicsPolicy>,
     pub settings: Vec<(ChannelSetting, GroupSetting)>,
 }
 

@@ -44,7 +44,7 @@ impl Realm {
             "history_public_to_subscribers".into(),
             ch.history_public_to_subscribers.into(),
         );
-        m.insert("topics_policy".into(), "inherit".into());
+        m.insert("topics_policy".into(), ch.topics_policy.name().into());
         m.insert("first_message_id".into(), Value::Null);
         m.insert("folder_id".into(), ch.folder_id.into());
         m.insert("is_recently_active".into(), true.into());

@@ -103,6 +103,7 @@ impl Realm {
             date_created: now,
             creator_id: creator,
             message_retention_days: spec.message_retention_days,
+            topics_policy: spec.topics_policy.unwrap_or_default(),
             settings,
             subs: imbl::OrdMap::new(),
         }
@@ -138,6 +139,10 @@ impl Realm {
         req: SubscribeRequest,
         cx: &mut Cx,
     ) -> ApiResult<SubscribeOutcome> {
+        // Checked for every item, created or not (`add_subscriptions_backend`).
+        if let (Some(p), false) = (req.spec.topics_policy, req.items.is_empty()) {
+            self.check_set_topics_policy(me, p, None)?;
+        }
         let targets = req.principals.clone().unwrap_or_else(|| vec![me.id]);
         let subscribing_others = targets.iter().any(|t| *t != me.id);
         let mut out = SubscribeOutcome::default();
@@ -278,6 +283,9 @@ impl Realm {
         }
         let description = check_channel_description(description)?;
         self.check_can_create(me, &spec)?;
+        if let Some(p) = spec.topics_policy {
+            self.check_set_topics_policy(me, p, None)?;
+        }
         if subscribers.iter().any(|s| *s != me.id) && !SystemGroup::Members.includes_role(me.role) {
             return Err(insufficient_permission());
         }

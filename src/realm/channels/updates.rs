@@ -29,6 +29,7 @@ impl Realm {
         me: &User,
         id: i64,
         p: ChannelPatch,
+        cx: &mut Cx,
     ) -> ApiResult<Vec<Change>> {
         let ch = self.access_channel_for_admin(me, id)?;
         let cid = ch.id;
@@ -160,6 +161,13 @@ impl Realm {
             let days = parse_message_retention_days(raw)?;
             if days != ch.message_retention_days {
                 changes.push(upd(ChannelUpdate::MessageRetentionDays(days)));
+            }
+        }
+        if let Some(policy) = p.topics_policy {
+            self.check_set_topics_policy(me, policy, Some(ch))?;
+            if policy != ch.topics_policy {
+                changes.push(upd(ChannelUpdate::TopicsPolicy(policy)));
+                changes.push(self.topics_policy_notice(me, ch, ch.topics_policy, policy, cx));
             }
         }
         for (s, v) in p.settings {

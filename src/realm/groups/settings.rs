@@ -217,8 +217,8 @@ impl RealmSetting {
     /// operations consult (the invitation settings have no operation in hearth; their
     /// values are still kept and reported). Left out: `can_access_all_users_group`
     /// (hearth does not restrict which users a guest can see), and the billing,
-    /// channel-policy and summary settings (no hearth operation reads them).
-    pub const EDITABLE: [RealmSetting; 19] = [
+    /// delete-policy and summary settings (no hearth operation reads them).
+    pub const EDITABLE: [RealmSetting; 20] = [
         RealmSetting::CreateMultiuseInvite,
         RealmSetting::CanAddSubscribers,
         RealmSetting::CanAddCustomEmoji,
@@ -236,6 +236,7 @@ impl RealmSetting {
         RealmSetting::CanMoveMessagesBetweenChannels,
         RealmSetting::CanMoveMessagesBetweenTopics,
         RealmSetting::CanResolveTopics,
+        RealmSetting::CanSetTopicsPolicy,
         RealmSetting::DirectMessageInitiator,
         RealmSetting::DirectMessagePermission,
     ];

@@ -157,6 +157,16 @@ impl Realm {
             None => None,
         };
         let old_channel = target.recipient.channel().and_then(|c| self.channel(c));
+        // Zulip's `build_message_edit_request`: the policy of the channel the messages
+        // end in, for the topic they end in.
+        if let Some(from) = old_channel {
+            let to = new_channel.unwrap_or(from);
+            let ends_in = topic
+                .as_deref()
+                .or(target.recipient.topic())
+                .unwrap_or_default();
+            self.check_move_topics_policy(to, ends_in, topic.is_some() || new_channel.is_some())?;
+        }
         let moderator = me.role <= Role::Moderator;
         if let (Some(t), Some(from)) = (&topic, old_channel) {
             let to = new_channel.unwrap_or(from);

@@ -169,7 +169,7 @@ fn topic_link_syntax(realm: &Realm, channel_id: u64, channel: &str, topic: &str)
 }
 
 /// Zulip's `silent_mention_syntax_for_user`.
-fn silent_mention(user: &User) -> String {
+pub(crate) fn silent_mention(user: &User) -> String {
     format!("@_**{}|{}**", user.full_name, user.id)
 }
 

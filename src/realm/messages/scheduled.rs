@@ -5,8 +5,9 @@
 //! index rebuilt on load. Delivery is a decision like any other: every second (or when
 //! a test asks) the actor decides the due ones, each either `Sent` with
 //! `ScheduledDelivered`, or `ScheduledFailed` when it can no longer be sent (archived
-//! channel, deactivated recipient, lost permission). One whose time passed while the
-//! server was down is delivered at the first check after start.
+//! channel, deactivated recipient, lost permission, a topic the channel's topics policy
+//! now refuses). One whose time passed while the server was down is delivered at the
+//! first check after start.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -131,6 +132,7 @@ impl Realm {
             let content = normalize_body(content)?;
             let ch = self.channel_for_send(me, &ChannelRef::Id(id))?;
             self.check_can_post(me, ch)?;
+            self.check_topics_policy(ch, &topic)?;
             Ok((
                 ScheduledTo::Channel {
                     channel_id: ch.id,

@@ -435,6 +435,7 @@ impl Realm {
             Addressee::Channel { channel, topic } => {
                 let ch = self.channel_for_send(me, channel)?;
                 self.check_can_post(me, ch)?;
+                self.check_topics_policy(ch, topic)?;
                 self.check_wildcard_mentions(me, ch, r.rendered.wildcard, &r.topic_participants)?;
                 Recipient::Channel {
                     channel_id: ch.id,
