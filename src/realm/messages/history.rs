@@ -218,7 +218,10 @@ impl Realm {
     /// `message_history`: the original first, then the state after each edit, with
     /// `prev_*` fields only where they changed (seed 2.8).
     pub fn message_history(&self, m: &Message, allow_empty_topic_name: bool) -> Vec<Value> {
-        let topic = |t: &str| self.topic_for_client(t, allow_empty_topic_name);
+        // Zulip's `maybe_rename_empty_topic_to_general_chat`: only a channel message's
+        // empty topic has a display name; a direct message's topic stays "".
+        let is_channel = m.recipient.channel().is_some();
+        let topic = |t: &str| self.topic_for_client(t, allow_empty_topic_name || !is_channel);
         let mut content = m.content.clone();
         let mut rendered = m.rendered_content.clone();
         let mut topic_now = m.recipient.topic().unwrap_or_default().to_owned();
