@@ -234,11 +234,6 @@ impl Realm {
             o.insert("timestamp".into(), e.timestamp.into());
             o.insert("topic".into(), topic(&topic_now).into());
             o.insert("user_id".into(), e.user_id.into());
-            if let Some(prev) = e.prev_channel {
-                o.insert("prev_stream".into(), prev.into());
-                o.insert("stream".into(), channel_now.into());
-                channel_now = Some(prev);
-            }
             if let Some(prev) = &e.prev_topic {
                 o.insert("prev_topic".into(), topic(prev).into());
                 topic_now = prev.clone();
@@ -252,6 +247,12 @@ impl Realm {
                 );
                 content = prev.clone();
                 rendered = prev_rendered.clone();
+            }
+            // Last, as in Zulip's `fill_edit_history_entries`.
+            if let Some(prev) = e.prev_channel {
+                o.insert("prev_stream".into(), prev.into());
+                o.insert("stream".into(), channel_now.into());
+                channel_now = Some(prev);
             }
             out.push(o);
         }
