@@ -464,6 +464,28 @@ async fn send_and_edit_error_texts() {
             vec![("type", "direct"), ("to", "[null]"), ("content", "x")],
             "Invalid data type for recipients",
         ),
+        // A bare id is not a list (Zulip's `extract_private_recipients`).
+        bad(
+            vec![("type", "direct"), ("to", "10"), ("content", "x")],
+            "Invalid data type for recipients",
+        ),
+        // The first item decides: ids, so the rest must be ids.
+        bad(
+            vec![("type", "direct"), ("to", "[10, null]"), ("content", "x")],
+            "Recipient lists may contain emails or user IDs, but not both.",
+        ),
+        bad(
+            vec![
+                ("type", "direct"),
+                ("to", r#"["iago@zulip.com", 10]"#),
+                ("content", "x"),
+            ],
+            "Recipient lists may contain emails or user IDs, but not both.",
+        ),
+        bad(
+            vec![("type", "direct"), ("to", r#"["", " "]"#), ("content", "x")],
+            "Message must have recipients",
+        ),
         bad(
             vec![("type", "direct"), ("to", "[]"), ("content", "x")],
             "Message must have recipients",
