@@ -206,6 +206,20 @@ async fn no_topic_and_display_name_are_the_empty_topic() {
     for m in &body["messages"].as_array().unwrap()[..4] {
         assert_eq!(m["subject"], "", "{m}");
     }
+    // A topic narrow by the display name, or by "", finds them (Zulip's
+    // `update_narrow_terms_containing_empty_topic_fallback_name`).
+    for topic in ["general chat", ""] {
+        let n = json!([{"operator": "channel", "operand": "Verona"},
+                       {"operator": "topic", "operand": topic}])
+        .to_string();
+        let body = fetch(
+            &app,
+            IAGO,
+            &[("anchor", "oldest"), ("num_after", "10"), ("narrow", &n)],
+        )
+        .await;
+        assert_eq!(ids(&body), sent, "topic {topic:?}");
+    }
     let (m, _) = one(&app, IAGO, sent[0], &[]).await;
     assert_eq!(m["subject"], "general chat");
     let (m, _) = one(&app, IAGO, sent[0], &[("allow_empty_topic_name", "true")]).await;
