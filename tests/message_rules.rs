@@ -175,6 +175,7 @@ async fn over_long_content_and_topic_are_truncated() {
 async fn no_topic_and_display_name_are_the_empty_topic() {
     let app = TestApp::spawn_with_clock(ManualClock::new(START_MS)).await;
     let verona = app.stream_id("Verona").await;
+    let queue = app.register(HAMLET, &[]).await;
     let mut sent = Vec::new();
     for topic in ["(no topic)", "general chat", "", "  "] {
         sent.push(send_stream(&app, IAGO, "Verona", topic, &format!("in {topic:?}")).await);
@@ -206,6 +207,16 @@ async fn no_topic_and_display_name_are_the_empty_topic() {
     for m in &body["messages"].as_array().unwrap()[..4] {
         assert_eq!(m["subject"], "", "{m}");
     }
+    // Events name it so too (no client here declares `empty_topic_name`).
+    app.tick();
+    let events = app.events(HAMLET, &queue).await;
+    let subjects: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .map(|e| &e["message"]["subject"])
+        .collect();
+    assert_eq!(subjects.len(), 5);
+    assert!(subjects[..4].iter().all(|s| *s == "general chat"), "{subjects:?}");
     // A topic narrow by the display name, or by "", finds them (Zulip's
     // `update_narrow_terms_containing_empty_topic_fallback_name`).
     for topic in ["general chat", ""] {
