@@ -216,7 +216,10 @@ async fn no_topic_and_display_name_are_the_empty_topic() {
         .map(|e| &e["message"]["subject"])
         .collect();
     assert_eq!(subjects.len(), 5);
-    assert!(subjects[..4].iter().all(|s| *s == "general chat"), "{subjects:?}");
+    assert!(
+        subjects[..4].iter().all(|s| *s == "general chat"),
+        "{subjects:?}"
+    );
     // A topic narrow by the display name, or by "", finds them (Zulip's
     // `update_narrow_terms_containing_empty_topic_fallback_name`).
     for topic in ["general chat", ""] {
