@@ -924,3 +924,463 @@ async fn rows_of_lost_records_are_put_back_at_start() {
         .await;
     assert_eq!(again["message"], before["message"]);
 }
+
+// ---------------------------------------------------------------- more message writes
+
+/// One request to a child server as `email` (key `key`): status and body. `params` go
+/// in the query for GET, in a form otherwise.
+async fn call_as(
+    client: &reqwest::Client,
+    url: &str,
+    method: &str,
+    path: &str,
+    (email, key): (&str, &str),
+    params: &[(&str, &str)],
+) -> (StatusCode, Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let rb = client
+        .request(method.clone(), format!("{url}{path}"))
+        .header("Authorization", basic(email, key));
+    let rb = if method == reqwest::Method::GET {
+        rb.query(params)
+    } else {
+        rb.form(params)
+    };
+    let (status, _, body) = send(rb).await;
+    (status, body)
+}
+
+/// `call_as`, which must succeed (it is acknowledged); the body.
+async fn acked(
+    client: &reqwest::Client,
+    url: &str,
+    method: &str,
+    path: &str,
+    who: (&str, &str),
+    params: &[(&str, &str)],
+) -> Value {
+    let (status, body) = call_as(client, url, method, path, who, params).await;
+    assert_eq!(status, StatusCode::OK, "{method} {path}: {body}");
+    body
+}
+
+#[actix_web::test]
+async fn acknowledged_deletes_moves_reactions_and_flag_removals_survive_kill_9() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let c = client();
+    let server = Server::start(&data, tmp.path().join("first.log")).await;
+    let url = server.url.clone();
+    let iago_key = key_for(&c, &url, ADMIN).await;
+    let hamlet_key = key_for(&c, &url, MEMBER).await;
+    let (iago, hamlet) = ((ADMIN, iago_key.as_str()), (MEMBER, hamlet_key.as_str()));
+    let mut ids = Vec::new();
+    for (topic, content) in [
+        ("gone", "to be deleted"),
+        ("two", "to be moved"),
+        ("two", "moved along"),
+        ("three", "to Denmark"),
+        ("four", "starred and reacted, then not"),
+    ] {
+        let body = acked(
+            &c,
+            &url,
+            "POST",
+            "/api/v1/messages",
+            iago,
+            &[
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", topic),
+                ("content", content),
+            ],
+        )
+        .await;
+        ids.push(body["id"].as_u64().unwrap());
+    }
+    let (gone, two, two_b, three, four) = (ids[0], ids[1], ids[2], ids[3], ids[4]);
+    let denmark = {
+        let body = acked(
+            &c,
+            &url,
+            "GET",
+            "/api/v1/get_stream_id",
+            iago,
+            &[("stream", "Denmark")],
+        )
+        .await;
+        body["stream_id"].as_u64().unwrap()
+    };
+    acked(
+        &c,
+        &url,
+        "DELETE",
+        &format!("/api/v1/messages/{gone}"),
+        iago,
+        &[],
+    )
+    .await;
+    acked(
+        &c,
+        &url,
+        "PATCH",
+        &format!("/api/v1/messages/{two}"),
+        iago,
+        &[
+            ("topic", "moved"),
+            ("propagate_mode", "change_all"),
+            ("send_notification_to_new_thread", "false"),
+        ],
+    )
+    .await;
+    acked(
+        &c,
+        &url,
+        "PATCH",
+        &format!("/api/v1/messages/{three}"),
+        iago,
+        &[
+            ("stream_id", &denmark.to_string()),
+            ("send_notification_to_new_thread", "false"),
+        ],
+    )
+    .await;
+    let four_path = format!("/api/v1/messages/{four}");
+    let flag = |op: &'static str| {
+        [
+            ("messages", format!("[{four}]")),
+            ("op", op.to_owned()),
+            ("flag", "starred".to_owned()),
+        ]
+    };
+    for op in ["add", "remove"] {
+        let params = flag(op);
+        let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        acked(&c, &url, "POST", "/api/v1/messages/flags", hamlet, &params).await;
+    }
+    let reactions = format!("{four_path}/reactions");
+    acked(
+        &c,
+        &url,
+        "POST",
+        &reactions,
+        hamlet,
+        &[("emoji_name", "octopus")],
+    )
+    .await;
+    acked(
+        &c,
+        &url,
+        "DELETE",
+        &reactions,
+        hamlet,
+        &[("emoji_name", "octopus")],
+    )
+    .await;
+    let body = acked(
+        &c,
+        &url,
+        "POST",
+        "/api/v1/messages/flags/narrow",
+        hamlet,
+        &[
+            ("anchor", "oldest"),
+            ("num_before", "0"),
+            ("num_after", "100"),
+            ("narrow", "[]"),
+            ("op", "add"),
+            ("flag", "read"),
+        ],
+    )
+    .await;
+    assert_eq!(body["updated_count"], 4, "{body}");
+    server.kill_9();
+
+    let server = Server::start(&data, tmp.path().join("second.log")).await;
+    let url = server.url.clone();
+    let (status, body) = call_as(
+        &c,
+        &url,
+        "GET",
+        &format!("/api/v1/messages/{gone}"),
+        iago,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["msg"], "Invalid message(s)");
+    let message = |id: u64| {
+        let c = c.clone();
+        let url = url.clone();
+        async move {
+            acked(
+                &c,
+                &url,
+                "GET",
+                &format!("/api/v1/messages/{id}"),
+                hamlet,
+                &[],
+            )
+            .await["message"]
+                .clone()
+        }
+    };
+    for id in [two, two_b] {
+        let m = message(id).await;
+        assert_eq!(m["subject"], "moved", "{m}");
+        assert_eq!(m["display_recipient"], "Verona");
+    }
+    let m = message(three).await;
+    assert_eq!(m["display_recipient"], "Denmark");
+    assert_eq!(m["subject"], "three");
+    let history = acked(
+        &c,
+        &url,
+        "GET",
+        &format!("/api/v1/messages/{three}/history"),
+        hamlet,
+        &[],
+    )
+    .await;
+    assert_eq!(history["message_history"][1]["stream"], denmark);
+    let m = message(four).await;
+    assert_eq!(m["flags"], serde_json::json!(["read"]));
+    assert_eq!(m["reactions"], serde_json::json!([]));
+    let verona = acked(
+        &c,
+        &url,
+        "GET",
+        "/api/v1/get_stream_id",
+        iago,
+        &[("stream", "Verona")],
+    )
+    .await["stream_id"]
+        .as_u64()
+        .unwrap();
+    let topics = acked(
+        &c,
+        &url,
+        "GET",
+        &format!("/api/v1/users/me/{verona}/topics"),
+        hamlet,
+        &[],
+    )
+    .await;
+    let names: Vec<&str> = topics["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["four", "moved"]);
+    let reg = acked(
+        &c,
+        &url,
+        "POST",
+        "/api/v1/register",
+        hamlet,
+        &[("fetch_event_types", r#"["message","update_message_flags"]"#)],
+    )
+    .await;
+    assert_eq!(reg["unread_msgs"]["count"], 0, "{}", reg["unread_msgs"]);
+    assert_eq!(reg["max_message_id"], four);
+    drop(server);
+}
+
+#[actix_web::test]
+async fn acknowledged_scheduled_linkifier_and_attachment_writes_survive_kill_9() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let c = client();
+    let server = Server::start(&data, tmp.path().join("first.log")).await;
+    let url = server.url.clone();
+    let iago_key = key_for(&c, &url, ADMIN).await;
+    let hamlet_key = key_for(&c, &url, MEMBER).await;
+    let (iago, hamlet) = ((ADMIN, iago_key.as_str()), (MEMBER, hamlet_key.as_str()));
+
+    // Scheduled messages a day ahead: created, edited, deleted.
+    let tomorrow = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 86_400;
+    let mut scheduled = Vec::new();
+    for (i, content) in ["kept", "edited", "deleted"].iter().enumerate() {
+        let at = (tomorrow + i as u64).to_string();
+        let body = acked(
+            &c,
+            &url,
+            "POST",
+            "/api/v1/scheduled_messages",
+            hamlet,
+            &[
+                ("type", "stream"),
+                // Verona, as a list of one id.
+                ("to", "[3]"),
+                ("topic", "later"),
+                ("content", content),
+                ("scheduled_delivery_timestamp", &at),
+            ],
+        )
+        .await;
+        scheduled.push(body["scheduled_message_id"].as_u64().unwrap());
+    }
+    acked(
+        &c,
+        &url,
+        "PATCH",
+        &format!("/api/v1/scheduled_messages/{}", scheduled[1]),
+        hamlet,
+        &[
+            ("content", "edited **twice**"),
+            ("topic", "sooner"),
+            (
+                "scheduled_delivery_timestamp",
+                &(tomorrow - 3600).to_string(),
+            ),
+        ],
+    )
+    .await;
+    acked(
+        &c,
+        &url,
+        "DELETE",
+        &format!("/api/v1/scheduled_messages/{}", scheduled[2]),
+        hamlet,
+        &[],
+    )
+    .await;
+
+    // Linkifiers: two added, one changed, one removed, then a new order.
+    let mut filters = Vec::new();
+    for (pattern, template) in [
+        ("ONE-(?P<id>[0-9]+)", "https://one.example/{id}"),
+        ("TWO-(?P<id>[0-9]+)", "https://two.example/{id}"),
+    ] {
+        let body = acked(
+            &c,
+            &url,
+            "POST",
+            "/api/v1/realm/filters",
+            iago,
+            &[("pattern", pattern), ("url_template", template)],
+        )
+        .await;
+        filters.push(body["id"].as_u64().unwrap());
+    }
+    acked(
+        &c,
+        &url,
+        "PATCH",
+        &format!("/api/v1/realm/filters/{}", filters[0]),
+        iago,
+        &[
+            ("pattern", "UNO-(?P<id>[0-9]+)"),
+            ("url_template", "https://uno.example/{id}"),
+        ],
+    )
+    .await;
+    acked(
+        &c,
+        &url,
+        "DELETE",
+        &format!("/api/v1/realm/filters/{}", filters[1]),
+        iago,
+        &[],
+    )
+    .await;
+    let listed = acked(&c, &url, "GET", "/api/v1/realm/linkifiers", hamlet, &[]).await;
+    let mut order: Vec<u64> = listed["linkifiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_u64().unwrap())
+        .collect();
+    order.reverse();
+    acked(
+        &c,
+        &url,
+        "PATCH",
+        "/api/v1/realm/linkifiers",
+        iago,
+        &[(
+            "ordered_linkifier_ids",
+            &serde_json::to_string(&order).unwrap(),
+        )],
+    )
+    .await;
+
+    // Attachments: two uploads, one deleted.
+    let mut uploaded = Vec::new();
+    for i in 0..2 {
+        let part = reqwest::multipart::Part::bytes(format!("file {i}").into_bytes())
+            .file_name(format!("f{i}.txt"));
+        let (status, _, body) = send(
+            c.post(format!("{url}/api/v1/user_uploads"))
+                .header("Authorization", basic(MEMBER, &hamlet_key))
+                .multipart(reqwest::multipart::Form::new().part("file", part)),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        uploaded.push(body["url"].as_str().unwrap().to_owned());
+    }
+    let attachments = acked(&c, &url, "GET", "/api/v1/attachments", hamlet, &[]).await;
+    let doomed = attachments["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| uploaded[1].ends_with(a["path_id"].as_str().unwrap()))
+        .expect("the second upload")["id"]
+        .as_u64()
+        .unwrap();
+    acked(
+        &c,
+        &url,
+        "DELETE",
+        &format!("/api/v1/attachments/{doomed}"),
+        hamlet,
+        &[],
+    )
+    .await;
+
+    // What was acknowledged, as the server showed it.
+    let before = (
+        acked(&c, &url, "GET", "/api/v1/scheduled_messages", hamlet, &[]).await,
+        acked(&c, &url, "GET", "/api/v1/realm/linkifiers", hamlet, &[]).await,
+        acked(&c, &url, "GET", "/api/v1/attachments", hamlet, &[]).await,
+    );
+    let shown = before.0["scheduled_messages"].as_array().unwrap();
+    assert_eq!(shown.len(), 2);
+    assert_eq!(shown[0]["content"], "edited **twice**");
+    assert_eq!(shown[1]["content"], "kept");
+    assert_eq!(before.1["linkifiers"][0]["pattern"], "UNO-(?P<id>[0-9]+)");
+    assert_eq!(before.2["attachments"].as_array().unwrap().len(), 1);
+    server.kill_9();
+
+    let server = Server::start(&data, tmp.path().join("second.log")).await;
+    let url = server.url.clone();
+    let after = (
+        acked(&c, &url, "GET", "/api/v1/scheduled_messages", hamlet, &[]).await,
+        acked(&c, &url, "GET", "/api/v1/realm/linkifiers", hamlet, &[]).await,
+        acked(&c, &url, "GET", "/api/v1/attachments", hamlet, &[]).await,
+    );
+    assert_eq!(after.0, before.0, "scheduled messages");
+    assert_eq!(after.1, before.1, "linkifiers");
+    assert_eq!(after.2, before.2, "attachments");
+    // The deleted upload's file is gone; the other is served.
+    for (i, path) in uploaded.iter().enumerate() {
+        let resp = c
+            .get(format!("{url}{path}"))
+            .header("Authorization", basic(MEMBER, &hamlet_key))
+            .send()
+            .await
+            .unwrap();
+        let want = if i == 0 {
+            StatusCode::OK
+        } else {
+            StatusCode::NOT_FOUND
+        };
+        assert_eq!(resp.status(), want, "{path}");
+    }
+    drop(server);
+}

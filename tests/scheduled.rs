@@ -324,3 +324,156 @@ async fn delivered_on_time_and_failed_when_impossible() {
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0]["failed"], true);
 }
+
+/// Starts `app` again on its folder and manual clock with the 1 s ticker on (the
+/// harness turns it off under a manual clock): deliveries then happen on their own.
+async fn start_ticking(app: &mut TestApp) {
+    let mut config = hearth::config::ServeConfig::for_tests(app.dir.path().to_path_buf());
+    config.tick = true;
+    let running = start_server_with(config, app.clock.as_ref()).await;
+    app.url = running.url();
+    app.running = Some(running);
+}
+
+/// The newest message of the Verona channel as Othello sees it.
+async fn newest_in_verona(app: &TestApp) -> Value {
+    let body = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            OTHELLO,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("narrow", r#"[{"operator":"channel","operand":"Verona"}]"#),
+            ],
+        )
+        .await;
+    body["messages"][0].clone()
+}
+
+#[actix_web::test]
+async fn due_while_stopped_is_delivered_at_start() {
+    let clock = ManualClock::new(START_MS);
+    let mut app = TestApp::spawn_with_clock(clock.clone()).await;
+    let verona = app.stream_id("Verona").await.to_string();
+    let at = |secs: i64| (START + secs).to_string();
+    let mut ids = Vec::new();
+    for (content, due) in [("stale", 99), ("late", 100), ("pending", 3600)] {
+        ids.push(
+            schedule(
+                &app,
+                MEMBER,
+                &[
+                    ("type", "stream"),
+                    ("to", &verona),
+                    ("topic", "downtime"),
+                    ("content", content),
+                    ("scheduled_delivery_timestamp", &at(due)),
+                ],
+            )
+            .await,
+        );
+    }
+    let (stale, late, pending) = (ids[0], ids[1], ids[2]);
+    // Down from START to START + 700: "late" is 600 s late at the start, Zulip's cutoff
+    // exactly; "stale" is 601 s late.
+    app.stop().await;
+    clock.advance_ms(700_000);
+    start_ticking(&mut app).await;
+    // No manual delivery: the ticker's first checks after the start do it.
+    let rest = poll(
+        std::time::Duration::from_secs(10),
+        "delivery at start",
+        || {
+            let app = &app;
+            async move {
+                let rest = list(app, MEMBER).await;
+                (!rest.iter().any(|s| s["scheduled_message_id"] == late)).then_some(rest)
+            }
+        },
+    )
+    .await;
+    let m = newest_in_verona(&app).await;
+    assert_eq!(m["content"], "<p>late</p>");
+    assert_eq!(m["subject"], "downtime");
+    // Sent now, as Zulip's worker sends it: the time of delivery, not the due time.
+    assert_eq!(m["timestamp"], START + 700);
+    assert_eq!(m["client"], "Scheduled message");
+    // Too late: failed, kept, not sent; the future one waits.
+    let by_id = |id: u64| {
+        rest.iter()
+            .find(|s| s["scheduled_message_id"] == id)
+            .cloned()
+    };
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(by_id(stale).expect("stale kept")["failed"], true);
+    assert_eq!(by_id(pending).expect("pending kept")["failed"], false);
+    let body = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            OTHELLO,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("narrow", r#"[{"operator":"search","operand":"stale"}]"#),
+            ],
+        )
+        .await;
+    assert_eq!(body["messages"], json!([]));
+    // And it stays so after another restart (the delivery was a committed write).
+    app.stop().await;
+    start_ticking(&mut app).await;
+    assert_eq!(list(&app, MEMBER).await, rest);
+    assert_eq!(newest_in_verona(&app).await["id"], m["id"]);
+}
+
+#[actix_web::test]
+async fn the_ticker_delivers_on_time() {
+    // The real clock and the real 1 s ticker.
+    let app = TestApp::spawn().await;
+    let verona = app.stream_id("Verona").await.to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let due = now + 2;
+    let id = schedule(
+        &app,
+        MEMBER,
+        &[
+            ("type", "stream"),
+            ("to", &verona),
+            ("topic", "ticking"),
+            ("content", "on the tick"),
+            ("scheduled_delivery_timestamp", &due.to_string()),
+        ],
+    )
+    .await;
+    let queue = app.register(MEMBER, &[]).await;
+    let m = poll(
+        std::time::Duration::from_secs(10),
+        "the ticker's delivery",
+        || {
+            let app = &app;
+            async move {
+                let m = newest_in_verona(app).await;
+                (m["content"] == "<p>on the tick</p>").then_some(m)
+            }
+        },
+    )
+    .await;
+    assert!(m["timestamp"].as_i64().unwrap() >= due);
+    assert!(list(&app, MEMBER).await.is_empty());
+    let events = app.events(MEMBER, &queue).await;
+    assert!(
+        events.iter().any(|e| e["type"] == "scheduled_messages"
+            && e["op"] == "remove"
+            && e["scheduled_message_id"] == id),
+        "{events:?}"
+    );
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "message" && e["message"]["id"] == m["id"]));
+}

@@ -326,9 +326,11 @@ struct FlagsRequest {
     flag: u32,
 }
 
+/// `op` and `flag`, required in that order (Zulip's signature), then checked as
+/// `do_update_message_flags` checks them.
 fn parse_flag(p: &Params) -> ApiResult<(bool, u32)> {
-    let flag = p.str("flag")?;
     let op = p.str("op")?;
+    let flag = p.str("flag")?;
     let Some(bit) = flags::by_name(&flag) else {
         return Err(ApiError::bad_request(format!("Invalid flag: '{flag}'")));
     };
@@ -425,19 +427,36 @@ pub async fn update_flags_for_narrow(req: ApiRequest) -> ApiResponse {
     let version = req.hub.current();
     let me = req.caller()?;
     let p = &req.params;
-    let anchor = fetch::parse_anchor(p.opt_str("anchor").as_deref())?;
+    // Zulip's parameters are all required but `include_anchor`, read in the order of
+    // its signature before any value is looked at.
+    let anchor = p.str("anchor")?;
     let include_anchor = p.bool_or("include_anchor", true)?;
+    for name in ["num_before", "num_after"] {
+        if !p.has(name) {
+            return Err(ApiError::missing(name));
+        }
+    }
     let num_before = count_param(p, "num_before")?;
     let num_after = count_param(p, "num_after")?;
     let narrow = p
         .opt_json("narrow")?
         .ok_or_else(|| ApiError::missing("narrow"))?;
-    let (add, flag) = parse_flag(p)?;
-    if (num_before + num_after) as u64 > MAX_MESSAGES_PER_FETCH {
-        return Err(ApiError::bad_request(format!(
-            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
-        )));
+    for name in ["op", "flag"] {
+        if !p.has(name) {
+            return Err(ApiError::missing(name));
+        }
     }
+    let anchor = fetch::parse_anchor(Some(&anchor))?;
+    if num_before > 0 && num_after > 0 && !include_anchor {
+        return Err(ApiError::bad_request(
+            "The anchor can only be excluded at an end of the range",
+        ));
+    }
+    // Zulip clamps the range to `MAX_MESSAGES_PER_UPDATE` instead of refusing it.
+    let max = MAX_MESSAGES_PER_FETCH as usize;
+    let num_before = num_before.min((max.saturating_sub(num_after)).max(max / 2));
+    let num_after = num_after.min(max - num_before);
+    let (add, flag) = parse_flag(p)?;
     let me_user = version.user(me).ok_or_else(ApiError::internal)?;
     let terms = version.parse_narrow(me_user, &narrow)?;
     let (found, ids) = {
@@ -524,10 +543,15 @@ pub fn fill_max_message_id(
 ) -> ApiResult<()> {
     if body.contains_key("max_message_id") {
         let max = realm.messages.max_visible();
-        let newest = store
-            .scan(&Source::User(me.id), 0, max, true)?
-            .next()
-            .transpose()?;
+        // The index may still name deleted messages: the newest with a row.
+        let mut newest = None;
+        for id in store.scan(&Source::User(me.id), 0, max, true)? {
+            let id = id?;
+            if store.row(id)?.is_some() {
+                newest = Some(id);
+                break;
+            }
+        }
         body.insert(
             "max_message_id".into(),
             newest.map_or(json!(-1), |id| json!(id)),
@@ -785,7 +809,16 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                 // Notification Bot messages about a move (`realm::messages::moves`).
                 let send_to_old_thread = p.bool_or("send_notification_to_old_thread", false)?;
                 let send_to_new_thread = p.bool_or("send_notification_to_new_thread", true)?;
-                let rendered = content.as_deref().map(|c| version.render_message(c));
+                // Rendered as `decide_edit` stores it (Zulip's order): emptied content
+                // is "(deleted)", the rest normalized and truncated.
+                let rendered = content.as_deref().map(|c| {
+                    let c = if c.trim_end().is_empty() {
+                        "(deleted)".to_owned()
+                    } else {
+                        normalize_body(c).unwrap_or_else(|_| c.to_owned())
+                    };
+                    version.render_message(&c)
+                });
                 // A topic wildcard mention's reach is read here, off the actor.
                 let mut topic_participants = Vec::new();
                 if rendered

@@ -12,7 +12,7 @@ use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, Options, Parser, Tag, T
 use regex::Regex;
 
 use super::Wildcard;
-use crate::realm::linkifiers::{linkify, CompiledLinkifier, Piece};
+use crate::realm::linkifiers::{linkify, sanitize_url, CompiledLinkifier, Piece};
 use crate::realm::{Realm, UserId};
 
 /// What rendering found besides the HTML.
@@ -282,61 +282,134 @@ fn render(text: &str, mentions: &[Mention], linkifiers: &[CompiledLinkifier]) ->
     }
     let mut in_code = false;
     let mut in_link = 0usize;
-    let parser = Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH).map(|event| match event {
-        Event::Html(raw) | Event::InlineHtml(raw) => {
-            Event::Html(CowStr::from(text_html(&raw, mentions, true, linkifiers)))
-        }
-        Event::SoftBreak => Event::HardBreak,
-        Event::Start(Tag::Heading { .. }) => Event::Start(Tag::Paragraph),
-        Event::End(TagEnd::Heading(_)) => Event::End(TagEnd::Paragraph),
-        Event::Start(Tag::Image { dest_url, .. }) => {
-            in_link += 1;
-            Event::Html(CowStr::from(format!(
-                "<a href=\"{}\">",
-                escape(&restore(&dest_url, mentions))
-            )))
-        }
-        Event::End(TagEnd::Image) => {
-            in_link = in_link.saturating_sub(1);
-            Event::Html(CowStr::from("</a>"))
-        }
-        Event::Start(Tag::Link { .. }) => {
-            in_link += 1;
-            event
-        }
-        Event::End(TagEnd::Link) => {
-            in_link = in_link.saturating_sub(1);
-            event
-        }
-        Event::Start(Tag::CodeBlock(kind)) => {
-            in_code = true;
-            let lang = match &kind {
-                CodeBlockKind::Fenced(l) => l.split_whitespace().next().unwrap_or(""),
-                CodeBlockKind::Indented => "",
-            };
-            let attr = if lang.is_empty() {
-                String::new()
-            } else {
-                format!(" data-code-language=\"{}\"", escape(lang))
-            };
-            Event::Html(CowStr::from(format!(
-                "<div class=\"codehilite\"{attr}><pre><span></span><code>"
-            )))
-        }
-        Event::End(TagEnd::CodeBlock) => {
-            in_code = false;
-            Event::Html(CowStr::from("</code></pre></div>\n"))
-        }
-        Event::Code(code) => Event::Code(CowStr::from(restore(&code, mentions))),
-        Event::Text(t) if in_code => Event::Html(CowStr::from(escape(&restore(&t, mentions)))),
-        Event::Text(t) => Event::Html(CowStr::from(text_html(
-            &t,
-            mentions,
-            in_link > 0,
-            linkifiers,
-        ))),
-        other => other,
-    });
+    // Lines of the raw-HTML block being shown as a paragraph.
+    let mut html_lines: Option<usize> = None;
+    // Nesting depth inside a link whose URL Zulip would not link (its source is shown
+    // as text instead, and its inner events are dropped).
+    let mut refused = 0usize;
+    let parser = Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH)
+        .into_offset_iter()
+        .filter_map(|(event, range)| {
+            if refused > 0 {
+                match event {
+                    Event::Start(_) => refused += 1,
+                    Event::End(_) => refused -= 1,
+                    _ => {}
+                }
+                return None;
+            }
+            Some(match event {
+                // Zulip has no raw HTML blocks: their lines are a paragraph of text.
+                Event::Start(Tag::HtmlBlock) => {
+                    html_lines = Some(0);
+                    Event::Html(CowStr::from("<p>"))
+                }
+                Event::End(TagEnd::HtmlBlock) => {
+                    html_lines = None;
+                    Event::Html(CowStr::from("</p>\n"))
+                }
+                Event::Html(raw) | Event::InlineHtml(raw) => {
+                    let line = text_html(&raw, mentions, true, linkifiers);
+                    match html_lines.as_mut() {
+                        Some(n) => {
+                            let line = line.trim_end_matches('\n');
+                            *n += 1;
+                            Event::Html(CowStr::from(if *n == 1 {
+                                line.to_owned()
+                            } else {
+                                format!("<br>\n{line}")
+                            }))
+                        }
+                        None => Event::Html(CowStr::from(line)),
+                    }
+                }
+                Event::SoftBreak => Event::HardBreak,
+                Event::Start(Tag::Heading { .. }) => Event::Start(Tag::Paragraph),
+                Event::End(TagEnd::Heading(_)) => Event::End(TagEnd::Paragraph),
+                Event::Start(Tag::Image { dest_url, .. }) => {
+                    match sanitize_url(&restore(&dest_url, mentions)) {
+                        Some(url) => {
+                            in_link += 1;
+                            Event::Html(CowStr::from(format!("<a href=\"{}\">", escape(&url))))
+                        }
+                        None => {
+                            refused = 1;
+                            Event::Html(CowStr::from(text_html(
+                                &text[range],
+                                mentions,
+                                true,
+                                linkifiers,
+                            )))
+                        }
+                    }
+                }
+                Event::End(TagEnd::Image) => {
+                    in_link = in_link.saturating_sub(1);
+                    Event::Html(CowStr::from("</a>"))
+                }
+                // Zulip's `sanitize_url`: a link to a URL it refuses is no link at all,
+                // its source stays as text.
+                Event::Start(Tag::Link {
+                    link_type,
+                    dest_url,
+                    title,
+                    id,
+                }) => match sanitize_url(&restore(&dest_url, mentions)) {
+                    Some(url) => {
+                        in_link += 1;
+                        Event::Start(Tag::Link {
+                            link_type,
+                            dest_url: CowStr::from(url),
+                            title,
+                            id,
+                        })
+                    }
+                    None => {
+                        refused = 1;
+                        Event::Html(CowStr::from(text_html(
+                            &text[range],
+                            mentions,
+                            true,
+                            linkifiers,
+                        )))
+                    }
+                },
+                Event::End(TagEnd::Link) => {
+                    in_link = in_link.saturating_sub(1);
+                    Event::End(TagEnd::Link)
+                }
+                Event::Start(Tag::CodeBlock(kind)) => {
+                    in_code = true;
+                    let lang = match &kind {
+                        CodeBlockKind::Fenced(l) => l.split_whitespace().next().unwrap_or(""),
+                        CodeBlockKind::Indented => "",
+                    };
+                    let attr = if lang.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" data-code-language=\"{}\"", escape(lang))
+                    };
+                    Event::Html(CowStr::from(format!(
+                        "<div class=\"codehilite\"{attr}><pre><span></span><code>"
+                    )))
+                }
+                Event::End(TagEnd::CodeBlock) => {
+                    in_code = false;
+                    Event::Html(CowStr::from("</code></pre></div>\n"))
+                }
+                Event::Code(code) => Event::Code(CowStr::from(restore(&code, mentions))),
+                Event::Text(t) if in_code => {
+                    Event::Html(CowStr::from(escape(&restore(&t, mentions))))
+                }
+                Event::Text(t) => Event::Html(CowStr::from(text_html(
+                    &t,
+                    mentions,
+                    in_link > 0,
+                    linkifiers,
+                ))),
+                other => other,
+            })
+        });
     let mut out = String::with_capacity(text.len() + 16);
     html::push_html(&mut out, parser);
     out.replace("<br />", "<br>").trim_end().to_owned()
@@ -377,10 +450,42 @@ mod tests {
             r.render_message("<b>x</b>").html,
             "<p>&lt;b&gt;x&lt;/b&gt;</p>"
         );
+        // Raw HTML blocks are paragraphs of text, as Zulip has no HTML blocks.
+        assert_eq!(
+            r.render_message("<script>x</script>").html,
+            "<p>&lt;script&gt;x&lt;/script&gt;</p>"
+        );
+        assert_eq!(
+            r.render_message("<div>\nhello\n</div>\n\nafter").html,
+            "<p>&lt;div&gt;<br>\nhello<br>\n&lt;/div&gt;</p>\n<p>after</p>"
+        );
         assert_eq!(
             r.render_message("see https://zulip.com.").html,
             "<p>see <a href=\"https://zulip.com\">https://zulip.com</a>.</p>"
         );
+    }
+
+    #[test]
+    fn links_to_refused_urls_stay_text() {
+        let r = realm();
+        for (source, html) in [
+            (
+                "[a](javascript:alert(1))",
+                "<p>[a](javascript:alert(1))</p>",
+            ),
+            ("[a](JavaScript:x) b", "<p>[a](JavaScript:x) b</p>"),
+            ("![a](javascript:x)", "<p>![a](javascript:x)</p>"),
+            ("<javascript:x>", "<p>&lt;javascript:x&gt;</p>"),
+            ("[**a**](itms://x)", "<p>[**a**](itms://x)</p>"),
+            (
+                "[a](https://x.org/)",
+                "<p><a href=\"https://x.org/\">a</a></p>",
+            ),
+            ("[a](/relative)", "<p><a href=\"/relative\">a</a></p>"),
+            ("[a](x.org)", "<p><a href=\"http://x.org\">a</a></p>"),
+        ] {
+            assert_eq!(r.render_message(source).html, html, "{source}");
+        }
     }
 
     #[test]

@@ -119,6 +119,9 @@ impl Realm {
             return Err(ApiError::bad_request("narrow is not a list"));
         };
         let mut out = Vec::new();
+        // Zulip's `update_narrow_terms_containing_empty_topic_fallback_name`: the first
+        // topic term naming the empty topic's display name means the empty topic.
+        let mut topic_seen = false;
         for item in items {
             let (operator, operand, negated) = match item {
                 Value::Array(pair) if pair.len() == 2 => (
@@ -166,7 +169,15 @@ impl Realm {
                     }
                     Term::PublicChannels
                 }
-                "topic" | "subject" => Term::Topic(operand_str(&operand).unwrap_or_default()),
+                "topic" | "subject" => {
+                    let mut topic = operand_str(&operand).unwrap_or_default();
+                    if !std::mem::replace(&mut topic_seen, true)
+                        && topic == self.settings.empty_topic_display_name
+                    {
+                        topic.clear();
+                    }
+                    Term::Topic(topic)
+                }
                 "dm" | "pm-with" => {
                     let mut users = self.narrow_users(&operand)?;
                     users.push(me.id);

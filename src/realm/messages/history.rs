@@ -218,7 +218,10 @@ impl Realm {
     /// `message_history`: the original first, then the state after each edit, with
     /// `prev_*` fields only where they changed (seed 2.8).
     pub fn message_history(&self, m: &Message, allow_empty_topic_name: bool) -> Vec<Value> {
-        let topic = |t: &str| self.topic_for_client(t, allow_empty_topic_name);
+        // Zulip's `maybe_rename_empty_topic_to_general_chat`: only a channel message's
+        // empty topic has a display name; a direct message's topic stays "".
+        let is_channel = m.recipient.channel().is_some();
+        let topic = |t: &str| self.topic_for_client(t, allow_empty_topic_name || !is_channel);
         let mut content = m.content.clone();
         let mut rendered = m.rendered_content.clone();
         let mut topic_now = m.recipient.topic().unwrap_or_default().to_owned();
@@ -231,11 +234,6 @@ impl Realm {
             o.insert("timestamp".into(), e.timestamp.into());
             o.insert("topic".into(), topic(&topic_now).into());
             o.insert("user_id".into(), e.user_id.into());
-            if let Some(prev) = e.prev_channel {
-                o.insert("prev_stream".into(), prev.into());
-                o.insert("stream".into(), channel_now.into());
-                channel_now = Some(prev);
-            }
             if let Some(prev) = &e.prev_topic {
                 o.insert("prev_topic".into(), topic(prev).into());
                 topic_now = prev.clone();
@@ -249,6 +247,12 @@ impl Realm {
                 );
                 content = prev.clone();
                 rendered = prev_rendered.clone();
+            }
+            // Last, as in Zulip's `fill_edit_history_entries`.
+            if let Some(prev) = e.prev_channel {
+                o.insert("prev_stream".into(), prev.into());
+                o.insert("stream".into(), channel_now.into());
+                channel_now = Some(prev);
             }
             out.push(o);
         }

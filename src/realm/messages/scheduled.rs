@@ -7,7 +7,8 @@
 //! `ScheduledDelivered`, or `ScheduledFailed` when it can no longer be sent (archived
 //! channel, deactivated recipient, lost permission, a topic the channel's topics policy
 //! now refuses). One whose time passed while the server was down is delivered at the
-//! first check after start.
+//! first check after start, unless it is more than `LATE_CUTOFF_SECS` late: then it
+//! fails, as in Zulip, rather than surprise its recipients with a stale message.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -20,6 +21,10 @@ use crate::realm::channels::ChannelId;
 use crate::realm::{Change, Cx, Realm, User, UserId};
 
 pub type ScheduledId = u64;
+
+/// Zulip's `SCHEDULED_MESSAGE_LATE_CUTOFF_MINUTES` (10): how late a scheduled message
+/// may still be sent.
+pub const LATE_CUTOFF_SECS: i64 = 10 * 60;
 
 /// Where a scheduled message goes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -286,6 +291,11 @@ impl Realm {
                 continue;
             };
             if s.failed {
+                continue;
+            }
+            if now > s.deliver_at + LATE_CUTOFF_SECS {
+                tracing::info!("scheduled message {id} is too late to be sent");
+                out.push(Change::Message(MessageChange::ScheduledFailed { id }));
                 continue;
             }
             match self.deliver(s, cx, rows) {

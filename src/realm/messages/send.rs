@@ -175,41 +175,41 @@ pub fn parse_channel_to(raw: &str) -> ApiResult<ChannelRef> {
 }
 
 /// Zulip's `extract_private_recipients`: a JSON list of ids or of emails, or emails
-/// separated by commas.
+/// separated by commas. The first item decides which; an item of the other kind is
+/// refused as a mix.
 pub fn parse_direct_to(raw: &str) -> ApiResult<(Vec<i64>, Vec<String>)> {
+    let invalid = || ApiError::bad_request("Invalid data type for recipients");
+    let mixed =
+        || ApiError::bad_request("Recipient lists may contain emails or user IDs, but not both.");
     let items = match serde_json::from_str::<Value>(raw) {
         Ok(Value::Array(items)) => items,
-        Ok(Value::Number(n)) => vec![Value::Number(n)],
-        Ok(Value::String(s)) => s
-            .split(',')
-            .map(|e| Value::String(e.trim().to_owned()))
-            .collect(),
-        Ok(_) => return Err(ApiError::bad_request("Invalid data type for recipients")),
+        Ok(Value::String(s)) => s.split(',').map(|e| Value::String(e.to_owned())).collect(),
+        Ok(_) => return Err(invalid()),
         Err(_) => raw
             .split(',')
-            .map(|e| Value::String(e.trim().to_owned()))
+            .map(|e| Value::String(e.to_owned()))
             .collect(),
     };
     let (mut ids, mut emails) = (Vec::new(), Vec::new());
-    for item in items {
-        match item {
-            Value::Number(n) => ids.push(
-                n.as_i64()
-                    .ok_or_else(|| ApiError::bad_request("Invalid data type for recipients"))?,
-            ),
-            Value::String(s) if !s.is_empty() => emails.push(s),
-            Value::String(_) => {}
-            _ => return Err(ApiError::bad_request("Invalid data type for recipients")),
+    match items.first() {
+        None => {}
+        Some(Value::String(_)) => {
+            for item in &items {
+                let email = item.as_str().ok_or_else(mixed)?.trim();
+                if !email.is_empty() && !emails.iter().any(|e: &String| e == email) {
+                    emails.push(email.to_owned());
+                }
+            }
         }
-    }
-    if !ids.is_empty() && !emails.is_empty() {
-        return Err(ApiError::bad_request(
-            "Recipient lists may contain emails or user IDs, but not both.",
-        ));
+        Some(first) if first.as_i64().is_some() => {
+            for item in &items {
+                ids.push(item.as_i64().ok_or_else(mixed)?);
+            }
+        }
+        Some(_) => return Err(invalid()),
     }
     ids.sort_unstable();
     ids.dedup();
-    emails.dedup();
     Ok((ids, emails))
 }
 
