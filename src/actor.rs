@@ -156,6 +156,13 @@ impl RealmActor {
             steps.push((run, Arc::new(self.realm.clone())));
         }
         self.hub.stage(ticket, seq, steps);
+        // The release task may have woken for this ticket before it was staged: a
+        // decision no request handler releases (a scheduled delivery, a sweep) would
+        // then wait for the next write. Wake it again; it releases off this thread.
+        let durability = self.store.durability();
+        if ticket <= durability.visible() {
+            durability.wake_release();
+        }
         self.since_snapshot += 1;
         if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
             self.start_snapshot();

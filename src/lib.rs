@@ -499,17 +499,10 @@ pub async fn spawn_with_clock(
                 };
                 for realm in state.registry.all() {
                     realm.hub.tick();
-                    // A delivery has no request handler to release it once durable,
-                    // and the release task may wake on its ticket before the actor
-                    // has staged it: release again once the actor has answered.
-                    let durability = state.durability.clone();
-                    actix_web::rt::spawn(async move {
-                        if let Ok(n) = realm.addr.send(actor::DeliverScheduled).await {
-                            if n > 0 {
-                                realm.hub.release(durability.visible());
-                            }
-                        }
-                    });
+                    // No request handler releases a delivery: the release task does
+                    // (woken again by the actor if the ticket was visible before it
+                    // was staged).
+                    realm.addr.do_send(actor::DeliverScheduled);
                 }
             }
         });

@@ -331,6 +331,12 @@ impl Durability {
         *self.durable.borrow()
     }
 
+    /// Wakes the subscribers of `visible` again without moving it (a decision staged
+    /// after its ticket became visible).
+    pub fn wake_release(&self) {
+        self.visible.send_modify(|_| {});
+    }
+
     /// A receiver that changes whenever more becomes visible (the release task).
     pub fn subscribe_visible(&self) -> watch::Receiver<u64> {
         self.visible.subscribe()
