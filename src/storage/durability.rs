@@ -429,12 +429,16 @@ impl Durability {
     }
 
     /// Flushes now, on the caller's thread: sled's log, then an `fsync` of its file.
-    /// Repairs of the message database go first (`MessageDb::sync_repairs`): the
-    /// records this flush makes durable may reuse the numbers and ids of records whose
-    /// rows they repaired.
+    /// When records were appended since the last flush, repairs of the message
+    /// database go first (`MessageDb::sync_repairs`): the records this flush makes
+    /// durable may reuse the numbers and ids of records whose rows they repaired.
     pub fn flush_now(&self) -> Result<(), sled::Error> {
-        if let Some(n) = self.messages.sync_repairs() {
-            self.marks.messages_synced(n);
+        // Only a flush that makes new records durable waits: the start's own flush
+        // (what recovery read) must not wait for the message database to open.
+        if self.written.load(Ordering::SeqCst) > *self.durable.borrow() {
+            if let Some(n) = self.messages.sync_repairs() {
+                self.marks.messages_synced(n);
+            }
         }
         self.flush_main()
     }

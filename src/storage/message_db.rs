@@ -38,9 +38,14 @@
 //! those numbers became durable, a second crash would find the old rows and the old
 //! undo entries under the new numbers (and per-user rows of a lost channel message
 //! beside a new direct message with its id). So a repair that changed rows, or one
-//! still queued while this database opens, makes the next WAL flush sync this
-//! database first (`sync_repairs`, from `Durability::flush_now`). The usual start,
-//! with nothing to repair, costs one wait for the open before its first flush.
+//! still queued while this database opens, makes the next WAL flush that carries new
+//! records sync this database first (`sync_repairs`, from `Durability::flush_now`).
+//! The usual start, with nothing to repair, costs its first write's flush one wait for
+//! the open (the start itself does not wait). In `always` that orders the repair
+//! before every new record; in `interval` and `never`, sled may write a full log
+//! buffer of new records on its own before that flush, so a second crash in that
+//! window can still find rows of the first one's lost records: those modes already
+//! give up their unflushed tail.
 //!
 //! # Folders from before
 //!
