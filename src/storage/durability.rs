@@ -704,6 +704,37 @@ mod tests {
         d.shutdown();
     }
 
+    /// A repair queued while the message database opens holds back only a flush that
+    /// carries new records: the start's flush of what recovery read goes on at once,
+    /// the first write's flush waits for the opening (and its repair).
+    #[test]
+    fn only_a_flush_of_new_records_waits_for_the_message_databases_repairs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Holding the message database's lock keeps its opening waiting.
+        let held = crate::storage::message_db::open_sled(dir.path()).expect("lock");
+        let store = Store::open(dir.path(), DurabilityMode::Always).expect("open");
+        let d = store.durability.clone();
+        let mut rs = store.realm("zulip").expect("realm");
+        rs.messages().undo_after(0).expect("queued");
+        d.flush_now().expect("nothing new: no wait");
+        assert_eq!(
+            d.message_db().readiness(),
+            crate::storage::message_db::Readiness::Opening,
+            "the flush did not wait"
+        );
+        let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
+        rs.append(&changes).expect("a record");
+        let flush = {
+            let d = d.clone();
+            std::thread::spawn(move || d.flush_now())
+        };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(!flush.is_finished(), "a flush of new records waits");
+        drop(held);
+        flush.join().expect("join").expect("flushed");
+        assert!(d.message_db().is_open());
+    }
+
     #[test]
     fn a_fault_resets_realms_and_the_store_recovers() {
         let dir = tempfile::tempdir().expect("tempdir");
