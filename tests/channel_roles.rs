@@ -12,6 +12,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::*;
+use hearth::realm::ManualClock;
 use serde_json::{json, Value};
 
 const ZOE: &str = "ZOE@zulip.com";
@@ -1007,5 +1008,482 @@ async fn channel_folders_every_role() {
             s.restart().await;
         }
     }
+    s.stop().await;
+}
+
+// ---- PATCH / DELETE /messages/{id}: the channel's message permissions --------------
+
+/// System groups of the development realm, by id.
+const ADMINS: i64 = 3;
+const MODERATORS: i64 = 4;
+const MEMBERS: i64 = 6;
+const EVERYONE: i64 = 7;
+
+const NO_EDIT: &str = "You don't have permission to edit this message";
+const NO_DELETE: &str = "You don't have permission to delete this message";
+const NO_RESOLVE: &str = "You don't have permission to resolve topics in this channel.";
+const NO_MOVE: &str = "You don't have permission to move this message";
+
+/// A successful edit: its answer lists no detached upload.
+fn edited(who: &'static str, params: Vec<(&'static str, String)>) -> Case {
+    ok(who, params, json!({ "detached_uploads": [] }))
+}
+
+fn new_group(value: Value) -> String {
+    json!({ "new": value }).to_string()
+}
+
+/// A case on a message of its own, which `sender` posts to `channel`, topic `topic`,
+/// before any case of its table runs.
+struct OnMessage {
+    sender: &'static str,
+    channel: &'static str,
+    topic: String,
+    case: Case,
+}
+
+fn on(sender: &'static str, channel: &'static str, topic: String, case: Case) -> OnMessage {
+    OnMessage {
+        sender,
+        channel,
+        topic,
+        case,
+    }
+}
+
+/// Posts every row's message; their ids, in row order.
+async fn post_all(s: &TestApp, rows: &[OnMessage]) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for r in rows {
+        ids.push(send_stream(s, r.sender, r.channel, &r.topic, "role check").await);
+    }
+    ids
+}
+
+/// Runs each row's case on its message, then checks the message as an administrator
+/// sees it: gone after a successful delete, moved after a successful move, untouched
+/// after a refusal.
+async fn run_on_messages(s: &TestApp, method: &str, rows: &[OnMessage], ids: &[u64]) {
+    for (r, id) in rows.iter().zip(ids) {
+        run_cases(
+            s,
+            method,
+            &format!("/api/v1/messages/{id}"),
+            std::slice::from_ref(&r.case),
+        )
+        .await;
+    }
+    check_messages(s, method, rows, ids).await;
+}
+
+async fn check_messages(s: &TestApp, method: &str, rows: &[OnMessage], ids: &[u64]) {
+    for (r, id) in rows.iter().zip(ids) {
+        let label = format!(
+            "{method} message {id} as {} {:?}",
+            r.case.who, r.case.params
+        );
+        let (status, body) = s
+            .call("GET", &format!("/api/v1/messages/{id}"), IAGO, &[])
+            .await;
+        let done = r.case.status == 200;
+        if method == "DELETE" && done {
+            assert_eq!(status, 400, "{label}: {body}");
+            assert_eq!(body["msg"], "Invalid message(s)", "{label}");
+            continue;
+        }
+        assert_eq!(status, 200, "{label}: {body}");
+        let m = &body["message"];
+        let param = |k: &str| r.case.params.iter().find(|(p, _)| *p == k).map(|(_, v)| v);
+        let topic = param("topic").filter(|_| done).unwrap_or(&r.topic);
+        assert_eq!(m["subject"], topic.as_str(), "{label}");
+        let channel = match param("stream_id").filter(|_| done) {
+            Some(id) => id.parse::<i64>().unwrap(),
+            None => s.stream_id(r.channel).await,
+        };
+        assert_eq!(m["stream_id"], channel, "{label}");
+        let content = param("content").filter(|_| done);
+        assert_eq!(
+            m["content"],
+            format!("<p>{}</p>", content.map_or("role check", |c| c.as_str())),
+            "{label}"
+        );
+    }
+}
+
+/// Verona's message permissions are given to groups and to a channel administrator
+/// (Cordelia, a member); the realm's own are narrowed to administrators, and Denmark
+/// keeps its defaults (nobody). Every role deletes, edits, moves within the channel,
+/// resolves and moves out of it, in both channels (Zulip's
+/// `validate_can_delete_message`, `check_update_message`, `can_edit_topic`,
+/// `can_resolve_topics`, `can_move_messages_out_of_channel`).
+#[actix_web::test]
+async fn message_moves_and_deletes_by_channel_groups() {
+    let mut s = TestApp::spawn_with_clock(ManualClock::new(1_800_000_000_000)).await;
+    let u = users(&s).await;
+    let (verona, denmark) = (3, 4);
+
+    // Zulip's defaults first: a guest edits and deletes its own message, a bot's
+    // owner deletes the bot's message but may not edit its content.
+    let outgoing_bot = OUTGOING_BOT;
+    let rows = vec![
+        on(
+            POLONIUS,
+            "Verona",
+            "guest".into(),
+            edited(POLONIUS, p(&[("content", "edited by a guest")])),
+        ),
+        on(
+            POLONIUS,
+            "Verona",
+            "guest".into(),
+            bad(
+                OTHELLO,
+                p(&[("content", "not mine")]),
+                "BAD_REQUEST",
+                NO_EDIT,
+            ),
+        ),
+        on(
+            outgoing_bot,
+            "Verona",
+            "bot".into(),
+            bad(
+                AARON,
+                p(&[("content", "by the owner")]),
+                "BAD_REQUEST",
+                NO_EDIT,
+            ),
+        ),
+        on(
+            outgoing_bot,
+            "Verona",
+            "bot".into(),
+            edited(AARON, p(&[("topic", "bot moved")])),
+        ),
+    ];
+    let ids = post_all(&s, &rows).await;
+    run_on_messages(&s, "PATCH", &rows, &ids).await;
+    let rows = vec![
+        on(
+            POLONIUS,
+            "Verona",
+            "guest".into(),
+            ok(POLONIUS, vec![], json!({})),
+        ),
+        on(
+            outgoing_bot,
+            "Verona",
+            "bot".into(),
+            ok(AARON, vec![], json!({})),
+        ),
+        on(
+            outgoing_bot,
+            "Verona",
+            "bot".into(),
+            bad(HAMLET, vec![], "BAD_REQUEST", NO_DELETE),
+        ),
+        on(
+            outgoing_bot,
+            "Verona",
+            "bot".into(),
+            bad(ZOE, vec![], "BAD_REQUEST", NO_DELETE),
+        ),
+    ];
+    let ids = post_all(&s, &rows).await;
+    run_on_messages(&s, "DELETE", &rows, &ids).await;
+
+    // The realm's permissions go to administrators only; Verona gives its own.
+    s.ok(
+        "PATCH",
+        "/api/v1/realm",
+        IAGO,
+        &[
+            (
+                "can_move_messages_between_topics_group",
+                &new_group(json!(ADMINS)),
+            ),
+            ("can_resolve_topics_group", &new_group(json!(ADMINS))),
+            (
+                "can_move_messages_between_channels_group",
+                &new_group(json!(ADMINS)),
+            ),
+            ("can_delete_own_message_group", &new_group(json!(ADMINS))),
+            ("can_delete_any_message_group", &new_group(json!(ADMINS))),
+        ],
+    )
+    .await;
+    let cordelia = id_of(&u, CORDELIA);
+    s.ok(
+        "PATCH",
+        &format!("/api/v1/streams/{verona}"),
+        IAGO,
+        &[
+            (
+                "can_delete_any_message_group",
+                &new_group(json!(MODERATORS)),
+            ),
+            ("can_delete_own_message_group", &new_group(json!(EVERYONE))),
+            (
+                "can_move_messages_within_channel_group",
+                &new_group(json!(MODERATORS)),
+            ),
+            (
+                "can_move_messages_out_of_channel_group",
+                &new_group(json!(MEMBERS)),
+            ),
+            ("can_resolve_topics_group", &new_group(json!(MODERATORS))),
+            (
+                "can_administer_channel_group",
+                &new_group(json!({"direct_members": [cordelia], "direct_subgroups": []})),
+            ),
+        ],
+    )
+    .await;
+
+    // (who, label) of the roles, the channel administrator last.
+    let roles = [
+        (DESDEMONA, "owner"),
+        (IAGO, "administrator"),
+        (SHIVA, "moderator"),
+        (HAMLET, "member"),
+        (POLONIUS, "guest"),
+        (CORDELIA, "Verona's administrator"),
+    ];
+    // Whether each role may, in Verona and in Denmark: delete another's message,
+    // delete its own, move a topic, resolve it, move a message out of the channel.
+    let allowed: [(&str, [(bool, bool); 5]); 6] = [
+        ("owner", [(true, true); 5]),
+        ("administrator", [(true, true); 5]),
+        (
+            "moderator",
+            [
+                (true, false),
+                (true, false),
+                (true, false),
+                (true, false),
+                (true, false),
+            ],
+        ),
+        (
+            "member",
+            [
+                (false, false),
+                (true, false),
+                (false, false),
+                (false, false),
+                (true, false),
+            ],
+        ),
+        (
+            "guest",
+            [
+                (false, false),
+                (true, false),
+                (false, false),
+                (false, false),
+                (false, false),
+            ],
+        ),
+        (
+            "Verona's administrator",
+            [
+                (false, false),
+                (true, false),
+                (true, false),
+                (false, false),
+                (true, false),
+            ],
+        ),
+    ];
+    let may = |label: &str, action: usize, in_verona: bool| {
+        let (_, a) = allowed.iter().find(|(l, _)| *l == label).unwrap();
+        if in_verona {
+            a[action].0
+        } else {
+            a[action].1
+        }
+    };
+    let channels = [("Verona", verona, denmark), ("Denmark", denmark, verona)];
+
+    let mut deletes = Vec::new();
+    let mut edits = Vec::new();
+    for (i, (who, label)) in roles.into_iter().enumerate() {
+        for (name, _, other) in channels {
+            let v = name == "Verona";
+            let t = |what: &str| format!("{what} {i} {name}");
+            let case = |allowed: bool, params: Vec<(&'static str, String)>, msg: &str| {
+                if allowed && params.is_empty() {
+                    ok(who, params, json!({}))
+                } else if allowed {
+                    edited(who, params)
+                } else {
+                    bad(who, params, "BAD_REQUEST", msg)
+                }
+            };
+            // Another's message, then one's own.
+            deletes.push(on(
+                OTHELLO,
+                name,
+                t("delete"),
+                case(may(label, 0, v), vec![], NO_DELETE),
+            ));
+            deletes.push(on(
+                who,
+                name,
+                t("own"),
+                case(may(label, 1, v), vec![], NO_DELETE),
+            ));
+            // Content: one's own only, whatever the role.
+            edits.push(on(
+                who,
+                name,
+                t("content"),
+                edited(who, p(&[("content", "mine, edited")])),
+            ));
+            edits.push(on(
+                OTHELLO,
+                name,
+                t("content"),
+                bad(who, p(&[("content", "not mine")]), "BAD_REQUEST", NO_EDIT),
+            ));
+            let to = t("moved");
+            edits.push(on(
+                OTHELLO,
+                name,
+                t("topic"),
+                case(may(label, 2, v), vec![("topic", to)], NO_EDIT),
+            ));
+            let resolved = format!("✔ {}", t("resolve"));
+            edits.push(on(
+                OTHELLO,
+                name,
+                t("resolve"),
+                case(may(label, 3, v), vec![("topic", resolved)], NO_RESOLVE),
+            ));
+            edits.push(on(
+                OTHELLO,
+                name,
+                t("out"),
+                case(
+                    may(label, 4, v),
+                    vec![("stream_id", other.to_string())],
+                    NO_MOVE,
+                ),
+            ));
+        }
+    }
+    // Moving out with a new topic needs both permissions; the topic's is checked first.
+    edits.push(on(
+        OTHELLO,
+        "Verona",
+        "both".into(),
+        edited(
+            CORDELIA,
+            vec![
+                ("stream_id", denmark.to_string()),
+                ("topic", "both moved".into()),
+            ],
+        ),
+    ));
+    edits.push(on(
+        OTHELLO,
+        "Verona",
+        "both".into(),
+        bad(
+            HAMLET,
+            vec![
+                ("stream_id", denmark.to_string()),
+                ("topic", "both moved".into()),
+            ],
+            "BAD_REQUEST",
+            NO_EDIT,
+        ),
+    ));
+    // The permission to move topics in the target channel is enough for a topic.
+    edits.push(on(
+        OTHELLO,
+        "Denmark",
+        "into".into(),
+        bad(
+            SHIVA,
+            vec![
+                ("stream_id", verona.to_string()),
+                ("topic", "into Verona".into()),
+            ],
+            "BAD_REQUEST",
+            NO_MOVE,
+        ),
+    ));
+    let delete_ids = post_all(&s, &deletes).await;
+    let edit_ids = post_all(&s, &edits).await;
+    run_on_messages(&s, "DELETE", &deletes, &delete_ids).await;
+    run_on_messages(&s, "PATCH", &edits, &edit_ids).await;
+
+    // Time limits: moderators (and administrators) are spared, a channel's
+    // administrator is not; resolving has no limit.
+    s.ok(
+        "PATCH",
+        "/api/v1/realm",
+        IAGO,
+        &[
+            ("move_messages_within_stream_limit_seconds", "100"),
+            ("move_messages_between_streams_limit_seconds", "100"),
+        ],
+    )
+    .await;
+    let channel_late = "The time limit for editing this message's channel has passed";
+    let topic_late = "The time limit for editing this message's topic has passed.";
+    let out = || vec![("stream_id", denmark.to_string())];
+    let topic = |t: &str| vec![("topic", t.to_owned())];
+    let late = vec![
+        on(OTHELLO, "Verona", "late 1".into(), edited(DESDEMONA, out())),
+        on(OTHELLO, "Verona", "late 2".into(), edited(IAGO, out())),
+        on(OTHELLO, "Verona", "late 3".into(), edited(SHIVA, out())),
+        on(
+            OTHELLO,
+            "Verona",
+            "late 4".into(),
+            bad(HAMLET, out(), "BAD_REQUEST", channel_late),
+        ),
+        on(
+            OTHELLO,
+            "Verona",
+            "late 5".into(),
+            bad(CORDELIA, out(), "BAD_REQUEST", channel_late),
+        ),
+        on(
+            OTHELLO,
+            "Verona",
+            "late 6".into(),
+            edited(SHIVA, topic("late 6 moved")),
+        ),
+        on(
+            OTHELLO,
+            "Verona",
+            "late 7".into(),
+            bad(CORDELIA, topic("late 7 moved"), "BAD_REQUEST", topic_late),
+        ),
+        on(
+            OTHELLO,
+            "Verona",
+            "late 8".into(),
+            edited(SHIVA, topic("✔ late 8")),
+        ),
+        on(
+            OTHELLO,
+            "Verona",
+            "late 9".into(),
+            edited(DESDEMONA, topic("late 9 moved")),
+        ),
+    ];
+    let late_ids = post_all(&s, &late).await;
+    s.clock().advance_ms(121_000);
+    run_on_messages(&s, "PATCH", &late, &late_ids).await;
+
+    // Every outcome, again after a restart.
+    s.restart().await;
+    check_messages(&s, "DELETE", &deletes, &delete_ids).await;
+    check_messages(&s, "PATCH", &edits, &edit_ids).await;
+    check_messages(&s, "PATCH", &late, &late_ids).await;
     s.stop().await;
 }

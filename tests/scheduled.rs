@@ -477,3 +477,212 @@ async fn the_ticker_delivers_on_time() {
         .iter()
         .any(|e| e["type"] == "message" && e["message"]["id"] == m["id"]));
 }
+
+/// `POST /scheduled_messages` refusals, in Zulip's words, and the `scheduled_messages`
+/// events of a create, a delete, a delivery and a failed delivery.
+#[actix_web::test]
+async fn create_errors_and_events() {
+    let clock = ManualClock::new(START_MS);
+    let app = TestApp::spawn_with_clock(clock.clone()).await;
+    let verona = app.stream_id("Verona").await;
+    let othello = app.user_id(OTHELLO).await;
+    let at = (START + 60).to_string();
+    let create = |params: Vec<(&'static str, String)>| {
+        let mut all = vec![
+            ("type", "stream".to_owned()),
+            ("to", verona.to_string()),
+            ("topic", "t".to_owned()),
+            ("content", "c".to_owned()),
+            ("scheduled_delivery_timestamp", at.clone()),
+        ];
+        for (k, v) in params {
+            all.retain(|(name, _)| *name != k);
+            if !v.is_empty() || k == "content" {
+                all.push((k, v));
+            }
+        }
+        all
+    };
+    let drop = |k: &'static str| (k, String::new());
+    type Refusal = (Vec<(&'static str, String)>, &'static str, String);
+    let cases: Vec<Refusal> = vec![
+        (
+            create(vec![("type", "bogus".into())]),
+            "BAD_REQUEST",
+            "Invalid type".into(),
+        ),
+        // The type is checked before anything else is read.
+        (
+            create(vec![("type", "bogus".into()), drop("to")]),
+            "BAD_REQUEST",
+            "Invalid type".into(),
+        ),
+        (
+            create(vec![drop("type")]),
+            "REQUEST_VARIABLE_MISSING",
+            "Missing 'type' argument".into(),
+        ),
+        (
+            create(vec![drop("to")]),
+            "REQUEST_VARIABLE_MISSING",
+            "Missing 'to' argument".into(),
+        ),
+        (
+            create(vec![("content", String::new())]),
+            "BAD_REQUEST",
+            "Message must not be empty".into(),
+        ),
+        (
+            create(vec![("content", "  \n ".into())]),
+            "BAD_REQUEST",
+            "Message must not be empty".into(),
+        ),
+        (
+            create(vec![("type", "private".into()), ("to", "[9999]".into())]),
+            "BAD_REQUEST",
+            "Invalid user ID 9999".into(),
+        ),
+        (
+            create(vec![
+                ("type", "direct".into()),
+                ("to", format!("[{othello}, 9999]")),
+            ]),
+            "BAD_REQUEST",
+            "Invalid user ID 9999".into(),
+        ),
+        (
+            create(vec![("scheduled_delivery_timestamp", START.to_string())]),
+            "BAD_REQUEST",
+            "Scheduled delivery time must be in the future.".into(),
+        ),
+    ];
+    for (params, code, msg) in &cases {
+        let form: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        app.err(
+            "POST",
+            "/api/v1/scheduled_messages",
+            MEMBER,
+            &form,
+            400,
+            code,
+            msg,
+        )
+        .await;
+    }
+    // An unknown channel names its id, for a number and for a list of one.
+    for to in ["9999", "[9999]"] {
+        let params = create(vec![("to", to.into())]);
+        let form: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let body = app
+            .err(
+                "POST",
+                "/api/v1/scheduled_messages",
+                MEMBER,
+                &form,
+                400,
+                "STREAM_DOES_NOT_EXIST",
+                "Channel with ID '9999' does not exist",
+            )
+            .await;
+        assert_eq!(body["stream_id"], 9999);
+    }
+    assert!(list(&app, MEMBER).await.is_empty());
+
+    // Events, on a queue registered for them.
+    let queue = app
+        .register(MEMBER, &[("event_types", r#"["scheduled_messages"]"#)])
+        .await;
+    // `to` as a list of one channel id, and the legacy `private` type.
+    let by_list = create(vec![("to", format!("[{verona}]"))]);
+    let f: Vec<(&str, &str)> = by_list.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let a = schedule(&app, MEMBER, &f).await;
+    let dm = create(vec![
+        ("type", "private".into()),
+        ("to", format!("[{othello}]")),
+        ("topic", String::new()),
+    ]);
+    let f: Vec<(&str, &str)> = dm.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let b = schedule(&app, MEMBER, &f).await;
+    let listed = list(&app, MEMBER).await;
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["to"], verona);
+    assert_eq!(listed[1]["type"], "private");
+    assert_eq!(listed[1]["to"], json!([othello]));
+    let got = app.events(MEMBER, &queue).await;
+    assert_eq!(got.len(), 2, "{got:?}");
+    for (event, entry) in got.iter().zip(&listed) {
+        let mut e = event.clone();
+        e.as_object_mut().unwrap().remove("id");
+        assert_eq!(
+            e,
+            json!({"type": "scheduled_messages", "op": "add", "scheduled_messages": [entry]})
+        );
+    }
+    // Deleted: removed.
+    app.ok(
+        "DELETE",
+        &format!("/api/v1/scheduled_messages/{b}"),
+        MEMBER,
+        &[],
+    )
+    .await;
+    let got = app.events(MEMBER, &queue).await;
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(
+        got[2],
+        json!({"type": "scheduled_messages", "op": "remove", "scheduled_message_id": b, "id": 2})
+    );
+    // Delivered: removed too.
+    clock.advance_ms(60_000);
+    app.deliver_scheduled().await;
+    let got = app.events(MEMBER, &queue).await;
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert_eq!(
+        got[3],
+        json!({"type": "scheduled_messages", "op": "remove", "scheduled_message_id": a, "id": 3})
+    );
+    // Failed (its channel archived): updated, with `failed`.
+    let created = app
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[
+                ("name", "ephemeral"),
+                ("subscribers", &format!("[{}]", app.user_id(MEMBER).await)),
+            ],
+        )
+        .await;
+    let eph = created["id"].as_i64().unwrap();
+    let at = (START + 120).to_string();
+    let c = schedule(
+        &app,
+        MEMBER,
+        &[
+            ("type", "channel"),
+            ("to", &eph.to_string()),
+            ("topic", "t"),
+            ("content", "doomed"),
+            ("scheduled_delivery_timestamp", &at),
+        ],
+    )
+    .await;
+    app.ok("DELETE", &format!("/api/v1/streams/{eph}"), IAGO, &[])
+        .await;
+    clock.advance_ms(60_000);
+    app.deliver_scheduled().await;
+    let got = app.events(MEMBER, &queue).await;
+    assert_eq!(got.len(), 6, "{got:?}");
+    assert_eq!(got[4]["op"], "add");
+    assert_eq!(
+        got[5],
+        json!({"type": "scheduled_messages", "op": "update", "id": 5,
+               "scheduled_message": {"scheduled_message_id": c, "type": "stream", "to": eph,
+                   "topic": "t", "content": "doomed", "rendered_content": "<p>doomed</p>",
+                   "scheduled_delivery_timestamp": START + 120, "failed": true}})
+    );
+    assert_eq!(
+        list(&app, MEMBER).await,
+        vec![got[5]["scheduled_message"].clone()]
+    );
+}

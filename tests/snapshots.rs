@@ -37,6 +37,9 @@
 //!   are saved as they are, other values as JSON text. A field may end in `#N` or
 //!   `#N..`: the `/`-separated segment N of the string, or the segments from N on
 //!   (`"/url#3.."` of `/user_uploads/2/ab/cd/x.txt` is `ab/cd/x.txt`).
+//! - Events: a setup registers a queue (`save` its `queue_id`) for some `event_types`
+//!   and makes the writes; the snapshot is then `GET /events` with `last_event_id`
+//!   `-1` and `dont_block` (see `events-*.json`).
 //! - In bodies, API keys, dates, timestamps, event queue ids, ids, versions and server
 //!   addresses are redacted (`<api_key>`, `<date>`, `<timestamp>`, `<queue_id>`, `<id>`,
 //!   `<version>`, `<url>`); a queue id the body names is also replaced inside messages.
@@ -323,6 +326,7 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
                 | "timestamp"
                 | "last_edit_timestamp"
                 | "last_moved_timestamp"
+                | "edit_timestamp"
                 | "active_timestamp"
                 | "idle_timestamp",
             ),

@@ -463,6 +463,59 @@ async fn unclaimed_uploads_are_swept_after_three_weeks() {
     assert_eq!(attachments(&app, OTHELLO).await["upload_space_used"], 0);
 }
 
+/// A sweep period of one day; an upload a message links is never swept, and is read
+/// only by those who may read the message.
+#[actix_web::test]
+async fn claimed_uploads_are_never_swept_and_the_period_is_configurable() {
+    let clock = ManualClock::new(1_700_000_000_000);
+    let app =
+        TestApp::spawn_configured_with_clock(clock.clone(), |c| c.upload_sweep_days = 1).await;
+    upload(&app, MEMBER, "loose.txt", b"loose").await;
+    let linked = upload(&app, MEMBER, "linked.txt", b"linked").await;
+    // Linked from a message in a public channel the guest is not in.
+    app.ok(
+        "POST",
+        "/api/v1/messages",
+        MEMBER,
+        &[
+            ("type", "stream"),
+            ("to", "Zulip"),
+            ("topic", "files"),
+            ("content", &format!("[linked]({linked})")),
+        ],
+    )
+    .await;
+    let server = app.server();
+    // One day exactly: kept.
+    clock.advance_ms(DAY_MS);
+    assert_eq!(server.sweep_uploads().await, 0);
+    assert!(stored_path(&app, b"loose").exists());
+    // A second later: the unclaimed one goes, file and all.
+    clock.advance_ms(1_000);
+    assert_eq!(server.sweep_uploads().await, 1);
+    assert!(!stored_path(&app, b"loose").exists());
+    let list = attachments(&app, MEMBER).await["attachments"].clone();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["name"], "linked.txt");
+    // The claimed one stays, however old.
+    clock.advance_ms(30 * DAY_MS);
+    assert_eq!(server.sweep_uploads().await, 0);
+    assert!(stored_path(&app, b"linked").exists());
+    assert_eq!(
+        attachments(&app, MEMBER).await["attachments"][0]["name"],
+        "linked.txt"
+    );
+    // Readers of the channel read it; the guest, who cannot see the channel, may not.
+    let (status, _, bytes) = fetch_as(&app, OTHELLO, &linked).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(bytes, b"linked");
+    assert_eq!(fetch_as(&app, MEMBER, &linked).await.0, StatusCode::OK);
+    assert_eq!(
+        fetch_as(&app, POLONIUS, &linked).await.0,
+        StatusCode::FORBIDDEN
+    );
+}
+
 #[actix_web::test]
 async fn the_sweep_can_be_turned_off() {
     let dir = tempfile::tempdir().unwrap();

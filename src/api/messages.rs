@@ -1043,27 +1043,29 @@ pub async fn get_message_history(req: ApiRequest, path: web::Path<String>) -> Ap
 
 /// Parses a scheduled-message create or edit (`to` is JSON: an id or a list of ids).
 fn parse_schedule(p: &Params, create: bool, client: &str) -> ApiResult<ScheduleRequest> {
-    let content = if create {
-        Some(p.str("content")?)
-    } else {
-        p.opt_str("content")
+    // Zulip's order: `type`, `to`, `content`, `scheduled_delivery_timestamp`, then
+    // `read_by_sender`.
+    let channel_type = match (p.opt_str("type"), create) {
+        (Some(t), _) => Some(is_channel_type(&t)?),
+        (None, true) => return Err(ApiError::missing("type")),
+        (None, false) => None,
     };
-    let read_by_sender = p.opt_bool("read_by_sender")?;
     let to = if create {
         Some(p.opt_json("to")?.ok_or_else(|| ApiError::missing("to"))?)
     } else {
         p.opt_json("to")?
     };
-    let channel_type = match (p.opt_str("type"), create) {
-        (Some(t), _) => Some(is_channel_type(&t)?),
-        (None, true) => return Err(ApiError::missing("type")),
-        (None, false) => None,
+    let content = if create {
+        Some(p.str("content")?)
+    } else {
+        p.opt_str("content")
     };
     let deliver_at = if create {
         Some(p.int("scheduled_delivery_timestamp")?)
     } else {
         p.opt_int("scheduled_delivery_timestamp")?
     };
+    let read_by_sender = p.opt_bool("read_by_sender")?;
     Ok(ScheduleRequest {
         channel_type,
         to,

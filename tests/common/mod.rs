@@ -246,6 +246,15 @@ impl TestApp {
         TestApp::spawn_from(tempfile::tempdir().expect("temp dir"), Some(clock)).await
     }
 
+    /// `spawn_with_clock` with a changed configuration (as `spawn_configured`).
+    pub async fn spawn_configured_with_clock(
+        clock: ManualClock,
+        tweak: impl Fn(&mut ServeConfig) + Send + Sync + 'static,
+    ) -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        TestApp::spawn_from_with(dir, Some(clock), Arc::new(tweak)).await
+    }
+
     /// Starts a fresh development server in `--durability always` mode: every write is
     /// answered after its flush (tests of what becomes visible when).
     pub async fn spawn_durable() -> TestApp {
