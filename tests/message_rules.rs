@@ -1342,3 +1342,66 @@ async fn deleted_messages_stay_deleted_after_restart() {
     let next = send_stream(&app, IAGO, "Verona", "kept", "after").await;
     assert!(next > also_gone);
 }
+
+/// Narrow operators are read as Zulip's `NarrowBuilder` reads them, `-` as `_`: the
+/// terminal client asks for `pm_with`, others for `pm-with`, `dm`, `group_pm_with` or
+/// `dm-including`, all the same narrows; an unknown one is named as given.
+#[actix_web::test]
+async fn narrow_operators_read_dashes_as_underscores() {
+    let app = TestApp::spawn().await;
+    let hamlet = app.user_id(HAMLET).await;
+    let othello = app.user_id(OTHELLO).await;
+    let one = send_direct(&app, IAGO, &[hamlet], "to hamlet").await;
+    let group = send_direct(&app, IAGO, &[hamlet, othello], "to both").await;
+    for op in ["dm", "pm-with", "pm_with"] {
+        let narrow = json!([[op, [hamlet]]]).to_string();
+        let body = fetch(
+            &app,
+            IAGO,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("num_after", "0"),
+                ("narrow", &narrow),
+            ],
+        )
+        .await;
+        assert_eq!(ids(&body), [one], "{op}");
+    }
+    for op in [
+        "dm-including",
+        "dm_including",
+        "group-pm-with",
+        "group_pm_with",
+    ] {
+        let narrow = json!([[op, othello]]).to_string();
+        let body = fetch(
+            &app,
+            IAGO,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("num_after", "0"),
+                ("narrow", &narrow),
+            ],
+        )
+        .await;
+        assert_eq!(ids(&body), [group], "{op}");
+    }
+    let narrow = json!([["pm_whom", [hamlet]]]).to_string();
+    app.err(
+        "GET",
+        "/api/v1/messages",
+        IAGO,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "10"),
+            ("num_after", "0"),
+            ("narrow", &narrow),
+        ],
+        400,
+        "BAD_NARROW",
+        "Invalid narrow operator: unknown operator pm_whom",
+    )
+    .await;
+}

@@ -61,7 +61,7 @@ fn parse_queue_narrow(p: &super::params::Params) -> Result<Vec<(String, String)>
         let op = match op.as_str() {
             "channel" => "stream".to_owned(),
             "subject" => "topic".to_owned(),
-            "pm-with" => "dm".to_owned(),
+            "pm-with" | "pm_with" => "dm".to_owned(),
             other => other.to_owned(),
         };
         if !["stream", "topic", "sender", "is", "search", "dm"].contains(&op.as_str()) {

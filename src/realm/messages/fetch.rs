@@ -143,7 +143,9 @@ impl Realm {
                 }
                 _ => return Err(ApiError::bad_request("Invalid narrow")),
             };
-            let term = match operator.as_str() {
+            // Zulip's `NarrowBuilder.add_term` calls `by_` + the operator with `-` read
+            // as `_`: `pm_with` (the terminal client's spelling) is `pm-with`.
+            let term = match operator.replace('-', "_").as_str() {
                 "channel" | "stream" => {
                     let ch = match &operand {
                         Value::Number(n) => n.as_u64().and_then(|id| self.channel(id)),
@@ -178,14 +180,14 @@ impl Realm {
                     }
                     Term::Topic(topic)
                 }
-                "dm" | "pm-with" => {
+                "dm" | "pm_with" => {
                     let mut users = self.narrow_users(&operand)?;
                     users.push(me.id);
                     users.sort_unstable();
                     users.dedup();
                     Term::Dm(users)
                 }
-                "dm-including" | "group-pm-with" => Term::DmIncluding(self.narrow_user(&operand)?),
+                "dm_including" | "group_pm_with" => Term::DmIncluding(self.narrow_user(&operand)?),
                 "sender" => Term::Sender(self.narrow_user(&operand)?),
                 "is" => {
                     let v = operand_str(&operand).unwrap_or_default();
