@@ -11,7 +11,7 @@ use super::params::{path_int, Params};
 use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts, Ctx, Outcome};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::events::{Audience, Event};
-use crate::realm::messages::edit::{EditRequest, Propagate};
+use crate::realm::messages::edit::{self, EditRequest, Propagate};
 use crate::realm::messages::fetch::{self, can_read, MessageRows, Narrow, Source};
 use crate::realm::messages::json::MessageView;
 use crate::realm::messages::moves;
@@ -750,13 +750,9 @@ fn resolve_undo(
     let newest = match moved.iter().find(|m| m.id == newest_id) {
         Some(m) => Some((*m).clone()),
         // The index names it; the row must agree that it is in this topic.
-        None => store.get(newest_id)?.filter(|m| match &m.recipient {
-            crate::realm::messages::Recipient::Channel {
-                channel_id,
-                topic: t,
-            } => *channel_id == channel && t.to_lowercase() == topic.to_lowercase(),
-            crate::realm::messages::Recipient::Direct { .. } => false,
-        }),
+        None => store
+            .get(newest_id)?
+            .filter(|m| m.recipient.is_topic(channel, topic)),
     };
     let Some(newest) = newest.filter(|m| {
         moves::is_resolve_notice(m) && now - m.timestamp <= moves::RESOLVE_UNDO_GRACE_SECS
@@ -809,14 +805,9 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
                 // Notification Bot messages about a move (`realm::messages::moves`).
                 let send_to_old_thread = p.bool_or("send_notification_to_old_thread", false)?;
                 let send_to_new_thread = p.bool_or("send_notification_to_new_thread", true)?;
-                // Rendered as `decide_edit` stores it (Zulip's order): emptied content
-                // is "(deleted)", the rest normalized and truncated.
+                // Rendered as `decide_edit` stores it (which reports a bad body).
                 let rendered = content.as_deref().map(|c| {
-                    let c = if c.trim_end().is_empty() {
-                        "(deleted)".to_owned()
-                    } else {
-                        normalize_body(c).unwrap_or_else(|_| c.to_owned())
-                    };
+                    let c = edit::edited_content(c).unwrap_or_else(|_| c.to_owned());
                     version.render_message(&c)
                 });
                 // A topic wildcard mention's reach is read here, off the actor.

@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::channels::Channel;
 use super::groups::RealmSetting;
 use super::messages::moves::{silent_mention, NOTIFICATION_BOT_ID};
-use super::messages::{Message, MessageChange, Recipient, Wildcard};
+use super::messages::MessageChange;
 use super::{Change, Cx, Realm, User};
 use crate::error::{ApiError, ApiResult};
 
@@ -143,13 +143,10 @@ impl Realm {
     }
 
     /// A message to `topic` (normalized: "" is the empty topic) of `ch`, as
-    /// `check_message` checks it for sends and scheduled messages.
+    /// `check_message` checks it for sends and scheduled messages: what a move there
+    /// would meet.
     pub fn check_topics_policy(&self, ch: &Channel, topic: &str) -> ApiResult<()> {
-        match self.topics_policy(ch) {
-            TopicsPolicy::DisableEmptyTopic if topic.is_empty() => Err(self.empty_topic_refused()),
-            TopicsPolicy::EmptyTopicOnly if !topic.is_empty() => Err(self.named_topic_refused()),
-            _ => Ok(()),
-        }
+        self.check_move_topics_policy(ch, topic, true)
     }
 
     /// An edit whose messages end in `topic` of `target`, as Zulip's
@@ -231,27 +228,7 @@ impl Realm {
         } else {
             CHANNEL_EVENTS_TOPIC.to_owned()
         };
-        let rendered = self.render_message(&content);
-        let message = Message {
-            id: self.messages.next_id,
-            sender_id: NOTIFICATION_BOT_ID,
-            recipient: Recipient::Channel {
-                channel_id: ch.id,
-                topic,
-            },
-            content,
-            rendered_content: rendered.html,
-            timestamp: cx.now_secs(),
-            client: "Internal".to_owned(),
-            is_me_message: false,
-            mentioned: Vec::new(),
-            wildcard: Wildcard::None,
-            sender_read: false,
-            edits: Vec::new(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-            reactions: Vec::new(),
-        };
+        let message = self.bot_message(self.messages.next_id, ch.id, topic, content, cx.now_secs());
         // `internal_send_stream_message` without `mark_as_read_for_acting_user`: unread
         // for every recipient.
         Change::Message(MessageChange::Notice {

@@ -60,6 +60,15 @@ pub struct EditRequest {
     pub topic_participants: Vec<UserId>,
 }
 
+/// New content as an edit stores it (Zulip's order): emptied content is "(deleted)",
+/// the rest normalized and truncated as a send's.
+pub fn edited_content(raw: &str) -> ApiResult<String> {
+    if raw.trim_end().is_empty() {
+        return Ok("(deleted)".to_owned());
+    }
+    normalize_body(raw)
+}
+
 fn no_permission() -> ApiError {
     ApiError::bad_request("You don't have permission to edit this message")
 }
@@ -141,11 +150,7 @@ impl Realm {
                 "Cannot change message content while changing channel",
             ));
         }
-        let content = match &r.content {
-            Some(c) if c.trim_end().is_empty() => Some("(deleted)".to_owned()),
-            Some(c) => Some(normalize_body(c)?),
-            None => None,
-        };
+        let content = r.content.as_deref().map(edited_content).transpose()?;
         let new_channel = match channel {
             Some(id) => Some(
                 u64::try_from(id)

@@ -562,12 +562,7 @@ fn candidate(
     // The index entry must still describe the row (see `storage::messages`).
     let consistent = match source {
         Source::Channel(c) => m.recipient.channel() == Some(*c),
-        Source::Topic(c, t) => {
-            m.recipient.channel() == Some(*c)
-                && m.recipient
-                    .topic()
-                    .is_some_and(|x| x.to_lowercase() == t.to_lowercase())
-        }
+        Source::Topic(c, t) => m.recipient.is_topic(*c, t),
         Source::Conversation(users) => {
             matches!(&m.recipient, Recipient::Direct { users: u } if u == users)
         }

@@ -60,6 +60,12 @@ impl Recipient {
             Recipient::Direct { .. } => None,
         }
     }
+
+    /// Whether this is `topic` of `channel` (topics compare case-insensitively).
+    pub fn is_topic(&self, channel: ChannelId, topic: &str) -> bool {
+        matches!(self, Recipient::Channel { channel_id, topic: t }
+            if *channel_id == channel && t.to_lowercase() == topic.to_lowercase())
+    }
 }
 
 /// One edit of a message, as Zulip's `edit_history` keeps it: what it was before.

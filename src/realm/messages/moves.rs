@@ -17,7 +17,7 @@
 
 use std::sync::LazyLock;
 
-use super::{Message, MessageChange, MessageId, Recipient, TopicMax, Wildcard};
+use super::{ChannelId, Message, MessageChange, MessageId, Recipient, TopicMax, Wildcard};
 use crate::realm::{Change, Cx, Realm, Role, User, UserId};
 
 /// The Notification Bot's user id: above every id a realm hands out in practice (and
@@ -309,24 +309,7 @@ impl Realm {
             notices.push((*old_id, old_topic.clone(), text, false));
         }
         for (id, (channel_id, topic, content, all_read)) in (self.messages.next_id..).zip(notices) {
-            let rendered = self.render_message(&content);
-            let m = Message {
-                id,
-                sender_id: NOTIFICATION_BOT_ID,
-                recipient: Recipient::Channel { channel_id, topic },
-                content,
-                rendered_content: rendered.html,
-                timestamp: cx.now_secs(),
-                client: "Internal".to_owned(),
-                is_me_message: false,
-                mentioned: Vec::new(),
-                wildcard: Wildcard::None,
-                sender_read: false,
-                edits: Vec::new(),
-                last_edit_timestamp: None,
-                last_moved_timestamp: None,
-                reactions: Vec::new(),
-            };
+            let m = self.bot_message(id, channel_id, topic, content, cx.now_secs());
             changes.push(Change::Message(MessageChange::Notice {
                 message: Box::new(m),
                 read_by: me.id,
@@ -334,6 +317,36 @@ impl Realm {
             }));
         }
         changes
+    }
+
+    /// A Notification Bot message as message `id` (Zulip's
+    /// `internal_send_stream_message`), its content rendered now.
+    pub(crate) fn bot_message(
+        &self,
+        id: MessageId,
+        channel_id: ChannelId,
+        topic: String,
+        content: String,
+        now: i64,
+    ) -> Message {
+        let rendered = self.render_message(&content);
+        Message {
+            id,
+            sender_id: NOTIFICATION_BOT_ID,
+            recipient: Recipient::Channel { channel_id, topic },
+            content,
+            rendered_content: rendered.html,
+            timestamp: now,
+            client: "Internal".to_owned(),
+            is_me_message: false,
+            mentioned: Vec::new(),
+            wildcard: Wildcard::None,
+            sender_read: false,
+            edits: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+            reactions: Vec::new(),
+        }
     }
 }
 

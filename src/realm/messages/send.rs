@@ -71,9 +71,7 @@ pub fn topic_participants(
         let Some(m) = rows.row(id?)? else {
             continue;
         };
-        if !matches!(&m.recipient, Recipient::Channel { channel_id, topic: t }
-            if *channel_id == channel && t.to_lowercase() == topic.to_lowercase())
-        {
+        if !m.recipient.is_topic(channel, topic) {
             continue;
         }
         found.insert(m.sender_id);
