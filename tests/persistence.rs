@@ -1384,3 +1384,86 @@ async fn acknowledged_scheduled_linkifier_and_attachment_writes_survive_kill_9()
     }
     drop(server);
 }
+
+/// Verona's newest messages, as `who` reads them.
+async fn verona_messages(c: &reqwest::Client, url: &str, who: (&str, &str)) -> Value {
+    let narrow = r#"[["channel","Verona"]]"#;
+    acked(
+        c,
+        url,
+        "GET",
+        "/api/v1/messages",
+        who,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "10"),
+            ("num_after", "0"),
+            ("narrow", narrow),
+        ],
+    )
+    .await["messages"]
+        .clone()
+}
+
+/// The topics policies of the realm and of a channel, and the channel notice their
+/// change sends, are on disk once acknowledged: after `kill -9` both hold, and a
+/// send they refuse is still refused.
+#[actix_web::test]
+async fn acknowledged_topics_policies_survive_kill_9() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let c = client();
+    let server = Server::start(&data, tmp.path().join("first.log")).await;
+    let url = server.url.clone();
+    let iago_key = key_for(&c, &url, ADMIN).await;
+    let iago = (ADMIN, iago_key.as_str());
+    acked(
+        &c,
+        &url,
+        "PATCH",
+        "/api/v1/realm",
+        iago,
+        &[("topics_policy", "disable_empty_topic")],
+    )
+    .await;
+    // Verona (id 3) holds no message yet, so it may allow only the empty topic.
+    acked(
+        &c,
+        &url,
+        "PATCH",
+        "/api/v1/streams/3",
+        iago,
+        &[("topics_policy", "empty_topic_only")],
+    )
+    .await;
+    let before = verona_messages(&c, &url, iago).await;
+    assert_eq!(before.as_array().unwrap().len(), 1, "{before}");
+    server.kill_9();
+
+    let server = Server::start(&data, tmp.path().join("second.log")).await;
+    let url = server.url.clone();
+    let reg = acked(&c, &url, "POST", "/api/v1/register", iago, &[]).await;
+    assert_eq!(reg["realm_topics_policy"], "disable_empty_topic");
+    assert_eq!(reg["realm_mandatory_topics"], true);
+    let stream = acked(&c, &url, "GET", "/api/v1/streams/3", iago, &[]).await;
+    assert_eq!(stream["stream"]["topics_policy"], "empty_topic_only");
+    assert_eq!(verona_messages(&c, &url, iago).await, before);
+    let (status, _, body) = send(
+        c.post(format!("{url}/api/v1/messages"))
+            .header("Authorization", basic(ADMIN, &iago_key))
+            .form(&[
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", "named"),
+                ("content", "refused"),
+            ]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["code"], "BAD_REQUEST");
+    assert_eq!(
+        body["msg"],
+        "Only the general chat topic is allowed in this channel."
+    );
+    drop(server);
+}
