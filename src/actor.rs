@@ -23,12 +23,44 @@ use actix::prelude::*;
 
 use crate::error::{ApiError, ApiResult};
 use crate::events::{EventHub, Step};
-use crate::realm::{Change, Clock, Cx, DurabilityClass, Realm, User, UserId};
-use crate::storage::{RealmStore, SnapshotJob};
+use crate::realm::messages::fetch::MessageRows;
+use crate::realm::{
+    Change, Clock, Cx, Decided, DurabilityClass, Realm, Rule, SystemRule, User, UserId,
+};
+use crate::storage::{Durability, RealmStore, SnapshotJob};
+
+/// One write sent to a realm: the caller (authenticated on the HTTP worker), the request
+/// parsed there, and the rule that decides it (`Realm::decide_*`).
+pub struct Write<Q, A> {
+    pub me: UserId,
+    pub req: Q,
+    pub decide: Rule<Q, A>,
+}
+
+/// The actor's answer to a `Write`: the durability ticket to await (none when nothing
+/// durable was written), and the rule's answer.
+pub struct Committed<A> {
+    pub ticket: Option<u64>,
+    pub answer: A,
+}
+
+impl<Q: Send + 'static, A: Send + 'static> Message for Write<Q, A> {
+    type Result = ApiResult<Committed<A>>;
+}
+
+/// A write the server makes on its own behalf (the upload sweep): no caller.
+pub struct SystemWrite<Q, A> {
+    pub req: Q,
+    pub decide: SystemRule<Q, A>,
+}
+
+impl<Q: Send + 'static, A: Send + 'static> Message for SystemWrite<Q, A> {
+    type Result = ApiResult<Committed<A>>;
+}
 
 /// What a write's decision yields: the changes to commit, and an answer for the HTTP
 /// layer, opaque to the actor (it renders nothing).
-pub struct Decided {
+pub struct LegacyDecided {
     pub changes: Vec<Change>,
     pub answer: Box<dyn std::any::Any + Send>,
 }
@@ -36,7 +68,8 @@ pub struct Decided {
 /// A write's decision, run against the actor's working state with the caller and the
 /// decision's context. Built by the HTTP layer (which parses parameters and renders the
 /// answer); the actor only runs it, commits its changes and returns its answer.
-pub type Decide = Box<dyn FnOnce(&Realm, Option<&User>, &mut Cx) -> ApiResult<Decided> + Send>;
+pub type Decide =
+    Box<dyn FnOnce(&Realm, Option<&User>, &mut Cx) -> ApiResult<LegacyDecided> + Send>;
 
 /// One write sent to a realm, by a caller already authenticated on the HTTP worker.
 pub struct Call {
@@ -94,6 +127,8 @@ pub struct RealmActor {
     snapshot_every: u64,
     /// Set while a background snapshot runs: at most one at a time.
     snapshotting: Arc<AtomicBool>,
+    /// The message rows rules read (`Cx::rows`): the store's, shared.
+    rows: Arc<dyn MessageRows + Send + Sync>,
 }
 
 impl RealmActor {
@@ -106,8 +141,10 @@ impl RealmActor {
         snapshot_every: u64,
         replayed: u64,
     ) -> Self {
+        let rows = Arc::new(store.messages().clone());
         RealmActor {
             realm,
+            rows,
             store,
             clock,
             hub,
@@ -251,6 +288,38 @@ impl RealmActor {
         }
     }
 
+    /// Runs a write's rule (as `me`, when it has a caller) and commits what it decided.
+    fn write<A>(
+        &mut self,
+        me: Option<UserId>,
+        decide: impl FnOnce(&Realm, Option<&User>, &mut Cx) -> ApiResult<Decided<A>>,
+    ) -> ApiResult<Committed<A>> {
+        let mut cx = Cx::new(&*self.clock).with_rows(self.rows.clone());
+        let realm = &self.realm;
+        let me = match me {
+            None => None,
+            // Authenticated against a published version, which this state includes.
+            Some(id) => Some(
+                realm
+                    .user(id)
+                    .filter(|u| u.is_active)
+                    .ok_or_else(|| ApiError::unauthorized("Account is deactivated"))?,
+            ),
+        };
+        // A decision only reads state, so a panic in one leaves the realm intact.
+        let decided = catch_unwind(AssertUnwindSafe(|| decide(realm, me, &mut cx))).map_err(
+            |_| {
+                tracing::error!("a rule panicked");
+                ApiError::internal()
+            },
+        )??;
+        let ticket = self.commit(decided.changes)?;
+        Ok(Committed {
+            ticket,
+            answer: decided.answer,
+        })
+    }
+
     fn run(&mut self, call: Call) -> ApiResult<Reply> {
         let mut cx = Cx::new(&*self.clock);
         let realm = &self.realm;
@@ -316,6 +385,27 @@ impl Handler<Call> for RealmActor {
     }
 }
 
+impl<Q: Send + 'static, A: Send + 'static> Handler<Write<Q, A>> for RealmActor {
+    type Result = ApiResult<Committed<A>>;
+
+    fn handle(&mut self, w: Write<Q, A>, _ctx: &mut Self::Context) -> Self::Result {
+        let (decide, req) = (w.decide, w.req);
+        self.write(Some(w.me), move |realm, me, cx| match me {
+            Some(me) => decide(realm, me, req, cx),
+            None => Err(ApiError::internal()),
+        })
+    }
+}
+
+impl<Q: Send + 'static, A: Send + 'static> Handler<SystemWrite<Q, A>> for RealmActor {
+    type Result = ApiResult<Committed<A>>;
+
+    fn handle(&mut self, w: SystemWrite<Q, A>, _ctx: &mut Self::Context) -> Self::Result {
+        let (decide, req) = (w.decide, w.req);
+        self.write(None, move |realm, _, cx| decide(realm, req, cx))
+    }
+}
+
 impl Handler<TakeSnapshot> for RealmActor {
     type Result = MessageResult<TakeSnapshot>;
 
@@ -368,6 +458,93 @@ impl Handler<CloneRealm> for RealmActor {
 
     fn handle(&mut self, _: CloneRealm, _ctx: &mut Self::Context) -> Self::Result {
         MessageResult(self.realm.clone())
+    }
+}
+
+/// How the rest of the server writes to a realm: sends a typed `Write` to its actor,
+/// awaits the flush that makes it durable, and releases the published version that
+/// holds it, so what an answer acknowledges is visible before the answer is sent.
+#[derive(Clone)]
+pub struct RealmClient {
+    addr: Addr<RealmActor>,
+    hub: Arc<EventHub>,
+    durability: Arc<Durability>,
+}
+
+impl RealmClient {
+    pub fn new(addr: Addr<RealmActor>, hub: Arc<EventHub>, durability: Arc<Durability>) -> Self {
+        RealmClient {
+            addr,
+            hub,
+            durability,
+        }
+    }
+
+    /// The realm's actor (messages other than writes: ticks, snapshots, tests).
+    pub fn addr(&self) -> &Addr<RealmActor> {
+        &self.addr
+    }
+
+    /// Decides `req` with `decide` as `me` on the actor; once what it wrote is durable,
+    /// releases it and returns the rule's answer.
+    pub async fn commit<Q, A>(&self, me: UserId, req: Q, decide: Rule<Q, A>) -> ApiResult<A>
+    where
+        Q: Send + 'static,
+        A: Send + 'static,
+    {
+        let in_flight = crate::metrics::InFlight::start(&self.hub.current().settings.subdomain);
+        let committed = self.addr.send(Write { me, req, decide }).await;
+        drop(in_flight);
+        let committed = committed.map_err(|e| {
+            tracing::error!("realm actor unavailable: {e}");
+            ApiError::internal()
+        })??;
+        self.settle(committed.ticket).await?;
+        Ok(committed.answer)
+    }
+
+    /// As `commit`, for a write the server makes on its own behalf.
+    pub async fn commit_system<Q, A>(&self, req: Q, decide: SystemRule<Q, A>) -> ApiResult<A>
+    where
+        Q: Send + 'static,
+        A: Send + 'static,
+    {
+        let committed = self
+            .addr
+            .send(SystemWrite { req, decide })
+            .await
+            .map_err(|e| {
+                tracing::error!("realm actor unavailable: {e}");
+                ApiError::internal()
+            })??;
+        self.settle(committed.ticket).await?;
+        Ok(committed.answer)
+    }
+
+    /// Awaits the durability of `ticket` and releases what became durable.
+    async fn settle(&self, ticket: Option<u64>) -> ApiResult<()> {
+        if let Some(ticket) = ticket {
+            self.durability.wait(ticket).await.map_err(|e| {
+                tracing::error!("a write was not made durable: {e}");
+                ApiError::storage_failed()
+            })?;
+        }
+        // Read-your-writes: what this answer acknowledges is visible before it is sent.
+        self.hub.release(self.durability.visible());
+        Ok(())
+    }
+
+    /// Runs a legacy boxed call (being replaced by `commit`).
+    pub async fn call(&self, call: Call) -> ApiResult<Box<dyn std::any::Any + Send>> {
+        let in_flight = crate::metrics::InFlight::start(&self.hub.current().settings.subdomain);
+        let reply = self.addr.send(call).await;
+        drop(in_flight);
+        let reply = reply.map_err(|e| {
+            tracing::error!("realm actor unavailable: {e}");
+            ApiError::internal()
+        })??;
+        self.settle(reply.ticket).await?;
+        Ok(reply.answer)
     }
 }
 

@@ -62,7 +62,7 @@ use std::sync::Arc;
 use actix::{Actor, Arbiter};
 use actix_web::{dev::ServerHandle, web};
 
-use crate::actor::{create_realm, RealmActor, TakeSnapshot};
+use crate::actor::{create_realm, RealmActor, RealmClient, TakeSnapshot};
 use crate::api::AppState;
 use crate::config::ServeConfig;
 use crate::events::EventHub;
@@ -208,7 +208,7 @@ impl Running {
             realm.hub.close();
         }
         for realm in self.state.registry.all() {
-            match realm.addr.send(TakeSnapshot).await {
+            match realm.client.addr().send(TakeSnapshot).await {
                 Ok(Err(e)) => tracing::error!("shutdown snapshot impossible: {e}"),
                 Ok(Ok((job, version))) => match web::block(move || job.run(&version)).await {
                     Ok(Ok(())) => {}
@@ -257,7 +257,7 @@ impl Running {
 
     /// The realm actor serving `host` (tests, tooling).
     pub fn realm(&self, host: &str) -> Option<actix::Addr<RealmActor>> {
-        self.state.registry.for_host(host).map(|r| r.addr)
+        self.state.registry.for_host(host).map(|r| r.client.addr().clone())
     }
 
     /// The server's flusher and database (tests and tooling: failure state, snapshot
@@ -407,7 +407,7 @@ pub async fn spawn_with_clock(
         registry.insert(
             subdomain,
             RealmHandle {
-                addr,
+                client: RealmClient::new(addr, hub.clone(), store.durability.clone()),
                 hub,
                 clock: clock.clone(),
                 server_url: url.clone(),
@@ -502,7 +502,7 @@ pub async fn spawn_with_clock(
                     // No request handler releases a delivery: the release task does
                     // (woken again by the actor if the ticket was visible before it
                     // was staged).
-                    realm.addr.do_send(actor::DeliverScheduled);
+                    realm.client.addr().do_send(actor::DeliverScheduled);
                 }
             }
         });

@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
-use actix::Addr;
 use dashmap::DashMap;
 
-use crate::actor::RealmActor;
+use crate::actor::RealmClient;
 use crate::events::EventHub;
 use crate::realm::Clock;
 
@@ -13,7 +12,8 @@ use crate::realm::Clock;
 /// version every read and authentication uses; long-polls wait there too).
 #[derive(Clone)]
 pub struct RealmHandle {
-    pub addr: Addr<RealmActor>,
+    /// Writes: the actor, behind the durability wait and the release.
+    pub client: RealmClient,
     pub hub: Arc<EventHub>,
     /// The clock of decisions and reads.
     pub clock: Arc<dyn Clock>,

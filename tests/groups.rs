@@ -1897,7 +1897,7 @@ fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
     use hearth::realm::groups::{
         GroupPatch, GroupPermission, MembersUpdate, NewGroup, RealmSetting, SettingValue,
     };
-    use hearth::realm::push::PushTokenKind;
+    use hearth::realm::push::{DeviceOutcome, PushTokenKind};
     use hearth::realm::{Change, Cx, Realm};
     use hearth::storage::{DurabilityMode, Store};
 
@@ -2005,14 +2005,17 @@ fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
             .unwrap();
         run(&mut live, changes);
     }
-    let changes = live
-        .decide_push_device_outcome(&hamlet, 1, Ok(501))
-        .unwrap();
-    run(&mut live, changes);
-    let changes = live
-        .decide_push_device_outcome(&hamlet, 2, Err("REQUEST_EXPIRED".into()))
-        .unwrap();
-    run(&mut live, changes);
+    for (push_account_id, outcome) in [(1, Ok(501)), (2, Err("REQUEST_EXPIRED".into()))] {
+        let q = DeviceOutcome {
+            push_account_id,
+            outcome,
+        };
+        let changes = live
+            .decide_push_device_outcome(&hamlet, q, &mut Cx::seeded(0, 1))
+            .unwrap()
+            .changes;
+        run(&mut live, changes);
+    }
 
     // Every change through the WAL, record by record, then recovered by replay.
     let dir = tempfile::tempdir().unwrap();

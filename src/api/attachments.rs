@@ -22,11 +22,10 @@ use subtle::ConstantTimeEq;
 
 use super::params::{path_int, Params};
 use super::{auth, success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
-use crate::actor::{Call, Decided};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::EventHub;
-use crate::realm::attachments::{Attachment, StoredUpload};
-use crate::realm::{Change, Realm, User};
+use crate::realm::attachments::{Attachment, StoredUpload, Sweep};
+use crate::realm::{Realm, User};
 use crate::registry::RealmHandle;
 use crate::storage::uploads::UploadStore;
 
@@ -113,7 +112,7 @@ fn bodyless_request(req: &HttpRequest) -> ApiResult<ApiRequest> {
     let state = state_of(req)?;
     let handle = realm_of(req, &state)?;
     Ok(ApiRequest {
-        realm: handle.addr,
+        realm: handle.client,
         hub: handle.hub,
         credentials: auth::credentials(req),
         params: Params::default(),
@@ -543,41 +542,21 @@ pub async fn sweep_uploads(state: &AppState) -> usize {
             if candidates.is_empty() {
                 break;
             }
-            let decide = Box::new(
-                move |realm: &Realm, _: Option<&User>, cx: &mut crate::realm::Cx| {
-                    let changes =
-                        realm.decide_sweep(&candidates, cx.now_ms.saturating_sub(period_ms));
-                    let n = match changes.first() {
-                        Some(Change::Attachment(
-                            crate::realm::attachments::AttachmentChange::Swept { ids },
-                        )) => ids.len(),
-                        _ => 0,
-                    };
-                    Ok(Decided {
-                        changes,
-                        answer: Box::new(n),
-                    })
-                },
-            );
-            let reply = match handle.addr.send(Call { me: None, decide }).await {
-                Ok(Ok(reply)) => reply,
-                Ok(Err(e)) => {
-                    tracing::error!("upload sweep refused: {e}");
-                    break;
-                }
+            let sweep = Sweep {
+                candidates,
+                period_ms,
+            };
+            let n = match handle
+                .client
+                .commit_system(sweep, Realm::decide_sweep_write)
+                .await
+            {
+                Ok(n) => n,
                 Err(e) => {
-                    tracing::error!("realm actor unavailable for the upload sweep: {e}");
+                    tracing::error!("upload sweep not made: {e}");
                     break;
                 }
             };
-            if let Some(ticket) = reply.ticket {
-                if let Err(e) = state.durability.wait(ticket).await {
-                    tracing::error!("the upload sweep was not made durable: {e}");
-                    break;
-                }
-            }
-            handle.hub.release(state.durability.visible());
-            let n = reply.answer.downcast::<usize>().map(|n| *n).unwrap_or(0);
             let after = handle.hub.current();
             let shas: Vec<String> = before
                 .attachments

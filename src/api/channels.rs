@@ -172,7 +172,7 @@ fn subscribe_items(p: &Params) -> ApiResult<Vec<SubscribeItem>> {
 pub async fn subscribe(req: ApiRequest) -> ApiResponse {
     // Guests subscribe nobody, themselves included (`add_subscriptions_backend`).
     req.check(|_, me| require_non_guest(me))?;
-    req.write(CallOpts::USER, subscribe_items, |c, items| {
+    req.write_legacy(CallOpts::USER, subscribe_items, |c, items| {
         let me = c.me()?;
         let principals = principals(c)?;
         let authorization_errors_fatal = c.params.bool_or("authorization_errors_fatal", true)?;
@@ -231,7 +231,7 @@ pub async fn unsubscribe(req: ApiRequest) -> ApiResponse {
         p.opt_str_list("subscriptions")?
             .ok_or_else(|| ApiError::missing("subscriptions"))
     };
-    req.write(CallOpts::USER, names, |c, names| {
+    req.write_legacy(CallOpts::USER, names, |c, names| {
         let me = c.me()?;
         if let Some(v) = c.params.opt_json("principals")? {
             Realm::check_principals_type(&v)?;

@@ -56,7 +56,7 @@ pub async fn deactivate_user(req: ApiRequest, path: web::Path<String>) -> ApiRes
     let hub = req.hub.clone();
     // hearth sends no email: the comment is validated, then not used.
     let body = req
-        .write(CallOpts::USER, deactivation_comment, move |c, _comment| {
+        .write_legacy(CallOpts::USER, deactivation_comment, move |c, _comment| {
             let me = c.me()?;
             let changes = c.realm.decide_deactivate_user(me, id)?;
             Ok(Outcome::write(changes, Map::new()))
@@ -127,7 +127,7 @@ fn user_update(p: &Params) -> ApiResult<UserUpdate> {
 /// # `PATCH /users/{user_id}`
 pub async fn update_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = user_id_path(&path.into_inner())?;
-    req.write(CallOpts::USER, user_update, move |c, update| {
+    req.write_legacy(CallOpts::USER, user_update, move |c, update| {
         let me = c.me()?;
         let changes = c.realm.decide_update_user(me, id, &update)?;
         Ok(Outcome::write(changes, Map::new()))

@@ -8,7 +8,10 @@ use serde_json::{Map, Value};
 use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
-use crate::realm::linkifiers::LinkifierSpec;
+use crate::realm::linkifiers::{
+    LinkifierSpec, RemoveLinkifier, ReorderLinkifiers, UpdateLinkifier,
+};
+use crate::realm::Realm;
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
@@ -37,52 +40,55 @@ pub async fn get_linkifiers(req: ApiRequest) -> ApiResponse {
 
 /// # `POST /realm/filters`
 pub async fn add_linkifier(req: ApiRequest) -> ApiResponse {
-    req.check(|realm, me| realm.require_admin(me))?;
-    req.write(CallOpts::USER, spec, |c, spec| {
-        c.realm.require_admin(c.me()?)?;
-        let (changes, id) = c.realm.decide_add_linkifier(&spec)?;
-        Ok(Outcome::write(changes, one("id", id.into())))
-    })
-    .await
-    .map(success)
+    let id = req
+        .write(
+            |realm, me, p| {
+                realm.require_admin(me)?;
+                spec(p)
+            },
+            Realm::decide_add_linkifier,
+        )
+        .await?;
+    req.reply(one("id", id.into()))
 }
 
 /// # `PATCH /realm/filters/{filter_id}`
 pub async fn update_linkifier(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("filter_id", &path.into_inner())?;
-    req.check(|realm, me| realm.require_admin(me))?;
-    req.write(CallOpts::USER, spec, move |c, spec| {
-        c.realm.require_admin(c.me()?)?;
-        let changes = c.realm.decide_update_linkifier(id, &spec)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, p| {
+            realm.require_admin(me)?;
+            Ok(UpdateLinkifier { id, spec: spec(p)? })
+        },
+        Realm::decide_update_linkifier,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `DELETE /realm/filters/{filter_id}`
 pub async fn remove_linkifier(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("filter_id", &path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        c.realm.require_admin(c.me()?)?;
-        let changes = c.realm.decide_remove_linkifier(id)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |_, _, _| Ok(RemoveLinkifier { id }),
+        Realm::decide_remove_linkifier,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `PATCH /realm/linkifiers`
 pub async fn reorder_linkifiers(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        c.realm.require_admin(c.me()?)?;
-        let ids = c
-            .params
-            .opt_int_list("ordered_linkifier_ids")?
-            .ok_or_else(|| ApiError::missing("ordered_linkifier_ids"))?;
-        let changes = c.realm.decide_reorder_linkifiers(&ids)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, p| {
+            realm.require_admin(me)?;
+            let ids = p
+                .opt_int_list("ordered_linkifier_ids")?
+                .ok_or_else(|| ApiError::missing("ordered_linkifier_ids"))?;
+            Ok(ReorderLinkifiers { ids })
+        },
+        Realm::decide_reorder_linkifiers,
+    )
+    .await?;
+    req.reply(Map::new())
 }

@@ -113,7 +113,7 @@ pub async fn send_message(req: ApiRequest) -> ApiResponse {
     let client = req.client.clone();
     let store = req.message_store().await?;
     let reader = store.clone();
-    req.write(
+    req.write_legacy(
         CallOpts::USER,
         |p| {
             let (to, content, read_by_sender) = parse_send(p, &version, &client)?;
@@ -398,7 +398,7 @@ fn decide_flags(
 /// # `POST /messages/flags`
 pub async fn update_flags(req: ApiRequest) -> ApiResponse {
     let store = req.message_store().await?;
-    req.write(
+    req.write_legacy(
         CallOpts::USER,
         |p| {
             let ids = p
@@ -480,7 +480,7 @@ pub async fn update_flags_for_narrow(req: ApiRequest) -> ApiResponse {
     let (first, last) = (ids.first().copied(), ids.last().copied());
     let store2 = store.clone();
     let body = req
-        .write(
+        .write_legacy(
             CallOpts::USER,
             |_| Ok(()),
             move |c: &mut Ctx<'_>, ()| {
@@ -792,7 +792,7 @@ pub async fn update_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
     let store = req.message_store().await?;
     let reader = store.clone();
     let body = req
-        .write(
+        .write_legacy(
             CallOpts::USER,
             |p| {
                 let content = p.opt_str("content");
@@ -1082,7 +1082,7 @@ pub async fn get_scheduled_messages(req: ApiRequest) -> ApiResponse {
 pub async fn create_scheduled_message(req: ApiRequest) -> ApiResponse {
     let client = req.client.clone();
     let store = req.message_store().await?;
-    req.write(
+    req.write_legacy(
         CallOpts::USER,
         |p| parse_schedule(p, true, &client),
         move |c: &mut Ctx<'_>, r: ScheduleRequest| {
@@ -1104,7 +1104,7 @@ pub async fn update_scheduled_message(req: ApiRequest, path: web::Path<String>) 
     let id = path_int("scheduled_message_id", &path)?;
     let client = req.client.clone();
     let store = req.message_store().await?;
-    req.write(
+    req.write_legacy(
         CallOpts::USER,
         |p| parse_schedule(p, false, &client),
         move |c: &mut Ctx<'_>, r: ScheduleRequest| {

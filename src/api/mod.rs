@@ -27,7 +27,6 @@ pub mod users;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use actix::Addr;
 use actix_web::dev::Payload;
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
@@ -35,10 +34,10 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
 
-use crate::actor::{Call, Decided, RealmActor};
+use crate::actor::{Call, LegacyDecided, RealmClient};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::EventHub;
-use crate::realm::{Clock, Cx, Realm, User, UserId};
+use crate::realm::{Clock, Cx, Realm, Rule, User, UserId};
 use crate::registry::Registry;
 use crate::storage::Durability;
 use params::Params;
@@ -178,7 +177,8 @@ pub struct UploadedFile {
 
 /// An API request: its realm, credentials and parameters.
 pub struct ApiRequest {
-    pub realm: Addr<RealmActor>,
+    /// Writes to the realm go through here.
+    pub realm: RealmClient,
     pub hub: Arc<EventHub>,
     pub credentials: Result<Credentials, ApiError>,
     pub params: Params,
@@ -225,6 +225,12 @@ fn client_name(req: &HttpRequest) -> String {
         .collect()
 }
 
+/// A write's typed request, parsed on the worker, and its authenticated caller.
+pub struct Parsed<Q> {
+    pub me: UserId,
+    pub req: Q,
+}
+
 /// How a call is made. Every success answer lists the parameters it did not read in
 /// `ignored_parameters_unsupported` (feature level 167).
 #[derive(Debug, Clone, Copy)]
@@ -268,13 +274,13 @@ impl ApiRequest {
     where
         F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
     {
-        self.write(opts, |_| Ok(()), move |c, ()| rule(c)).await
+        self.write_legacy(opts, |_| Ok(()), move |c, ()| rule(c)).await
     }
 
     /// A write whose parameters are parsed here, on the worker, after authentication
     /// (Zulip's order): `parse` turns them into a typed value that the rule, run by the
     /// realm actor, receives. Long lists are parsed here, not on the actor.
-    pub async fn write<T, P, F>(
+    pub async fn write_legacy<T, P, F>(
         self,
         opts: CallOpts,
         parse: P,
@@ -300,13 +306,13 @@ impl ApiRequest {
                 parsed,
             )?;
             let answer: (Map<String, Value>, Vec<String>) = (outcome.body, params.unused());
-            Ok(Decided {
+            Ok(LegacyDecided {
                 changes: outcome.changes,
                 answer: Box::new(answer),
             })
         };
         let answer = writer
-            .commit(Call {
+            .call(Call {
                 me,
                 decide: Box::new(decide),
             })
@@ -318,12 +324,50 @@ impl ApiRequest {
     }
 
     /// What a task needs to write to this realm after the request was answered.
-    pub fn writer(&self) -> Writer {
-        Writer {
-            realm: self.realm.clone(),
-            hub: self.hub.clone(),
-            durability: self.state.durability.clone(),
-        }
+    pub fn writer(&self) -> RealmClient {
+        self.realm.clone()
+    }
+
+    /// The first half of a write, on this worker: authenticates the caller against the
+    /// published version, then `parse` checks what Zulip checks before reading (a role)
+    /// and turns the parameters into the write's typed request.
+    pub fn parse<Q>(
+        &self,
+        parse: impl FnOnce(&Realm, &User, &Params) -> ApiResult<Q>,
+    ) -> ApiResult<Parsed<Q>> {
+        let version = self.hub.current();
+        let me = self.authenticate(&version)?;
+        let req = parse(&version, me, &self.params)?;
+        Ok(Parsed { me: me.id, req })
+    }
+
+    /// The second half: sends the typed request and its rule (`Realm::decide_*`) to the
+    /// realm actor; returns the rule's answer once what it wrote is durable and visible.
+    pub async fn commit<Q, A>(&self, parsed: Parsed<Q>, decide: Rule<Q, A>) -> ApiResult<A>
+    where
+        Q: Send + 'static,
+        A: Send + 'static,
+    {
+        self.realm.commit(parsed.me, parsed.req, decide).await
+    }
+
+    /// `parse`, then `commit`.
+    pub async fn write<Q, A>(
+        &self,
+        parse: impl FnOnce(&Realm, &User, &Params) -> ApiResult<Q>,
+        decide: Rule<Q, A>,
+    ) -> ApiResult<A>
+    where
+        Q: Send + 'static,
+        A: Send + 'static,
+    {
+        let parsed = self.parse(parse)?;
+        self.commit(parsed, decide).await
+    }
+
+    /// A success answer with `body`, listing the parameters no one read.
+    pub fn reply(&self, body: Map<String, Value>) -> ApiResponse {
+        Ok(success(with_ignored(body, self.params.unused())))
     }
 
     /// Runs a read rule on this worker against the published version; the realm actor
@@ -391,59 +435,6 @@ impl ApiRequest {
     }
 }
 
-/// Sends writes to a realm's actor, awaits their durability and makes them visible: the
-/// path of every write, also for tasks that outlive their request (push device
-/// registration).
-#[derive(Clone)]
-pub struct Writer {
-    realm: Addr<RealmActor>,
-    hub: Arc<EventHub>,
-    durability: Arc<Durability>,
-}
-
-impl Writer {
-    /// Runs a call on the actor; once what it wrote is durable, releases it and returns
-    /// the decision's answer.
-    pub async fn commit(&self, call: Call) -> ApiResult<Box<dyn std::any::Any + Send>> {
-        let in_flight = crate::metrics::InFlight::start(&self.hub.current().settings.subdomain);
-        let reply = self.realm.send(call).await;
-        drop(in_flight);
-        let reply = reply.map_err(|e| {
-            tracing::error!("realm actor unavailable: {e}");
-            ApiError::internal()
-        })??;
-        if let Some(ticket) = reply.ticket {
-            self.durability.wait(ticket).await.map_err(|e| {
-                tracing::error!("a write was not made durable: {e}");
-                ApiError::storage_failed()
-            })?;
-        }
-        // Read-your-writes: what this answer acknowledges is visible before it is sent.
-        self.hub.release(self.durability.visible());
-        Ok(reply.answer)
-    }
-
-    /// A write of `user` decided by `rule` (no answer).
-    pub async fn write_as<F>(&self, user: UserId, rule: F) -> ApiResult<()>
-    where
-        F: FnOnce(&Realm, &User, &mut Cx) -> ApiResult<Vec<crate::realm::Change>> + Send + 'static,
-    {
-        let decide = move |realm: &Realm, me: Option<&User>, cx: &mut Cx| {
-            let me = me.ok_or_else(ApiError::internal)?;
-            Ok(Decided {
-                changes: rule(realm, me, cx)?,
-                answer: Box::new(()),
-            })
-        };
-        self.commit(Call {
-            me: Some(user),
-            decide: Box::new(decide),
-        })
-        .await
-        .map(|_| ())
-    }
-}
-
 /// Adds `ignored_parameters_unsupported` when some parameters were not read.
 pub fn with_ignored(mut body: Map<String, Value>, ignored: Vec<String>) -> Map<String, Value> {
     if !ignored.is_empty() {
@@ -498,7 +489,7 @@ impl FromRequest for ApiRequest {
                 .filter(|c| !c.is_empty())
                 .unwrap_or_else(|| client_name(&req));
             Ok(ApiRequest {
-                realm: handle.addr,
+                realm: handle.client,
                 hub: handle.hub,
                 credentials: auth::credentials(&req),
                 params,

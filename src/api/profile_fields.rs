@@ -122,7 +122,7 @@ pub async fn update_profile_data(req: ApiRequest) -> ApiResponse {
             .ok_or_else(|| ApiError::missing("data"))?;
         parse_profile_data(v)
     };
-    req.write(CallOpts::USER, data, |c, data| {
+    req.write_legacy(CallOpts::USER, data, |c, data| {
         let me = c.me()?;
         let changes = c.realm.decide_update_profile_data(me, &data)?;
         Ok(Outcome::write(changes, Map::new()))

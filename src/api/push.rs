@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts, Outcome, Writer};
+use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts, Outcome};
+use crate::actor::RealmClient;
+use crate::realm::push::DeviceOutcome;
+use crate::realm::Realm;
 use crate::error::{ApiError, ErrorCode};
 use crate::push_relay::{admin_action_required, seal, PushRelay};
 use crate::realm::push::{check_app_id, parse_push_key, parse_token_kind, PushTokenKind};
@@ -156,7 +159,7 @@ pub async fn register_push_device(req: ApiRequest) -> ApiResponse {
 
 /// Registers a device with the relay, trying again while the relay cannot be reached
 /// or fails, then records the outcome.
-async fn register_with_relay(writer: Writer, relay: Arc<PushRelay>, r: Registration) {
+async fn register_with_relay(writer: RealmClient, relay: Arc<PushRelay>, r: Registration) {
     let started = Instant::now();
     let mut delay = Duration::from_secs(1);
     let outcome = loop {
@@ -185,11 +188,12 @@ async fn register_with_relay(writer: Writer, relay: Arc<PushRelay>, r: Registrat
             }
         }
     };
-    let account = r.push_account_id;
+    let outcome = DeviceOutcome {
+        push_account_id: r.push_account_id,
+        outcome,
+    };
     let written = writer
-        .write_as(r.user_id, move |realm, me, _| {
-            realm.decide_push_device_outcome(me, account, outcome)
-        })
+        .commit(r.user_id, outcome, Realm::decide_push_device_outcome)
         .await;
     if let Err(e) = written {
         tracing::error!(

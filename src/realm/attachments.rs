@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::events::{Audience, Event};
-use super::{Change, Cx, Realm, User, UserId};
+use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult};
 
 /// An attachment id, unique within a realm.
@@ -184,6 +184,14 @@ pub struct StoredUpload {
 
 fn invalid_attachment() -> ApiError {
     ApiError::bad_request("Invalid attachment")
+}
+
+/// One batch of the upload sweep (a write the server makes on its own): attachments
+/// read as candidates on a worker, deleted if still unclaimed after `period_ms`.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    pub candidates: Vec<AttachmentId>,
+    pub period_ms: i64,
 }
 
 impl Realm {
@@ -365,6 +373,17 @@ impl Realm {
             .take(limit)
             .map(|a| a.id)
             .collect()
+    }
+
+    /// The sweep as a write: candidates still unclaimed and older than the sweep's
+    /// period; answers how many attachments it deletes.
+    pub fn decide_sweep_write(&self, q: Sweep, cx: &mut Cx) -> ApiResult<Decided<usize>> {
+        let changes = self.decide_sweep(&q.candidates, cx.now_ms.saturating_sub(q.period_ms));
+        let n = match changes.first() {
+            Some(Change::Attachment(AttachmentChange::Swept { ids })) => ids.len(),
+            _ => 0,
+        };
+        Ok(Decided::new(changes, n))
     }
 
     /// The sweep's decision: candidates still unclaimed and older than `cutoff_ms`.

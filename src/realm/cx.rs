@@ -10,6 +10,9 @@ use rand::distributions::Alphanumeric;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::messages::fetch::MessageRows;
+use crate::error::{ApiError, ApiResult};
+
 /// A source of the current time, in milliseconds since the UNIX epoch.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now_ms(&self) -> i64;
@@ -54,6 +57,9 @@ pub struct Cx {
     /// Milliseconds since the epoch, read once per decision.
     pub now_ms: i64,
     rng: StdRng,
+    /// The realm's message rows, for rules that read them (the realm actor gives its
+    /// store; reads on a worker and unit tests give theirs, or none).
+    rows: Option<Arc<dyn MessageRows + Send + Sync>>,
 }
 
 impl Cx {
@@ -61,6 +67,7 @@ impl Cx {
         Cx {
             now_ms: clock.now_ms(),
             rng: StdRng::from_entropy(),
+            rows: None,
         }
     }
 
@@ -69,7 +76,23 @@ impl Cx {
         Cx {
             now_ms,
             rng: StdRng::seed_from_u64(seed),
+            rows: None,
         }
+    }
+
+    /// This context, reading message rows through `rows`.
+    pub fn with_rows(mut self, rows: Arc<dyn MessageRows + Send + Sync>) -> Self {
+        self.rows = Some(rows);
+        self
+    }
+
+    /// The message rows a rule reads (a context made without them answers an internal
+    /// error: a rule that reads rows was run where none are).
+    pub fn rows(&self) -> ApiResult<&(dyn MessageRows + Send + Sync)> {
+        self.rows.as_deref().ok_or_else(|| {
+            tracing::error!("a rule read message rows in a context without them");
+            ApiError::internal()
+        })
     }
 
     pub fn now_secs(&self) -> i64 {

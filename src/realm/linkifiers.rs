@@ -27,7 +27,7 @@ use serde_json::{json, Map, Value};
 
 use super::events::{Audience, Event};
 use super::uri_template::UriTemplate;
-use super::{Change, Realm, UserId};
+use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult};
 
 /// A linkifier id, unique within a realm.
@@ -279,6 +279,26 @@ fn validation_failure(errors: Vec<(&str, String)>) -> ApiError {
     }
     let first = errors.first().map(|(_, m)| m.clone()).unwrap_or_default();
     ApiError::bad_request(first).with("errors", Value::Object(by_field))
+}
+
+/// `PATCH /realm/filters/{filter_id}`: which linkifier, and its new pattern and URL.
+#[derive(Debug, Clone)]
+pub struct UpdateLinkifier {
+    /// As sent: the lookup (and its error) belongs to the rule.
+    pub id: i64,
+    pub spec: LinkifierSpec,
+}
+
+/// `DELETE /realm/filters/{filter_id}`.
+#[derive(Debug, Clone)]
+pub struct RemoveLinkifier {
+    pub id: i64,
+}
+
+/// `PATCH /realm/linkifiers`: every linkifier's id, in the new processing order.
+#[derive(Debug, Clone)]
+pub struct ReorderLinkifiers {
+    pub ids: Vec<i64>,
 }
 
 /// A pattern and template checked as far as they can be without the realm (on an
@@ -546,8 +566,14 @@ impl Realm {
             .collect()
     }
 
-    /// `POST /realm/filters`, after `require_admin`.
-    pub fn decide_add_linkifier(&self, spec: &LinkifierSpec) -> ApiResult<(Vec<Change>, u64)> {
+    /// `POST /realm/filters`: administrators only; answers the new linkifier's id.
+    pub fn decide_add_linkifier(
+        &self,
+        me: &User,
+        spec: LinkifierSpec,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<u64>> {
+        self.require_admin(me)?;
         spec.validate(self, None)?;
         let id = self.next_linkifier_id.max(1);
         let order = self
@@ -558,34 +584,58 @@ impl Realm {
             .unwrap_or(0);
         let l = Linkifier {
             id,
-            pattern: spec.pattern.clone(),
-            url_template: spec.url_template.clone(),
+            pattern: spec.pattern,
+            url_template: spec.url_template,
             order,
         };
-        Ok((vec![Change::Linkifier(LinkifierChange::Added(l))], id))
+        Ok(Decided::new(
+            vec![Change::Linkifier(LinkifierChange::Added(l))],
+            id,
+        ))
     }
 
-    /// `PATCH /realm/filters/{filter_id}`, after `require_admin`: the lookup first.
-    pub fn decide_update_linkifier(&self, id: i64, spec: &LinkifierSpec) -> ApiResult<Vec<Change>> {
-        let l = self.linkifier(id).ok_or_else(not_found)?;
-        spec.validate(self, Some(l.id))?;
-        Ok(vec![Change::Linkifier(LinkifierChange::Updated {
-            id: l.id,
-            pattern: spec.pattern.clone(),
-            url_template: spec.url_template.clone(),
-        })])
+    /// `PATCH /realm/filters/{filter_id}`: administrators only, the lookup first.
+    pub fn decide_update_linkifier(
+        &self,
+        me: &User,
+        q: UpdateLinkifier,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
+        let l = self.linkifier(q.id).ok_or_else(not_found)?;
+        q.spec.validate(self, Some(l.id))?;
+        Ok(Decided::changes(vec![Change::Linkifier(
+            LinkifierChange::Updated {
+                id: l.id,
+                pattern: q.spec.pattern,
+                url_template: q.spec.url_template,
+            },
+        )]))
     }
 
-    /// `DELETE /realm/filters/{filter_id}`, after `require_admin`.
-    pub fn decide_remove_linkifier(&self, id: i64) -> ApiResult<Vec<Change>> {
-        let l = self.linkifier(id).ok_or_else(not_found)?;
-        Ok(vec![Change::Linkifier(LinkifierChange::Removed {
-            id: l.id,
-        })])
+    /// `DELETE /realm/filters/{filter_id}`: administrators only.
+    pub fn decide_remove_linkifier(
+        &self,
+        me: &User,
+        q: RemoveLinkifier,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
+        let l = self.linkifier(q.id).ok_or_else(not_found)?;
+        Ok(Decided::changes(vec![Change::Linkifier(
+            LinkifierChange::Removed { id: l.id },
+        )]))
     }
 
-    /// `PATCH /realm/linkifiers`, after `require_admin`: every linkifier exactly once.
-    pub fn decide_reorder_linkifiers(&self, ids: &[i64]) -> ApiResult<Vec<Change>> {
+    /// `PATCH /realm/linkifiers`: administrators only; every linkifier exactly once.
+    pub fn decide_reorder_linkifiers(
+        &self,
+        me: &User,
+        q: ReorderLinkifiers,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
+        let ids = q.ids;
         let set: BTreeSet<i64> = ids.iter().copied().collect();
         if set.len() < ids.len() {
             return Err(ApiError::bad_request(
@@ -599,11 +649,13 @@ impl Realm {
             ));
         }
         if ids.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Decided::changes(Vec::new()));
         }
-        Ok(vec![Change::Linkifier(LinkifierChange::Reordered {
-            ids: ids.iter().map(|id| *id as u64).collect(),
-        })])
+        Ok(Decided::changes(vec![Change::Linkifier(
+            LinkifierChange::Reordered {
+                ids: ids.iter().map(|id| *id as u64).collect(),
+            },
+        )]))
     }
 
     fn linkifier(&self, id: i64) -> Option<&Linkifier> {

@@ -26,6 +26,7 @@ pub mod status;
 pub mod topics_policy;
 pub mod uri_template;
 pub mod users;
+pub mod write;
 
 use std::sync::Arc;
 
@@ -38,6 +39,7 @@ pub use change::{
     UserChange,
 };
 pub use cx::{Clock, Cx, ManualClock, SystemClock};
+pub use write::{Decided, Rule, SystemRule};
 
 use crate::error::{ApiError, ApiResult};
 

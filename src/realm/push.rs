@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::events::{Audience, Event};
-use super::{Change, Cx, PersonalChange, Realm, User, UserId};
+use super::{Change, Cx, Decided, PersonalChange, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// Zulip's longest token (`validate_token`).
@@ -72,6 +72,15 @@ pub fn check_app_id(appid: &str) -> ApiResult<()> {
     } else {
         Err(ApiError::bad_request("appid has invalid format"))
     }
+}
+
+/// The relay's answer to a device registration, recorded by the task that asked it
+/// after the request was answered.
+#[derive(Debug, Clone)]
+pub struct DeviceOutcome {
+    pub push_account_id: i64,
+    /// The relay's device id, or its error code.
+    pub outcome: Result<i64, String>,
 }
 
 impl Realm {
@@ -324,15 +333,19 @@ impl Realm {
     pub fn decide_push_device_outcome(
         &self,
         me: &User,
-        push_account_id: i64,
-        outcome: Result<i64, String>,
-    ) -> ApiResult<Vec<Change>> {
+        q: DeviceOutcome,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let DeviceOutcome {
+            push_account_id,
+            outcome,
+        } = q;
         let pending = self
             .push_devices_of(me.id)
             .iter()
             .any(|d| d.push_account_id == push_account_id && d.status() == "pending");
         if !pending {
-            return Ok(Vec::new());
+            return Ok(Decided::changes(Vec::new()));
         }
         let change = match outcome {
             Ok(device_id) => PersonalChange::PushDeviceActivated {
@@ -346,7 +359,7 @@ impl Realm {
                 error_code,
             },
         };
-        Ok(vec![Change::Personal(change)])
+        Ok(Decided::changes(vec![Change::Personal(change)]))
     }
 
     /// The devices a test notification goes to: the user's active ones (of this push
