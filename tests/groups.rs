@@ -1895,7 +1895,11 @@ async fn register_state() {
 fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
     use hearth::realm::dev::dev_realm_changes;
     use hearth::realm::groups::{
-        GroupPatch, GroupPermission, MembersUpdate, NewGroup, RealmSetting, SettingValue,
+        DeactivateGroup, GroupPatch, GroupPermission, MembersEndpoint, MembersUpdate, NewGroup,
+        RealmSetting, SettingValue, UpdateGroup, UpdateGroupMembers,
+    };
+    use hearth::realm::navigation::{
+        AddNavigationView, RemoveNavigationView, UpdateNavigationView,
     };
     use hearth::realm::push::{DeviceOutcome, PushTokenKind};
     use hearth::realm::{Change, Cx, Realm};
@@ -1919,24 +1923,29 @@ fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
         subgroups,
         settings: vec![(GroupPermission::CanMention, SettingValue::Group(6))],
     };
-    let (changes, a) = live
+    let a = live
         .decide_create_group(&hamlet, group("a", vec![]), &mut cx)
         .unwrap();
-    run(&mut live, changes);
-    let (changes, b) = live
+    run(&mut live, a.changes);
+    let a = a.answer;
+    let b = live
         .decide_create_group(&hamlet, group("b", vec![a as i64, 4]), &mut cx)
         .unwrap();
-    run(&mut live, changes);
+    run(&mut live, b.changes);
+    let b = b.answer;
     let update = MembersUpdate {
         add: vec![14],
         delete: vec![12],
         add_subgroups: vec![2],
         delete_subgroups: vec![4],
     };
-    let changes = live
-        .decide_update_members(&hamlet, b as i64, update, "")
-        .unwrap();
-    run(&mut live, changes);
+    let q = UpdateGroupMembers {
+        id: b as i64,
+        update,
+        endpoint: MembersEndpoint::Members,
+    };
+    let changes = live.decide_update_members(&hamlet, q, &mut cx).unwrap();
+    run(&mut live, changes.changes);
     let patch = GroupPatch {
         name: Some("b2".into()),
         description: Some("dd".into()),
@@ -1950,14 +1959,21 @@ fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
             None,
         )],
     };
-    let changes = live.decide_update_group(&hamlet, b as i64, patch).unwrap();
-    run(&mut live, changes);
+    let q = UpdateGroup {
+        id: b as i64,
+        patch,
+    };
+    let changes = live.decide_update_group(&hamlet, q, &mut cx).unwrap();
+    run(&mut live, changes.changes);
     let c = live
         .decide_create_group(&hamlet, group("c", vec![]), &mut cx)
         .unwrap();
-    run(&mut live, c.0);
-    let changes = live.decide_deactivate_group(&hamlet, c.1 as i64).unwrap();
-    run(&mut live, changes);
+    run(&mut live, c.changes);
+    let q = DeactivateGroup {
+        id: c.answer as i64,
+    };
+    let changes = live.decide_deactivate_group(&hamlet, q, &mut cx).unwrap();
+    run(&mut live, changes.changes);
     let settings = vec![(
         RealmSetting::CanCreateGroups,
         SettingValue::Group(b as i64),
@@ -1967,22 +1983,35 @@ fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
         .decide_update_realm_settings(&desdemona, settings)
         .unwrap();
     run(&mut live, changes);
+    let add = |fragment: &str, is_pinned, name: Option<&str>| AddNavigationView {
+        fragment: fragment.into(),
+        is_pinned,
+        name: name.map(Into::into),
+    };
     let changes = live
-        .decide_add_navigation_view(&hamlet, "narrow/x".into(), true, Some("X".into()))
+        .decide_add_navigation_view(&hamlet, add("narrow/x", true, Some("X")), &mut cx)
         .unwrap();
-    run(&mut live, changes);
+    run(&mut live, changes.changes);
+    let q = UpdateNavigationView {
+        fragment: "narrow/x".into(),
+        is_pinned: Some(false),
+        name: Some("Y".into()),
+    };
     let changes = live
-        .decide_update_navigation_view(&hamlet, "narrow/x", Some(false), Some("Y".into()))
+        .decide_update_navigation_view(&hamlet, q, &mut cx)
         .unwrap();
-    run(&mut live, changes);
+    run(&mut live, changes.changes);
     let changes = live
-        .decide_add_navigation_view(&hamlet, "inbox".into(), false, None)
+        .decide_add_navigation_view(&hamlet, add("inbox", false, None), &mut cx)
         .unwrap();
-    run(&mut live, changes);
+    run(&mut live, changes.changes);
+    let q = RemoveNavigationView {
+        fragment: "inbox".into(),
+    };
     let changes = live
-        .decide_remove_navigation_view(&hamlet, "inbox")
+        .decide_remove_navigation_view(&hamlet, q, &mut cx)
         .unwrap();
-    run(&mut live, changes);
+    run(&mut live, changes.changes);
     for (kind, token) in [
         (PushTokenKind::Apns, "abcd"),
         (PushTokenKind::Fcm, "f1"),
@@ -2029,7 +2058,7 @@ fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
     assert_eq!(recovered.realm, live);
     let realm = recovered.realm;
     assert_eq!(realm.group(b).unwrap().name, "b2");
-    assert!(realm.is_group_deactivated(c.1));
+    assert!(realm.is_group_deactivated(c.answer));
     assert_eq!(realm.navigation_views_of(10).len(), 1);
     assert_eq!(realm.push_tokens_of(10).len(), 2);
     let devices = realm.push_devices_of(10);

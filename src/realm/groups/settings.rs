@@ -5,7 +5,7 @@
 //! (`Realm.REALM_PERMISSION_GROUP_SETTINGS`) with `PATCH /realm`.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::*;
 use crate::error::{ApiResult, ErrorCode};
@@ -507,25 +507,25 @@ impl Realm {
     /// `PATCH /realm`'s group settings (`decide_update_realm` checks the rest first):
     /// owners only for `owner_only` settings, then each in turn, as `update_realm`'s
     /// loop. Returns the changes and the answer's data (each changed setting with its
-    /// new value).
+    /// new value, normalised).
     pub fn decide_update_realm_settings(
         &self,
         me: &User,
         updates: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
-    ) -> ApiResult<(Vec<Change>, Map<String, Value>)> {
+    ) -> ApiResult<(Vec<Change>, Vec<(RealmSetting, SettingValue)>)> {
         if updates.iter().any(|(s, _, _)| s.owner_only()) && !me.is_owner() {
             return Err(ApiError::must_be_owner());
         }
         let nobody = self.system_group_id(SystemGroup::Nobody);
         let mut changes = Vec::new();
-        let mut data = Map::new();
+        let mut data = Vec::new();
         for (s, new, old) in updates {
             let new = new.normalize(nobody);
             if !self.setting_changes(&self.realm_setting(s), &new, old)? {
                 continue;
             }
             let value = self.check_setting_value(s.name(), new.clone(), Some(s.rules()))?;
-            data.insert(s.name().to_owned(), new.json());
+            data.push((s, new.clone()));
             changes.push(Change::Realm(RealmChange::GroupSettingSet {
                 setting: s,
                 value,
