@@ -1979,9 +1979,10 @@ fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
         SettingValue::Group(b as i64),
         None,
     )];
-    let (changes, _) = live
+    let changes = live
         .decide_update_realm_settings(&desdemona, settings)
-        .unwrap();
+        .unwrap()
+        .changes;
     run(&mut live, changes);
     let add = |fragment: &str, is_pinned, name: Option<&str>| AddNavigationView {
         fragment: fragment.into(),

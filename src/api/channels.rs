@@ -16,7 +16,7 @@ use crate::realm::channels::{
 };
 use crate::realm::groups::SettingValue;
 use crate::realm::topics_policy::TopicsPolicy;
-use crate::realm::{Realm, UserId};
+use crate::realm::{Realm, User, UserId};
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
@@ -381,11 +381,7 @@ pub async fn archive_stream(req: ApiRequest, path: web::Path<String>) -> ApiResp
 }
 
 /// `stream_id` of `/default_streams`, after `require_admin`.
-fn default_channel(
-    realm: &Realm,
-    me: &crate::realm::User,
-    p: &Params,
-) -> ApiResult<DefaultChannel> {
+fn default_channel(realm: &Realm, me: &User, p: &Params) -> ApiResult<DefaultChannel> {
     realm.require_admin(me)?;
     Ok(DefaultChannel {
         stream_id: p.int("stream_id")?,

@@ -293,7 +293,10 @@ impl Realm {
                 set(RealmProperty::Limit(*l, *v), &mut data);
             }
         }
-        let (group_changes, group_data) = self.decide_update_realm_settings(me, u.groups)?;
+        let Decided {
+            changes: group_changes,
+            answer: group_data,
+        } = self.decide_update_realm_settings(me, u.groups)?;
         changes.extend(group_changes);
         data.extend(
             group_data

@@ -76,17 +76,14 @@ impl Realm {
         name: String,
         description: String,
         spec: &ChannelSpec,
-        given: &[(ChannelSetting, GroupSetting)],
         creator: Option<UserId>,
         now: i64,
     ) -> Channel {
-        let mut settings: BTreeMap<ChannelSetting, GroupSetting> = ChannelSetting::ALL
+        // The settings given replace these (`resolve_channel_settings`).
+        let settings: BTreeMap<ChannelSetting, GroupSetting> = ChannelSetting::ALL
             .into_iter()
             .map(|s| (s, s.default_for(self, creator)))
             .collect();
-        for (s, v) in given {
-            settings.insert(*s, v.clone());
-        }
         Channel {
             id,
             rendered_description: render_description(&description),
@@ -183,15 +180,16 @@ impl Realm {
                 None => {
                     let description =
                         check_channel_description(item.description.as_deref().unwrap_or_default())?;
-                    to_create.push(self.new_channel(
+                    let mut ch = self.new_channel(
                         next_id,
                         name,
                         description,
                         &req.spec,
-                        &settings,
                         Some(me.id),
                         cx.now_secs(),
-                    ));
+                    );
+                    ch.settings.extend(settings.iter().cloned());
+                    to_create.push(ch);
                     next_id += 1;
                 }
             }
@@ -317,15 +315,8 @@ impl Realm {
         }
         let folder = self.check_folder(spec.folder_id)?;
         let id = self.next_channel_id;
-        let mut ch = self.new_channel(
-            id,
-            name,
-            description,
-            &spec,
-            &settings,
-            Some(me.id),
-            cx.now_secs(),
-        );
+        let mut ch = self.new_channel(id, name, description, &spec, Some(me.id), cx.now_secs());
+        ch.settings.extend(settings);
         ch.folder_id = folder;
         let mut changes = vec![Change::Channel(ChannelChange::ChannelCreated(Box::new(ch)))];
         if spec.is_default_stream {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::*;
 use crate::error::{ApiResult, ErrorCode};
-use crate::realm::{Change, RealmChange};
+use crate::realm::{Change, Decided, RealmChange};
 
 /// A group-setting value as a client sent it, before normalisation and checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,13 +360,6 @@ fn old_value_mismatch() -> ApiError {
 }
 
 impl Realm {
-    /// Parses, normalises and checks a group-setting value without a setting's rules
-    /// (channel settings).
-    pub fn parse_group_setting(&self, name: &str, v: &Value) -> ApiResult<GroupSetting> {
-        let value = SettingValue::parse(name, v)?;
-        self.check_setting_value(name, value, None)
-    }
-
     /// Zulip's `parse_group_setting_value` then `access_user_group_for_setting`:
     /// a named group must exist and be active, and satisfy `rules`; an anonymous value's
     /// members must be active users and its subgroups active groups.
@@ -512,7 +505,7 @@ impl Realm {
         &self,
         me: &User,
         updates: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
-    ) -> ApiResult<(Vec<Change>, Vec<(RealmSetting, SettingValue)>)> {
+    ) -> ApiResult<Decided<Vec<(RealmSetting, SettingValue)>>> {
         if updates.iter().any(|(s, _, _)| s.owner_only()) && !me.is_owner() {
             return Err(ApiError::must_be_owner());
         }
@@ -531,7 +524,7 @@ impl Realm {
                 value,
             }));
         }
-        Ok((changes, data))
+        Ok(Decided::new(changes, data))
     }
 }
 
