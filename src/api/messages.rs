@@ -246,7 +246,10 @@ pub async fn update_flags(req: ApiRequest) -> ApiResponse {
 pub async fn update_flags_for_narrow(req: ApiRequest) -> ApiResponse {
     // The narrow is walked here, on the worker; the actor gets the ids.
     let store = req.message_store().await?;
-    let Parsed { me, req: (q, found) } = req.parse(|version, me, p| {
+    let Parsed {
+        me,
+        req: (q, found),
+    } = req.parse(|version, me, p| {
         // Zulip's parameters are all required but `include_anchor`, read in the order
         // of its signature before any value is looked at.
         let anchor = p.str("anchor")?;
@@ -338,7 +341,6 @@ pub async fn get_topics(req: ApiRequest, path: web::Path<String>) -> ApiResponse
     .map(success)
 }
 
-
 /// Sets `max_message_id` (when the body has it): the newest message `me` received, or
 /// -1 (`Realm::fill_max_message_id`).
 pub fn fill_max_message_id(
@@ -393,7 +395,10 @@ pub async fn delete_message(req: ApiRequest, path: web::Path<String>) -> ApiResp
     let id = path_int("message_id", &path)?;
     req.message_store().await?;
     let detached = req
-        .write(|_, _, _| Ok(DeleteMessage { id }), Realm::decide_delete_message)
+        .write(
+            |_, _, _| Ok(DeleteMessage { id }),
+            Realm::decide_delete_message,
+        )
         .await?;
     let shas = detached.into_iter().map(|a| a.sha256).collect();
     // Files no attachment names any more go once the deletion is durable and visible.
@@ -529,8 +534,7 @@ pub async fn set_typing_status(req: ApiRequest) -> ApiResponse {
                 let stream_id = p
                     .opt_int("stream_id")?
                     .ok_or_else(|| ApiError::missing("stream_id"))?;
-                let topic =
-                    topic_param(p).ok_or_else(|| ApiError::bad_request("Missing topic"))?;
+                let topic = topic_param(p).ok_or_else(|| ApiError::bad_request("Missing topic"))?;
                 TypingTo::Channel { stream_id, topic }
             }
             _ => return Err(ApiError::bad_request("Invalid type")),
@@ -568,7 +572,10 @@ pub async fn add_reaction(req: ApiRequest, path: web::Path<String>) -> ApiRespon
 pub async fn remove_reaction(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("message_id", &path)?;
     req.message_store().await?;
-    req.write(|_, _, p| reaction(p, id, false), Realm::decide_remove_reaction)
-        .await?;
+    req.write(
+        |_, _, p| reaction(p, id, false),
+        Realm::decide_remove_reaction,
+    )
+    .await?;
     req.reply(Map::new())
 }

@@ -136,7 +136,6 @@ pub enum Wildcard {
     Topic,
 }
 
-
 /// A topic of a channel, as the realm remembers it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TopicMeta {
@@ -408,3 +407,5 @@ impl Realm {
             .collect()
     }
 }
+#[cfg(test)]
+mod tests;

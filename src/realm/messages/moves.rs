@@ -224,8 +224,8 @@ pub fn resolve_undo(
             .row(newest_id)?
             .filter(|m| m.recipient.is_topic(channel, topic)),
     };
-    let Some(newest) = newest
-        .filter(|m| is_resolve_notice(m) && now - m.timestamp <= RESOLVE_UNDO_GRACE_SECS)
+    let Some(newest) =
+        newest.filter(|m| is_resolve_notice(m) && now - m.timestamp <= RESOLVE_UNDO_GRACE_SECS)
     else {
         return Ok(None);
     };

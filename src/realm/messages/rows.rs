@@ -70,12 +70,7 @@ pub trait MessageRows {
     ) -> RowsResult<Option<MessageId>> {
         // A move of a whole topic skips every id of it: a set keeps that linear.
         let skip: HashSet<MessageId> = skip.iter().copied().collect();
-        for id in self.scan(
-            &Source::Topic(channel, topic.to_owned()),
-            0,
-            u64::MAX,
-            true,
-        )? {
+        for id in self.scan(&Source::Topic(channel, topic.to_owned()), 0, u64::MAX, true)? {
             let id = id?;
             if !skip.contains(&id) {
                 return Ok(Some(id));

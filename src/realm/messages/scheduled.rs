@@ -346,12 +346,7 @@ impl Realm {
         out
     }
 
-    fn deliver(
-        &self,
-        s: &ScheduledMessage,
-        cx: &Cx,
-        rows: &dyn MessageRows,
-    ) -> ApiResult<Message> {
+    fn deliver(&self, s: &ScheduledMessage, cx: &Cx, rows: &dyn MessageRows) -> ApiResult<Message> {
         let me = self
             .user(s.sender_id)
             .filter(|u| u.is_active)

@@ -433,15 +433,13 @@ impl Realm {
     ) -> ApiResult<SendRequest> {
         let rendered = self.render_message(&content);
         let mut participants = Vec::new();
-        if let (Wildcard::Topic, Addressee::Channel { channel, topic }) = (rendered.wildcard, &to)
-        {
+        if let (Wildcard::Topic, Addressee::Channel { channel, topic }) = (rendered.wildcard, &to) {
             let ch = match channel {
                 ChannelRef::Id(id) => u64::try_from(*id).ok().and_then(|id| self.channel(id)),
                 ChannelRef::Name(name) => self.channel_by_name(name.trim()),
             };
             if let Some(ch) = ch {
-                participants =
-                    topic_participants(rows, ch.id, topic, self.messages.max_visible())?;
+                participants = topic_participants(rows, ch.id, topic, self.messages.max_visible())?;
             }
         }
         Ok(SendRequest {

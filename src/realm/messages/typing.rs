@@ -20,7 +20,10 @@ pub struct TypingRequest {
 pub enum TypingTo {
     /// User ids, as given (not empty).
     Direct(Vec<i64>),
-    Channel { stream_id: i64, topic: String },
+    Channel {
+        stream_id: i64,
+        topic: String,
+    },
 }
 
 impl Realm {

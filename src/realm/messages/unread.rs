@@ -13,7 +13,11 @@ use crate::realm::{Realm, User};
 
 impl Realm {
     /// The newest message `me` received that still exists (`None`: none).
-    pub fn max_message_id(&self, rows: &dyn MessageRows, me: &User) -> ApiResult<Option<MessageId>> {
+    pub fn max_message_id(
+        &self,
+        rows: &dyn MessageRows,
+        me: &User,
+    ) -> ApiResult<Option<MessageId>> {
         let max = self.messages.max_visible();
         // The index may still name deleted messages: the newest with a row.
         for id in rows.scan(&Source::User(me.id), 0, max, true)? {
