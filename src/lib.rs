@@ -66,6 +66,7 @@ use crate::actor::{create_realm, RealmActor, RealmClient, TakeSnapshot};
 use crate::api::AppState;
 use crate::config::ServeConfig;
 use crate::events::EventHub;
+use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::{dev, Clock, Cx, SystemClock};
 use crate::registry::{RealmHandle, Registry};
 use crate::storage::{DurabilityMode, StorageError, Store};
@@ -414,7 +415,7 @@ pub async fn spawn_with_clock(
                 hub,
                 clock: clock.clone(),
                 server_url: url.clone(),
-                messages,
+                messages: MessageRowsHandle::new(Arc::new(messages)),
             },
         );
     }

@@ -37,6 +37,7 @@ use serde_json::{Map, Value};
 use crate::actor::{Call, LegacyDecided, RealmClient};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::EventHub;
+use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::{Clock, Cx, Realm, Rule, User, UserId};
 use crate::registry::Registry;
 use crate::storage::Durability;
@@ -187,8 +188,8 @@ pub struct ApiRequest {
     pub state: web::Data<AppState>,
     clock: Arc<dyn Clock>,
     server_url: Arc<str>,
-    /// The realm's message store (reads on this worker).
-    pub messages: crate::storage::messages::MessageStore,
+    /// The realm's message rows (reads on this worker), through the realm's port.
+    pub messages: MessageRowsHandle,
     /// The client's name: the `client` parameter, else the `User-Agent` product.
     pub client: String,
 }
@@ -197,7 +198,7 @@ impl ApiRequest {
     /// The realm's message store, once the message database is open: at start-up the
     /// request waits here (bounded, then a 503) so that neither this worker nor the realm
     /// actor blocks on the opening (see `storage::message_db`).
-    pub async fn message_store(&self) -> ApiResult<crate::storage::messages::MessageStore> {
+    pub async fn message_store(&self) -> ApiResult<MessageRowsHandle> {
         self.messages.ready().await.map_err(|why| {
             tracing::warn!("message store unavailable: {why}");
             ApiError::messages_unavailable()
