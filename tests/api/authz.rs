@@ -415,10 +415,6 @@ impl Case {
     }
 }
 
-fn p(pairs: &[(&'static str, &str)]) -> Params {
-    pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
-}
-
 /// The JSON list of one id.
 fn list(id: i64) -> String {
     json!([id]).to_string()
@@ -1724,14 +1720,6 @@ fn routes_are_all_covered() {
 }
 
 // ---- setup ---------------------------------------------------------------------
-
-fn png() -> Vec<u8> {
-    std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/img.png"
-    ))
-    .unwrap()
-}
 
 /// `POST` as `email` with one file part.
 async fn upload(s: &TestApp, email: &str, path: &str, field: &str, name: &str) -> Value {

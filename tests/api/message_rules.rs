@@ -8,9 +8,6 @@ use crate::common::*;
 use hearth::realm::ManualClock;
 use serde_json::{json, Value};
 
-const START_MS: i64 = 1_800_000_000_000;
-const START: i64 = START_MS / 1000;
-
 async fn fetch(app: &TestApp, who: &str, params: &[(&str, &str)]) -> Value {
     app.ok("GET", "/api/v1/messages", who, params).await
 }

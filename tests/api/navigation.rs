@@ -15,12 +15,6 @@ async fn views(s: &TestApp, who: &str) -> Value {
     s.ok("GET", VIEWS, who, &[]).await["navigation_views"].clone()
 }
 
-/// A 400 `BAD_REQUEST` with this message.
-async fn bad(s: &TestApp, method: &str, path: &str, who: &str, params: &[(&str, &str)], msg: &str) {
-    s.err(method, path, who, params, 400, "BAD_REQUEST", msg)
-        .await;
-}
-
 /// The seed's 404 for an unknown fragment.
 async fn not_found(s: &TestApp, method: &str, path: &str, who: &str, params: &[(&str, &str)]) {
     s.err(
@@ -48,8 +42,7 @@ async fn navigation_views_rules() {
     let body = s.ok("POST", VIEWS, IAGO, &verona).await;
     assert_eq!(body, json!({"result": "success", "msg": ""}));
     // 07b, 07c.
-    bad(
-        &s,
+    s.bad(
         "POST",
         VIEWS,
         IAGO,
@@ -57,8 +50,7 @@ async fn navigation_views_rules() {
         "Navigation view already exists.",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "POST",
         VIEWS,
         IAGO,
@@ -136,8 +128,7 @@ async fn navigation_views_rules() {
         &[("fragment", " inbox"), ("is_pinned", "false")],
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "POST",
         VIEWS,
         IAGO,
@@ -169,8 +160,7 @@ async fn navigation_views_rules() {
     )
     .await;
     // Name checks come before the lookup; the name may not be one already used.
-    bad(
-        &s,
+    s.bad(
         "PATCH",
         &view("inbox"),
         IAGO,
@@ -178,8 +168,7 @@ async fn navigation_views_rules() {
         "Built-in views cannot have a custom name.",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "PATCH",
         &view("narrow/no-such-view"),
         IAGO,
@@ -187,8 +176,7 @@ async fn navigation_views_rules() {
         "Navigation view already exists.",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "PATCH",
         &view("narrow/channel/3-Verona"),
         IAGO,
@@ -196,17 +184,9 @@ async fn navigation_views_rules() {
         "Navigation view already exists.",
     )
     .await;
-    bad(
-        &s,
-        "PATCH",
-        &view("%20"),
-        IAGO,
-        &[],
-        "fragment cannot be blank",
-    )
-    .await;
-    bad(
-        &s,
+    s.bad("PATCH", &view("%20"), IAGO, &[], "fragment cannot be blank")
+        .await;
+    s.bad(
         "PATCH",
         &view("inbox"),
         IAGO,
@@ -214,8 +194,7 @@ async fn navigation_views_rules() {
         "is_pinned is not valid JSON",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "PATCH",
         &view("inbox"),
         IAGO,

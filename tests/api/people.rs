@@ -13,17 +13,6 @@ use hearth::realm::ManualClock;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-const START_MS: i64 = 1_800_000_000_000;
-const START: i64 = START_MS / 1000;
-
-fn png() -> Vec<u8> {
-    std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/img.png"
-    ))
-    .unwrap()
-}
-
 /// One file part: field, file name, content type (None: no `Content-Type`), bytes.
 type FilePart = (&'static str, &'static str, Option<&'static str>, Vec<u8>);
 

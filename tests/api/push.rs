@@ -16,7 +16,6 @@ const FCM: &str = "/api/v1/users/me/android_gcm_reg_id";
 const REGISTER: &str = "/api/v1/mobile_push/register";
 const TEST: &str = "/api/v1/mobile_push/e2ee/test_notification";
 const NO_DEVICE: &str = "No active registered push device";
-const HAMLET_ID: i64 = 10;
 
 /// hearth with this relay.
 async fn spawn_with_relay(url: &str) -> TestApp {
@@ -448,20 +447,13 @@ async fn without_a_relay() {
     }
 }
 
-/// A 400 `BAD_REQUEST` with this message.
-async fn bad(s: &TestApp, method: &str, path: &str, who: &str, params: &[(&str, &str)], msg: &str) {
-    s.err(method, path, who, params, 400, "BAD_REQUEST", msg)
-        .await;
-}
-
 // ---- push tokens (seed 4.17, 4.18) -------------------------------------------------
 
 #[actix_web::test]
 async fn push_tokens_rules() {
     let mut s = TestApp::spawn().await;
     // Recordings 19, 19b, 19c, 19d.
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         APNS,
         ADMIN,
@@ -469,8 +461,7 @@ async fn push_tokens_rules() {
         "Token does not exist",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         APNS,
         ADMIN,
@@ -478,8 +469,7 @@ async fn push_tokens_rules() {
         "Invalid APNS token",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         APNS,
         ADMIN,
@@ -487,8 +477,7 @@ async fn push_tokens_rules() {
         "Empty or invalid length token",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         FCM,
         ADMIN,
@@ -498,8 +487,7 @@ async fn push_tokens_rules() {
     .await;
     let long = "a".repeat(4097);
     for path in [APNS, FCM] {
-        bad(
-            &s,
+        s.bad(
             "DELETE",
             path,
             ADMIN,
@@ -507,8 +495,7 @@ async fn push_tokens_rules() {
             "Empty or invalid length token",
         )
         .await;
-        bad(
-            &s,
+        s.bad(
             "POST",
             path,
             ADMIN,
@@ -529,8 +516,7 @@ async fn push_tokens_rules() {
         // Bots are refused before anything else.
         for params in [&[][..], &[("token", "abcd")][..]] {
             for method in ["POST", "DELETE"] {
-                bad(
-                    &s,
+                s.bad(
                     method,
                     path,
                     BOT,
@@ -562,8 +548,7 @@ async fn push_tokens_rules() {
         "Missing 'token' argument",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "POST",
         APNS,
         HAMLET,
@@ -571,8 +556,7 @@ async fn push_tokens_rules() {
         "appid has invalid format",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "POST",
         APNS,
         HAMLET,
@@ -609,8 +593,7 @@ async fn push_tokens_rules() {
 
     // Tokens are the user's and of their kind; and survive a restart.
     s.restart().await;
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         APNS,
         ADMIN,
@@ -618,8 +601,7 @@ async fn push_tokens_rules() {
         "Token does not exist",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         FCM,
         HAMLET,
@@ -627,8 +609,7 @@ async fn push_tokens_rules() {
         "Token does not exist",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         APNS,
         HAMLET,
@@ -640,8 +621,7 @@ async fn push_tokens_rules() {
         .await;
     s.ok("DELETE", FCM, HAMLET, &[("token", "fcm-token-1")])
         .await;
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         FCM,
         HAMLET,
@@ -650,8 +630,7 @@ async fn push_tokens_rules() {
     )
     .await;
     s.restart().await;
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         APNS,
         HAMLET,
@@ -659,8 +638,7 @@ async fn push_tokens_rules() {
         "Token does not exist",
     )
     .await;
-    bad(
-        &s,
+    s.bad(
         "DELETE",
         FCM,
         HAMLET,

@@ -17,21 +17,8 @@ use hearth::realm::ManualClock;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-const START_MS: i64 = 1_800_000_000_000;
-
-const NOBODY: i64 = 1;
-const OWNERS: i64 = 2;
-const ADMINS: i64 = 3;
-const MODERATORS: i64 = 4;
-const MEMBERS: i64 = 6;
-const EVERYONE: i64 = 7;
-const INTERNET: i64 = 8;
 /// The first group a test creates.
 const NAMED: i64 = 9;
-
-const NOT_ADMIN: &str = "Must be an organization administrator";
-const NOT_OWNER: &str = "Must be an organization owner";
-const INSUFFICIENT: &str = "Insufficient permission";
 
 /// Every role, lowest first (the order the tables use).
 const ROLES: [&str; 5] = [POLONIUS, HAMLET, SHIVA, IAGO, DESDEMONA];
@@ -110,56 +97,9 @@ const DEFAULTS: [(&str, i64); 20] = [
     ("direct_message_permission_group", EVERYONE),
 ];
 
-fn p(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
-    pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
-}
-
 /// `{"new": value}`.
 fn new(value: impl std::fmt::Display) -> String {
     format!(r#"{{"new": {value}}}"#)
-}
-
-/// A success with these fields.
-fn ok(who: &'static str, params: Vec<(&'static str, String)>, fields: Value) -> Case {
-    Case {
-        who,
-        params,
-        status: 200,
-        code: "",
-        msg: String::new(),
-        fields,
-    }
-}
-
-/// A 400 `BAD_REQUEST` with this message and no other field.
-fn bad(who: &'static str, params: Vec<(&'static str, String)>, msg: impl Into<String>) -> Case {
-    coded(who, params, "BAD_REQUEST", msg, json!({}))
-}
-
-/// A 400 with this code, message and extra fields.
-fn coded(
-    who: &'static str,
-    params: Vec<(&'static str, String)>,
-    code: &'static str,
-    msg: impl Into<String>,
-    fields: Value,
-) -> Case {
-    Case {
-        who,
-        params,
-        status: 400,
-        code,
-        msg: msg.into(),
-        fields,
-    }
-}
-
-fn not_admin(who: &'static str, params: Vec<(&'static str, String)>) -> Case {
-    coded(who, params, "UNAUTHORIZED_PRINCIPAL", NOT_ADMIN, json!({}))
-}
-
-fn not_owner(who: &'static str, params: Vec<(&'static str, String)>) -> Case {
-    coded(who, params, "UNAUTHORIZED_PRINCIPAL", NOT_OWNER, json!({}))
 }
 
 /// `PATCH /realm`, which must succeed; returns the body.
@@ -507,7 +447,6 @@ async fn group_setting_value_rules() {
             p(&[("can_add_custom_emoji_group", r#"{"new": 3, "old": 5}"#)]),
             "EXPECTATION_MISMATCH",
             "'old' value does not match the expected value.",
-            json!({}),
         ),
         ok(
             IAGO,
@@ -545,8 +484,8 @@ async fn group_setting_value_rules() {
             ]),
             "REQUEST_VARIABLE_INVALID",
             "Bad value for 'message_content_edit_limit_seconds': 0",
-            json!({"var_name": "message_content_edit_limit_seconds", "bad_value": 0}),
-        ),
+        )
+        .with_fields(json!({"var_name": "message_content_edit_limit_seconds", "bad_value": 0})),
         // Settings are checked in Zulip's order; one bad value changes nothing.
         bad(
             DESDEMONA,
@@ -590,8 +529,8 @@ async fn name_description_and_message_policies() {
             p(&[(name, raw)]),
             "REQUEST_VARIABLE_INVALID",
             format!("Bad value for '{name}': {shown}"),
-            json!({"var_name": name, "bad_value": value}),
         )
+        .with_fields(json!({"var_name": name, "bad_value": value}))
     };
     let mut table = Vec::new();
     for who in [POLONIUS, HAMLET, SHIVA] {

@@ -6,9 +6,6 @@ use crate::common::*;
 use hearth::realm::ManualClock;
 use serde_json::{json, Value};
 
-const START_MS: i64 = 1_800_000_000_000;
-const START: i64 = START_MS / 1000;
-
 async fn schedule(app: &TestApp, who: &str, params: &[(&str, &str)]) -> u64 {
     let body = app
         .ok("POST", "/api/v1/scheduled_messages", who, params)

@@ -14,47 +14,12 @@ use crate::common::*;
 use hearth::realm::ManualClock;
 use serde_json::{json, Value};
 
-const START_MS: i64 = 1_800_000_000_000;
-const START: i64 = START_MS / 1000;
-
-/// System groups of the development realm.
-const ADMINS: i64 = 3;
-
-const NOT_ADMIN: &str = "Must be an organization administrator";
-const INSUFFICIENT: &str = "Insufficient permission";
 const INVALID: &str = "Invalid topics_policy";
 const NO_EMPTY_TOPIC: &str = "Sending messages to the general chat is not allowed in this channel.";
 const ONLY_EMPTY_TOPIC: &str = "Only the general chat topic is allowed in this channel.";
 const NAMED_TOPICS: &str = "To enable this configuration, all messages in this channel must be \
                             in the general chat topic. Consider renaming or deleting other topics.";
 const NOT_CHANNEL_ADMIN: &str = "You do not have permission to administer this channel.";
-
-fn case(who: &'static str, params: &[(&'static str, &str)], msg: &str, fields: Value) -> Case {
-    Case {
-        who,
-        params: params.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
-        status: if msg.is_empty() { 200 } else { 400 },
-        code: if msg.is_empty() {
-            ""
-        } else if msg == NOT_ADMIN {
-            "UNAUTHORIZED_PRINCIPAL"
-        } else {
-            "BAD_REQUEST"
-        },
-        msg: msg.to_owned(),
-        fields,
-    }
-}
-
-/// A success answer with these fields.
-fn ok(who: &'static str, params: &[(&'static str, &str)], fields: Value) -> Case {
-    case(who, params, "", fields)
-}
-
-/// A 400 with this message.
-fn bad(who: &'static str, params: &[(&'static str, &str)], msg: &str) -> Case {
-    case(who, params, msg, json!({}))
-}
 
 /// `PATCH /realm` with `topics_policy`, as an administrator.
 async fn set_realm(app: &TestApp, value: &str) {
@@ -170,21 +135,21 @@ async fn the_realm_policy_by_role_with_its_values_events_and_register_fields() {
     let allow = [("topics_policy", "allow_empty_topic")];
     let table = [
         // `@require_realm_admin` comes before the value.
-        bad(POLONIUS, &disable, NOT_ADMIN),
-        bad(HAMLET, &disable, NOT_ADMIN),
-        bad(SHIVA, &[("topics_policy", "bogus")], NOT_ADMIN),
+        not_admin(POLONIUS, p(&disable)),
+        not_admin(HAMLET, p(&disable)),
+        not_admin(SHIVA, p(&[("topics_policy", "bogus")])),
         // The realm has two of the channel's four values; a plain string, not JSON.
-        bad(IAGO, &[("topics_policy", "inherit")], INVALID),
-        bad(IAGO, &[("topics_policy", "empty_topic_only")], INVALID),
-        bad(IAGO, &[("topics_policy", "bogus")], INVALID),
+        bad(IAGO, p(&[("topics_policy", "inherit")]), INVALID),
+        bad(IAGO, p(&[("topics_policy", "empty_topic_only")]), INVALID),
+        bad(IAGO, p(&[("topics_policy", "bogus")]), INVALID),
         bad(
             IAGO,
-            &[("topics_policy", "\"disable_empty_topic\"")],
+            p(&[("topics_policy", "\"disable_empty_topic\"")]),
             INVALID,
         ),
         // Zulip answers the value given as its stored number, changed or not.
-        ok(IAGO, &disable, json!({"topics_policy": 3})),
-        ok(DESDEMONA, &disable, json!({"topics_policy": 3})),
+        ok(IAGO, p(&disable), json!({"topics_policy": 3})),
+        ok(DESDEMONA, p(&disable), json!({"topics_policy": 3})),
     ];
     run_cases(&app, "PATCH", "/api/v1/realm", &table).await;
     let state = realm_state(&app, HAMLET).await;
@@ -205,7 +170,7 @@ async fn the_realm_policy_by_role_with_its_values_events_and_register_fields() {
         &app,
         "PATCH",
         "/api/v1/realm",
-        &[ok(DESDEMONA, &allow, json!({"topics_policy": 2}))],
+        &[ok(DESDEMONA, p(&allow), json!({"topics_policy": 2}))],
     )
     .await;
     let state = realm_state(&app, POLONIUS).await;
@@ -227,14 +192,13 @@ async fn can_set_topics_policy_group_is_a_realm_setting() {
     );
     let admins = format!(r#"{{"new": {ADMINS}}}"#);
     let table = [
-        bad(
+        not_admin(
             HAMLET,
-            &[("can_set_topics_policy_group", admins.as_str())],
-            NOT_ADMIN,
+            p(&[("can_set_topics_policy_group", admins.as_str())]),
         ),
         ok(
             IAGO,
-            &[("can_set_topics_policy_group", admins.as_str())],
+            p(&[("can_set_topics_policy_group", admins.as_str())]),
             json!({"can_set_topics_policy_group": ADMINS}),
         ),
     ];
@@ -262,17 +226,21 @@ async fn a_channel_policy_by_role() {
         "PATCH",
         &design_path,
         &[
-            ok(HAMLET, &policy("disable_empty_topic"), json!({})),
-            ok(IAGO, &policy("allow_empty_topic"), json!({})),
-            ok(DESDEMONA, &policy("inherit"), json!({})),
+            ok(HAMLET, p(&policy("disable_empty_topic")), json!({})),
+            ok(IAGO, p(&policy("allow_empty_topic")), json!({})),
+            ok(DESDEMONA, p(&policy("inherit")), json!({})),
             // The same value again is no change.
-            ok(DESDEMONA, &policy("inherit"), json!({})),
-            bad(HAMLET, &policy("bogus"), INVALID),
+            ok(DESDEMONA, p(&policy("inherit")), json!({})),
+            bad(HAMLET, p(&policy("bogus")), INVALID),
             // A plain string here, not JSON.
-            bad(HAMLET, &policy("\"inherit\""), INVALID),
+            bad(HAMLET, p(&policy("\"inherit\"")), INVALID),
             // Not its administrators: the channel check comes first.
-            bad(CORDELIA, &policy("disable_empty_topic"), NOT_CHANNEL_ADMIN),
-            bad(SHIVA, &policy("disable_empty_topic"), NOT_CHANNEL_ADMIN),
+            bad(
+                CORDELIA,
+                p(&policy("disable_empty_topic")),
+                NOT_CHANNEL_ADMIN,
+            ),
+            bad(SHIVA, p(&policy("disable_empty_topic")), NOT_CHANNEL_ADMIN),
         ],
     )
     .await;
@@ -281,9 +249,13 @@ async fn a_channel_policy_by_role() {
         "PATCH",
         &verona_path,
         &[
-            bad(HAMLET, &policy("disable_empty_topic"), NOT_CHANNEL_ADMIN),
-            bad(POLONIUS, &policy("disable_empty_topic"), NOT_CHANNEL_ADMIN),
-            ok(IAGO, &policy("empty_topic_only"), json!({})),
+            bad(HAMLET, p(&policy("disable_empty_topic")), NOT_CHANNEL_ADMIN),
+            bad(
+                POLONIUS,
+                p(&policy("disable_empty_topic")),
+                NOT_CHANNEL_ADMIN,
+            ),
+            ok(IAGO, p(&policy("empty_topic_only")), json!({})),
         ],
     )
     .await;
@@ -307,10 +279,10 @@ async fn a_channel_policy_by_role() {
         "PATCH",
         &design_path,
         &[
-            bad(HAMLET, &policy("disable_empty_topic"), INSUFFICIENT),
-            bad(HAMLET, &policy("empty_topic_only"), INSUFFICIENT),
-            ok(HAMLET, &policy("inherit"), json!({})),
-            ok(IAGO, &policy("disable_empty_topic"), json!({})),
+            bad(HAMLET, p(&policy("disable_empty_topic")), INSUFFICIENT),
+            bad(HAMLET, p(&policy("empty_topic_only")), INSUFFICIENT),
+            ok(HAMLET, p(&policy("inherit")), json!({})),
+            ok(IAGO, p(&policy("disable_empty_topic")), json!({})),
         ],
     )
     .await;
@@ -528,38 +500,14 @@ async fn a_policy_set_at_creation() {
             ]
         };
         let table = [
-            Case {
-                who: HAMLET,
-                params: params("x1", &quoted("bogus")),
-                status: 400,
-                code: "BAD_REQUEST",
-                msg: INVALID.into(),
-                fields: json!({}),
-            },
-            Case {
-                who: HAMLET,
-                params: params("x2", "empty_topic_only"),
-                status: 400,
-                code: "BAD_REQUEST",
-                msg: "topics_policy is not valid JSON".into(),
-                fields: json!({}),
-            },
-            Case {
-                who: HAMLET,
-                params: params("x3", "7"),
-                status: 400,
-                code: "BAD_REQUEST",
-                msg: "topics_policy is not a string".into(),
-                fields: json!({}),
-            },
-            Case {
-                who: POLONIUS,
-                params: params("x4", &only),
-                status: 400,
-                code: "BAD_REQUEST",
-                msg: "Not allowed for guest users".into(),
-                fields: json!({}),
-            },
+            bad(HAMLET, params("x1", &quoted("bogus")), INVALID),
+            bad(
+                HAMLET,
+                params("x2", "empty_topic_only"),
+                "topics_policy is not valid JSON",
+            ),
+            bad(HAMLET, params("x3", "7"), "topics_policy is not a string"),
+            bad(POLONIUS, params("x4", &only), "Not allowed for guest users"),
         ];
         let mut table = table.to_vec();
         for c in &mut table {

@@ -22,6 +22,11 @@
 //!   waits in it.
 //!
 //! - Push: `start_relay()` runs a push relay on loopback for `--push-relay-url`.
+//! - Role tables: a `Case` per caller and request, made with `ok`, `bad`, `coded`,
+//!   `missing`, `not_admin`, `not_owner` (parameters with `p`), sent by `run_cases`.
+//!   The development realm's people (`HAMLET`, `HAMLET_ID`, ...), its system groups
+//!   (`NOBODY` 1 ... `INTERNET` 8), Zulip's role refusals (`NOT_ADMIN`, ...), and the
+//!   `ManualClock` start (`START_MS`) are named here once.
 //!
 //! Golden responses live in `snapshots/` and are replayed by `snapshots.rs`.
 //!
@@ -70,10 +75,49 @@ pub const POLONIUS: &str = GUEST;
 pub const OTHELLO: &str = "othello@zulip.com";
 pub const PROSPERO: &str = "prospero@zulip.com";
 pub const DEFAULT_BOT: &str = BOT;
+/// A member who owns the incoming webhook bot `WEBHOOK_BOT`.
+pub const ZOE: &str = "ZOE@zulip.com";
+/// A member who owns the outgoing webhook bot `OUTGOING_BOT`.
+pub const AARON: &str = "AARON@zulip.com";
+pub const WEBHOOK_BOT: &str = "webhook-bot@zulip.com";
+pub const OUTGOING_BOT: &str = "outgoing-webhook@zulip.com";
+
+// Their user ids.
+pub const CORDELIA_ID: i64 = 8;
+pub const DESDEMONA_ID: i64 = 9;
+pub const HAMLET_ID: i64 = 10;
+pub const IAGO_ID: i64 = 11;
+pub const OTHELLO_ID: i64 = 12;
+pub const POLONIUS_ID: i64 = 13;
+pub const PROSPERO_ID: i64 = 14;
+pub const SHIVA_ID: i64 = 15;
+/// `DEFAULT_BOT`.
+pub const BOT_ID: i64 = 16;
+
+// The development realm's system groups by id (`role:nobody` ... `role:internet`);
+// groups that tests create come next, from 9.
+pub const NOBODY: i64 = 1;
+pub const OWNERS: i64 = 2;
+pub const ADMINS: i64 = 3;
+pub const MODERATORS: i64 = 4;
+pub const FULL_MEMBERS: i64 = 5;
+pub const MEMBERS: i64 = 6;
+pub const EVERYONE: i64 = 7;
+pub const INTERNET: i64 = 8;
+
+/// Where a `ManualClock` starts, in milliseconds (`ManualClock::new(START_MS)`).
+pub const START_MS: i64 = 1_800_000_000_000;
+/// `START_MS` in seconds, as answers show times.
+pub const START: i64 = START_MS / 1000;
 
 /// The Basic challenge of `/api/v1/` answers.
 pub const BASIC_CHALLENGE: &str = "Basic realm=\"zulip\"";
 pub const NOT_LOGGED_IN: &str = "Not logged in: API authentication or user session required";
+/// Zulip's texts for a caller without the role (`UNAUTHORIZED_PRINCIPAL`, and
+/// `BAD_REQUEST` for `INSUFFICIENT`).
+pub const NOT_ADMIN: &str = "Must be an organization administrator";
+pub const NOT_OWNER: &str = "Must be an organization owner";
+pub const INSUFFICIENT: &str = "Insufficient permission";
 
 /// What a request answered: status, headers, JSON body.
 pub type Reply = (StatusCode, HeaderMap, Value);
@@ -521,6 +565,19 @@ impl TestApp {
         reply.2
     }
 
+    /// `err` for a 400 `BAD_REQUEST` with this msg.
+    pub async fn bad(
+        &self,
+        method: &str,
+        path: &str,
+        email: &str,
+        params: &[(&str, &str)],
+        msg: &str,
+    ) -> Value {
+        self.err(method, path, email, params, 400, "BAD_REQUEST", msg)
+            .await
+    }
+
     /// Registers an event queue for `email`; returns its id.
     pub async fn register(&self, email: &str, params: &[(&str, &str)]) -> String {
         let body = self.ok("POST", "/api/v1/register", email, params).await;
@@ -914,6 +971,12 @@ pub fn run(args: &[&str]) -> std::process::Output {
     child.wait_with_output().expect("output")
 }
 
+/// The PNG image of `tests/fixtures/img.png`.
+pub fn png() -> Vec<u8> {
+    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/img.png"))
+        .expect("tests/fixtures/img.png")
+}
+
 /// Bytes as text (lossy).
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -932,6 +995,74 @@ pub struct Case {
     pub msg: String,
     /// Every other field of the body (an object; `{}` for none).
     pub fields: Value,
+}
+
+/// A case's parameters, owned.
+pub fn p(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
+}
+
+/// A success with these fields (`json!({})` for none).
+pub fn ok(who: &'static str, params: Vec<(&'static str, String)>, fields: Value) -> Case {
+    Case {
+        who,
+        params,
+        status: 200,
+        code: "",
+        msg: String::new(),
+        fields,
+    }
+}
+
+/// A 400 `BAD_REQUEST` with this message and no other field.
+pub fn bad(who: &'static str, params: Vec<(&'static str, String)>, msg: impl Into<String>) -> Case {
+    coded(who, params, "BAD_REQUEST", msg)
+}
+
+/// A 400 with this code and message and no other field (`Case::with_fields` adds some).
+pub fn coded(
+    who: &'static str,
+    params: Vec<(&'static str, String)>,
+    code: &'static str,
+    msg: impl Into<String>,
+) -> Case {
+    Case {
+        who,
+        params,
+        status: 400,
+        code,
+        msg: msg.into(),
+        fields: json!({}),
+    }
+}
+
+/// `Missing 'name' argument`, with `var_name`.
+pub fn missing(who: &'static str, params: Vec<(&'static str, String)>, name: &str) -> Case {
+    coded(
+        who,
+        params,
+        "REQUEST_VARIABLE_MISSING",
+        format!("Missing '{name}' argument"),
+    )
+    .with_fields(json!({ "var_name": name }))
+}
+
+/// `@require_realm_admin`'s refusal.
+pub fn not_admin(who: &'static str, params: Vec<(&'static str, String)>) -> Case {
+    coded(who, params, "UNAUTHORIZED_PRINCIPAL", NOT_ADMIN)
+}
+
+/// `@require_realm_owner`'s refusal.
+pub fn not_owner(who: &'static str, params: Vec<(&'static str, String)>) -> Case {
+    coded(who, params, "UNAUTHORIZED_PRINCIPAL", NOT_OWNER)
+}
+
+impl Case {
+    /// The same answer with these other fields in the body.
+    pub fn with_fields(mut self, fields: Value) -> Case {
+        self.fields = fields;
+        self
+    }
 }
 
 /// Sends every case and compares the whole body: `result`, `msg`, `code` and fields.
