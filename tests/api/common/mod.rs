@@ -938,7 +938,12 @@ pub const HEARTH: &str = env!("CARGO_BIN_EXE_hearth");
 /// `hearth` with a clean environment: no `HEARTH_*`, `RUST_LOG` or `NO_COLOR` from the
 /// caller.
 pub fn hearth() -> std::process::Command {
-    let mut cmd = std::process::Command::new(HEARTH);
+    hearth_at(Path::new(HEARTH))
+}
+
+/// `hearth()` from another path (a link to or copy of `HEARTH`).
+pub fn hearth_at(program: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program);
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy().into_owned();
         if key.starts_with("HEARTH_") || key == "RUST_LOG" || key == "NO_COLOR" {
@@ -953,9 +958,13 @@ pub fn hearth() -> std::process::Command {
 
 /// Runs `hearth args...` to completion (60 s at most).
 pub fn run(args: &[&str]) -> std::process::Output {
+    output(hearth().args(args))
+}
+
+/// Runs a command to completion (60 s at most); its exit, stdout and stderr.
+pub fn output(cmd: &mut std::process::Command) -> std::process::Output {
     use std::process::Stdio;
-    let mut child = hearth()
-        .args(args)
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -964,7 +973,7 @@ pub fn run(args: &[&str]) -> std::process::Output {
     while child.try_wait().expect("wait").is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("hearth {args:?} did not exit");
+            panic!("{cmd:?} did not exit");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
