@@ -10,8 +10,8 @@
 //!   JSON) sent to the server's operations never get a 5xx, and every answer is a
 //!   Zulip JSON body (`result`, `msg`, and `code` on errors).
 //!
-//! Cases proptest shrinks to after a failure are kept in `proptest-regressions/` and
-//! replayed first on every run; `tests/corpus/param-values.txt` holds values that
+//! Cases proptest shrinks to after a failure are kept in `tests/proptest-regressions/`
+//! and replayed first on every run; `tests/corpus/param-values.txt` holds values that
 //! every run tries.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
