@@ -41,6 +41,7 @@
 
 pub mod codec;
 pub mod durability;
+pub mod folder;
 pub mod integrity;
 pub mod legacy;
 pub mod manifest;
@@ -52,6 +53,7 @@ pub mod wal;
 
 pub use durability::StorageFailed;
 pub use durability::{Durability, DurabilityMode};
+pub use folder::{open_error, FolderError};
 pub use integrity::Damage;
 pub use wal::{RealmStore, SnapshotJob};
 

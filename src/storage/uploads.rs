@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use sha2::{Digest, Sha256};
 
@@ -37,9 +37,7 @@ use sha2::{Digest, Sha256};
 pub const UPLOADS_DIR: &str = "uploads";
 
 /// The hex SHA-256 of some bytes: their name in the store.
-pub fn content_hash(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+pub use crate::realm::attachments::content_hash;
 
 /// The hex SHA-256 of a file's content, read in pieces.
 pub fn file_hash(path: &Path) -> io::Result<String> {
@@ -167,9 +165,7 @@ impl UploadStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, usize>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        crate::locks::lock(&self.in_flight)
     }
 
     fn tmp_dir(&self) -> PathBuf {
