@@ -18,7 +18,7 @@ use actix_web::{dev::ServerHandle, web};
 
 use crate::actor::{create_realm, DeliverScheduled, RealmActor, RealmClient, TakeSnapshot};
 use crate::api::middleware::metrics::metrics;
-use crate::api::{self, attachments, wire, AppState};
+use crate::api::{attachments, wire, AppState};
 use crate::config::ServeConfig;
 use crate::hub::EventHub;
 use crate::limits::RateLimiter;
@@ -586,7 +586,7 @@ fn spawn_upload_sweeper(state: &web::Data<AppState>) {
         loop {
             every.tick().await;
             let Some(state) = weak.upgrade() else { break };
-            let swept = api::attachments::sweep_uploads(&state).await;
+            let swept = attachments::sweep_uploads(&state).await;
             if swept > 0 {
                 tracing::info!("swept {swept} unclaimed uploads");
             }

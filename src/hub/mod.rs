@@ -24,9 +24,6 @@
 //! answer. So 10 000 parked clients cost the actor nothing, and each costs its HTTP
 //! worker one small task.
 //!
-//! Queues live in memory, like Zulip's Tornado queues: a restart forgets them and
-//! clients re-register after `BAD_EVENT_QUEUE_ID`.
-//!
 //! The hub stands above storage and the realm: it reads the realm's versions and their
 //! `events_for`, and the message store's flags; the actor and the HTTP layer above it
 //! call it.

@@ -37,14 +37,14 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::manifest::{Manifest, Marks};
 use super::message_db::MessageDb;
-use crate::locks::{lock, read, write};
+use crate::locks::{lock, read, wait_timeout_while, write};
 
 /// When an acknowledged write reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -633,13 +633,9 @@ impl Durability {
                 _ => (Duration::from_millis(500), true),
             };
             {
-                let guard = lock(&d.wanted);
-                let (mut guard, _) = d
-                    .wake
-                    .wait_timeout_while(guard, period, |wanted| {
-                        !(d.stop.load(Ordering::SeqCst) || (on_demand && *wanted))
-                    })
-                    .unwrap_or_else(PoisonError::into_inner);
+                let mut guard = wait_timeout_while(&d.wake, lock(&d.wanted), period, |wanted| {
+                    !(d.stop.load(Ordering::SeqCst) || (on_demand && *wanted))
+                });
                 *guard = false;
             }
             if d.stop.load(Ordering::SeqCst) {

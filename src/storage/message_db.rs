@@ -60,7 +60,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -71,7 +71,7 @@ use super::manifest::META_TREE;
 use super::messages::UNDO_CHUNK_BYTES;
 use super::messages::{apply, Op, Trees};
 use super::StorageError;
-use crate::locks::lock;
+use crate::locks::{lock, wait_timeout_while};
 
 /// The folder of the message database inside a data folder.
 pub const FOLDER: &str = "messages";
@@ -357,11 +357,9 @@ impl MessageDb {
         &self,
         f: impl FnOnce(&sled::Db, &mut HashMap<Arc<[String; 5]>, Trees>) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
-        let state = lock(&self.state);
-        let (mut state, _) = self
-            .changed
-            .wait_timeout_while(state, READY_WAIT, |s| matches!(s, State::Opening(_)))
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = wait_timeout_while(&self.changed, lock(&self.state), READY_WAIT, |s| {
+            matches!(s, State::Opening(_))
+        });
         match &mut *state {
             State::Open { db, trees } => f(db, trees),
             State::Opening(_) => Err(StorageError::Invalid(
