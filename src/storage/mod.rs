@@ -37,7 +37,7 @@
 //! decodes every snapshot, record, message row and presence record, and hashes the
 //! uploaded files; `hearth recover --accept-loss` rebuilds the folder from the newest
 //! consistent state it can read, keeps the damaged one beside it, and says what was lost
-//! (`integrity`).
+//! (both are operator commands, above storage: `ops::check`, `ops::recover`).
 
 pub mod codec;
 pub mod durability;
