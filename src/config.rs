@@ -40,12 +40,12 @@ pub enum Command {
     ///
     /// Decodes every snapshot, WAL record and message row, compares with the manifest,
     /// prints a report per realm; exits non-zero when the folder is damaged.
-    Check(crate::storage::integrity::CheckArgs),
+    Check(crate::ops::CheckArgs),
     /// Rebuild a damaged data folder from what can still be read.
     ///
     /// Needs `--accept-loss`; keeps the damaged folder beside the new one and reports
     /// what was lost.
-    Recover(crate::storage::integrity::RecoverArgs),
+    Recover(crate::ops::RecoverArgs),
     /// Drive a hearth server with simulated clients and report latencies and
     /// throughput (see `hearth load --help`).
     Load(Box<crate::load::LoadArgs>),

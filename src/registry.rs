@@ -5,7 +5,7 @@ use std::sync::Arc;
 use dashmap::DashMap;
 
 use crate::actor::RealmClient;
-use crate::events::EventHub;
+use crate::hub::EventHub;
 use crate::realm::Clock;
 
 /// How handlers reach a realm: its actor (writes), and its event hub (the published

@@ -35,7 +35,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 use crate::config::DurabilityArg;
-use crate::storage::durability::lock;
+use crate::locks::lock;
 
 /// `hearth torture`.
 #[derive(Debug, Clone, Args)]

@@ -13,6 +13,7 @@ pub mod groups;
 pub mod lifecycle;
 pub mod linkifiers;
 pub mod messages;
+pub mod middleware;
 pub mod navigation;
 pub mod params;
 pub mod presence;
@@ -23,6 +24,7 @@ pub mod rule;
 pub mod server;
 pub mod status;
 pub mod users;
+pub mod wire;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -482,7 +484,7 @@ impl FromRequest for ApiRequest {
             let (body, files) = if req.method() == actix_web::http::Method::GET {
                 (Vec::new(), Vec::new())
             } else {
-                crate::limits::check_before_body(&req, &handle)?;
+                middleware::limits::check_before_body(&req, &handle)?;
                 read_body(&req, payload).await?
             };
             let params = Params::new(query, body);
@@ -548,7 +550,7 @@ async fn read_limited(mut payload: Payload) -> ApiResult<Vec<u8>> {
 /// Parts with a file name are files (Zulip's `request.FILES`), the others parameters.
 async fn read_multipart(req: &HttpRequest, payload: Payload) -> ApiResult<Body> {
     // Every byte counts, part headers and boundaries included.
-    let (payload, over) = crate::limits::counted(payload, MULTIPART_LIMIT);
+    let (payload, over) = middleware::limits::counted(payload, MULTIPART_LIMIT);
     let mut form = actix_multipart::Multipart::new(req.headers(), payload);
     let result = read_parts(&mut form).await;
     if over.get() {

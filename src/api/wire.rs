@@ -24,12 +24,13 @@ use actix_http::{HttpService, KeepAlive, ServiceConfig};
 use actix_rt::net::TcpStream;
 use actix_service::{fn_service, map_config, IntoServiceFactory, ServiceFactoryExt};
 use actix_web::dev::AppConfig;
+use actix_web::middleware::from_fn;
 use actix_web::{web, App};
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::api::AppState;
+use super::{middleware, AppState};
 use crate::error::ErrorCode;
 
 /// Log target of refused connections and requests.
@@ -139,13 +140,11 @@ pub fn start(
             let closer = closer.clone();
             let app = App::new()
                 .app_data(state)
-                .wrap(actix_web::middleware::from_fn(crate::limits::json_errors))
-                .wrap(actix_web::middleware::from_fn(crate::limits::rate_limit))
-                .wrap(actix_web::middleware::from_fn(crate::logging::log_request))
-                .wrap(actix_web::middleware::from_fn(
-                    crate::metrics::record_request,
-                ))
-                .configure(crate::api::routes)
+                .wrap(from_fn(middleware::errors::json_errors))
+                .wrap(from_fn(middleware::limits::rate_limit))
+                .wrap(from_fn(middleware::logging::log_request))
+                .wrap(from_fn(middleware::metrics::record_request))
+                .configure(super::routes)
                 .into_factory()
                 .map_err(|e| e.error_response());
             let http = HttpService::build()

@@ -29,10 +29,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
+use crate::locks::lock;
 use crate::realm::presence::{
     legacy_status, ping_effect, PresenceEntry, PresenceStatus, DEFAULT_HISTORY_LIMIT_DAYS,
     OFFLINE_THRESHOLD_SECS,
@@ -138,7 +139,9 @@ struct Cached {
     max_id: Option<u64>,
 }
 
-/// One realm's presence (see the module doc).
+/// One realm's presence (see the module doc). Every update under its locks is a few
+/// assignments that leave the data consistent, so a poisoned lock is recovered
+/// (`crate::locks`).
 pub struct RealmPresence {
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
@@ -150,12 +153,6 @@ pub struct RealmPresence {
     flushing: AtomicBool,
     /// Entries written so far (tests, tooling).
     written: AtomicU64,
-}
-
-// Every update under these locks is a few assignments that leave the data consistent,
-// so a poisoned lock is recovered.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl RealmPresence {

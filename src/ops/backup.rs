@@ -10,8 +10,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::storage::{DurabilityMode, Store};
-use crate::{open_error, StartError};
+use crate::startup::StartError;
+use crate::storage::{open_error, DurabilityMode, Store};
 
 /// What a copy held.
 #[derive(Debug, Clone, PartialEq, Eq)]
