@@ -23,6 +23,7 @@ use crate::config::ServeConfig;
 use crate::hub::EventHub;
 use crate::limits::RateLimiter;
 use crate::push_relay::PushRelay;
+use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::{dev, Clock, Cx, SystemClock};
 use crate::registry::{RealmHandle, Registry};
 use crate::storage::uploads::UploadStore;
@@ -487,7 +488,7 @@ fn start_realm(
         hub,
         clock,
         server_url,
-        messages,
+        messages: MessageRowsHandle::new(Arc::new(messages)),
     })
 }
 
