@@ -43,7 +43,6 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod limits;
-pub mod load;
 pub mod logging;
 pub mod metrics;
 pub mod passwords;
@@ -52,7 +51,6 @@ pub mod push_relay;
 pub mod realm;
 pub mod registry;
 pub mod storage;
-pub mod torture;
 pub mod wire;
 
 use std::net::{SocketAddr, TcpListener};
@@ -257,7 +255,10 @@ impl Running {
 
     /// The realm actor serving `host` (tests, tooling).
     pub fn realm(&self, host: &str) -> Option<actix::Addr<RealmActor>> {
-        self.state.registry.for_host(host).map(|r| r.client.addr().clone())
+        self.state
+            .registry
+            .for_host(host)
+            .map(|r| r.client.addr().clone())
     }
 
     /// The server's flusher and database (tests and tooling: failure state, snapshot
