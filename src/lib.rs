@@ -255,10 +255,7 @@ impl Running {
 
     /// The realm actor serving `host` (tests, tooling).
     pub fn realm(&self, host: &str) -> Option<actix::Addr<RealmActor>> {
-        self.state
-            .registry
-            .for_host(host)
-            .map(|r| r.client.addr().clone())
+        self.state.registry.for_host(host).map(|r| r.client.addr().clone())
     }
 
     /// The server's flusher and database (tests and tooling: failure state, snapshot

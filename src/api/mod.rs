@@ -274,8 +274,7 @@ impl ApiRequest {
     where
         F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
     {
-        self.write_legacy(opts, |_| Ok(()), move |c, ()| rule(c))
-            .await
+        self.write_legacy(opts, |_| Ok(()), move |c, ()| rule(c)).await
     }
 
     /// A write whose parameters are parsed here, on the worker, after authentication
