@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use hearth::events::{EventHub, QueueOptions};
+use hearth::hub::{EventHub, QueueOptions};
 use hearth::realm::events::{Audience, Event};
 use hearth::realm::SystemClock;
 use serde_json::json;

@@ -307,12 +307,11 @@ impl RealmActor {
             ),
         };
         // A decision only reads state, so a panic in one leaves the realm intact.
-        let decided = catch_unwind(AssertUnwindSafe(|| decide(realm, me, &mut cx))).map_err(
-            |_| {
+        let decided =
+            catch_unwind(AssertUnwindSafe(|| decide(realm, me, &mut cx))).map_err(|_| {
                 tracing::error!("a rule panicked");
                 ApiError::internal()
-            },
-        )??;
+            })??;
         let ticket = self.commit(decided.changes)?;
         Ok(Committed {
             ticket,

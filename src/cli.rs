@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use hearth::config::{CreateRealm, ServeConfig};
 use hearth::logging::LogFormat;
-use hearth::storage::integrity::{CheckArgs, RecoverArgs};
+use hearth::ops::{CheckArgs, RecoverArgs};
 
 /// hearth: a team-chat server that speaks the Zulip REST API.
 #[derive(Debug, Parser)]

@@ -17,9 +17,9 @@ fn main() -> std::process::ExitCode {
         Command::Realm(RealmCommand::Create(c)) => create(&c),
         Command::Backup(b) => backup(&b),
         Command::Restore(r) => restore(&r),
-        Command::Check(c) => hearth::storage::integrity::check_command(&c, &mut std::io::stdout()),
+        Command::Check(c) => hearth::ops::check_command(&c, &mut std::io::stdout()),
         Command::Recover(r) => {
-            hearth::storage::integrity::recover_command(&r, &mut std::io::stdout())
+            hearth::ops::recover_command(&r, &mut std::io::stdout())
         }
         Command::Load(_) => return run_tools("load"),
         Command::Torture(_) => return run_tools("torture"),
@@ -168,18 +168,23 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 fn backup(b: &BackupArgs) -> Result<(), String> {
-    let copied = hearth::backup::backup(&b.data, &b.out).map_err(|e| e.to_string())?;
+    let copied = hearth::ops::backup::backup(&b.data, &b.out).map_err(|e| e.to_string())?;
     report("backed up", &b.data, &b.out, &copied);
     Ok(())
 }
 
 fn restore(r: &RestoreArgs) -> Result<(), String> {
-    let copied = hearth::backup::restore(&r.from, &r.data).map_err(|e| e.to_string())?;
+    let copied = hearth::ops::backup::restore(&r.from, &r.data).map_err(|e| e.to_string())?;
     report("restored", &r.from, &r.data, &copied);
     Ok(())
 }
 
-fn report(what: &str, from: &std::path::Path, to: &std::path::Path, c: &hearth::backup::Copied) {
+fn report(
+    what: &str,
+    from: &std::path::Path,
+    to: &std::path::Path,
+    c: &hearth::ops::backup::Copied,
+) {
     let realms: Vec<String> = c
         .realms
         .iter()

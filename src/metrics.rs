@@ -1,25 +1,18 @@
-//! The server's own metrics: `GET /metrics` in Prometheus text format, served on a
-//! listener of its own (`--metrics-bind`, loopback by default), never on the API port.
+//! The server's own metrics, in Prometheus text format (`encode`); `GET /metrics`
+//! serves them on a listener of its own (`api::middleware::metrics`).
 //!
 //! Counters and histograms are process-wide and updated where things happen (the
 //! request middleware, the flusher, snapshots, presence pings, the path of writes);
-//! gauges that describe state (event queues, parked long-polls, RSS) are read when
+//! gauges that describe state (event queues, parked long-polls, RSS) are set when
 //! scraped. Labels are route patterns, statuses and realm subdomains: never a user,
 //! a path's values, a query string or a body.
 
 use std::sync::LazyLock;
-use std::time::Instant;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::Next;
-use actix_web::{web, Error, HttpResponse};
 use prometheus::{
     exponential_buckets, Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter,
     IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
-
-use crate::api::AppState;
 
 /// hearth's registry (not the `prometheus` crate's global one).
 static REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::new);
@@ -191,44 +184,23 @@ pub fn rss_bytes() -> Option<u64> {
     Some(pages * 4096)
 }
 
-/// Middleware: counts every request by route pattern and status, and times it.
-pub async fn record_request(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, Error> {
-    let start = Instant::now();
-    let method = req.method().clone();
-    let res = next.call(req).await?;
-    // The pattern only: an unknown path is not a label (it could hold anything).
-    let route = res
-        .request()
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let status = res.status().as_u16().to_string();
-    HTTP_REQUESTS
-        .with_label_values(&[route.as_str(), method.as_str(), status.as_str()])
-        .inc();
-    HTTP_SECONDS
-        .with_label_values(&[route.as_str(), method.as_str()])
-        .observe(start.elapsed().as_secs_f64());
-    Ok(res)
+/// Sets the state gauges of one realm (when scraped).
+pub fn realm_gauges(subdomain: &str, queues: usize, parked_polls: usize) {
+    EVENT_QUEUES
+        .with_label_values(&[subdomain])
+        .set(queues as i64);
+    PARKED_POLLS
+        .with_label_values(&[subdomain])
+        .set(parked_polls as i64);
+    // Present (at 0) before the first write.
+    MAILBOX.with_label_values(&[subdomain]);
 }
 
-/// Every metric in the text format, with the state gauges read now.
-pub fn render(state: &AppState) -> String {
-    for realm in state.registry.all() {
-        let subdomain = realm.hub.current().settings.subdomain.clone();
-        EVENT_QUEUES
-            .with_label_values(&[subdomain.as_str()])
-            .set(realm.hub.queue_count() as i64);
-        PARKED_POLLS
-            .with_label_values(&[subdomain.as_str()])
-            .set(realm.hub.parked_polls() as i64);
-        // Present (at 0) before the first write.
-        MAILBOX.with_label_values(&[subdomain.as_str()]);
-    }
+/// Every metric in the text format; `storage_failed`: the store refuses writes now.
+/// The realms' gauges are set first (`realm_gauges`).
+pub fn encode(storage_failed: bool) -> String {
     RSS.set(rss_bytes().unwrap_or(0) as i64);
-    STORAGE_FAILED.set(i64::from(state.durability.failure().is_some()));
+    STORAGE_FAILED.set(i64::from(storage_failed));
     // Touch the process-wide metrics so each is listed from the start.
     LazyLock::force(&HTTP_REQUESTS);
     LazyLock::force(&HTTP_SECONDS);
@@ -242,11 +214,4 @@ pub fn render(state: &AppState) -> String {
         tracing::error!("cannot encode the metrics: {e}");
     }
     String::from_utf8(out).unwrap_or_default()
-}
-
-/// `GET /metrics` on the metrics listener.
-pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(render(&state))
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use dashmap::DashMap;
 
 use crate::actor::RealmClient;
-use crate::events::EventHub;
+use crate::hub::EventHub;
 use crate::realm::Clock;
 
 /// How handlers reach a realm: its actor (writes), and its event hub (the published
@@ -20,7 +20,7 @@ pub struct RealmHandle {
     /// The server's public URL (see `Realm::url`).
     pub server_url: Arc<str>,
     /// The realm's message rows (reads run on the HTTP workers).
-    pub messages: crate::storage::messages::MessageStore,
+    pub messages: crate::realm::messages::rows::MessageRowsHandle,
 }
 
 /// Every realm this server serves, by subdomain.

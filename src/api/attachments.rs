@@ -359,13 +359,13 @@ fn not_authorized() -> HttpResponse {
 /// Who may read an attachment: its uploader, or anyone who may read a message that
 /// links it (read from the message store).
 fn may_read(
-    store: &crate::storage::messages::MessageStore,
+    store: &crate::realm::messages::rows::MessageRowsHandle,
     realm: &Realm,
     me: &User,
     att: &Attachment,
 ) -> bool {
     realm.can_read_attachment(me, att, &|u, id| {
-        super::messages::access_message(store, realm, u, id as i64).is_ok()
+        realm.access_message(store, u, id as i64).is_ok()
     })
 }
 

@@ -4,9 +4,9 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::{HttpMessage, HttpRequest};
 use base64::Engine;
 
+use super::middleware::logging::LoggedUser;
 use super::Credentials;
 use crate::error::ApiError;
-use crate::logging::LoggedUser;
 
 /// Reads `Authorization: Basic base64(email:api_key)` with Zulip's error texts.
 pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {

@@ -1,19 +1,22 @@
 //! Channels, subscriptions, default channels and channel folders.
 
+use std::collections::BTreeMap;
+
 use actix_web::web;
 use serde_json::{json, Map, Value};
 
 use super::params::{path_int, Params};
-use super::{success, ApiRequest, ApiResponse, CallOpts};
-use super::{Ctx, Outcome};
+use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::channels::{
-    parse_message_retention_days, ChannelPatch, ChannelSetting, ChannelSpec, StreamFilter,
-    SubscribeItem, SubscribeRequest,
+    parse_message_retention_days, require_non_guest, ArchiveChannel, ChannelPatch, ChannelSetting,
+    ChannelSpec, CreateChannel, CreateFolder, DefaultChannel, Principal, ReorderFolders,
+    StreamFilter, SubscribeItem, SubscribeRequest, SubscriptionProperties, Unsubscribe,
+    UpdateChannel, UpdateFolder,
 };
-use crate::realm::groups::GroupSetting;
+use crate::realm::groups::SettingValue;
 use crate::realm::topics_policy::TopicsPolicy;
-use crate::realm::{Realm, User};
+use crate::realm::{Realm, User, UserId};
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
@@ -21,12 +24,9 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
     m
 }
 
-/// Group-setting parameters; on updates each is `{"new": value, "old": value}`.
-fn group_settings(
-    realm: &Realm,
-    p: &Params,
-    update: bool,
-) -> ApiResult<Vec<(ChannelSetting, GroupSetting)>> {
+/// Group-setting parameters, as sent (the rule looks them up); on updates each is
+/// `{"new": value, "old": value}`.
+fn group_settings(p: &Params, update: bool) -> ApiResult<Vec<(ChannelSetting, SettingValue)>> {
     let mut out = Vec::new();
     for s in ChannelSetting::ALL {
         let name = s.name();
@@ -48,7 +48,7 @@ fn group_settings(
         } else {
             v
         };
-        out.push((s, realm.parse_group_setting(name, &v)?));
+        out.push((s, SettingValue::parse(name, &v)?));
     }
     Ok(out)
 }
@@ -62,8 +62,7 @@ fn retention(p: &Params) -> ApiResult<Option<i64>> {
     }
 }
 
-fn channel_spec(c: &Ctx<'_>) -> ApiResult<ChannelSpec> {
-    let p = &*c.params;
+fn channel_spec(p: &Params) -> ApiResult<ChannelSpec> {
     Ok(ChannelSpec {
         invite_only: p.bool_or("invite_only", false)?,
         is_web_public: p.bool_or("is_web_public", false)?,
@@ -76,59 +75,58 @@ fn channel_spec(c: &Ctx<'_>) -> ApiResult<ChannelSpec> {
             None => None,
             Some(v) => TopicsPolicy::parse_json(&v)?,
         },
-        settings: group_settings(c.realm, p, false)?,
+        settings: group_settings(p, false)?,
     })
 }
 
-fn principals(c: &Ctx<'_>) -> ApiResult<Option<Vec<u64>>> {
-    match c.params.opt_json("principals")? {
-        None => Ok(None),
-        Some(v) => c.realm.resolve_principals(&v).map(Some),
-    }
+/// `principals`, decoded (the rule resolves them).
+fn principals(p: &Params) -> ApiResult<Option<Vec<Principal>>> {
+    p.opt_json("principals")?
+        .map(|v| Principal::parse_list(&v))
+        .transpose()
 }
 
 fn stream_id_path(raw: &str) -> ApiResult<i64> {
     path_int("stream_id", raw)
 }
 
-/// Zulip's `require_non_guest_user`: guests are refused before any parameter is read.
-fn require_non_guest(me: &User) -> ApiResult<()> {
-    if me.is_guest() {
-        return Err(ApiError::bad_request("Not allowed for guest users"));
-    }
-    Ok(())
+/// Notification messages are not sent (hearth has no messages yet): the two flags are
+/// type-checked as Zulip does, then reported as ignored.
+fn check_announce_flags(p: &Params) -> ApiResult<()> {
+    p.check_unread_bool("announce")?;
+    p.check_unread_bool("send_new_subscription_messages")
 }
 
 /// # `POST /channels/create`
 pub async fn create_channel(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        require_non_guest(me)?;
-        let name = c.params.str("name")?;
-        let description = c.params.opt_str("description").unwrap_or_default();
-        let subscribers = match c.params.opt_json("subscribers")? {
-            None => vec![me.id],
-            Some(v) => c.realm.resolve_principals(&v).map_err(|e| {
-                if e.msg == "principals is not a list" {
-                    ApiError::bad_request("subscribers is not a list")
-                } else {
-                    e
-                }
-            })?,
-        };
-        // Notification messages are not sent (hearth has no messages yet): the two
-        // flags are type-checked as Zulip does, then reported as ignored.
-        c.params.check_unread_bool("announce")?;
-        c.params
-            .check_unread_bool("send_new_subscription_messages")?;
-        let spec = channel_spec(c)?;
-        let (changes, id) =
-            c.realm
-                .decide_create_channel(me, &name, &description, subscribers, spec, c.cx)?;
-        Ok(Outcome::write(changes, one("id", json!(id))))
-    })
-    .await
-    .map(success)
+    let id = req
+        .write(
+            |_, me, p| {
+                require_non_guest(me)?;
+                let name = p.str("name")?;
+                let description = p.opt_str("description").unwrap_or_default();
+                let subscribers = match p.opt_json("subscribers")? {
+                    None => None,
+                    Some(v) => Some(Principal::parse_list(&v).map_err(|e| {
+                        if e.msg == "principals is not a list" {
+                            ApiError::bad_request("subscribers is not a list")
+                        } else {
+                            e
+                        }
+                    })?),
+                };
+                check_announce_flags(p)?;
+                Ok(CreateChannel {
+                    name,
+                    description,
+                    subscribers,
+                    spec: channel_spec(p)?,
+                })
+            },
+            Realm::decide_create_channel,
+        )
+        .await?;
+    req.reply(one("id", json!(id)))
 }
 
 /// Parses `subscriptions` of `POST /users/me/subscriptions`.
@@ -170,48 +168,42 @@ fn subscribe_items(p: &Params) -> ApiResult<Vec<SubscribeItem>> {
 
 /// # `POST /users/me/subscriptions`
 pub async fn subscribe(req: ApiRequest) -> ApiResponse {
-    // Guests subscribe nobody, themselves included (`add_subscriptions_backend`).
-    req.check(|_, me| require_non_guest(me))?;
-    req.write_legacy(CallOpts::USER, subscribe_items, |c, items| {
-        let me = c.me()?;
-        let principals = principals(c)?;
-        let authorization_errors_fatal = c.params.bool_or("authorization_errors_fatal", true)?;
-        // Notification messages are not sent (hearth has no messages yet): the two
-        // flags are type-checked as Zulip does, then reported as ignored.
-        c.params.check_unread_bool("announce")?;
-        c.params
-            .check_unread_bool("send_new_subscription_messages")?;
-        let spec = channel_spec(c)?;
-        let out = c.realm.decide_subscribe(
-            me,
-            SubscribeRequest {
-                items,
-                principals,
-                spec,
-                authorization_errors_fatal,
+    let out = req
+        .write(
+            |_, me, p| {
+                // Guests subscribe nobody, themselves included (`add_subscriptions_backend`).
+                require_non_guest(me)?;
+                let items = subscribe_items(p)?;
+                let principals = principals(p)?;
+                let authorization_errors_fatal = p.bool_or("authorization_errors_fatal", true)?;
+                check_announce_flags(p)?;
+                Ok(SubscribeRequest {
+                    items,
+                    principals,
+                    spec: channel_spec(p)?,
+                    authorization_errors_fatal,
+                })
             },
-            c.cx,
-        )?;
-        let by_user = |m: &std::collections::BTreeMap<u64, Vec<String>>| {
-            Value::Object(
-                m.iter()
-                    .map(|(k, v)| (k.to_string(), json!(v)))
-                    .collect::<Map<String, Value>>(),
-            )
-        };
-        let mut body = Map::new();
-        body.insert("subscribed".into(), by_user(&out.subscribed));
-        body.insert(
-            "already_subscribed".into(),
-            by_user(&out.already_subscribed),
-        );
-        if !out.unauthorized.is_empty() {
-            body.insert("unauthorized".into(), json!(out.unauthorized));
-        }
-        Ok(Outcome::write(out.changes, body))
-    })
-    .await
-    .map(success)
+            Realm::decide_subscribe,
+        )
+        .await?;
+    let by_user = |m: &BTreeMap<UserId, Vec<String>>| {
+        Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect::<Map<String, Value>>(),
+        )
+    };
+    let mut body = Map::new();
+    body.insert("subscribed".into(), by_user(&out.subscribed));
+    body.insert(
+        "already_subscribed".into(),
+        by_user(&out.already_subscribed),
+    );
+    if !out.unauthorized.is_empty() {
+        body.insert("unauthorized".into(), json!(out.unauthorized));
+    }
+    req.reply(body)
 }
 
 /// # `GET /users/me/subscriptions`
@@ -227,39 +219,42 @@ pub async fn get_subscriptions(req: ApiRequest) -> ApiResponse {
 
 /// # `DELETE /users/me/subscriptions`
 pub async fn unsubscribe(req: ApiRequest) -> ApiResponse {
-    let names = |p: &Params| {
-        p.opt_str_list("subscriptions")?
-            .ok_or_else(|| ApiError::missing("subscriptions"))
-    };
-    req.write_legacy(CallOpts::USER, names, |c, names| {
-        let me = c.me()?;
-        if let Some(v) = c.params.opt_json("principals")? {
-            Realm::check_principals_type(&v)?;
-        }
-        let principals = principals(c)?;
-        let (changes, removed, not_removed) = c.realm.decide_unsubscribe(me, &names, principals)?;
-        let mut body = Map::new();
-        body.insert("removed".into(), json!(removed));
-        body.insert("not_removed".into(), json!(not_removed));
-        Ok(Outcome::write(changes, body))
-    })
-    .await
-    .map(success)
+    let out = req
+        .write(
+            |_, _, p| {
+                let names = p
+                    .opt_str_list("subscriptions")?
+                    .ok_or_else(|| ApiError::missing("subscriptions"))?;
+                if let Some(v) = p.opt_json("principals")? {
+                    Realm::check_principals_type(&v)?;
+                }
+                Ok(Unsubscribe {
+                    names,
+                    principals: principals(p)?,
+                })
+            },
+            Realm::decide_unsubscribe,
+        )
+        .await?;
+    let mut body = Map::new();
+    body.insert("removed".into(), json!(out.removed));
+    body.insert("not_removed".into(), json!(out.not_removed));
+    req.reply(body)
 }
 
 /// # `POST /users/me/subscriptions/properties`
 pub async fn update_subscription_properties(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        let data = c
-            .params
-            .opt_json("subscription_data")?
-            .ok_or_else(|| ApiError::missing("subscription_data"))?;
-        let changes = c.realm.decide_subscription_properties(me, &data)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |_, _, p| {
+            let data = p
+                .opt_json("subscription_data")?
+                .ok_or_else(|| ApiError::missing("subscription_data"))?;
+            SubscriptionProperties::parse(&data)
+        },
+        Realm::decide_subscription_properties,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `GET /streams`
@@ -338,94 +333,90 @@ pub async fn get_subscription_status(
 /// # `PATCH /streams/{stream_id}`
 pub async fn update_stream(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = stream_id_path(&path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        let p = &*c.params;
-        let folder_id = match p.opt_json("folder_id")? {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(v) => match v.as_i64() {
-                Some(-1) => Some(None),
-                Some(id) => Some(Some(id)),
-                None => return Err(ApiError::bad_request("folder_id is not an integer")),
-            },
-        };
-        let patch = ChannelPatch {
-            description: p.opt_str("description"),
-            new_name: p.opt_str("new_name"),
-            is_private: p.opt_bool("is_private")?,
-            is_web_public: p.opt_bool("is_web_public")?,
-            history_public_to_subscribers: p.opt_bool("history_public_to_subscribers")?,
-            is_default_stream: p.opt_bool("is_default_stream")?,
-            is_archived: p.opt_bool("is_archived")?,
-            folder_id,
-            message_retention_days: p.opt_json("message_retention_days")?,
-            // A plain string here (`str` with `parse_enum_from_string_value`).
-            topics_policy: p
-                .opt_str("topics_policy")
-                .map(|v| TopicsPolicy::parse_channel(&v))
-                .transpose()?,
-            settings: group_settings(c.realm, p, true)?,
-        };
-        let changes = c.realm.decide_update_channel(me, id, patch, c.cx)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |_, _, p| {
+            let folder_id = match p.opt_json("folder_id")? {
+                None => None,
+                Some(Value::Null) => Some(None),
+                Some(v) => match v.as_i64() {
+                    Some(-1) => Some(None),
+                    Some(id) => Some(Some(id)),
+                    None => return Err(ApiError::bad_request("folder_id is not an integer")),
+                },
+            };
+            let patch = ChannelPatch {
+                description: p.opt_str("description"),
+                new_name: p.opt_str("new_name"),
+                is_private: p.opt_bool("is_private")?,
+                is_web_public: p.opt_bool("is_web_public")?,
+                history_public_to_subscribers: p.opt_bool("history_public_to_subscribers")?,
+                is_default_stream: p.opt_bool("is_default_stream")?,
+                is_archived: p.opt_bool("is_archived")?,
+                folder_id,
+                message_retention_days: p.opt_json("message_retention_days")?,
+                // A plain string here (`str` with `parse_enum_from_string_value`).
+                topics_policy: p
+                    .opt_str("topics_policy")
+                    .map(|v| TopicsPolicy::parse_channel(&v))
+                    .transpose()?,
+                settings: group_settings(p, true)?,
+            };
+            Ok(UpdateChannel { id, patch })
+        },
+        Realm::decide_update_channel,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `DELETE /streams/{stream_id}`
 pub async fn archive_stream(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = stream_id_path(&path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        let changes = c.realm.decide_archive_channel(me, id)?;
-        Ok(Outcome::write(changes, Map::new()))
+    req.write(
+        |_, _, _| Ok(ArchiveChannel { id }),
+        Realm::decide_archive_channel,
+    )
+    .await?;
+    req.reply(Map::new())
+}
+
+/// `stream_id` of `/default_streams`, after `require_admin`.
+fn default_channel(realm: &Realm, me: &User, p: &Params) -> ApiResult<DefaultChannel> {
+    realm.require_admin(me)?;
+    Ok(DefaultChannel {
+        stream_id: p.int("stream_id")?,
     })
-    .await
-    .map(success)
 }
 
 /// # `POST /default_streams`
 pub async fn add_default_stream(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        c.realm.require_admin(me)?;
-        let id = c.params.int("stream_id")?;
-        let changes = c.realm.decide_add_default_channel(me, id)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(default_channel, Realm::decide_add_default_channel)
+        .await?;
+    req.reply(Map::new())
 }
 
 /// # `DELETE /default_streams`
 pub async fn remove_default_stream(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        c.realm.require_admin(me)?;
-        let id = c.params.int("stream_id")?;
-        let changes = c.realm.decide_remove_default_channel(me, id)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(default_channel, Realm::decide_remove_default_channel)
+        .await?;
+    req.reply(Map::new())
 }
 
 /// # `POST /channel_folders/create`
 pub async fn create_channel_folder(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        c.realm.require_admin(me)?;
-        let name = c.params.str("name")?;
-        let description = c.params.opt_str("description").unwrap_or_default();
-        let (changes, id) = c
-            .realm
-            .decide_create_folder(me, &name, &description, c.cx)?;
-        Ok(Outcome::write(changes, one("channel_folder_id", json!(id))))
-    })
-    .await
-    .map(success)
+    let id = req
+        .write(
+            |realm, me, p| {
+                realm.require_admin(me)?;
+                Ok(CreateFolder {
+                    name: p.str("name")?,
+                    description: p.opt_str("description").unwrap_or_default(),
+                })
+            },
+            Realm::decide_create_folder,
+        )
+        .await?;
+    req.reply(one("channel_folder_id", json!(id)))
 }
 
 /// # `GET /channel_folders`
@@ -446,34 +437,35 @@ pub async fn get_channel_folders(req: ApiRequest) -> ApiResponse {
 
 /// # `PATCH /channel_folders`
 pub async fn reorder_channel_folders(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        c.realm.require_admin(me)?;
-        let order = c
-            .params
-            .opt_int_list("order")?
-            .ok_or_else(|| ApiError::missing("order"))?;
-        let changes = c.realm.decide_reorder_folders(order)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, p| {
+            realm.require_admin(me)?;
+            let order = p
+                .opt_int_list("order")?
+                .ok_or_else(|| ApiError::missing("order"))?;
+            Ok(ReorderFolders { order })
+        },
+        Realm::decide_reorder_folders,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `PATCH /channel_folders/{channel_folder_id}`
 pub async fn update_channel_folder(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("channel_folder_id", &path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        c.realm.require_admin(me)?;
-        let name = c.params.opt_str("name");
-        let description = c.params.opt_str("description");
-        let is_archived = c.params.opt_bool("is_archived")?;
-        let changes = c
-            .realm
-            .decide_update_folder(id, name, description, is_archived)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, p| {
+            realm.require_admin(me)?;
+            Ok(UpdateFolder {
+                id,
+                name: p.opt_str("name"),
+                description: p.opt_str("description"),
+                is_archived: p.opt_bool("is_archived")?,
+            })
+        },
+        Realm::decide_update_folder,
+    )
+    .await?;
+    req.reply(Map::new())
 }

@@ -8,7 +8,7 @@ use super::Outcome;
 use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts};
 use crate::error::ApiError;
 use crate::events::{QueueOptions, LONGPOLL_TIMEOUT_SECS};
-use crate::presence::PresenceQuery;
+use crate::hub::presence::PresenceQuery;
 use crate::realm::register::RegisterOptions;
 
 /// Reads the queue options shared by `POST /register` and a queue-creating `GET /events`.
@@ -143,7 +143,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         body.insert("queue_id".into(), queue_id.into());
         body.insert("last_event_id".into(), (-1).into());
         body.extend(state);
-        super::messages::register_message_state(&store, &version, me, &mut body)?;
+        version.register_message_state(&store, me, &mut body)?;
         if wants_presence {
             // Read after the queue exists: a ping in between is in both (harmless for
             // presence), never in neither.

@@ -8,7 +8,11 @@ use serde_json::{json, Map, Value};
 use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
-use crate::realm::groups::{GroupPatch, GroupPermission, MembersUpdate, NewGroup, SettingValue};
+use crate::realm::groups::{
+    DeactivateGroup, GroupPatch, GroupPermission, MembersEndpoint, MembersUpdate, NewGroup,
+    SettingValue, UpdateGroup, UpdateGroupMembers,
+};
+use crate::realm::Realm;
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
@@ -36,37 +40,34 @@ fn int_list(p: &Params, name: &str) -> ApiResult<Vec<i64>> {
 
 /// # `POST /user_groups/create`
 pub async fn create_user_group(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        c.realm.require_member_or_admin(me)?;
-        c.realm.check_can_create_groups(me)?;
-        let p = &*c.params;
-        require(p, &["description", "members", "name"])?;
-        let mut settings = Vec::new();
-        for perm in GroupPermission::ALL {
-            if let Some(v) = p.opt_json(perm.name())? {
-                settings.push((perm, SettingValue::parse(perm.name(), &v)?));
-            }
-        }
-        let description = p.str("description")?;
-        let members = int_list(p, "members")?;
-        let name = p.str("name")?;
-        let subgroups = int_list(p, "subgroups")?;
-        let (changes, id) = c.realm.decide_create_group(
-            me,
-            NewGroup {
-                name,
-                description,
-                members,
-                subgroups,
-                settings,
+    let id = req
+        .write(
+            |realm, me, p| {
+                realm.require_member_or_admin(me)?;
+                realm.check_can_create_groups(me)?;
+                require(p, &["description", "members", "name"])?;
+                let mut settings = Vec::new();
+                for perm in GroupPermission::ALL {
+                    if let Some(v) = p.opt_json(perm.name())? {
+                        settings.push((perm, SettingValue::parse(perm.name(), &v)?));
+                    }
+                }
+                let description = p.str("description")?;
+                let members = int_list(p, "members")?;
+                let name = p.str("name")?;
+                let subgroups = int_list(p, "subgroups")?;
+                Ok(NewGroup {
+                    name,
+                    description,
+                    members,
+                    subgroups,
+                    settings,
+                })
             },
-            c.cx,
-        )?;
-        Ok(Outcome::write(changes, one("group_id", json!(id))))
-    })
-    .await
-    .map(success)
+            Realm::decide_create_group,
+        )
+        .await?;
+    req.reply(one("group_id", json!(id)))
 }
 
 /// # `GET /user_groups`
@@ -84,89 +85,86 @@ pub async fn get_user_groups(req: ApiRequest) -> ApiResponse {
 /// # `PATCH /user_groups/{user_group_id}`
 pub async fn update_user_group(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = group_id_path(&path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        c.realm.require_member_or_admin(me)?;
-        let p = &*c.params;
-        let mut settings = Vec::new();
-        for perm in GroupPermission::ALL {
-            if let Some(v) = p.opt_json(perm.name())? {
-                let (new, old) = SettingValue::parse_change(perm.name(), &v)?;
-                settings.push((perm, new, old));
+    req.write(
+        |realm, me, p| {
+            realm.require_member_or_admin(me)?;
+            let mut settings = Vec::new();
+            for perm in GroupPermission::ALL {
+                if let Some(v) = p.opt_json(perm.name())? {
+                    let (new, old) = SettingValue::parse_change(perm.name(), &v)?;
+                    settings.push((perm, new, old));
+                }
             }
-        }
-        let patch = GroupPatch {
-            deactivated: p.opt_bool("deactivated")?,
-            description: p.opt_str("description"),
-            name: p.opt_str("name"),
-            settings,
-        };
-        let changes = c.realm.decide_update_group(me, id, patch)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+            let patch = GroupPatch {
+                deactivated: p.opt_bool("deactivated")?,
+                description: p.opt_str("description"),
+                name: p.opt_str("name"),
+                settings,
+            };
+            Ok(UpdateGroup { id, patch })
+        },
+        Realm::decide_update_group,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `POST /user_groups/{user_group_id}/deactivate`
 pub async fn deactivate_user_group(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = group_id_path(&path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        let changes = c.realm.decide_deactivate_group(me, id)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |_, _, _| Ok(DeactivateGroup { id }),
+        Realm::decide_deactivate_group,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `POST /user_groups/{user_group_id}/members`
 pub async fn update_user_group_members(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = group_id_path(&path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        c.realm.require_member_or_admin(me)?;
-        let p = &*c.params;
-        let update = MembersUpdate {
-            add: int_list(p, "add")?,
-            add_subgroups: int_list(p, "add_subgroups")?,
-            delete: int_list(p, "delete")?,
-            delete_subgroups: int_list(p, "delete_subgroups")?,
-        };
-        let changes = c.realm.decide_update_members(
-            me,
-            id,
-            update,
-            "Nothing to do. Specify at least one of \"add\", \"delete\", \"add_subgroups\" or \"delete_subgroups\".",
-        )?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, p| {
+            realm.require_member_or_admin(me)?;
+            let update = MembersUpdate {
+                add: int_list(p, "add")?,
+                add_subgroups: int_list(p, "add_subgroups")?,
+                delete: int_list(p, "delete")?,
+                delete_subgroups: int_list(p, "delete_subgroups")?,
+            };
+            Ok(UpdateGroupMembers {
+                id,
+                update,
+                endpoint: MembersEndpoint::Members,
+            })
+        },
+        Realm::decide_update_members,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `POST /user_groups/{user_group_id}/subgroups`
 pub async fn update_user_group_subgroups(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = group_id_path(&path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        c.realm.require_member_or_admin(me)?;
-        let p = &*c.params;
-        let update = MembersUpdate {
-            add_subgroups: int_list(p, "add")?,
-            delete_subgroups: int_list(p, "delete")?,
-            ..MembersUpdate::default()
-        };
-        let changes = c.realm.decide_update_members(
-            me,
-            id,
-            update,
-            "Nothing to do. Specify at least one of \"add\" or \"delete\".",
-        )?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, p| {
+            realm.require_member_or_admin(me)?;
+            let update = MembersUpdate {
+                add_subgroups: int_list(p, "add")?,
+                delete_subgroups: int_list(p, "delete")?,
+                ..MembersUpdate::default()
+            };
+            Ok(UpdateGroupMembers {
+                id,
+                update,
+                endpoint: MembersEndpoint::Subgroups,
+            })
+        },
+        Realm::decide_update_members,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `GET /user_groups/{user_group_id}/members`

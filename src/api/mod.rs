@@ -13,6 +13,7 @@ pub mod groups;
 pub mod lifecycle;
 pub mod linkifiers;
 pub mod messages;
+pub mod middleware;
 pub mod navigation;
 pub mod params;
 pub mod presence;
@@ -23,6 +24,7 @@ pub mod rule;
 pub mod server;
 pub mod status;
 pub mod users;
+pub mod wire;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -37,6 +39,7 @@ use serde_json::{Map, Value};
 use crate::actor::{Call, LegacyDecided, RealmClient};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::EventHub;
+use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::{Clock, Cx, Realm, Rule, User, UserId};
 use crate::registry::Registry;
 use crate::storage::Durability;
@@ -187,8 +190,8 @@ pub struct ApiRequest {
     pub state: web::Data<AppState>,
     clock: Arc<dyn Clock>,
     server_url: Arc<str>,
-    /// The realm's message store (reads on this worker).
-    pub messages: crate::storage::messages::MessageStore,
+    /// The realm's message rows (reads on this worker), through the realm's port.
+    pub messages: MessageRowsHandle,
     /// The client's name: the `client` parameter, else the `User-Agent` product.
     pub client: String,
 }
@@ -197,7 +200,7 @@ impl ApiRequest {
     /// The realm's message store, once the message database is open: at start-up the
     /// request waits here (bounded, then a 503) so that neither this worker nor the realm
     /// actor blocks on the opening (see `storage::message_db`).
-    pub async fn message_store(&self) -> ApiResult<crate::storage::messages::MessageStore> {
+    pub async fn message_store(&self) -> ApiResult<MessageRowsHandle> {
         self.messages.ready().await.map_err(|why| {
             tracing::warn!("message store unavailable: {why}");
             ApiError::messages_unavailable()
@@ -274,7 +277,8 @@ impl ApiRequest {
     where
         F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
     {
-        self.write_legacy(opts, |_| Ok(()), move |c, ()| rule(c)).await
+        self.write_legacy(opts, |_| Ok(()), move |c, ()| rule(c))
+            .await
     }
 
     /// A write whose parameters are parsed here, on the worker, after authentication
@@ -480,7 +484,7 @@ impl FromRequest for ApiRequest {
             let (body, files) = if req.method() == actix_web::http::Method::GET {
                 (Vec::new(), Vec::new())
             } else {
-                crate::limits::check_before_body(&req, &handle)?;
+                middleware::limits::check_before_body(&req, &handle)?;
                 read_body(&req, payload).await?
             };
             let params = Params::new(query, body);
@@ -546,7 +550,7 @@ async fn read_limited(mut payload: Payload) -> ApiResult<Vec<u8>> {
 /// Parts with a file name are files (Zulip's `request.FILES`), the others parameters.
 async fn read_multipart(req: &HttpRequest, payload: Payload) -> ApiResult<Body> {
     // Every byte counts, part headers and boundaries included.
-    let (payload, over) = crate::limits::counted(payload, MULTIPART_LIMIT);
+    let (payload, over) = middleware::limits::counted(payload, MULTIPART_LIMIT);
     let mut form = actix_multipart::Multipart::new(req.headers(), payload);
     let result = read_parts(&mut form).await;
     if over.get() {

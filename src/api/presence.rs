@@ -1,5 +1,5 @@
 //! Presence: pings, the realm's presence, one user's presence. None of these reaches
-//! the realm actor: presence is soft state beside the event hub (`crate::presence`).
+//! the realm actor: presence is soft state beside the event hub (`crate::hub::presence`).
 
 use std::io::Write;
 
@@ -10,7 +10,7 @@ use serde_json::Map;
 
 use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
-use crate::presence::{Listing, PresenceQuery};
+use crate::hub::presence::{Listing, PresenceQuery};
 use crate::realm::presence::PresenceStatus;
 use crate::realm::status::require_human;
 use crate::realm::{Realm, User};
@@ -146,7 +146,7 @@ pub async fn get_user_presence(req: ApiRequest, path: web::Path<String>) -> ApiR
 /// The `presence` events of a `presence_enabled` change (always sent, as Zulip's
 /// `force_send_update`), after the events of the change itself.
 pub(super) async fn presence_setting_changed(
-    hub: &crate::events::EventHub,
+    hub: &crate::hub::EventHub,
     user_id: u64,
     enabled: bool,
 ) {

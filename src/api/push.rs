@@ -9,11 +9,11 @@ use serde_json::{json, Map, Value};
 
 use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::actor::RealmClient;
-use crate::realm::push::DeviceOutcome;
-use crate::realm::Realm;
 use crate::error::{ApiError, ErrorCode};
 use crate::push_relay::{admin_action_required, seal, PushRelay};
+use crate::realm::push::DeviceOutcome;
 use crate::realm::push::{check_app_id, parse_push_key, parse_token_kind, PushTokenKind};
+use crate::realm::Realm;
 use crate::realm::UserId;
 
 async fn add(req: ApiRequest, kind: PushTokenKind) -> ApiResponse {

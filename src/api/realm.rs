@@ -1,8 +1,10 @@
 //! The realm's own settings: `PATCH /realm` (Zulip's `update_realm`) for the settings
 //! hearth keeps (`realm::settings`); any other parameter is reported as ignored.
 
+use serde_json::Map;
+
 use super::params::Params;
-use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
+use super::{ApiRequest, ApiResponse};
 use crate::error::ApiResult;
 use crate::realm::groups::{RealmSetting, SettingValue};
 use crate::realm::settings::{
@@ -10,6 +12,7 @@ use crate::realm::settings::{
     MAX_REALM_NAME_LENGTH,
 };
 use crate::realm::topics_policy::TopicsPolicy;
+use crate::realm::Realm;
 
 /// One parameter of `PATCH /realm`.
 #[derive(Clone, Copy)]
@@ -92,14 +95,19 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
 
 /// # `PATCH /realm`
 pub async fn update_realm(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        // `@require_realm_admin` comes before the parameters.
-        c.realm.require_admin(me)?;
-        let update = parse_update(c.params)?;
-        let (changes, data) = c.realm.decide_update_realm(me, update)?;
-        Ok(Outcome::write(changes, data))
-    })
-    .await
-    .map(success)
+    let updated = req
+        .write(
+            |realm, me, p| {
+                // `@require_realm_admin` comes before the parameters.
+                realm.require_admin(me)?;
+                parse_update(p)
+            },
+            Realm::decide_update_realm,
+        )
+        .await?;
+    let data: Map<_, _> = updated
+        .iter()
+        .map(|u| (u.name().to_owned(), u.json()))
+        .collect();
+    req.reply(data)
 }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::params::Params;
 use crate::error::{ApiError, ApiResult};
-use crate::events::EventHub;
+use crate::hub::EventHub;
 use crate::realm::{Change, Cx, Realm, User};
 
 /// Basic credentials as sent by the client.
@@ -15,7 +15,7 @@ pub struct Credentials {
     pub email: String,
     pub api_key: String,
     /// Where the authenticated user's id goes, for the request log.
-    pub logged: crate::logging::LoggedUser,
+    pub logged: super::middleware::logging::LoggedUser,
 }
 
 /// What a rule sees: the realm (read-only), the caller, the parameters, the context.

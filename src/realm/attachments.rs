@@ -30,6 +30,13 @@ use super::events::{Audience, Event};
 use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult};
 
+/// The hex SHA-256 of some bytes: the name a stored file goes by (an attachment's
+/// `sha256`, a custom emoji's image), in the realm's records and in its upload folder.
+pub fn content_hash(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
 /// An attachment id, unique within a realm.
 pub type AttachmentId = u64;
 /// A message id (as the message store numbers them).
@@ -672,7 +679,7 @@ mod tests {
             .user_by_delivery_email("iago@zulip.com")
             .expect("i")
             .clone();
-        let green_tick = crate::storage::uploads::content_hash(crate::realm::dev::GREEN_TICK_PNG);
+        let green_tick = content_hash(crate::realm::dev::GREEN_TICK_PNG);
         assert!(r.upload_is_referenced(&green_tick));
         assert!(!r.upload_is_referenced("aa"));
         // An attachment of the same bytes: deleting it leaves the emoji's file.

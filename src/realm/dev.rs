@@ -283,10 +283,7 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
         changes.push(Change::Emoji(EmojiChange::Added(RealmEmoji {
             id: 1 + i as u64,
             name: e.name.clone(),
-            file_name: format!(
-                "{}.{extension}",
-                crate::storage::uploads::content_hash(bytes)
-            ),
+            file_name: format!("{}.{extension}", super::attachments::content_hash(bytes)),
             author_id: Some(author),
             deactivated: e.deactivated,
         })));

@@ -44,10 +44,9 @@ use serde_json::{json, Map, Value};
 
 use super::channels::{ChannelId, ChannelUpdate, FolderUpdate};
 use super::messages::json::MessageView;
-use super::messages::{flags, MessageChange, Recipient};
+use super::messages::{flags, MessageChange, MessageId, Recipient};
 use super::users::UserView;
 use super::{Change, Realm, UserId};
-use crate::events::{SHAPE_FLAGS_OF, SHAPE_GRAVATAR, SHAPE_RAW_CONTENT};
 use crate::realm::{ChannelChange, RealmChange, UserChange};
 
 /// The map of a JSON object literal.
@@ -89,13 +88,30 @@ impl Audience {
     }
 }
 
-/// One event as the realm decides it: its body (with `type`, without `id`) and audience.
+/// One event as the realm decides it: its body (with `type`, without `id`), its
+/// audience, and what the event hub needs to fit it to each queue (never sent as such).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub body: Map<String, Value>,
     pub audience: Audience,
     /// Only queues whose `client_capabilities[name]` is (true) / is not (false) set.
     pub capability: Option<(&'static str, bool)>,
+    /// A `message` event: how its message is shaped per queue.
+    pub shape: Option<MessageShape>,
+    /// An `update_message` event: the message whose `flags` each recipient gets, their
+    /// own (the hub reads them from the message store and splits the event by them).
+    pub flags_of: Option<MessageId>,
+}
+
+/// What fits a `message` event's message to a queue.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MessageShape {
+    /// The message's raw Markdown: its `content` for queues registered without
+    /// `apply_markdown` (and what a queue's `search` narrow reads).
+    pub raw_content: String,
+    /// The sender's avatar is a gravatar, which `client_gravatar` queues compute
+    /// themselves: they get no `avatar_url`.
+    pub gravatar: bool,
 }
 
 impl Event {
@@ -108,6 +124,8 @@ impl Event {
             body,
             audience,
             capability: None,
+            shape: None,
+            flags_of: None,
         }
     }
 
@@ -183,10 +201,13 @@ impl Realm {
                 let gravatar = self
                     .user(m.sender_id)
                     .is_some_and(|u| self.email_is_public(u));
-                let event = |bits: u32, audience| {
-                    Event::new(
-                        json!({"type": "message", "message": message, "flags": flags::names(bits),
-                               SHAPE_RAW_CONTENT: m.content, SHAPE_GRAVATAR: gravatar}),
+                let event = |bits: u32, audience| Event {
+                    shape: Some(MessageShape {
+                        raw_content: m.content.clone(),
+                        gravatar,
+                    }),
+                    ..Event::new(
+                        json!({"type": "message", "message": message, "flags": flags::names(bits)}),
                         audience,
                     )
                 };
@@ -303,9 +324,11 @@ impl Realm {
                 let mut ids: Vec<u64> = pairs.iter().map(|(_, a)| a.id).collect();
                 ids.sort_unstable();
                 o.insert("message_ids".into(), ids.into());
-                // Each recipient's own flags on the message (`crate::events`).
-                o.insert(SHAPE_FLAGS_OF.into(), after_row.id.into());
-                vec![Event::new(Value::Object(o), Audience::users(audience))]
+                // Each recipient gets their own flags on the message (the event hub).
+                vec![Event {
+                    flags_of: Some(after_row.id),
+                    ..Event::new(Value::Object(o), Audience::users(audience))
+                }]
             }
             MessageChange::ReactionAdded {
                 message_id,

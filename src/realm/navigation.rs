@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::events::{Audience, Event};
-use super::{Change, PersonalChange, Realm, User, UserId};
+use super::{Change, Cx, Decided, PersonalChange, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// Zulip's `BUILT_IN_VIEW_FRAGMENTS`: views that exist without being added; they take no
@@ -36,6 +36,28 @@ impl NavigationView {
     pub fn json(&self) -> Value {
         json!({"fragment": self.fragment, "is_pinned": self.is_pinned, "name": self.name})
     }
+}
+
+/// `POST /navigation_views` (`fragment` and `name` already stripped and not blank).
+#[derive(Debug, Clone)]
+pub struct AddNavigationView {
+    pub fragment: String,
+    pub is_pinned: bool,
+    pub name: Option<String>,
+}
+
+/// `PATCH /navigation_views/{fragment}` (`fragment` and `name` stripped, not blank).
+#[derive(Debug, Clone)]
+pub struct UpdateNavigationView {
+    pub fragment: String,
+    pub is_pinned: Option<bool>,
+    pub name: Option<String>,
+}
+
+/// `DELETE /navigation_views/{fragment}` (the fragment as sent).
+#[derive(Debug, Clone)]
+pub struct RemoveNavigationView {
+    pub fragment: String,
 }
 
 /// Pydantic's `StringConstraints(strip_whitespace=True, min_length=1)`: the stripped
@@ -90,14 +112,18 @@ impl Realm {
             .find(|v| v.fragment == fragment)
     }
 
-    /// `POST /navigation_views` (`fragment` and `name` already stripped and not blank).
+    /// `POST /navigation_views`.
     pub fn decide_add_navigation_view(
         &self,
         me: &User,
-        fragment: String,
-        is_pinned: bool,
-        name: Option<String>,
-    ) -> ApiResult<Vec<Change>> {
+        q: AddNavigationView,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let AddNavigationView {
+            fragment,
+            is_pinned,
+            name,
+        } = q;
         if is_built_in(&fragment) {
             if name.is_some() {
                 return Err(ApiError::bad_request(
@@ -118,7 +144,7 @@ impl Realm {
         {
             return Err(already_exists());
         }
-        Ok(vec![Change::Personal(
+        Ok(Decided::changes(vec![Change::Personal(
             PersonalChange::NavigationViewAdded {
                 user_id: me.id,
                 view: NavigationView {
@@ -127,17 +153,22 @@ impl Realm {
                     name,
                 },
             },
-        )])
+        )]))
     }
 
     /// `PATCH /navigation_views/{fragment}`: the name checks come before the lookup.
     pub fn decide_update_navigation_view(
         &self,
         me: &User,
-        fragment: &str,
-        is_pinned: Option<bool>,
-        name: Option<String>,
-    ) -> ApiResult<Vec<Change>> {
+        q: UpdateNavigationView,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let UpdateNavigationView {
+            fragment,
+            is_pinned,
+            name,
+        } = q;
+        let fragment = fragment.as_str();
         if is_built_in(fragment) && name.is_some() {
             return Err(ApiError::bad_request(
                 "Built-in views cannot have a custom name.",
@@ -150,29 +181,32 @@ impl Realm {
             return Err(already_exists());
         }
         let view = self.view_by_fragment(me, fragment).ok_or_else(not_found)?;
-        Ok(vec![Change::Personal(
+        Ok(Decided::changes(vec![Change::Personal(
             PersonalChange::NavigationViewUpdated {
                 user_id: me.id,
                 fragment: view.fragment.clone(),
                 name,
                 is_pinned,
             },
-        )])
+        )]))
     }
 
     /// `DELETE /navigation_views/{fragment}`.
     pub fn decide_remove_navigation_view(
         &self,
         me: &User,
-        fragment: &str,
-    ) -> ApiResult<Vec<Change>> {
-        let view = self.view_by_fragment(me, fragment).ok_or_else(not_found)?;
-        Ok(vec![Change::Personal(
+        q: RemoveNavigationView,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let view = self
+            .view_by_fragment(me, &q.fragment)
+            .ok_or_else(not_found)?;
+        Ok(Decided::changes(vec![Change::Personal(
             PersonalChange::NavigationViewRemoved {
                 user_id: me.id,
                 fragment: view.fragment.clone(),
             },
-        )])
+        )]))
     }
 
     pub(in crate::realm) fn apply_navigation_added(&mut self, user: UserId, view: &NavigationView) {

@@ -3,7 +3,7 @@
 //! user's entry, when it is news worth an event, and the legacy and modern formats.
 //!
 //! The entries themselves are soft state, kept beside the event hub
-//! (`crate::presence::RealmPresence`), never in the realm's WAL: this file only says
+//! (the hub's `RealmPresence`), never in the realm's WAL: this file only says
 //! what a ping does to one entry and how entries look on the wire.
 
 use serde::{Deserialize, Serialize};

@@ -66,8 +66,8 @@ impl Realm {
         put(
             &mut m,
             json!({
-                "zulip_version": crate::ZULIP_VERSION,
-                "zulip_feature_level": crate::ZULIP_FEATURE_LEVEL,
+                "zulip_version": crate::version::ZULIP_VERSION,
+                "zulip_feature_level": crate::version::ZULIP_FEATURE_LEVEL,
                 "zulip_merge_base": "",
             }),
         );

@@ -19,7 +19,7 @@ use super::events::{Audience, Event};
 use super::groups::{RealmSetting, SettingValue};
 use super::markdown::render_description;
 use super::topics_policy::TopicsPolicy;
-use super::{Change, Realm, RealmChange, User};
+use super::{Change, Cx, Decided, Realm, RealmChange, User};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// Zulip's `Realm.MAX_REALM_NAME_LENGTH`.
@@ -178,6 +178,43 @@ pub struct RealmUpdate {
     pub groups: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
 }
 
+/// One entry of `PATCH /realm`'s answer: a setting it reports, with its new value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RealmUpdated {
+    /// A property that changed.
+    Property(RealmProperty),
+    /// The topics policy given, which Zulip reports even when it did not change.
+    TopicsPolicy(TopicsPolicy),
+    /// A group setting that changed, with its new value as given (normalised).
+    Group(RealmSetting, SettingValue),
+}
+
+impl RealmUpdated {
+    /// The answer's key.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RealmUpdated::Property(p) => p.name(),
+            RealmUpdated::TopicsPolicy(_) => "topics_policy",
+            RealmUpdated::Group(s, _) => s.name(),
+        }
+    }
+
+    /// The answer's value: `"updated"` for strings, the number of a topics policy (as
+    /// orjson encodes Zulip's enum), `null` for an unlimited time limit.
+    pub fn json(&self) -> Value {
+        match self {
+            RealmUpdated::Property(p) => match p {
+                RealmProperty::Name(_) | RealmProperty::Description(_) => "updated".into(),
+                RealmProperty::AllowMessageEditing(v) => (*v).into(),
+                RealmProperty::Limit(_, v) => json!(v),
+                RealmProperty::TopicsPolicy(p) => p.value().into(),
+            },
+            RealmUpdated::TopicsPolicy(p) => p.value().into(),
+            RealmUpdated::Group(_, v) => v.json(),
+        }
+    }
+}
+
 /// A string parameter of at most `max` characters (`StringConstraints(max_length)`).
 pub fn check_length(name: &str, value: String, max: usize) -> ApiResult<String> {
     if value.chars().count() > max {
@@ -194,14 +231,16 @@ impl Realm {
         l.get(&self.properties)
     }
 
-    /// `PATCH /realm`, after `require_admin`: Zulip's checks in `update_realm`'s order,
-    /// all before anything changes. Returns the changes and the answer's data: each
-    /// changed setting with its new value (`"updated"` for strings).
+    /// `PATCH /realm`: administrators only, then Zulip's checks in `update_realm`'s
+    /// order, all before anything changes. Answers each setting it reports, in the
+    /// answer's order.
     pub fn decide_update_realm(
         &self,
         me: &User,
         mut u: RealmUpdate,
-    ) -> ApiResult<(Vec<Change>, Map<String, Value>)> {
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<Vec<RealmUpdated>>> {
+        self.require_admin(me)?;
         // Group settings are checked in `Realm.REALM_PERMISSION_GROUP_SETTINGS` order.
         u.groups.sort_by_key(|(s, _, _)| *s);
         if u.groups.iter().any(|(s, _, _)| s.owner_only()) && !me.is_owner() {
@@ -212,31 +251,31 @@ impl Realm {
             limits.push((*l, raw.limit(l.name())?));
         }
         let mut changes = Vec::new();
-        let mut data = Map::new();
-        let mut set = |p: RealmProperty, value: Value, data: &mut Map<String, Value>| {
-            data.insert(p.name().to_owned(), value);
+        let mut data = Vec::new();
+        let mut set = |p: RealmProperty, data: &mut Vec<RealmUpdated>| {
+            data.push(RealmUpdated::Property(p.clone()));
             changes.push(Change::Realm(RealmChange::PropertySet(p)));
         };
         // "unlimited" is set first (`parse_and_set_setting_value_if_required`), then
         // every other property in the order of `update_realm`'s locals.
         for (l, v) in &limits {
             if v.is_none() && self.message_limit(*l).is_some() {
-                set(RealmProperty::Limit(*l, None), Value::Null, &mut data);
+                set(RealmProperty::Limit(*l, None), &mut data);
             }
         }
         if let Some(v) = u.allow_message_editing {
             if v != self.properties.allow_message_editing {
-                set(RealmProperty::AllowMessageEditing(v), v.into(), &mut data);
+                set(RealmProperty::AllowMessageEditing(v), &mut data);
             }
         }
         if let Some(d) = u.description {
             if d != self.properties.description {
-                set(RealmProperty::Description(d), "updated".into(), &mut data);
+                set(RealmProperty::Description(d), &mut data);
             }
         }
         if let Some(n) = u.name {
             if n != self.settings.name {
-                set(RealmProperty::Name(n), "updated".into(), &mut data);
+                set(RealmProperty::Name(n), &mut data);
             }
         }
         if let Some(p) = u.topics_policy {
@@ -244,20 +283,27 @@ impl Realm {
             // so the answer always reports the value given, as the enum's number
             // (orjson encodes an enum by its value); only a real change is recorded.
             if p != self.properties.topics_policy {
-                set(RealmProperty::TopicsPolicy(p), p.value().into(), &mut data);
+                set(RealmProperty::TopicsPolicy(p), &mut data);
             } else {
-                data.insert("topics_policy".into(), p.value().into());
+                data.push(RealmUpdated::TopicsPolicy(p));
             }
         }
         for (l, v) in &limits {
             if v.is_some() && *v != self.message_limit(*l) {
-                set(RealmProperty::Limit(*l, *v), json!(v), &mut data);
+                set(RealmProperty::Limit(*l, *v), &mut data);
             }
         }
-        let (group_changes, group_data) = self.decide_update_realm_settings(me, u.groups)?;
+        let Decided {
+            changes: group_changes,
+            answer: group_data,
+        } = self.decide_update_realm_settings(me, u.groups)?;
         changes.extend(group_changes);
-        data.extend(group_data);
-        Ok((changes, data))
+        data.extend(
+            group_data
+                .into_iter()
+                .map(|(s, v)| RealmUpdated::Group(s, v)),
+        );
+        Ok(Decided::new(changes, data))
     }
 
     pub(super) fn apply_realm_property(&mut self, p: &RealmProperty) {

@@ -5,7 +5,7 @@
 //! `away` is not stored as such: it is the inverse of the user's `presence_enabled`
 //! setting (feature level 148), kept here as the set of users who disabled presence.
 //! Status changes are durable WAL changes; the presence update that goes with a change
-//! of `presence_enabled` is soft state (`crate::presence`), made by the HTTP handler.
+//! of `presence_enabled` is soft state (the hub's presence), made by the HTTP handler.
 
 use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};

@@ -29,7 +29,7 @@
 //! once a second when they moved, after the flush (never while a writer waits on it).
 //!
 //! A poisoned lock never ends the flusher or drops data: every lock here guards plain
-//! values that stay consistent, so the guard is recovered (`PoisonError::into_inner`).
+//! values that stay consistent, so the guard is recovered (`crate::locks`).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -37,13 +37,14 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::manifest::{Manifest, Marks};
 use super::message_db::MessageDb;
+use crate::locks::{lock, read, wait_timeout_while, write};
 
 /// When an acknowledged write reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,11 +81,6 @@ const PROBE_PERIOD: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("storage failed: {0}")]
 pub struct StorageFailed(pub String);
-
-/// Locks a mutex whose data stays consistent even if a holder panicked.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// What a realm store hands over after a fault: the state its actor went back to.
 #[derive(Debug, Clone)]
@@ -233,10 +229,7 @@ impl Durability {
 
     /// The open database, or `None` while the store is failed.
     pub fn db(&self) -> Option<sled::Db> {
-        self.db
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        read(&self.db).clone()
     }
 
     /// The database folder.
@@ -292,7 +285,7 @@ impl Durability {
             }
             *failed = Some(why);
         }
-        *self.db.write().unwrap_or_else(PoisonError::into_inner) = None;
+        *write(&self.db) = None;
         self.failures.send_modify(|n| *n += 1);
     }
 
@@ -578,7 +571,7 @@ impl Durability {
                     self.marks.snapshot_durable(&reset.realm, reset.seq);
                 }
                 let _ = self.marks.write_now(&self.dir, Some(&db));
-                let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+                let mut slot = write(&self.db);
                 if self.failures() != failure {
                     return false;
                 }
@@ -640,13 +633,9 @@ impl Durability {
                 _ => (Duration::from_millis(500), true),
             };
             {
-                let guard = lock(&d.wanted);
-                let (mut guard, _) = d
-                    .wake
-                    .wait_timeout_while(guard, period, |wanted| {
-                        !(d.stop.load(Ordering::SeqCst) || (on_demand && *wanted))
-                    })
-                    .unwrap_or_else(PoisonError::into_inner);
+                let mut guard = wait_timeout_while(&d.wake, lock(&d.wanted), period, |wanted| {
+                    !(d.stop.load(Ordering::SeqCst) || (on_demand && *wanted))
+                });
                 *guard = false;
             }
             if d.stop.load(Ordering::SeqCst) {

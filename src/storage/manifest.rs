@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::durability::lock;
+use crate::locks::lock;
 
 /// The manifest's file name inside the data folder.
 pub const MANIFEST_FILE: &str = "hearth-manifest";

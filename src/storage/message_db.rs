@@ -60,7 +60,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -71,6 +71,7 @@ use super::manifest::META_TREE;
 use super::messages::UNDO_CHUNK_BYTES;
 use super::messages::{apply, Op, Trees};
 use super::StorageError;
+use crate::locks::{lock, wait_timeout_while};
 
 /// The folder of the message database inside a data folder.
 pub const FOLDER: &str = "messages";
@@ -124,10 +125,6 @@ pub struct MessageDb {
     repairs_queued: AtomicUsize,
     /// A repair changed rows that no sync has covered yet.
     repaired: AtomicBool,
-}
-
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A realm's trees from `cache`, opened (and kept there) the first time.
@@ -221,7 +218,7 @@ impl MessageDb {
         loop {
             let data = self.dir.parent().unwrap_or(Path::new("."));
             match open_sled(data) {
-                Err(e) if crate::is_lock_error(&e) && Instant::now() < deadline => {
+                Err(e) if super::folder::is_lock_error(&e) && Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 other => return Ok(other?),
@@ -360,11 +357,9 @@ impl MessageDb {
         &self,
         f: impl FnOnce(&sled::Db, &mut HashMap<Arc<[String; 5]>, Trees>) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
-        let state = lock(&self.state);
-        let (mut state, _) = self
-            .changed
-            .wait_timeout_while(state, READY_WAIT, |s| matches!(s, State::Opening(_)))
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = wait_timeout_while(&self.changed, lock(&self.state), READY_WAIT, |s| {
+            matches!(s, State::Opening(_))
+        });
         match &mut *state {
             State::Open { db, trees } => f(db, trees),
             State::Opening(_) => Err(StorageError::Invalid(
@@ -408,7 +403,7 @@ impl MessageDb {
     /// flushes and `fsync`s it (waiting for it to open), and returns the count, which
     /// the manifest then records. A snapshot is written only after this.
     pub fn sync(&self) -> Result<u64, StorageError> {
-        let _one = self.syncing.lock().unwrap_or_else(PoisonError::into_inner);
+        let _one = lock(&self.syncing);
         let db = self.db()?;
         let meta = db.open_tree(META_TREE)?;
         let n = synced(&db)? + 1;

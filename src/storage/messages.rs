@@ -49,15 +49,12 @@ use serde::{Deserialize, Serialize};
 
 use super::message_db::MessageDb;
 use super::{codec, StorageError};
-use crate::error::{ApiError, ApiResult};
 use crate::realm::channels::ChannelId;
-use crate::realm::messages::fetch::{MessageRows, Source};
+use crate::realm::messages::fetch::{MessageRows, RowsError, RowsResult, Source};
+use crate::realm::messages::flags::MentionFlags;
+use crate::realm::messages::rows::MessageStorePort;
 use crate::realm::messages::{flags, Message, MessageChange, MessageId, Recipient};
 use crate::realm::{Change, Realm, UserId};
-
-/// The flags a content edit recomputes (`Op::Edited`).
-const MENTION_BITS: u32 =
-    flags::MENTIONED | flags::STREAM_WILDCARD_MENTIONED | flags::TOPIC_WILDCARD_MENTIONED;
 
 /// Schema version of a message row.
 const MESSAGE_SCHEMA: u8 = 1;
@@ -188,10 +185,9 @@ pub(super) enum Op {
     },
     Edited {
         pairs: Vec<(Message, Message)>,
-        /// Per message whose mentions changed: the flags recomputed (`mask`, within
-        /// `MENTION_BITS`) and each user's bits of them after the edit, applied to the
-        /// users who have a row for it.
-        mentions: Vec<Mentions>,
+        /// Per message whose mentions changed: the flags the realm recomputed
+        /// (`Realm::edit_mentions`), applied to the users who have a row for it.
+        mentions: Vec<MentionFlags>,
     },
     Reaction {
         message_id: MessageId,
@@ -222,13 +218,6 @@ pub(super) enum Op {
     Trim {
         upto: u64,
     },
-}
-
-/// The mention flags an edit recomputes for one message (`Op::Edited`).
-pub(super) struct Mentions {
-    id: MessageId,
-    mask: u32,
-    users: Vec<(UserId, u32)>,
 }
 
 impl Op {
@@ -414,7 +403,7 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
         Op::Edited { pairs, mentions } => {
             // Zulip's `update_user_message_flags`: a content edit sets each
             // recipient's mention flags from the new rendering; other flags stay.
-            for Mentions { id, mask, users } in mentions {
+            for MentionFlags { id, mask, users } in mentions {
                 for (user, bits) in users {
                     let key = user_key(user, id);
                     if let Some(old) = p.get(Tag::Um, &key)?.map(|v| bits_of(&v)) {
@@ -658,7 +647,7 @@ impl MessageStore {
                 mentions: pairs
                     .iter()
                     .filter(|(b, a)| b.mentioned != a.mentioned || b.wildcard != a.wildcard)
-                    .map(|(before, after)| edit_mentions(realm, before, after))
+                    .map(|(before, after)| realm.edit_mentions(before, after))
                     .collect(),
             },
             MessageChange::ReactionAdded {
@@ -781,24 +770,6 @@ impl MessageStore {
             Box::new(range.map(map))
         })
     }
-
-    /// The newest id of a topic at or below `below` (`None`: none left).
-    pub fn topic_max(
-        &self,
-        channel: ChannelId,
-        topic: &str,
-        skip: &[MessageId],
-    ) -> Result<Option<MessageId>, StorageError> {
-        // A move of a whole topic skips every id of it: a set keeps that linear.
-        let skip: HashSet<MessageId> = skip.iter().copied().collect();
-        for id in self.ids(&Source::Topic(channel, topic.to_owned()), 0, u64::MAX, true)? {
-            let id = id?;
-            if !skip.contains(&id) {
-                return Ok(Some(id));
-            }
-        }
-        Ok(None)
-    }
 }
 
 /// `current` with what an edit decided on an older copy of it (`before` → `after`)
@@ -828,50 +799,6 @@ fn rebase_edit(mut current: Message, before: &Message, after: Message) -> Messag
     current
 }
 
-/// The mention flags a content edit recomputes (Zulip's `update_user_message_flags`).
-/// With the wildcard unchanged only users mentioned before or after can change, so
-/// only they are listed (an edit costs its mentions, not its channel's size); a
-/// wildcard that came or went concerns every recipient.
-fn edit_mentions(realm: &Realm, before: &Message, after: &Message) -> Mentions {
-    if before.wildcard != after.wildcard {
-        let mut users = realm.message_recipients(after);
-        // Mentioned before and no longer a recipient: cleared too.
-        for u in &before.mentioned {
-            if !users.iter().any(|(r, _)| r == u) {
-                users.push((*u, 0));
-            }
-        }
-        return Mentions {
-            id: after.id,
-            mask: MENTION_BITS,
-            users,
-        };
-    }
-    let mut users: Vec<UserId> = before
-        .mentioned
-        .iter()
-        .chain(&after.mentioned)
-        .copied()
-        .collect();
-    users.sort_unstable();
-    users.dedup();
-    Mentions {
-        id: after.id,
-        mask: flags::MENTIONED,
-        users: users
-            .into_iter()
-            .map(|u| {
-                let bits = if after.mentioned.contains(&u) {
-                    flags::MENTIONED
-                } else {
-                    0
-                };
-                (u, bits)
-            })
-            .collect(),
-    }
-}
-
 fn bits_of(v: &[u8]) -> u32 {
     let mut b = [0u8; 4];
     let n = v.len().min(4);
@@ -879,18 +806,17 @@ fn bits_of(v: &[u8]) -> u32 {
     u32::from_le_bytes(b)
 }
 
-fn internal(e: StorageError) -> ApiError {
-    tracing::error!("message store read failed: {e}");
-    ApiError::internal()
+fn rows_error(e: StorageError) -> RowsError {
+    RowsError::new(e)
 }
 
 impl MessageRows for MessageStore {
-    fn row(&self, id: MessageId) -> ApiResult<Option<Message>> {
-        self.get(id).map_err(internal)
+    fn row(&self, id: MessageId) -> RowsResult<Option<Message>> {
+        self.get(id).map_err(rows_error)
     }
 
-    fn user_flags(&self, user: UserId, id: MessageId) -> ApiResult<Option<u32>> {
-        self.flags(user, id).map_err(internal)
+    fn user_flags(&self, user: UserId, id: MessageId) -> RowsResult<Option<u32>> {
+        self.flags(user, id).map_err(rows_error)
     }
 
     fn scan<'a>(
@@ -899,8 +825,16 @@ impl MessageRows for MessageStore {
         from: MessageId,
         to: MessageId,
         reverse: bool,
-    ) -> ApiResult<Box<dyn Iterator<Item = ApiResult<MessageId>> + 'a>> {
-        let ids = self.ids(source, from, to, reverse).map_err(internal)?;
-        Ok(Box::new(ids.map(|r| r.map_err(internal))))
+    ) -> RowsResult<Box<dyn Iterator<Item = RowsResult<MessageId>> + 'a>> {
+        let ids = self.ids(source, from, to, reverse).map_err(rows_error)?;
+        Ok(Box::new(ids.map(|r| r.map_err(rows_error))))
+    }
+}
+
+impl MessageStorePort for MessageStore {
+    fn ready(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
+        Box::pin(MessageStore::ready(self))
     }
 }

@@ -37,10 +37,11 @@
 //! decodes every snapshot, record, message row and presence record, and hashes the
 //! uploaded files; `hearth recover --accept-loss` rebuilds the folder from the newest
 //! consistent state it can read, keeps the damaged one beside it, and says what was lost
-//! (`integrity`).
+//! (both are operator commands, above storage: `ops::check`, `ops::recover`).
 
 pub mod codec;
 pub mod durability;
+pub mod folder;
 pub mod integrity;
 pub mod legacy;
 pub mod manifest;
@@ -52,6 +53,7 @@ pub mod wal;
 
 pub use durability::StorageFailed;
 pub use durability::{Durability, DurabilityMode};
+pub use folder::{open_error, FolderError};
 pub use integrity::Damage;
 pub use wal::{RealmStore, SnapshotJob};
 

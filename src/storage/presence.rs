@@ -1,7 +1,7 @@
 //! One realm's coalesced presence: a sled tree `presence:<subdomain>`, key the user id
 //! (big-endian u64), value a `PresenceEntry` record (`codec::encode_presence`).
 //!
-//! Presence is soft state. Pings change it in memory only (`crate::presence`); what
+//! Presence is soft state. Pings change it in memory only (`hub::presence`); what
 //! changed is written here in the background, at most once a minute, and at a clean
 //! shutdown. A `kill -9` loses at most the last minute of pings.
 

@@ -29,17 +29,17 @@ use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
+
+use crate::locks::lock;
 
 /// The folder of uploaded files, inside the data folder.
 pub const UPLOADS_DIR: &str = "uploads";
 
 /// The hex SHA-256 of some bytes: their name in the store.
-pub fn content_hash(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+pub use crate::realm::attachments::content_hash;
 
 /// The hex SHA-256 of a file's content, read in pieces.
 pub fn file_hash(path: &Path) -> io::Result<String> {
@@ -131,7 +131,7 @@ pub struct Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut inflight = self.store.lock();
+        let mut inflight = lock(&self.store.in_flight);
         if let Some(n) = inflight.get_mut(&self.path) {
             *n -= 1;
             if *n == 0 {
@@ -164,12 +164,6 @@ impl UploadStore {
             root: data.join(UPLOADS_DIR),
             in_flight: Mutex::new(HashMap::new()),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, usize>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn tmp_dir(&self) -> PathBuf {
@@ -210,7 +204,7 @@ impl UploadStore {
         let dir = self.realm_dir(subdomain);
         fs::create_dir_all(&dir)?;
         let path = dir.join(&sha256);
-        *self.lock().entry(path.clone()).or_insert(0) += 1;
+        *lock(&self.in_flight).entry(path.clone()).or_insert(0) += 1;
         let held = Held {
             store: self.clone(),
             path: path.clone(),
@@ -261,7 +255,7 @@ impl UploadStore {
         shas: &[String],
         referenced: impl Fn(&str) -> bool,
     ) -> usize {
-        let inflight = self.lock();
+        let inflight = lock(&self.in_flight);
         let mut removed = 0;
         for sha in shas {
             let path = self.file_path(subdomain, sha);

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -35,6 +35,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 use hearth::config::DurabilityArg;
+use hearth::locks::lock;
 
 /// The environment variable in which `hearth` names itself when it runs these tools:
 /// the server `torture` runs unless `--server` names another.
@@ -76,11 +77,6 @@ pub struct TortureArgs {
     /// the one next to this executable).
     #[arg(long)]
     pub server: Option<PathBuf>,
-}
-
-/// A lock that a panicked holder does not poison (the ledger stays readable).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The server to torture: `--server`, else the `hearth` that ran this command

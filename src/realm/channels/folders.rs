@@ -44,16 +44,16 @@ impl Realm {
         Ok(raw.trim().to_owned())
     }
 
-    /// `POST /channel_folders/create`, after `require_admin`.
+    /// `POST /channel_folders/create`: administrators only; answers the new folder's id.
     pub fn decide_create_folder(
         &self,
         me: &User,
-        name: &str,
-        description: &str,
+        q: CreateFolder,
         cx: &mut Cx,
-    ) -> ApiResult<(Vec<Change>, FolderId)> {
-        let name = self.check_folder_name(name, None)?;
-        let description = Self::check_folder_description(description)?;
+    ) -> ApiResult<Decided<FolderId>> {
+        self.require_admin(me)?;
+        let name = self.check_folder_name(&q.name, None)?;
+        let description = Self::check_folder_description(&q.description)?;
         let id = self.next_folder_id;
         let order = self
             .folders
@@ -61,7 +61,7 @@ impl Realm {
             .map(|f| f.order + 1)
             .max()
             .unwrap_or(1);
-        Ok((
+        Ok(Decided::new(
             vec![Change::Channel(ChannelChange::ChannelFolderCreated(
                 ChannelFolder {
                     id,
@@ -78,14 +78,20 @@ impl Realm {
         ))
     }
 
-    /// `PATCH /channel_folders/{channel_folder_id}`, after `require_admin`.
+    /// `PATCH /channel_folders/{channel_folder_id}`: administrators only.
     pub fn decide_update_folder(
         &self,
-        id: i64,
-        name: Option<String>,
-        description: Option<String>,
-        is_archived: Option<bool>,
-    ) -> ApiResult<Vec<Change>> {
+        me: &User,
+        q: UpdateFolder,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
+        let UpdateFolder {
+            id,
+            name,
+            description,
+            is_archived,
+        } = q;
         let f = u64::try_from(id)
             .ok()
             .and_then(|id| self.folders.get(&id))
@@ -131,12 +137,19 @@ impl Realm {
                 changes.push(upd(FolderUpdate::Archived(a)));
             }
         }
-        Ok(changes)
+        Ok(Decided::changes(changes))
     }
 
-    /// `PATCH /channel_folders` (seed 4.19), after `require_admin`: every folder id,
+    /// `PATCH /channel_folders` (seed 4.19): administrators only; every folder id,
     /// archived ones included, must be in `order`; duplicates and unknown ids pass.
-    pub fn decide_reorder_folders(&self, order: Vec<i64>) -> ApiResult<Vec<Change>> {
+    pub fn decide_reorder_folders(
+        &self,
+        me: &User,
+        q: ReorderFolders,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
+        let order = q.order;
         let all_present = self
             .folders
             .keys()
@@ -144,8 +157,8 @@ impl Realm {
         if !all_present {
             return Err(ApiError::bad_request("Invalid order mapping."));
         }
-        Ok(vec![Change::Channel(
+        Ok(Decided::changes(vec![Change::Channel(
             ChannelChange::ChannelFoldersReordered { order },
-        )])
+        )]))
     }
 }

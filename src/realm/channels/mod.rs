@@ -15,16 +15,18 @@ mod render;
 mod subscriptions;
 mod updates;
 
+pub use subscriptions::require_non_guest;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::groups::{GroupSetting, RealmSetting, SystemGroup};
+use super::groups::{GroupSetting, RealmSetting, SettingValue, SystemGroup};
 pub use super::markdown::render_description;
 use super::topics_policy::TopicsPolicy;
-use super::{Change, Cx, Realm, User, UserId};
+use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// A channel id, unique within a realm.
@@ -438,7 +440,7 @@ fn insufficient_permission() -> ApiError {
 }
 
 /// The channel-related parameters of a creation (`POST /channels/create` and the
-/// channels `POST /users/me/subscriptions` creates).
+/// channels `POST /users/me/subscriptions` creates), parsed on the worker.
 #[derive(Debug, Clone, Default)]
 pub struct ChannelSpec {
     pub invite_only: bool,
@@ -450,8 +452,47 @@ pub struct ChannelSpec {
     pub message_retention_days: Option<i64>,
     /// `None`: not given (`inherit`).
     pub topics_policy: Option<TopicsPolicy>,
-    /// Group settings given by the client.
-    pub settings: Vec<(ChannelSetting, GroupSetting)>,
+    /// Group settings given by the client, as sent (the rule looks them up).
+    pub settings: Vec<(ChannelSetting, SettingValue)>,
+}
+
+/// One user named by a `principals` (or `subscribers`) list: an API email or a user id,
+/// decoded on the worker; the rule resolves it (`Realm::resolve_principals`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Principal {
+    Email(String),
+    /// `None`: a number that is no user id (a negative or fractional one).
+    Id(Option<UserId>),
+}
+
+impl Principal {
+    /// Decodes a `principals` list: "principals is not a list", or
+    /// "principals[i] is not a string" for an element neither string nor number.
+    pub fn parse_list(principals: &Value) -> ApiResult<Vec<Principal>> {
+        let list = principals
+            .as_array()
+            .ok_or_else(|| ApiError::bad_request("principals is not a list"))?;
+        list.iter()
+            .enumerate()
+            .map(|(i, p)| match p {
+                Value::String(email) => Ok(Principal::Email(email.clone())),
+                Value::Number(n) => Ok(Principal::Id(n.as_u64())),
+                _ => Err(ApiError::bad_request(format!(
+                    "principals[{i}] is not a string"
+                ))),
+            })
+            .collect()
+    }
+}
+
+/// `POST /channels/create`.
+#[derive(Debug, Clone)]
+pub struct CreateChannel {
+    pub name: String,
+    pub description: String,
+    /// `None`: the caller alone.
+    pub subscribers: Option<Vec<Principal>>,
+    pub spec: ChannelSpec,
 }
 
 /// One channel of a subscribe request.
@@ -466,8 +507,8 @@ pub struct SubscribeItem {
 #[derive(Debug, Clone)]
 pub struct SubscribeRequest {
     pub items: Vec<SubscribeItem>,
-    /// Resolved target users (`None`: the caller).
-    pub principals: Option<Vec<UserId>>,
+    /// Target users as sent (`None`: the caller).
+    pub principals: Option<Vec<Principal>>,
     pub spec: ChannelSpec,
     pub authorization_errors_fatal: bool,
 }
@@ -475,13 +516,75 @@ pub struct SubscribeRequest {
 /// The answer of a subscribe decision.
 #[derive(Debug, Default)]
 pub struct SubscribeOutcome {
-    pub changes: Vec<Change>,
     /// user id -> names newly subscribed.
     pub subscribed: BTreeMap<UserId, Vec<String>>,
     pub already_subscribed: BTreeMap<UserId, Vec<String>>,
     pub unauthorized: Vec<String>,
     /// Ids of channels created, in request order.
     pub created: Vec<ChannelId>,
+}
+
+/// `DELETE /users/me/subscriptions`.
+#[derive(Debug, Clone)]
+pub struct Unsubscribe {
+    pub names: Vec<String>,
+    /// Target users as sent (`None` or empty: the caller).
+    pub principals: Option<Vec<Principal>>,
+}
+
+/// The answer of `DELETE /users/me/subscriptions`: channel names, per target user.
+#[derive(Debug, Clone, Default)]
+pub struct Unsubscribed {
+    pub removed: Vec<String>,
+    pub not_removed: Vec<String>,
+}
+
+/// `POST /users/me/subscriptions/properties`: `(stream_id, property)`, in order.
+#[derive(Debug, Clone)]
+pub struct SubscriptionProperties {
+    pub items: Vec<(i64, SubProperty)>,
+}
+
+impl SubscriptionProperties {
+    /// Validates the whole `subscription_data` list (before any channel is looked up).
+    pub fn parse(data: &Value) -> ApiResult<SubscriptionProperties> {
+        let list = data
+            .as_array()
+            .ok_or_else(|| ApiError::bad_request("subscription_data is not a list"))?;
+        let mut items = Vec::new();
+        for (i, item) in list.iter().enumerate() {
+            let obj = item.as_object().ok_or_else(|| {
+                ApiError::bad_request(format!("subscription_data[{i}] is not a dict"))
+            })?;
+            let field = |k: &str| {
+                obj.get(k).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "subscription_data[{i}][\"{k}\"] field is missing: Field required"
+                    ))
+                })
+            };
+            let stream_id = field("stream_id")?.as_i64().ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "subscription_data[{i}][\"stream_id\"] is not an integer"
+                ))
+            })?;
+            let property = field("property")?.as_str().ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "subscription_data[{i}][\"property\"] is not a string"
+                ))
+            })?;
+            let value = field("value")?;
+            // `value: bool | str` in pydantic's strict mode: when neither member fits,
+            // the first error is the `bool` member's, located at `["value"]["bool"]`.
+            if !(value.is_boolean() || value.is_string()) {
+                return Err(ApiError::bad_request(format!(
+                    "subscription_data[{i}][\"value\"][\"bool\"] is not a boolean"
+                )));
+            }
+            items.push((stream_id, SubProperty::parse(i, property, value)?));
+        }
+        Ok(SubscriptionProperties { items })
+    }
 }
 
 /// Optional fields of `PATCH /streams/{stream_id}`.
@@ -499,7 +602,50 @@ pub struct ChannelPatch {
     /// The JSON value as sent: checked after the owner check, as Zulip does.
     pub message_retention_days: Option<Value>,
     pub topics_policy: Option<TopicsPolicy>,
-    pub settings: Vec<(ChannelSetting, GroupSetting)>,
+    /// The new values as sent (the rule looks them up).
+    pub settings: Vec<(ChannelSetting, SettingValue)>,
+}
+
+/// `PATCH /streams/{stream_id}`.
+#[derive(Debug, Clone)]
+pub struct UpdateChannel {
+    /// As sent: the lookup (and its error) belongs to the rule.
+    pub id: i64,
+    pub patch: ChannelPatch,
+}
+
+/// `DELETE /streams/{stream_id}`.
+#[derive(Debug, Clone, Copy)]
+pub struct ArchiveChannel {
+    pub id: i64,
+}
+
+/// `POST /default_streams` and `DELETE /default_streams`: the channel's id as sent.
+#[derive(Debug, Clone, Copy)]
+pub struct DefaultChannel {
+    pub stream_id: i64,
+}
+
+/// `POST /channel_folders/create`.
+#[derive(Debug, Clone)]
+pub struct CreateFolder {
+    pub name: String,
+    pub description: String,
+}
+
+/// `PATCH /channel_folders/{channel_folder_id}`.
+#[derive(Debug, Clone)]
+pub struct UpdateFolder {
+    pub id: i64,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub is_archived: Option<bool>,
+}
+
+/// `PATCH /channel_folders`: folder ids in the new order.
+#[derive(Debug, Clone)]
+pub struct ReorderFolders {
+    pub order: Vec<i64>,
 }
 
 /// Zulip's `parse_message_retention_days` with `Stream.MESSAGE_RETENTION_SPECIAL_VALUES_MAP`:

@@ -79,13 +79,11 @@ impl Realm {
         creator: Option<UserId>,
         now: i64,
     ) -> Channel {
-        let mut settings: BTreeMap<ChannelSetting, GroupSetting> = ChannelSetting::ALL
+        // The settings given replace these (`resolve_channel_settings`).
+        let settings: BTreeMap<ChannelSetting, GroupSetting> = ChannelSetting::ALL
             .into_iter()
             .map(|s| (s, s.default_for(self, creator)))
             .collect();
-        for (s, v) in &spec.settings {
-            settings.insert(*s, v.clone());
-        }
         Channel {
             id,
             rendered_description: render_description(&description),
@@ -131,21 +129,42 @@ impl Realm {
             || self.in_setting(me, &ch.setting(ChannelSetting::CanAddSubscribers))
     }
 
+    /// The group settings of a channel as sent, looked up (Zulip's
+    /// `parse_group_setting_value` then `access_user_group_for_setting`), in order.
+    pub(super) fn resolve_channel_settings(
+        &self,
+        given: &[(ChannelSetting, SettingValue)],
+    ) -> ApiResult<Vec<(ChannelSetting, GroupSetting)>> {
+        given
+            .iter()
+            .map(|(s, v)| Ok((*s, self.check_setting_value(s.name(), v.clone(), None)?)))
+            .collect()
+    }
+
     /// `POST /users/me/subscriptions`: subscribes the caller or `principals`, creating
-    /// missing channels.
+    /// missing channels. Guests are refused (`require_non_guest_user`); the targets and
+    /// the group settings are looked up first, as Zulip reads them.
     pub fn decide_subscribe(
         &self,
         me: &User,
         req: SubscribeRequest,
         cx: &mut Cx,
-    ) -> ApiResult<SubscribeOutcome> {
+    ) -> ApiResult<Decided<SubscribeOutcome>> {
+        require_non_guest(me)?;
+        let principals = req
+            .principals
+            .as_deref()
+            .map(|p| self.resolve_principals(p))
+            .transpose()?;
+        let settings = self.resolve_channel_settings(&req.spec.settings)?;
         // Checked for every item, created or not (`add_subscriptions_backend`).
         if let (Some(p), false) = (req.spec.topics_policy, req.items.is_empty()) {
             self.check_set_topics_policy(me, p, None)?;
         }
-        let targets = req.principals.clone().unwrap_or_else(|| vec![me.id]);
+        let targets = principals.unwrap_or_else(|| vec![me.id]);
         let subscribing_others = targets.iter().any(|t| *t != me.id);
         let mut out = SubscribeOutcome::default();
+        let mut changes = Vec::new();
         // Resolve names; channels to create get ids in request order.
         let mut next_id = self.next_channel_id;
         let mut existing: Vec<&Channel> = Vec::new();
@@ -161,14 +180,16 @@ impl Realm {
                 None => {
                     let description =
                         check_channel_description(item.description.as_deref().unwrap_or_default())?;
-                    to_create.push(self.new_channel(
+                    let mut ch = self.new_channel(
                         next_id,
                         name,
                         description,
                         &req.spec,
                         Some(me.id),
                         cx.now_secs(),
-                    ));
+                    );
+                    ch.settings.extend(settings.iter().cloned());
+                    to_create.push(ch);
                     next_id += 1;
                 }
             }
@@ -250,38 +271,41 @@ impl Realm {
         for ch in to_create {
             out.created.push(ch.id);
             let id = ch.id;
-            out.changes
-                .push(Change::Channel(ChannelChange::ChannelCreated(Box::new(ch))));
+            changes.push(Change::Channel(ChannelChange::ChannelCreated(Box::new(ch))));
             if req.spec.is_default_stream {
-                out.changes
-                    .push(Change::Channel(ChannelChange::DefaultChannelSet {
-                        channel_id: id,
-                        is_default: true,
-                    }));
+                changes.push(Change::Channel(ChannelChange::DefaultChannelSet {
+                    channel_id: id,
+                    is_default: true,
+                }));
             }
         }
         if !subs.is_empty() {
-            out.changes
-                .push(Change::Channel(ChannelChange::Subscribed { subs }));
+            changes.push(Change::Channel(ChannelChange::Subscribed { subs }));
         }
-        Ok(out)
+        Ok(Decided::new(changes, out))
     }
 
-    /// `POST /channels/create`: one new channel, 409 if the name is taken.
+    /// `POST /channels/create`: one new channel, 409 if the name is taken. Guests are
+    /// refused; `subscribers` and the group settings are looked up first, as Zulip
+    /// reads them. Answers the new channel's id.
     pub fn decide_create_channel(
         &self,
         me: &User,
-        name: &str,
-        description: &str,
-        subscribers: Vec<UserId>,
-        spec: ChannelSpec,
+        q: CreateChannel,
         cx: &mut Cx,
-    ) -> ApiResult<(Vec<Change>, ChannelId)> {
-        let name = check_channel_name(name)?;
+    ) -> ApiResult<Decided<ChannelId>> {
+        require_non_guest(me)?;
+        let subscribers = match &q.subscribers {
+            None => vec![me.id],
+            Some(p) => self.resolve_principals(p)?,
+        };
+        let spec = q.spec;
+        let settings = self.resolve_channel_settings(&spec.settings)?;
+        let name = check_channel_name(&q.name)?;
         if let Some(ch) = self.channel_by_name(&name) {
             return Err(channel_exists(&ch.name));
         }
-        let description = check_channel_description(description)?;
+        let description = check_channel_description(&q.description)?;
         self.check_can_create(me, &spec)?;
         if let Some(p) = spec.topics_policy {
             self.check_set_topics_policy(me, p, None)?;
@@ -292,6 +316,7 @@ impl Realm {
         let folder = self.check_folder(spec.folder_id)?;
         let id = self.next_channel_id;
         let mut ch = self.new_channel(id, name, description, &spec, Some(me.id), cx.now_secs());
+        ch.settings.extend(settings);
         ch.folder_id = folder;
         let mut changes = vec![Change::Channel(ChannelChange::ChannelCreated(Box::new(ch)))];
         if spec.is_default_stream {
@@ -317,7 +342,7 @@ impl Realm {
         if !subs.is_empty() {
             changes.push(Change::Channel(ChannelChange::Subscribed { subs }));
         }
-        Ok((changes, id))
+        Ok(Decided::new(changes, id))
     }
 
     /// Subscriptions of a new user to the default channels (`POST /users`).
@@ -363,21 +388,13 @@ impl Realm {
     }
 
     /// Resolves `principals` (API emails or user ids) to active users: "No such user".
-    pub fn resolve_principals(&self, principals: &Value) -> ApiResult<Vec<UserId>> {
-        let list = principals
-            .as_array()
-            .ok_or_else(|| ApiError::bad_request("principals is not a list"))?;
+    pub fn resolve_principals(&self, principals: &[Principal]) -> ApiResult<Vec<UserId>> {
         let no_such = || ApiError::bad_request("No such user");
         let mut out = Vec::new();
-        for (i, p) in list.iter().enumerate() {
+        for p in principals {
             let user = match p {
-                Value::String(email) => self.user_by_api_email(email.trim()),
-                Value::Number(n) => n.as_u64().and_then(|id| self.user(id)),
-                _ => {
-                    return Err(ApiError::bad_request(format!(
-                        "principals[{i}] is not a string"
-                    )))
-                }
+                Principal::Email(email) => self.user_by_api_email(email.trim()),
+                Principal::Id(id) => id.and_then(|id| self.user(id)),
             };
             let user = user.filter(|u| u.is_active).ok_or_else(no_such)?;
             if !out.contains(&user.id) {
@@ -387,14 +404,20 @@ impl Realm {
         Ok(out)
     }
 
-    /// `DELETE /users/me/subscriptions` (seed 4.5). Returns the changes and the
-    /// `removed` / `not_removed` name lists.
+    /// `DELETE /users/me/subscriptions` (seed 4.5). Answers the `removed` /
+    /// `not_removed` name lists.
     pub fn decide_unsubscribe(
         &self,
         me: &User,
-        names: &[String],
-        principals: Option<Vec<UserId>>,
-    ) -> ApiResult<(Vec<Change>, Vec<String>, Vec<String>)> {
+        q: Unsubscribe,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<Unsubscribed>> {
+        let principals = q
+            .principals
+            .as_deref()
+            .map(|p| self.resolve_principals(p))
+            .transpose()?;
+        let names = &q.names;
         // Zulip tests `if principals:`: an empty list means the caller too.
         let targets = match principals {
             Some(p) if !p.is_empty() => p,
@@ -452,55 +475,27 @@ impl Realm {
         } else {
             vec![Change::Channel(ChannelChange::Unsubscribed { subs: pairs })]
         };
-        Ok((changes, removed, not_removed))
+        Ok(Decided::new(
+            changes,
+            Unsubscribed {
+                removed,
+                not_removed,
+            },
+        ))
     }
 
     // ---- subscription properties (seed 4.1) ---------------------------------
 
-    /// `POST /users/me/subscriptions/properties`: validates the whole list, then checks
-    /// each item's channel in order.
+    /// `POST /users/me/subscriptions/properties` (the list validated on the worker):
+    /// checks each item's channel in order.
     pub fn decide_subscription_properties(
         &self,
         me: &User,
-        data: &Value,
-    ) -> ApiResult<Vec<Change>> {
-        let list = data
-            .as_array()
-            .ok_or_else(|| ApiError::bad_request("subscription_data is not a list"))?;
-        let mut parsed = Vec::new();
-        for (i, item) in list.iter().enumerate() {
-            let obj = item.as_object().ok_or_else(|| {
-                ApiError::bad_request(format!("subscription_data[{i}] is not a dict"))
-            })?;
-            let field = |k: &str| {
-                obj.get(k).ok_or_else(|| {
-                    ApiError::bad_request(format!(
-                        "subscription_data[{i}][\"{k}\"] field is missing: Field required"
-                    ))
-                })
-            };
-            let stream_id = field("stream_id")?.as_i64().ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "subscription_data[{i}][\"stream_id\"] is not an integer"
-                ))
-            })?;
-            let property = field("property")?.as_str().ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "subscription_data[{i}][\"property\"] is not a string"
-                ))
-            })?;
-            let value = field("value")?;
-            // `value: bool | str` in pydantic's strict mode: when neither member fits,
-            // the first error is the `bool` member's, located at `["value"]["bool"]`.
-            if !(value.is_boolean() || value.is_string()) {
-                return Err(ApiError::bad_request(format!(
-                    "subscription_data[{i}][\"value\"][\"bool\"] is not a boolean"
-                )));
-            }
-            parsed.push((stream_id, SubProperty::parse(i, property, value)?));
-        }
+        q: SubscriptionProperties,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
         let mut changes = Vec::new();
-        for (stream_id, property) in parsed {
+        for (stream_id, property) in q.items {
             let ch = self.access_channel(me, stream_id)?;
             if !ch.is_subscribed(me.id) {
                 return Err(ApiError::bad_request(format!(
@@ -513,6 +508,14 @@ impl Realm {
                 property,
             }));
         }
-        Ok(changes)
+        Ok(Decided::changes(changes))
     }
+}
+
+/// Zulip's `require_non_guest_user`: guests are refused before any parameter is read.
+pub fn require_non_guest(me: &User) -> ApiResult<()> {
+    if me.is_guest() {
+        return Err(ApiError::bad_request("Not allowed for guest users"));
+    }
+    Ok(())
 }

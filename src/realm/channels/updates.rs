@@ -23,15 +23,17 @@ impl Realm {
         ))
     }
 
-    /// `PATCH /streams/{stream_id}`.
+    /// `PATCH /streams/{stream_id}`: the group settings are looked up first, as Zulip
+    /// reads them, then the channel.
     pub fn decide_update_channel(
         &self,
         me: &User,
-        id: i64,
-        p: ChannelPatch,
+        q: UpdateChannel,
         cx: &mut Cx,
-    ) -> ApiResult<Vec<Change>> {
-        let ch = self.access_channel_for_admin(me, id)?;
+    ) -> ApiResult<Decided<()>> {
+        let p = q.patch;
+        let settings = self.resolve_channel_settings(&p.settings)?;
+        let ch = self.access_channel_for_admin(me, q.id)?;
         let cid = ch.id;
         let mut changes = Vec::new();
         let upd = |update| {
@@ -170,17 +172,22 @@ impl Realm {
                 changes.push(self.topics_policy_notice(me, ch, ch.topics_policy, policy, cx));
             }
         }
-        for (s, v) in p.settings {
+        for (s, v) in settings {
             if ch.setting(s) != v {
                 changes.push(upd(ChannelUpdate::Setting(s, v)));
             }
         }
-        Ok(changes)
+        Ok(Decided::changes(changes))
     }
 
     /// `DELETE /streams/{stream_id}`: archives the channel.
-    pub fn decide_archive_channel(&self, me: &User, id: i64) -> ApiResult<Vec<Change>> {
-        let ch = self.access_channel_for_admin(me, id)?;
+    pub fn decide_archive_channel(
+        &self,
+        me: &User,
+        q: ArchiveChannel,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let ch = self.access_channel_for_admin(me, q.id)?;
         if ch.is_archived {
             return Err(ApiError::bad_request("Channel is already deactivated"));
         }
@@ -195,16 +202,22 @@ impl Realm {
             channel_id: ch.id,
             update: ChannelUpdate::Archived(true),
         }));
-        Ok(changes)
+        Ok(Decided::changes(changes))
     }
 
     // ---- default channels (seed 4.20) ---------------------------------------
 
-    /// `POST /default_streams`, after `require_admin`.
+    /// `POST /default_streams`: administrators only.
     /// An archived channel answers "Invalid channel ID", as Zulip's
     /// `access_stream_by_id` does for inactive channels.
-    pub fn decide_add_default_channel(&self, me: &User, id: i64) -> ApiResult<Vec<Change>> {
-        let ch = self.access_channel(me, id)?;
+    pub fn decide_add_default_channel(
+        &self,
+        me: &User,
+        q: DefaultChannel,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
+        let ch = self.access_channel(me, q.stream_id)?;
         if ch.is_archived {
             return Err(invalid_channel_id());
         }
@@ -214,27 +227,37 @@ impl Realm {
             ));
         }
         if self.default_channels.contains(&ch.id) {
-            return Ok(Vec::new());
+            return Ok(Decided::changes(Vec::new()));
         }
-        Ok(vec![Change::Channel(ChannelChange::DefaultChannelSet {
-            channel_id: ch.id,
-            is_default: true,
-        })])
+        Ok(Decided::changes(vec![Change::Channel(
+            ChannelChange::DefaultChannelSet {
+                channel_id: ch.id,
+                is_default: true,
+            },
+        )]))
     }
 
-    /// `DELETE /default_streams`, after `require_admin`.
-    pub fn decide_remove_default_channel(&self, me: &User, id: i64) -> ApiResult<Vec<Change>> {
-        let ch = u64::try_from(id)
+    /// `DELETE /default_streams`: administrators only.
+    pub fn decide_remove_default_channel(
+        &self,
+        me: &User,
+        q: DefaultChannel,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
+        let ch = u64::try_from(q.stream_id)
             .ok()
             .and_then(|id| self.channels.get(&id))
             .filter(|ch| me.is_admin() || self.can_access_channel(me, ch))
             .ok_or_else(invalid_channel_id)?;
         if !self.default_channels.contains(&ch.id) {
-            return Ok(Vec::new());
+            return Ok(Decided::changes(Vec::new()));
         }
-        Ok(vec![Change::Channel(ChannelChange::DefaultChannelSet {
-            channel_id: ch.id,
-            is_default: false,
-        })])
+        Ok(Decided::changes(vec![Change::Channel(
+            ChannelChange::DefaultChannelSet {
+                channel_id: ch.id,
+                is_default: false,
+            },
+        )]))
     }
 }

@@ -5,7 +5,7 @@
 use super::settings::invalid_group_id;
 use super::*;
 use crate::error::ApiResult;
-use crate::realm::{Change, Cx};
+use crate::realm::{Change, Cx, Decided};
 
 /// `POST /user_groups/create` after parameter parsing.
 #[derive(Debug, Clone)]
@@ -37,6 +37,20 @@ impl GroupPatch {
     }
 }
 
+/// `PATCH /user_groups/{user_group_id}`.
+#[derive(Debug, Clone)]
+pub struct UpdateGroup {
+    /// As sent: the lookup (and its error) belongs to the rule.
+    pub id: i64,
+    pub patch: GroupPatch,
+}
+
+/// `POST /user_groups/{user_group_id}/deactivate`.
+#[derive(Debug, Clone, Copy)]
+pub struct DeactivateGroup {
+    pub id: i64,
+}
+
 /// `POST /user_groups/{id}/members` (and `/subgroups`) after parameter parsing.
 #[derive(Debug, Clone, Default)]
 pub struct MembersUpdate {
@@ -44,6 +58,34 @@ pub struct MembersUpdate {
     pub delete: Vec<i64>,
     pub add_subgroups: Vec<i64>,
     pub delete_subgroups: Vec<i64>,
+}
+
+/// Which endpoint changes a group's members: they differ in their "nothing to do" text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MembersEndpoint {
+    /// `POST /user_groups/{id}/members`: users and subgroups.
+    Members,
+    /// `POST /user_groups/{id}/subgroups`: subgroups only.
+    Subgroups,
+}
+
+impl MembersEndpoint {
+    fn nothing_to_do(self) -> &'static str {
+        match self {
+            MembersEndpoint::Members => "Nothing to do. Specify at least one of \"add\", \"delete\", \"add_subgroups\" or \"delete_subgroups\".",
+            MembersEndpoint::Subgroups => {
+                "Nothing to do. Specify at least one of \"add\" or \"delete\"."
+            }
+        }
+    }
+}
+
+/// `POST /user_groups/{id}/members` and `POST /user_groups/{id}/subgroups`.
+#[derive(Debug, Clone)]
+pub struct UpdateGroupMembers {
+    pub id: i64,
+    pub update: MembersUpdate,
+    pub endpoint: MembersEndpoint,
 }
 
 impl Realm {
@@ -129,14 +171,16 @@ impl Realm {
         ApiError::bad_request(format!("User group '{name}' already exists."))
     }
 
-    /// `POST /user_groups/create`, after `require_member_or_admin` and
-    /// `check_can_create_groups`: the changes and the new group's id.
+    /// `POST /user_groups/create`: `require_member_or_admin`, `check_can_create_groups`,
+    /// then the values; answers the new group's id.
     pub fn decide_create_group(
         &self,
         me: &User,
         p: NewGroup,
         cx: &mut Cx,
-    ) -> ApiResult<(Vec<Change>, GroupId)> {
+    ) -> ApiResult<Decided<GroupId>> {
+        self.require_member_or_admin(me)?;
+        self.check_can_create_groups(me)?;
         let members = self.active_users_named(&p.members)?;
         let name = Self::check_group_name(&p.name)?;
         let mut settings: BTreeMap<GroupPermission, GroupSetting> = BTreeMap::new();
@@ -184,11 +228,18 @@ impl Realm {
                 subgroup_ids: subgroups,
             }));
         }
-        Ok((changes, id))
+        Ok(Decided::new(changes, id))
     }
 
-    /// `PATCH /user_groups/{id}`, after `require_member_or_admin`.
-    pub fn decide_update_group(&self, me: &User, id: i64, p: GroupPatch) -> ApiResult<Vec<Change>> {
+    /// `PATCH /user_groups/{id}`: `require_member_or_admin`, then the patch.
+    pub fn decide_update_group(
+        &self,
+        me: &User,
+        q: UpdateGroup,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_member_or_admin(me)?;
+        let (id, p) = (q.id, q.patch);
         if p.is_empty() {
             return Err(ApiError::bad_request("No new data supplied"));
         }
@@ -227,24 +278,42 @@ impl Realm {
             )?;
             changes.push(upd(GroupUpdate::Setting(perm, value)));
         }
-        Ok(changes)
+        Ok(Decided::changes(changes))
     }
 
     /// `POST /user_groups/{id}/deactivate`.
-    pub fn decide_deactivate_group(&self, me: &User, id: i64) -> ApiResult<Vec<Change>> {
-        let g = self.access_group_for_update(me, id, GroupPermission::CanManage, false)?;
+    pub fn decide_deactivate_group(
+        &self,
+        me: &User,
+        q: DeactivateGroup,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let g = self.access_group_for_update(me, q.id, GroupPermission::CanManage, false)?;
         self.check_not_in_use(g.id)?;
-        Ok(vec![Change::Group(GroupChange::GroupUpdated {
-            group_id: g.id,
-            update: GroupUpdate::Deactivated(true),
-        })])
+        Ok(Decided::changes(vec![Change::Group(
+            GroupChange::GroupUpdated {
+                group_id: g.id,
+                update: GroupUpdate::Deactivated(true),
+            },
+        )]))
     }
 
-    /// `POST /user_groups/{id}/members` and `POST /user_groups/{id}/subgroups`, after
-    /// `require_member_or_admin`: each list in Zulip's order (add, delete,
+    /// `POST /user_groups/{id}/members` and `POST /user_groups/{id}/subgroups`:
+    /// `require_member_or_admin`, then each list in Zulip's order (add, delete,
     /// add_subgroups, delete_subgroups), each checked against the state the previous
     /// ones leave; all or nothing.
     pub fn decide_update_members(
+        &self,
+        me: &User,
+        q: UpdateGroupMembers,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_member_or_admin(me)?;
+        self.decide_members_steps(me, q.id, q.update, q.endpoint.nothing_to_do())
+            .map(Decided::changes)
+    }
+
+    fn decide_members_steps(
         &self,
         me: &User,
         id: i64,
@@ -387,11 +456,20 @@ mod tests {
         (realm, cx)
     }
 
-    fn decide(realm: &mut Realm, changes: ApiResult<Vec<Change>>) {
-        changes
+    fn decide(realm: &mut Realm, decided: ApiResult<Decided<()>>) {
+        decided
             .expect("decided")
+            .changes
             .iter()
             .for_each(|c| realm.apply(c));
+    }
+
+    fn members_of(id: UserId, update: MembersUpdate) -> UpdateGroupMembers {
+        UpdateGroupMembers {
+            id: id as i64,
+            update,
+            endpoint: MembersEndpoint::Members,
+        }
     }
 
     fn msg<T: std::fmt::Debug>(r: ApiResult<T>) -> String {
@@ -414,7 +492,10 @@ mod tests {
     fn deactivated_users_are_invalid_user_ids() {
         let (mut realm, mut cx) = dev_realm();
         let hamlet = realm.user(HAMLET).cloned().expect("hamlet");
-        let (changes, crew) = realm
+        let Decided {
+            changes,
+            answer: crew,
+        } = realm
             .decide_create_group(&hamlet, new_group("crew", vec![10, 12]), &mut cx)
             .expect("created");
         changes.iter().for_each(|c| realm.apply(c));
@@ -433,7 +514,7 @@ mod tests {
         };
         for u in [update(vec![othello], vec![]), update(vec![], vec![othello])] {
             assert_eq!(
-                msg(realm.decide_update_members(&hamlet, crew as i64, u, "")),
+                msg(realm.decide_update_members(&hamlet, members_of(crew, u), &mut cx)),
                 "Invalid user ID: 12"
             );
         }
@@ -446,7 +527,14 @@ mod tests {
             ..GroupPatch::default()
         };
         assert_eq!(
-            msg(realm.decide_update_group(&hamlet, crew as i64, patch)),
+            msg(realm.decide_update_group(
+                &hamlet,
+                UpdateGroup {
+                    id: crew as i64,
+                    patch
+                },
+                &mut cx
+            )),
             "Invalid user ID: 12"
         );
         let g = realm.group(crew).expect("crew").clone();
@@ -475,14 +563,16 @@ mod tests {
         assert_eq!(
             msg(realm.decide_update_members(
                 &hamlet,
-                crew as i64,
-                update(vec![othello], vec![]),
-                ""
+                members_of(crew, update(vec![othello], vec![])),
+                &mut cx
             )),
             "User 12 is already a member of this group"
         );
-        let removed =
-            realm.decide_update_members(&hamlet, crew as i64, update(vec![], vec![othello]), "");
+        let removed = realm.decide_update_members(
+            &hamlet,
+            members_of(crew, update(vec![], vec![othello])),
+            &mut cx,
+        );
         decide(&mut realm, removed);
         assert!(!realm.group(crew).expect("crew").members.contains(&OTHELLO));
     }
@@ -492,14 +582,17 @@ mod tests {
     fn rebuilt_indexes_equal_kept_ones() {
         let (mut realm, mut cx) = dev_realm();
         let hamlet = realm.user(HAMLET).cloned().expect("hamlet");
-        let (changes, a) = realm
+        let Decided { changes, answer: a } = realm
             .decide_create_group(&hamlet, new_group("a", vec![10]), &mut cx)
             .expect("a");
         changes.iter().for_each(|c| realm.apply(c));
         let mut b = new_group("b", vec![]);
         b.subgroups = vec![a as i64];
         b.settings = vec![(GroupPermission::CanMention, SettingValue::Group(a as i64))];
-        let (changes, _) = realm.decide_create_group(&hamlet, b, &mut cx).expect("b");
+        let changes = realm
+            .decide_create_group(&hamlet, b, &mut cx)
+            .expect("b")
+            .changes;
         changes.iter().for_each(|c| realm.apply(c));
         let mut rebuilt = realm.clone();
         rebuilt.rebuild_indexes();

@@ -26,7 +26,10 @@ use super::{Realm, Role, User, UserId};
 use crate::error::ApiError;
 use crate::realm::GroupChange;
 
-pub use decide::{GroupPatch, MembersUpdate, NewGroup};
+pub use decide::{
+    DeactivateGroup, GroupPatch, MembersEndpoint, MembersUpdate, NewGroup, UpdateGroup,
+    UpdateGroupMembers,
+};
 pub use settings::{RealmSetting, SettingValue};
 pub use uses::SettingUse;
 

@@ -5,11 +5,11 @@
 //! (`Realm.REALM_PERMISSION_GROUP_SETTINGS`) with `PATCH /realm`.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::*;
 use crate::error::{ApiResult, ErrorCode};
-use crate::realm::{Change, RealmChange};
+use crate::realm::{Change, Decided, RealmChange};
 
 /// A group-setting value as a client sent it, before normalisation and checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,13 +360,6 @@ fn old_value_mismatch() -> ApiError {
 }
 
 impl Realm {
-    /// Parses, normalises and checks a group-setting value without a setting's rules
-    /// (channel settings).
-    pub fn parse_group_setting(&self, name: &str, v: &Value) -> ApiResult<GroupSetting> {
-        let value = SettingValue::parse(name, v)?;
-        self.check_setting_value(name, value, None)
-    }
-
     /// Zulip's `parse_group_setting_value` then `access_user_group_for_setting`:
     /// a named group must exist and be active, and satisfy `rules`; an anonymous value's
     /// members must be active users and its subgroups active groups.
@@ -507,31 +500,31 @@ impl Realm {
     /// `PATCH /realm`'s group settings (`decide_update_realm` checks the rest first):
     /// owners only for `owner_only` settings, then each in turn, as `update_realm`'s
     /// loop. Returns the changes and the answer's data (each changed setting with its
-    /// new value).
+    /// new value, normalised).
     pub fn decide_update_realm_settings(
         &self,
         me: &User,
         updates: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
-    ) -> ApiResult<(Vec<Change>, Map<String, Value>)> {
+    ) -> ApiResult<Decided<Vec<(RealmSetting, SettingValue)>>> {
         if updates.iter().any(|(s, _, _)| s.owner_only()) && !me.is_owner() {
             return Err(ApiError::must_be_owner());
         }
         let nobody = self.system_group_id(SystemGroup::Nobody);
         let mut changes = Vec::new();
-        let mut data = Map::new();
+        let mut data = Vec::new();
         for (s, new, old) in updates {
             let new = new.normalize(nobody);
             if !self.setting_changes(&self.realm_setting(s), &new, old)? {
                 continue;
             }
             let value = self.check_setting_value(s.name(), new.clone(), Some(s.rules()))?;
-            data.insert(s.name().to_owned(), new.json());
+            data.push((s, new.clone()));
             changes.push(Change::Realm(RealmChange::GroupSettingSet {
                 setting: s,
                 value,
             }));
         }
-        Ok((changes, data))
+        Ok(Decided::new(changes, data))
     }
 }
 

@@ -8,14 +8,23 @@
 //! be edited, and its time limits (`Realm::message_limit`), besides each channel's own
 //! settings.
 
+use std::collections::BTreeMap;
+
 use super::content::Rendered;
-use super::send::{normalize_body, normalize_topic};
-use super::{EditRecord, Message, Recipient};
+use super::fetch::{MessageRows, Source};
+use super::moves::{resolve_undo, Move};
+use super::send::{normalize_body, normalize_topic, topic_participants};
+use super::{EditRecord, Message, MessageChange, MessageId, Recipient, TopicMax, Wildcard};
 use crate::error::{ApiError, ApiResult};
+use crate::realm::attachments::Attachment;
 use crate::realm::channels::{Channel, ChannelSetting};
 use crate::realm::groups::RealmSetting;
 use crate::realm::settings::MessageLimit;
-use crate::realm::{Realm, Role, User, UserId};
+use crate::realm::{Change, Cx, Decided, Realm, Role, User, UserId};
+
+/// The most rows of its topic a propagated move reads on the worker (the HTTP
+/// layer's longest list, `MAX_LIST_ITEMS`).
+pub const MAX_PROPAGATED: usize = 10_000;
 
 /// Zulip's grace period on edit and move limits (`edit_limit_buffer`).
 const EDIT_GRACE_SECS: i64 = 20;
@@ -69,11 +78,258 @@ pub fn edited_content(raw: &str) -> ApiResult<String> {
     normalize_body(raw)
 }
 
+/// `PATCH /messages/{id}`, parsed and prepared on the worker
+/// (`Realm::update_message_request`).
+#[derive(Debug, Clone)]
+pub struct UpdateMessage {
+    /// The message, as given.
+    pub id: i64,
+    pub edit: EditRequest,
+    /// The rest of the target's topic, for a propagated move (read on the worker).
+    pub others: Vec<Message>,
+    /// `send_notification_to_old_thread` / `send_notification_to_new_thread`.
+    pub send_to_old_thread: bool,
+    pub send_to_new_thread: bool,
+    /// The realm's URL: move notices link messages absolutely.
+    pub realm_url: String,
+}
+
+/// `DELETE /messages/{id}`, the id as given.
+#[derive(Debug, Clone, Copy)]
+pub struct DeleteMessage {
+    pub id: i64,
+}
+
 fn no_permission() -> ApiError {
     ApiError::bad_request("You don't have permission to edit this message")
 }
 
 impl Realm {
+    /// An edit as the worker prepares it: new content rendered against this version
+    /// (as `decide_edit` stores it), with a topic wildcard mention the topic's
+    /// participants, and for a propagated move the rest of the topic, read from `rows`.
+    pub fn update_message_request(
+        &self,
+        rows: &dyn MessageRows,
+        id: i64,
+        mut edit: EditRequest,
+        (send_to_old_thread, send_to_new_thread): (bool, bool),
+        realm_url: String,
+    ) -> ApiResult<UpdateMessage> {
+        // Rendered as `decide_edit` stores it (which reports a bad body).
+        edit.rendered = edit.content.as_deref().map(|c| {
+            let c = edited_content(c).unwrap_or_else(|_| c.to_owned());
+            self.render_message(&c)
+        });
+        let target = || {
+            u64::try_from(id)
+                .ok()
+                .and_then(|i| rows.row(i).ok().flatten())
+        };
+        let max = self.messages.max_visible();
+        if edit
+            .rendered
+            .as_ref()
+            .is_some_and(|r| r.wildcard == Wildcard::Topic)
+        {
+            if let Some(Recipient::Channel { channel_id, topic }) = target().map(|m| m.recipient) {
+                edit.topic_participants = topic_participants(rows, channel_id, &topic, max)?;
+            }
+        }
+        let mut others = Vec::new();
+        let moving = edit.topic.is_some() || edit.channel_id.is_some();
+        if moving && edit.propagate != Propagate::One {
+            if let Some(Recipient::Channel { channel_id, topic }) = target().map(|m| m.recipient) {
+                let source = Source::Topic(channel_id, topic);
+                for mid in rows.scan(&source, 0, max, false)?.take(MAX_PROPAGATED) {
+                    if let Some(m) = rows.row(mid?)? {
+                        others.push(m);
+                    }
+                }
+            }
+        }
+        Ok(UpdateMessage {
+            id,
+            edit,
+            others,
+            send_to_old_thread,
+            send_to_new_thread,
+            realm_url,
+        })
+    }
+
+    /// `PATCH /messages/{id}`: Zulip's `check_update_message` and `do_update_message`.
+    /// The edit (every moved row, before and after), the topics it leaves and joins,
+    /// the uploads released and claimed by new content, and the Notification Bot's
+    /// messages about a move. Answers the uploads the edit leaves without a message
+    /// (`detached_uploads`).
+    pub fn decide_update_message(
+        &self,
+        me: &User,
+        q: UpdateMessage,
+        cx: &mut Cx,
+    ) -> ApiResult<Decided<Vec<Attachment>>> {
+        let rows = cx.rows()?;
+        let now = cx.now_secs();
+        let (target, _) = self.access_message(rows, me, q.id)?;
+        // Rows read on the worker that moved meanwhile are left where they are.
+        let others: Vec<Message> = q
+            .others
+            .into_iter()
+            .filter(|m| m.recipient == target.recipient)
+            .collect();
+        let pairs = self.decide_edit(me, &target, &others, &q.edit, now)?;
+        let before: Vec<&Message> = pairs.iter().map(|(b, _)| b).collect();
+        let after: Vec<&Message> = pairs.iter().map(|(_, a)| a).collect();
+        let topic_max = if before
+            .iter()
+            .zip(&after)
+            .any(|(b, a)| b.recipient != a.recipient)
+        {
+            self.topic_max_after(rows, &before, &after)?
+        } else {
+            Vec::new()
+        };
+        let (first_before, first_after) = (before[0].clone(), after[0].clone());
+        let moved_ids: Vec<MessageId> = after.iter().map(|m| m.id).collect();
+        let notices = match (&first_before.recipient, &first_after.recipient) {
+            (
+                Recipient::Channel {
+                    channel_id: old_channel,
+                    topic: old_topic,
+                },
+                Recipient::Channel {
+                    channel_id: new_channel,
+                    topic: new_topic,
+                },
+            ) if first_before.recipient != first_after.recipient => {
+                let old_topic_emptied = rows
+                    .topic_max(*old_channel, old_topic, &moved_ids)?
+                    .is_none();
+                let new_topic_had_messages = rows
+                    .topic_max(*new_channel, new_topic, &moved_ids)?
+                    .is_some();
+                let mut mv = Move {
+                    before: &first_before,
+                    after: &first_after,
+                    count: moved_ids.len(),
+                    change_all: q.edit.propagate == Propagate::All,
+                    old_topic_emptied,
+                    new_topic_had_messages,
+                    send_to_old_thread: q.send_to_old_thread,
+                    send_to_new_thread: q.send_to_new_thread,
+                    content_edited: q.edit.content.is_some(),
+                    undo: None,
+                    realm_url: &q.realm_url,
+                };
+                if mv.resolve().is_some() {
+                    mv.undo = resolve_undo(rows, &after, *new_channel, new_topic, now)?;
+                }
+                self.decide_move_notices(me, &mv, cx)
+            }
+            _ => Vec::new(),
+        };
+        let mut changes = vec![Change::Message(MessageChange::Edited {
+            user_id: me.id,
+            propagate_mode: q.edit.propagate.name().to_owned(),
+            pairs,
+            topic_max,
+        })];
+        let mut detached = Vec::new();
+        if first_before.content != first_after.content {
+            let (released, gone) = self.release_uploads(
+                first_after.id,
+                &first_before.content,
+                &first_after.content,
+                false,
+            );
+            changes.extend(released);
+            changes.extend(self.claim_uploads(rows, me, &first_after));
+            detached = gone;
+        }
+        changes.extend(notices);
+        Ok(Decided::new(changes, detached))
+    }
+
+    /// `DELETE /messages/{id}`: Zulip's `do_delete_messages` of one message, after
+    /// `validate_can_delete_message`. Answers the uploads the deletion leaves without
+    /// a message (deleted with it; their files go once no attachment names them).
+    pub fn decide_delete_message(
+        &self,
+        me: &User,
+        q: DeleteMessage,
+        cx: &mut Cx,
+    ) -> ApiResult<Decided<Vec<Attachment>>> {
+        let rows = cx.rows()?;
+        let (m, _) = self.access_message(rows, me, q.id)?;
+        self.check_can_delete(me, &m, cx.now_secs())?;
+        let topic_max = self.topic_max_after(rows, &[&m], &[])?;
+        let (releases, gone) = self.release_uploads(m.id, &m.content, "", true);
+        let mut changes = vec![Change::Message(MessageChange::Deleted {
+            messages: vec![m],
+            topic_max,
+        })];
+        changes.extend(releases);
+        Ok(Decided::new(changes, gone))
+    }
+
+    /// The topics that `removed` left and `added` joined (rows before and after), with
+    /// their newest messages afterwards, read from the rows as the actor sees them.
+    pub fn topic_max_after(
+        &self,
+        rows: &dyn MessageRows,
+        removed: &[&Message],
+        added: &[&Message],
+    ) -> ApiResult<Vec<TopicMax>> {
+        let skip: Vec<MessageId> = removed.iter().map(|m| m.id).collect();
+        let mut out: BTreeMap<(u64, String), TopicMax> = BTreeMap::new();
+        for m in removed {
+            if let Recipient::Channel { channel_id, topic } = &m.recipient {
+                let key = (*channel_id, topic.to_lowercase());
+                if out.contains_key(&key) {
+                    continue;
+                }
+                let max_id = rows.topic_max(*channel_id, topic, &skip)?;
+                let name = self
+                    .messages
+                    .topics
+                    .get(channel_id)
+                    .and_then(|t| t.get(&topic.to_lowercase()))
+                    .map_or_else(|| topic.clone(), |t| t.name.clone());
+                out.insert(
+                    key,
+                    TopicMax {
+                        channel_id: *channel_id,
+                        topic: name,
+                        max_id,
+                    },
+                );
+            }
+        }
+        for m in added {
+            if let Recipient::Channel { channel_id, topic } = &m.recipient {
+                let key = (*channel_id, topic.to_lowercase());
+                let existing = out.get(&key).map(|t| t.max_id).unwrap_or_else(|| {
+                    self.messages
+                        .topics
+                        .get(channel_id)
+                        .and_then(|t| t.get(&topic.to_lowercase()))
+                        .map(|t| t.max_id)
+                });
+                let max_id = existing.map_or(m.id, |e| e.max(m.id));
+                out.insert(
+                    key,
+                    TopicMax {
+                        channel_id: *channel_id,
+                        topic: topic.clone(),
+                        max_id: Some(max_id),
+                    },
+                );
+            }
+        }
+        Ok(out.into_values().collect())
+    }
+
     /// Decides an edit of `target` (`others`: the rest of its topic, ascending, for a
     /// propagated move). Returns the rows before and after, the named message first.
     pub fn decide_edit(

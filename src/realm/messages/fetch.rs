@@ -27,19 +27,7 @@ pub enum Source {
     Sender(UserId),
 }
 
-/// Reads message rows (implemented by the message store).
-pub trait MessageRows {
-    fn row(&self, id: MessageId) -> ApiResult<Option<Message>>;
-    fn user_flags(&self, user: UserId, id: MessageId) -> ApiResult<Option<u32>>;
-    /// Ids of `source` in `[from, to]`, ascending or (`reverse`) descending.
-    fn scan<'a>(
-        &'a self,
-        source: &Source,
-        from: MessageId,
-        to: MessageId,
-        reverse: bool,
-    ) -> ApiResult<Box<dyn Iterator<Item = ApiResult<MessageId>> + 'a>>;
-}
+pub use super::rows::{MessageRows, RowsError, RowsResult};
 
 /// One narrow term.
 #[derive(Debug, Clone, PartialEq)]

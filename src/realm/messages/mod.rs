@@ -8,15 +8,21 @@
 //! carrying the whole message; the store writes its rows in the same durable commit as
 //! the WAL record, and replay writes them again (idempotently).
 
+pub mod access;
 pub mod content;
 pub mod edit;
 pub mod fetch;
+pub mod flags;
 pub mod history;
 pub mod json;
 pub mod moves;
 pub mod reactions;
+pub mod rows;
 pub mod scheduled;
 pub mod send;
+pub mod typing;
+pub mod unread;
+pub mod uploads;
 
 use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
@@ -128,55 +134,6 @@ pub enum Wildcard {
     Channel,
     /// `@**topic**`.
     Topic,
-}
-
-/// Per-user message flags, as bits (stored in the user-message tree).
-pub mod flags {
-    pub const READ: u32 = 1;
-    pub const STARRED: u32 = 1 << 1;
-    pub const COLLAPSED: u32 = 1 << 2;
-    pub const MENTIONED: u32 = 1 << 3;
-    pub const STREAM_WILDCARD_MENTIONED: u32 = 1 << 4;
-    pub const TOPIC_WILDCARD_MENTIONED: u32 = 1 << 5;
-    pub const HAS_ALERT_WORD: u32 = 1 << 6;
-    pub const HISTORICAL: u32 = 1 << 7;
-
-    /// Zulip's names, in the order Zulip lists them.
-    pub const NAMES: [(u32, &str); 8] = [
-        (READ, "read"),
-        (STARRED, "starred"),
-        (COLLAPSED, "collapsed"),
-        (MENTIONED, "mentioned"),
-        (STREAM_WILDCARD_MENTIONED, "stream_wildcard_mentioned"),
-        (TOPIC_WILDCARD_MENTIONED, "topic_wildcard_mentioned"),
-        (HAS_ALERT_WORD, "has_alert_word"),
-        (HISTORICAL, "historical"),
-    ];
-
-    /// Flags a user may change with `POST /messages/flags`.
-    pub const EDITABLE: [&str; 3] = ["read", "starred", "collapsed"];
-
-    /// A flag's bit by name (any Zulip flag).
-    pub fn by_name(name: &str) -> Option<u32> {
-        match name {
-            "wildcard_mentioned" => Some(STREAM_WILDCARD_MENTIONED),
-            _ => NAMES.iter().find(|(_, n)| *n == name).map(|(b, _)| *b),
-        }
-    }
-
-    /// The names of the set bits, in Zulip's order.
-    pub fn names(bits: u32) -> Vec<&'static str> {
-        let mut out: Vec<&'static str> = NAMES
-            .iter()
-            .filter(|(b, _)| bits & b != 0)
-            .map(|(_, n)| *n)
-            .collect();
-        // Zulip still sends the legacy name beside the new one.
-        if bits & (STREAM_WILDCARD_MENTIONED | TOPIC_WILDCARD_MENTIONED) != 0 {
-            out.push("wildcard_mentioned");
-        }
-        out
-    }
 }
 
 /// A topic of a channel, as the realm remembers it.
@@ -450,3 +407,5 @@ impl Realm {
             .collect()
     }
 }
+#[cfg(test)]
+mod tests;

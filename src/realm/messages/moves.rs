@@ -17,6 +17,7 @@
 
 use std::sync::LazyLock;
 
+use super::fetch::{MessageRows, RowsResult};
 use super::{ChannelId, Message, MessageChange, MessageId, Recipient, TopicMax, Wildcard};
 use crate::realm::{Change, Cx, Realm, Role, User, UserId};
 
@@ -199,6 +200,50 @@ pub fn resolve_toggle(old: &str, new: &str) -> Option<Resolve> {
 /// young is deleted by the opposite toggle instead of being answered by another.
 pub const RESOLVE_UNDO_GRACE_SECS: i64 = 60;
 
+/// The resolve notice that an opposite toggle deletes instead of answering it (Zulip's
+/// `maybe_delete_previous_resolve_topic_notification`): the newest message of the
+/// target topic once `moved` (rows after the move) are in it, when that is a resolve
+/// notice younger than the grace period; with the topic's newest message without it.
+pub fn resolve_undo(
+    rows: &dyn MessageRows,
+    moved: &[&Message],
+    channel: ChannelId,
+    topic: &str,
+    now: i64,
+) -> RowsResult<Option<(Message, Option<MessageId>)>> {
+    let moved_ids: Vec<MessageId> = moved.iter().map(|m| m.id).collect();
+    let moved_max = moved_ids.iter().copied().max();
+    let stayed = rows.topic_max(channel, topic, &moved_ids)?;
+    let Some(newest_id) = stayed.max(moved_max) else {
+        return Ok(None);
+    };
+    let newest = match moved.iter().find(|m| m.id == newest_id) {
+        Some(m) => Some((*m).clone()),
+        // The index names it; the row must agree that it is in this topic.
+        None => rows
+            .row(newest_id)?
+            .filter(|m| m.recipient.is_topic(channel, topic)),
+    };
+    let Some(newest) =
+        newest.filter(|m| is_resolve_notice(m) && now - m.timestamp <= RESOLVE_UNDO_GRACE_SECS)
+    else {
+        return Ok(None);
+    };
+    let rest = if moved_max == Some(newest_id) {
+        let others = moved_ids
+            .iter()
+            .copied()
+            .filter(|id| *id != newest_id)
+            .max();
+        stayed.max(others)
+    } else {
+        let mut skip = moved_ids;
+        skip.push(newest_id);
+        rows.topic_max(channel, topic, &skip)?.max(moved_max)
+    };
+    Ok(Some((newest, rest)))
+}
+
 /// The texts of the resolve notices (`maybe_send_resolve_topic_notifications`).
 const RESOLVED_NOTICE: &str = " has marked this topic as resolved.";
 const UNRESOLVED_NOTICE: &str = " has marked this topic as unresolved.";
@@ -224,7 +269,7 @@ impl Realm {
     /// period, the deletion of the previous one), then the new thread's notice, then the
     /// old thread's. Each is read at once by `me` where they receive it
     /// (`mark_as_read_for_acting_user`). Message ids follow the realm's next one.
-    pub fn decide_move_notices(&self, me: &User, mv: &Move<'_>, cx: &mut Cx) -> Vec<Change> {
+    pub fn decide_move_notices(&self, me: &User, mv: &Move<'_>, cx: &Cx) -> Vec<Change> {
         let (
             Recipient::Channel {
                 channel_id: old_id,

@@ -5,11 +5,65 @@
 use super::{Message, MessageChange, Reaction};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::emoji::ReactionType;
-use crate::realm::{Change, Realm, User};
+use crate::realm::{Change, Cx, Decided, Realm, User};
+
+/// A reaction added or taken back, as the client named it (parsed on the worker).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReactionRequest {
+    pub message_id: i64,
+    /// Required to add one; to take one back, it or `emoji_code` is.
+    pub emoji_name: Option<String>,
+    pub emoji_code: Option<String>,
+    pub reaction_type: Option<String>,
+}
 
 impl Realm {
-    /// Zulip's `check_add_reaction` on a message `me` may read.
+    /// `POST /messages/{id}/reactions`: on a message `me` may read, in a channel that
+    /// is not archived.
     pub fn decide_add_reaction(
+        &self,
+        me: &User,
+        q: ReactionRequest,
+        cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let (m, _) = self.access_message(cx.rows()?, me, q.message_id)?;
+        if m.recipient
+            .channel()
+            .and_then(|ch| self.channel(ch))
+            .is_some_and(|ch| ch.is_archived)
+        {
+            return Err(ApiError::bad_request("Invalid message(s)"));
+        }
+        let change = self.reaction_to_add(
+            me,
+            &m,
+            q.emoji_name.as_deref().unwrap_or_default(),
+            q.emoji_code.as_deref(),
+            q.reaction_type.as_deref(),
+        )?;
+        Ok(Decided::changes(vec![change]))
+    }
+
+    /// `DELETE /messages/{id}/reactions`.
+    pub fn decide_remove_reaction(
+        &self,
+        me: &User,
+        q: ReactionRequest,
+        cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let (m, _) = self.access_message(cx.rows()?, me, q.message_id)?;
+        let change = self.reaction_to_remove(
+            me,
+            &m,
+            q.emoji_name.as_deref(),
+            q.emoji_code.as_deref(),
+            q.reaction_type.as_deref(),
+        )?;
+        Ok(Decided::changes(vec![change]))
+    }
+
+    /// Zulip's `check_add_reaction` on a message `me` may read.
+    fn reaction_to_add(
         &self,
         me: &User,
         m: &Message,
@@ -58,7 +112,7 @@ impl Realm {
     }
 
     /// Zulip's `remove_reaction`.
-    pub fn decide_remove_reaction(
+    fn reaction_to_remove(
         &self,
         me: &User,
         m: &Message,

@@ -18,7 +18,7 @@ use super::send::{normalize_body, normalize_topic, Addressee, ChannelRef, SendRe
 use super::{Message, MessageChange, MessageId};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::channels::ChannelId;
-use crate::realm::{Change, Cx, Realm, User, UserId};
+use crate::realm::{Change, Cx, Decided, Realm, User, UserId};
 
 pub type ScheduledId = u64;
 
@@ -104,6 +104,19 @@ pub fn is_channel_type(t: &str) -> ApiResult<bool> {
     }
 }
 
+/// `PATCH /scheduled_messages/{id}`: the scheduled message, as given, and the edit.
+#[derive(Debug, Clone)]
+pub struct ScheduleEdit {
+    pub id: i64,
+    pub request: ScheduleRequest,
+}
+
+/// `DELETE /scheduled_messages/{id}`, the id as given.
+#[derive(Debug, Clone, Copy)]
+pub struct DeleteScheduled {
+    pub id: i64,
+}
+
 /// A create or an edit, parsed on the worker.
 #[derive(Debug, Clone, Default)]
 pub struct ScheduleRequest {
@@ -161,14 +174,14 @@ impl Realm {
         }
     }
 
-    /// `POST /scheduled_messages`.
+    /// `POST /scheduled_messages`: answers the new scheduled message's id.
     pub fn decide_schedule(
         &self,
         me: &User,
-        r: &ScheduleRequest,
+        r: ScheduleRequest,
         cx: &mut Cx,
-        rows: &dyn MessageRows,
-    ) -> ApiResult<ScheduledMessage> {
+    ) -> ApiResult<Decided<ScheduledId>> {
+        let rows = cx.rows()?;
         let deliver_at = r.deliver_at.unwrap_or_default();
         if deliver_at <= cx.now_secs() {
             return Err(not_in_future());
@@ -182,7 +195,7 @@ impl Realm {
             r.topic.as_deref(),
             r.content.as_deref().unwrap_or_default(),
         )?;
-        Ok(ScheduledMessage {
+        let s = ScheduledMessage {
             id: self.messages.next_scheduled_id.max(1),
             sender_id: me.id,
             rendered_content: self.render_message(&content).html,
@@ -191,18 +204,22 @@ impl Realm {
             deliver_at,
             failed: false,
             read_by_sender: r.read_by_sender,
-        })
+        };
+        let id = s.id;
+        Ok(Decided::new(
+            vec![Change::Message(MessageChange::ScheduledCreated(s))],
+            id,
+        ))
     }
 
     /// `PATCH /scheduled_messages/{id}`, in Zulip's check order.
     pub fn decide_schedule_edit(
         &self,
         me: &User,
-        id: i64,
-        r: &ScheduleRequest,
+        q: ScheduleEdit,
         cx: &mut Cx,
-        rows: &dyn MessageRows,
-    ) -> ApiResult<ScheduledMessage> {
+    ) -> ApiResult<Decided<()>> {
+        let (id, r) = (q.id, &q.request);
         if r.channel_type.is_none()
             && r.to.is_none()
             && r.topic.is_none()
@@ -252,8 +269,8 @@ impl Realm {
         };
         let content = r.content.clone().unwrap_or_else(|| old.content.clone());
         let (to, content) =
-            self.check_scheduled(me, rows, channel, &to, topic.as_deref(), &content)?;
-        Ok(ScheduledMessage {
+            self.check_scheduled(me, cx.rows()?, channel, &to, topic.as_deref(), &content)?;
+        let s = ScheduledMessage {
             id: old.id,
             sender_id: me.id,
             rendered_content: self.render_message(&content).html,
@@ -262,17 +279,28 @@ impl Realm {
             deliver_at: r.deliver_at.unwrap_or(old.deliver_at),
             failed: false,
             read_by_sender: old.read_by_sender,
-        })
+        };
+        Ok(Decided::changes(vec![Change::Message(
+            MessageChange::ScheduledUpdated(s),
+        )]))
     }
 
     /// `DELETE /scheduled_messages/{id}`.
-    pub fn decide_schedule_delete(&self, me: &User, id: i64) -> ApiResult<ScheduledId> {
-        u64::try_from(id)
+    pub fn decide_schedule_delete(
+        &self,
+        me: &User,
+        q: DeleteScheduled,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let id = u64::try_from(q.id)
             .ok()
             .and_then(|id| self.messages.scheduled.get(&id))
             .filter(|s| s.sender_id == me.id)
             .map(|s| s.id)
-            .ok_or_else(scheduled_missing)
+            .ok_or_else(scheduled_missing)?;
+        Ok(Decided::changes(vec![Change::Message(
+            MessageChange::ScheduledDeleted { id },
+        )]))
     }
 
     /// The due scheduled messages, decided: each sent, or failed.
@@ -318,12 +346,7 @@ impl Realm {
         out
     }
 
-    fn deliver(
-        &self,
-        s: &ScheduledMessage,
-        cx: &mut Cx,
-        rows: &dyn MessageRows,
-    ) -> ApiResult<Message> {
+    fn deliver(&self, s: &ScheduledMessage, cx: &Cx, rows: &dyn MessageRows) -> ApiResult<Message> {
         let me = self
             .user(s.sender_id)
             .filter(|u| u.is_active)
@@ -338,7 +361,7 @@ impl Realm {
                 emails: Vec::new(),
             },
         };
-        self.decide_send(
+        self.send_row(
             me,
             SendRequest {
                 to,

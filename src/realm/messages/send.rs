@@ -10,7 +10,7 @@ use super::{Message, MessageChange, MessageId, Recipient, Wildcard};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::realm::channels::{Channel, ChannelSetting};
 use crate::realm::groups::{GroupSetting, RealmSetting, SystemGroup};
-use crate::realm::{Change, Cx, Realm, User, UserId};
+use crate::realm::{Change, Cx, Decided, Realm, User, UserId};
 
 /// Zulip's `Realm.WILDCARD_MENTION_THRESHOLD`: wildcard mentions reaching more users
 /// need `can_mention_many_users_group`.
@@ -420,13 +420,62 @@ impl Realm {
         Ok(())
     }
 
-    /// Decides a send: the message with its id and time. `rows` is the message store,
-    /// for the one lookup a direct message may need (`check_can_send_direct`).
+    /// A send as the worker prepares it: `content` (normalized) rendered against this
+    /// version, so that mentions and channel links resolve as the sender saw the realm,
+    /// and with a topic wildcard mention, the topic's participants read from `rows`.
+    pub fn send_request(
+        &self,
+        rows: &dyn MessageRows,
+        to: Addressee,
+        content: String,
+        client: String,
+        read_by_sender: bool,
+    ) -> ApiResult<SendRequest> {
+        let rendered = self.render_message(&content);
+        let mut participants = Vec::new();
+        if let (Wildcard::Topic, Addressee::Channel { channel, topic }) = (rendered.wildcard, &to) {
+            let ch = match channel {
+                ChannelRef::Id(id) => u64::try_from(*id).ok().and_then(|id| self.channel(id)),
+                ChannelRef::Name(name) => self.channel_by_name(name.trim()),
+            };
+            if let Some(ch) = ch {
+                participants = topic_participants(rows, ch.id, topic, self.messages.max_visible())?;
+            }
+        }
+        Ok(SendRequest {
+            to,
+            content,
+            rendered,
+            client,
+            read_by_sender,
+            topic_participants: participants,
+        })
+    }
+
+    /// `POST /messages`: the message, and the uploads it links that its sender may
+    /// read claimed for it. Answers the message's id.
     pub fn decide_send(
         &self,
         me: &User,
-        r: SendRequest,
+        q: SendRequest,
         cx: &mut Cx,
+    ) -> ApiResult<Decided<MessageId>> {
+        let rows = cx.rows()?;
+        let m = self.send_row(me, q, cx, rows)?;
+        let id = m.id;
+        let claims = self.claim_uploads(rows, me, &m);
+        let mut changes = vec![sent(m)];
+        changes.extend(claims);
+        Ok(Decided::new(changes, id))
+    }
+
+    /// Decides a send: the message with its id and time. `rows` is the message store,
+    /// for the one lookup a direct message may need (`check_can_send_direct`).
+    pub(crate) fn send_row(
+        &self,
+        me: &User,
+        r: SendRequest,
+        cx: &Cx,
         rows: &dyn MessageRows,
     ) -> ApiResult<Message> {
         let recipient = match &r.to {

@@ -244,7 +244,7 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
         matches!(args.scenario, Scenario::Presence | Scenario::Fanout) as u64 * args.users as u64;
     let sockets = held * if args.target.is_none() { 2 } else { 1 } + 512;
     // The soft limit goes up to the hard one first (as `hearth serve` does).
-    if let Some(limit) = hearth::wire::raise_open_files_limit() {
+    if let Some(limit) = hearth::api::wire::raise_open_files_limit() {
         if sockets > limit {
             return Err(format!(
                 "{} users hold about {sockets} sockets, over this process's open-file limit ({limit}); raise it (`ulimit -n {}`)",

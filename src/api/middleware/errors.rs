@@ -1,0 +1,58 @@
+//! Zulip's JSON error body for the refusals actix-web answers by itself.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::CONTENT_TYPE;
+use actix_web::middleware::Next;
+use actix_web::{Error, HttpResponse, ResponseError};
+
+use crate::error::{ApiError, ErrorCode};
+
+/// Middleware: an error answer without a JSON body (actix-web's own: an extractor's,
+/// a payload's, a routing error) gets Zulip's `result`/`msg`/`code` body, with its
+/// status kept.
+pub async fn json_errors(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    // Handlers' and extractors' errors arrive here as responses.
+    let res = next.call(req).await?.map_into_boxed_body();
+    let status = res.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return Ok(res);
+    }
+    // actix's own refusals are bodiless or plain text; anything else (JSON, or the
+    // HTML pages Zulip answers file downloads with) is a handler's deliberate answer.
+    let deliberate = res
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !v.starts_with("text/plain"));
+    if deliberate {
+        return Ok(res);
+    }
+    let (request, response) = res.into_parts();
+    let text = actix_web::body::to_bytes_limited(response.into_body(), 4096)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let code = if status.is_server_error() {
+        ErrorCode::InternalServerError
+    } else {
+        ErrorCode::BadRequest
+    };
+    let msg = match status.as_u16() {
+        413 => "Request body too large".to_owned(),
+        415 => "Unsupported media type".to_owned(),
+        _ if !text.is_empty() && status.is_client_error() => text,
+        _ => status
+            .canonical_reason()
+            .unwrap_or("Request refused")
+            .to_owned(),
+    };
+    let error = ApiError::new(status.as_u16(), code, msg);
+    let response: HttpResponse = error.error_response();
+    Ok(ServiceResponse::new(request, response))
+}

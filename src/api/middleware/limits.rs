@@ -1,0 +1,147 @@
+//! The rate limit of `/api/v1` requests (the buckets are `crate::limits`), and the
+//! checks made before a request's body is read.
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+use actix_web::middleware::Next;
+use actix_web::{web, Error, ResponseError};
+
+use crate::api::{auth, AppState};
+use crate::error::{ApiError, ApiResult};
+use crate::limits::RateKey;
+use crate::registry::RealmHandle;
+
+/// Middleware: counts each `/api/v1` request against its user (valid credentials) or
+/// its IP address (none, or invalid ones), answers 429 `RATE_LIMIT_HIT` beyond the
+/// limit, and adds Zulip's `X-RateLimit-*` headers to the answer.
+pub async fn rate_limit(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    };
+    if !state.rate_limits.enabled() || !req.path().starts_with("/api/v1/") {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    }
+    let key = rate_key(&state, req.request());
+    let decision = state.rate_limits.check(key, Instant::now());
+    let mut res = if decision.allowed {
+        next.call(req).await?.map_into_boxed_body()
+    } else {
+        // Whole seconds, as Zulip's `retry-after` (a float) rounds up for the header.
+        let secs = (decision.retry_after * 1000.0).ceil() / 1000.0;
+        let response = ApiError::rate_limited(secs).error_response();
+        req.into_response(response)
+    };
+    let headers = res.headers_mut();
+    let reset = chrono::Utc::now().timestamp() + decision.secs_to_full.ceil() as i64;
+    for (name, value) in [
+        ("x-ratelimit-limit", decision.limit.to_string()),
+        ("x-ratelimit-remaining", decision.remaining.to_string()),
+        ("x-ratelimit-reset", reset.to_string()),
+    ] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    Ok(res)
+}
+
+/// The caller's user when its credentials are valid for the realm of its Host, else its
+/// address.
+fn rate_key(state: &AppState, req: &actix_web::HttpRequest) -> RateKey {
+    let host = auth::host(req);
+    if let (Some(handle), Some(subdomain), Ok(c)) = (
+        state.registry.for_host(&host),
+        state.registry.subdomain_for_host(&host),
+        auth::credentials(req),
+    ) {
+        if let Ok(user) = handle.hub.current().authenticate(&c.email, &c.api_key) {
+            return RateKey::User(subdomain.into(), user.id);
+        }
+    }
+    let ip = req
+        .peer_addr()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    RateKey::Ip(ip)
+}
+
+/// Bodies larger than this (or of unknown length) are read only for callers whose
+/// credentials are valid: a bad login is refused before its body is read.
+pub const EARLY_AUTH_BYTES: u64 = 64 * 1024;
+/// The endpoints that take no credentials.
+const ANONYMOUS_ENDPOINTS: &[&str] = &[
+    "/api/v1/server_settings",
+    "/api/v1/fetch_api_key",
+    "/api/v1/dev_fetch_api_key",
+];
+
+/// Checks made before a request's body is read: its declared length against the body
+/// limits (413), and, for a large body, the caller's credentials (401), so neither a
+/// body too large nor one from a bad login is read at all.
+pub fn check_before_body(req: &actix_web::HttpRequest, handle: &RealmHandle) -> ApiResult<()> {
+    use actix_web::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+    let headers = req.headers();
+    let multipart = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"));
+    let limit = if multipart {
+        crate::api::MULTIPART_LIMIT
+    } else {
+        crate::api::BODY_LIMIT
+    } as u64;
+    let length = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if length.is_some_and(|n| n > limit) {
+        return Err(crate::api::too_large());
+    }
+    let large = match length {
+        Some(n) => n > EARLY_AUTH_BYTES,
+        // Chunked: its length is unknown until read.
+        None => headers.contains_key(TRANSFER_ENCODING),
+    };
+    if large && !ANONYMOUS_ENDPOINTS.contains(&req.path()) {
+        let c = auth::credentials(req)?;
+        handle.hub.current().authenticate(&c.email, &c.api_key)?;
+    }
+    Ok(())
+}
+
+/// A payload that fails once more than `limit` bytes went through; the flag tells
+/// that failure from a malformed body.
+pub fn counted(
+    payload: actix_web::dev::Payload,
+    limit: usize,
+) -> (
+    impl futures_util::Stream<Item = Result<bytes::Bytes, actix_web::error::PayloadError>> + 'static,
+    std::rc::Rc<std::cell::Cell<bool>>,
+) {
+    use futures_util::StreamExt;
+    let over = std::rc::Rc::new(std::cell::Cell::new(false));
+    let flag = over.clone();
+    let mut seen = 0usize;
+    let stream = payload.map(move |chunk| {
+        let chunk = chunk?;
+        seen += chunk.len();
+        if seen > limit {
+            flag.set(true);
+            return Err(actix_web::error::PayloadError::Overflow);
+        }
+        Ok(chunk)
+    });
+    (stream, over)
+}

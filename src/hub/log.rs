@@ -1,0 +1,253 @@
+//! The event log: released decisions rendered into events (on the renderer thread, in
+//! decision order, each tagged with its decision's ticket), and events published
+//! without a decision. Each event is appended once (O(1) per event, whatever the number
+//! of queues) and shared by every queue that receives it; the waker thread then bumps
+//! the head parked polls wait on.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::watch;
+
+use super::published::Step;
+use super::queues::QUEUE_TIMEOUT_MS;
+use super::EventHub;
+use crate::locks::{lock, write};
+use crate::realm::events::{Audience, Event, MessageShape};
+use crate::realm::messages::{flags, MessageId};
+use crate::realm::{Clock, Realm, UserId};
+
+/// At most this many events are kept in a realm's log; older ones are pruned.
+pub const MAX_LOG_EVENTS: usize = 200_000;
+
+/// A user's flags on a message (`None`: they have no row for it): the message store's
+/// `flags`, given to the hub at start (`EventHub::attach_flags`); it waits for the
+/// message database to open (it runs on the renderer thread, never the actor).
+pub type FlagReader = Arc<dyn Fn(UserId, MessageId) -> Option<u32> + Send + Sync>;
+
+/// What every queue that receives an event shares: its body, and how its message is
+/// shaped per queue (a `message` event).
+pub(super) struct Shared {
+    pub body: Map<String, Value>,
+    pub shape: Option<MessageShape>,
+}
+
+/// One logged event.
+pub(super) struct LogEntry {
+    pub at_ms: i64,
+    /// The decision whose events these are (`None`: published without a decision).
+    pub ticket: Option<u64>,
+    /// Its audience and capability (its body and shape are in `shared`).
+    pub event: Event,
+    pub shared: Arc<Shared>,
+}
+
+/// The realm's event log: `entries[i]` has sequence number `start + i`.
+#[derive(Default)]
+pub(super) struct EventLog {
+    pub start: u64,
+    pub entries: VecDeque<LogEntry>,
+}
+
+impl EventLog {
+    pub fn end(&self) -> u64 {
+        self.start + self.entries.len() as u64
+    }
+}
+
+/// Released decisions on their way to the renderer thread.
+pub(super) type RenderJob = Vec<(u64, Vec<Step>)>;
+
+/// Renders released decisions into the log (the renderer thread).
+pub(super) struct Renderer {
+    pub clock: Arc<dyn Clock>,
+    pub log: Arc<RwLock<EventLog>>,
+    pub head: Arc<watch::Sender<u64>>,
+    pub rendered: Arc<watch::Sender<u64>>,
+    /// `EventHub::listeners`.
+    pub listeners: Arc<AtomicUsize>,
+    /// The version before the next decision to render (events that depend on what
+    /// changed, such as who gained or lost access, compare it with the one after).
+    pub previous: Arc<Mutex<Arc<Realm>>>,
+    /// Users' message flags, for events that carry each recipient's own.
+    pub flags: Arc<OnceLock<FlagReader>>,
+}
+
+impl Renderer {
+    pub fn render(&self, job: RenderJob) {
+        let mut end = None;
+        let mut last = None;
+        let mut previous = lock(&self.previous);
+        for (ticket, steps) in job {
+            last = Some(ticket);
+            let before = previous.clone();
+            if let Some((_, after)) = steps.last() {
+                *previous = after.clone();
+            }
+            // Published before this render, so any registration from now on has a
+            // version that includes it: nobody can read these events.
+            if self.listeners.load(Ordering::SeqCst) == 0 {
+                continue;
+            }
+            let events = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut events = Vec::new();
+                let mut before = &before;
+                for (changes, after) in &steps {
+                    for c in changes {
+                        events.extend(after.events_for(before, c));
+                    }
+                    before = after;
+                }
+                with_user_flags(events, self.flags.get())
+            }))
+            .unwrap_or_else(|_| {
+                tracing::error!("rendering the events of decision {ticket} panicked");
+                Vec::new()
+            });
+            end = Some(append(&self.log, &*self.clock, Some(ticket), events));
+        }
+        if let Some(end) = end {
+            self.head.send_replace(end);
+        }
+        if let Some(ticket) = last {
+            self.rendered.send_modify(|r| *r = (*r).max(ticket));
+        }
+    }
+}
+
+/// Gives each recipient of an event with `flags_of` (an `update_message`) their own
+/// `flags` on that message, as Zulip's `process_message_update_event` does with the
+/// `users` of `do_update_message`: a user's flags where they have a row for the message,
+/// else `["read"]` (Zulip's `subscriber_info`, for subscribers who can read the channel's
+/// history). One event per distinct set of flags, so a queue still reads each event
+/// once. Runs on the renderer thread: one flag read per recipient, never on the actor.
+fn with_user_flags(events: Vec<Event>, reader: Option<&FlagReader>) -> Vec<Event> {
+    let mut out = Vec::with_capacity(events.len());
+    for mut event in events {
+        let Some(id) = event.flags_of.take() else {
+            out.push(event);
+            continue;
+        };
+        let Audience::Users(users) = &event.audience else {
+            out.push(event);
+            continue;
+        };
+        let mut groups: BTreeMap<Vec<&'static str>, Vec<UserId>> = BTreeMap::new();
+        for user in users {
+            let names = match reader.and_then(|r| r(*user, id)) {
+                Some(bits) => flags::names(bits),
+                None => flags::names(flags::READ),
+            };
+            groups.entry(names).or_default().push(*user);
+        }
+        for (names, users) in groups {
+            let mut body = event.body.clone();
+            body.insert("flags".into(), json!(names));
+            out.push(Event {
+                body,
+                audience: Audience::users(users),
+                capability: event.capability,
+                shape: event.shape.clone(),
+                flags_of: None,
+            });
+        }
+    }
+    out
+}
+
+/// Appends events to the log; returns its new end.
+pub(super) fn append(
+    log: &RwLock<EventLog>,
+    clock: &dyn Clock,
+    ticket: Option<u64>,
+    events: Vec<Event>,
+) -> u64 {
+    let now = clock.now_ms();
+    let mut log = write(log);
+    log.entries.extend(events.into_iter().map(|mut event| {
+        let shared = Arc::new(Shared {
+            body: std::mem::take(&mut event.body),
+            shape: event.shape.take(),
+        });
+        LogEntry {
+            at_ms: now,
+            ticket,
+            event,
+            shared,
+        }
+    }));
+    log.end()
+}
+
+impl EventHub {
+    /// A renderer writing to this hub's log.
+    pub(super) fn renderer(&self) -> Renderer {
+        Renderer {
+            clock: self.clock.clone(),
+            log: self.log.clone(),
+            head: self.head.clone(),
+            rendered: self.rendered.clone(),
+            listeners: self.listeners.clone(),
+            previous: self.previous.clone(),
+            flags: self.flags.clone(),
+        }
+    }
+
+    /// Where the renderer reads users' message flags from (the realm's message store),
+    /// for the per-user `flags` of `update_message` events. Set once, at start-up.
+    pub fn attach_flags(&self, reader: FlagReader) {
+        if self.flags.set(reader).is_err() {
+            tracing::warn!("the event hub's flag reader is already attached");
+        }
+    }
+
+    /// Appends events to the log (without a new version) and wakes parked polls.
+    pub fn publish(&self, events: Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
+        let end = append(&self.log, &*self.clock, None, events);
+        let sent = lock(&self.waker).send(end).is_ok();
+        if !sent {
+            // No waker thread: wake the polls here rather than not at all.
+            self.head.send_replace(end);
+        }
+    }
+
+    /// Prunes the log: entries older than a queue's lifetime, beyond `MAX_LOG_EVENTS`,
+    /// or already read by every queue.
+    pub(super) fn prune_log(&self, now: i64) {
+        // Read before the log's end: a registration counted later starts at the end.
+        let registering = self.listeners.load(Ordering::SeqCst) > self.queues.len();
+        // Kept as long as the longest-lived queue may still come back for it.
+        let keep_ms = self
+            .queues
+            .iter()
+            .map(|q| q.options.timeout_ms())
+            .fold(QUEUE_TIMEOUT_MS, i64::max);
+        // Queue states are read before the log is locked: `pull` holds a queue's state
+        // while it reads the log, so the other order deadlocks. Cursors only move
+        // forward, so a minimum read a moment early trims no more than it may.
+        let min_cursor = if registering {
+            None
+        } else {
+            self.queues.iter().map(|q| lock(&q.state).cursor).min()
+        };
+        let mut log = write(&self.log);
+        let read_by_all = if registering {
+            log.start
+        } else {
+            min_cursor.unwrap_or(log.end())
+        };
+        while log.entries.front().is_some_and(|e| {
+            log.start < read_by_all
+                || now - e.at_ms >= keep_ms
+                || log.entries.len() > MAX_LOG_EVENTS
+        }) {
+            log.entries.pop_front();
+            log.start += 1;
+        }
+    }
+}

@@ -1,0 +1,614 @@
+//! Start-up: from a `ServeConfig` to a running server, in named steps: bind the
+//! listeners (`bind`), open the storage (`open_storage`: the data folder, its realms,
+//! the development realm seeded when asked), recover every realm and start its actor
+//! (`start_realms`), start the HTTP server (`start_http`) and the metrics listener
+//! (`start_metrics`), and the background tasks (`start_tasks`: the release safety net,
+//! the upload sweeper, the one-second ticker). `Running` stops it all again.
+//!
+//! Each failure is a `StartError`, one line for the operator; a data folder the start
+//! created is removed again when there turns out to be no realm to serve.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::{Actor, Arbiter};
+use actix_web::{dev::ServerHandle, web};
+
+use crate::actor::{create_realm, DeliverScheduled, RealmActor, RealmClient, TakeSnapshot};
+use crate::api::middleware::metrics::metrics;
+use crate::api::{attachments, wire, AppState};
+use crate::config::ServeConfig;
+use crate::hub::EventHub;
+use crate::limits::RateLimiter;
+use crate::push_relay::PushRelay;
+use crate::realm::messages::rows::MessageRowsHandle;
+use crate::realm::{dev, Clock, Cx, SystemClock};
+use crate::registry::{RealmHandle, Registry};
+use crate::storage::uploads::UploadStore;
+use crate::storage::wal::Recovered;
+use crate::storage::{self, Damage, DurabilityMode, FolderError, RealmStore, StorageError, Store};
+use crate::version::DEV_SUBDOMAIN;
+
+/// Realm actors run on this many arbiter threads.
+const REALM_ARBITERS: usize = 2;
+
+/// Why the server, or a command on its data folder, could not start. Each message is
+/// one line that names what it is about, for the operator.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("storage: {0}")]
+    Storage(storage::StorageError),
+    /// The data folder does not hold what its manifest says (see `storage`).
+    #[error("{0}")]
+    Damaged(Box<storage::Damage>),
+    #[error("{0}")]
+    Realm(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("data folder {path}: {cause}")]
+    DataFolder { path: String, cause: String },
+    #[error("data folder {0} is in use by another hearth process; stop it first")]
+    Locked(String),
+    #[error(
+        "no realm in {0}: create one with `hearth realm create --subdomain S --name NAME \
+         --owner-email E`, or run `hearth serve --dev` for the development realm"
+    )]
+    NoRealm(String),
+    #[error("{0}")]
+    Backup(String),
+}
+
+impl From<StorageError> for StartError {
+    fn from(e: StorageError) -> StartError {
+        match e {
+            StorageError::Damaged(d) => StartError::Damaged(d),
+            e => StartError::Storage(e),
+        }
+    }
+}
+
+impl From<FolderError> for StartError {
+    fn from(e: FolderError) -> StartError {
+        match e {
+            FolderError::Locked(path) => StartError::Locked(path),
+            FolderError::Unusable { path, cause } => StartError::DataFolder { path, cause },
+        }
+    }
+}
+
+impl StartError {
+    pub(crate) fn data_folder(path: &Path, cause: impl ToString) -> StartError {
+        FolderError::unusable(path, cause).into()
+    }
+}
+
+/// Opens (creating it if needed) the data folder. Returns the store and whether this
+/// call created the folder, so that a failed start can remove what it made.
+pub fn open_data_folder(path: &Path, mode: DurabilityMode) -> Result<(Store, bool), StartError> {
+    if path.exists() && !path.is_dir() {
+        return Err(StartError::data_folder(path, "not a folder"));
+    }
+    let created = !path.exists();
+    std::fs::create_dir_all(path).map_err(|e| StartError::data_folder(path, e))?;
+    match Store::open(path, mode) {
+        Ok(store) => Ok((store, created)),
+        Err(e) => {
+            if created {
+                let _ = std::fs::remove_dir_all(path);
+            }
+            Err(match e {
+                StorageError::Sled(e) => storage::open_error(path, e).into(),
+                StorageError::Damaged(d) => StartError::Damaged(d),
+                other => StartError::data_folder(path, other),
+            })
+        }
+    }
+}
+
+/// Closes a store and removes the data folder a failed start created.
+fn discard_new_folder(store: Store, path: &Path) {
+    store.durability.shutdown();
+    drop(store);
+    if let Err(e) = std::fs::remove_dir_all(path) {
+        tracing::warn!("cannot remove {}: {e}", path.display());
+    }
+}
+
+/// A running server.
+pub struct Running {
+    /// The address it listens on (the real port when started on port 0).
+    pub addr: SocketAddr,
+    /// The metrics listener's address and server, when `--metrics-bind` is not `off`.
+    metrics: Option<(SocketAddr, ServerHandle)>,
+    handle: ServerHandle,
+    /// Ends idle connections when the server stops.
+    closer: wire::Closer,
+    state: web::Data<AppState>,
+    store: Store,
+    /// Keeps the realm arbiters alive as long as the server.
+    _arbiters: Vec<Arbiter>,
+}
+
+impl Running {
+    /// `http://addr`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `http://addr/metrics` of the metrics listener, unless it is off.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.metrics
+            .as_ref()
+            .map(|(a, _)| format!("http://{a}/metrics"))
+    }
+
+    /// Snapshots every realm, flushes, stops the HTTP server (SIGTERM / SIGINT).
+    pub async fn shutdown(self) {
+        for realm in self.state.registry.all() {
+            realm.hub.close();
+        }
+        for realm in self.state.registry.all() {
+            match realm.client.addr().send(TakeSnapshot).await {
+                Ok(Err(e)) => tracing::error!("shutdown snapshot impossible: {e}"),
+                Ok(Ok((job, version))) => match web::block(move || job.run(&version)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::error!("shutdown snapshot failed: {e}"),
+                    Err(e) => tracing::error!("shutdown snapshot failed: {e}"),
+                },
+                Err(e) => tracing::error!("realm actor gone at shutdown: {e}"),
+            }
+        }
+        self.closer.close();
+        self.handle.stop(true).await;
+        if let Some((_, metrics)) = &self.metrics {
+            metrics.stop(true).await;
+        }
+        // Presence is written coalesced, in the background: the last changes now that no
+        // ping can come.
+        for realm in self.state.registry.all() {
+            let presence = realm.hub.presence().clone();
+            match web::block(move || presence.flush()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!("presence not saved at shutdown: {e}"),
+                Err(e) => tracing::error!("presence not saved at shutdown: {e}"),
+            }
+        }
+        // Actors own their realm's storage: wait until they are gone, so the database
+        // is released when this returns (a restart in the same process can reopen it).
+        for arbiter in self._arbiters {
+            arbiter.stop();
+            if arbiter.join().is_err() {
+                tracing::error!("a realm arbiter panicked");
+            }
+        }
+        let durability = self.store.durability.clone();
+        durability.shutdown();
+        drop(self.state);
+        drop(self.store);
+        // HTTP workers drop their copy of the app state shortly after they stop.
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while Arc::strong_count(&durability) > 1 && Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        if Arc::strong_count(&durability) > 1 {
+            tracing::warn!("the database is still in use after shutdown");
+        }
+    }
+
+    /// The realm actor serving `host` (tests, tooling).
+    pub fn realm(&self, host: &str) -> Option<actix::Addr<RealmActor>> {
+        self.state
+            .registry
+            .for_host(host)
+            .map(|r| r.client.addr().clone())
+    }
+
+    /// The server's flusher and database (tests and tooling: failure state, snapshot
+    /// counts).
+    pub fn durability(&self) -> Arc<storage::Durability> {
+        self.store.durability.clone()
+    }
+
+    /// Sweeps unclaimed uploads now (tests; the server does it hourly); returns how many
+    /// attachments were deleted.
+    pub async fn sweep_uploads(&self) -> usize {
+        attachments::sweep_uploads(&self.state).await
+    }
+
+    /// The event hub of the realm serving `host` (tests drive its ticker by hand).
+    pub fn hub(&self, host: &str) -> Option<Arc<EventHub>> {
+        self.state.registry.for_host(host).map(|r| r.hub)
+    }
+}
+
+/// Opens the data folder, recovers or seeds realms, starts the actors and the HTTP
+/// server. Must run inside an actix `System`.
+pub async fn spawn(config: ServeConfig) -> Result<Running, StartError> {
+    spawn_with_clock(config, Arc::new(SystemClock)).await
+}
+
+/// As `spawn`, with an injected clock (tests).
+pub async fn spawn_with_clock(
+    config: ServeConfig,
+    clock: Arc<dyn Clock>,
+) -> Result<Running, StartError> {
+    let push_relay = match &config.push_relay_url {
+        Some(url) => Some(Arc::new(PushRelay::new(url).map_err(StartError::Realm)?)),
+        None => None,
+    };
+    // Listen first: a busy port must not leave a new, empty data folder behind.
+    let bound = bind(&config)?;
+    let opened = open_storage(&config, &*clock)?;
+    // The address actually bound (port 0 becomes the real port).
+    let url: Arc<str> = config
+        .url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", bound.addr))
+        .into();
+    let (registry, arbiters) = start_realms(&config, &opened, clock, url)?;
+    let Opened { store, uploads, .. } = opened;
+    // What start-up read is the durable state now: the manifest says so.
+    store.write_manifest()?;
+
+    let state = web::Data::new(AppState {
+        registry,
+        durability: store.durability.clone(),
+        dev: config.dev,
+        uploads: Arc::new(attachments::Uploads::new(
+            uploads,
+            config.max_file_upload_size_mib,
+            config.upload_sweep_days,
+        )),
+        push_relay,
+        rate_limits: Arc::new(RateLimiter::new(
+            config.rate_limited(),
+            config.rate_limit_per_user,
+            config.rate_limit_per_ip,
+        )),
+    });
+    let (handle, closer) = start_http(&config, bound.api, bound.addr, &state)?;
+    let metrics = start_metrics(bound.metrics, &state)?;
+    start_tasks(&state, config.tick);
+    Ok(Running {
+        addr: bound.addr,
+        metrics,
+        handle,
+        closer,
+        state,
+        store,
+        _arbiters: arbiters,
+    })
+}
+
+/// The listeners, bound before anything else.
+struct Bound {
+    api: TcpListener,
+    /// The API listener's address (the real port when asked for port 0).
+    addr: SocketAddr,
+    /// The metrics listener and its address, unless `--metrics-bind off`.
+    metrics: Option<(TcpListener, SocketAddr)>,
+}
+
+/// Binds the API listener and the metrics listener.
+fn bind(config: &ServeConfig) -> Result<Bound, StartError> {
+    let bind_error = |source| StartError::Bind {
+        addr: config.bind,
+        source,
+    };
+    let api = TcpListener::bind(config.bind).map_err(bind_error)?;
+    let addr = api.local_addr().map_err(bind_error)?;
+    let metrics = match config.metrics_bind.0 {
+        Some(at) => {
+            let error = |source| StartError::Bind { addr: at, source };
+            let l = TcpListener::bind(at).map_err(error)?;
+            let bound = l.local_addr().map_err(error)?;
+            Some((l, bound))
+        }
+        None => None,
+    };
+    Ok(Bound { api, addr, metrics })
+}
+
+/// The opened data folder: its database, its uploaded files, and the realms to serve.
+struct Opened {
+    store: Store,
+    uploads: Arc<UploadStore>,
+    subdomains: Vec<String>,
+}
+
+/// Opens the data folder, holds its realms against the manifest, and seeds the
+/// development realm when `--dev` asks for it and it is not there yet. No realm to
+/// serve refuses the start (and removes the folder if this start created it).
+fn open_storage(config: &ServeConfig, clock: &dyn Clock) -> Result<Opened, StartError> {
+    let opening = Instant::now();
+    let (store, created) = open_data_folder(&config.data, config.durability_mode())?;
+    let opened_in = opening.elapsed();
+    // A realm the manifest names must be there: never seed a new one in its place.
+    store.verify_realms()?;
+    let uploads = Arc::new(UploadStore::new(&config.data));
+    let mut subdomains = store.realm_subdomains();
+    if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
+        seed_dev_realm(&store, &uploads, clock, &config.data)?;
+        subdomains.push(DEV_SUBDOMAIN.to_owned());
+    }
+    if subdomains.is_empty() {
+        if created {
+            discard_new_folder(store, &config.data);
+        }
+        return Err(StartError::NoRealm(config.data.display().to_string()));
+    }
+    tracing::info!(
+        "opened the data folder {} in {} ms",
+        config.data.display(),
+        opened_in.as_millis()
+    );
+    Ok(Opened {
+        store,
+        uploads,
+        subdomains,
+    })
+}
+
+/// Creates the development realm, its emoji images first (its records name them).
+fn seed_dev_realm(
+    store: &Store,
+    uploads: &Arc<UploadStore>,
+    clock: &dyn Clock,
+    data: &Path,
+) -> Result<(), StartError> {
+    let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
+    let changes = dev::seed_changes(&mut Cx::new(clock)).map_err(StartError::Realm)?;
+    for (_, bytes, _) in dev::DEV_EMOJI_IMAGES {
+        uploads
+            .put(DEV_SUBDOMAIN, bytes)
+            .map_err(|e| StartError::data_folder(data, e))?;
+    }
+    create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
+    tracing::info!("seeded the development realm");
+    Ok(())
+}
+
+/// Recovers every realm and starts its actor, on `REALM_ARBITERS` threads; then moves
+/// the emoji images an earlier hearth stored outside the realms' folders into them,
+/// before anything is served.
+fn start_realms(
+    config: &ServeConfig,
+    opened: &Opened,
+    clock: Arc<dyn Clock>,
+    url: Arc<str>,
+) -> Result<(Registry, Vec<Arbiter>), StartError> {
+    let arbiters: Vec<Arbiter> = (0..REALM_ARBITERS).map(|_| Arbiter::new()).collect();
+    let registry = Registry::default();
+    let legacy_uploads = opened.uploads.has_legacy_files();
+    let mut emoji_images = Vec::new();
+    for (i, subdomain) in opened.subdomains.iter().enumerate() {
+        let (realm_store, recovered) = recover_realm(&opened.store, subdomain, &config.data)?;
+        if legacy_uploads {
+            emoji_images.push((subdomain.clone(), recovered.realm.emoji.image_shas()));
+        }
+        let handle = start_realm(
+            &opened.store,
+            subdomain,
+            realm_store,
+            recovered,
+            config.snapshot_every,
+            &arbiters[i % arbiters.len()],
+            clock.clone(),
+            url.clone(),
+        )?;
+        registry.insert(subdomain, handle);
+    }
+    if legacy_uploads {
+        let moved = opened
+            .uploads
+            .migrate_legacy(&emoji_images)
+            .map_err(|e| StartError::data_folder(&config.data, e))?;
+        tracing::info!(
+            "moved the emoji images of the old layout into the realms' folders: {} copied, \
+             {} old files removed",
+            moved.copied,
+            moved.removed
+        );
+    }
+    Ok((registry, arbiters))
+}
+
+/// Reads one realm back: its newest snapshot and the WAL records after it.
+fn recover_realm(
+    store: &Store,
+    subdomain: &str,
+    data: &Path,
+) -> Result<(RealmStore, Recovered), StartError> {
+    let recovering = Instant::now();
+    let mut realm_store = store.realm(subdomain)?;
+    let recovered = realm_store.recover()?.ok_or_else(|| {
+        StartError::Damaged(Box::new(Damage {
+            folder: data.to_path_buf(),
+            realm: Some(subdomain.to_owned()),
+            expected: "the realm's snapshot or its first WAL record".into(),
+            found: "neither".into(),
+        }))
+    })?;
+    tracing::info!(
+        "realm '{subdomain}': recovered in {} ms",
+        recovering.elapsed().as_millis()
+    );
+    tracing::info!(
+        "realm '{subdomain}': {} users, {} WAL records replayed, {} cut",
+        recovered.realm.users.len(),
+        recovered.replayed,
+        recovered.cut
+    );
+    Ok((realm_store, recovered))
+}
+
+/// Starts a recovered realm: its event hub (with the message store's flags and the
+/// stored presence attached) and its actor on `arbiter`.
+#[allow(clippy::too_many_arguments)]
+fn start_realm(
+    store: &Store,
+    subdomain: &str,
+    realm_store: RealmStore,
+    recovered: Recovered,
+    snapshot_every: u64,
+    arbiter: &Arbiter,
+    clock: Arc<dyn Clock>,
+    server_url: Arc<str>,
+) -> Result<RealmHandle, StartError> {
+    let hub = Arc::new(EventHub::new(
+        clock.clone(),
+        Arc::new(recovered.realm.clone()),
+    ));
+    let messages = realm_store.messages().clone();
+    let rows = messages.clone();
+    hub.attach_flags(Arc::new(move |user, id| {
+        rows.flags(user, id).unwrap_or_else(|e| {
+            tracing::error!("message store read failed: {e}");
+            None
+        })
+    }));
+    let presence = store.presence(subdomain);
+    hub.presence().attach(presence.clone(), presence.load()?);
+    let actor = RealmActor::new(
+        recovered.realm,
+        realm_store,
+        clock.clone(),
+        hub.clone(),
+        snapshot_every,
+        recovered.replayed,
+    );
+    let addr = RealmActor::start_in_arbiter(&arbiter.handle(), move |_| actor);
+    Ok(RealmHandle {
+        client: RealmClient::new(addr, hub.clone(), store.durability.clone()),
+        hub,
+        clock,
+        server_url,
+        messages: MessageRowsHandle::new(Arc::new(messages)),
+    })
+}
+
+/// Starts the HTTP server on the API listener (`api::wire`); returns its handle and
+/// what ends its idle connections at shutdown.
+fn start_http(
+    config: &ServeConfig,
+    listener: TcpListener,
+    addr: SocketAddr,
+    state: &web::Data<AppState>,
+) -> Result<(ServerHandle, wire::Closer), StartError> {
+    let closer = wire::Closer::default();
+    let mut net_limits = config.net_limits();
+    net_limits.max_connections = wire::fit_to_open_files(net_limits.max_connections);
+    let server = wire::start(
+        listener,
+        state.clone(),
+        net_limits,
+        config.workers,
+        closer.clone(),
+    )
+    .map_err(|source| StartError::Bind { addr, source })?;
+    let handle = server.handle();
+    actix_web::rt::spawn(server);
+    Ok((handle, closer))
+}
+
+/// Starts `GET /metrics` on the metrics listener, when there is one.
+fn start_metrics(
+    listener: Option<(TcpListener, SocketAddr)>,
+    state: &web::Data<AppState>,
+) -> Result<Option<(SocketAddr, ServerHandle)>, StartError> {
+    let Some((listener, bound)) = listener else {
+        return Ok(None);
+    };
+    let metrics_state = state.clone();
+    let server = actix_web::HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(metrics_state.clone())
+            .route("/metrics", web::get().to(metrics))
+    })
+    .disable_signals()
+    .workers(1)
+    .listen(listener)
+    .map_err(|source| StartError::Bind {
+        addr: bound,
+        source,
+    })?
+    .run();
+    let handle = server.handle();
+    actix_web::rt::spawn(server);
+    tracing::info!("metrics on http://{bound}/metrics");
+    Ok(Some((bound, handle)))
+}
+
+/// The background tasks: the release safety net always; with `tick` (`--tick`, on
+/// outside tests that drive time by hand), the hourly upload sweeper and the
+/// one-second ticker.
+fn start_tasks(state: &web::Data<AppState>, tick: bool) {
+    spawn_release_task(state);
+    if tick {
+        spawn_upload_sweeper(state);
+        spawn_ticker(state);
+    }
+}
+
+/// Every second: each realm's hub ticks (heartbeats, idle queues, the log, presence
+/// flushes) and its actor delivers the scheduled messages that are due.
+fn spawn_ticker(state: &web::Data<AppState>) {
+    // Weak: the ticker ends with the server instead of keeping its state alive.
+    let ticking = Arc::downgrade(&state.clone().into_inner());
+    actix_web::rt::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            every.tick().await;
+            let Some(state) = ticking.upgrade() else {
+                break;
+            };
+            for realm in state.registry.all() {
+                realm.hub.tick();
+                // No request handler releases a delivery: the release task does
+                // (woken again by the actor if the ticket was visible before it
+                // was staged).
+                realm.client.addr().do_send(DeliverScheduled);
+            }
+        }
+    });
+}
+
+/// Sweeps unclaimed uploads once an hour (the first right away).
+fn spawn_upload_sweeper(state: &web::Data<AppState>) {
+    // Weak: the task ends with the server instead of keeping its state alive.
+    let weak = Arc::downgrade(&state.clone().into_inner());
+    actix_web::rt::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let Some(state) = weak.upgrade() else { break };
+            let swept = attachments::sweep_uploads(&state).await;
+            if swept > 0 {
+                tracing::info!("swept {swept} unclaimed uploads");
+            }
+        }
+    });
+}
+
+/// Makes decisions visible as soon as they are durable, also those whose handler is
+/// gone (a client that disconnected while its write was being flushed). Handlers release
+/// their own decision before answering, so this is only the safety net.
+fn spawn_release_task(state: &web::Data<AppState>) {
+    let mut visible = state.durability.subscribe_visible();
+    // Weak: the task ends with the server instead of keeping its state alive.
+    let weak = Arc::downgrade(&state.clone().into_inner());
+    actix_web::rt::spawn(async move {
+        while visible.changed().await.is_ok() {
+            let upto = *visible.borrow_and_update();
+            let Some(state) = weak.upgrade() else { break };
+            for realm in state.registry.all() {
+                realm.hub.release(upto);
+            }
+        }
+    });
+}

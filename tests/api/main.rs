@@ -1,0 +1,43 @@
+//! The integration tests, linked into one binary (`cargo test --test api`): one module
+//! per resource group or concern, all through the harness in `common` (a real server on
+//! port 0 with a fresh data folder, or the real `hearth` binary in `common::child`).
+//!
+//! Run one module with a filter: `cargo test --test api groups::`.
+
+mod common;
+
+mod auth;
+mod authz;
+mod channel_roles;
+mod channels;
+mod events;
+mod faults;
+mod fidelity;
+mod formats;
+mod groups;
+mod integrity;
+mod js_client;
+mod lifecycle;
+mod limits;
+mod linkifiers;
+mod message_events;
+mod message_rules;
+mod messages;
+mod metrics;
+mod navigation;
+mod operator;
+mod people;
+mod persistence;
+mod profile_fields;
+mod properties;
+mod push;
+mod python_client;
+mod readpath;
+mod realm_settings;
+mod scheduled;
+mod schemathesis;
+mod server;
+mod snapshots;
+mod topics_policy;
+mod uploads;
+mod users;
