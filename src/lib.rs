@@ -10,8 +10,9 @@
 //!      metrics listener, the background tasks); `StartError`, `open_data_folder`.
 //!    - `ops/`: the operator's commands on a stopped server's data folder: `realm
 //!      create`, `backup`/`restore`, `check`, `recover`.
-//!    - `config`: the command line. `load/`: `hearth load`, the load generator.
-//!      `torture`: `hearth torture`, crash-consistency runs.
+//!    - `config`: the server's configuration (`ServeConfig`); the command table is
+//!      the binary's (`src/cli.rs`). `hearth load` and `hearth torture` live in the
+//!      `hearth-tools` workspace member (`tools/`), which depends on this library.
 //! 2. `api/`: HTTP only. The route table and the `ApiRequest` extractor (`mod.rs`), one
 //!    file per resource group, the connection layer (`wire`), and the middlewares
 //!    (`middleware/`: metrics, request log, rate limit, JSON errors; `/metrics`).
@@ -57,7 +58,6 @@ pub mod config;
 pub mod error;
 pub mod hub;
 pub mod limits;
-pub mod load;
 pub mod locks;
 pub mod logging;
 pub mod metrics;
@@ -68,7 +68,6 @@ pub mod realm;
 pub mod registry;
 pub mod startup;
 pub mod storage;
-pub mod torture;
 pub mod version;
 
 pub use ops::create_production_realm;

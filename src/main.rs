@@ -1,9 +1,13 @@
 //! The `hearth` command.
 
+mod cli;
+
 use std::io::Write;
+use std::path::PathBuf;
 
 use clap::Parser;
-use hearth::config::{BackupArgs, Cli, Command, RealmCommand, RestoreArgs, ServeConfig};
+use cli::{BackupArgs, Cli, Command, RealmCommand, RestoreArgs};
+use hearth::config::ServeConfig;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -14,22 +18,63 @@ fn main() -> std::process::ExitCode {
         Command::Backup(b) => backup(&b),
         Command::Restore(r) => restore(&r),
         Command::Check(c) => hearth::ops::check_command(&c, &mut std::io::stdout()),
-        Command::Recover(r) => hearth::ops::recover_command(&r, &mut std::io::stdout()),
-        Command::Realm(RealmCommand::Populate(p)) => hearth::load::users::populate(&p)
-            .map(|_| ())
-            .map_err(|e| e.to_string()),
-        Command::Load(args) => hearth::load::run(&args),
-        Command::Torture(args) => hearth::torture::run(&args),
+        Command::Recover(r) => {
+            hearth::ops::recover_command(&r, &mut std::io::stdout())
+        }
+        Command::Load(_) => return run_tools("load"),
+        Command::Torture(_) => return run_tools("torture"),
+        Command::Realm(RealmCommand::Populate(_)) => return run_tools("realm populate"),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            // One plain line on stderr, whatever the log format: the operator's answer.
-            let line = e.replace('\n', " ");
-            let _ = writeln!(std::io::stderr().lock(), "hearth: error: {line}");
-            std::process::ExitCode::FAILURE
-        }
+        Err(e) => fail(&e),
     }
+}
+
+/// One plain line on stderr, whatever the log format: the operator's answer.
+fn fail(e: &str) -> std::process::ExitCode {
+    let line = e.replace('\n', " ");
+    let _ = writeln!(std::io::stderr().lock(), "hearth: error: {line}");
+    std::process::ExitCode::FAILURE
+}
+
+/// Runs `hearth COMMAND ...` as git and cargo run their external subcommands: the
+/// `hearth-tools` executable next to this one (else the one on `PATH`) gets every
+/// argument as it was given, in place of this process (its exit code is this
+/// command's). `HEARTH_BIN` names this executable to it: `torture` runs that server.
+fn run_tools(command: &str) -> std::process::ExitCode {
+    let me = std::env::current_exe().ok();
+    let name = format!("hearth-tools{}", std::env::consts::EXE_SUFFIX);
+    let beside = me
+        .as_deref()
+        .and_then(|me| me.parent())
+        .map(|dir| dir.join(&name))
+        .filter(|path| path.is_file());
+    let program = beside.clone().unwrap_or_else(|| PathBuf::from(&name));
+    let mut child = std::process::Command::new(&program);
+    child.args(std::env::args_os().skip(1));
+    if let Some(me) = &me {
+        child.env("HEARTH_BIN", me);
+    }
+    #[cfg(unix)]
+    let error = std::os::unix::process::CommandExt::exec(&mut child);
+    #[cfg(not(unix))]
+    let error = match child.status() {
+        Ok(status) => std::process::exit(status.code().unwrap_or(1)),
+        Err(e) => e,
+    };
+    if error.kind() == std::io::ErrorKind::NotFound && beside.is_none() {
+        let dir = me
+            .as_deref()
+            .and_then(|me| me.parent())
+            .map_or_else(|| "hearth's folder".to_owned(), |d| d.display().to_string());
+        return fail(&format!(
+            "`hearth {command}` runs the hearth-tools executable, which is neither in {dir} \
+             nor on PATH: build it with `cargo build -p hearth-tools` (or install it with \
+             `cargo install --path tools`)"
+        ));
+    }
+    fail(&format!("cannot run {}: {error}", program.display()))
 }
 
 async fn serve(config: ServeConfig) -> Result<(), String> {

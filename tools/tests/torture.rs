@@ -5,11 +5,13 @@
 
 #![allow(clippy::expect_used)]
 
+mod common;
+
 use std::process::Command;
 
-/// Runs `hearth torture args...`; returns its report.
-fn torture(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+/// Runs `COMMAND torture args...`; returns its report.
+fn torture(mut command: Command, args: &[&str]) -> String {
+    let out = command
         .arg("torture")
         .args(args)
         .output()
@@ -38,21 +40,27 @@ fn torture(args: &[&str]) -> String {
     stdout.into_owned()
 }
 
+/// `hearth-tools torture`: its server is the `hearth` next to it.
 #[test]
 fn ten_kill_9_cycles_lose_nothing_acknowledged_in_always() {
-    let report = torture(&["--cycles", "10"]);
+    common::hearth_exe();
+    let report = torture(common::tools(), &["--cycles", "10"]);
     // One client also rewrites the realm's description (`PATCH /realm`).
     assert!(report.contains("descriptions "), "{report}");
 }
 
+/// `hearth torture`: `hearth` runs `hearth-tools`, whose server is that `hearth`.
 #[test]
 fn interval_loses_at_most_its_bound() {
-    torture(&[
-        "--cycles",
-        "3",
-        "--durability",
-        "interval",
-        "--flush-interval-ms",
-        "200",
-    ]);
+    torture(
+        common::hearth(),
+        &[
+            "--cycles",
+            "3",
+            "--durability",
+            "interval",
+            "--flush-interval-ms",
+            "200",
+        ],
+    );
 }

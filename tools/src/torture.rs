@@ -34,8 +34,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-use crate::config::DurabilityArg;
-use crate::locks::lock;
+use hearth::config::DurabilityArg;
+use hearth::locks::lock;
+
+/// The environment variable in which `hearth` names itself when it runs these tools:
+/// the server `torture` runs unless `--server` names another.
+pub const HEARTH_BIN: &str = "HEARTH_BIN";
 
 /// `hearth torture`.
 #[derive(Debug, Clone, Args)]
@@ -69,9 +73,30 @@ pub struct TortureArgs {
     /// folder, removed when the run passes.
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// The hearth binary to torture (default: this one).
+    /// The hearth binary to torture (default: the `hearth` that runs this command, else
+    /// the one next to this executable).
     #[arg(long)]
     pub server: Option<PathBuf>,
+}
+
+/// The server to torture: `--server`, else the `hearth` that ran this command
+/// (`HEARTH_BIN`), else the `hearth` next to this executable.
+fn server_binary(args: &TortureArgs) -> Result<PathBuf, String> {
+    if let Some(p) = &args.server {
+        return Ok(p.clone());
+    }
+    if let Some(p) = std::env::var_os(HEARTH_BIN).filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let me = std::env::current_exe().map_err(|e| format!("which binary am I? {e}"))?;
+    let beside = me.with_file_name(format!("hearth{}", std::env::consts::EXE_SUFFIX));
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    Err(format!(
+        "no hearth server binary next to {}: build it (`cargo build`) or name one with --server",
+        me.display()
+    ))
 }
 
 /// Runs the suite; `Err` names the first failed check.
@@ -138,10 +163,7 @@ struct Server {
 
 impl Server {
     async fn start(args: &TortureArgs, dir: &Path, log_name: &str) -> Result<Server, String> {
-        let exe = match &args.server {
-            Some(p) => p.clone(),
-            None => std::env::current_exe().map_err(|e| format!("which binary am I? {e}"))?,
-        };
+        let exe = server_binary(args)?;
         let durability = match args.durability {
             DurabilityArg::Always => "always",
             DurabilityArg::Interval => "interval",

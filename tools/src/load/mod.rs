@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::config::{DurabilityArg, ServeConfig};
 use driver::{Pacing, Recorder};
+use hearth::config::{DurabilityArg, ServeConfig};
 use report::Report;
 use scenarios::{Env, Scenario};
 use users::Credential;
@@ -124,7 +124,7 @@ impl InProcess {
                 }
                 let populate = users::PopulateArgs {
                     data: data.clone(),
-                    subdomain: crate::DEV_SUBDOMAIN.into(),
+                    subdomain: hearth::DEV_SUBDOMAIN.into(),
                     users: args.users,
                 };
                 users::populate(&populate).map_err(|e| e.to_string())?
@@ -146,7 +146,7 @@ impl InProcess {
             .name("hearth-server".into())
             .spawn(move || {
                 actix_web::rt::System::new().block_on(async move {
-                    match crate::spawn(config).await {
+                    match hearth::spawn(config).await {
                         Ok(running) => {
                             let _ = url_tx.send(Ok(running.url()));
                             let _ = stop_rx.await;
@@ -244,7 +244,7 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
         matches!(args.scenario, Scenario::Presence | Scenario::Fanout) as u64 * args.users as u64;
     let sockets = held * if args.target.is_none() { 2 } else { 1 } + 512;
     // The soft limit goes up to the hard one first (as `hearth serve` does).
-    if let Some(limit) = crate::wire::raise_open_files_limit() {
+    if let Some(limit) = hearth::api::wire::raise_open_files_limit() {
         if sockets > limit {
             return Err(format!(
                 "{} users hold about {sockets} sockets, over this process's open-file limit ({limit}); raise it (`ulimit -n {}`)",

@@ -3,11 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Output};
+mod common;
 
-/// Runs `hearth load` with `args` (metrics off, warnings only).
+use std::process::Output;
+
+/// Runs `hearth-tools load` with `args` (metrics off, warnings only).
 fn load(args: &[&str], json: Option<&std::path::Path>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hearth"));
+    let mut cmd = common::tools();
     cmd.env("HEARTH_METRICS_BIND", "off")
         .env("RUST_LOG", "warn")
         .arg("load")

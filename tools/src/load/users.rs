@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::realm::{Change, Cx, NewUser, Role, SystemClock, UserChange};
-use crate::storage::DurabilityMode;
-use crate::StartError;
+use hearth::realm::{Change, Cx, NewUser, Role, SystemClock, UserChange};
+use hearth::storage::DurabilityMode;
+use hearth::StartError;
 
 /// Name of the credentials file, in the data folder.
 pub const CREDENTIALS_FILE: &str = "load-users.tsv";
@@ -24,7 +24,7 @@ pub struct PopulateArgs {
     #[arg(long, env = "HEARTH_DATA", default_value = "./data")]
     pub data: PathBuf,
     /// The realm to add users to ("zulip" is the development realm).
-    #[arg(long, default_value = crate::DEV_SUBDOMAIN)]
+    #[arg(long, default_value = hearth::DEV_SUBDOMAIN)]
     pub subdomain: String,
     /// How many simulated users the realm should have (`load0@hearth.invalid`, ...);
     /// those that exist already are kept, with their keys.
@@ -80,7 +80,7 @@ pub fn reuse_credentials(data: &Path, users: usize) -> Option<Vec<Credential>> {
 /// stopped), snapshots it, and writes every simulated user's credentials to
 /// `load-users.tsv` there (mode 0600). Returns them.
 pub fn populate(args: &PopulateArgs) -> Result<Vec<Credential>, StartError> {
-    let (store, _) = crate::open_data_folder(&args.data, DurabilityMode::Never)?;
+    let (store, _) = hearth::open_data_folder(&args.data, DurabilityMode::Never)?;
     if !store
         .realm_subdomains()
         .iter()
@@ -142,8 +142,12 @@ pub fn populate(args: &PopulateArgs) -> Result<Vec<Credential>, StartError> {
     drop(realm_store);
     store.durability.shutdown();
     drop(store);
-    write_credentials(&credentials_path(&args.data), &creds)
-        .map_err(|e| StartError::data_folder(&args.data, e))?;
+    write_credentials(&credentials_path(&args.data), &creds).map_err(|e| {
+        StartError::DataFolder {
+            path: args.data.display().to_string(),
+            cause: e.to_string(),
+        }
+    })?;
     tracing::info!(
         "realm '{}': {added} simulated users added, {} in all; credentials in {}",
         args.subdomain,

@@ -1,0 +1,112 @@
+//! The `hearth` command table: the server's own commands, and those the `hearth-tools`
+//! executable runs (`load`, `torture`, `realm populate`), which `main` hands over with
+//! every argument as they were given.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use hearth::config::{CreateRealm, ServeConfig};
+use hearth::logging::LogFormat;
+use hearth::ops::{CheckArgs, RecoverArgs};
+
+/// hearth: a team-chat server that speaks the Zulip REST API.
+#[derive(Debug, Parser)]
+#[command(name = "hearth", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// Log lines as text or as one JSON object per line (on stderr; `RUST_LOG` filters).
+    #[arg(
+        long,
+        global = true,
+        env = "HEARTH_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server.
+    Serve(ServeConfig),
+    /// Manage realms (organizations).
+    #[command(subcommand)]
+    Realm(RealmCommand),
+    /// Copy a stopped server's data folder to a new folder.
+    Backup(BackupArgs),
+    /// Copy a backup into a new data folder.
+    Restore(RestoreArgs),
+    /// Verify a stopped server's data folder.
+    ///
+    /// Decodes every snapshot, WAL record and message row, compares with the manifest,
+    /// prints a report per realm; exits non-zero when the folder is damaged.
+    Check(CheckArgs),
+    /// Rebuild a damaged data folder from what can still be read.
+    ///
+    /// Needs `--accept-loss`; keeps the damaged folder beside the new one and reports
+    /// what was lost.
+    Recover(RecoverArgs),
+    /// Drive a hearth server with simulated clients and report latencies and
+    /// throughput (see `hearth load --help`).
+    ///
+    /// Runs the `hearth-tools` executable (`cargo build -p hearth-tools`).
+    #[command(disable_help_flag = true)]
+    Load(ToolArgs),
+    /// Crash torture: drive writes, kill -9 the server at random points, restart it and
+    /// check that every acknowledged write survived (see `hearth torture --help`).
+    ///
+    /// Runs the `hearth-tools` executable (`cargo build -p hearth-tools`).
+    #[command(disable_help_flag = true)]
+    Torture(ToolArgs),
+}
+
+/// The arguments of a command `hearth-tools` runs: taken as they come (`--help`
+/// included), and read by `hearth-tools` itself.
+#[derive(Debug, Clone, Args)]
+pub struct ToolArgs {
+    #[arg(
+        num_args = 0..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        hide = true
+    )]
+    pub args: Vec<OsString>,
+}
+
+/// `hearth backup`.
+#[derive(Debug, Clone, Args)]
+pub struct BackupArgs {
+    /// Data folder to back up (its server must be stopped).
+    #[arg(long, env = "HEARTH_DATA", default_value = "./data")]
+    pub data: PathBuf,
+    /// Folder to create with the copy (must not exist, or be empty).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `hearth restore`.
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    /// The backup folder (made by `hearth backup`).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// Data folder to create (must not exist, or be empty).
+    #[arg(long, env = "HEARTH_DATA", default_value = "./data")]
+    pub data: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RealmCommand {
+    /// Create a production realm with its owner; prints the owner's API key and the
+    /// zuliprc path.
+    Create(CreateRealm),
+    /// Add N members with API keys (and no password) to a realm of a stopped server,
+    /// for `hearth load --target`; writes their credentials next to the data.
+    ///
+    /// Runs the `hearth-tools` executable (`cargo build -p hearth-tools`).
+    #[command(disable_help_flag = true)]
+    Populate(ToolArgs),
+}
