@@ -10,7 +10,7 @@
 //! durable and visible, call `remove_unreferenced_files` with the realm's event hub and
 //! `Realm::files_released_by` of each change.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use actix_web::http::header::{self, CONTENT_TYPE};
@@ -24,7 +24,7 @@ use super::params::{path_int, Params};
 use super::{auth, success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::EventHub;
-use crate::realm::attachments::{Attachment, StoredUpload, Sweep};
+use crate::realm::attachments::{Attachment, RemoveAttachment, StoredUpload, Sweep};
 use crate::realm::{Realm, User};
 use crate::registry::RealmHandle;
 use crate::storage::uploads::UploadStore;
@@ -257,21 +257,18 @@ pub async fn upload_file(req: HttpRequest, payload: web::Payload) -> ApiResponse
         sha256: held.sha256.clone(),
         content_type,
     };
-    let body = api
-        .call(CallOpts::USER, move |c| {
-            let me = c.me()?;
-            let (changes, path_id) = c.realm.decide_create_attachment(me, upload, c.cx);
-            let url = format!("/user_uploads/{path_id}");
-            let mut body = Map::new();
-            body.insert("uri".into(), url.clone().into());
-            body.insert("url".into(), url.into());
-            body.insert("filename".into(), name.into());
-            Ok(Outcome::write(changes, body))
-        })
+    let written = api
+        .write(|_, _, _| Ok(upload), Realm::decide_create_attachment)
         .await;
     // Recorded (and visible) or refused: either way the upload no longer holds it.
     drop(held);
-    body.map(success)
+    let path_id = written?;
+    let url = format!("/user_uploads/{path_id}");
+    let mut body = Map::new();
+    body.insert("uri".into(), url.clone().into());
+    body.insert("url".into(), url.into());
+    body.insert("filename".into(), name.into());
+    api.reply(body)
 }
 
 /// # `GET /attachments`
@@ -291,26 +288,14 @@ pub async fn get_attachments(req: ApiRequest) -> ApiResponse {
 /// # `DELETE /attachments/{attachment_id}`
 pub async fn remove_attachment(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("attachment_id", &path.into_inner())?;
-    let state = req.state.clone();
-    let hub = req.hub.clone();
-    let released: Arc<Mutex<Option<String>>> = Arc::default();
-    let out = released.clone();
-    let body = req
-        .call(CallOpts::USER, move |c| {
-            let me = c.me()?;
-            let (changes, sha) = c.realm.decide_remove_attachment(me, id)?;
-            *out.lock().unwrap_or_else(PoisonError::into_inner) = Some(sha);
-            Ok(Outcome::write(changes, Map::new()))
-        })
+    let sha = req
+        .write(
+            |_, _, _| Ok(RemoveAttachment { id }),
+            Realm::decide_remove_attachment,
+        )
         .await?;
-    let sha = released
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
-    if let Some(sha) = sha {
-        remove_unreferenced_files(&state, &hub, vec![sha]).await;
-    }
-    Ok(success(body))
+    remove_unreferenced_files(&req.state, &req.hub, vec![sha]).await;
+    req.reply(Map::new())
 }
 
 /// Deletes the realm's files among `shas` that no attachment or custom emoji names

@@ -182,6 +182,12 @@ pub struct StoredUpload {
     pub content_type: String,
 }
 
+/// `DELETE /attachments/{attachment_id}`: the id as sent.
+#[derive(Debug, Clone, Copy)]
+pub struct RemoveAttachment {
+    pub id: i64,
+}
+
 fn invalid_attachment() -> ApiError {
     ApiError::bad_request("Invalid attachment")
 }
@@ -230,7 +236,7 @@ impl Realm {
         me: &User,
         upload: StoredUpload,
         cx: &mut Cx,
-    ) -> (Vec<Change>, String) {
+    ) -> ApiResult<Decided<String>> {
         const URLSAFE: &[u8; 64] =
             b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
         let bytes: [u8; 19] = cx.random_bytes();
@@ -262,10 +268,10 @@ impl Realm {
             owner: me.id,
             messages: OrdMap::new(),
         };
-        (
+        Ok(Decided::new(
             vec![Change::Attachment(AttachmentChange::Created(att))],
             path_id,
-        )
+        ))
     }
 
     /// `GET /attachments`: the caller's uploads, by id.
@@ -282,14 +288,20 @@ impl Realm {
     }
 
     /// `DELETE /attachments/{attachment_id}`: only the uploader's own; the file goes
-    /// even if messages link it.
-    pub fn decide_remove_attachment(&self, me: &User, id: i64) -> ApiResult<(Vec<Change>, String)> {
-        let att = u64::try_from(id)
+    /// even if messages link it. Answers the file's hash (for `files_released_by`'s
+    /// caller to remove it once no one names it).
+    pub fn decide_remove_attachment(
+        &self,
+        me: &User,
+        q: RemoveAttachment,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<String>> {
+        let att = u64::try_from(q.id)
             .ok()
             .and_then(|id| self.attachments.get(&id))
             .filter(|a| a.owner == me.id)
             .ok_or_else(invalid_attachment)?;
-        Ok((
+        Ok(Decided::new(
             vec![Change::Attachment(AttachmentChange::Removed { id: att.id })],
             att.sha256.clone(),
         ))
@@ -577,9 +589,15 @@ mod tests {
             sha256: sha.into(),
             content_type: "text/plain".into(),
         };
-        let (c, a) = r.decide_create_attachment(&hamlet, upload("a.txt", "aa"), &mut cx);
+        let mut create = |r: &Realm, name: &str| {
+            let d = r
+                .decide_create_attachment(&hamlet, upload(name, "aa"), &mut cx)
+                .expect("create");
+            (d.changes, d.answer)
+        };
+        let (c, a) = create(&r, "a.txt");
         apply_all(&mut r, &c);
-        let (c, b) = r.decide_create_attachment(&hamlet, upload("b.txt", "aa"), &mut cx);
+        let (c, b) = create(&r, "b.txt");
         apply_all(&mut r, &c);
         assert!(a.starts_with("2/") && a.ends_with("/a.txt") && a != b);
         assert_eq!(r.upload_space_used(), 20);
@@ -683,12 +701,16 @@ mod tests {
             sha256: green_tick.clone(),
             content_type: "image/png".into(),
         };
-        let (c, path_id) = r.decide_create_attachment(&iago, upload, &mut cx);
-        apply_all(&mut r, &c);
-        let id = r.attachment_by_path(&path_id).expect("att").id;
-        let (c, sha) = r
-            .decide_remove_attachment(&iago, id as i64)
+        let d = r
+            .decide_create_attachment(&iago, upload, &mut cx)
+            .expect("create");
+        apply_all(&mut r, &d.changes);
+        let id = r.attachment_by_path(&d.answer).expect("att").id;
+        let q = RemoveAttachment { id: id as i64 };
+        let d = r
+            .decide_remove_attachment(&iago, q, &mut cx)
             .expect("remove");
+        let (c, sha) = (d.changes, d.answer);
         assert_eq!(sha, green_tick);
         let before = r.clone();
         apply_all(&mut r, &c);
@@ -698,9 +720,13 @@ mod tests {
         assert!(r.files_released_by(&before, change).is_empty());
         // Deactivated, an emoji still names its image; so does a realm read back from a
         // snapshot (the index is derived).
+        let q = crate::realm::emoji::DeactivateRealmEmoji {
+            name: "green_tick".into(),
+        };
         let c = r
-            .decide_deactivate_realm_emoji(&iago, "green_tick")
-            .expect("deactivate");
+            .decide_deactivate_realm_emoji(&iago, q, &mut cx)
+            .expect("deactivate")
+            .changes;
         apply_all(&mut r, &c);
         assert!(r.upload_is_referenced(&green_tick));
         let bytes = crate::storage::codec::encode_realm(&r).expect("encode");
