@@ -154,23 +154,12 @@ pub fn upload_path_ids(content: &str) -> Vec<String> {
     out
 }
 
+/// `%XX` sequences decoded (others left as they are); a link whose bytes are not UTF-8
+/// once decoded is kept as written.
 fn percent_decode(s: &str) -> String {
-    let hex = |b: u8| (b as char).to_digit(16);
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8(out).unwrap_or_else(|_| s.to_owned())
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map_or_else(|_| s.to_owned(), |d| d.into_owned())
 }
 
 /// What `POST /user_uploads` stored before asking the realm to record it.
@@ -746,6 +735,17 @@ mod tests {
         assert_eq!(sanitize_name(".."), "uploaded-file");
         assert_eq!(sanitize_name("été.pdf"), "été.pdf");
         assert_eq!(sanitize_name("ﬁle"), "file");
+    }
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("2/ab/x/b%20c%2Ed"), "2/ab/x/b c.d");
+        assert_eq!(percent_decode("%E2%82%AC"), "€");
+        // Not a `%XX`: kept as written.
+        assert_eq!(percent_decode("a%zz%4"), "a%zz%4");
+        assert_eq!(percent_decode("%%41"), "%A");
+        // Not UTF-8 once decoded: the whole link as written.
+        assert_eq!(percent_decode("a%ffb%20"), "a%ffb%20");
     }
 
     #[test]
