@@ -12,7 +12,8 @@ use crate::realm::profile_fields::{
     parse_field_data, parse_profile_data, DeleteProfileField, FieldUpdate, NewField,
     RemoveProfileData, ReorderProfileFields, UpdateProfileData, UpdateProfileField,
 };
-use crate::realm::{Realm, User};
+use crate::realm::status::require_human;
+use crate::realm::Realm;
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
@@ -22,16 +23,6 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
 
 fn field_data(p: &Params) -> ApiResult<Option<Map<String, Value>>> {
     p.opt_json("field_data")?.map(parse_field_data).transpose()
-}
-
-fn human_only(me: &User) -> ApiResult<()> {
-    if me.is_bot() {
-        Err(ApiError::bad_request(
-            "This endpoint does not accept bot requests.",
-        ))
-    } else {
-        Ok(())
-    }
 }
 
 /// # `GET /realm/profile_fields`
@@ -125,7 +116,7 @@ pub async fn reorder_profile_fields(req: ApiRequest) -> ApiResponse {
 pub async fn update_profile_data(req: ApiRequest) -> ApiResponse {
     req.write(
         |_, me, p| {
-            human_only(me)?;
+            require_human(me)?;
             let v = p
                 .opt_json("data")?
                 .ok_or_else(|| ApiError::missing("data"))?;
@@ -143,7 +134,7 @@ pub async fn update_profile_data(req: ApiRequest) -> ApiResponse {
 pub async fn remove_profile_data(req: ApiRequest) -> ApiResponse {
     req.write(
         |_, me, p| {
-            human_only(me)?;
+            require_human(me)?;
             let ids = p
                 .opt_int_list("data")?
                 .ok_or_else(|| ApiError::missing("data"))?;

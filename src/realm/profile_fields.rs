@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::events::{Audience, Event};
 use super::markdown::render_description_with;
+use super::status::require_human;
 use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult};
 
@@ -461,16 +462,6 @@ pub struct UpdateProfileData {
 #[derive(Debug, Clone)]
 pub struct RemoveProfileData {
     pub ids: Vec<i64>,
-}
-
-/// Zulip's `human_users_only`.
-fn require_human(me: &User) -> ApiResult<()> {
-    if me.is_bot() {
-        return Err(ApiError::bad_request(
-            "This endpoint does not accept bot requests.",
-        ));
-    }
-    Ok(())
 }
 
 impl Realm {
