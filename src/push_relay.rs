@@ -269,28 +269,12 @@ pub fn open(key: &[u8], sealed: &str) -> Option<Vec<u8>> {
         .ok()
 }
 
+/// The user information of the relay's URL, `%XX` sequences decoded (others left as
+/// they are) and invalid UTF-8 replaced.
 fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).and_then(|c| hex(*c)),
-            b.get(i + 2).and_then(|c| hex(*c)),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -307,6 +291,16 @@ mod tests {
         );
         assert_eq!(open(&[8u8; 32], &sealed), None);
         assert_eq!(seal(&[1u8; 31], b"x"), None);
+    }
+
+    #[test]
+    fn credentials_are_percent_decoded_lossily() {
+        assert_eq!(percent_decode("org%40id"), "org@id");
+        // Not a `%XX`: kept as written.
+        assert_eq!(percent_decode("k%zz%4"), "k%zz%4");
+        assert_eq!(percent_decode("%%41"), "%A");
+        // Bytes that are not UTF-8 become U+FFFD.
+        assert_eq!(percent_decode("k%ffey"), "k\u{fffd}ey");
     }
 
     #[test]

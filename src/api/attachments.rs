@@ -10,21 +10,22 @@
 //! durable and visible, call `remove_unreferenced_files` with the realm's event hub and
 //! `Realm::files_released_by` of each change.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use actix_web::http::header::{self, CONTENT_TYPE};
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::TryStreamExt;
+use hmac::{Hmac, Mac};
+use percent_encoding::percent_decode_str;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+use sha2::Sha256;
 
 use super::params::{path_int, Params};
 use super::{auth, success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::EventHub;
-use crate::realm::attachments::{Attachment, StoredUpload, Sweep};
+use crate::realm::attachments::{Attachment, RemoveAttachment, StoredUpload, Sweep};
 use crate::realm::{Realm, User};
 use crate::registry::RealmHandle;
 use crate::storage::uploads::UploadStore;
@@ -137,23 +138,10 @@ fn upload_name(raw: &str) -> Option<String> {
     Some(percent_decode_lossy(&name))
 }
 
+/// `%XX` sequences decoded (others left as they are), then invalid UTF-8 replaced
+/// (Python's `unquote`).
 fn percent_decode_lossy(s: &str) -> String {
-    let hex = |b: u8| (b as char).to_digit(16);
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 /// # `POST /user_uploads`
@@ -257,21 +245,18 @@ pub async fn upload_file(req: HttpRequest, payload: web::Payload) -> ApiResponse
         sha256: held.sha256.clone(),
         content_type,
     };
-    let body = api
-        .call(CallOpts::USER, move |c| {
-            let me = c.me()?;
-            let (changes, path_id) = c.realm.decide_create_attachment(me, upload, c.cx);
-            let url = format!("/user_uploads/{path_id}");
-            let mut body = Map::new();
-            body.insert("uri".into(), url.clone().into());
-            body.insert("url".into(), url.into());
-            body.insert("filename".into(), name.into());
-            Ok(Outcome::write(changes, body))
-        })
+    let written = api
+        .write(|_, _, _| Ok(upload), Realm::decide_create_attachment)
         .await;
     // Recorded (and visible) or refused: either way the upload no longer holds it.
     drop(held);
-    body.map(success)
+    let path_id = written?;
+    let url = format!("/user_uploads/{path_id}");
+    let mut body = Map::new();
+    body.insert("uri".into(), url.clone().into());
+    body.insert("url".into(), url.into());
+    body.insert("filename".into(), name.into());
+    api.reply(body)
 }
 
 /// # `GET /attachments`
@@ -291,26 +276,14 @@ pub async fn get_attachments(req: ApiRequest) -> ApiResponse {
 /// # `DELETE /attachments/{attachment_id}`
 pub async fn remove_attachment(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("attachment_id", &path.into_inner())?;
-    let state = req.state.clone();
-    let hub = req.hub.clone();
-    let released: Arc<Mutex<Option<String>>> = Arc::default();
-    let out = released.clone();
-    let body = req
-        .call(CallOpts::USER, move |c| {
-            let me = c.me()?;
-            let (changes, sha) = c.realm.decide_remove_attachment(me, id)?;
-            *out.lock().unwrap_or_else(PoisonError::into_inner) = Some(sha);
-            Ok(Outcome::write(changes, Map::new()))
-        })
+    let sha = req
+        .write(
+            |_, _, _| Ok(RemoveAttachment { id }),
+            Realm::decide_remove_attachment,
+        )
         .await?;
-    let sha = released
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
-    if let Some(sha) = sha {
-        remove_unreferenced_files(&state, &hub, vec![sha]).await;
-    }
-    Ok(success(body))
+    remove_unreferenced_files(&req.state, &req.hub, vec![sha]).await;
+    req.reply(Map::new())
 }
 
 /// Deletes the realm's files among `shas` that no attachment or custom emoji names
@@ -375,43 +348,51 @@ fn url_key() -> &'static [u8; 32] {
     KEY.get_or_init(rand::random)
 }
 
-fn hmac(data: &str) -> [u8; 32] {
-    let key = url_key();
-    let (mut inner, mut outer) = ([0x36u8; 64], [0x5cu8; 64]);
-    for (i, k) in key.iter().enumerate() {
-        inner[i] ^= k;
-        outer[i] ^= k;
-    }
-    let h = Sha256::new()
-        .chain_update(inner)
-        .chain_update(data.as_bytes())
-        .finalize();
-    Sha256::new()
-        .chain_update(outer)
-        .chain_update(h)
-        .finalize()
-        .into()
+type HmacSha256 = Hmac<Sha256>;
+
+/// HMAC-SHA256 of `data` under `key`, to finalize or verify (`None` never happens: HMAC
+/// takes a key of any length).
+fn url_mac(key: &[u8], data: &str) -> Option<HmacSha256> {
+    let mut mac = HmacSha256::new_from_slice(key).ok()?;
+    mac.update(data.as_bytes());
+    Some(mac)
 }
 
 /// `/user_uploads/temporary/<token>/<filename>`: `path_id:expiry:signature` in upper
 /// hex, as Zulip's signed tokens are.
-fn temporary_url(path_id: &str, now_secs: i64) -> String {
+fn temporary_url(path_id: &str, now_secs: i64) -> Option<String> {
+    temporary_url_with(url_key(), path_id, now_secs)
+}
+
+fn temporary_url_with(key: &[u8], path_id: &str, now_secs: i64) -> Option<String> {
     let data = format!("{path_id}:{}", now_secs + TEMPORARY_URL_SECS);
-    let signed = format!("{data}:{}", hex::encode(hmac(&data)));
+    let signature = url_mac(key, &data)?.finalize().into_bytes();
+    let signed = format!("{data}:{}", hex::encode(signature));
     let filename = path_id.rsplit('/').next().unwrap_or_default();
-    format!(
+    Some(format!(
         "/user_uploads/temporary/{}/{filename}",
         hex::encode_upper(signed)
-    )
+    ))
 }
 
 fn path_from_token(token: &str, now_secs: i64) -> Option<String> {
+    path_from_token_with(url_key(), token, now_secs)
+}
+
+fn path_from_token_with(key: &[u8], token: &str, now_secs: i64) -> Option<String> {
     let signed = String::from_utf8(hex::decode(token).ok()?).ok()?;
     let (data, sig) = signed.rsplit_once(':')?;
     let (path_id, expiry) = data.rsplit_once(':')?;
-    let expected = hex::encode(hmac(data));
-    let same: bool = expected.as_bytes().ct_eq(sig.as_bytes()).into();
-    (same && expiry.parse::<i64>().ok()? >= now_secs).then(|| path_id.to_owned())
+    // The signature as we write it: lower-case hex.
+    if !sig
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    let sig = hex::decode(sig).ok()?;
+    url_mac(key, data)?.verify_slice(&sig).ok()?;
+    (expiry.parse::<i64>().ok()? >= now_secs).then(|| path_id.to_owned())
 }
 
 /// `Content-Disposition`, as Django's `content_disposition_header`.
@@ -500,7 +481,7 @@ pub async fn get_file_temporary_url(
     if !may_read(&req.message_store().await?, &realm, me, att) {
         return Ok(not_authorized());
     }
-    let url = temporary_url(&att.path_id, req.clock.now_secs());
+    let url = temporary_url(&att.path_id, req.clock.now_secs()).ok_or_else(ApiError::internal)?;
     Ok(success(one("url", json!(url))))
 }
 
@@ -590,8 +571,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn temporary_url_signatures_are_pinned() {
+        // HMAC-SHA256 as RFC 4231 (test case 2) and Python's `hmac` compute it.
+        let mac = url_mac(b"Jefe", "what do ya want for nothing?").expect("mac");
+        assert_eq!(
+            hex::encode(mac.finalize().into_bytes()),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        // A URL signed with a known key: its bytes never change, so the URLs a running
+        // server handed out keep working across upgrades of the signing code.
+        let key: Vec<u8> = (0..32).collect();
+        let signed = "2/ab/xyz/file.txt:1060:\
+            f8a4ed55feed40a043f7170082a27789b33d2bf808b8c26cf415f377e8e42040";
+        let url = temporary_url_with(&key, "2/ab/xyz/file.txt", 1000).expect("url");
+        assert_eq!(
+            url,
+            format!(
+                "/user_uploads/temporary/{}/file.txt",
+                hex::encode_upper(signed)
+            )
+        );
+        let token = hex::encode_upper(signed);
+        assert_eq!(
+            path_from_token_with(&key, &token, 1060).as_deref(),
+            Some("2/ab/xyz/file.txt")
+        );
+        // A signature in upper case, or under another key, is not ours.
+        let upper = hex::encode_upper("2/ab/xyz/file.txt:1060:F8A4ED55FEED40A043F7170082A27789B33D2BF808B8C26CF415F377E8E42040");
+        assert_eq!(path_from_token_with(&key, &upper, 1060), None);
+        assert_eq!(path_from_token_with(&key[1..], &token, 1060), None);
+    }
+
+    #[test]
     fn temporary_tokens() {
-        let url = temporary_url("2/ab/xyz/file.txt", 1000);
+        let url = temporary_url("2/ab/xyz/file.txt", 1000).expect("url");
         let token = url
             .strip_prefix("/user_uploads/temporary/")
             .and_then(|r| r.strip_suffix("/file.txt"))
@@ -605,6 +618,18 @@ mod tests {
         forged.replace_range(0..2, "33");
         assert_eq!(path_from_token(&forged, 1000), None);
         assert_eq!(path_from_token("zz", 1000), None);
+    }
+
+    #[test]
+    fn lossy_percent_decoding() {
+        assert_eq!(percent_decode_lossy("a%20b%2Fc"), "a b/c");
+        // Not a `%XX`: kept as sent.
+        assert_eq!(percent_decode_lossy("100%"), "100%");
+        assert_eq!(percent_decode_lossy("%4"), "%4");
+        assert_eq!(percent_decode_lossy("%zz%%41"), "%zz%A");
+        // Bytes that are not UTF-8 become U+FFFD; the rest is decoded.
+        assert_eq!(percent_decode_lossy("%ff%C3%A9"), "\u{fffd}é");
+        assert_eq!(percent_decode_lossy("%C3"), "\u{fffd}");
     }
 
     #[test]

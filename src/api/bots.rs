@@ -3,37 +3,34 @@
 use serde_json::{json, Map, Value};
 
 use super::Outcome;
-use super::{success, ApiRequest, ApiResponse, CallOpts};
-use crate::realm::users::gravatar_url;
+use super::{ApiRequest, ApiResponse, CallOpts};
+use crate::realm::users::{gravatar_url, CreateBot};
+use crate::realm::Realm;
 
 /// # `POST /bots`
 pub async fn create_bot(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        // `add_bot_backend` is `require_member_or_admin`: no guests, no bots.
-        c.realm.require_member_or_admin(me)?;
-        let full_name = c.params.str("full_name")?;
-        let short_name = c.params.str("short_name")?;
-        let bot_type = c.params.opt_int("bot_type")?.unwrap_or(1);
-        let (changes, user_id, api_key) =
-            c.realm
-                .decide_create_bot(me, &full_name, &short_name, bot_type, c.cx)?;
-        let email = format!(
-            "{}-bot@{}",
-            short_name.trim(),
-            c.realm.settings.fake_email_domain
-        );
-        let mut body = Map::new();
-        body.insert("user_id".into(), json!(user_id));
-        body.insert("api_key".into(), json!(api_key));
-        body.insert("avatar_url".into(), json!(gravatar_url(&email, 1)));
-        body.insert("default_sending_stream".into(), Value::Null);
-        body.insert("default_events_register_stream".into(), Value::Null);
-        body.insert("default_all_public_streams".into(), json!(false));
-        Ok(Outcome::write(changes, body))
-    })
-    .await
-    .map(success)
+    let bot = req
+        .write(
+            |realm, me, p| {
+                // `add_bot_backend` is `require_member_or_admin`: no guests, no bots.
+                realm.require_member_or_admin(me)?;
+                Ok(CreateBot {
+                    full_name: p.str("full_name")?,
+                    short_name: p.str("short_name")?,
+                    bot_type: p.opt_int("bot_type")?.unwrap_or(1),
+                })
+            },
+            Realm::decide_create_bot,
+        )
+        .await?;
+    let mut body = Map::new();
+    body.insert("user_id".into(), json!(bot.user_id));
+    body.insert("api_key".into(), json!(bot.api_key));
+    body.insert("avatar_url".into(), json!(gravatar_url(&bot.email, 1)));
+    body.insert("default_sending_stream".into(), Value::Null);
+    body.insert("default_events_register_stream".into(), Value::Null);
+    body.insert("default_all_public_streams".into(), json!(false));
+    req.reply(body)
 }
 
 /// # `GET /bots`

@@ -5,7 +5,10 @@ use serde_json::{Map, Value};
 
 use super::{success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
 use crate::error::ApiError;
-use crate::realm::emoji::{check_emoji_image, image_content_type, served_content_type, NewEmoji};
+use crate::realm::emoji::{
+    check_emoji_image, image_content_type, served_content_type, AddRealmEmoji, DeactivateRealmEmoji,
+};
+use crate::realm::Realm;
 
 /// # `GET /realm/emoji`
 pub async fn get_realm_emoji(req: ApiRequest) -> ApiResponse {
@@ -41,20 +44,18 @@ pub async fn upload_emoji(mut req: ApiRequest, path: web::Path<String>) -> ApiRe
             tracing::error!("cannot store an emoji image: {e}");
             ApiError::storage_failed()
         })?;
-    let new = NewEmoji {
+    let q = AddRealmEmoji {
+        raw_name,
         files: 1,
-        file_name: Some(format!("{}.{}", held.sha256, image.extension)),
+        file_name: format!("{}.{}", held.sha256, image.extension),
     };
-    let body = req
-        .call(CallOpts::USER, move |c| {
-            let me = c.me()?;
-            let changes = c.realm.decide_add_realm_emoji(me, &raw_name, &new)?;
-            Ok(Outcome::write(changes, Map::new()))
-        })
+    let written = req
+        .write(|_, _, _| Ok(q), Realm::decide_add_realm_emoji)
         .await;
     // Recorded (and visible) or refused: either way the upload no longer holds it.
     drop(held);
-    body.map(success)
+    written?;
+    req.reply(Map::new())
 }
 
 /// # `DELETE /realm/emoji/{emoji_name}`
@@ -62,13 +63,12 @@ pub async fn upload_emoji(mut req: ApiRequest, path: web::Path<String>) -> ApiRe
 /// Deactivates the emoji: it stays listed (`deactivated: true`) and its image stays.
 pub async fn deactivate_emoji(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let name = path.into_inner();
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        let changes = c.realm.decide_deactivate_realm_emoji(me, &name)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |_, _, _| Ok(DeactivateRealmEmoji { name }),
+        Realm::decide_deactivate_realm_emoji,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `GET /user_avatars/{realm}/emoji/images/{file_name}`

@@ -4,12 +4,14 @@ use actix_web::web;
 use serde_json::Map;
 
 use super::params::Params;
-use super::Outcome;
-use super::{success, ApiRequest, ApiResponse, CallOpts};
+use super::{ApiRequest, ApiResponse};
 use crate::error::{ApiError, ApiResult};
 use crate::events::EventHub;
-use crate::realm::lifecycle::{UserUpdate, MAX_DEACTIVATION_COMMENT_LENGTH};
-use crate::realm::{Role, UserId};
+use crate::realm::lifecycle::{
+    DeactivateBot, DeactivateOwnUser, DeactivateUser, ReactivateUser, UpdateUser,
+    MAX_DEACTIVATION_COMMENT_LENGTH,
+};
+use crate::realm::{Realm, Role, UserId};
 
 /// A `{user_id}` path segment: digits (too large ones name no user), else 404 as
 /// Zulip's `<int:user_id>` routes.
@@ -53,72 +55,64 @@ fn deactivation_comment(p: &Params) -> ApiResult<Option<String>> {
 /// # `DELETE /users/{user_id}`
 pub async fn deactivate_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = user_id_path(&path.into_inner())?;
-    let hub = req.hub.clone();
     // hearth sends no email: the comment is validated, then not used.
-    let body = req
-        .write_legacy(CallOpts::USER, deactivation_comment, move |c, _comment| {
-            let me = c.me()?;
-            let changes = c.realm.decide_deactivate_user(me, id)?;
-            Ok(Outcome::write(changes, Map::new()))
-        })
-        .await?;
+    req.write(
+        |_, _, p| {
+            let comment = deactivation_comment(p)?;
+            Ok(DeactivateUser { id, comment })
+        },
+        Realm::decide_deactivate_user,
+    )
+    .await?;
     if let Ok(id) = UserId::try_from(id) {
-        drop_queues(&hub, &[id]);
+        drop_queues(&req.hub, &[id]);
     }
-    Ok(success(body))
+    req.reply(Map::new())
 }
 
 /// # `DELETE /users/me`
 pub async fn deactivate_own_user(req: ApiRequest) -> ApiResponse {
-    let hub = req.hub.clone();
-    let me = req.caller()?;
-    let body = req
-        .call(CallOpts::USER, |c| {
-            let me = c.me()?;
-            let changes = c.realm.decide_deactivate_own_user(me)?;
-            Ok(Outcome::write(changes, Map::new()))
-        })
+    let parsed = req.parse(|_, _, _| Ok(DeactivateOwnUser))?;
+    let me = parsed.me;
+    req.commit(parsed, Realm::decide_deactivate_own_user)
         .await?;
-    drop_queues(&hub, &[me]);
-    Ok(success(body))
+    drop_queues(&req.hub, &[me]);
+    req.reply(Map::new())
 }
 
 /// # `DELETE /bots/{bot_id}`
 pub async fn deactivate_bot(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = user_id_path(&path.into_inner())?;
-    let hub = req.hub.clone();
-    let body = req
-        .call(CallOpts::USER, move |c| {
-            let me = c.me()?;
-            let changes = c.realm.decide_deactivate_bot(me, id)?;
-            Ok(Outcome::write(changes, Map::new()))
-        })
-        .await?;
+    req.write(
+        |_, _, _| Ok(DeactivateBot { id }),
+        Realm::decide_deactivate_bot,
+    )
+    .await?;
     if let Ok(id) = UserId::try_from(id) {
-        drop_queues(&hub, &[id]);
+        drop_queues(&req.hub, &[id]);
     }
-    Ok(success(body))
+    req.reply(Map::new())
 }
 
 /// # `POST /users/{user_id}/reactivate`
 pub async fn reactivate_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = user_id_path(&path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        let changes = c.realm.decide_reactivate_user(me, id)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |_, _, _| Ok(ReactivateUser { id }),
+        Realm::decide_reactivate_user,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// `full_name` (a string) and `role` (JSON, one of Zulip's `ROLE_TYPES`: "Invalid role").
-fn user_update(p: &Params) -> ApiResult<UserUpdate> {
+fn user_update(id: i64, p: &Params) -> ApiResult<UpdateUser> {
     let role = match p.opt_int("role")? {
         None => None,
         Some(v) => Some(Role::from_value(v).ok_or_else(|| ApiError::bad_request("Invalid role"))?),
     };
-    Ok(UserUpdate {
+    Ok(UpdateUser {
+        id,
         full_name: p.opt_str("full_name"),
         role,
     })
@@ -127,11 +121,7 @@ fn user_update(p: &Params) -> ApiResult<UserUpdate> {
 /// # `PATCH /users/{user_id}`
 pub async fn update_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = user_id_path(&path.into_inner())?;
-    req.write_legacy(CallOpts::USER, user_update, move |c, update| {
-        let me = c.me()?;
-        let changes = c.realm.decide_update_user(me, id, &update)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(|_, _, p| user_update(id, p), Realm::decide_update_user)
+        .await?;
+    req.reply(Map::new())
 }

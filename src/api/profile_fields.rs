@@ -8,8 +8,12 @@ use serde_json::{Map, Value};
 use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
-use crate::realm::profile_fields::{parse_field_data, parse_profile_data, FieldUpdate, NewField};
-use crate::realm::User;
+use crate::realm::profile_fields::{
+    parse_field_data, parse_profile_data, DeleteProfileField, FieldUpdate, NewField,
+    RemoveProfileData, ReorderProfileFields, UpdateProfileData, UpdateProfileField,
+};
+use crate::realm::status::require_human;
+use crate::realm::Realm;
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
@@ -19,16 +23,6 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
 
 fn field_data(p: &Params) -> ApiResult<Option<Map<String, Value>>> {
     p.opt_json("field_data")?.map(parse_field_data).transpose()
-}
-
-fn human_only(me: &User) -> ApiResult<()> {
-    if me.is_bot() {
-        Err(ApiError::bad_request(
-            "This endpoint does not accept bot requests.",
-        ))
-    } else {
-        Ok(())
-    }
 }
 
 /// # `GET /realm/profile_fields`
@@ -46,103 +40,108 @@ pub async fn get_profile_fields(req: ApiRequest) -> ApiResponse {
 
 /// # `POST /realm/profile_fields`
 pub async fn create_profile_field(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        c.realm.require_admin(c.me()?)?;
-        let p = &*c.params;
-        let new = NewField {
-            display_in_profile_summary: p.bool_or("display_in_profile_summary", false)?,
-            editable_by_user: p.bool_or("editable_by_user", true)?,
-            field_data: field_data(p)?.unwrap_or_default(),
-            field_type: p.int("field_type")?,
-            hint: p.opt_str("hint").unwrap_or_default(),
-            name: p.opt_str("name").unwrap_or_default().trim().to_owned(),
-            required: p.bool_or("required", false)?,
-        };
-        let (changes, id) = c.realm.decide_create_profile_field(new)?;
-        Ok(Outcome::write(changes, one("id", id.into())))
-    })
-    .await
-    .map(success)
+    let id = req
+        .write(
+            |realm, me, p| {
+                realm.require_admin(me)?;
+                Ok(NewField {
+                    display_in_profile_summary: p.bool_or("display_in_profile_summary", false)?,
+                    editable_by_user: p.bool_or("editable_by_user", true)?,
+                    field_data: field_data(p)?.unwrap_or_default(),
+                    field_type: p.int("field_type")?,
+                    hint: p.opt_str("hint").unwrap_or_default(),
+                    name: p.opt_str("name").unwrap_or_default().trim().to_owned(),
+                    required: p.bool_or("required", false)?,
+                })
+            },
+            Realm::decide_create_profile_field,
+        )
+        .await?;
+    req.reply(one("id", id.into()))
 }
 
 /// # `PATCH /realm/profile_fields/{field_id}`
 pub async fn update_profile_field(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("field_id", &path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        c.realm.require_admin(c.me()?)?;
-        let p = &*c.params;
-        let update = FieldUpdate {
-            display_in_profile_summary: p.opt_bool("display_in_profile_summary")?,
-            editable_by_user: p.opt_bool("editable_by_user")?,
-            field_data: field_data(p)?,
-            hint: p.opt_str("hint"),
-            name: p.opt_str("name").map(|n| n.trim().to_owned()),
-            required: p.opt_bool("required")?,
-        };
-        let changes = c.realm.decide_update_profile_field(id, update)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, p| {
+            realm.require_admin(me)?;
+            let update = FieldUpdate {
+                display_in_profile_summary: p.opt_bool("display_in_profile_summary")?,
+                editable_by_user: p.opt_bool("editable_by_user")?,
+                field_data: field_data(p)?,
+                hint: p.opt_str("hint"),
+                name: p.opt_str("name").map(|n| n.trim().to_owned()),
+                required: p.opt_bool("required")?,
+            };
+            Ok(UpdateProfileField { id, update })
+        },
+        Realm::decide_update_profile_field,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `DELETE /realm/profile_fields/{field_id}`
 pub async fn delete_profile_field(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let id = path_int("field_id", &path.into_inner())?;
-    req.call(CallOpts::USER, move |c| {
-        c.realm.require_admin(c.me()?)?;
-        let changes = c.realm.decide_delete_profile_field(id)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, _| {
+            realm.require_admin(me)?;
+            Ok(DeleteProfileField { id })
+        },
+        Realm::decide_delete_profile_field,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `PATCH /realm/profile_fields`
 pub async fn reorder_profile_fields(req: ApiRequest) -> ApiResponse {
-    req.call(CallOpts::USER, |c| {
-        c.realm.require_admin(c.me()?)?;
-        let order = c
-            .params
-            .opt_int_list("order")?
-            .ok_or_else(|| ApiError::missing("order"))?;
-        let changes = c.realm.decide_reorder_profile_fields(&order)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, p| {
+            realm.require_admin(me)?;
+            let order = p
+                .opt_int_list("order")?
+                .ok_or_else(|| ApiError::missing("order"))?;
+            Ok(ReorderProfileFields { order })
+        },
+        Realm::decide_reorder_profile_fields,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `PATCH /users/me/profile_data`
 pub async fn update_profile_data(req: ApiRequest) -> ApiResponse {
-    req.check(|_, me| human_only(me))?;
-    let data = |p: &Params| {
-        let v = p
-            .opt_json("data")?
-            .ok_or_else(|| ApiError::missing("data"))?;
-        parse_profile_data(v)
-    };
-    req.write_legacy(CallOpts::USER, data, |c, data| {
-        let me = c.me()?;
-        let changes = c.realm.decide_update_profile_data(me, &data)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |_, me, p| {
+            require_human(me)?;
+            let v = p
+                .opt_json("data")?
+                .ok_or_else(|| ApiError::missing("data"))?;
+            Ok(UpdateProfileData {
+                data: parse_profile_data(v)?,
+            })
+        },
+        Realm::decide_update_profile_data,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `DELETE /users/me/profile_data`
 pub async fn remove_profile_data(req: ApiRequest) -> ApiResponse {
-    req.check(|_, me| human_only(me))?;
-    req.call(CallOpts::USER, |c| {
-        let me = c.me()?;
-        let ids = c
-            .params
-            .opt_int_list("data")?
-            .ok_or_else(|| ApiError::missing("data"))?;
-        let changes = c.realm.decide_remove_profile_data(me, &ids)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |_, me, p| {
+            require_human(me)?;
+            let ids = p
+                .opt_int_list("data")?
+                .ok_or_else(|| ApiError::missing("data"))?;
+            Ok(RemoveProfileData { ids })
+        },
+        Realm::decide_remove_profile_data,
+    )
+    .await?;
+    req.reply(Map::new())
 }

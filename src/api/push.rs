@@ -7,55 +7,59 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts, Outcome};
+use super::{success, with_ignored, ApiRequest, ApiResponse, Parsed};
 use crate::actor::RealmClient;
 use crate::error::{ApiError, ErrorCode};
 use crate::push_relay::{admin_action_required, seal, PushRelay};
-use crate::realm::push::DeviceOutcome;
-use crate::realm::push::{check_app_id, parse_push_key, parse_token_kind, PushTokenKind};
-use crate::realm::Realm;
-use crate::realm::UserId;
+use crate::realm::push::{
+    check_app_id, parse_push_key, parse_token_kind, AddPushToken, DeviceOutcome, PushTokenKind,
+    RegisterPushDevice, RemovePushToken,
+};
+use crate::realm::{Realm, UserId};
 
 async fn add(req: ApiRequest, kind: PushTokenKind) -> ApiResponse {
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        c.realm.require_human(me)?;
-        let p = &*c.params;
-        let required: &[&str] = match kind {
-            PushTokenKind::Apns => &["appid", "token"],
-            PushTokenKind::Fcm => &["token"],
-        };
-        if let Some(missing) = required.iter().find(|n| p.peek(n).is_none()) {
-            return Err(ApiError::missing(missing));
-        }
-        let appid = match kind {
-            PushTokenKind::Apns => {
-                let appid = p.str("appid")?;
-                check_app_id(&appid)?;
-                Some(appid)
+    req.write(
+        |realm, me, p| {
+            realm.require_human(me)?;
+            let required: &[&str] = match kind {
+                PushTokenKind::Apns => &["appid", "token"],
+                PushTokenKind::Fcm => &["token"],
+            };
+            if let Some(missing) = required.iter().find(|n| p.peek(n).is_none()) {
+                return Err(ApiError::missing(missing));
             }
-            PushTokenKind::Fcm => None,
-        };
-        let token = p.str("token")?;
-        let changes = c
-            .realm
-            .decide_add_push_token(me, kind, &token, appid, c.cx)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+            let ios_app_id = match kind {
+                PushTokenKind::Apns => {
+                    let appid = p.str("appid")?;
+                    check_app_id(&appid)?;
+                    Some(appid)
+                }
+                PushTokenKind::Fcm => None,
+            };
+            let token = p.str("token")?;
+            Ok(AddPushToken {
+                kind,
+                token,
+                ios_app_id,
+            })
+        },
+        Realm::decide_add_push_token,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 async fn remove(req: ApiRequest, kind: PushTokenKind) -> ApiResponse {
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        c.realm.require_human(me)?;
-        let token = c.params.str("token")?;
-        let changes = c.realm.decide_remove_push_token(me, kind, &token)?;
-        Ok(Outcome::write(changes, Map::new()))
-    })
-    .await
-    .map(success)
+    req.write(
+        |realm, me, p| {
+            realm.require_human(me)?;
+            let token = p.str("token")?;
+            Ok(RemovePushToken { kind, token })
+        },
+        Realm::decide_remove_push_token,
+    )
+    .await?;
+    req.reply(Map::new())
 }
 
 /// # `POST /users/me/apns_device_token`
@@ -99,9 +103,8 @@ struct Registration {
 pub async fn register_push_device(req: ApiRequest) -> ApiResponse {
     let relay = req.state.push_relay.clone();
     // Zulip's order: bots, then the parameters, then the configuration, then the key.
-    let (registration, token_kind, push_key, already_active) = req.check(|realm, me| {
+    let parsed = req.parse(|realm, me, p| {
         realm.require_human(me)?;
-        let p = &req.params;
         let required = [
             "token_kind",
             "push_account_id",
@@ -136,25 +139,25 @@ pub async fn register_push_device(req: ApiRequest) -> ApiResponse {
             encrypted_push_registration,
             bouncer_public_key,
         };
-        Ok((registration, token_kind, push_key, already_active))
+        let q = RegisterPushDevice {
+            push_account_id,
+            token_kind,
+            push_key,
+        };
+        Ok((q, registration, already_active))
     })?;
-    let writer = req.writer();
-    let account = registration.push_account_id;
-    let body = req
-        .call(CallOpts::USER, move |c| {
-            let me = c.me()?;
-            let changes = c
-                .realm
-                .decide_register_push_device(me, account, token_kind, push_key)?;
-            Ok(Outcome::write(changes, Map::new()))
-        })
+    let Parsed {
+        me,
+        req: (q, registration, already_active),
+    } = parsed;
+    req.commit(Parsed { me, req: q }, Realm::decide_register_push_device)
         .await?;
     if let (Some(relay), false) = (relay, already_active) {
         // The relay is asked off the request, as Zulip's queue worker does: the device
         // is pending until it answers.
-        actix_web::rt::spawn(register_with_relay(writer, relay, registration));
+        actix_web::rt::spawn(register_with_relay(req.writer(), relay, registration));
     }
-    Ok(success(body))
+    req.reply(Map::new())
 }
 
 /// Registers a device with the relay, trying again while the relay cannot be reached

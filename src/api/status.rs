@@ -1,56 +1,44 @@
 //! User status: `POST /users/me/status`, `GET /users/{user_id}/status`.
 
 use actix_web::web;
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::realm::status::{parse_status_text, require_human, StatusRequest};
+use crate::realm::Realm;
 
 /// # `POST /users/me/status`
 ///
 /// Changes only what is passed (seed 4.4). `away` sets the `presence_enabled` setting
 /// to its inverse and, as Zulip does, refreshes the caller's presence at once.
 pub async fn update_status(req: ApiRequest) -> ApiResponse {
-    // `human_users_only` comes before any parameter is read.
-    let me = req.check(|_, me| require_human(me).map(|()| me.id))?;
-    let away = req
-        .params
-        .peek("away")
-        .and_then(|v| serde_json::from_str::<Value>(&v).ok())
-        .and_then(|v| v.as_bool());
-    let hub = req.hub.clone();
-    let body = req
-        .call(CallOpts::USER, |c| {
-            let me = c.me()?;
-            require_human(me)?;
-            let p = &*c.params;
-            // Zulip's parameter order: away, emoji_code, emoji_name, reaction_type,
-            // status_text.
-            let away = p.opt_bool("away")?;
-            let emoji_code = p.opt_str("emoji_code");
-            let emoji_name = p.opt_str("emoji_name");
-            let reaction_type = p.opt_str("reaction_type");
-            let status_text = p
-                .opt_str("status_text")
-                .map(|t| parse_status_text(&t))
-                .transpose()?;
-            let changes = c.realm.decide_update_status(
-                me,
-                StatusRequest {
-                    away,
-                    status_text,
-                    emoji_name,
-                    emoji_code,
-                    reaction_type,
-                },
-            )?;
-            Ok(Outcome::write(changes, Map::new()))
+    let parsed = req.parse(|_, me, p| {
+        // `human_users_only` comes before any parameter is read.
+        require_human(me)?;
+        // Zulip's parameter order: away, emoji_code, emoji_name, reaction_type,
+        // status_text.
+        let away = p.opt_bool("away")?;
+        let emoji_code = p.opt_str("emoji_code");
+        let emoji_name = p.opt_str("emoji_name");
+        let reaction_type = p.opt_str("reaction_type");
+        let status_text = p
+            .opt_str("status_text")
+            .map(|t| parse_status_text(&t))
+            .transpose()?;
+        Ok(StatusRequest {
+            away,
+            status_text,
+            emoji_name,
+            emoji_code,
+            reaction_type,
         })
-        .await?;
+    })?;
+    let (me, away) = (parsed.me, parsed.req.away);
+    req.commit(parsed, Realm::decide_update_status).await?;
     if let Some(away) = away {
-        super::presence::presence_setting_changed(&hub, me, !away).await;
+        super::presence::presence_setting_changed(&req.hub, me, !away).await;
     }
-    Ok(success(body))
+    req.reply(Map::new())
 }
 
 /// # `GET /users/{user_id}/status`

@@ -4,9 +4,10 @@ use actix_web::web;
 use serde_json::{json, Map, Value};
 
 use super::Outcome;
-use super::{success, ApiRequest, ApiResponse, CallOpts};
+use super::{success, ApiRequest, ApiResponse, CallOpts, Parsed};
 use crate::error::ApiError;
-use crate::realm::users::{CreateUser, UserView};
+use crate::realm::users::{password_is_strong, CreateUser, UserView};
+use crate::realm::Realm;
 
 fn view_opts(c: &super::Ctx<'_>) -> Result<UserView, ApiError> {
     Ok(UserView {
@@ -76,31 +77,32 @@ pub async fn get_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
 
 /// # `POST /users`
 pub async fn create_user(req: ApiRequest) -> ApiResponse {
-    // argon2 is deliberately slow: hash off the realm actor, and only once the caller
-    // is known to be an administrator (the rule checks everything again).
-    let hash = match req.params.peek("password") {
-        Some(pw) => {
-            req.check(|realm, me| realm.require_admin(me))?;
-            Some(crate::passwords::hash(pw).await?)
-        }
-        None => None,
+    let parsed = req.parse(|realm, me, p| {
+        realm.require_admin(me)?;
+        let email = p.str("email")?;
+        let password = p.str("password")?;
+        let full_name = p.str("full_name")?;
+        Ok((email, password, full_name))
+    })?;
+    // argon2 is deliberately slow and zxcvbn can be: both run off the realm actor, once
+    // the caller is known to be an administrator (the rule checks everything again).
+    let Parsed {
+        me,
+        req: (email, password, full_name),
+    } = parsed;
+    let strength = password.clone();
+    let password_strong = web::block(move || password_is_strong(&strength))
+        .await
+        .map_err(|_| ApiError::internal())?;
+    let password_hash = crate::passwords::hash(password).await?;
+    let q = CreateUser {
+        email,
+        full_name,
+        password_strong,
+        password_hash,
     };
-    req.call(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        c.realm.require_admin(me)?;
-        let email = c.params.str("email")?;
-        let password = c.params.str("password")?;
-        let full_name = c.params.str("full_name")?;
-        let password_hash = hash.ok_or_else(ApiError::internal)?;
-        let req = CreateUser {
-            email,
-            full_name,
-            password,
-            password_hash,
-        };
-        let (changes, user_id) = c.realm.decide_create_user(me, req, c.cx)?;
-        Ok(Outcome::write(changes, one("user_id", json!(user_id))))
-    })
-    .await
-    .map(success)
+    let user_id = req
+        .commit(Parsed { me, req: q }, Realm::decide_create_user)
+        .await?;
+    req.reply(one("user_id", json!(user_id)))
 }

@@ -161,23 +161,12 @@ pub fn upload_path_ids(content: &str) -> Vec<String> {
     out
 }
 
+/// `%XX` sequences decoded (others left as they are); a link whose bytes are not UTF-8
+/// once decoded is kept as written.
 fn percent_decode(s: &str) -> String {
-    let hex = |b: u8| (b as char).to_digit(16);
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8(out).unwrap_or_else(|_| s.to_owned())
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map_or_else(|_| s.to_owned(), |d| d.into_owned())
 }
 
 /// What `POST /user_uploads` stored before asking the realm to record it.
@@ -187,6 +176,12 @@ pub struct StoredUpload {
     pub size: u64,
     pub sha256: String,
     pub content_type: String,
+}
+
+/// `DELETE /attachments/{attachment_id}`: the id as sent.
+#[derive(Debug, Clone, Copy)]
+pub struct RemoveAttachment {
+    pub id: i64,
 }
 
 fn invalid_attachment() -> ApiError {
@@ -237,7 +232,7 @@ impl Realm {
         me: &User,
         upload: StoredUpload,
         cx: &mut Cx,
-    ) -> (Vec<Change>, String) {
+    ) -> ApiResult<Decided<String>> {
         const URLSAFE: &[u8; 64] =
             b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
         let bytes: [u8; 19] = cx.random_bytes();
@@ -269,10 +264,10 @@ impl Realm {
             owner: me.id,
             messages: OrdMap::new(),
         };
-        (
+        Ok(Decided::new(
             vec![Change::Attachment(AttachmentChange::Created(att))],
             path_id,
-        )
+        ))
     }
 
     /// `GET /attachments`: the caller's uploads, by id.
@@ -289,14 +284,20 @@ impl Realm {
     }
 
     /// `DELETE /attachments/{attachment_id}`: only the uploader's own; the file goes
-    /// even if messages link it.
-    pub fn decide_remove_attachment(&self, me: &User, id: i64) -> ApiResult<(Vec<Change>, String)> {
-        let att = u64::try_from(id)
+    /// even if messages link it. Answers the file's hash (for `files_released_by`'s
+    /// caller to remove it once no one names it).
+    pub fn decide_remove_attachment(
+        &self,
+        me: &User,
+        q: RemoveAttachment,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<String>> {
+        let att = u64::try_from(q.id)
             .ok()
             .and_then(|id| self.attachments.get(&id))
             .filter(|a| a.owner == me.id)
             .ok_or_else(invalid_attachment)?;
-        Ok((
+        Ok(Decided::new(
             vec![Change::Attachment(AttachmentChange::Removed { id: att.id })],
             att.sha256.clone(),
         ))
@@ -584,9 +585,15 @@ mod tests {
             sha256: sha.into(),
             content_type: "text/plain".into(),
         };
-        let (c, a) = r.decide_create_attachment(&hamlet, upload("a.txt", "aa"), &mut cx);
+        let mut create = |r: &Realm, name: &str| {
+            let d = r
+                .decide_create_attachment(&hamlet, upload(name, "aa"), &mut cx)
+                .expect("create");
+            (d.changes, d.answer)
+        };
+        let (c, a) = create(&r, "a.txt");
         apply_all(&mut r, &c);
-        let (c, b) = r.decide_create_attachment(&hamlet, upload("b.txt", "aa"), &mut cx);
+        let (c, b) = create(&r, "b.txt");
         apply_all(&mut r, &c);
         assert!(a.starts_with("2/") && a.ends_with("/a.txt") && a != b);
         assert_eq!(r.upload_space_used(), 20);
@@ -690,12 +697,16 @@ mod tests {
             sha256: green_tick.clone(),
             content_type: "image/png".into(),
         };
-        let (c, path_id) = r.decide_create_attachment(&iago, upload, &mut cx);
-        apply_all(&mut r, &c);
-        let id = r.attachment_by_path(&path_id).expect("att").id;
-        let (c, sha) = r
-            .decide_remove_attachment(&iago, id as i64)
+        let d = r
+            .decide_create_attachment(&iago, upload, &mut cx)
+            .expect("create");
+        apply_all(&mut r, &d.changes);
+        let id = r.attachment_by_path(&d.answer).expect("att").id;
+        let q = RemoveAttachment { id: id as i64 };
+        let d = r
+            .decide_remove_attachment(&iago, q, &mut cx)
             .expect("remove");
+        let (c, sha) = (d.changes, d.answer);
         assert_eq!(sha, green_tick);
         let before = r.clone();
         apply_all(&mut r, &c);
@@ -705,9 +716,13 @@ mod tests {
         assert!(r.files_released_by(&before, change).is_empty());
         // Deactivated, an emoji still names its image; so does a realm read back from a
         // snapshot (the index is derived).
+        let q = crate::realm::emoji::DeactivateRealmEmoji {
+            name: "green_tick".into(),
+        };
         let c = r
-            .decide_deactivate_realm_emoji(&iago, "green_tick")
-            .expect("deactivate");
+            .decide_deactivate_realm_emoji(&iago, q, &mut cx)
+            .expect("deactivate")
+            .changes;
         apply_all(&mut r, &c);
         assert!(r.upload_is_referenced(&green_tick));
         let bytes = crate::storage::codec::encode_realm(&r).expect("encode");
@@ -727,6 +742,17 @@ mod tests {
         assert_eq!(sanitize_name(".."), "uploaded-file");
         assert_eq!(sanitize_name("été.pdf"), "été.pdf");
         assert_eq!(sanitize_name("ﬁle"), "file");
+    }
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("2/ab/x/b%20c%2Ed"), "2/ab/x/b c.d");
+        assert_eq!(percent_decode("%E2%82%AC"), "€");
+        // Not a `%XX`: kept as written.
+        assert_eq!(percent_decode("a%zz%4"), "a%zz%4");
+        assert_eq!(percent_decode("%%41"), "%A");
+        // Not UTF-8 once decoded: the whole link as written.
+        assert_eq!(percent_decode("a%ffb%20"), "a%ffb%20");
     }
 
     #[test]

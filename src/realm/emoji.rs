@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::groups::RealmSetting;
-use super::{Change, Realm, User, UserId};
+use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// A custom emoji's id, unique within a realm (its `emoji_code` is the id as text).
@@ -294,14 +294,21 @@ pub fn served_content_type(file_name: &str) -> &'static str {
     }
 }
 
-/// `POST /realm/emoji/{emoji_name}`: what the rule needs besides the name.
+/// `POST /realm/emoji/{emoji_name}`, once its image is stored.
 #[derive(Debug, Clone)]
-pub struct NewEmoji {
+pub struct AddRealmEmoji {
+    /// The name as sent in the path (the rule strips it as `check_new_realm_emoji`).
+    pub raw_name: String,
     /// Number of files in the request (exactly one is accepted).
     pub files: usize,
-    /// The stored image's file name (`EmojiState::file_name`); `None` before it is
-    /// stored (the checks that come first).
-    pub file_name: Option<String>,
+    /// The stored image's file name (`RealmEmoji::file_name`).
+    pub file_name: String,
+}
+
+/// `DELETE /realm/emoji/{emoji_name}`.
+#[derive(Debug, Clone)]
+pub struct DeactivateRealmEmoji {
+    pub name: String,
 }
 
 impl Realm {
@@ -431,24 +438,31 @@ impl Realm {
     pub fn decide_add_realm_emoji(
         &self,
         me: &User,
-        raw_name: &str,
-        new: &NewEmoji,
-    ) -> ApiResult<Vec<Change>> {
-        let name = self.check_new_realm_emoji(me, raw_name, new.files)?;
-        let file_name = new.file_name.clone().ok_or_else(ApiError::internal)?;
-        Ok(vec![Change::Emoji(EmojiChange::Added(RealmEmoji {
-            id: self.emoji.next_id,
-            name,
-            file_name,
-            author_id: Some(me.id),
-            deactivated: false,
-        }))])
+        q: AddRealmEmoji,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let name = self.check_new_realm_emoji(me, &q.raw_name, q.files)?;
+        Ok(Decided::changes(vec![Change::Emoji(EmojiChange::Added(
+            RealmEmoji {
+                id: self.emoji.next_id,
+                name,
+                file_name: q.file_name,
+                author_id: Some(me.id),
+                deactivated: false,
+            },
+        ))]))
     }
 
     /// `DELETE /realm/emoji/{emoji_name}`: deactivates (Zulip's `delete_emoji` and
     /// `check_remove_custom_emoji`).
-    pub fn decide_deactivate_realm_emoji(&self, me: &User, name: &str) -> ApiResult<Vec<Change>> {
-        let Some(emoji) = self.active_realm_emoji(name) else {
+    pub fn decide_deactivate_realm_emoji(
+        &self,
+        me: &User,
+        q: DeactivateRealmEmoji,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let name = q.name;
+        let Some(emoji) = self.active_realm_emoji(&name) else {
             return Err(ApiError::new(
                 404,
                 ErrorCode::BadRequest,
@@ -460,9 +474,9 @@ impl Realm {
                 "Must be an organization administrator or emoji author",
             ));
         }
-        Ok(vec![Change::Emoji(EmojiChange::Deactivated {
-            id: emoji.id,
-        })])
+        Ok(Decided::changes(vec![Change::Emoji(
+            EmojiChange::Deactivated { id: emoji.id },
+        )]))
     }
 
     /// The path segment that names this realm in emoji URLs (Zulip puts the realm's id

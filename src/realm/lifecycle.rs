@@ -24,7 +24,7 @@ use serde_json::json;
 use super::events::{Audience, Event};
 use super::groups::SystemGroup;
 use super::users::check_full_name;
-use super::{Change, Realm, Role, User, UserChange, UserId};
+use super::{Change, Cx, Decided, Realm, Role, User, UserChange, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// Zulip's limit on `deactivation_notification_comment` (`check_capped_string`).
@@ -47,9 +47,35 @@ pub fn cannot_deactivate_last_user(is_last_owner: bool) -> ApiError {
     .with("entity", entity)
 }
 
-/// The fields `PATCH /users/{user_id}` may change (absent: unchanged).
+/// `DELETE /users/{user_id}`: the user, and the notification comment (checked for
+/// length on the worker; hearth sends no email, so it is not used).
+#[derive(Debug, Clone)]
+pub struct DeactivateUser {
+    /// As sent: the lookup (and its error) belongs to the rule.
+    pub id: i64,
+    pub comment: Option<String>,
+}
+
+/// `DELETE /users/me`.
+#[derive(Debug, Clone, Copy)]
+pub struct DeactivateOwnUser;
+
+/// `DELETE /bots/{bot_id}`.
+#[derive(Debug, Clone, Copy)]
+pub struct DeactivateBot {
+    pub id: i64,
+}
+
+/// `POST /users/{user_id}/reactivate`.
+#[derive(Debug, Clone, Copy)]
+pub struct ReactivateUser {
+    pub id: i64,
+}
+
+/// `PATCH /users/{user_id}`: the user, and the fields to change (absent: unchanged).
 #[derive(Debug, Clone, Default)]
-pub struct UserUpdate {
+pub struct UpdateUser {
+    pub id: i64,
     pub full_name: Option<String>,
     pub role: Option<Role>,
 }
@@ -143,8 +169,13 @@ impl Realm {
 
     /// `DELETE /users/{user_id}` (`deactivate_user_backend`); the comment's length was
     /// checked with the parameters, and hearth sends no email.
-    pub fn decide_deactivate_user(&self, me: &User, id: i64) -> ApiResult<Vec<Change>> {
-        let target = self.access_user_for_admin(me, id, false, false)?;
+    pub fn decide_deactivate_user(
+        &self,
+        me: &User,
+        q: DeactivateUser,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let target = self.access_user_for_admin(me, q.id, false, false)?;
         if target.is_owner() && !me.is_owner() {
             return Err(ApiError::must_be_owner());
         }
@@ -153,21 +184,31 @@ impl Realm {
                 "Cannot deactivate the only organization owner",
             ));
         }
-        Ok(self.deactivation_changes(target))
+        Ok(Decided::changes(self.deactivation_changes(target)))
     }
 
     /// `DELETE /bots/{bot_id}` (`deactivate_bot_backend`). An already deactivated bot
     /// stays as it is (Zulip's `do_deactivate_user` returns early).
-    pub fn decide_deactivate_bot(&self, me: &User, id: i64) -> ApiResult<Vec<Change>> {
-        let target = self.access_bot_for_admin(me, id)?;
+    pub fn decide_deactivate_bot(
+        &self,
+        me: &User,
+        q: DeactivateBot,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let target = self.access_bot_for_admin(me, q.id)?;
         if !target.is_active {
-            return Ok(Vec::new());
+            return Ok(Decided::changes(Vec::new()));
         }
-        Ok(self.deactivation_changes(target))
+        Ok(Decided::changes(self.deactivation_changes(target)))
     }
 
     /// `DELETE /users/me` (`deactivate_user_own_backend`).
-    pub fn decide_deactivate_own_user(&self, me: &User) -> ApiResult<Vec<Change>> {
+    pub fn decide_deactivate_own_user(
+        &self,
+        me: &User,
+        _q: DeactivateOwnUser,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
         let active = self.users.values().filter(|u| u.is_active).take(2).count();
         if active == 1 {
             return Err(cannot_deactivate_last_user(false));
@@ -175,12 +216,17 @@ impl Realm {
         if self.is_last_owner(me) {
             return Err(cannot_deactivate_last_user(true));
         }
-        Ok(self.deactivation_changes(me))
+        Ok(Decided::changes(self.deactivation_changes(me)))
     }
 
     /// `POST /users/{user_id}/reactivate` (`reactivate_user_backend`).
-    pub fn decide_reactivate_user(&self, me: &User, id: i64) -> ApiResult<Vec<Change>> {
-        let target = self.access_user_for_admin(me, id, true, true)?;
+    pub fn decide_reactivate_user(
+        &self,
+        me: &User,
+        q: ReactivateUser,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let target = self.access_user_for_admin(me, q.id, true, true)?;
         if target.is_bot() {
             // `check_bot_creation_policy`: guests may not have bots.
             if me.is_guest() {
@@ -199,9 +245,9 @@ impl Realm {
                 )));
             }
         }
-        Ok(vec![Change::User(UserChange::Reactivated {
-            user_id: target.id,
-        })])
+        Ok(Decided::changes(vec![Change::User(
+            UserChange::Reactivated { user_id: target.id },
+        )]))
     }
 
     /// `PATCH /users/{user_id}` (`update_user_backend`): the role, then the full name.
@@ -209,10 +255,10 @@ impl Realm {
     pub fn decide_update_user(
         &self,
         me: &User,
-        id: i64,
-        update: &UserUpdate,
-    ) -> ApiResult<Vec<Change>> {
-        let target = self.access_user_for_admin(me, id, true, true)?;
+        update: UpdateUser,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let target = self.access_user_for_admin(me, update.id, true, true)?;
         let mut changes = Vec::new();
         if let Some(role) = update.role.filter(|r| *r != target.role) {
             if (role == Role::Owner || target.role == Role::Owner) && !me.is_owner() {
@@ -239,7 +285,7 @@ impl Realm {
                 }));
             }
         }
-        Ok(changes)
+        Ok(Decided::changes(changes))
     }
 
     /// Applies a lifecycle change (the other `UserChange`s are applied in `mod.rs`).

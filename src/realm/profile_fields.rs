@@ -15,7 +15,8 @@ use serde_json::{json, Map, Value};
 
 use super::events::{Audience, Event};
 use super::markdown::render_description_with;
-use super::{Change, Realm, User, UserId};
+use super::status::require_human;
+use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult};
 
 /// A custom profile field id, unique within a realm.
@@ -431,6 +432,38 @@ pub struct FieldUpdate {
     pub required: Option<bool>,
 }
 
+/// `PATCH /realm/profile_fields/{field_id}`: which field (as sent: the lookup and its
+/// error belong to the rule), and what changes.
+#[derive(Debug, Clone)]
+pub struct UpdateProfileField {
+    pub id: i64,
+    pub update: FieldUpdate,
+}
+
+/// `DELETE /realm/profile_fields/{field_id}`.
+#[derive(Debug, Clone, Copy)]
+pub struct DeleteProfileField {
+    pub id: i64,
+}
+
+/// `PATCH /realm/profile_fields`: field ids in their new order.
+#[derive(Debug, Clone)]
+pub struct ReorderProfileFields {
+    pub order: Vec<i64>,
+}
+
+/// `PATCH /users/me/profile_data`: the values, parsed (`parse_profile_data`).
+#[derive(Debug, Clone)]
+pub struct UpdateProfileData {
+    pub data: ProfileDataUpdate,
+}
+
+/// `DELETE /users/me/profile_data`: the fields whose values go.
+#[derive(Debug, Clone)]
+pub struct RemoveProfileData {
+    pub ids: Vec<i64>,
+}
+
 impl Realm {
     /// Fields by `order`, ties by id (`custom_profile_fields_for_realm`).
     pub fn profile_fields_ordered(&self) -> Vec<&ProfileField> {
@@ -488,8 +521,14 @@ impl Realm {
             .ok_or_else(|| field_not_found(id))
     }
 
-    /// `POST /realm/profile_fields` (seed 4.3), after `require_admin`.
-    pub fn decide_create_profile_field(&self, p: NewField) -> ApiResult<(Vec<Change>, FieldId)> {
+    /// `POST /realm/profile_fields` (seed 4.3): administrators only; answers the id.
+    pub fn decide_create_profile_field(
+        &self,
+        me: &User,
+        p: NewField,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<FieldId>> {
+        self.require_admin(me)?;
         if p.display_in_profile_summary && self.summary_count(None) >= MAX_SUMMARY_FIELDS {
             return Err(ApiError::bad_request(
                 "Only 2 custom profile fields can be displayed in the profile summary.",
@@ -543,15 +582,22 @@ impl Realm {
             editable_by_user: p.editable_by_user,
             display_in_profile_summary: p.display_in_profile_summary,
         };
-        Ok((
+        Ok(Decided::new(
             vec![Change::ProfileField(ProfileFieldChange::Created(field))],
             id,
         ))
     }
 
-    /// `PATCH /realm/profile_fields/{field_id}`, after `require_admin`.
-    pub fn decide_update_profile_field(&self, id: i64, p: FieldUpdate) -> ApiResult<Vec<Change>> {
-        let field = self.profile_field(id)?;
+    /// `PATCH /realm/profile_fields/{field_id}`: administrators only.
+    pub fn decide_update_profile_field(
+        &self,
+        me: &User,
+        q: UpdateProfileField,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
+        let p = q.update;
+        let field = self.profile_field(q.id)?;
         if p.display_in_profile_summary == Some(true)
             && self.summary_count(Some(field.id)) >= MAX_SUMMARY_FIELDS
         {
@@ -597,22 +643,36 @@ impl Realm {
         {
             new.field_data = Value::Object(p.field_data.unwrap_or_default()).to_string();
         }
-        Ok(vec![Change::ProfileField(ProfileFieldChange::Updated(new))])
+        Ok(Decided::changes(vec![Change::ProfileField(
+            ProfileFieldChange::Updated(new),
+        )]))
     }
 
-    /// `DELETE /realm/profile_fields/{field_id}`, after `require_admin`.
-    pub fn decide_delete_profile_field(&self, id: i64) -> ApiResult<Vec<Change>> {
-        let field = self.profile_field(id)?;
-        Ok(vec![Change::ProfileField(ProfileFieldChange::Deleted {
-            id: field.id,
-        })])
+    /// `DELETE /realm/profile_fields/{field_id}`: administrators only.
+    pub fn decide_delete_profile_field(
+        &self,
+        me: &User,
+        q: DeleteProfileField,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
+        let field = self.profile_field(q.id)?;
+        Ok(Decided::changes(vec![Change::ProfileField(
+            ProfileFieldChange::Deleted { id: field.id },
+        )]))
     }
 
-    /// `PATCH /realm/profile_fields`, after `require_admin`: every field must be in
+    /// `PATCH /realm/profile_fields`: administrators only; every field must be in
     /// `order`; each gets its (last) index.
-    pub fn decide_reorder_profile_fields(&self, order: &[i64]) -> ApiResult<Vec<Change>> {
+    pub fn decide_reorder_profile_fields(
+        &self,
+        me: &User,
+        q: ReorderProfileFields,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_admin(me)?;
         let mut index: BTreeMap<i64, i64> = BTreeMap::new();
-        for (i, id) in order.iter().enumerate() {
+        for (i, id) in q.order.iter().enumerate() {
             index.insert(*id, i as i64);
         }
         let mut new = Vec::with_capacity(self.profile_fields.len());
@@ -622,9 +682,9 @@ impl Realm {
             };
             new.push((f.id, *o));
         }
-        Ok(vec![Change::ProfileField(ProfileFieldChange::Reordered {
-            order: new,
-        })])
+        Ok(Decided::changes(vec![Change::ProfileField(
+            ProfileFieldChange::Reordered { order: new },
+        )]))
     }
 
     /// Zulip's `validate_user_custom_profile_field`: a value's check by field type.
@@ -729,15 +789,13 @@ impl Realm {
     pub fn decide_update_profile_data(
         &self,
         me: &User,
-        data: &ProfileDataUpdate,
-    ) -> ApiResult<Vec<Change>> {
-        if me.is_bot() {
-            return Err(ApiError::bad_request(
-                "This endpoint does not accept bot requests.",
-            ));
-        }
+        q: UpdateProfileData,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        require_human(me)?;
+        let data = q.data;
         let mut checked = Vec::with_capacity(data.len());
-        for (id, value) in data {
+        for (id, value) in &data {
             let field = self.profile_field(*id)?;
             Self::check_editable(me, field)?;
             checked.push((field, self.check_profile_value(field, value)?));
@@ -768,20 +826,21 @@ impl Realm {
                 },
             }));
         }
-        Ok(changes)
+        Ok(Decided::changes(changes))
     }
 
     /// `DELETE /users/me/profile_data`: each field must exist (and be editable); values
     /// the user has are removed.
-    pub fn decide_remove_profile_data(&self, me: &User, ids: &[i64]) -> ApiResult<Vec<Change>> {
-        if me.is_bot() {
-            return Err(ApiError::bad_request(
-                "This endpoint does not accept bot requests.",
-            ));
-        }
+    pub fn decide_remove_profile_data(
+        &self,
+        me: &User,
+        q: RemoveProfileData,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        require_human(me)?;
         let mut changes = Vec::new();
         let mut removed = BTreeSet::new();
-        for id in ids {
+        for id in &q.ids {
             let field = self.profile_field(*id)?;
             Self::check_editable(me, field)?;
             let has = self
@@ -795,7 +854,7 @@ impl Realm {
                 }));
             }
         }
-        Ok(changes)
+        Ok(Decided::changes(changes))
     }
 
     pub(crate) fn apply_profile_field_change(&mut self, change: &ProfileFieldChange) {

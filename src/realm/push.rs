@@ -74,6 +74,22 @@ pub fn check_app_id(appid: &str) -> ApiResult<()> {
     }
 }
 
+/// `POST /users/me/apns_device_token` and `/android_gcm_reg_id`, as sent.
+#[derive(Debug, Clone)]
+pub struct AddPushToken {
+    pub kind: PushTokenKind,
+    pub token: String,
+    /// The iOS app id (`appid`, checked) of an APNs token.
+    pub ios_app_id: Option<String>,
+}
+
+/// `DELETE /users/me/apns_device_token` and `/android_gcm_reg_id`, as sent.
+#[derive(Debug, Clone)]
+pub struct RemovePushToken {
+    pub kind: PushTokenKind,
+    pub token: String,
+}
+
 /// The relay's answer to a device registration, recorded by the task that asked it
 /// after the request was answered.
 #[derive(Debug, Clone)]
@@ -108,28 +124,34 @@ impl Realm {
     pub fn decide_add_push_token(
         &self,
         me: &User,
-        kind: PushTokenKind,
-        token: &str,
-        ios_app_id: Option<String>,
-        cx: &Cx,
-    ) -> ApiResult<Vec<Change>> {
-        validate_token(token, kind)?;
+        q: AddPushToken,
+        cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_human(me)?;
+        let AddPushToken {
+            kind,
+            token,
+            ios_app_id,
+        } = q;
+        validate_token(&token, kind)?;
         if self
             .push_tokens_of(me.id)
             .iter()
             .any(|t| t.kind == kind && t.token == token)
         {
-            return Ok(Vec::new());
+            return Ok(Decided::changes(Vec::new()));
         }
-        Ok(vec![Change::Personal(PersonalChange::PushTokenAdded {
-            user_id: me.id,
-            token: PushToken {
-                kind,
-                token: token.to_owned(),
-                ios_app_id,
-                date_created: cx.now_secs(),
+        Ok(Decided::changes(vec![Change::Personal(
+            PersonalChange::PushTokenAdded {
+                user_id: me.id,
+                token: PushToken {
+                    kind,
+                    token,
+                    ios_app_id,
+                    date_created: cx.now_secs(),
+                },
             },
-        })])
+        )]))
     }
 
     /// `DELETE /users/me/apns_device_token` and `/android_gcm_reg_id`: only the user's
@@ -137,10 +159,12 @@ impl Realm {
     pub fn decide_remove_push_token(
         &self,
         me: &User,
-        kind: PushTokenKind,
-        token: &str,
-    ) -> ApiResult<Vec<Change>> {
-        validate_token(token, kind)?;
+        q: RemovePushToken,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_human(me)?;
+        let RemovePushToken { kind, token } = q;
+        validate_token(&token, kind)?;
         if !self
             .push_tokens_of(me.id)
             .iter()
@@ -148,11 +172,13 @@ impl Realm {
         {
             return Err(ApiError::bad_request("Token does not exist"));
         }
-        Ok(vec![Change::Personal(PersonalChange::PushTokenRemoved {
-            user_id: me.id,
-            kind,
-            token: token.to_owned(),
-        })])
+        Ok(Decided::changes(vec![Change::Personal(
+            PersonalChange::PushTokenRemoved {
+                user_id: me.id,
+                kind,
+                token,
+            },
+        )]))
     }
 
     pub(in crate::realm) fn apply_push_token_added(&mut self, user: UserId, token: &PushToken) {
@@ -256,6 +282,15 @@ impl PushDevice {
     }
 }
 
+/// `POST /mobile_push/register`, parsed and checked on the worker.
+#[derive(Debug, Clone)]
+pub struct RegisterPushDevice {
+    pub push_account_id: i64,
+    pub token_kind: PushTokenKind,
+    /// The parsed `push_key`, cryptosystem byte first.
+    pub push_key: Vec<u8>,
+}
+
 /// `token_kind`: `fcm` or `apns` (`Invalid token_kind`).
 pub fn parse_token_kind(raw: &str) -> ApiResult<PushTokenKind> {
     match raw {
@@ -307,25 +342,30 @@ impl Realm {
     pub fn decide_register_push_device(
         &self,
         me: &User,
-        push_account_id: i64,
-        token_kind: PushTokenKind,
-        push_key: Vec<u8>,
-    ) -> ApiResult<Vec<Change>> {
+        q: RegisterPushDevice,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        self.require_human(me)?;
+        let RegisterPushDevice {
+            push_account_id,
+            token_kind,
+            push_key,
+        } = q;
         if self
             .push_devices_of(me.id)
             .iter()
             .any(|d| d.push_account_id == push_account_id && d.status() == "active")
         {
-            return Ok(Vec::new());
+            return Ok(Decided::changes(Vec::new()));
         }
-        Ok(vec![Change::Personal(
+        Ok(Decided::changes(vec![Change::Personal(
             PersonalChange::PushDeviceRegistered {
                 user_id: me.id,
                 push_account_id,
                 token_kind,
                 push_key,
             },
-        )])
+        )]))
     }
 
     /// The relay's answer to a registration: the device is active (`Ok(device_id)`) or

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::emoji::ReactionType;
 use super::events::{Audience, Event};
-use super::{Change, Realm, User, UserId};
+use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult};
 
 /// Zulip's `UserStatus.MAX_STATUS_TEXT_LENGTH`, counted in characters after stripping.
@@ -117,7 +117,12 @@ impl Realm {
 
     /// `POST /users/me/status` (Zulip's `check_update_user_status`, then
     /// `do_update_user_status`). Only the values passed change.
-    pub fn decide_update_status(&self, me: &User, req: StatusRequest) -> ApiResult<Vec<Change>> {
+    pub fn decide_update_status(
+        &self,
+        me: &User,
+        req: StatusRequest,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
         require_human(me)?;
         if req.away.is_none() && req.status_text.is_none() && req.emoji_name.is_none() {
             return Err(ApiError::bad_request("Client did not pass any new values."));
@@ -157,12 +162,14 @@ impl Realm {
                 None
             }
         };
-        Ok(vec![Change::Status(StatusChange::Updated {
-            user_id: me.id,
-            away: req.away,
-            status_text: req.status_text,
-            emoji,
-        })])
+        Ok(Decided::changes(vec![Change::Status(
+            StatusChange::Updated {
+                user_id: me.id,
+                away: req.away,
+                status_text: req.status_text,
+                emoji,
+            },
+        )]))
     }
 
     /// Zulip's `format_user_status`: only what is set (`away` when presence is off).

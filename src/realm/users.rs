@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 use subtle::ConstantTimeEq;
 
 use super::groups::RealmSetting;
-use super::{Change, Cx, NewUser, Realm, Role, User, UserId};
+use super::{Change, Cx, Decided, NewUser, Realm, Role, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::realm::UserChange;
 
@@ -25,15 +25,33 @@ pub struct UserView {
     pub include_custom_profile_fields: bool,
 }
 
-/// A validated request to create a user (`POST /users`).
+/// `POST /users`, parsed on the worker: the password is hashed and its strength
+/// checked there too (both are slow), so the actor never sees it.
 #[derive(Debug, Clone)]
 pub struct CreateUser {
     pub email: String,
     pub full_name: String,
-    /// The plain password, for the strength check only.
-    pub password: String,
+    /// Whether the password passes `password_is_strong`.
+    pub password_strong: bool,
     /// Its argon2 hash, computed off the realm actor.
     pub password_hash: String,
+}
+
+/// `POST /bots`, as sent.
+#[derive(Debug, Clone)]
+pub struct CreateBot {
+    pub full_name: String,
+    pub short_name: String,
+    /// Zulip's `bot_type` (1 when absent: a generic bot).
+    pub bot_type: i64,
+}
+
+/// What `POST /bots` answers about the new bot.
+#[derive(Debug, Clone)]
+pub struct CreatedBot {
+    pub user_id: UserId,
+    pub api_key: String,
+    pub email: String,
 }
 
 /// Hashes a password with argon2id and a random salt (PHC string).
@@ -173,13 +191,15 @@ impl Realm {
         m
     }
 
-    /// `POST /users`: the checks after `require_admin` and parameter parsing, in Zulip's order.
+    /// `POST /users`: `require_admin`, then the checks after parameter parsing, in
+    /// Zulip's order; answers the new user's id.
     pub fn decide_create_user(
         &self,
         me: &User,
         req: CreateUser,
         cx: &mut Cx,
-    ) -> ApiResult<(Vec<Change>, UserId)> {
+    ) -> ApiResult<Decided<UserId>> {
+        self.require_admin(me)?;
         if !me.can_create_users {
             return Err(ApiError::bad_request("User not authorized to create users"));
         }
@@ -192,7 +212,7 @@ impl Realm {
             return Err(ApiError::bad_request("Email is already in use."));
         }
         // Zulip's development settings turn the strength check off; production keeps it.
-        if !self.settings.dev && !password_is_strong(&req.password) {
+        if !self.settings.dev && !req.password_strong {
             return Err(ApiError::bad_request("The password is too weak."));
         }
         let user_id = self.next_user_id;
@@ -210,20 +230,20 @@ impl Realm {
         }));
         let mut changes = vec![change];
         changes.extend(self.default_channel_subscriptions(user_id));
-        Ok((changes, user_id))
+        Ok(Decided::new(changes, user_id))
     }
 
-    /// `POST /bots`: a bot owned by `me`, email `<short_name>-bot@<bot domain>`.
+    /// `POST /bots`: a bot owned by `me`, email `<short_name>-bot@<bot domain>`
+    /// (`add_bot_backend` is `require_member_or_admin`: no guests, no bots).
     pub fn decide_create_bot(
         &self,
         me: &User,
-        full_name: &str,
-        short_name: &str,
-        bot_type: i64,
+        q: CreateBot,
         cx: &mut Cx,
-    ) -> ApiResult<(Vec<Change>, UserId, String)> {
-        let full_name = check_full_name(full_name)?;
-        let short_name = short_name.trim();
+    ) -> ApiResult<Decided<CreatedBot>> {
+        self.require_member_or_admin(me)?;
+        let full_name = check_full_name(&q.full_name)?;
+        let short_name = q.short_name.trim();
         let email = format!("{short_name}-bot@{}", self.settings.fake_email_domain);
         if short_name.is_empty() || !email_is_valid(&email) {
             return Err(ApiError::bad_request("Bad name or username"));
@@ -231,12 +251,12 @@ impl Realm {
         if self.user_by_delivery_email(&email).is_some() {
             return Err(ApiError::bad_request("Username already in use"));
         }
-        let bot_type = self.check_can_create_bot(me, bot_type)?;
+        let bot_type = self.check_can_create_bot(me, q.bot_type)?;
         let user_id = self.next_user_id;
         let api_key = cx.api_key();
         let change = Change::User(UserChange::UserCreated(NewUser {
             user_id,
-            delivery_email: email,
+            delivery_email: email.clone(),
             full_name,
             role: Role::Member,
             bot_type: Some(bot_type),
@@ -246,7 +266,14 @@ impl Realm {
             password_hash: None,
             date_joined: cx.now_secs(),
         }));
-        Ok((vec![change], user_id, api_key))
+        Ok(Decided::new(
+            vec![change],
+            CreatedBot {
+                user_id,
+                api_key,
+                email,
+            },
+        ))
     }
 
     /// Zulip's `check_can_create_bot` then `check_valid_bot_type`: the realm's

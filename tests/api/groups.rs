@@ -1804,7 +1804,9 @@ fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
     use hearth::realm::navigation::{
         AddNavigationView, RemoveNavigationView, UpdateNavigationView,
     };
-    use hearth::realm::push::{DeviceOutcome, PushTokenKind};
+    use hearth::realm::push::{
+        AddPushToken, DeviceOutcome, PushTokenKind, RegisterPushDevice, RemovePushToken,
+    };
     use hearth::realm::{Change, Cx, Realm};
     use hearth::storage::{DurabilityMode, Store};
 
@@ -1921,21 +1923,37 @@ fn wal_replay_rebuilds_groups_views_tokens_and_devices() {
         (PushTokenKind::Fcm, "f1"),
         (PushTokenKind::Fcm, "f2"),
     ] {
-        let appid = (kind == PushTokenKind::Apns).then(|| "org.zulip.Zulip".to_owned());
+        let q = AddPushToken {
+            kind,
+            token: token.to_owned(),
+            ios_app_id: (kind == PushTokenKind::Apns).then(|| "org.zulip.Zulip".to_owned()),
+        };
         let changes = live
-            .decide_add_push_token(&hamlet, kind, token, appid, &cx)
-            .unwrap();
+            .decide_add_push_token(&hamlet, q, &mut cx)
+            .unwrap()
+            .changes;
         run(&mut live, changes);
     }
+    let q = RemovePushToken {
+        kind: PushTokenKind::Fcm,
+        token: "f1".into(),
+    };
     let changes = live
-        .decide_remove_push_token(&hamlet, PushTokenKind::Fcm, "f1")
-        .unwrap();
+        .decide_remove_push_token(&hamlet, q, &mut cx)
+        .unwrap()
+        .changes;
     run(&mut live, changes);
     let key = [vec![0x31], vec![5; 32]].concat();
     for account in [1, 2] {
+        let q = RegisterPushDevice {
+            push_account_id: account,
+            token_kind: PushTokenKind::Apns,
+            push_key: key.clone(),
+        };
         let changes = live
-            .decide_register_push_device(&hamlet, account, PushTokenKind::Apns, key.clone())
-            .unwrap();
+            .decide_register_push_device(&hamlet, q, &mut cx)
+            .unwrap()
+            .changes;
         run(&mut live, changes);
     }
     for (push_account_id, outcome) in [(1, Ok(501)), (2, Err("REQUEST_EXPIRED".into()))] {

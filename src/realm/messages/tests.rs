@@ -445,10 +445,11 @@ fn uploads_are_claimed_and_released() {
             sha256: format!("sha-{name}"),
             content_type: "text/plain".into(),
         };
-        let (changes, path) =
-            realm.decide_create_attachment(&hamlet, stored, &mut Cx::seeded(NOW_MS, 3));
-        changes.iter().for_each(|c| realm.apply(c));
-        path
+        let decided = realm
+            .decide_create_attachment(&hamlet, stored, &mut Cx::seeded(NOW_MS, 3))
+            .unwrap();
+        decided.changes.iter().for_each(|c| realm.apply(c));
+        decided.answer
     };
     let a = upload(&mut realm, "a.txt");
     let b = upload(&mut realm, "b.txt");
