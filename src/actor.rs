@@ -22,7 +22,7 @@ use std::time::Instant;
 use actix::prelude::*;
 
 use crate::error::{ApiError, ApiResult};
-use crate::events::{EventHub, Step};
+use crate::hub::{EventHub, Step};
 use crate::realm::messages::fetch::MessageRows;
 use crate::realm::{
     Change, Clock, Cx, Decided, DurabilityClass, Realm, Rule, SystemRule, User, UserId,
@@ -56,36 +56,6 @@ pub struct SystemWrite<Q, A> {
 
 impl<Q: Send + 'static, A: Send + 'static> Message for SystemWrite<Q, A> {
     type Result = ApiResult<Committed<A>>;
-}
-
-/// What a write's decision yields: the changes to commit, and an answer for the HTTP
-/// layer, opaque to the actor (it renders nothing).
-pub struct LegacyDecided {
-    pub changes: Vec<Change>,
-    pub answer: Box<dyn std::any::Any + Send>,
-}
-
-/// A write's decision, run against the actor's working state with the caller and the
-/// decision's context. Built by the HTTP layer (which parses parameters and renders the
-/// answer); the actor only runs it, commits its changes and returns its answer.
-pub type Decide =
-    Box<dyn FnOnce(&Realm, Option<&User>, &mut Cx) -> ApiResult<LegacyDecided> + Send>;
-
-/// One write sent to a realm, by a caller already authenticated on the HTTP worker.
-pub struct Call {
-    /// The caller's id (`None`: a call that needs no authentication).
-    pub me: Option<UserId>,
-    pub decide: Decide,
-}
-
-/// The actor's answer: the durability ticket to await, and the decision's answer.
-pub struct Reply {
-    pub ticket: Option<u64>,
-    pub answer: Box<dyn std::any::Any + Send>,
-}
-
-impl Message for Call {
-    type Result = ApiResult<Reply>;
 }
 
 /// Asks the actor for a snapshot job of its current state (shutdown); the caller runs it.
@@ -318,33 +288,6 @@ impl RealmActor {
             answer: decided.answer,
         })
     }
-
-    fn run(&mut self, call: Call) -> ApiResult<Reply> {
-        let mut cx = Cx::new(&*self.clock);
-        let realm = &self.realm;
-        let me = match call.me {
-            None => None,
-            // Authenticated against a published version, which this state includes.
-            Some(id) => Some(
-                realm
-                    .user(id)
-                    .filter(|u| u.is_active)
-                    .ok_or_else(|| ApiError::unauthorized("Account is deactivated"))?,
-            ),
-        };
-        let decide = call.decide;
-        // A decision only reads state, so a panic in one leaves the realm intact.
-        let decided =
-            catch_unwind(AssertUnwindSafe(|| decide(realm, me, &mut cx))).map_err(|_| {
-                tracing::error!("a rule panicked");
-                ApiError::internal()
-            })??;
-        let ticket = self.commit(decided.changes)?;
-        Ok(Reply {
-            ticket,
-            answer: decided.answer,
-        })
-    }
 }
 
 impl Actor for RealmActor {
@@ -374,14 +317,6 @@ impl StreamHandler<StorageFault> for RealmActor {
 
     /// The store is gone (shutdown): the actor keeps serving until stopped.
     fn finished(&mut self, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Call> for RealmActor {
-    type Result = ApiResult<Reply>;
-
-    fn handle(&mut self, call: Call, _ctx: &mut Self::Context) -> Self::Result {
-        self.run(call)
-    }
 }
 
 impl<Q: Send + 'static, A: Send + 'static> Handler<Write<Q, A>> for RealmActor {
@@ -531,19 +466,6 @@ impl RealmClient {
         // Read-your-writes: what this answer acknowledges is visible before it is sent.
         self.hub.release(self.durability.visible());
         Ok(())
-    }
-
-    /// Runs a legacy boxed call (being replaced by `commit`).
-    pub async fn call(&self, call: Call) -> ApiResult<Box<dyn std::any::Any + Send>> {
-        let in_flight = crate::metrics::InFlight::start(&self.hub.current().settings.subdomain);
-        let reply = self.addr.send(call).await;
-        drop(in_flight);
-        let reply = reply.map_err(|e| {
-            tracing::error!("realm actor unavailable: {e}");
-            ApiError::internal()
-        })??;
-        self.settle(reply.ticket).await?;
-        Ok(reply.answer)
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
@@ -139,9 +140,8 @@ impl ServeConfig {
     }
 
     /// The connection limits.
-    pub fn net_limits(&self) -> crate::wire::NetLimits {
-        use std::time::Duration;
-        crate::wire::NetLimits {
+    pub fn net_limits(&self) -> NetLimits {
+        NetLimits {
             request_timeout: Duration::from_millis(self.client_request_timeout_ms),
             disconnect_timeout: Duration::from_millis(self.client_disconnect_timeout_ms),
             keep_alive: Duration::from_secs(self.keep_alive_secs),
@@ -198,4 +198,17 @@ fn parse_metrics_bind(s: &str) -> Result<MetricsBind, String> {
     s.parse()
         .map(|a| MetricsBind(Some(a)))
         .map_err(|e| format!("'{s}' is not an address such as 127.0.0.1:9992 or 'off' ({e})"))
+}
+
+/// Connection limits (`hearth serve --keep-alive-secs ...`).
+#[derive(Debug, Clone, Copy)]
+pub struct NetLimits {
+    /// Time a client has to send a request's head (408 after it).
+    pub request_timeout: Duration,
+    /// Time a closing connection has to finish (0: none).
+    pub disconnect_timeout: Duration,
+    /// Idle time a kept-alive connection is kept open.
+    pub keep_alive: Duration,
+    /// Largest number of open connections, over all workers.
+    pub max_connections: usize,
 }

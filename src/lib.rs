@@ -73,8 +73,3 @@ pub mod version;
 pub use ops::create_production_realm;
 pub use startup::{open_data_folder, spawn, spawn_with_clock, Running, StartError};
 pub use version::{DEV_SUBDOMAIN, ZULIP_FEATURE_LEVEL, ZULIP_VERSION};
-
-// re-export: old path, removed once callers move
-pub use api::wire;
-// re-export: old path, removed once callers move
-pub use hub as events;

@@ -18,9 +18,7 @@ fn main() -> std::process::ExitCode {
         Command::Backup(b) => backup(&b),
         Command::Restore(r) => restore(&r),
         Command::Check(c) => hearth::ops::check_command(&c, &mut std::io::stdout()),
-        Command::Recover(r) => {
-            hearth::ops::recover_command(&r, &mut std::io::stdout())
-        }
+        Command::Recover(r) => hearth::ops::recover_command(&r, &mut std::io::stdout()),
         Command::Load(_) => return run_tools("load"),
         Command::Torture(_) => return run_tools("torture"),
         Command::Realm(RealmCommand::Populate(_)) => return run_tools("realm populate"),

@@ -24,7 +24,7 @@ use sha2::Sha256;
 use super::params::{path_int, Params};
 use super::{auth, success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::events::EventHub;
+use crate::hub::EventHub;
 use crate::realm::attachments::{Attachment, RemoveAttachment, StoredUpload, Sweep};
 use crate::realm::{Realm, User};
 use crate::registry::RealmHandle;

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use super::Outcome;
 use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts};
 use crate::error::ApiError;
-use crate::events::{QueueOptions, LONGPOLL_TIMEOUT_SECS};
 use crate::hub::presence::PresenceQuery;
+use crate::hub::{QueueOptions, LONGPOLL_TIMEOUT_SECS};
 use crate::realm::register::RegisterOptions;
 
 /// Reads the queue options shared by `POST /register` and a queue-creating `GET /events`.

@@ -6,7 +6,7 @@ use serde_json::Map;
 use super::params::Params;
 use super::{ApiRequest, ApiResponse};
 use crate::error::{ApiError, ApiResult};
-use crate::events::EventHub;
+use crate::hub::EventHub;
 use crate::realm::lifecycle::{
     DeactivateBot, DeactivateOwnUser, DeactivateUser, ReactivateUser, UpdateUser,
     MAX_DEACTIVATION_COMMENT_LENGTH,

@@ -36,9 +36,9 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
 
-use crate::actor::{Call, LegacyDecided, RealmClient};
+use crate::actor::RealmClient;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::events::EventHub;
+use crate::hub::EventHub;
 use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::{Clock, Cx, Realm, Rule, User, UserId};
 use crate::registry::Registry;
@@ -268,63 +268,6 @@ impl ApiRequest {
     pub fn caller(&self) -> ApiResult<UserId> {
         let version = self.hub.current();
         self.authenticate(&version).map(|u| u.id)
-    }
-
-    /// A write: authenticates the caller on this worker, sends `rule` to the realm actor,
-    /// awaits the durability of what it wrote and makes it visible, and returns the body
-    /// (with `ignored_parameters_unsupported` when asked).
-    pub async fn call<F>(self, opts: CallOpts, rule: F) -> ApiResult<Map<String, Value>>
-    where
-        F: FnOnce(&mut Ctx<'_>) -> ApiResult<Outcome> + Send + 'static,
-    {
-        self.write_legacy(opts, |_| Ok(()), move |c, ()| rule(c))
-            .await
-    }
-
-    /// A write whose parameters are parsed here, on the worker, after authentication
-    /// (Zulip's order): `parse` turns them into a typed value that the rule, run by the
-    /// realm actor, receives. Long lists are parsed here, not on the actor.
-    pub async fn write_legacy<T, P, F>(
-        self,
-        opts: CallOpts,
-        parse: P,
-        rule: F,
-    ) -> ApiResult<Map<String, Value>>
-    where
-        T: Send + 'static,
-        P: FnOnce(&Params) -> ApiResult<T>,
-        F: FnOnce(&mut Ctx<'_>, T) -> ApiResult<Outcome> + Send + 'static,
-    {
-        let me = if opts.anonymous {
-            None
-        } else {
-            Some(self.caller()?)
-        };
-        let parsed = parse(&self.params)?;
-        let writer = self.writer();
-        let (hub, server_url, mut params) =
-            (self.hub.clone(), self.server_url.clone(), self.params);
-        let decide = move |realm: &Realm, me: Option<&User>, cx: &mut Cx| {
-            let outcome = rule(
-                &mut Ctx::new(realm, me, &mut params, cx, &hub, &server_url),
-                parsed,
-            )?;
-            let answer: (Map<String, Value>, Vec<String>) = (outcome.body, params.unused());
-            Ok(LegacyDecided {
-                changes: outcome.changes,
-                answer: Box::new(answer),
-            })
-        };
-        let answer = writer
-            .call(Call {
-                me,
-                decide: Box::new(decide),
-            })
-            .await?;
-        let (body, ignored) = *answer
-            .downcast::<(Map<String, Value>, Vec<String>)>()
-            .map_err(|_| ApiError::internal())?;
-        Ok(with_ignored(body, ignored))
     }
 
     /// What a task needs to write to this realm after the request was answered.

@@ -22,6 +22,8 @@ use actix_codec::Decoder;
 use actix_http::h1::{Codec, Message};
 use actix_http::{HttpService, KeepAlive, ServiceConfig};
 use actix_rt::net::TcpStream;
+
+pub use crate::config::NetLimits;
 use actix_service::{fn_service, map_config, IntoServiceFactory, ServiceFactoryExt};
 use actix_web::dev::AppConfig;
 use actix_web::middleware::from_fn;
@@ -35,19 +37,6 @@ use crate::error::ErrorCode;
 
 /// Log target of refused connections and requests.
 pub const WIRE_TARGET: &str = "hearth::wire";
-
-/// Connection limits (`hearth serve --keep-alive-secs ...`).
-#[derive(Debug, Clone, Copy)]
-pub struct NetLimits {
-    /// Time a client has to send a request's head (408 after it).
-    pub request_timeout: Duration,
-    /// Time a closing connection has to finish (0: none).
-    pub disconnect_timeout: Duration,
-    /// Idle time a kept-alive connection is kept open.
-    pub keep_alive: Duration,
-    /// Largest number of open connections, over all workers.
-    pub max_connections: usize,
-}
 
 /// Ends idle kept-alive connections when the server stops.
 ///

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::common::*;
-use hearth::events::{HEARTBEAT_MS, QUEUE_TIMEOUT_MS};
+use hearth::hub::{HEARTBEAT_MS, QUEUE_TIMEOUT_MS};
 use hearth::realm::ManualClock;
 use reqwest::Method;
 use serde_json::Value;

@@ -587,12 +587,12 @@ fn login_attempts_leave_the_window_per_realm_and_username() {
 #[test]
 fn the_connection_cap_fits_under_the_open_files_limit() {
     use rustix::process::{getrlimit, Resource};
-    let small = hearth::wire::fit_to_open_files(100);
+    let small = hearth::api::wire::fit_to_open_files(100);
     assert_eq!(small, 100, "a cap under the limit is kept");
     let limit = getrlimit(Resource::Nofile);
     // The soft limit was raised to the hard one.
     assert_eq!(limit.current, limit.maximum);
-    let huge = hearth::wire::fit_to_open_files(usize::MAX);
+    let huge = hearth::api::wire::fit_to_open_files(usize::MAX);
     if let Some(open_files) = limit.current {
         assert!(
             huge as u64 <= open_files.max(64),
