@@ -17,6 +17,7 @@ mod formats;
 mod groups;
 mod integrity;
 mod js_client;
+mod layers;
 mod lifecycle;
 mod limits;
 mod linkifiers;
