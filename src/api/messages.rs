@@ -455,6 +455,7 @@ fn parse_schedule(p: &Params, create: bool, client: &str) -> ApiResult<ScheduleR
         content,
         deliver_at,
         read_by_sender: read_by_sender.unwrap_or_else(|| default_read_by_sender(client)),
+        rendered: None,
     })
 }
 
@@ -475,7 +476,11 @@ pub async fn create_scheduled_message(req: ApiRequest) -> ApiResponse {
     let client = req.client.clone();
     let id = req
         .write(
-            |_, _, p| parse_schedule(p, true, &client),
+            |version, me, p| {
+                let mut request = parse_schedule(p, true, &client)?;
+                request.rendered = version.prerender_scheduled(me, None, &request);
+                Ok(request)
+            },
             Realm::decide_schedule,
         )
         .await?;
@@ -488,8 +493,9 @@ pub async fn update_scheduled_message(req: ApiRequest, path: web::Path<String>) 
     req.message_store().await?;
     let client = req.client.clone();
     req.write(
-        |_, _, p| {
-            let request = parse_schedule(p, false, &client)?;
+        |version, me, p| {
+            let mut request = parse_schedule(p, false, &client)?;
+            request.rendered = version.prerender_scheduled(me, Some(id), &request);
             Ok(ScheduleEdit { id, request })
         },
         Realm::decide_schedule_edit,

@@ -127,9 +127,45 @@ pub struct ScheduleRequest {
     pub content: Option<String>,
     pub deliver_at: Option<i64>,
     pub read_by_sender: bool,
+    /// The content the message will have and its HTML, rendered on the HTTP worker
+    /// (`prerender_scheduled`) so the actor renders no Markdown; the rule renders again
+    /// only when the content it decides differs (a concurrent edit).
+    pub rendered: Option<(String, String)>,
 }
 
 impl Realm {
+    /// On the worker, against the published version: the normalized content a
+    /// scheduled create (`id` `None`) or edit of `me`'s message `id` will store, and
+    /// its HTML. `None` when the content is refused (the rule says why).
+    pub fn prerender_scheduled(
+        &self,
+        me: &User,
+        id: Option<i64>,
+        r: &ScheduleRequest,
+    ) -> Option<(String, String)> {
+        let raw = match (&r.content, id) {
+            (Some(c), _) => c.clone(),
+            (None, Some(id)) => u64::try_from(id)
+                .ok()
+                .and_then(|id| self.messages.scheduled.get(&id))
+                .filter(|s| s.sender_id == me.id)?
+                .content
+                .clone(),
+            (None, None) => return None,
+        };
+        let content = normalize_body(&raw).ok()?;
+        let html = self.render_message(&content).html;
+        Some((content, html))
+    }
+
+    /// The HTML of `content`: the worker's rendering when it rendered the same content.
+    fn scheduled_html(&self, content: &str, rendered: &Option<(String, String)>) -> String {
+        match rendered {
+            Some((c, html)) if c == content => html.clone(),
+            _ => self.render_message(content).html,
+        }
+    }
+
     /// Checks a destination and content as a send would (`check_message`), returning
     /// the destination.
     fn check_scheduled(
@@ -198,7 +234,7 @@ impl Realm {
         let s = ScheduledMessage {
             id: self.messages.next_scheduled_id.max(1),
             sender_id: me.id,
-            rendered_content: self.render_message(&content).html,
+            rendered_content: self.scheduled_html(&content, &r.rendered),
             to,
             content,
             deliver_at,
@@ -273,7 +309,7 @@ impl Realm {
         let s = ScheduledMessage {
             id: old.id,
             sender_id: me.id,
-            rendered_content: self.render_message(&content).html,
+            rendered_content: self.scheduled_html(&content, &r.rendered),
             to,
             content,
             deliver_at: r.deliver_at.unwrap_or(old.deliver_at),
