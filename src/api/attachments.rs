@@ -2,8 +2,9 @@
 //! /attachments`, `DELETE /attachments/{attachment_id}`, and the sweep of unclaimed
 //! uploads.
 //!
-//! Files are streamed to disk (`FileStore`, the server's upload folders), fsynced and renamed to their hash
-//! before the realm records them, so a `success` names a file that survives `kill -9`.
+//! Files are streamed to disk (`FileStore`: the server's upload folders), fsynced and
+//! renamed to their hash before the realm records them, so a `success` names a file
+//! that survives `kill -9`.
 //! Removing a file waits until the change that dropped its last attachment is durable.
 //!
 //! For the message store: once changes from `Realm::decide_release_attachments` are
