@@ -257,7 +257,7 @@ pub async fn spawn_with_clock(
 
     let state = web::Data::new(AppState {
         registry,
-        durability: store.durability.clone(),
+        health: store.durability.clone(),
         dev: config.dev,
         uploads: Arc::new(attachments::Uploads::new(
             uploads,
@@ -273,7 +273,7 @@ pub async fn spawn_with_clock(
     });
     let (handle, closer) = start_http(&config, bound.api, bound.addr, &state)?;
     let metrics = start_metrics(bound.metrics, &state)?;
-    start_tasks(&state, config.tick);
+    start_tasks(&state, &store.durability, config.tick);
     Ok(Running {
         addr: bound.addr,
         metrics,
@@ -547,8 +547,8 @@ fn start_metrics(
 /// The background tasks: the release safety net always; with `tick` (`--tick`, on
 /// outside tests that drive time by hand), the hourly upload sweeper and the
 /// one-second ticker.
-fn start_tasks(state: &web::Data<AppState>, tick: bool) {
-    spawn_release_task(state);
+fn start_tasks(state: &web::Data<AppState>, durability: &storage::Durability, tick: bool) {
+    spawn_release_task(state, durability);
     if tick {
         spawn_upload_sweeper(state);
         spawn_ticker(state);
@@ -598,8 +598,8 @@ fn spawn_upload_sweeper(state: &web::Data<AppState>) {
 /// Makes decisions visible as soon as they are durable, also those whose handler is
 /// gone (a client that disconnected while its write was being flushed). Handlers release
 /// their own decision before answering, so this is only the safety net.
-fn spawn_release_task(state: &web::Data<AppState>) {
-    let mut visible = state.durability.subscribe_visible();
+fn spawn_release_task(state: &web::Data<AppState>, durability: &storage::Durability) {
+    let mut visible = durability.subscribe_visible();
     // Weak: the task ends with the server instead of keeping its state alive.
     let weak = Arc::downgrade(&state.clone().into_inner());
     actix_web::rt::spawn(async move {

@@ -2,8 +2,9 @@
 //! /attachments`, `DELETE /attachments/{attachment_id}`, and the sweep of unclaimed
 //! uploads.
 //!
-//! Files are streamed to disk (`storage::uploads`), fsynced and renamed to their hash
-//! before the realm records them, so a `success` names a file that survives `kill -9`.
+//! Files are streamed to disk (`FileStore`: the server's upload folders), fsynced and
+//! renamed to their hash before the realm records them, so a `success` names a file
+//! that survives `kill -9`.
 //! Removing a file waits until the change that dropped its last attachment is durable.
 //!
 //! For the message store: once changes from `Realm::decide_release_attachments` are
@@ -25,10 +26,11 @@ use super::params::{path_int, Params};
 use super::{auth, success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::hub::EventHub;
-use crate::realm::attachments::{Attachment, RemoveAttachment, StoredUpload, Sweep};
+use crate::realm::attachments::{
+    Attachment, FileStore, ReceivingFile, RemoveAttachment, StoredUpload, Sweep,
+};
 use crate::realm::{Realm, User};
 use crate::registry::RealmHandle;
-use crate::storage::uploads::UploadStore;
 
 /// How long a temporary file URL works (Zulip's `SIGNED_ACCESS_TOKEN_VALIDITY_IN_SECONDS`).
 pub const TEMPORARY_URL_SECS: i64 = 60;
@@ -56,9 +58,8 @@ const INLINE_MIME_TYPES: [&str; 17] = [
 ];
 
 /// The server's upload settings and file store.
-#[derive(Debug)]
 pub struct Uploads {
-    pub store: Arc<UploadStore>,
+    pub store: Arc<dyn FileStore>,
     /// `--max-file-upload-size-mib`.
     pub max_mib: u64,
     /// `--upload-sweep-days` (0: never).
@@ -66,7 +67,7 @@ pub struct Uploads {
 }
 
 impl Uploads {
-    pub fn new(store: Arc<UploadStore>, max_mib: u64, sweep_days: u64) -> Uploads {
+    pub fn new(store: Arc<dyn FileStore>, max_mib: u64, sweep_days: u64) -> Uploads {
         Uploads {
             store,
             max_mib,
@@ -175,7 +176,7 @@ pub async fn upload_file(req: HttpRequest, payload: web::Payload) -> ApiResponse
         ApiError::internal()
     };
     let mut form = actix_multipart::Multipart::new(req.headers(), payload);
-    let mut file: Option<(String, String, crate::storage::uploads::Incoming)> = None;
+    let mut file: Option<(String, String, Box<dyn ReceivingFile>)> = None;
     while let Some(mut field) = form.try_next().await.map_err(malformed)? {
         let name = field
             .content_disposition()
@@ -207,9 +208,9 @@ pub async fn upload_file(req: HttpRequest, payload: web::Payload) -> ApiResponse
             .filter(|m| !m.is_empty() && m != "application/octet-stream")
             .or_else(|| mime_guess::from_path(&name).first_raw().map(str::to_owned))
             .unwrap_or_else(|| "application/octet-stream".to_owned());
-        let random: [u8; 16] = rand::random();
         let store = uploads.store.clone();
-        let mut incoming = web::block(move || store.incoming(random))
+        let receiving = subdomain.clone();
+        let mut incoming = web::block(move || store.receive(&receiving))
             .await
             .map_err(|_| ApiError::internal())?
             .map_err(failed)?;
@@ -234,8 +235,7 @@ pub async fn upload_file(req: HttpRequest, payload: web::Payload) -> ApiResponse
         file = Some((name, content_type, incoming));
     }
     let (name, content_type, incoming) = file.ok_or_else(no_file)?;
-    let store = uploads.store.clone();
-    let held = web::block(move || store.store(&subdomain, incoming))
+    let held = web::block(move || incoming.store())
         .await
         .map_err(|_| ApiError::internal())?
         .map_err(failed)?;
@@ -299,7 +299,7 @@ pub async fn remove_unreferenced_files(state: &AppState, hub: &Arc<EventHub>, sh
     let hub = hub.clone();
     let done = web::block(move || {
         let subdomain = hub.current().settings.subdomain.clone();
-        store.remove_unreferenced(&subdomain, &shas, |sha| {
+        store.remove_unreferenced(&subdomain, &shas, &|sha| {
             hub.current().upload_is_referenced(sha)
         })
     })
@@ -557,7 +557,7 @@ pub async fn sweep_uploads(state: &AppState) -> usize {
             let subdomain = hub.current().settings.subdomain.clone();
             store.remove_strays(
                 &subdomain,
-                |sha| hub.current().upload_is_referenced(sha),
+                &|sha| hub.current().upload_is_referenced(sha),
                 Duration::from_secs(3600),
             )
         })

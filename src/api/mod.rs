@@ -41,8 +41,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::hub::EventHub;
 use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::{Clock, Cx, Realm, Rule, User, UserId};
-use crate::registry::Registry;
-use crate::storage::Durability;
+use crate::registry::{Registry, StoreHealth};
 use params::Params;
 pub use rule::{Credentials, Ctx, Outcome};
 
@@ -61,7 +60,8 @@ const PART_OVERHEAD: usize = 128;
 /// Shared by every handler.
 pub struct AppState {
     pub registry: Registry,
-    pub durability: Arc<Durability>,
+    /// Whether writes can be made durable and messages read (readiness, metrics).
+    pub health: Arc<dyn StoreHealth>,
     /// Started with `--dev`: `POST /dev_fetch_api_key` works.
     pub dev: bool,
     /// Upload settings and the file store.

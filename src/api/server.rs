@@ -6,7 +6,6 @@ use super::Outcome;
 use super::{success, ApiRequest, ApiResponse, AppState, CallOpts};
 use crate::error::{ApiError, ErrorCode};
 use crate::realm::Realm;
-use crate::storage::message_db;
 use actix_web::{web, HttpResponse};
 
 /// # `GET /server_settings`
@@ -150,14 +149,14 @@ pub async fn health() -> HttpResponse {
 /// `storage::message_db`). While that database is still opening it answers success:
 /// message reads then wait for it rather than fail.
 pub async fn ready(state: web::Data<AppState>) -> ApiResponse {
-    state.durability.check_writable().map_err(|e| {
+    state.health.writable().map_err(|why| {
         ApiError::new(
             500,
             ErrorCode::ServerNotReady,
-            format!("Cannot write to storage: {}", e.0),
+            format!("Cannot write to storage: {why}"),
         )
     })?;
-    if let message_db::Readiness::Failed(why) = state.durability.message_db().readiness() {
+    if let Some(why) = state.health.messages_failed() {
         return Err(ApiError::new(
             500,
             ErrorCode::ServerNotReady,

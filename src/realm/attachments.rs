@@ -21,6 +21,9 @@
 //! upload: `sweep_candidates` on a worker, `decide_sweep` on the actor re-checks each.
 
 use std::collections::BTreeSet;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
 
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
@@ -176,6 +179,69 @@ pub struct StoredUpload {
     pub size: u64,
     pub sha256: String,
     pub content_type: String,
+}
+
+/// Where uploaded files live (attachments and the images of custom emoji), one folder
+/// per realm, content-addressed: what the HTTP layer does with them. Implemented by the
+/// server's upload folders (`storage::uploads`). Every method is blocking I/O: call it
+/// off the HTTP workers.
+pub trait FileStore: Send + Sync {
+    /// Starts receiving a file for the realm `subdomain`: written and hashed as it
+    /// arrives, stored by `ReceivingFile::store`, discarded if dropped before.
+    fn receive(self: Arc<Self>, subdomain: &str) -> io::Result<Box<dyn ReceivingFile>>;
+    /// Stores a whole file already in memory, as `ReceivingFile::store` does.
+    fn put(self: Arc<Self>, subdomain: &str, bytes: &[u8]) -> io::Result<HeldFile>;
+    /// The bytes of the realm's file named `sha256`, if it has one.
+    fn read(&self, subdomain: &str, sha256: &str) -> io::Result<Option<Vec<u8>>>;
+    /// Removes the realm's files among `shas` that `referenced` says nothing of the realm
+    /// names any more and no upload holds (`referenced` is asked under the store's lock,
+    /// which an upload takes to release its hold). Returns how many were removed.
+    fn remove_unreferenced(
+        &self,
+        subdomain: &str,
+        shas: &[String],
+        referenced: &dyn Fn(&str) -> bool,
+    ) -> usize;
+    /// Removes stray files: the realm's files nothing of it names (and no upload holds),
+    /// and files being received that are older than `tmp_age`. Returns how many.
+    fn remove_strays(
+        &self,
+        subdomain: &str,
+        referenced: &dyn Fn(&str) -> bool,
+        tmp_age: Duration,
+    ) -> usize;
+}
+
+/// A file being received (`FileStore::receive`). Blocking I/O.
+pub trait ReceivingFile: Send {
+    /// Appends a chunk.
+    fn write(&mut self, chunk: &[u8]) -> io::Result<()>;
+    /// The bytes written so far.
+    fn size(&self) -> u64;
+    /// Makes the file durable under its hash in the realm's folder (fsynced, renamed,
+    /// its folders fsynced) and holds it until the `HeldFile` is dropped.
+    fn store(self: Box<Self>) -> io::Result<HeldFile>;
+}
+
+/// A stored file that an upload still holds: no removal deletes it until this is
+/// dropped (after the realm recorded the upload, or refused it).
+pub struct HeldFile {
+    /// The file's name in the realm's folder: the hex SHA-256 of its bytes.
+    pub sha256: String,
+    pub size: u64,
+    /// The store's hold on the file, released when dropped.
+    _hold: Box<dyn Send>,
+}
+
+impl HeldFile {
+    /// A file named `sha256` of `size` bytes, held by `hold` until dropped.
+    pub fn new(sha256: String, size: u64, hold: impl Send + 'static) -> HeldFile {
+        HeldFile {
+            sha256,
+            size,
+            _hold: Box::new(hold),
+        }
+    }
 }
 
 /// `DELETE /attachments/{attachment_id}`: the id as sent.

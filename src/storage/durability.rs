@@ -655,6 +655,24 @@ impl Durability {
     }
 }
 
+/// The store-health port of the HTTP layer.
+impl crate::registry::StoreHealth for Durability {
+    fn writable(&self) -> Result<(), String> {
+        self.check_writable().map_err(|e| e.0)
+    }
+
+    fn messages_failed(&self) -> Option<String> {
+        match self.message_db().readiness() {
+            super::message_db::Readiness::Failed(why) => Some(why),
+            super::message_db::Readiness::Opening | super::message_db::Readiness::Open => None,
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.failure().is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{DurabilityMode, Store};

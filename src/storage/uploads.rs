@@ -34,6 +34,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::locks::lock;
+use crate::realm::attachments;
 
 /// The folder of uploaded files, inside the data folder.
 pub const UPLOADS_DIR: &str = "uploads";
@@ -398,6 +399,81 @@ impl UploadStore {
         sync_dir(&self.root)?;
         out.damaged.sort();
         Ok(out)
+    }
+}
+
+/// A file being received through the file-store port: its store and realm, to store it
+/// there.
+struct Receiving {
+    store: Arc<UploadStore>,
+    subdomain: String,
+    incoming: Incoming,
+}
+
+impl attachments::ReceivingFile for Receiving {
+    fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        self.incoming.write(chunk)
+    }
+
+    fn size(&self) -> u64 {
+        self.incoming.size()
+    }
+
+    fn store(self: Box<Self>) -> io::Result<attachments::HeldFile> {
+        let Receiving {
+            store,
+            subdomain,
+            incoming,
+        } = *self;
+        store.store(&subdomain, incoming).map(Held::into_port)
+    }
+}
+
+impl Held {
+    /// The port's held file, holding this.
+    fn into_port(self) -> attachments::HeldFile {
+        attachments::HeldFile::new(self.sha256.clone(), self.size, self)
+    }
+}
+
+/// The file-store port of the HTTP layer (`realm::attachments::FileStore`).
+impl attachments::FileStore for UploadStore {
+    fn receive(
+        self: Arc<Self>,
+        subdomain: &str,
+    ) -> io::Result<Box<dyn attachments::ReceivingFile>> {
+        let incoming = self.incoming(rand::random())?;
+        Ok(Box::new(Receiving {
+            store: self,
+            subdomain: subdomain.to_owned(),
+            incoming,
+        }))
+    }
+
+    fn put(self: Arc<Self>, subdomain: &str, bytes: &[u8]) -> io::Result<attachments::HeldFile> {
+        UploadStore::put(&self, subdomain, bytes).map(Held::into_port)
+    }
+
+    fn read(&self, subdomain: &str, sha256: &str) -> io::Result<Option<Vec<u8>>> {
+        UploadStore::read(self, subdomain, sha256)
+    }
+
+    fn remove_unreferenced(
+        &self,
+        subdomain: &str,
+        shas: &[String],
+        referenced: &dyn Fn(&str) -> bool,
+    ) -> usize {
+        UploadStore::remove_unreferenced(self, subdomain, shas, referenced)
+    }
+
+    fn remove_strays(
+        &self,
+        subdomain: &str,
+        referenced: &dyn Fn(&str) -> bool,
+        tmp_age: std::time::Duration,
+    ) -> usize {
+        UploadStore::remove_strays(self, subdomain, referenced, tmp_age)
     }
 }
 

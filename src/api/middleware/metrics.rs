@@ -45,7 +45,7 @@ pub fn render(state: &AppState) -> String {
             realm.hub.parked_polls(),
         );
     }
-    crate::metrics::encode(state.durability.failure().is_some())
+    crate::metrics::encode(state.health.failed())
 }
 
 /// `GET /metrics` on the metrics listener.
