@@ -285,11 +285,12 @@ impl ApiRequest {
         let version = self.hub.current();
         let me = self.authenticate(&version)?;
         // As for reads: a panic while parsing answers a 500, not a dead worker.
-        let req = catch_unwind(AssertUnwindSafe(|| parse(&version, me, &self.params)))
-            .map_err(|_| {
+        let req = catch_unwind(AssertUnwindSafe(|| parse(&version, me, &self.params))).map_err(
+            |_| {
                 tracing::error!("a write's parameter parsing panicked");
                 ApiError::internal()
-            })??;
+            },
+        )??;
         Ok(Parsed { me: me.id, req })
     }
 
