@@ -73,13 +73,10 @@ pub fn password_is_strong(password: &str) -> bool {
         && zxcvbn::zxcvbn(password, &[]).guesses() >= PASSWORD_MIN_GUESSES
 }
 
-/// Zulip's `UserProfile.MIN_NAME_LENGTH`.
-pub const MIN_NAME_LENGTH: usize = 2;
-
 /// Zulip's `UserProfile.NAME_INVALID_CHARS`.
 pub const NAME_INVALID_CHARS: [char; 6] = ['*', '`', '\\', '>', '"', '@'];
 
-/// Zulip's `check_full_name`, its checks in its order: stripped, 2..=100 characters,
+/// Zulip's `check_full_name`, its checks in its order: stripped, 1..=100 characters,
 /// printable (`check_string_is_printable`) and none of `NAME_INVALID_CHARS`, and the
 /// raw value not ending in `|<digits>` (ambiguous with the mention syntax).
 pub fn check_full_name(raw: &str) -> ApiResult<String> {
@@ -88,8 +85,8 @@ pub fn check_full_name(raw: &str) -> ApiResult<String> {
     if len > MAX_NAME_LENGTH {
         return Err(ApiError::bad_request("Name too long!"));
     }
-    if len < MIN_NAME_LENGTH {
-        return Err(ApiError::bad_request("Name too short!"));
+    if len == 0 {
+        return Err(ApiError::bad_request("Name must not be empty!"));
     }
     let unprintable = |c: char| c.is_control() || c == '\u{fffe}';
     if name
@@ -457,17 +454,14 @@ mod tests {
         assert_eq!(check_full_name("  Ann  ").ok().as_deref(), Some("Ann"));
         assert_eq!(
             check_full_name(" ").map_err(|e| e.msg),
-            Err("Name too short!".into())
+            Err("Name must not be empty!".into())
         );
         assert_eq!(
             check_full_name(&"x".repeat(101)).map_err(|e| e.msg),
             Err("Name too long!".into())
         );
         assert!(check_full_name(&"x".repeat(100)).is_ok());
-        assert_eq!(
-            check_full_name(" A ").map_err(|e| e.msg),
-            Err("Name too short!".into())
-        );
+        assert_eq!(check_full_name(" A ").ok().as_deref(), Some("A"));
         for bad in ["A*b", "A`b", "A\\b", "A>b", "A\"b", "A@b", "A\u{7}b"] {
             assert_eq!(
                 check_full_name(bad).map_err(|e| e.msg),

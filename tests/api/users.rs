@@ -784,7 +784,7 @@ async fn create_user_validation() {
             ],
         )
         .await;
-    assert_error(&reply, 400, "BAD_REQUEST", "Name too short!");
+    assert_error(&reply, 400, "BAD_REQUEST", "Name must not be empty!");
     let long = "x".repeat(101);
     let reply = app
         .post_as(
@@ -804,6 +804,36 @@ async fn create_user_validation() {
         16,
         "nothing was created"
     );
+}
+
+/// Zulip's `check_full_name` answers "Name must not be empty!" for an empty name and
+/// accepts a one-character one (the duplicate email is then what is refused).
+#[actix_web::test]
+async fn create_user_empty_and_one_character_names() {
+    let app = TestApp::spawn().await;
+    let form = |email, name| {
+        vec![
+            ("email", email),
+            ("password", "abcd1234"),
+            ("full_name", name),
+        ]
+    };
+    let reply = app
+        .post_as(ADMIN, "/api/v1/users", &form("empty@zulip.com", ""))
+        .await;
+    assert_error(&reply, 400, "BAD_REQUEST", "Name must not be empty!");
+    let reply = app
+        .post_as(ADMIN, "/api/v1/users", &form("hamlet@zulip.com", "A"))
+        .await;
+    assert_error(&reply, 400, "BAD_REQUEST", "Email is already in use.");
+    let reply = app
+        .post_as(ADMIN, "/api/v1/users", &form("single@zulip.com", " Q "))
+        .await;
+    let id = assert_success(&reply)["user_id"].as_u64().unwrap();
+    let (_, _, body) = app
+        .get_as(ADMIN, &format!("/api/v1/users/{id}"), &[])
+        .await;
+    assert_eq!(body["user"]["full_name"], "Q");
 }
 
 #[actix_web::test]
