@@ -10,7 +10,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// Zulip's `BUILT_IN_VIEW_FRAGMENTS`: views that exist without being added; they take no
 /// name.
-pub const BUILT_IN_VIEW_FRAGMENTS: [&str; 8] = [
+pub const BUILT_IN_VIEW_FRAGMENTS: [&str; 9] = [
     "inbox",
     "recent",
     "feed",
@@ -19,6 +19,7 @@ pub const BUILT_IN_VIEW_FRAGMENTS: [&str; 8] = [
     "narrow/is/mentioned",
     "narrow/is/starred",
     "scheduled",
+    "reminders",
 ];
 
 /// One configured view of a user.

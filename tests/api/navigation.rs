@@ -29,6 +29,48 @@ async fn not_found(s: &TestApp, method: &str, path: &str, who: &str, params: &[(
     .await;
 }
 
+/// Every fragment in Zulip's `BUILT_IN_VIEW_FRAGMENTS` (`zerver/views/navigation_views.py`)
+/// is a built-in view: it refuses a custom name and is added without one.
+#[actix_web::test]
+async fn every_built_in_view_refuses_a_name() {
+    let s = TestApp::spawn().await;
+    let built_in = [
+        "inbox",
+        "recent",
+        "feed",
+        "drafts",
+        "narrow/has/reaction/sender/me",
+        "narrow/is/mentioned",
+        "narrow/is/starred",
+        "scheduled",
+        "reminders",
+    ];
+    for fragment in built_in {
+        s.bad(
+            "POST",
+            VIEWS,
+            IAGO,
+            &[
+                ("fragment", fragment),
+                ("name", "Mine"),
+                ("is_pinned", "false"),
+            ],
+            "Built-in views cannot have a custom name.",
+        )
+        .await;
+        s.ok(
+            "POST",
+            VIEWS,
+            IAGO,
+            &[("fragment", fragment), ("is_pinned", "false")],
+        )
+        .await;
+    }
+    let listed = views(&s, IAGO).await;
+    assert_eq!(listed.as_array().unwrap().len(), built_in.len());
+    assert!(listed.as_array().unwrap().iter().all(|v| v["name"].is_null()));
+}
+
 #[actix_web::test]
 async fn navigation_views_rules() {
     let mut s = TestApp::spawn().await;
