@@ -437,6 +437,38 @@ async fn subscription_properties_seed_4_1() {
     s.stop().await;
 }
 
+/// Zulip's `bulk_principals_to_user_profiles` (`zerver/views/streams.py`): every
+/// principal must exist ("No such user") before any is refused as deactivated by
+/// `access_user_common` ("User is deactivated").
+#[actix_web::test]
+async fn unsubscribe_deactivated_principal() {
+    let s = TestApp::spawn().await;
+    s.ok("DELETE", &format!("/api/v1/users/{OTHELLO_ID}"), IAGO, &[])
+        .await;
+    for principals in ["[12]", r#"["user12@zulipdev.com"]"#, "[12, 10]"] {
+        s.err(
+            "DELETE",
+            "/api/v1/users/me/subscriptions",
+            IAGO,
+            &[("subscriptions", r#"["Verona"]"#), ("principals", principals)],
+            400,
+            "BAD_REQUEST",
+            "User is deactivated",
+        )
+        .await;
+    }
+    s.err(
+        "DELETE",
+        "/api/v1/users/me/subscriptions",
+        IAGO,
+        &[("subscriptions", r#"["Verona"]"#), ("principals", "[12, 999]")],
+        400,
+        "BAD_REQUEST",
+        "No such user",
+    )
+    .await;
+}
+
 #[actix_web::test]
 async fn unsubscribe_seed_4_5() {
     let mut s = TestApp::spawn().await;

@@ -404,6 +404,34 @@ impl Realm {
         Ok(out)
     }
 
+    /// Zulip's `bulk_principals_to_user_profiles` for unsubscribing: every principal
+    /// must name a user ("No such user"), and only then is each checked by
+    /// `access_user_common` with bots allowed and deactivated users refused ("User is
+    /// deactivated").
+    pub fn resolve_unsubscribe_principals(
+        &self,
+        principals: &[Principal],
+    ) -> ApiResult<Vec<UserId>> {
+        let mut users = Vec::new();
+        for p in principals {
+            let user = match p {
+                Principal::Email(email) => self.user_by_api_email(email.trim()),
+                Principal::Id(id) => id.and_then(|id| self.user(id)),
+            };
+            users.push(user.ok_or_else(|| ApiError::bad_request("No such user"))?);
+        }
+        let mut out = Vec::new();
+        for user in users {
+            if !user.is_active {
+                return Err(ApiError::bad_request("User is deactivated"));
+            }
+            if !out.contains(&user.id) {
+                out.push(user.id);
+            }
+        }
+        Ok(out)
+    }
+
     /// `DELETE /users/me/subscriptions` (seed 4.5). Answers the `removed` /
     /// `not_removed` name lists.
     pub fn decide_unsubscribe(
@@ -415,7 +443,7 @@ impl Realm {
         let principals = q
             .principals
             .as_deref()
-            .map(|p| self.resolve_principals(p))
+            .map(|p| self.resolve_unsubscribe_principals(p))
             .transpose()?;
         let names = &q.names;
         // Zulip tests `if principals:`: an empty list means the caller too.
