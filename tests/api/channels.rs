@@ -450,7 +450,10 @@ async fn unsubscribe_deactivated_principal() {
             "DELETE",
             "/api/v1/users/me/subscriptions",
             IAGO,
-            &[("subscriptions", r#"["Verona"]"#), ("principals", principals)],
+            &[
+                ("subscriptions", r#"["Verona"]"#),
+                ("principals", principals),
+            ],
             400,
             "BAD_REQUEST",
             "User is deactivated",
@@ -461,7 +464,10 @@ async fn unsubscribe_deactivated_principal() {
         "DELETE",
         "/api/v1/users/me/subscriptions",
         IAGO,
-        &[("subscriptions", r#"["Verona"]"#), ("principals", "[12, 999]")],
+        &[
+            ("subscriptions", r#"["Verona"]"#),
+            ("principals", "[12, 999]"),
+        ],
         400,
         "BAD_REQUEST",
         "No such user",

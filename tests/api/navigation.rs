@@ -68,7 +68,11 @@ async fn every_built_in_view_refuses_a_name() {
     }
     let listed = views(&s, IAGO).await;
     assert_eq!(listed.as_array().unwrap().len(), built_in.len());
-    assert!(listed.as_array().unwrap().iter().all(|v| v["name"].is_null()));
+    assert!(listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|v| v["name"].is_null()));
 }
 
 #[actix_web::test]

@@ -6,6 +6,10 @@ use crate::common::*;
 use hearth::realm::ManualClock;
 use serde_json::{json, Value};
 
+/// Zulip's text for an unknown `type` (`check_string_in_validator` through
+/// `typed_endpoint`'s "Invalid {var_name}: {msg}").
+const INVALID_TYPE: &str = "Invalid type: Value error, Not in the list of possible values";
+
 async fn schedule(app: &TestApp, who: &str, params: &[(&str, &str)]) -> u64 {
     let body = app
         .ok("POST", "/api/v1/scheduled_messages", who, params)
@@ -504,13 +508,13 @@ async fn create_errors_and_events() {
         (
             create(vec![("type", "bogus".into())]),
             "BAD_REQUEST",
-            "Invalid type".into(),
+            INVALID_TYPE.into(),
         ),
         // The type is checked before anything else is read.
         (
             create(vec![("type", "bogus".into()), drop("to")]),
             "BAD_REQUEST",
-            "Invalid type".into(),
+            INVALID_TYPE.into(),
         ),
         (
             create(vec![drop("type")]),
@@ -680,4 +684,58 @@ async fn create_errors_and_events() {
         list(&app, MEMBER).await,
         vec![got[5]["scheduled_message"].clone()]
     );
+}
+
+/// `PATCH /scheduled_messages/{id}` refuses an unknown `type` in the same words as
+/// `POST /scheduled_messages`, before "Nothing to change"-style checks and the lookup.
+#[actix_web::test]
+async fn edit_with_unknown_type() {
+    let app = TestApp::spawn_with_clock(ManualClock::new(START_MS)).await;
+    let later = (START + 3600).to_string();
+    app.err(
+        "POST",
+        "/api/v1/scheduled_messages",
+        MEMBER,
+        &[
+            ("type", "bogus"),
+            ("to", "[12]"),
+            ("content", "x"),
+            ("scheduled_delivery_timestamp", &later),
+        ],
+        400,
+        "BAD_REQUEST",
+        INVALID_TYPE,
+    )
+    .await;
+    let id = schedule(
+        &app,
+        MEMBER,
+        &[
+            ("type", "direct"),
+            ("to", "[12]"),
+            ("content", "x"),
+            ("scheduled_delivery_timestamp", &later),
+        ],
+    )
+    .await;
+    for path in [
+        format!("/api/v1/scheduled_messages/{id}"),
+        "/api/v1/scheduled_messages/9999".to_owned(),
+    ] {
+        for params in [
+            &[("type", "bogus"), ("to", "[12]")][..],
+            &[("type", "bogus")][..],
+        ] {
+            app.err(
+                "PATCH",
+                &path,
+                MEMBER,
+                params,
+                400,
+                "BAD_REQUEST",
+                INVALID_TYPE,
+            )
+            .await;
+        }
+    }
 }

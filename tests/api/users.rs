@@ -830,9 +830,7 @@ async fn create_user_empty_and_one_character_names() {
         .post_as(ADMIN, "/api/v1/users", &form("single@zulip.com", " Q "))
         .await;
     let id = assert_success(&reply)["user_id"].as_u64().unwrap();
-    let (_, _, body) = app
-        .get_as(ADMIN, &format!("/api/v1/users/{id}"), &[])
-        .await;
+    let (_, _, body) = app.get_as(ADMIN, &format!("/api/v1/users/{id}"), &[]).await;
     assert_eq!(body["user"]["full_name"], "Q");
 }
 

@@ -95,14 +95,20 @@ pub fn direct_to(v: &Value) -> ApiResult<Vec<i64>> {
     }
 }
 
-/// Whether a type names channel messages (`stream`, `channel`) or direct ones.
+/// Whether a type names channel messages (`stream`, `channel`) or direct ones. Zulip's
+/// scheduled-message views check `type` with `check_string_in_validator`, whose
+/// `ValueError` `typed_endpoint` words as "Invalid {var_name}: {msg}", pydantic's msg
+/// being "Value error, Not in the list of possible values" (create and edit alike).
 pub fn is_channel_type(t: &str) -> ApiResult<bool> {
     match t {
         "stream" | "channel" => Ok(true),
         "private" | "direct" => Ok(false),
-        _ => Err(ApiError::bad_request("Invalid type")),
+        _ => Err(ApiError::bad_request(INVALID_TYPE)),
     }
 }
+
+/// The refusal of an unknown scheduled-message `type`.
+pub const INVALID_TYPE: &str = "Invalid type: Value error, Not in the list of possible values";
 
 /// `PATCH /scheduled_messages/{id}`: the scheduled message, as given, and the edit.
 #[derive(Debug, Clone)]
