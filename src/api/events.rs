@@ -118,6 +118,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         let user_avatar_url_field_optional = capability("user_avatar_url_field_optional");
         let linkifier_url_template = capability("linkifier_url_template");
         let include_deactivated_groups = capability("include_deactivated_groups");
+        let user_settings_object = capability("user_settings_object");
         // The queue sees exactly the events published after `version`, the state
         // answered below (newer than or equal to the one `me` was authenticated in).
         let (queue_id, version) = c.hub.register(me.id, queue);
@@ -129,6 +130,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             slim_presence,
             user_avatar_url_field_optional,
             include_deactivated_groups,
+            user_settings_object,
             longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
             realm_url: version.url(c.server_url).to_owned(),
             linkifier_url_template,

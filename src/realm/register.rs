@@ -35,6 +35,10 @@ pub struct RegisterOptions {
     pub user_avatar_url_field_optional: bool,
     /// The `include_deactivated_groups` client capability.
     pub include_deactivated_groups: bool,
+    /// The `user_settings_object` client capability: the settings come only in
+    /// `user_settings`, never as the legacy top-level keys (Zulip's
+    /// `fetch_initial_state_data`).
+    pub user_settings_object: bool,
     pub longpoll_timeout_secs: i64,
     /// The realm's public URL (`Realm::url`).
     pub realm_url: String,
@@ -218,7 +222,7 @@ impl Realm {
                 Value::Object(self.user_settings(me)),
             );
         }
-        if o.wants("update_display_settings") {
+        if o.wants("update_display_settings") && !o.user_settings_object {
             // Legacy: the display settings at the top level.
             let s = self.user_settings(me);
             for k in DISPLAY_SETTINGS {
@@ -227,7 +231,7 @@ impl Realm {
                 }
             }
         }
-        if o.wants("update_global_notifications") {
+        if o.wants("update_global_notifications") && !o.user_settings_object {
             let s = self.user_settings(me);
             for k in NOTIFICATION_SETTINGS {
                 if let Some(v) = s.get(*k) {

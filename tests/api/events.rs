@@ -123,6 +123,53 @@ async fn register_limits_state_to_fetch_event_types() {
     assert_eq!(body["msg"], "event_types is not valid JSON");
 }
 
+/// Zulip's `fetch_initial_state_data` (`zerver/lib/events.py`): with the
+/// `user_settings_object` client capability the settings come once, in `user_settings`;
+/// without it the legacy `update_display_settings` / `update_global_notifications`
+/// types add them at the top level too.
+#[actix_web::test]
+async fn register_user_settings_object_gives_one_copy() {
+    let app = start().await;
+    let fetch = (
+        "fetch_event_types",
+        r#"["user_settings","update_display_settings","update_global_notifications"]"#,
+    );
+    let legacy = [
+        "twenty_four_hour_time",
+        "enter_sends",
+        "enable_sounds",
+        "presence_enabled",
+    ];
+    let body = app
+        .ok(
+            "POST",
+            "/api/v1/register",
+            "hamlet@zulip.com",
+            &[
+                fetch,
+                ("client_capabilities", r#"{"user_settings_object": true}"#),
+            ],
+        )
+        .await;
+    for key in legacy {
+        assert!(body.get(key).is_none(), "{key} at the top level");
+        assert!(
+            body["user_settings"].get(key).is_some(),
+            "{key} in user_settings"
+        );
+    }
+    let body = app
+        .ok("POST", "/api/v1/register", "hamlet@zulip.com", &[fetch])
+        .await;
+    for key in legacy {
+        assert!(body.get(key).is_some(), "legacy {key} at the top level");
+        assert!(
+            body["user_settings"].get(key).is_some(),
+            "{key} in user_settings"
+        );
+    }
+}
+
 /// The start-up register of zulip-terminal: 10 event types, 14 fetch types, and the
 /// keys it reads from the answer.
 #[actix_web::test]
