@@ -1,5 +1,5 @@
-//! Start-up: from a `ServeConfig` to a running server, in named steps: bind the
-//! listeners (`bind`), open the storage (`open_storage`: the data folder, its realms,
+//! Start-up: from a `ServeConfig` to a running server, in named steps: lock an existing
+//! data folder (`lock_existing_folder`), bind the listeners (`bind`), open the storage (`open_storage`: the data folder, its realms,
 //! the development realm seeded when asked), recover every realm and start its actor
 //! (`start_realms`), start the HTTP server (`start_http`) and the metrics listener
 //! (`start_metrics`), and the background tasks (`start_tasks`: the release safety net,
@@ -241,9 +241,20 @@ pub async fn spawn_with_clock(
         Some(url) => Some(Arc::new(PushRelay::new(url).map_err(StartError::Realm)?)),
         None => None,
     };
-    // Listen first: a busy port must not leave a new, empty data folder behind.
-    let bound = bind(&config)?;
-    let opened = open_storage(&config, &*clock)?;
+    // An existing data folder is opened (locked) before listening: a second server on a
+    // folder in use is told so even when its ports are taken too. A new folder is
+    // created only once the listeners are bound: a busy port leaves none behind.
+    let locked = lock_existing_folder(&config)?;
+    let bound = match bind(&config) {
+        Ok(bound) => bound,
+        Err(e) => {
+            if let Some((store, _)) = locked {
+                store.durability.shutdown();
+            }
+            return Err(e);
+        }
+    };
+    let opened = open_storage(&config, &*clock, locked)?;
     // The address actually bound (port 0 becomes the real port).
     let url: Arc<str> = config
         .url
@@ -294,6 +305,15 @@ struct Bound {
     metrics: Option<(TcpListener, SocketAddr)>,
 }
 
+/// Opens the data folder when it exists already, which takes its lock: `Locked` when
+/// another process holds it. `None` when there is no folder yet.
+fn lock_existing_folder(config: &ServeConfig) -> Result<Option<(Store, bool)>, StartError> {
+    if !config.data.exists() {
+        return Ok(None);
+    }
+    open_data_folder(&config.data, config.durability_mode()).map(Some)
+}
+
 /// Binds the API listener and the metrics listener.
 fn bind(config: &ServeConfig) -> Result<Bound, StartError> {
     let bind_error = |source| StartError::Bind {
@@ -321,12 +341,20 @@ struct Opened {
     subdomains: Vec<String>,
 }
 
-/// Opens the data folder, holds its realms against the manifest, and seeds the
+/// Opens the data folder (unless `lock_existing_folder` did), holds its realms against
+/// the manifest, and seeds the
 /// development realm when `--dev` asks for it and it is not there yet. No realm to
 /// serve refuses the start (and removes the folder if this start created it).
-fn open_storage(config: &ServeConfig, clock: &dyn Clock) -> Result<Opened, StartError> {
+fn open_storage(
+    config: &ServeConfig,
+    clock: &dyn Clock,
+    locked: Option<(Store, bool)>,
+) -> Result<Opened, StartError> {
     let opening = Instant::now();
-    let (store, created) = open_data_folder(&config.data, config.durability_mode())?;
+    let (store, created) = match locked {
+        Some(opened) => opened,
+        None => open_data_folder(&config.data, config.durability_mode())?,
+    };
     let opened_in = opening.elapsed();
     // A realm the manifest names must be there: never seed a new one in its place.
     store.verify_realms()?;

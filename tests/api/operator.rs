@@ -174,6 +174,49 @@ fn second_server_on_one_folder_names_the_folder() {
     first.stop();
 }
 
+/// The folder is locked before anything listens: a second server on a folder in use is
+/// told so even when its API and metrics ports are taken as well.
+#[test]
+fn second_server_on_one_folder_names_the_folder_before_busy_ports() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let first = start_server(&["--dev", "--data", data], &[]);
+    let api = TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics = TcpListener::bind("127.0.0.1:0").unwrap();
+    let api_addr = api.local_addr().unwrap().to_string();
+    let metrics_addr = metrics.local_addr().unwrap().to_string();
+    let out = run(&[
+        "serve",
+        "--dev",
+        "--bind",
+        &api_addr,
+        "--metrics-bind",
+        &metrics_addr,
+        "--data",
+        data,
+    ]);
+    assert_failed(&out, &[data, "in use by another hearth process"]);
+    // With the folder free, the busy metrics port is what is refused.
+    first.stop();
+    drop(api);
+    let out = run(&[
+        "serve",
+        "--dev",
+        "--bind",
+        "127.0.0.1:0",
+        "--metrics-bind",
+        &metrics_addr,
+        "--data",
+        data,
+    ]);
+    assert_failed(
+        &out,
+        &[&format!("cannot listen on {metrics_addr}"), "in use"],
+    );
+    drop(metrics);
+}
+
 #[test]
 fn port_in_use_names_the_address_and_creates_no_folder() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
