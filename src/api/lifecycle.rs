@@ -11,6 +11,7 @@ use crate::realm::lifecycle::{
     DeactivateBot, DeactivateOwnUser, DeactivateUser, ReactivateUser, UpdateUser,
     MAX_DEACTIVATION_COMMENT_LENGTH,
 };
+use crate::realm::profile_fields::parse_user_profile_data;
 use crate::realm::{Realm, Role, UserId};
 
 /// A `{user_id}` path segment: digits (too large ones name no user), else 404 as
@@ -105,16 +106,23 @@ pub async fn reactivate_user(req: ApiRequest, path: web::Path<String>) -> ApiRes
     req.reply(Map::new())
 }
 
-/// `full_name` (a string) and `role` (JSON, one of Zulip's `ROLE_TYPES`: "Invalid role").
+/// `full_name` (a string), `role` (JSON, one of Zulip's `ROLE_TYPES`: "Invalid role")
+/// and `profile_data` (JSON, `check_profile_data`), in Zulip's parameter order.
 fn user_update(id: i64, p: &Params) -> ApiResult<UpdateUser> {
+    let full_name = p.opt_str("full_name");
     let role = match p.opt_int("role")? {
         None => None,
         Some(v) => Some(Role::from_value(v).ok_or_else(|| ApiError::bad_request("Invalid role"))?),
     };
+    let profile_data = p
+        .opt_json("profile_data")?
+        .map(parse_user_profile_data)
+        .transpose()?;
     Ok(UpdateUser {
         id,
-        full_name: p.opt_str("full_name"),
+        full_name,
         role,
+        profile_data,
     })
 }
 

@@ -23,6 +23,7 @@ use serde_json::json;
 
 use super::events::{Audience, Event};
 use super::groups::SystemGroup;
+use super::profile_fields::UserProfileDataUpdate;
 use super::users::check_full_name;
 use super::{Change, Cx, Decided, Realm, Role, User, UserChange, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -78,6 +79,8 @@ pub struct UpdateUser {
     pub id: i64,
     pub full_name: Option<String>,
     pub role: Option<Role>,
+    /// `profile_data`, parsed (`parse_user_profile_data`).
+    pub profile_data: Option<UserProfileDataUpdate>,
 }
 
 /// Zulip's `get_system_user_group_for_user`: the one system group a role puts a user in
@@ -250,7 +253,8 @@ impl Realm {
         )]))
     }
 
-    /// `PATCH /users/{user_id}` (`update_user_backend`): the role, then the full name.
+    /// `PATCH /users/{user_id}` (`update_user_backend`): the role, then the full name,
+    /// then `profile_data`.
     /// Everything is checked before anything changes.
     pub fn decide_update_user(
         &self,
@@ -284,6 +288,9 @@ impl Realm {
                     full_name,
                 }));
             }
+        }
+        if let Some(data) = &update.profile_data {
+            changes.extend(self.user_profile_data_changes(me, target.id, data)?);
         }
         Ok(Decided::changes(changes))
     }

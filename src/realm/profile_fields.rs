@@ -409,6 +409,64 @@ pub fn parse_profile_data(v: Value) -> ApiResult<ProfileDataUpdate> {
         .collect()
 }
 
+/// The parsed `profile_data` of `PATCH /users/{user_id}`: `(field id, value)`, the value
+/// `None` (sent as null, "" or []) to remove it.
+pub type UserProfileDataUpdate = Vec<(i64, Option<Value>)>;
+
+/// Parses `profile_data` of `PATCH /users/{user_id}` as Zulip's `check_profile_data`
+/// does (`list` of `{id: int, value: None | str | list[int]}`, nothing else).
+pub fn parse_user_profile_data(v: Value) -> ApiResult<UserProfileDataUpdate> {
+    let Value::Array(items) = v else {
+        return Err(ApiError::bad_request("profile_data is not a list"));
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let var = format!("profile_data[{i}]");
+            let Value::Object(m) = item else {
+                return Err(ApiError::bad_request(format!("{var} is not a dict")));
+            };
+            for key in ["id", "value"] {
+                if !m.contains_key(key) {
+                    return Err(ApiError::bad_request(format!(
+                        "{var} key is missing: {key}"
+                    )));
+                }
+            }
+            let id = m["id"]
+                .as_i64()
+                .ok_or_else(|| ApiError::bad_request(format!("{var}[\"id\"] is not an integer")))?;
+            let value = match &m["value"] {
+                Value::Null => None,
+                Value::String(s) if s.is_empty() => None,
+                Value::String(s) => Some(Value::String(s.clone())),
+                Value::Array(l) if l.iter().all(|x| x.as_i64().is_some()) => {
+                    (!l.is_empty()).then(|| Value::Array(l.clone()))
+                }
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "{var}[\"value\"] is not a string"
+                    )))
+                }
+            };
+            let mut extra: Vec<&str> = m
+                .keys()
+                .map(String::as_str)
+                .filter(|k| *k != "id" && *k != "value")
+                .collect();
+            if !extra.is_empty() {
+                extra.sort_unstable();
+                return Err(ApiError::bad_request(format!(
+                    "Unexpected arguments: {}",
+                    extra.join(", ")
+                )));
+            }
+            Ok((id, value))
+        })
+        .collect()
+}
+
 /// Settings of `POST /realm/profile_fields`, parsed.
 #[derive(Debug, Clone)]
 pub struct NewField {
@@ -793,9 +851,22 @@ impl Realm {
         _cx: &mut Cx,
     ) -> ApiResult<Decided<()>> {
         require_human(me)?;
-        let data = q.data;
+        let changes = self.profile_value_changes(me, me.id, &q.data)?;
+        Ok(Decided::changes(changes))
+    }
+
+    /// Zulip's `validate_user_custom_profile_data` then
+    /// `do_update_user_custom_profile_data_if_changed`: every item checked (the field
+    /// exists, `me` may edit it, the value fits its type), then `target`'s values that
+    /// change are set, rendered where the type renders Markdown.
+    pub(super) fn profile_value_changes(
+        &self,
+        me: &User,
+        target: UserId,
+        data: &[(i64, Value)],
+    ) -> ApiResult<Vec<Change>> {
         let mut checked = Vec::with_capacity(data.len());
-        for (id, value) in &data {
+        for (id, value) in data {
             let field = self.profile_field(*id)?;
             Self::check_editable(me, field)?;
             checked.push((field, self.check_profile_value(field, value)?));
@@ -807,7 +878,7 @@ impl Realm {
             let old = current.get(&field.id).cloned().or_else(|| {
                 self.profile_values
                     .get(&field.id)
-                    .and_then(|vs| vs.get(&me.id))
+                    .and_then(|vs| vs.get(&target))
                     .map(|v| v.value.clone())
             });
             if old.as_deref() == Some(value.as_str()) {
@@ -818,7 +889,7 @@ impl Realm {
                 .then(|| render_description_with(&value, &linkifiers));
             current.insert(field.id, value.clone());
             changes.push(Change::ProfileField(ProfileFieldChange::ValueSet {
-                user_id: me.id,
+                user_id: target,
                 field_id: field.id,
                 value: ProfileValue {
                     value,
@@ -826,7 +897,42 @@ impl Realm {
                 },
             }));
         }
-        Ok(Decided::changes(changes))
+        Ok(changes)
+    }
+
+    /// `profile_data` of `PATCH /users/{user_id}` (`update_user_backend`), `me` an
+    /// administrator: first each removal (`check_remove_custom_profile_field_value`: the
+    /// field must exist; a value `target` has goes), then the values to set
+    /// (`profile_value_changes`).
+    pub(super) fn user_profile_data_changes(
+        &self,
+        me: &User,
+        target: UserId,
+        data: &UserProfileDataUpdate,
+    ) -> ApiResult<Vec<Change>> {
+        let mut changes = Vec::new();
+        let mut set = Vec::new();
+        let mut removed = BTreeSet::new();
+        for (id, value) in data {
+            let Some(value) = value else {
+                let field = self.profile_field(*id)?;
+                Self::check_editable(me, field)?;
+                let has = self
+                    .profile_values
+                    .get(&field.id)
+                    .is_some_and(|vs| vs.contains_key(&target));
+                if has && removed.insert(field.id) {
+                    changes.push(Change::ProfileField(ProfileFieldChange::ValueRemoved {
+                        user_id: target,
+                        field_id: field.id,
+                    }));
+                }
+                continue;
+            };
+            set.push((*id, value.clone()));
+        }
+        changes.extend(self.profile_value_changes(me, target, &set)?);
+        Ok(changes)
     }
 
     /// `DELETE /users/me/profile_data`: each field must exist (and be editable); values

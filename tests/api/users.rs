@@ -1116,3 +1116,69 @@ async fn concurrent_creations_of_one_address_make_one_user() {
     let (_, _, body) = app.get_as(ADMIN, "/api/v1/users", &[]).await;
     assert_eq!(body["members"].as_array().unwrap().len(), 17);
 }
+
+/// `PATCH /users/{user_id}` with `profile_data` (Zulip's `update_user_backend`): an
+/// administrator sets and removes another user's values; `GET /users` and
+/// `GET /users/{id}` with `include_custom_profile_fields` show them, with
+/// `rendered_value` for the text types.
+#[actix_web::test]
+async fn admin_sets_profile_data_of_another_user() {
+    let app = TestApp::spawn().await;
+    let path = format!("/api/v1/users/{HAMLET_ID}");
+    let data = json!([
+        {"id": 1, "value": "+1-234"},
+        {"id": 2, "value": "Prince of **Denmark**"},
+        {"id": 4, "value": "1"},
+    ])
+    .to_string();
+    app.ok("PATCH", &path, ADMIN, &[("profile_data", &data)])
+        .await;
+    let expected = json!({
+        "1": {"value": "+1-234", "rendered_value": "<p>+1-234</p>"},
+        "2": {"value": "Prince of **Denmark**",
+              "rendered_value": "<p>Prince of <strong>Denmark</strong></p>"},
+        "4": {"value": "1"},
+    });
+    let listed = |body: &Value| {
+        body["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["user_id"] == HAMLET_ID)
+            .unwrap()["profile_data"]
+            .clone()
+    };
+    let with_fields = [("include_custom_profile_fields", "true")];
+    let all = app.ok("GET", "/api/v1/users", OTHELLO, &with_fields).await;
+    assert_eq!(listed(&all), expected);
+    let one = app.ok("GET", &path, OTHELLO, &with_fields).await;
+    assert_eq!(one["user"]["profile_data"], expected);
+
+    // Empty values remove; an unknown field is refused and nothing changes.
+    let data = json!([{"id": 1, "value": null}, {"id": 2, "value": ""}]).to_string();
+    app.ok("PATCH", &path, ADMIN, &[("profile_data", &data)])
+        .await;
+    let one = app.ok("GET", &path, OTHELLO, &with_fields).await;
+    assert_eq!(one["user"]["profile_data"], json!({"4": {"value": "1"}}));
+    let data = json!([{"id": 1, "value": "+9"}, {"id": 99, "value": "x"}]).to_string();
+    app.bad(
+        "PATCH",
+        &path,
+        ADMIN,
+        &[("profile_data", &data)],
+        "Field id 99 not found.",
+    )
+    .await;
+    let one = app.ok("GET", &path, OTHELLO, &with_fields).await;
+    assert_eq!(one["user"]["profile_data"], json!({"4": {"value": "1"}}));
+    // Only administrators edit other users.
+    let data = json!([{"id": 1, "value": "+9"}]).to_string();
+    app.bad(
+        "PATCH",
+        &format!("/api/v1/users/{OTHELLO_ID}"),
+        MEMBER,
+        &[("profile_data", &data)],
+        "Insufficient permission",
+    )
+    .await;
+}
