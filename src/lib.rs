@@ -35,6 +35,7 @@
 //!    (`imbl`), so a version is cheap to take.
 //! 7. Leaves, used from anywhere above:
 //!    - `error`: `ApiError`, Zulip's error codes and texts.
+//!    - `health`: the storage's health as the HTTP layer reads it (storage implements it).
 //!    - `metrics`: the process-wide counters, histograms and gauges.
 //!    - `limits`: the rate limiter's buckets and password attempts.
 //!    - `logging`: the log's set-up.
@@ -56,6 +57,7 @@ pub mod actor;
 pub mod api;
 pub mod config;
 pub mod error;
+pub mod health;
 pub mod hub;
 pub mod limits;
 pub mod locks;

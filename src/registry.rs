@@ -23,18 +23,6 @@ pub struct RealmHandle {
     pub messages: crate::realm::messages::rows::MessageRowsHandle,
 }
 
-/// What the HTTP layer reads of the storage's health (`/health/ready`, the metrics):
-/// implemented by the storage's flusher (`storage::Durability`).
-pub trait StoreHealth: Send + Sync {
-    /// `Ok`, or why writes are refused: a storage fault not recovered yet.
-    fn writable(&self) -> Result<(), String>;
-    /// Why the message database cannot be read, if it failed (not while it is still
-    /// opening: reads then wait for it).
-    fn messages_failed(&self) -> Option<String>;
-    /// Whether a storage fault stands (the failure gauge).
-    fn failed(&self) -> bool;
-}
-
 /// Every realm this server serves, by subdomain.
 #[derive(Default)]
 pub struct Registry {

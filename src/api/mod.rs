@@ -38,10 +38,11 @@ use serde_json::{Map, Value};
 
 use crate::actor::RealmClient;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::health::StoreHealth;
 use crate::hub::EventHub;
 use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::{Clock, Cx, Realm, Rule, User, UserId};
-use crate::registry::{Registry, StoreHealth};
+use crate::registry::Registry;
 use params::Params;
 pub use rule::{Credentials, Ctx, Outcome};
 

@@ -656,7 +656,7 @@ impl Durability {
 }
 
 /// The store-health port of the HTTP layer.
-impl crate::registry::StoreHealth for Durability {
+impl crate::health::StoreHealth for Durability {
     fn writable(&self) -> Result<(), String> {
         self.check_writable().map_err(|e| e.0)
     }
