@@ -34,6 +34,7 @@ mod properties;
 mod push;
 mod python_client;
 mod readpath;
+mod read_state;
 mod realm_settings;
 mod scheduled;
 mod schemathesis;
