@@ -17,8 +17,8 @@ use crate::realm::messages::edit::{DeleteMessage, EditRequest, Propagate};
 use crate::realm::messages::fetch::{self, MessageRows, Narrow};
 use crate::realm::messages::flags::{parse_flag_op, FlagsRequest};
 use crate::realm::messages::json::MessageView;
-use crate::realm::messages::read::{MarkAllRead, MarkChannelRead, MARK_ALL_BATCH};
 use crate::realm::messages::reactions::ReactionRequest;
+use crate::realm::messages::read::{MarkAllRead, MarkChannelRead, MARK_ALL_BATCH};
 use crate::realm::messages::scheduled::{
     is_channel_type, DeleteScheduled, ScheduleEdit, ScheduleRequest,
 };
@@ -396,7 +396,9 @@ pub async fn messages_match_narrow(req: ApiRequest) -> ApiResponse {
         let narrow = p
             .opt_json("narrow")?
             .ok_or_else(|| ApiError::missing("narrow"))?;
-        let found = c.realm.messages_matching_narrow(&store, me, &ids, &narrow)?;
+        let found = c
+            .realm
+            .messages_matching_narrow(&store, me, &ids, &narrow)?;
         Ok(Outcome::read(one("messages", found.into())))
     })
     .await

@@ -3,6 +3,8 @@
 //! that knows HTTP, the realm knows nothing above it, and no import cycle crosses a
 //! module boundary. Test modules (`#[cfg(test)]` onward) are not counted.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeSet;
 use std::path::Path;
 

@@ -131,12 +131,7 @@ async fn mark_topic_channel_and_all_as_read() {
     assert_eq!(unread_count(&app, HAMLET).await, 3);
     // The messages read show as read in `GET /messages`.
     let fetched = app
-        .ok(
-            "GET",
-            &format!("/api/v1/messages/{}", ids[0]),
-            OTHELLO,
-            &[],
-        )
+        .ok("GET", &format!("/api/v1/messages/{}", ids[0]), OTHELLO, &[])
         .await;
     assert!(fetched["message"]["flags"]
         .as_array()
@@ -227,9 +222,7 @@ async fn mark_as_read_errors() {
     )
     .await;
     // Credentials are needed.
-    let (status, _, _) = app
-        .post("/api/v1/mark_all_as_read", Auth::None, &[])
-        .await;
+    let (status, _, _) = app.post("/api/v1/mark_all_as_read", Auth::None, &[]).await;
     assert_eq!(status.as_u16(), 401);
     // The caller's own unread messages were not touched by any of this.
     assert_eq!(unread_count(&app, OTHELLO).await, 2);
@@ -274,7 +267,12 @@ async fn render_a_message() {
     .await;
     // Zulip's view checks only the length: empty content renders as nothing.
     let body = app
-        .ok("POST", "/api/v1/messages/render", HAMLET, &[("content", "")])
+        .ok(
+            "POST",
+            "/api/v1/messages/render",
+            HAMLET,
+            &[("content", "")],
+        )
         .await;
     assert_eq!(body["rendered"], "");
     let long = "a".repeat(10_001);
@@ -309,7 +307,10 @@ async fn messages_match_a_narrow() {
             .await
         }
     };
-    let body = check(r#"[{"operator":"channel","operand":"Verona"},{"operator":"topic","operand":"alpha"}]"#).await;
+    let body = check(
+        r#"[{"operator":"channel","operand":"Verona"},{"operator":"topic","operand":"alpha"}]"#,
+    )
+    .await;
     assert_eq!(
         body,
         json!({"result": "success", "msg": "", "messages": {
