@@ -229,6 +229,50 @@ async fn mark_as_read_errors() {
 }
 
 #[actix_web::test]
+async fn empty_topic_and_archived_channel() {
+    let app = TestApp::spawn().await;
+    let empty = send_stream(&app, CORDELIA, "Verona", "", "in the empty topic").await;
+    send_stream(&app, CORDELIA, "Verona", "named", "elsewhere").await;
+    let verona = app.stream_id("Verona").await.to_string();
+    let queue = app.register(OTHELLO, FLAG_EVENTS).await;
+    // The realm's name for the empty topic names it.
+    app.ok(
+        "POST",
+        "/api/v1/mark_topic_as_read",
+        OTHELLO,
+        &[("stream_id", &verona), ("topic_name", "general chat")],
+    )
+    .await;
+    assert_eq!(
+        without_ids(app.events(OTHELLO, &queue).await),
+        vec![read_event(&[empty])]
+    );
+    assert_eq!(unread_count(&app, OTHELLO).await, 1);
+    // An archived channel is no longer one to mark.
+    let denmark = app.stream_id("Denmark").await;
+    send_stream(&app, CORDELIA, "Denmark", "gamma", "four").await;
+    app.ok("DELETE", &format!("/api/v1/streams/{denmark}"), ADMIN, &[])
+        .await;
+    let denmark = denmark.to_string();
+    app.bad(
+        "POST",
+        "/api/v1/mark_stream_as_read",
+        OTHELLO,
+        &[("stream_id", &denmark)],
+        "Invalid channel ID",
+    )
+    .await;
+    app.bad(
+        "POST",
+        "/api/v1/mark_topic_as_read",
+        OTHELLO,
+        &[("stream_id", &denmark), ("topic_name", "gamma")],
+        "Invalid channel ID",
+    )
+    .await;
+}
+
+#[actix_web::test]
 async fn render_a_message() {
     let app = TestApp::spawn().await;
     let body = app

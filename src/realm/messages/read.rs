@@ -117,7 +117,7 @@ impl Realm {
     }
 
     /// `POST /mark_stream_as_read` and `/mark_topic_as_read`: the channel must be
-    /// accessible ("Invalid channel ID"), a named topic must hold a message `me`
+    /// accessible and not archived ("Invalid channel ID"), a named topic must hold a message `me`
     /// received ("No such topic 'x'"); then its unread messages of `me` are marked
     /// read. Answers how many.
     pub fn decide_mark_channel_read(
@@ -126,7 +126,12 @@ impl Realm {
         q: MarkChannelRead,
         cx: &mut Cx,
     ) -> ApiResult<Decided<usize>> {
-        let ch = self.access_channel(me, q.stream_id)?.id;
+        // Zulip's `access_stream_by_id` requires an active channel.
+        let ch = self.access_channel(me, q.stream_id)?;
+        if ch.is_archived {
+            return Err(ApiError::bad_request("Invalid channel ID"));
+        }
+        let ch = ch.id;
         let rows = cx.rows()?;
         if let Some(topic) = q.topic.as_deref().filter(|t| !t.is_empty()) {
             if !self.received_in_topic(rows, me, ch, topic)? {
