@@ -365,8 +365,15 @@ async fn messages_match_a_narrow() {
     let body = check(r#"[{"operator":"search","operand":"six"}]"#).await;
     assert_eq!(
         body["messages"],
-        json!({odd.to_string(): {"match_content": "<p><strong>six</strong></p>",
-                                 "match_subject": "a&lt;b &amp; &quot;c&quot;"}})
+        json!({odd.to_string(): {
+            "match_content": "<p><strong><span class=\"highlight\">six</span></strong></p>",
+            "match_subject": "a&lt;b &amp; &quot;c&quot;"}})
+    );
+    // Search words are highlighted in the topic too.
+    let body = check(r#"[{"operator":"search","operand":"B"}]"#).await;
+    assert_eq!(
+        body["messages"][odd.to_string()]["match_subject"],
+        "a&lt;<span class=\"highlight\">b</span> &amp; &quot;c&quot;"
     );
     // A direct message has no topic; an empty narrow matches all the caller received.
     let body = check(r#"[{"operator":"is","operand":"dm"}]"#).await;

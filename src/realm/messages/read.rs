@@ -13,7 +13,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::fetch::{MessageRows, Narrow, Source};
+use super::fetch::{MessageRows, Narrow, Source, Term};
 use super::{flags, Message, MessageChange, MessageId, Recipient, MAX_UNREAD_MESSAGES};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::{Change, Cx, Decided, Realm, User};
@@ -102,6 +102,63 @@ fn escape_html(s: &str) -> String {
     out
 }
 
+/// Where the search `words` occur in `text` (case-insensitively), as byte ranges in
+/// order, overlaps dropped: the `content_matches` / `topic_matches` of Zulip's search.
+fn search_locs(text: &str, words: &[String]) -> Vec<(usize, usize)> {
+    let mut locs = Vec::new();
+    for word in words.iter().filter(|w| !w.is_empty()) {
+        for (start, _) in text.char_indices() {
+            let mut rest = text[start..].chars();
+            let mut len = 0;
+            let found = word.chars().all(|w| match rest.next() {
+                Some(c) if c.to_lowercase().eq(w.to_lowercase()) => {
+                    len += c.len_utf8();
+                    true
+                }
+                _ => false,
+            });
+            if found {
+                locs.push((start, start + len));
+            }
+        }
+    }
+    locs.sort_unstable();
+    let mut kept: Vec<(usize, usize)> = Vec::new();
+    for loc in locs {
+        if kept.last().is_none_or(|last| loc.0 >= last.1) {
+            kept.push(loc);
+        }
+    }
+    kept
+}
+
+/// Zulip's `highlight_string`: each match outside an HTML tag wrapped in
+/// `<span class="highlight">`.
+fn highlight(text: &str, locs: &[(usize, usize)]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut pos, mut in_tag) = (0, false);
+    for &(start, end) in locs {
+        for c in text[pos..end].chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                _ => {}
+            }
+        }
+        out.push_str(&text[pos..start]);
+        if in_tag {
+            out.push_str(&text[start..end]);
+        } else {
+            out.push_str("<span class=\"highlight\">");
+            out.push_str(&text[start..end]);
+            out.push_str("</span>");
+        }
+        pos = end;
+    }
+    out.push_str(&text[pos..]);
+    out
+}
+
 impl Realm {
     /// `POST /mark_all_as_read`: the newest unread messages of `me`, one batch. Answers
     /// whether none is left unread.
@@ -174,7 +231,8 @@ impl Realm {
 
     /// `GET /messages/matches_narrow`: of `ids`, those `me` received that `narrow`
     /// admits, each with its rendered content and HTML-escaped topic (Zulip's
-    /// `messages_in_narrow_backend` without search highlights), by id ascending.
+    /// `messages_in_narrow_backend`, search words highlighted as its `get_search_fields`
+    /// does, found as the narrow's `search` finds them), by id ascending.
     pub fn messages_matching_narrow(
         &self,
         rows: &dyn MessageRows,
@@ -188,6 +246,17 @@ impl Realm {
             me,
             terms,
         };
+        // The words of the narrow's (not negated) search terms are highlighted.
+        let words: Vec<String> = narrow
+            .terms
+            .iter()
+            .filter(|t| !t.negated)
+            .filter_map(|t| match &t.term {
+                Term::Search(words) => Some(words.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
         let max = self.messages.max_visible();
         let mut ids: Vec<MessageId> = ids
             .iter()
@@ -210,11 +279,12 @@ impl Realm {
                 Recipient::Channel { topic, .. } => topic.as_str(),
                 Recipient::Direct { .. } => "",
             };
+            let topic = escape_html(topic);
             out.insert(
                 id.to_string(),
                 json!({
-                    "match_content": m.rendered_content,
-                    "match_subject": escape_html(topic),
+                    "match_content": highlight(&m.rendered_content, &search_locs(&m.rendered_content, &words)),
+                    "match_subject": highlight(&topic, &search_locs(&topic, &words)),
                 }),
             );
         }
@@ -225,6 +295,25 @@ impl Realm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn highlights_matches_outside_tags() {
+        let words = vec!["six".to_owned(), "a".to_owned()];
+        let html = "<p><a href=\"six\">SIX</a> sixty</p>";
+        let locs = search_locs(html, &words[..1]);
+        assert_eq!(
+            highlight(html, &locs),
+            "<p><a href=\"six\"><span class=\"highlight\">SIX</span></a> \
+             <span class=\"highlight\">six</span>ty</p>"
+        );
+        // Overlapping matches keep the first.
+        assert_eq!(search_locs("aaa", &["aa".to_owned()]), vec![(0, 2)]);
+        assert_eq!(highlight("plain", &[]), "plain");
+        assert_eq!(
+            highlight("a b", &search_locs("a b", &words)),
+            "<span class=\"highlight\">a</span> b"
+        );
+    }
 
     #[test]
     fn escapes_topics_as_zulip() {
