@@ -18,11 +18,13 @@ use crate::realm::messages::fetch::{self, MessageRows, Narrow};
 use crate::realm::messages::flags::{parse_flag_op, FlagsRequest};
 use crate::realm::messages::json::MessageView;
 use crate::realm::messages::reactions::ReactionRequest;
+use crate::realm::messages::read::{MarkAllRead, MarkChannelRead, MARK_ALL_BATCH};
 use crate::realm::messages::scheduled::{
     is_channel_type, DeleteScheduled, ScheduleEdit, ScheduleRequest,
 };
 use crate::realm::messages::send::{
     normalize_body, normalize_topic, parse_channel_to, parse_direct_to, Addressee,
+    MAX_MESSAGE_LENGTH,
 };
 use crate::realm::messages::typing::{TypingRequest, TypingTo};
 use crate::realm::messages::MAX_MESSAGES_PER_FETCH;
@@ -310,6 +312,97 @@ pub async fn update_flags_for_narrow(req: ApiRequest) -> ApiResponse {
     body.insert("found_oldest".into(), found.0.into());
     body.insert("found_newest".into(), found.1.into());
     req.reply(body)
+}
+
+/// # `POST /mark_all_as_read`
+pub async fn mark_all_as_read(req: ApiRequest) -> ApiResponse {
+    req.message_store().await?;
+    let complete = req
+        .write(
+            |_, _, _| {
+                Ok(MarkAllRead {
+                    batch: MARK_ALL_BATCH,
+                })
+            },
+            Realm::decide_mark_all_as_read,
+        )
+        .await?;
+    req.reply(one("complete", complete.into()))
+}
+
+/// # `POST /mark_stream_as_read`
+pub async fn mark_stream_as_read(req: ApiRequest) -> ApiResponse {
+    req.message_store().await?;
+    req.write(
+        |_, _, p| {
+            Ok(MarkChannelRead {
+                stream_id: p.int("stream_id")?,
+                topic: None,
+            })
+        },
+        Realm::decide_mark_channel_read,
+    )
+    .await?;
+    req.reply(Map::new())
+}
+
+/// # `POST /mark_topic_as_read`
+pub async fn mark_topic_as_read(req: ApiRequest) -> ApiResponse {
+    req.message_store().await?;
+    req.write(
+        |version, _, p| {
+            let stream_id = p.int("stream_id")?;
+            let mut topic = p.str("topic_name")?;
+            if topic == version.settings.empty_topic_display_name {
+                topic.clear();
+            }
+            Ok(MarkChannelRead {
+                stream_id,
+                topic: Some(topic),
+            })
+        },
+        Realm::decide_mark_channel_read,
+    )
+    .await?;
+    req.reply(Map::new())
+}
+
+/// # `POST /messages/render`
+pub async fn render_message(req: ApiRequest) -> ApiResponse {
+    req.read(CallOpts::USER, |c| {
+        c.me()?;
+        let content = c.params.str("content")?;
+        if content.chars().count() > MAX_MESSAGE_LENGTH {
+            return Err(ApiError::bad_request(format!(
+                "content is too long (limit: {MAX_MESSAGE_LENGTH} characters)"
+            )));
+        }
+        let rendered = c.realm.render_message(&content).html;
+        Ok(Outcome::read(one("rendered", rendered.into())))
+    })
+    .await
+    .map(success)
+}
+
+/// # `GET /messages/matches_narrow`
+pub async fn messages_match_narrow(req: ApiRequest) -> ApiResponse {
+    let store = req.message_store().await?;
+    req.read(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let p = &*c.params;
+        let ids = p
+            .opt_int_list("msg_ids")?
+            .ok_or_else(|| ApiError::missing("msg_ids"))?;
+        let narrow = p
+            .opt_json("narrow")?
+            .ok_or_else(|| ApiError::missing("narrow"))?;
+        let found = c
+            .realm
+            .messages_matching_narrow(&store, me, &ids, &narrow)?;
+        Ok(Outcome::read(one("messages", found.into())))
+    })
+    .await
+    .map(success)
 }
 
 /// # `GET /users/me/{stream_id}/topics`

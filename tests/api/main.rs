@@ -33,6 +33,7 @@ mod profile_fields;
 mod properties;
 mod push;
 mod python_client;
+mod read_state;
 mod readpath;
 mod realm_settings;
 mod scheduled;

@@ -578,6 +578,84 @@ async fn acknowledged_messages_edits_and_flags_survive_kill_9() {
     drop(server);
 }
 
+/// The unread count `/register` gives `email`.
+async fn unread_count(client: &reqwest::Client, url: &str, email: &str, key: &str) -> Value {
+    let resp = client
+        .post(format!("{url}/api/v1/register"))
+        .header("Authorization", basic(email, key))
+        .form(&[("fetch_event_types", r#"["message","update_message_flags"]"#)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body: Value = resp.json().await.unwrap();
+    body["unread_msgs"]["count"].clone()
+}
+
+#[actix_web::test]
+async fn a_channel_marked_read_stays_read_after_kill_9() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let client = client();
+    let server = Server::start(&data, tmp.path().join("first.log")).await;
+    let url = server.url.clone();
+    let admin = key_for(&client, &url, ADMIN).await;
+    let hamlet = key_for(&client, &url, HAMLET).await;
+    let mut sent = Vec::new();
+    for i in 0..3 {
+        let id = send_message(&client, &url, ADMIN, &admin, &format!("unread {i}"))
+            .await
+            .expect("acknowledged");
+        sent.push(id);
+    }
+    assert_eq!(unread_count(&client, &url, HAMLET, &hamlet).await, 3);
+    let verona = client
+        .get(format!("{url}/api/v1/get_stream_id"))
+        .header("Authorization", basic(HAMLET, &hamlet))
+        .query(&[("stream", "Verona")])
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()["stream_id"]
+        .to_string();
+    let marked = client
+        .post(format!("{url}/api/v1/mark_stream_as_read"))
+        .header("Authorization", basic(HAMLET, &hamlet))
+        .form(&[("stream_id", verona.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(marked.status(), StatusCode::OK);
+    server.kill_9();
+
+    let server = Server::start(&data, tmp.path().join("second.log")).await;
+    let url = server.url.clone();
+    assert_eq!(unread_count(&client, &url, HAMLET, &hamlet).await, 0);
+    for id in sent {
+        let body: Value = client
+            .get(format!("{url}/api/v1/messages/{id}"))
+            .header("Authorization", basic(HAMLET, &hamlet))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(
+            body["message"]["flags"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from("read")),
+            "{body}"
+        );
+    }
+    // The sender's (sent from an API client, so unread for them too) are untouched.
+    assert_eq!(unread_count(&client, &url, ADMIN, &admin).await, 3);
+    drop(server);
+}
+
 // ---------------------------------------------------------------- in-process restarts
 
 #[actix_web::test]

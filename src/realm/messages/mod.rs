@@ -17,6 +17,7 @@ pub mod history;
 pub mod json;
 pub mod moves;
 pub mod reactions;
+pub mod read;
 pub mod rows;
 pub mod scheduled;
 pub mod send;

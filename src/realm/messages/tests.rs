@@ -556,3 +556,126 @@ fn uploads_are_claimed_and_released() {
     )));
     assert!(realm.attachment_by_path(&b).is_none());
 }
+
+#[test]
+fn mark_as_read_in_bulk() {
+    use super::read::{MarkAllRead, MarkChannelRead};
+    let (mut realm, mut rows) = world();
+    let hamlet = user(&realm, "hamlet@zulip.com");
+    let othello = user(&realm, "othello@zulip.com");
+    let mut sent = Vec::new();
+    for topic in ["a", "a", "B", "c"] {
+        sent.push(send(
+            &mut realm,
+            &mut rows,
+            &othello,
+            to_channel("Verona", topic),
+            "x",
+        ));
+    }
+    let unread = |rows: &MemRows| -> Vec<MessageId> {
+        sent.iter()
+            .copied()
+            .filter(|id| rows.flags.get(&(hamlet.id, *id)) == Some(&0))
+            .collect()
+    };
+    let channel = |topic: Option<&str>| MarkChannelRead {
+        stream_id: realm.channel_by_name("Verona").expect("Verona").id as i64,
+        topic: topic.map(str::to_owned),
+    };
+    let (q_a, q_unknown, q_all) = (channel(Some("A")), channel(Some("zzz")), channel(None));
+
+    // A topic, case-insensitively: the same change `POST /messages/flags` makes.
+    let (changes, n) = run(
+        &mut realm,
+        &mut rows,
+        &hamlet,
+        q_a,
+        Realm::decide_mark_channel_read,
+    )
+    .expect("topic");
+    assert_eq!(n, 2);
+    assert_eq!(
+        changes,
+        vec![Change::Message(MessageChange::FlagsChanged {
+            user_id: hamlet.id,
+            flag: READ,
+            add: true,
+            ids: vec![sent[0], sent[1]],
+        })]
+    );
+    assert_eq!(unread(&rows), vec![sent[2], sent[3]]);
+    assert_eq!(
+        err(run(
+            &mut realm,
+            &mut rows,
+            &hamlet,
+            q_unknown,
+            Realm::decide_mark_channel_read
+        )),
+        "No such topic 'zzz'"
+    );
+    let bad = MarkChannelRead {
+        stream_id: 99_999,
+        topic: None,
+    };
+    assert_eq!(
+        err(run(
+            &mut realm,
+            &mut rows,
+            &hamlet,
+            bad,
+            Realm::decide_mark_channel_read
+        )),
+        "Invalid channel ID"
+    );
+
+    // All, one message per batch: newest first, `complete` once none is left.
+    let (changes, complete) = run(
+        &mut realm,
+        &mut rows,
+        &hamlet,
+        MarkAllRead { batch: 1 },
+        Realm::decide_mark_all_as_read,
+    )
+    .expect("batch");
+    assert!(!complete);
+    assert_eq!(
+        changes,
+        vec![Change::Message(MessageChange::FlagsChanged {
+            user_id: hamlet.id,
+            flag: READ,
+            add: true,
+            ids: vec![sent[3]],
+        })]
+    );
+    let (_, complete) = run(
+        &mut realm,
+        &mut rows,
+        &hamlet,
+        MarkAllRead { batch: 1 },
+        Realm::decide_mark_all_as_read,
+    )
+    .expect("last");
+    assert!(complete);
+    assert!(unread(&rows).is_empty());
+    // Nothing left: no change, and the channel too has nothing to mark.
+    let (changes, complete) = run(
+        &mut realm,
+        &mut rows,
+        &hamlet,
+        MarkAllRead { batch: 1 },
+        Realm::decide_mark_all_as_read,
+    )
+    .expect("none");
+    assert!(changes.is_empty() && complete);
+    let (changes, n) = run(
+        &mut realm,
+        &mut rows,
+        &hamlet,
+        q_all,
+        Realm::decide_mark_channel_read,
+    )
+    .expect("channel");
+    assert!(changes.is_empty() && n == 0);
+}
