@@ -4,8 +4,6 @@
 //! module boundary. Test modules (`#[cfg(test)]` onward) are not counted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeSet;
 use std::path::Path;
 
