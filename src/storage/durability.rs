@@ -739,6 +739,12 @@ mod tests {
         assert!(!flush.is_finished(), "a flush of new records waits");
         drop(held);
         flush.join().expect("join").expect("flushed");
+        // The opener declares `Open` to readers just after the state it holds turns
+        // open (which the flush waited for): on a loaded machine a moment later.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !d.message_db().is_open() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         assert!(d.message_db().is_open());
     }
 

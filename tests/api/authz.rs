@@ -946,6 +946,47 @@ fn cases() -> Vec<Case> {
                 (!matches!(w, Admin | Owner | Foreign)).then(|| unknown_channel(f.private))
             }),
     );
+    // Marking read: the caller's own unread messages only; a channel must be one whose
+    // content the caller may access (`access_stream_by_id`), a topic one it received.
+    c.push(case("POST", "/api/v1/mark_all_as_read").want(|_, _| ok_with("/complete", json!(true))));
+    c.push(
+        case("POST", "/api/v1/mark_stream_as_read")
+            .with(|f, _| vec![("stream_id", f.public.to_string())])
+            .want(|_, w| match w {
+                // A guest cannot see a public channel it is not in.
+                Guest | Foreign => invalid_channel(),
+                _ => ok(),
+            }),
+    );
+    c.push(
+        case("POST", "/api/v1/mark_topic_as_read")
+            .with(|f, _| {
+                vec![
+                    ("stream_id", f.public.to_string()),
+                    ("topic_name", "authz nothing".to_owned()),
+                ]
+            })
+            .want(|_, w| match w {
+                Guest | Foreign => invalid_channel(),
+                _ => bad("No such topic 'authz nothing'"),
+            }),
+    );
+    c.push(
+        case("POST", "/api/v1/messages/render")
+            .with(|_, _| p(&[("content", "**authz**")]))
+            .want(|_, _| ok_with("/rendered", json!("<p><strong>authz</strong></p>"))),
+    );
+    // Only messages the caller received match: nobody but othello got his private one.
+    c.push(
+        case("GET", "/api/v1/messages/matches_narrow")
+            .with(|f, _| {
+                vec![
+                    ("msg_ids", list(f.private_msg)),
+                    ("narrow", "[]".to_owned()),
+                ]
+            })
+            .want(|_, _| ok_with("/messages", json!({}))),
+    );
     c.push(
         case("GET", "/api/v1/messages/{message_id}")
             .at(|f, _| format!("/api/v1/messages/{}", f.private_msg))
