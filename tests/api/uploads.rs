@@ -75,6 +75,51 @@ fn stored_path(app: &TestApp, bytes: &[u8]) -> PathBuf {
         .join(sha)
 }
 
+/// A scheduled message claims the uploads it links when it is delivered, as a send
+/// does: the attachment then lists the delivered message.
+#[actix_web::test]
+async fn a_delivered_scheduled_message_claims_its_uploads() {
+    let clock = ManualClock::new(START_MS);
+    let app = TestApp::spawn_with_clock(clock.clone()).await;
+    let url = upload(&app, MEMBER, "plan.txt", b"the plan\n").await;
+    let verona = app.stream_id("Verona").await.to_string();
+    let at = (START + 60).to_string();
+    let content = format!("[the plan]({url})");
+    app.ok(
+        "POST",
+        "/api/v1/scheduled_messages",
+        MEMBER,
+        &[
+            ("type", "stream"),
+            ("to", &verona),
+            ("topic", "later"),
+            ("content", &content),
+            ("scheduled_delivery_timestamp", &at),
+        ],
+    )
+    .await;
+    let list = attachments(&app, MEMBER).await;
+    assert_eq!(list["attachments"][0]["messages"], json!([]));
+    clock.advance_ms(60_000);
+    app.deliver_scheduled().await;
+    let newest = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            MEMBER,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("narrow", r#"[{"operator":"channel","operand":"Verona"}]"#),
+            ],
+        )
+        .await;
+    let id = newest["messages"][0]["id"].clone();
+    assert_eq!(newest["messages"][0]["subject"], "later");
+    let list = attachments(&app, MEMBER).await;
+    assert_eq!(list["attachments"][0]["messages"][0]["id"], id, "{list}");
+}
+
 #[actix_web::test]
 async fn upload_list_and_serve_to_the_uploader() {
     let app = TestApp::spawn().await;

@@ -373,7 +373,14 @@ impl Realm {
                     m.id = next_id;
                     next_id += 1;
                     let message_id = m.id;
+                    // As a send does (Zulip's `do_claim_attachments`): the uploads the
+                    // message links, that its sender may read, now belong to it.
+                    let claims = self
+                        .user(s.sender_id)
+                        .map(|me| self.claim_uploads(rows, me, &m))
+                        .unwrap_or_default();
                     out.push(Change::Message(MessageChange::Sent(Box::new(m))));
+                    out.extend(claims);
                     out.push(Change::Message(MessageChange::ScheduledDelivered {
                         id,
                         message_id,
