@@ -427,12 +427,9 @@ impl RealmClient {
         A: Send + 'static,
     {
         let in_flight = crate::metrics::InFlight::start(&self.hub.current().settings.subdomain);
-        let committed = self.addr.send(Write { me, req, decide }).await;
+        let committed = self.send(Write { me, req, decide }).await;
         drop(in_flight);
-        let committed = committed.map_err(|e| {
-            tracing::error!("realm actor unavailable: {e}");
-            ApiError::internal()
-        })??;
+        let committed = committed?;
         self.settle(committed.ticket).await?;
         Ok(committed.answer)
     }
@@ -443,16 +440,22 @@ impl RealmClient {
         Q: Send + 'static,
         A: Send + 'static,
     {
-        let committed = self
-            .addr
-            .send(SystemWrite { req, decide })
-            .await
-            .map_err(|e| {
-                tracing::error!("realm actor unavailable: {e}");
-                ApiError::internal()
-            })??;
+        let committed = self.send(SystemWrite { req, decide }).await?;
         self.settle(committed.ticket).await?;
         Ok(committed.answer)
+    }
+
+    /// Sends a write to the actor and returns what it committed.
+    async fn send<M, A>(&self, write: M) -> ApiResult<Committed<A>>
+    where
+        M: Message<Result = ApiResult<Committed<A>>> + Send + 'static,
+        RealmActor: Handler<M>,
+        A: Send + 'static,
+    {
+        self.addr.send(write).await.map_err(|e| {
+            tracing::error!("realm actor unavailable: {e}");
+            ApiError::internal()
+        })?
     }
 
     /// Awaits the durability of `ticket` and releases what became durable.

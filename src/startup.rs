@@ -1,9 +1,10 @@
 //! Start-up: from a `ServeConfig` to a running server, in named steps: lock an existing
-//! data folder (`lock_existing_folder`), bind the listeners (`bind`), open the storage (`open_storage`: the data folder, its realms,
-//! the development realm seeded when asked), recover every realm and start its actor
-//! (`start_realms`), start the HTTP server (`start_http`) and the metrics listener
-//! (`start_metrics`), and the background tasks (`start_tasks`: the release safety net,
-//! the upload sweeper, the one-second ticker). `Running` stops it all again.
+//! data folder (`lock_existing_folder`), bind the listeners (`bind`), open the storage
+//! (`open_storage`: the data folder, its realms, the development realm seeded when
+//! asked), recover every realm and start its actor (`start_realms`), start the HTTP
+//! server (`start_http`) and the metrics listener (`start_metrics`), and the background
+//! tasks (`start_tasks`: the release safety net, the upload sweeper, the one-second
+//! ticker). `Running` stops it all again.
 //!
 //! Each failure is a `StartError`, one line for the operator; a data folder the start
 //! created is removed again when there turns out to be no realm to serve.

@@ -14,7 +14,7 @@ use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome, Parsed};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::attachments::Attachment;
 use crate::realm::messages::edit::{DeleteMessage, EditRequest, Propagate};
-use crate::realm::messages::fetch::{self, MessageRows, Narrow};
+use crate::realm::messages::fetch::{self, Narrow};
 use crate::realm::messages::flags::{parse_flag_op, FlagsRequest};
 use crate::realm::messages::json::MessageView;
 use crate::realm::messages::reactions::ReactionRequest;
@@ -28,7 +28,7 @@ use crate::realm::messages::send::{
 };
 use crate::realm::messages::typing::{TypingRequest, TypingTo};
 use crate::realm::messages::MAX_MESSAGES_PER_FETCH;
-use crate::realm::{Realm, User};
+use crate::realm::Realm;
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
@@ -432,17 +432,6 @@ pub async fn get_topics(req: ApiRequest, path: web::Path<String>) -> ApiResponse
     })
     .await
     .map(success)
-}
-
-/// Sets `max_message_id` (when the body has it): the newest message `me` received, or
-/// -1 (`Realm::fill_max_message_id`).
-pub fn fill_max_message_id(
-    rows: &dyn MessageRows,
-    realm: &Realm,
-    me: &User,
-    body: &mut Map<String, Value>,
-) -> ApiResult<()> {
-    realm.fill_max_message_id(rows, me, body)
 }
 
 /// # `PATCH /messages/{message_id}`

@@ -1,13 +1,13 @@
-//! What a rule sees and returns, and the caller's credentials. A rule is run on an
-//! HTTP worker against the published version (reads), or by the realm actor against its
-//! working state (writes, wrapped in an `actor::Decide` by `ApiRequest::write`).
+//! What a read sees and returns, and the caller's credentials. A read runs on an HTTP
+//! worker against the published version; writes are typed requests decided by the
+//! realm actor (`ApiRequest::write`, `realm::write`).
 
 use serde_json::{Map, Value};
 
 use super::params::Params;
 use crate::error::{ApiError, ApiResult};
 use crate::hub::EventHub;
-use crate::realm::{Change, Cx, Realm, User};
+use crate::realm::{Cx, Realm, User};
 
 /// Basic credentials as sent by the client.
 #[derive(Debug, Clone)]
@@ -18,8 +18,7 @@ pub struct Credentials {
     pub logged: super::middleware::logging::LoggedUser,
 }
 
-/// What a rule sees: the realm (read-only), the caller, the parameters, the context.
-/// Reads get the published version on an HTTP worker; writes the actor's working state.
+/// What a read sees: the published version, the caller, the parameters, the context.
 pub struct Ctx<'a> {
     pub realm: &'a Realm,
     me: Option<&'a User>,
@@ -56,10 +55,9 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// What a rule returns: the changes it decided and the success body.
+/// What a read returns: the success body.
 #[derive(Default)]
 pub struct Outcome {
-    pub changes: Vec<Change>,
     pub body: Map<String, Value>,
     /// A value for the HTTP handler only, never sent (a password hash to verify off the
     /// actor, for instance).
@@ -67,19 +65,9 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// A read: no changes, this body.
+    /// This body, nothing private.
     pub fn read(body: Map<String, Value>) -> Self {
         Outcome {
-            changes: Vec::new(),
-            body,
-            private: None,
-        }
-    }
-
-    /// A write: these changes, this body.
-    pub fn write(changes: Vec<Change>, body: Map<String, Value>) -> Self {
-        Outcome {
-            changes,
             body,
             private: None,
         }

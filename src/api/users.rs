@@ -28,7 +28,7 @@ pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
     req.read(CallOpts::USER, move |c| {
         let me = c.me()?;
         let mut body = c.realm.own_user_json(me);
-        super::messages::fill_max_message_id(&store, c.realm, me, &mut body)?;
+        c.realm.fill_max_message_id(&store, me, &mut body)?;
         Ok(Outcome::read(body))
     })
     .await

@@ -390,18 +390,23 @@ impl Realm {
     /// Resolves `principals` (API emails or user ids) to active users: "No such user".
     pub fn resolve_principals(&self, principals: &[Principal]) -> ApiResult<Vec<UserId>> {
         let no_such = || ApiError::bad_request("No such user");
-        let mut out = Vec::new();
-        for p in principals {
-            let user = match p {
-                Principal::Email(email) => self.user_by_api_email(email.trim()),
-                Principal::Id(id) => id.and_then(|id| self.user(id)),
-            };
-            let user = user.filter(|u| u.is_active).ok_or_else(no_such)?;
-            if !out.contains(&user.id) {
-                out.push(user.id);
-            }
+        let users = principals
+            .iter()
+            .map(|p| {
+                self.principal_user(p)
+                    .filter(|u| u.is_active)
+                    .ok_or_else(no_such)
+            })
+            .collect::<ApiResult<Vec<&User>>>()?;
+        Ok(distinct_ids(users))
+    }
+
+    /// The user a principal names (an API email or an id), active or not.
+    fn principal_user(&self, p: &Principal) -> Option<&User> {
+        match p {
+            Principal::Email(email) => self.user_by_api_email(email.trim()),
+            Principal::Id(id) => id.and_then(|id| self.user(id)),
         }
-        Ok(out)
     }
 
     /// Zulip's `bulk_principals_to_user_profiles` for unsubscribing: every principal
@@ -412,24 +417,17 @@ impl Realm {
         &self,
         principals: &[Principal],
     ) -> ApiResult<Vec<UserId>> {
-        let mut users = Vec::new();
-        for p in principals {
-            let user = match p {
-                Principal::Email(email) => self.user_by_api_email(email.trim()),
-                Principal::Id(id) => id.and_then(|id| self.user(id)),
-            };
-            users.push(user.ok_or_else(|| ApiError::bad_request("No such user"))?);
+        let users = principals
+            .iter()
+            .map(|p| {
+                self.principal_user(p)
+                    .ok_or_else(|| ApiError::bad_request("No such user"))
+            })
+            .collect::<ApiResult<Vec<&User>>>()?;
+        if users.iter().any(|u| !u.is_active) {
+            return Err(ApiError::bad_request("User is deactivated"));
         }
-        let mut out = Vec::new();
-        for user in users {
-            if !user.is_active {
-                return Err(ApiError::bad_request("User is deactivated"));
-            }
-            if !out.contains(&user.id) {
-                out.push(user.id);
-            }
-        }
-        Ok(out)
+        Ok(distinct_ids(users))
     }
 
     /// `DELETE /users/me/subscriptions` (seed 4.5). Answers the `removed` /
@@ -546,4 +544,14 @@ pub fn require_non_guest(me: &User) -> ApiResult<()> {
         return Err(ApiError::bad_request("Not allowed for guest users"));
     }
     Ok(())
+}
+
+/// The users' ids in their order, each once.
+fn distinct_ids(users: Vec<&User>) -> Vec<UserId> {
+    let mut seen = std::collections::BTreeSet::new();
+    users
+        .into_iter()
+        .map(|u| u.id)
+        .filter(|id| seen.insert(*id))
+        .collect()
 }

@@ -42,7 +42,8 @@ static URL: LazyLock<Regex> = LazyLock::new(|| pattern(r#"https?://[^\s<>"']*[^\
 static QUOTE_FENCE: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"(?ms)^(`{3,}|~{3,})quote[ \t]*\n(.*?)\n?^(?:`{3,}|~{3,})[ \t]*$"));
 
-fn escape(s: &str) -> String {
+/// Zulip's `escape_html`: text for HTML content and attributes.
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -13,6 +13,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::content::escape;
 use super::fetch::{MessageRows, Narrow, Source, Term};
 use super::{flags, Message, MessageChange, MessageId, Recipient, MAX_UNREAD_MESSAGES};
 use crate::error::{ApiError, ApiResult};
@@ -84,22 +85,6 @@ fn mark_read(me: &User, mut ids: Vec<MessageId>) -> Vec<Change> {
         add: true,
         ids,
     })]
-}
-
-/// Zulip's `escape_html`.
-fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Where the search `words` occur in `text` (case-insensitively), as byte ranges in
@@ -279,7 +264,7 @@ impl Realm {
                 Recipient::Channel { topic, .. } => topic.as_str(),
                 Recipient::Direct { .. } => "",
             };
-            let topic = escape_html(topic);
+            let topic = escape(topic);
             out.insert(
                 id.to_string(),
                 json!({
@@ -317,6 +302,6 @@ mod tests {
 
     #[test]
     fn escapes_topics_as_zulip() {
-        assert_eq!(escape_html("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+        assert_eq!(escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
     }
 }
