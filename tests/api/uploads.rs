@@ -80,7 +80,7 @@ fn stored_path(app: &TestApp, bytes: &[u8]) -> PathBuf {
 #[actix_web::test]
 async fn a_delivered_scheduled_message_claims_its_uploads() {
     let clock = ManualClock::new(START_MS);
-    let app = TestApp::spawn_with_clock(clock.clone()).await;
+    let mut app = TestApp::spawn_with_clock(clock.clone()).await;
     let url = upload(&app, MEMBER, "plan.txt", b"the plan\n").await;
     let verona = app.stream_id("Verona").await.to_string();
     let at = (START + 60).to_string();
@@ -116,6 +116,10 @@ async fn a_delivered_scheduled_message_claims_its_uploads() {
         .await;
     let id = newest["messages"][0]["id"].clone();
     assert_eq!(newest["messages"][0]["subject"], "later");
+    let list = attachments(&app, MEMBER).await;
+    assert_eq!(list["attachments"][0]["messages"][0]["id"], id, "{list}");
+    // Still claimed after a restart.
+    app.restart().await;
     let list = attachments(&app, MEMBER).await;
     assert_eq!(list["attachments"][0]["messages"][0]["id"], id, "{list}");
 }
