@@ -1,7 +1,8 @@
 //! The log's set-up for the `hearth` command: the filter, the format, stderr. The one
 //! line per HTTP request is written by `api::middleware::logging`.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::ValueEnum;
 use tracing_subscriber::EnvFilter;
@@ -30,7 +31,7 @@ pub fn init(format: LogFormat) {
     let ansi = std::io::stderr().is_terminal() && !no_color;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(LogWriter::lock)
         .with_ansi(ansi);
     let result = match format {
         LogFormat::Text => builder.try_init(),
@@ -38,4 +39,39 @@ pub fn init(format: LogFormat) {
     };
     // Already set (a second call in one process): keep the first.
     drop(result);
+}
+
+/// Set once the command's last line is written: log lines after it are dropped.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes `line` on stderr as the command's last line: a log line from a thread still
+/// running (a database opening in the background) never comes after it.
+pub fn last_line(line: &str) {
+    let mut err = std::io::stderr().lock();
+    CLOSED.store(true, Ordering::SeqCst);
+    let _ = writeln!(err, "{line}");
+    let _ = err.flush();
+}
+
+/// stderr, locked for one log line and checked against `CLOSED` under that lock (so a
+/// line is either written whole before `last_line` or not at all).
+struct LogWriter(std::io::StderrLock<'static>);
+
+impl LogWriter {
+    fn lock() -> LogWriter {
+        LogWriter(std::io::stderr().lock())
+    }
+}
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if CLOSED.load(Ordering::SeqCst) {
+            return Ok(buf.len());
+        }
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }

@@ -32,7 +32,7 @@ fn main() -> std::process::ExitCode {
 /// One plain line on stderr, whatever the log format: the operator's answer.
 fn fail(e: &str) -> std::process::ExitCode {
     let line = e.replace('\n', " ");
-    let _ = writeln!(std::io::stderr().lock(), "hearth: error: {line}");
+    hearth::logging::last_line(&format!("hearth: error: {line}"));
     std::process::ExitCode::FAILURE
 }
 
