@@ -25,7 +25,7 @@ use crate::realm::presence::PresenceEntry;
 use crate::realm::{Change, Realm};
 
 /// Schema version of the snapshot record (`Realm`) hearth writes.
-pub const REALM_SCHEMA: u8 = 4;
+pub const REALM_SCHEMA: u8 = 5;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
 pub const CHANGES_SCHEMA: u8 = 3;
 /// Schema version of the presence record (`PresenceEntry`) hearth writes.
@@ -97,6 +97,7 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
         1 => decode_payload::<legacy::v1::Realm>(payload).map(legacy::v1::realm_to_current),
         2 => decode_payload::<legacy::v2::Realm>(payload).map(legacy::v2::realm_to_current),
         3 => decode_payload::<legacy::v3::Realm>(payload).map(legacy::v3::realm_to_current),
+        4 => decode_payload::<legacy::v4::Realm>(payload).map(legacy::v4::realm_to_current),
         REALM_SCHEMA => decode_payload::<Realm>(payload),
         v => Err(CodecError::Version(v)),
     }

@@ -8,8 +8,10 @@
 //! settings (`properties`: description, message policies), frozen in `v3`
 //! (`tests/fixtures/snapshot-v3-dev-realm.bin`); schema 4 is today's: the topics policy
 //! of the realm (`properties.topics_policy`) and of each channel
-//! (`Channel::topics_policy`; `tests/fixtures/snapshot-v4-dev-realm.bin`). The next
-//! change to `Realm` copies today's shape here as `v4` and bumps the schema.
+//! (`Channel::topics_policy`; `tests/fixtures/snapshot-v4-dev-realm.bin`), frozen in
+//! `v4`; schema 5 is today's: each user's personal state and the realm settings that
+//! came with it. The next change to `Realm` copies today's shape here as `v5` and bumps
+//! the schema.
 //!
 //! WAL schema 1 stored `Change` as one flat enum; schema 2 nests it by resource: the
 //! flat enum is frozen in `v1` with its migration. Schema 3 is today's: a created
@@ -499,6 +501,7 @@ pub mod v3 {
     /// Schema 4 added the topics policies: Zulip's defaults (`allow_empty_topic` for
     /// the realm, `inherit` for its channels) for a realm of schema 3, which could not
     /// change them.
+    #[allow(clippy::needless_update)] // while every property is one it stored
     pub fn realm_to_current(r: Realm) -> crate::realm::Realm {
         let mut realm = crate::realm::Realm::new(r.settings);
         realm.users = r.users;
@@ -535,6 +538,115 @@ pub mod v3 {
             move_messages_between_streams_limit_seconds: p
                 .move_messages_between_streams_limit_seconds,
             topics_policy: TopicsPolicy::AllowEmptyTopic,
+            ..CurrentProperties::default()
+        };
+        realm
+    }
+}
+
+/// Schema 4: the realm before each user's personal state (settings, muted topics and
+/// users, alert words, drafts, snippets, reminders) and the realm settings that came
+/// with them. Everything it stored is still stored, in the same shape; what schema 5
+/// added starts at Zulip's defaults.
+pub mod v4 {
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use imbl::{OrdMap, OrdSet};
+
+    use crate::realm::channels::{Channel, ChannelFolder, ChannelId, FolderId};
+    use crate::realm::groups::{GroupConfig, GroupId, GroupSetting, RealmSetting, UserGroup};
+    use crate::realm::settings::RealmProperties as CurrentProperties;
+    use crate::realm::topics_policy::TopicsPolicy;
+    use crate::realm::{
+        attachments, emoji, linkifiers, messages, navigation, profile_fields, push, status,
+        RealmSettings, User, UserId,
+    };
+
+    /// The realm's plain settings as schema 4 stored them.
+    #[derive(Debug, Deserialize)]
+    pub struct RealmProperties {
+        pub description: String,
+        pub allow_message_editing: bool,
+        pub message_content_edit_limit_seconds: Option<i64>,
+        pub message_content_delete_limit_seconds: Option<i64>,
+        pub move_messages_within_stream_limit_seconds: Option<i64>,
+        pub move_messages_between_streams_limit_seconds: Option<i64>,
+        pub topics_policy: TopicsPolicy,
+    }
+
+    /// The snapshot's realm as schema 4 stored it (its serialized fields, in order).
+    #[derive(Debug, Deserialize)]
+    pub struct Realm {
+        pub settings: RealmSettings,
+        pub users: OrdMap<UserId, Arc<User>>,
+        pub next_user_id: UserId,
+        pub groups: OrdMap<GroupId, UserGroup>,
+        pub next_group_id: GroupId,
+        pub channels: OrdMap<ChannelId, Arc<Channel>>,
+        pub next_channel_id: ChannelId,
+        pub default_channels: OrdSet<ChannelId>,
+        pub folders: OrdMap<FolderId, ChannelFolder>,
+        pub next_folder_id: FolderId,
+        pub messages: messages::MessageState,
+        pub linkifiers: OrdMap<linkifiers::LinkifierId, linkifiers::Linkifier>,
+        pub next_linkifier_id: linkifiers::LinkifierId,
+        pub profile_fields: OrdMap<profile_fields::FieldId, profile_fields::ProfileField>,
+        pub next_profile_field_id: profile_fields::FieldId,
+        pub profile_values:
+            OrdMap<profile_fields::FieldId, OrdMap<UserId, profile_fields::ProfileValue>>,
+        pub attachments: OrdMap<attachments::AttachmentId, attachments::Attachment>,
+        pub next_attachment_id: attachments::AttachmentId,
+        pub group_configs: OrdMap<GroupId, GroupConfig>,
+        pub realm_group_settings: BTreeMap<RealmSetting, GroupSetting>,
+        pub navigation_views: OrdMap<UserId, Vec<navigation::NavigationView>>,
+        pub push_tokens: OrdMap<UserId, Vec<push::PushToken>>,
+        pub push_devices: OrdMap<UserId, Vec<push::PushDevice>>,
+        pub status: status::StatusState,
+        pub emoji: emoji::EmojiState,
+        pub properties: RealmProperties,
+    }
+
+    /// Everything schema 4 stored, as it was; the rest at its defaults.
+    #[allow(clippy::needless_update)] // while every property is one it stored
+    pub fn realm_to_current(r: Realm) -> crate::realm::Realm {
+        let mut realm = crate::realm::Realm::new(r.settings);
+        realm.users = r.users;
+        realm.next_user_id = r.next_user_id;
+        realm.groups = r.groups;
+        realm.next_group_id = r.next_group_id;
+        realm.channels = r.channels;
+        realm.next_channel_id = r.next_channel_id;
+        realm.default_channels = r.default_channels;
+        realm.folders = r.folders;
+        realm.next_folder_id = r.next_folder_id;
+        realm.messages = r.messages;
+        realm.linkifiers = r.linkifiers;
+        realm.next_linkifier_id = r.next_linkifier_id;
+        realm.profile_fields = r.profile_fields;
+        realm.next_profile_field_id = r.next_profile_field_id;
+        realm.profile_values = r.profile_values;
+        realm.attachments = r.attachments;
+        realm.next_attachment_id = r.next_attachment_id;
+        realm.group_configs = r.group_configs;
+        realm.realm_group_settings = r.realm_group_settings;
+        realm.navigation_views = r.navigation_views;
+        realm.push_tokens = r.push_tokens;
+        realm.push_devices = r.push_devices;
+        realm.status = r.status;
+        realm.emoji = r.emoji;
+        let p = r.properties;
+        realm.properties = CurrentProperties {
+            description: p.description,
+            allow_message_editing: p.allow_message_editing,
+            message_content_edit_limit_seconds: p.message_content_edit_limit_seconds,
+            message_content_delete_limit_seconds: p.message_content_delete_limit_seconds,
+            move_messages_within_stream_limit_seconds: p.move_messages_within_stream_limit_seconds,
+            move_messages_between_streams_limit_seconds: p
+                .move_messages_between_streams_limit_seconds,
+            topics_policy: p.topics_policy,
+            ..CurrentProperties::default()
         };
         realm
     }
