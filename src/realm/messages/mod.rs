@@ -14,6 +14,7 @@ pub mod edit;
 pub mod fetch;
 pub mod flags;
 pub mod history;
+pub mod html_diff;
 pub mod json;
 pub mod moves;
 pub mod reactions;
