@@ -64,7 +64,11 @@ pub async fn update_muted_topic(req: ApiRequest) -> ApiResponse {
             let stream_id = p.opt_int("stream_id")?;
             // Zulip's `check_for_exactly_one_stream_arg`.
             let channel = match (stream_id, stream) {
-                (None, None) => return Err(ApiError::missing("stream_id")),
+                // A plain `JsonableError` with the missing-argument text: no
+                // `REQUEST_VARIABLE_MISSING` code, no `var_name`.
+                (None, None) => {
+                    return Err(ApiError::bad_request("Missing 'stream_id' argument"))
+                }
                 (Some(_), Some(_)) => {
                     return Err(ApiError::bad_request(
                         "Unsupported parameter combination: stream_id, stream",
