@@ -37,7 +37,12 @@ fn alert_words(p: &Params, limit: bool) -> ApiResult<Vec<String>> {
 pub async fn get_alert_words(req: ApiRequest) -> ApiResponse {
     req.read(CallOpts::USER, |c| {
         let me = c.me()?;
-        let words = c.realm.alert_words_of(me.id).iter().cloned().map(Value::from);
+        let words = c
+            .realm
+            .alert_words_of(me.id)
+            .iter()
+            .cloned()
+            .map(Value::from);
         Ok(Outcome::read(words_body(words.collect())))
     })
     .await

@@ -23,10 +23,12 @@ async fn mute(req: ApiRequest, path: web::Path<String>, mute: bool) -> ApiRespon
     let muted_user_id = muted_user_id(&path.into_inner())?;
     req.message_store().await?;
     req.write(
-        move |_, _, _| Ok(MuteUser {
-            muted_user_id,
-            mute,
-        }),
+        move |_, _, _| {
+            Ok(MuteUser {
+                muted_user_id,
+                mute,
+            })
+        },
         Realm::decide_mute_user,
     )
     .await?;

@@ -66,9 +66,7 @@ pub async fn update_muted_topic(req: ApiRequest) -> ApiResponse {
             let channel = match (stream_id, stream) {
                 // A plain `JsonableError` with the missing-argument text: no
                 // `REQUEST_VARIABLE_MISSING` code, no `var_name`.
-                (None, None) => {
-                    return Err(ApiError::bad_request("Missing 'stream_id' argument"))
-                }
+                (None, None) => return Err(ApiError::bad_request("Missing 'stream_id' argument")),
                 (Some(_), Some(_)) => {
                     return Err(ApiError::bad_request(
                         "Unsupported parameter combination: stream_id, stream",

@@ -244,7 +244,10 @@ mod tests {
     fn shared_words_alert_everyone_who_has_them() {
         let i = index(&[(1, &["hello"]), (2, &["HELLO", "bye"])]);
         assert_eq!(alerted(&i, "hello"), vec![1, 2]);
-        assert_eq!(alerted(&AlertWordIndex::default(), "hello"), Vec::<UserId>::new());
+        assert_eq!(
+            alerted(&AlertWordIndex::default(), "hello"),
+            Vec::<UserId>::new()
+        );
     }
 
     #[test]

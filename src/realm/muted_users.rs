@@ -67,12 +67,7 @@ impl Realm {
 
     /// Mutes or unmutes a user. Muting also marks the muted user's unread messages read
     /// (at most `MARK_READ_SCAN` unread-index entries are read).
-    pub fn decide_mute_user(
-        &self,
-        me: &User,
-        q: MuteUser,
-        cx: &mut Cx,
-    ) -> ApiResult<Decided<()>> {
+    pub fn decide_mute_user(&self, me: &User, q: MuteUser, cx: &mut Cx) -> ApiResult<Decided<()>> {
         if !q.mute {
             let other = self.mutable_user(q.muted_user_id)?;
             if !self.has_muted(me.id, other) {

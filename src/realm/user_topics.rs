@@ -94,7 +94,12 @@ impl Realm {
     }
 
     /// A user's policy for a topic (`Inherit` without a row).
-    pub fn topic_visibility(&self, user: UserId, channel: ChannelId, topic: &str) -> VisibilityPolicy {
+    pub fn topic_visibility(
+        &self,
+        user: UserId,
+        channel: ChannelId,
+        topic: &str,
+    ) -> VisibilityPolicy {
         self.user_topic_row(user, channel, topic)
             .map_or(VisibilityPolicy::Inherit, |r| r.policy)
     }

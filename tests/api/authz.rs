@@ -1440,7 +1440,9 @@ fn cases() -> Vec<Case> {
                 _ => bad("User is not muted"),
             }),
     );
-    c.push(case("GET", "/api/v1/users/me/alert_words").want(|_, _| ok_with("/alert_words", json!([]))));
+    c.push(
+        case("GET", "/api/v1/users/me/alert_words").want(|_, _| ok_with("/alert_words", json!([]))),
+    );
     c.push(
         case("POST", "/api/v1/users/me/alert_words")
             .with(|_, _| p(&[("alert_words", r#"[" Authz ", ""]"#)]))

@@ -79,7 +79,9 @@ async fn dm(s: &TestApp, who: &str, to: i64, content: &str) -> i64 {
 }
 
 async fn flags_of(s: &TestApp, who: &str, id: i64) -> Vec<String> {
-    let body = s.ok("GET", &format!("/api/v1/messages/{id}"), who, &[]).await;
+    let body = s
+        .ok("GET", &format!("/api/v1/messages/{id}"), who, &[])
+        .await;
     body["message"]["flags"]
         .as_array()
         .unwrap()
@@ -149,7 +151,11 @@ async fn user_topic_parameters_are_checked_in_zulips_order() {
         "POST",
         USER_TOPICS,
         HAMLET,
-        &[("stream_id", "Verona"), ("topic", "t"), ("visibility_policy", "1")],
+        &[
+            ("stream_id", "Verona"),
+            ("topic", "t"),
+            ("visibility_policy", "1"),
+        ],
         "stream_id is not valid JSON",
     )
     .await;
@@ -168,7 +174,11 @@ async fn user_topic_parameters_are_checked_in_zulips_order() {
         "POST",
         USER_TOPICS,
         HAMLET,
-        &[("stream_id", v), ("topic", &long), ("visibility_policy", "1")],
+        &[
+            ("stream_id", v),
+            ("topic", &long),
+            ("visibility_policy", "1"),
+        ],
         "topic is too long (limit: 60 characters)",
     )
     .await;
@@ -198,7 +208,11 @@ async fn user_topic_parameters_are_checked_in_zulips_order() {
         "POST",
         USER_TOPICS,
         HAMLET,
-        &[("stream_id", v), ("topic", "t"), ("visibility_policy", "\"muted\"")],
+        &[
+            ("stream_id", v),
+            ("topic", "t"),
+            ("visibility_policy", "\"muted\""),
+        ],
         "visibility_policy is not an integer",
     )
     .await;
@@ -208,7 +222,11 @@ async fn user_topic_parameters_are_checked_in_zulips_order() {
             "POST",
             USER_TOPICS,
             HAMLET,
-            &[("stream_id", "9999"), ("topic", "t"), ("visibility_policy", policy)],
+            &[
+                ("stream_id", "9999"),
+                ("topic", "t"),
+                ("visibility_policy", policy),
+            ],
             "Invalid channel ID",
         )
         .await;
@@ -244,7 +262,10 @@ async fn user_topic_channel_access() {
     // A private channel the caller is not in: refused, administrators too (no content
     // access); a public one: every member, but not a guest outside it.
     assert_eq!(try_set(HAMLET, secret, "1").await, (400, invalid.clone()));
-    assert_eq!(try_set(DESDEMONA, secret, "3").await, (400, invalid.clone()));
+    assert_eq!(
+        try_set(DESDEMONA, secret, "3").await,
+        (400, invalid.clone())
+    );
     assert_eq!(try_set(POLONIUS, open, "1").await, (400, invalid.clone()));
     assert_eq!(try_set(HAMLET, open, "2").await.0, 200);
     assert_eq!(try_set(DEFAULT_BOT, open, "3").await.0, 200);
@@ -266,7 +287,10 @@ async fn user_topic_rules_events_and_register() {
     let verona = s.stream_id("Verona").await;
     let all = s.register(HAMLET, &[]).await;
     let modern = s
-        .register(HAMLET, &[("event_types", r#"["user_topic", "muted_topics"]"#)])
+        .register(
+            HAMLET,
+            &[("event_types", r#"["user_topic", "muted_topics"]"#)],
+        )
         .await;
     let legacy = s
         .register(HAMLET, &[("event_types", r#"["muted_topics"]"#)])
@@ -286,10 +310,17 @@ async fn user_topic_rules_events_and_register() {
     let ev = events_of(&s, HAMLET, &all, "muted_topics").await;
     assert_eq!(ev.len(), 1);
     assert_eq!(ev[0]["muted_topics"], legacy_list);
-    assert_eq!(events_of(&s, HAMLET, &legacy, "muted_topics").await.len(), 1);
-    assert!(events_of(&s, HAMLET, &modern, "muted_topics").await.is_empty());
+    assert_eq!(
+        events_of(&s, HAMLET, &legacy, "muted_topics").await.len(),
+        1
+    );
+    assert!(events_of(&s, HAMLET, &modern, "muted_topics")
+        .await
+        .is_empty());
     assert_eq!(events_of(&s, HAMLET, &modern, "user_topic").await.len(), 1);
-    assert!(events_of(&s, HAMLET, &legacy, "user_topic").await.is_empty());
+    assert!(events_of(&s, HAMLET, &legacy, "user_topic")
+        .await
+        .is_empty());
     // Nobody else hears of it.
     let othello = s.register(OTHELLO, &[]).await;
 
@@ -321,11 +352,17 @@ async fn user_topic_rules_events_and_register() {
     assert_eq!(st["user_topics"], rows);
     assert!(st.get("muted_topics").is_none(), "{st}");
     let st = state(&s, HAMLET, r#"["muted_topics"]"#).await;
-    assert_eq!(st["muted_topics"], json!([["Verona", "breakfast", START + 5]]));
+    assert_eq!(
+        st["muted_topics"],
+        json!([["Verona", "breakfast", START + 5]])
+    );
     assert!(st.get("user_topics").is_none());
     let st = s.ok("POST", "/api/v1/register", HAMLET, &[]).await;
     assert_eq!(st["user_topics"], rows);
-    assert_eq!(st["muted_topics"], json!([["Verona", "breakfast", START + 5]]));
+    assert_eq!(
+        st["muted_topics"],
+        json!([["Verona", "breakfast", START + 5]])
+    );
     // Per user.
     let st = state(&s, OTHELLO, r#"["user_topic"]"#).await;
     assert_eq!(st["user_topics"], json!([]));
@@ -368,11 +405,17 @@ async fn legacy_muted_topics() {
     };
     // Parameters: `op` (a literal), `topic`, then exactly one of `stream`/`stream_id`.
     let (st, body) = mute(p(&[("topic", "t"), ("stream", "Verona")])).await;
-    assert_eq!((st, body["msg"].as_str().unwrap()), (400, "Missing 'op' argument"));
+    assert_eq!(
+        (st, body["msg"].as_str().unwrap()),
+        (400, "Missing 'op' argument")
+    );
     let (st, body) = mute(p(&[("op", "toggle"), ("topic", "t"), ("stream", "Verona")])).await;
     assert_eq!((st, body["msg"].as_str().unwrap()), (400, "Invalid op"));
     let (st, body) = mute(p(&[("op", "add"), ("stream", "Verona")])).await;
-    assert_eq!((st, body["msg"].as_str().unwrap()), (400, "Missing 'topic' argument"));
+    assert_eq!(
+        (st, body["msg"].as_str().unwrap()),
+        (400, "Missing 'topic' argument")
+    );
     let (st, body) = mute(p(&[("op", "add"), ("topic", "t")])).await;
     assert_eq!(st, 400);
     assert_eq!(
@@ -392,13 +435,22 @@ async fn legacy_muted_topics() {
         json!({"result": "error", "msg": "Unsupported parameter combination: stream_id, stream", "code": "BAD_REQUEST", "parameters": "stream_id, stream"})
     );
     let (st, body) = mute(p(&[("op", "add"), ("topic", "t"), ("stream", "Nowhere")])).await;
-    assert_eq!((st, body["msg"].as_str().unwrap()), (400, "Invalid channel name 'Nowhere'"));
+    assert_eq!(
+        (st, body["msg"].as_str().unwrap()),
+        (400, "Invalid channel name 'Nowhere'")
+    );
     let (st, body) = mute(p(&[("op", "add"), ("topic", "t"), ("stream_id", "9999")])).await;
-    assert_eq!((st, body["msg"].as_str().unwrap()), (400, "Invalid channel ID"));
+    assert_eq!(
+        (st, body["msg"].as_str().unwrap()),
+        (400, "Invalid channel ID")
+    );
     // Removal from a channel that does not exist: "Topic is not muted".
     for ch in [("stream", "Nowhere"), ("stream_id", "9999")] {
         let (st, body) = mute(p(&[("op", "remove"), ("topic", "t"), ch])).await;
-        assert_eq!((st, body["msg"].as_str().unwrap()), (400, "Topic is not muted"));
+        assert_eq!(
+            (st, body["msg"].as_str().unwrap()),
+            (400, "Topic is not muted")
+        );
     }
     assert!(events_of(&s, HAMLET, &q, "user_topic").await.is_empty());
 
@@ -417,7 +469,12 @@ async fn legacy_muted_topics() {
     // succeeds (no event).
     let (st, _) = mute(p(&[("op", "add"), ("topic", "TEA"), ("stream", "Verona")])).await;
     assert_eq!(st, 200);
-    let (st, _) = mute(p(&[("op", "remove"), ("topic", "coffee"), ("stream", "Verona")])).await;
+    let (st, _) = mute(p(&[
+        ("op", "remove"),
+        ("topic", "coffee"),
+        ("stream", "Verona"),
+    ]))
+    .await;
     assert_eq!(st, 200);
     assert_eq!(events_of(&s, HAMLET, &q, "user_topic").await.len(), 1);
     let (st, _) = mute(vec![
@@ -460,19 +517,45 @@ async fn muted_topic_messages_stay_unread_and_listed() {
 #[actix_web::test]
 async fn muted_user_rules() {
     let s = start().await;
-    s.bad("POST", &muted_user(HAMLET_ID), HAMLET, &[], "Cannot mute self")
-        .await;
+    s.bad(
+        "POST",
+        &muted_user(HAMLET_ID),
+        HAMLET,
+        &[],
+        "Cannot mute self",
+    )
+    .await;
     s.bad("POST", &muted_user(9999), HAMLET, &[], "No such user")
         .await;
     s.bad("DELETE", &muted_user(9999), HAMLET, &[], "No such user")
         .await;
-    s.bad("DELETE", &muted_user(OTHELLO_ID), HAMLET, &[], "User is not muted")
-        .await;
+    s.bad(
+        "DELETE",
+        &muted_user(OTHELLO_ID),
+        HAMLET,
+        &[],
+        "User is not muted",
+    )
+    .await;
     // Unmuting oneself is only "not muted".
-    s.bad("DELETE", &muted_user(HAMLET_ID), HAMLET, &[], "User is not muted")
-        .await;
-    s.err("POST", "/api/v1/users/me/muted_users/abc", HAMLET, &[], 404, "NOT_FOUND", "Not Found")
-        .await;
+    s.bad(
+        "DELETE",
+        &muted_user(HAMLET_ID),
+        HAMLET,
+        &[],
+        "User is not muted",
+    )
+    .await;
+    s.err(
+        "POST",
+        "/api/v1/users/me/muted_users/abc",
+        HAMLET,
+        &[],
+        404,
+        "NOT_FOUND",
+        "Not Found",
+    )
+    .await;
 
     let q = s.register(HAMLET, &[]).await;
     // Bots and deactivated users may be muted.
@@ -487,21 +570,43 @@ async fn muted_user_rules() {
         .ok("POST", &muted_user(gone), HAMLET, &[("extra", "1")])
         .await;
     assert_eq!(body, json!({"result": "success", "msg": ""}));
-    s.bad("POST", &muted_user(BOT_ID), HAMLET, &[], "User already muted")
-        .await;
-    let list = json!([{"id": BOT_ID, "timestamp": START + 1}, {"id": gone, "timestamp": START + 2}]);
+    s.bad(
+        "POST",
+        &muted_user(BOT_ID),
+        HAMLET,
+        &[],
+        "User already muted",
+    )
+    .await;
+    let list =
+        json!([{"id": BOT_ID, "timestamp": START + 1}, {"id": gone, "timestamp": START + 2}]);
     let ev = events_of(&s, HAMLET, &q, "muted_users").await;
     assert_eq!(ev.len(), 2);
     assert_eq!(ev[1]["muted_users"], list);
-    assert_eq!(state(&s, HAMLET, r#"["muted_users"]"#).await["muted_users"], list);
+    assert_eq!(
+        state(&s, HAMLET, r#"["muted_users"]"#).await["muted_users"],
+        list
+    );
     // Per user.
-    assert_eq!(state(&s, OTHELLO, r#"["muted_users"]"#).await["muted_users"], json!([]));
+    assert_eq!(
+        state(&s, OTHELLO, r#"["muted_users"]"#).await["muted_users"],
+        json!([])
+    );
 
     s.ok("DELETE", &muted_user(BOT_ID), HAMLET, &[]).await;
     let ev = events_of(&s, HAMLET, &q, "muted_users").await;
-    assert_eq!(ev[2]["muted_users"], json!([{"id": gone, "timestamp": START + 2}]));
-    s.bad("DELETE", &muted_user(BOT_ID), HAMLET, &[], "User is not muted")
-        .await;
+    assert_eq!(
+        ev[2]["muted_users"],
+        json!([{"id": gone, "timestamp": START + 2}])
+    );
+    s.bad(
+        "DELETE",
+        &muted_user(BOT_ID),
+        HAMLET,
+        &[],
+        "User is not muted",
+    )
+    .await;
 }
 
 #[actix_web::test]
@@ -528,8 +633,12 @@ async fn muting_reads_the_muted_users_messages() {
         .collect();
     ids.sort_unstable();
     assert_eq!(ids, vec![old_channel, old_dm]);
-    assert!(flags_of(&s, HAMLET, old_dm).await.contains(&"read".to_owned()));
-    assert!(!flags_of(&s, HAMLET, other).await.contains(&"read".to_owned()));
+    assert!(flags_of(&s, HAMLET, old_dm)
+        .await
+        .contains(&"read".to_owned()));
+    assert!(!flags_of(&s, HAMLET, other)
+        .await
+        .contains(&"read".to_owned()));
     // The muted_users event follows the flags.
     let all = s.events(HAMLET, &q).await;
     let kinds: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
@@ -540,20 +649,31 @@ async fn muting_reads_the_muted_users_messages() {
     // other recipients' are untouched.
     let new_channel = send_to(&s, OTHELLO, "Verona", "t", "four").await;
     let new_dm = dm(&s, OTHELLO, HAMLET_ID, "five").await;
-    assert_eq!(delivered_flags(&s, HAMLET, &q, new_channel).await, vec!["read"]);
+    assert_eq!(
+        delivered_flags(&s, HAMLET, &q, new_channel).await,
+        vec!["read"]
+    );
     assert_eq!(delivered_flags(&s, HAMLET, &q, new_dm).await, vec!["read"]);
-    assert!(!flags_of(&s, CORDELIA, new_channel).await.contains(&"read".to_owned()));
+    assert!(!flags_of(&s, CORDELIA, new_channel)
+        .await
+        .contains(&"read".to_owned()));
     let st = state(&s, HAMLET, r#"["message", "update_message_flags"]"#).await;
     assert_eq!(st["unread_msgs"]["count"], 1, "{st}");
 
     // After a restart (the WAL replayed), the same; unmuting leaves read messages read
     // and new ones arrive unread again.
     s.restart().await;
-    assert!(flags_of(&s, HAMLET, new_dm).await.contains(&"read".to_owned()));
+    assert!(flags_of(&s, HAMLET, new_dm)
+        .await
+        .contains(&"read".to_owned()));
     s.ok("DELETE", &muted_user(OTHELLO_ID), HAMLET, &[]).await;
-    assert!(flags_of(&s, HAMLET, new_dm).await.contains(&"read".to_owned()));
+    assert!(flags_of(&s, HAMLET, new_dm)
+        .await
+        .contains(&"read".to_owned()));
     let later = dm(&s, OTHELLO, HAMLET_ID, "six").await;
-    assert!(!flags_of(&s, HAMLET, later).await.contains(&"read".to_owned()));
+    assert!(!flags_of(&s, HAMLET, later)
+        .await
+        .contains(&"read".to_owned()));
 }
 
 // ---------------------------------------------------------------- alert words
@@ -563,7 +683,10 @@ async fn alert_word_rules() {
     let s = start().await;
     let q = s.register(HAMLET, &[]).await;
     let body = s.ok("GET", ALERT_WORDS, HAMLET, &[]).await;
-    assert_eq!(body, json!({"result": "success", "msg": "", "alert_words": []}));
+    assert_eq!(
+        body,
+        json!({"result": "success", "msg": "", "alert_words": []})
+    );
     s.err(
         "POST",
         ALERT_WORDS,
@@ -574,12 +697,30 @@ async fn alert_word_rules() {
         "Missing 'alert_words' argument",
     )
     .await;
-    s.bad("POST", ALERT_WORDS, HAMLET, &[("alert_words", "foo")], "alert_words is not valid JSON")
-        .await;
-    s.bad("POST", ALERT_WORDS, HAMLET, &[("alert_words", "\"foo\"")], "alert_words is not a list")
-        .await;
-    s.bad("POST", ALERT_WORDS, HAMLET, &[("alert_words", "[\"a\", 1]")], "alert_words[1] is not a string")
-        .await;
+    s.bad(
+        "POST",
+        ALERT_WORDS,
+        HAMLET,
+        &[("alert_words", "foo")],
+        "alert_words is not valid JSON",
+    )
+    .await;
+    s.bad(
+        "POST",
+        ALERT_WORDS,
+        HAMLET,
+        &[("alert_words", "\"foo\"")],
+        "alert_words is not a list",
+    )
+    .await;
+    s.bad(
+        "POST",
+        ALERT_WORDS,
+        HAMLET,
+        &[("alert_words", "[\"a\", 1]")],
+        "alert_words[1] is not a string",
+    )
+    .await;
     let long = json!(["ok", "y".repeat(101)]).to_string();
     s.bad(
         "POST",
@@ -604,21 +745,44 @@ async fn alert_word_rules() {
     // Stripped, blanks dropped, unique case-insensitively (the request's last
     // spelling of a new word wins; an existing word keeps its own).
     let body = s
-        .ok("POST", ALERT_WORDS, HAMLET, &[("alert_words", r#"[" Foo ", "", "  ", "foo", "BAR"]"#)])
+        .ok(
+            "POST",
+            ALERT_WORDS,
+            HAMLET,
+            &[("alert_words", r#"[" Foo ", "", "  ", "foo", "BAR"]"#)],
+        )
         .await;
     assert_eq!(body["alert_words"], json!(["foo", "BAR"]));
     let body = s
-        .ok("POST", ALERT_WORDS, HAMLET, &[("alert_words", r#"["FOO", "baz qux"]"#)])
+        .ok(
+            "POST",
+            ALERT_WORDS,
+            HAMLET,
+            &[("alert_words", r#"["FOO", "baz qux"]"#)],
+        )
         .await;
     assert_eq!(body["alert_words"], json!(["foo", "BAR", "baz qux"]));
     // Removal matches case-insensitively, words as sent (not stripped); unknown words
     // are ignored.
     let body = s
-        .ok("DELETE", ALERT_WORDS, HAMLET, &[("alert_words", r#"["bar", " baz qux", "nope"]"#)])
+        .ok(
+            "DELETE",
+            ALERT_WORDS,
+            HAMLET,
+            &[("alert_words", r#"["bar", " baz qux", "nope"]"#)],
+        )
         .await;
     assert_eq!(body["alert_words"], json!(["foo", "baz qux"]));
-    s.err("DELETE", ALERT_WORDS, HAMLET, &[], 400, "REQUEST_VARIABLE_MISSING", "Missing 'alert_words' argument")
-        .await;
+    s.err(
+        "DELETE",
+        ALERT_WORDS,
+        HAMLET,
+        &[],
+        400,
+        "REQUEST_VARIABLE_MISSING",
+        "Missing 'alert_words' argument",
+    )
+    .await;
     // A change that changes nothing still sends the list (`notify_alert_words`).
     s.ok("DELETE", ALERT_WORDS, HAMLET, &[("alert_words", "[]")])
         .await;
@@ -641,16 +805,29 @@ async fn alert_word_rules() {
         state(&s, HAMLET, r#"["alert_words"]"#).await["alert_words"],
         json!(["foo", "baz qux"])
     );
-    assert_eq!(s.ok("GET", ALERT_WORDS, OTHELLO, &[]).await["alert_words"], json!([]));
+    assert_eq!(
+        s.ok("GET", ALERT_WORDS, OTHELLO, &[]).await["alert_words"],
+        json!([])
+    );
 }
 
 #[actix_web::test]
 async fn alert_words_flag_delivered_messages() {
     let s = start().await;
-    s.ok("POST", ALERT_WORDS, HAMLET, &[("alert_words", r#"["Pizza", "ice cream"]"#)])
-        .await;
-    s.ok("POST", ALERT_WORDS, OTHELLO, &[("alert_words", r#"["pizza"]"#)])
-        .await;
+    s.ok(
+        "POST",
+        ALERT_WORDS,
+        HAMLET,
+        &[("alert_words", r#"["Pizza", "ice cream"]"#)],
+    )
+    .await;
+    s.ok(
+        "POST",
+        ALERT_WORDS,
+        OTHELLO,
+        &[("alert_words", r#"["pizza"]"#)],
+    )
+    .await;
     let hamlet = s.register(HAMLET, &[]).await;
     let cordelia = s.register(CORDELIA, &[]).await;
     let othello = s.register(OTHELLO, &[]).await;
@@ -665,27 +842,46 @@ async fn alert_words_flag_delivered_messages() {
     for (content, alerted) in cases {
         let id = send_to(&s, IAGO, "Verona", "food", content).await;
         let flags = delivered_flags(&s, HAMLET, &hamlet, id).await;
-        assert_eq!(flags.contains(&"has_alert_word".to_owned()), alerted, "{content}: {flags:?}");
         assert_eq!(
-            flags_of(&s, HAMLET, id).await.contains(&"has_alert_word".to_owned()),
+            flags.contains(&"has_alert_word".to_owned()),
+            alerted,
+            "{content}: {flags:?}"
+        );
+        assert_eq!(
+            flags_of(&s, HAMLET, id)
+                .await
+                .contains(&"has_alert_word".to_owned()),
             alerted,
             "{content}"
         );
-        assert!(delivered_flags(&s, CORDELIA, &cordelia, id).await.is_empty());
+        assert!(delivered_flags(&s, CORDELIA, &cordelia, id)
+            .await
+            .is_empty());
     }
     // The sender's own alert words count too, as in Zulip's renderer.
     let id = send_to(&s, OTHELLO, "Verona", "food", "pizza time").await;
-    assert!(flags_of(&s, OTHELLO, id).await.contains(&"has_alert_word".to_owned()));
+    assert!(flags_of(&s, OTHELLO, id)
+        .await
+        .contains(&"has_alert_word".to_owned()));
     assert!(delivered_flags(&s, OTHELLO, &othello, id)
         .await
         .contains(&"has_alert_word".to_owned()));
     // Direct messages too; a removed word no longer alerts.
     let id = dm(&s, IAGO, HAMLET_ID, "ice cream?").await;
-    assert!(flags_of(&s, HAMLET, id).await.contains(&"has_alert_word".to_owned()));
-    s.ok("DELETE", ALERT_WORDS, HAMLET, &[("alert_words", r#"["ICE CREAM"]"#)])
-        .await;
+    assert!(flags_of(&s, HAMLET, id)
+        .await
+        .contains(&"has_alert_word".to_owned()));
+    s.ok(
+        "DELETE",
+        ALERT_WORDS,
+        HAMLET,
+        &[("alert_words", r#"["ICE CREAM"]"#)],
+    )
+    .await;
     let id = dm(&s, IAGO, HAMLET_ID, "ice cream?").await;
-    assert!(!flags_of(&s, HAMLET, id).await.contains(&"has_alert_word".to_owned()));
+    assert!(!flags_of(&s, HAMLET, id)
+        .await
+        .contains(&"has_alert_word".to_owned()));
 }
 
 // ---------------------------------------------------------------- kill -9
@@ -700,7 +896,13 @@ async fn key_of(url: &str, email: &str) -> String {
     body["api_key"].as_str().unwrap().to_owned()
 }
 
-async fn call(url: &str, method: reqwest::Method, path: &str, key: &str, form: &[(&str, &str)]) -> Value {
+async fn call(
+    url: &str,
+    method: reqwest::Method,
+    path: &str,
+    key: &str,
+    form: &[(&str, &str)],
+) -> Value {
     let (status, _, body) = send(
         client()
             .request(method, format!("{url}{path}"))
@@ -737,17 +939,60 @@ async fn topics_mutes_and_alert_words_survive_kill_9() {
     )
     .await;
     let verona = verona["stream_id"].to_string();
-    call(&url, Method::POST, USER_TOPICS, &key, &[("stream_id", &verona), ("topic", "crash"), ("visibility_policy", "3")]).await;
-    call(&url, Method::PATCH, MUTED_TOPICS, &key, &[("stream", "Verona"), ("topic", "quiet"), ("op", "add")]).await;
+    call(
+        &url,
+        Method::POST,
+        USER_TOPICS,
+        &key,
+        &[
+            ("stream_id", &verona),
+            ("topic", "crash"),
+            ("visibility_policy", "3"),
+        ],
+    )
+    .await;
+    call(
+        &url,
+        Method::PATCH,
+        MUTED_TOPICS,
+        &key,
+        &[("stream", "Verona"), ("topic", "quiet"), ("op", "add")],
+    )
+    .await;
     call(&url, Method::POST, &muted_user(OTHELLO_ID), &key, &[]).await;
-    call(&url, Method::POST, ALERT_WORDS, &key, &[("alert_words", r#"["durable"]"#)]).await;
-    let before = call(&url, Method::POST, "/api/v1/register", &key, &[("fetch_event_types", fetch)]).await;
-    assert_eq!(before["user_topics"].as_array().unwrap().len(), 2, "{before}");
+    call(
+        &url,
+        Method::POST,
+        ALERT_WORDS,
+        &key,
+        &[("alert_words", r#"["durable"]"#)],
+    )
+    .await;
+    let before = call(
+        &url,
+        Method::POST,
+        "/api/v1/register",
+        &key,
+        &[("fetch_event_types", fetch)],
+    )
+    .await;
+    assert_eq!(
+        before["user_topics"].as_array().unwrap().len(),
+        2,
+        "{before}"
+    );
     server.kill_9();
 
     let server = ChildServer::up(&args, &envs);
     let url = server.url.clone();
-    let after = call(&url, Method::POST, "/api/v1/register", &key, &[("fetch_event_types", fetch)]).await;
+    let after = call(
+        &url,
+        Method::POST,
+        "/api/v1/register",
+        &key,
+        &[("fetch_event_types", fetch)],
+    )
+    .await;
     for k in ["user_topics", "muted_users", "alert_words"] {
         assert_eq!(after[k], before[k], "{k}");
     }
