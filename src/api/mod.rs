@@ -2,6 +2,7 @@
 //! read on the worker against the published version (`read`, `read_large`) or send a
 //! write to the realm actor (`call`), and render the reply.
 
+pub mod alert_words;
 pub mod attachments;
 pub mod auth;
 pub mod bots;
@@ -14,6 +15,7 @@ pub mod lifecycle;
 pub mod linkifiers;
 pub mod messages;
 pub mod middleware;
+pub mod muted_users;
 pub mod navigation;
 pub mod params;
 pub mod presence;
@@ -23,6 +25,7 @@ pub mod realm;
 pub mod rule;
 pub mod server;
 pub mod status;
+pub mod user_topics;
 pub mod users;
 pub mod wire;
 
@@ -101,6 +104,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/mobile_push/e2ee/test_notification", post => push::e2ee_test_notification))
             .service(endpoint!("/users/me/presence", post => presence::update_presence))
             .service(endpoint!("/users/me/status", post => status::update_status))
+            // Topics and people: topic visibility, muted users, alert words.
+            .service(endpoint!("/user_topics", post => user_topics::update_user_topic))
+            .service(endpoint!("/users/me/subscriptions/muted_topics", patch => user_topics::update_muted_topic))
+            .service(endpoint!("/users/me/muted_users/{muted_user_id}", post => muted_users::mute_user, delete => muted_users::unmute_user))
+            .service(endpoint!("/users/me/alert_words", get => alert_words::get_alert_words, post => alert_words::add_alert_words, delete => alert_words::remove_alert_words))
             .service(endpoint!("/users/{user_id_or_email}/presence", get => presence::get_user_presence))
             .service(endpoint!("/users/{user_id}/status", get => status::get_user_status))
             .service(endpoint!("/realm/presence", get => presence::get_realm_presence))

@@ -123,6 +123,14 @@ impl Queue {
                     == declared
             })
             && (kind != "message" || self.narrow_admits(shared))
+            // Zulip's `accepts_event`: a queue that asked for `user_topic` gets no
+            // duplicate legacy `muted_topics`.
+            && (kind != "muted_topics"
+                || self
+                    .options
+                    .event_types
+                    .as_ref()
+                    .is_none_or(|t| !t.contains("user_topic")))
     }
 
     /// Whether a `message` event matches the queue's narrow (Zulip's

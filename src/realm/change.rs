@@ -20,6 +20,7 @@ pub use super::profile_fields::ProfileFieldChange;
 use super::push::{PushToken, PushTokenKind};
 use super::settings::RealmProperty;
 use super::status::StatusChange;
+use super::user_topics::VisibilityPolicy;
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact, by the resource it is about. Never a generic patch: one variant
@@ -109,7 +110,8 @@ pub enum GroupChange {
     },
 }
 
-/// Facts about one user's own state: navigation views and push tokens.
+/// Facts about one user's own state: navigation views, push tokens, topic visibility,
+/// muted users and alert words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum PersonalChange {
     /// A user configured a built-in view or added a custom one.
@@ -153,6 +155,29 @@ pub enum PersonalChange {
         push_account_id: i64,
         error_code: String,
     },
+    /// A user set a topic's visibility policy (`Inherit` removes their row).
+    UserTopicSet {
+        user_id: UserId,
+        channel_id: ChannelId,
+        /// The topic as the request named it (an existing row keeps its own spelling).
+        topic: String,
+        policy: VisibilityPolicy,
+        /// UNIX seconds.
+        last_updated: i64,
+    },
+    /// A user muted another user (UNIX seconds).
+    UserMuted {
+        user_id: UserId,
+        muted_user_id: UserId,
+        timestamp: i64,
+    },
+    /// A user unmuted another user.
+    UserUnmuted {
+        user_id: UserId,
+        muted_user_id: UserId,
+    },
+    /// A user's alert words are now these (added or removed: the whole list after).
+    AlertWordsSet { user_id: UserId, words: Vec<String> },
 }
 
 impl PersonalChange {
@@ -166,7 +191,11 @@ impl PersonalChange {
             | PersonalChange::PushTokenRemoved { user_id, .. }
             | PersonalChange::PushDeviceRegistered { user_id, .. }
             | PersonalChange::PushDeviceActivated { user_id, .. }
-            | PersonalChange::PushDeviceFailed { user_id, .. } => *user_id,
+            | PersonalChange::PushDeviceFailed { user_id, .. }
+            | PersonalChange::UserTopicSet { user_id, .. }
+            | PersonalChange::UserMuted { user_id, .. }
+            | PersonalChange::UserUnmuted { user_id, .. }
+            | PersonalChange::AlertWordsSet { user_id, .. } => *user_id,
         }
     }
 }

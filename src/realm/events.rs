@@ -17,6 +17,7 @@
 //! | `NavigationViewAdded`/`Updated`/`Removed` | `navigation_view` `add` `{navigation_view}` / `update` `{fragment, data}` / `remove` `{fragment}` | the user |
 //! | `PushTokenAdded`/`Removed` | none (Zulip sends none) | - |
 //! | `PushDeviceRegistered`/`Activated`/`Failed` | `push_device` `{push_account_id, status, error_code?}` | the user |
+//! | `UserTopicSet`, `UserMuted`/`UserUnmuted`, `AlertWordsSet` | `muted_topics` (queues without `user_topic`) then `user_topic`; `muted_users`; `alert_words` (tables in `user_topics.rs`, `muted_users.rs`, `alert_words.rs`) | the user |
 //! | `ChannelCreated`     | `stream` `op:create` `{streams}`              | users who can see the channel |
 //! | `Subscribed`         | `stream` `op:create` for newly visible private channels; `subscription` `op:add` `{subscriptions}` per user; `subscription` `op:peer_add` `{stream_ids, user_ids}`, batched as Zulip (`peer_events`) | the new subscriber; the new subscriber; others who can see subscribers |
 //! | `Unsubscribed`       | `subscription` `op:remove` `{subscriptions:[{name, stream_id}]}`; `subscription` `op:peer_remove`; `stream` `op:delete` when access is lost | the removed user; others who can see subscribers; the removed user |
@@ -159,6 +160,9 @@ impl Realm {
             Change::Personal(p) => {
                 let mut out = self.navigation_events(p);
                 out.extend(self.push_device_events(p));
+                out.extend(self.user_topic_events(p));
+                out.extend(self.muted_user_events(p));
+                out.extend(self.alert_word_events(p));
                 out
             }
             Change::User(UserChange::UserCreated(n)) => {

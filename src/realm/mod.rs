@@ -4,6 +4,7 @@
 //! `Change`s) and `view_*` (read state, return JSON); `apply` turns a change into state
 //! and cannot fail.
 
+pub mod alert_words;
 pub mod attachments;
 pub mod change;
 pub mod channels;
@@ -16,6 +17,7 @@ pub mod lifecycle;
 pub mod linkifiers;
 pub mod markdown;
 pub mod messages;
+pub mod muted_users;
 pub mod navigation;
 pub mod presence;
 pub mod profile_fields;
@@ -25,6 +27,7 @@ pub mod settings;
 pub mod status;
 pub mod topics_policy;
 pub mod uri_template;
+pub mod user_topics;
 pub mod users;
 pub mod write;
 
@@ -251,6 +254,19 @@ pub struct Realm {
     /// (description, message policies); Zulip's defaults until changed.
     #[serde(default)]
     pub properties: settings::RealmProperties,
+    /// Each user's topic visibility policies (`POST /user_topics`).
+    #[serde(default)]
+    pub user_topics: OrdMap<UserId, Vec<user_topics::UserTopic>>,
+    /// Each user's muted users, in the order muted.
+    #[serde(default)]
+    pub muted_users: OrdMap<UserId, Vec<muted_users::MutedUser>>,
+    /// Each user's alert words, in the order added.
+    #[serde(default)]
+    pub alert_words: OrdMap<UserId, Vec<String>>,
+    /// Every active user's alert words, compiled for matching. Derived from
+    /// `alert_words`.
+    #[serde(skip)]
+    alert_word_index: alert_words::AlertWordIndex,
 }
 
 impl Realm {
@@ -293,6 +309,10 @@ impl Realm {
             status: status::StatusState::default(),
             emoji: emoji::EmojiState::default(),
             properties: settings::RealmProperties::default(),
+            user_topics: OrdMap::new(),
+            muted_users: OrdMap::new(),
+            alert_words: OrdMap::new(),
+            alert_word_index: Default::default(),
         }
     }
 
@@ -330,6 +350,7 @@ impl Realm {
         self.rebuild_attachment_indexes();
         self.emoji.rebuild_index();
         self.rebuild_group_uses();
+        self.rebuild_alert_word_index();
     }
 
     /// Turns a decided fact into state. Infallible: `decide_*` validated it.
@@ -409,6 +430,13 @@ impl Realm {
                 PersonalChange::PushDeviceRegistered { .. }
                 | PersonalChange::PushDeviceActivated { .. }
                 | PersonalChange::PushDeviceFailed { .. } => self.apply_push_device(p),
+                PersonalChange::UserTopicSet { .. } => self.apply_user_topic(p),
+                PersonalChange::UserMuted { .. } | PersonalChange::UserUnmuted { .. } => {
+                    self.apply_muted_user(p)
+                }
+                PersonalChange::AlertWordsSet { user_id, words } => {
+                    self.apply_alert_words(*user_id, words)
+                }
             },
             Change::Status(c) => self.apply_status_change(c),
             Change::Emoji(c) => self.apply_emoji_change(c),

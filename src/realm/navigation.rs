@@ -275,7 +275,11 @@ impl Realm {
             | PersonalChange::PushTokenRemoved { .. }
             | PersonalChange::PushDeviceRegistered { .. }
             | PersonalChange::PushDeviceActivated { .. }
-            | PersonalChange::PushDeviceFailed { .. } => return Vec::new(),
+            | PersonalChange::PushDeviceFailed { .. }
+            | PersonalChange::UserTopicSet { .. }
+            | PersonalChange::UserMuted { .. }
+            | PersonalChange::UserUnmuted { .. }
+            | PersonalChange::AlertWordsSet { .. } => return Vec::new(),
         };
         vec![Event::new(body, Audience::users(vec![change.user_id()]))]
     }

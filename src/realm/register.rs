@@ -186,17 +186,19 @@ impl Realm {
         if o.wants("starred_messages") {
             m.insert("starred_messages".into(), json!([]));
         }
-        if o.wants("muted_topics") {
-            m.insert("muted_topics".into(), json!([]));
+        // Topics and people: `muted_topics` only for clients that did not also ask for
+        // `user_topic` (Zulip's `fetch_initial_state_data`).
+        if o.wants("muted_topics") && (o.fetch_event_types.is_none() || !o.wants("user_topic")) {
+            m.insert("muted_topics".into(), self.view_muted_topics(me.id).into());
         }
         if o.wants("user_topic") {
-            m.insert("user_topics".into(), json!([]));
+            m.insert("user_topics".into(), self.view_user_topics(me).into());
         }
         if o.wants("muted_users") {
-            m.insert("muted_users".into(), json!([]));
+            m.insert("muted_users".into(), self.view_muted_users(me.id).into());
         }
         if o.wants("alert_words") {
-            m.insert("alert_words".into(), json!([]));
+            m.insert("alert_words".into(), self.alert_words_of(me.id).into());
         }
         if o.wants("drafts") {
             m.insert("drafts".into(), json!([]));

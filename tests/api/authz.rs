@@ -1394,6 +1394,65 @@ fn cases() -> Vec<Case> {
             .want(|_, _| err(404, "NOT_FOUND", "Navigation view does not exist."))
             .probe(|_, _| (OTHELLO, "/api/v1/navigation_views".to_owned())),
     );
+    // ---- topics and people: each caller's own state ------------------------------------
+    // Topic policies need the channel's content (`access_stream_by_id`): a guest is
+    // not in othello's public channel, and nobody but othello is in his private one.
+    c.push(
+        case("POST", "/api/v1/user_topics")
+            .with(|f, _| {
+                vec![
+                    ("stream_id", f.public.to_string()),
+                    ("topic", "authz".to_owned()),
+                    ("visibility_policy", "1".to_owned()),
+                ]
+            })
+            .want(|_, w| match w {
+                Guest | Foreign => invalid_channel(),
+                _ => ok(),
+            }),
+    );
+    c.push(
+        case("PATCH", "/api/v1/users/me/subscriptions/muted_topics")
+            .with(|f, _| {
+                vec![
+                    ("stream_id", f.private.to_string()),
+                    ("topic", "authz".to_owned()),
+                    ("op", "add".to_owned()),
+                ]
+            })
+            .want(|_, _| invalid_channel()),
+    );
+    // Anyone may mute any user of the realm, bots included, but not themselves.
+    c.push(
+        case("POST", "/api/v1/users/me/muted_users/{muted_user_id}")
+            .at(|f, _| format!("/api/v1/users/me/muted_users/{}", f.bot))
+            .want(|_, w| match w {
+                Bot => bad("Cannot mute self"),
+                Foreign => no_such_user(),
+                _ => ok(),
+            }),
+    );
+    c.push(
+        case("DELETE", "/api/v1/users/me/muted_users/{muted_user_id}")
+            .at(|f, _| format!("/api/v1/users/me/muted_users/{}", f.othello))
+            .want(|_, w| match w {
+                Foreign => no_such_user(),
+                _ => bad("User is not muted"),
+            }),
+    );
+    c.push(
+        case("GET", "/api/v1/users/me/alert_words").want(|_, _| ok_with("/alert_words", json!([]))),
+    );
+    c.push(
+        case("POST", "/api/v1/users/me/alert_words")
+            .with(|_, _| p(&[("alert_words", r#"[" Authz ", ""]"#)]))
+            .want(|_, _| ok_with("/alert_words", json!(["Authz"]))),
+    );
+    c.push(
+        case("DELETE", "/api/v1/users/me/alert_words")
+            .with(|_, _| p(&[("alert_words", r#"["AUTHZ"]"#)]))
+            .want(|_, _| ok_with("/alert_words", json!([]))),
+    );
     c.push(
         case("POST", "/api/v1/register")
             .with(|_, _| {

@@ -28,6 +28,7 @@ mod metrics;
 mod navigation;
 mod operator;
 mod people;
+mod people_state;
 mod persistence;
 mod profile_fields;
 mod properties;

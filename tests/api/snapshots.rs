@@ -327,7 +327,8 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
                 | "last_moved_timestamp"
                 | "edit_timestamp"
                 | "active_timestamp"
-                | "idle_timestamp",
+                | "idle_timestamp"
+                | "last_updated",
             ),
             Value::Number(_),
         ) => "<timestamp>".into(),

@@ -390,10 +390,11 @@ impl Realm {
             Wildcard::Channel => flags::STREAM_WILDCARD_MENTIONED,
             Wildcard::Topic => flags::TOPIC_WILDCARD_MENTIONED,
         };
+        let alerted = self.alert_word_users(&m.content);
         users
             .into_iter()
             .map(|u| {
-                let mut bits = 0;
+                let mut bits = self.personal_delivery_flags(m, u, &alerted);
                 if u == m.sender_id {
                     if m.sender_read {
                         bits |= flags::READ;

@@ -44,7 +44,7 @@ pub struct MarkChannelRead {
 /// The unread messages of `me` that `keep` accepts, newest first: at most `batch`,
 /// reading at most `MARK_READ_SCAN` index entries; and whether none is left beyond.
 /// Index entries of deleted messages are skipped (the store leaves them behind).
-fn unread_where(
+pub(in crate::realm) fn unread_where(
     rows: &dyn MessageRows,
     me: &User,
     batch: usize,
@@ -73,7 +73,7 @@ fn unread_where(
 }
 
 /// The change marking `ids` read for `me` (none when there is nothing to mark).
-fn mark_read(me: &User, mut ids: Vec<MessageId>) -> Vec<Change> {
+pub(in crate::realm) fn mark_read(me: &User, mut ids: Vec<MessageId>) -> Vec<Change> {
     if ids.is_empty() {
         return Vec::new();
     }

@@ -537,6 +537,28 @@ impl Realm {
     }
 }
 
+impl Realm {
+    /// The flags a recipient's own state gives a message at delivery: `read` when they
+    /// muted its sender (Zulip's `muted_sender_user_ids`), `has_alert_word` when one of
+    /// their alert words occurs in it (`alerted`: `alert_word_users` of its content;
+    /// the sender's own words count too, as Zulip's renderer counts them).
+    pub(crate) fn personal_delivery_flags(
+        &self,
+        m: &Message,
+        user: UserId,
+        alerted: &BTreeSet<UserId>,
+    ) -> u32 {
+        let mut bits = 0;
+        if user != m.sender_id && self.has_muted(user, m.sender_id) {
+            bits |= super::flags::READ;
+        }
+        if alerted.contains(&user) {
+            bits |= super::flags::HAS_ALERT_WORD;
+        }
+        bits
+    }
+}
+
 /// The change that records a decided send.
 pub fn sent(m: Message) -> Change {
     Change::Message(MessageChange::Sent(Box::new(m)))
