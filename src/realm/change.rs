@@ -20,6 +20,7 @@ pub use super::profile_fields::ProfileFieldChange;
 use super::push::{PushToken, PushTokenKind};
 use super::settings::RealmProperty;
 use super::status::StatusChange;
+use super::user_settings::SettingValue;
 use super::{RealmSettings, Role, UserId};
 
 /// One decided fact, by the resource it is about. Never a generic patch: one variant
@@ -53,6 +54,8 @@ pub enum RealmChange {
     },
     /// One of the realm's plain settings changed (`PATCH /realm`).
     PropertySet(RealmProperty),
+    /// The realm's default of a personal setting for new users changed.
+    UserSettingDefaultSet { name: String, value: SettingValue },
 }
 
 /// Facts about accounts.
@@ -70,6 +73,11 @@ pub enum UserChange {
     RoleChanged { user_id: UserId, role: Role },
     /// A user's full name changed (already validated and stripped).
     FullNameChanged { user_id: UserId, full_name: String },
+    /// A user changed their password (the new argon2 PHC string).
+    PasswordChanged {
+        user_id: UserId,
+        password_hash: String,
+    },
 }
 
 /// Facts about user groups.
@@ -109,7 +117,7 @@ pub enum GroupChange {
     },
 }
 
-/// Facts about one user's own state: navigation views and push tokens.
+/// Facts about one user's own state: navigation views, push tokens, settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum PersonalChange {
     /// A user configured a built-in view or added a custom one.
@@ -153,6 +161,12 @@ pub enum PersonalChange {
         push_account_id: i64,
         error_code: String,
     },
+    /// A user changed one of their personal settings (`user_settings::SETTINGS`).
+    SettingSet {
+        user_id: UserId,
+        name: String,
+        value: SettingValue,
+    },
 }
 
 impl PersonalChange {
@@ -166,7 +180,8 @@ impl PersonalChange {
             | PersonalChange::PushTokenRemoved { user_id, .. }
             | PersonalChange::PushDeviceRegistered { user_id, .. }
             | PersonalChange::PushDeviceActivated { user_id, .. }
-            | PersonalChange::PushDeviceFailed { user_id, .. } => *user_id,
+            | PersonalChange::PushDeviceFailed { user_id, .. }
+            | PersonalChange::SettingSet { user_id, .. } => *user_id,
         }
     }
 }

@@ -25,6 +25,7 @@ pub mod settings;
 pub mod status;
 pub mod topics_policy;
 pub mod uri_template;
+pub mod user_settings;
 pub mod users;
 pub mod write;
 
@@ -251,6 +252,12 @@ pub struct Realm {
     /// (description, message policies); Zulip's defaults until changed.
     #[serde(default)]
     pub properties: settings::RealmProperties,
+    /// Each user's personal settings that differ from Zulip's defaults (`user_settings`).
+    #[serde(default)]
+    pub user_settings: OrdMap<UserId, user_settings::UserSettingsMap>,
+    /// The realm's defaults for new users that differ from Zulip's (`user_settings`).
+    #[serde(default)]
+    pub user_settings_defaults: user_settings::UserSettingsMap,
 }
 
 impl Realm {
@@ -293,6 +300,8 @@ impl Realm {
             status: status::StatusState::default(),
             emoji: emoji::EmojiState::default(),
             properties: settings::RealmProperties::default(),
+            user_settings: OrdMap::new(),
+            user_settings_defaults: Default::default(),
         }
     }
 
@@ -360,6 +369,7 @@ impl Realm {
                         can_create_users: false,
                     }),
                 );
+                self.apply_new_user_settings(n.user_id);
             }
             Change::User(UserChange::CanCreateUsersSet { user_id, value }) => {
                 if let Some(u) = self.users.get_mut(user_id) {
@@ -376,6 +386,17 @@ impl Realm {
                 self.apply_realm_group_setting(*setting, value)
             }
             Change::Realm(RealmChange::PropertySet(p)) => self.apply_realm_property(p),
+            Change::Realm(RealmChange::UserSettingDefaultSet { name, value }) => {
+                self.apply_user_setting_default(name, value)
+            }
+            Change::User(UserChange::PasswordChanged {
+                user_id,
+                password_hash,
+            }) => {
+                if let Some(u) = self.users.get_mut(user_id) {
+                    Arc::make_mut(u).password_hash = Some(password_hash.clone());
+                }
+            }
             Change::Group(g) => self.apply_group_change(g),
             Change::Channel(c) => {
                 self.index_channel_change(c);
@@ -409,6 +430,11 @@ impl Realm {
                 PersonalChange::PushDeviceRegistered { .. }
                 | PersonalChange::PushDeviceActivated { .. }
                 | PersonalChange::PushDeviceFailed { .. } => self.apply_push_device(p),
+                PersonalChange::SettingSet {
+                    user_id,
+                    name,
+                    value,
+                } => self.apply_user_setting(*user_id, name, value),
             },
             Change::Status(c) => self.apply_status_change(c),
             Change::Emoji(c) => self.apply_emoji_change(c),

@@ -275,7 +275,8 @@ impl Realm {
             | PersonalChange::PushTokenRemoved { .. }
             | PersonalChange::PushDeviceRegistered { .. }
             | PersonalChange::PushDeviceActivated { .. }
-            | PersonalChange::PushDeviceFailed { .. } => return Vec::new(),
+            | PersonalChange::PushDeviceFailed { .. }
+            | PersonalChange::SettingSet { .. } => return Vec::new(),
         };
         vec![Event::new(body, Audience::users(vec![change.user_id()]))]
     }
