@@ -822,9 +822,12 @@ impl Realm {
         if !super::users::email_is_valid(new) {
             return Err(ApiError::bad_request("Invalid address."));
         }
-        if self.user_by_delivery_email(new).is_some() {
-            return Err(ApiError::bad_request("Already has an account."));
-        }
+        // `validate_email_not_already_in_realm(verbose=False)`.
+        match self.user_by_delivery_email(new) {
+            Some(u) if u.is_active => Err(ApiError::bad_request("Already has an account.")),
+            Some(_) => Err(ApiError::bad_request("Account has been deactivated.")),
+            None => Ok(()),
+        }?;
         Ok(())
     }
 

@@ -367,6 +367,21 @@ async fn email_changes_are_checked_then_refused() {
         "Already has an account.",
     )
     .await;
+    s.ok(
+        "DELETE",
+        &format!("/api/v1/users/{PROSPERO_ID}"),
+        ADMIN,
+        &[],
+    )
+    .await;
+    s.bad(
+        "PATCH",
+        SETTINGS,
+        HAMLET,
+        &[("email", "prospero@zulip.com")],
+        "Account has been deactivated.",
+    )
+    .await;
     s.bad(
         "PATCH",
         SETTINGS,
