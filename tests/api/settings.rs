@@ -6,6 +6,7 @@
 
 use crate::common::child::ChildServer;
 use crate::common::*;
+use hearth::realm::ManualClock;
 use serde_json::{json, Value};
 
 const SETTINGS: &str = "/api/v1/settings";
@@ -623,7 +624,8 @@ async fn events_in_both_capability_modes() {
 /// shows the user offline at once.
 #[actix_web::test]
 async fn presence_enabled_is_the_same_setting_as_away() {
-    let s = TestApp::spawn().await;
+    // A still clock: the ping and the change happen at the same second.
+    let s = TestApp::spawn_with_clock(ManualClock::new(START_MS)).await;
     s.ok(
         "POST",
         "/api/v1/users/me/presence",
@@ -662,12 +664,9 @@ async fn presence_enabled_is_the_same_setting_as_away() {
     let events = s.events(HAMLET, &modern).await;
     assert_eq!(kinds(&events), ["user_settings", "presence"]);
     let entry = &events[1]["presences"][HAMLET_ID.to_string()];
-    // (`OFFLINE_THRESHOLD_SECS` + 120 before the change, which follows the ping.)
-    assert!(
-        entry["active_timestamp"].as_i64().unwrap() - entry["idle_timestamp"].as_i64().unwrap()
-            >= 320,
-        "{entry}"
-    );
+    // `OFFLINE_THRESHOLD_SECS` (200) + 120 before the change.
+    assert_eq!(entry["active_timestamp"], START, "{entry}");
+    assert_eq!(entry["idle_timestamp"], START - 200 - 120, "{entry}");
     let events = s.events(HAMLET, &legacy).await;
     assert_eq!(
         kinds(&events),
