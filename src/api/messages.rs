@@ -667,3 +667,20 @@ pub async fn remove_reaction(req: ApiRequest, path: web::Path<String>) -> ApiRes
     .await?;
     req.reply(Map::new())
 }
+
+// Read receipts.
+
+/// # `GET /messages/{message_id}/read_receipts`
+///
+/// Who read the message (Zulip's `read_receipts`): the flags of one message, read on
+/// the blocking pool (a channel message asks every active user's flags).
+pub async fn get_read_receipts(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let id = path_int("message_id", &path)?;
+    let store = req.message_store().await?;
+    req.read_large(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let user_ids = c.realm.view_read_receipts(&store, me, id)?;
+        Ok(Outcome::read(one("user_ids", user_ids.into())))
+    })
+    .await
+}

@@ -24,6 +24,7 @@ pub mod push;
 pub mod realm;
 pub mod rule;
 pub mod server;
+pub mod settings;
 pub mod status;
 pub mod user_topics;
 pub mod users;
@@ -165,6 +166,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/user_uploads/{realm_id}/{path:.*}", get => attachments::get_file_temporary_url))
             .service(endpoint!("/attachments", get => attachments::get_attachments))
             .service(endpoint!("/attachments/{attachment_id}", delete => attachments::remove_attachment))
+            // Personal settings, their realm defaults, and read receipts.
+            .service(endpoint!("/settings", patch => settings::update_settings))
+            .service(endpoint!("/settings/display", patch => settings::update_settings))
+            .service(endpoint!("/settings/notifications", patch => settings::update_settings))
+            .service(endpoint!("/realm/user_settings_defaults", patch => settings::update_settings_defaults))
+            .service(endpoint!("/messages/{message_id}/read_receipts", get => messages::get_read_receipts))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))

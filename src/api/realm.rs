@@ -8,7 +8,7 @@ use super::{ApiRequest, ApiResponse};
 use crate::error::ApiResult;
 use crate::realm::groups::{RealmSetting, SettingValue};
 use crate::realm::settings::{
-    check_length, LimitValue, MessageLimit, RealmUpdate, MAX_REALM_DESCRIPTION_LENGTH,
+    check_length, LimitValue, MessageLimit, RealmFlag, RealmUpdate, MAX_REALM_DESCRIPTION_LENGTH,
     MAX_REALM_NAME_LENGTH,
 };
 use crate::realm::topics_policy::TopicsPolicy;
@@ -23,6 +23,7 @@ enum Param {
     Limit(MessageLimit),
     Group(RealmSetting),
     TopicsPolicy,
+    Flag(RealmFlag),
 }
 
 impl Param {
@@ -34,6 +35,7 @@ impl Param {
             Param::Limit(l) => l.name(),
             Param::Group(s) => s.name(),
             Param::TopicsPolicy => "topics_policy",
+            Param::Flag(f) => f.name(),
         }
     }
 }
@@ -49,12 +51,18 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
     ];
     params.extend(MessageLimit::ALL.map(Param::Limit));
     params.extend(RealmSetting::EDITABLE.map(Param::Group));
+    params.extend(RealmFlag::ALL.map(Param::Flag));
     params.sort_by_key(|x| x.name());
     let mut u = RealmUpdate::default();
     for param in params {
         let name = param.name();
         match param {
             Param::AllowMessageEditing => u.allow_message_editing = p.opt_bool(name)?,
+            Param::Flag(f) => {
+                if let Some(v) = p.opt_bool(name)? {
+                    u.flags.push((f, v));
+                }
+            }
             Param::Description => {
                 u.description = p
                     .opt_str(name)

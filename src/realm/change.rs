@@ -20,6 +20,7 @@ pub use super::profile_fields::ProfileFieldChange;
 use super::push::{PushToken, PushTokenKind};
 use super::settings::RealmProperty;
 use super::status::StatusChange;
+use super::user_settings::SettingValue;
 use super::user_topics::VisibilityPolicy;
 use super::{RealmSettings, Role, UserId};
 
@@ -54,6 +55,8 @@ pub enum RealmChange {
     },
     /// One of the realm's plain settings changed (`PATCH /realm`).
     PropertySet(RealmProperty),
+    /// The realm's default of a personal setting for new users changed.
+    UserSettingDefaultSet { name: String, value: SettingValue },
 }
 
 /// Facts about accounts.
@@ -71,6 +74,11 @@ pub enum UserChange {
     RoleChanged { user_id: UserId, role: Role },
     /// A user's full name changed (already validated and stripped).
     FullNameChanged { user_id: UserId, full_name: String },
+    /// A user changed their password (the new argon2 PHC string).
+    PasswordChanged {
+        user_id: UserId,
+        password_hash: String,
+    },
 }
 
 /// Facts about user groups.
@@ -111,7 +119,7 @@ pub enum GroupChange {
 }
 
 /// Facts about one user's own state: navigation views, push tokens, topic visibility,
-/// muted users and alert words.
+/// muted users, alert words and settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum PersonalChange {
     /// A user configured a built-in view or added a custom one.
@@ -178,6 +186,12 @@ pub enum PersonalChange {
     },
     /// A user's alert words are now these (added or removed: the whole list after).
     AlertWordsSet { user_id: UserId, words: Vec<String> },
+    /// A user changed one of their personal settings (`user_settings::SETTINGS`).
+    SettingSet {
+        user_id: UserId,
+        name: String,
+        value: SettingValue,
+    },
 }
 
 impl PersonalChange {
@@ -195,7 +209,8 @@ impl PersonalChange {
             | PersonalChange::UserTopicSet { user_id, .. }
             | PersonalChange::UserMuted { user_id, .. }
             | PersonalChange::UserUnmuted { user_id, .. }
-            | PersonalChange::AlertWordsSet { user_id, .. } => *user_id,
+            | PersonalChange::AlertWordsSet { user_id, .. }
+            | PersonalChange::SettingSet { user_id, .. } => *user_id,
         }
     }
 }

@@ -33,6 +33,7 @@
 //! | `Attachment::Created` / `Removed` / `Claimed`, `Released` | `attachment` `op:add` / `remove` / `update` `{attachment, upload_space_used}` | the uploader |
 //! | `Attachment::Swept`  | none (as Zulip's sweep)                        | -          |
 //! | `Status(Updated)`    | with `away`: `user_settings` `op:update` `{property: presence_enabled, value}` and legacy `update_global_notifications` (queues without `user_settings_object`); then `user_status` `{user_id, away?, status_text?, emoji_name?, emoji_code?, reaction_type?}` (the fields passed) | the user; the user; active users |
+//! | `SettingSet`, `UserSettingDefaultSet`, `PasswordChanged` | `user_settings` `update` and the legacy events; `realm_user_settings_defaults` `update`; none (table in `user_settings.rs`) | the user; active users; - |
 //! | `Emoji(Added)`, `Emoji(Deactivated)` | `realm_emoji` `op:update` `{realm_emoji}` (every custom emoji) | active users |
 //!
 //! Presence is soft state outside the WAL: its `presence` events are published by the
@@ -156,6 +157,10 @@ impl Realm {
                 self.realm_setting_events(*setting, value)
             }
             Change::Realm(RealmChange::PropertySet(p)) => self.realm_property_events(p),
+            Change::Realm(RealmChange::UserSettingDefaultSet { name, value }) => {
+                self.user_setting_default_events(name, value)
+            }
+            Change::User(UserChange::PasswordChanged { .. }) => Vec::new(),
             Change::Group(g) => self.group_events(before, g),
             Change::Personal(p) => {
                 let mut out = self.navigation_events(p);
@@ -163,6 +168,7 @@ impl Realm {
                 out.extend(self.user_topic_events(p));
                 out.extend(self.muted_user_events(p));
                 out.extend(self.alert_word_events(p));
+                out.extend(self.user_setting_events(p));
                 out
             }
             Change::User(UserChange::UserCreated(n)) => {

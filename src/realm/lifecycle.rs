@@ -302,7 +302,9 @@ impl Realm {
             | UserChange::Reactivated { user_id }
             | UserChange::RoleChanged { user_id, .. }
             | UserChange::FullNameChanged { user_id, .. } => *user_id,
-            UserChange::UserCreated(_) | UserChange::CanCreateUsersSet { .. } => return,
+            UserChange::UserCreated(_)
+            | UserChange::CanCreateUsersSet { .. }
+            | UserChange::PasswordChanged { .. } => return,
         };
         let Some(u) = self.users.get_mut(&id) else {
             return;
@@ -313,7 +315,9 @@ impl Realm {
             UserChange::Reactivated { .. } => u.is_active = true,
             UserChange::RoleChanged { role, .. } => u.role = *role,
             UserChange::FullNameChanged { full_name, .. } => u.full_name = full_name.clone(),
-            UserChange::UserCreated(_) | UserChange::CanCreateUsersSet { .. } => {}
+            UserChange::UserCreated(_)
+            | UserChange::CanCreateUsersSet { .. }
+            | UserChange::PasswordChanged { .. } => {}
         }
     }
 
@@ -443,7 +447,9 @@ impl Realm {
                     ));
                 }
             }
-            UserChange::UserCreated(_) | UserChange::CanCreateUsersSet { .. } => {}
+            UserChange::UserCreated(_)
+            | UserChange::CanCreateUsersSet { .. }
+            | UserChange::PasswordChanged { .. } => {}
         }
         out
     }

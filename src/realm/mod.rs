@@ -27,6 +27,7 @@ pub mod settings;
 pub mod status;
 pub mod topics_policy;
 pub mod uri_template;
+pub mod user_settings;
 pub mod user_topics;
 pub mod users;
 pub mod write;
@@ -267,6 +268,12 @@ pub struct Realm {
     /// `alert_words`.
     #[serde(skip)]
     alert_word_index: alert_words::AlertWordIndex,
+    /// Each user's personal settings that differ from Zulip's defaults (`user_settings`).
+    #[serde(default)]
+    pub user_settings: OrdMap<UserId, user_settings::UserSettingsMap>,
+    /// The realm's defaults for new users that differ from Zulip's (`user_settings`).
+    #[serde(default)]
+    pub user_settings_defaults: user_settings::UserSettingsMap,
 }
 
 impl Realm {
@@ -313,6 +320,8 @@ impl Realm {
             muted_users: OrdMap::new(),
             alert_words: OrdMap::new(),
             alert_word_index: Default::default(),
+            user_settings: OrdMap::new(),
+            user_settings_defaults: Default::default(),
         }
     }
 
@@ -381,6 +390,7 @@ impl Realm {
                         can_create_users: false,
                     }),
                 );
+                self.apply_new_user_settings(n.user_id);
             }
             Change::User(UserChange::CanCreateUsersSet { user_id, value }) => {
                 if let Some(u) = self.users.get_mut(user_id) {
@@ -397,6 +407,17 @@ impl Realm {
                 self.apply_realm_group_setting(*setting, value)
             }
             Change::Realm(RealmChange::PropertySet(p)) => self.apply_realm_property(p),
+            Change::Realm(RealmChange::UserSettingDefaultSet { name, value }) => {
+                self.apply_user_setting_default(name, value)
+            }
+            Change::User(UserChange::PasswordChanged {
+                user_id,
+                password_hash,
+            }) => {
+                if let Some(u) = self.users.get_mut(user_id) {
+                    Arc::make_mut(u).password_hash = Some(password_hash.clone());
+                }
+            }
             Change::Group(g) => self.apply_group_change(g),
             Change::Channel(c) => {
                 self.index_channel_change(c);
@@ -437,6 +458,11 @@ impl Realm {
                 PersonalChange::AlertWordsSet { user_id, words } => {
                     self.apply_alert_words(*user_id, words)
                 }
+                PersonalChange::SettingSet {
+                    user_id,
+                    name,
+                    value,
+                } => self.apply_user_setting(*user_id, name, value),
             },
             Change::Status(c) => self.apply_status_change(c),
             Change::Emoji(c) => self.apply_emoji_change(c),

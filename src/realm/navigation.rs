@@ -279,7 +279,8 @@ impl Realm {
             | PersonalChange::UserTopicSet { .. }
             | PersonalChange::UserMuted { .. }
             | PersonalChange::UserUnmuted { .. }
-            | PersonalChange::AlertWordsSet { .. } => return Vec::new(),
+            | PersonalChange::AlertWordsSet { .. }
+            | PersonalChange::SettingSet { .. } => return Vec::new(),
         };
         vec![Event::new(body, Audience::users(vec![change.user_id()]))]
     }

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use serde_json::{json, Map, Value};
 
 use super::groups::RealmSetting;
+use super::user_settings::{Legacy, SETTINGS};
 use super::users::{gravatar_url, gravatar_url_medium, UserView};
 use super::{Realm, User};
 
@@ -218,28 +219,35 @@ impl Realm {
         if o.wants("realm_domains") {
             m.insert("realm_domains".into(), json!([]));
         }
+        // Personal settings and the realm's defaults (`user_settings.rs`).
         if o.wants("user_settings") {
             m.insert(
                 "user_settings".into(),
-                Value::Object(self.user_settings(me)),
+                Value::Object(self.user_settings_json(me)),
             );
         }
         if o.wants("update_display_settings") && !o.user_settings_object {
-            // Legacy: the display settings at the top level.
-            let s = self.user_settings(me);
-            for k in DISPLAY_SETTINGS {
-                if let Some(v) = s.get(*k) {
-                    m.insert((*k).to_owned(), v.clone());
-                }
+            // Legacy: `display_settings_legacy` at the top level.
+            for st in SETTINGS.iter().filter(|s| s.legacy == Legacy::Display) {
+                m.insert(st.name.to_owned(), self.user_setting(me, st).json());
             }
+            let all = self.user_settings_json(me);
+            m.insert("emojiset_choices".into(), all["emojiset_choices"].clone());
         }
         if o.wants("update_global_notifications") && !o.user_settings_object {
-            let s = self.user_settings(me);
-            for k in NOTIFICATION_SETTINGS {
-                if let Some(v) = s.get(*k) {
-                    m.insert((*k).to_owned(), v.clone());
-                }
+            for st in SETTINGS.iter().filter(|s| s.legacy == Legacy::Notification) {
+                m.insert(st.name.to_owned(), self.user_setting(me, st).json());
             }
+            m.insert(
+                "available_notification_sounds".into(),
+                json!(super::user_settings::NOTIFICATION_SOUNDS),
+            );
+        }
+        if o.wants("realm_user_settings_defaults") {
+            m.insert(
+                "realm_user_settings_defaults".into(),
+                Value::Object(self.user_settings_defaults_json()),
+            );
         }
         m
     }
@@ -388,17 +396,6 @@ impl Realm {
         })
     }
 
-    /// `me`'s personal settings: Zulip's defaults, with the `presence_enabled` setting
-    /// `away` changes.
-    fn user_settings(&self, me: &User) -> Map<String, Value> {
-        let mut s = user_settings(me);
-        s.insert(
-            "presence_enabled".into(),
-            self.presence_enabled(me.id).into(),
-        );
-        s
-    }
-
     pub(crate) fn bot_json(&self, b: &User) -> Value {
         json!({
             "user_id": b.id,
@@ -428,119 +425,4 @@ fn custom_profile_field_types() -> Value {
         "EXTERNAL_ACCOUNT": {"id": 7, "name": "External account"},
         "PRONOUNS": {"id": 8, "name": "Pronouns"},
     })
-}
-
-const DISPLAY_SETTINGS: &[&str] = &[
-    "twenty_four_hour_time",
-    "web_mark_read_on_scroll_policy",
-    "starred_message_counts",
-    "fluid_layout_width",
-    "high_contrast_mode",
-    "color_scheme",
-    "translate_emoticons",
-    "display_emoji_reaction_users",
-    "default_language",
-    "web_home_view",
-    "left_side_userlist",
-    "emojiset",
-    "demote_inactive_streams",
-    "user_list_style",
-    "timezone",
-    "enter_sends",
-];
-
-const NOTIFICATION_SETTINGS: &[&str] = &[
-    "enable_stream_desktop_notifications",
-    "enable_stream_email_notifications",
-    "enable_stream_push_notifications",
-    "enable_stream_audible_notifications",
-    "notification_sound",
-    "enable_desktop_notifications",
-    "enable_sounds",
-    "enable_offline_email_notifications",
-    "enable_offline_push_notifications",
-    "enable_online_push_notifications",
-    "enable_digest_emails",
-    "enable_login_emails",
-    "message_content_in_email_notifications",
-    "pm_content_in_desktop_notifications",
-    "wildcard_mentions_notify",
-    "desktop_icon_count_display",
-    "realm_name_in_email_notifications_policy",
-    "presence_enabled",
-];
-
-/// Zulip's default personal settings (only `presence_enabled` changes, through `away`).
-fn user_settings(me: &User) -> Map<String, Value> {
-    match json!({
-        "twenty_four_hour_time": false,
-        "web_mark_read_on_scroll_policy": 1,
-        "web_channel_default_view": 1,
-        "starred_message_counts": true,
-        "receives_typing_notifications": true,
-        "web_suggest_update_timezone": true,
-        "fluid_layout_width": false,
-        "high_contrast_mode": false,
-        "web_font_size_px": 16,
-        "web_line_height_percent": 140,
-        "color_scheme": 1,
-        "translate_emoticons": false,
-        "display_emoji_reaction_users": true,
-        "default_language": "en",
-        "web_home_view": "inbox",
-        "web_escape_navigates_to_home_view": true,
-        "left_side_userlist": false,
-        "emojiset": "google",
-        "demote_inactive_streams": 1,
-        "user_list_style": 2,
-        "web_animate_image_previews": "on_hover",
-        "web_stream_unreads_count_display_policy": 2,
-        "hide_ai_features": false,
-        "web_inbox_show_channel_folders": true,
-        "web_left_sidebar_show_channel_folders": true,
-        "web_left_sidebar_unreads_count_summary": true,
-        "timezone": me.timezone,
-        "enter_sends": false,
-        "enable_drafts_synchronization": true,
-        "enable_stream_desktop_notifications": false,
-        "enable_stream_email_notifications": false,
-        "enable_stream_push_notifications": false,
-        "enable_stream_audible_notifications": false,
-        "notification_sound": "zulip",
-        "enable_desktop_notifications": true,
-        "enable_sounds": true,
-        "enable_followed_topic_desktop_notifications": true,
-        "enable_followed_topic_email_notifications": true,
-        "enable_followed_topic_push_notifications": true,
-        "enable_followed_topic_audible_notifications": true,
-        "email_notifications_batching_period_seconds": 120,
-        "enable_offline_email_notifications": true,
-        "enable_offline_push_notifications": true,
-        "enable_online_push_notifications": true,
-        "enable_digest_emails": true,
-        "enable_marketing_emails": true,
-        "enable_login_emails": true,
-        "message_content_in_email_notifications": true,
-        "pm_content_in_desktop_notifications": true,
-        "wildcard_mentions_notify": true,
-        "enable_followed_topic_wildcard_mentions_notify": true,
-        "desktop_icon_count_display": 1,
-        "realm_name_in_email_notifications_policy": 1,
-        "automatically_follow_topics_policy": 3,
-        "automatically_unmute_topics_in_muted_streams_policy": 2,
-        "automatically_follow_topics_where_mentioned": true,
-        "resolved_topic_notice_auto_read_policy": "except_followed",
-        "presence_enabled": true,
-        "available_notification_sounds": ["zulip"],
-        "emojiset_choices": [{"key": "google", "text": "Google"}, {"key": "twitter", "text": "Twitter"}, {"key": "text", "text": "Plain text"}],
-        "send_private_typing_notifications": true,
-        "send_stream_typing_notifications": true,
-        "send_read_receipts": true,
-        "allow_private_data_export": false,
-        "email_address_visibility": 2,
-        "web_navigate_to_sent_message": true,
-    }) {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
 }

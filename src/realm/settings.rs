@@ -48,6 +48,12 @@ pub struct RealmProperties {
     /// The channels' default topics policy (`allow_empty_topic` or
     /// `disable_empty_topic`; `topics_policy`).
     pub topics_policy: TopicsPolicy,
+    /// Whether read receipts are shown (`enable_read_receipts`).
+    pub enable_read_receipts: bool,
+    /// Whether only administrators may change their name (`name_changes_disabled`).
+    pub name_changes_disabled: bool,
+    /// Whether only administrators may change their email (`email_changes_disabled`).
+    pub email_changes_disabled: bool,
 }
 
 impl Default for RealmProperties {
@@ -61,6 +67,52 @@ impl Default for RealmProperties {
             move_messages_within_stream_limit_seconds: Some(DEFAULT_MOVE_LIMIT_SECS),
             move_messages_between_streams_limit_seconds: Some(DEFAULT_MOVE_LIMIT_SECS),
             topics_policy: TopicsPolicy::AllowEmptyTopic,
+            // `do_create_realm`: on for closed organizations (invitations required, as
+            // every hearth realm is).
+            enable_read_receipts: true,
+            name_changes_disabled: false,
+            email_changes_disabled: false,
+        }
+    }
+}
+
+/// The realm's plain boolean settings added with personal settings and read receipts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum RealmFlag {
+    EmailChangesDisabled,
+    EnableReadReceipts,
+    NameChangesDisabled,
+}
+
+impl RealmFlag {
+    /// In `update_realm`'s (alphabetical) order.
+    pub const ALL: [RealmFlag; 3] = [
+        RealmFlag::EmailChangesDisabled,
+        RealmFlag::EnableReadReceipts,
+        RealmFlag::NameChangesDisabled,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RealmFlag::EmailChangesDisabled => "email_changes_disabled",
+            RealmFlag::EnableReadReceipts => "enable_read_receipts",
+            RealmFlag::NameChangesDisabled => "name_changes_disabled",
+        }
+    }
+
+    pub fn get(self, p: &RealmProperties) -> bool {
+        match self {
+            RealmFlag::EmailChangesDisabled => p.email_changes_disabled,
+            RealmFlag::EnableReadReceipts => p.enable_read_receipts,
+            RealmFlag::NameChangesDisabled => p.name_changes_disabled,
+        }
+    }
+
+    fn set(self, p: &mut RealmProperties, v: bool) {
+        match self {
+            RealmFlag::EmailChangesDisabled => p.email_changes_disabled = v,
+            RealmFlag::EnableReadReceipts => p.enable_read_receipts = v,
+            RealmFlag::NameChangesDisabled => p.name_changes_disabled = v,
         }
     }
 }
@@ -119,8 +171,10 @@ pub enum RealmProperty {
     AllowMessageEditing(bool),
     /// A time limit; `None` is "unlimited".
     Limit(MessageLimit, Option<i64>),
-    /// The realm's topics policy. (Last: WAL records name variants by position.)
+    /// The realm's topics policy. (WAL records name variants by position.)
     TopicsPolicy(TopicsPolicy),
+    /// A boolean setting of `RealmFlag`.
+    Flag(RealmFlag, bool),
 }
 
 /// A time-limit parameter as sent (`Json[int | str]`), before Zulip's
@@ -174,6 +228,8 @@ pub struct RealmUpdate {
     pub limits: Vec<(MessageLimit, LimitValue)>,
     /// Already parsed (`RealmTopicsPolicyEnum`).
     pub topics_policy: Option<TopicsPolicy>,
+    /// `RealmFlag` settings given, in `RealmFlag::ALL` order.
+    pub flags: Vec<(RealmFlag, bool)>,
     /// Group settings: `(setting, new, expected old)`.
     pub groups: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
 }
@@ -205,7 +261,7 @@ impl RealmUpdated {
         match self {
             RealmUpdated::Property(p) => match p {
                 RealmProperty::Name(_) | RealmProperty::Description(_) => "updated".into(),
-                RealmProperty::AllowMessageEditing(v) => (*v).into(),
+                RealmProperty::AllowMessageEditing(v) | RealmProperty::Flag(_, v) => (*v).into(),
                 RealmProperty::Limit(_, v) => json!(v),
                 RealmProperty::TopicsPolicy(p) => p.value().into(),
             },
@@ -273,10 +329,23 @@ impl Realm {
                 set(RealmProperty::Description(d), &mut data);
             }
         }
+        // The flags sort around `name` (`update_realm`'s parameters are alphabetical).
+        let changed_flags: Vec<(RealmFlag, bool)> = u
+            .flags
+            .iter()
+            .copied()
+            .filter(|(f, v)| *v != f.get(&self.properties))
+            .collect();
+        for (f, v) in changed_flags.iter().filter(|(f, _)| f.name() < "name") {
+            set(RealmProperty::Flag(*f, *v), &mut data);
+        }
         if let Some(n) = u.name {
             if n != self.settings.name {
                 set(RealmProperty::Name(n), &mut data);
             }
+        }
+        for (f, v) in changed_flags.iter().filter(|(f, _)| f.name() > "name") {
+            set(RealmProperty::Flag(*f, *v), &mut data);
         }
         if let Some(p) = u.topics_policy {
             // Zulip compares the stored number with the parsed enum, which never match,
@@ -313,6 +382,7 @@ impl Realm {
             RealmProperty::AllowMessageEditing(v) => self.properties.allow_message_editing = *v,
             RealmProperty::Limit(l, v) => l.set(&mut self.properties, *v),
             RealmProperty::TopicsPolicy(p) => self.properties.topics_policy = *p,
+            RealmProperty::Flag(f, v) => f.set(&mut self.properties, *v),
         }
     }
 
@@ -321,7 +391,7 @@ impl Realm {
         let value = match p {
             RealmProperty::Name(n) => json!(n),
             RealmProperty::Description(d) => json!(d),
-            RealmProperty::AllowMessageEditing(v) => json!(v),
+            RealmProperty::AllowMessageEditing(v) | RealmProperty::Flag(_, v) => json!(v),
             RealmProperty::Limit(_, v) => json!(v),
             RealmProperty::TopicsPolicy(p) => json!(p.name()),
         };
@@ -371,6 +441,9 @@ impl Realm {
             m.insert(format!("realm_{}", l.name()), json!(l.get(p)));
         }
         m.insert("realm_topics_policy".into(), p.topics_policy.name().into());
+        for f in RealmFlag::ALL {
+            m.insert(format!("realm_{}", f.name()), f.get(p).into());
+        }
         // Deprecated since feature level 392, still sent.
         m.insert(
             "realm_mandatory_topics".into(),
@@ -389,6 +462,7 @@ impl RealmProperty {
             RealmProperty::AllowMessageEditing(_) => "allow_message_editing",
             RealmProperty::Limit(l, _) => l.name(),
             RealmProperty::TopicsPolicy(_) => "topics_policy",
+            RealmProperty::Flag(f, _) => f.name(),
         }
     }
 }

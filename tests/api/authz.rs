@@ -1547,6 +1547,36 @@ fn cases() -> Vec<Case> {
     // After the refusals above: the other realm's first upload gets the id of
     // othello's.
     c.push(case("POST", "/api/v1/user_uploads").file("file"));
+
+    // ---- personal settings, their realm defaults, read receipts ------------------------
+    // `json_change_settings` is `human_users_only`; each caller changes its own.
+    for route in [
+        "/api/v1/settings",
+        "/api/v1/settings/display",
+        "/api/v1/settings/notifications",
+    ] {
+        c.push(
+            case("PATCH", route)
+                .with(|_, _| p(&[("enable_sounds", "false"), ("emojiset", "text")]))
+                .want(|_, w| if w.is_human() { ok() } else { no_bots() }),
+        );
+    }
+    c.push(
+        case("PATCH", "/api/v1/realm/user_settings_defaults")
+            .with(|_, _| p(&[("emojiset", "twitter")]))
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => ok(),
+                _ => not_admin(),
+            }),
+    );
+    c.push(
+        case("GET", "/api/v1/messages/{message_id}/read_receipts")
+            .at(|f, _| format!("/api/v1/messages/{}/read_receipts", f.public_msg))
+            .want(|_, w| match w {
+                Guest | Foreign => invalid_message(),
+                _ => ok(),
+            }),
+    );
     c
 }
 

@@ -40,6 +40,7 @@ mod realm_settings;
 mod scheduled;
 mod schemathesis;
 mod server;
+mod settings;
 mod snapshots;
 mod topics_policy;
 mod uploads;

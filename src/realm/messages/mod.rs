@@ -19,6 +19,7 @@ pub mod json;
 pub mod moves;
 pub mod reactions;
 pub mod read;
+pub mod receipts;
 pub mod rows;
 pub mod scheduled;
 pub mod send;
