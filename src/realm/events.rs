@@ -159,6 +159,9 @@ impl Realm {
             Change::Personal(p) => {
                 let mut out = self.navigation_events(p);
                 out.extend(self.push_device_events(p));
+                out.extend(self.draft_events(p));
+                out.extend(self.snippet_events(p));
+                out.extend(self.reminder_events(p));
                 out
             }
             Change::User(UserChange::UserCreated(n)) => {

@@ -9,6 +9,7 @@ pub mod change;
 pub mod channels;
 pub mod cx;
 pub mod dev;
+pub mod drafts;
 pub mod emoji;
 pub mod events;
 pub mod groups;
@@ -21,6 +22,7 @@ pub mod presence;
 pub mod profile_fields;
 pub mod push;
 pub mod register;
+pub mod saved_snippets;
 pub mod settings;
 pub mod status;
 pub mod topics_policy;
@@ -251,6 +253,15 @@ pub struct Realm {
     /// (description, message policies); Zulip's defaults until changed.
     #[serde(default)]
     pub properties: settings::RealmProperties,
+    /// Each user's drafts (`/drafts`).
+    #[serde(default)]
+    pub drafts: drafts::DraftState,
+    /// Each user's saved snippets (`/saved_snippets`).
+    #[serde(default)]
+    pub saved_snippets: saved_snippets::SnippetState,
+    /// Pending message reminders (`/reminders`), with their due-time index.
+    #[serde(default)]
+    pub reminders: messages::reminders::ReminderState,
 }
 
 impl Realm {
@@ -293,6 +304,9 @@ impl Realm {
             status: status::StatusState::default(),
             emoji: emoji::EmojiState::default(),
             properties: settings::RealmProperties::default(),
+            drafts: drafts::DraftState::default(),
+            saved_snippets: saved_snippets::SnippetState::default(),
+            reminders: messages::reminders::ReminderState::default(),
         }
     }
 
@@ -326,6 +340,7 @@ impl Realm {
         }
         self.color_use = color_use;
         self.messages.rebuild_due();
+        self.reminders.rebuild_due();
         self.rebuild_linkifier_cache();
         self.rebuild_attachment_indexes();
         self.emoji.rebuild_index();
@@ -409,6 +424,15 @@ impl Realm {
                 PersonalChange::PushDeviceRegistered { .. }
                 | PersonalChange::PushDeviceActivated { .. }
                 | PersonalChange::PushDeviceFailed { .. } => self.apply_push_device(p),
+                PersonalChange::DraftsAdded { .. }
+                | PersonalChange::DraftUpdated { .. }
+                | PersonalChange::DraftRemoved { .. } => self.apply_draft_change(p),
+                PersonalChange::SnippetSaved { .. } | PersonalChange::SnippetRemoved { .. } => {
+                    self.apply_snippet_change(p)
+                }
+                PersonalChange::ReminderAdded { .. } | PersonalChange::ReminderRemoved { .. } => {
+                    self.apply_reminder_change(p)
+                }
             },
             Change::Status(c) => self.apply_status_change(c),
             Change::Emoji(c) => self.apply_emoji_change(c),

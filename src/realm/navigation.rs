@@ -275,7 +275,14 @@ impl Realm {
             | PersonalChange::PushTokenRemoved { .. }
             | PersonalChange::PushDeviceRegistered { .. }
             | PersonalChange::PushDeviceActivated { .. }
-            | PersonalChange::PushDeviceFailed { .. } => return Vec::new(),
+            | PersonalChange::PushDeviceFailed { .. }
+            | PersonalChange::DraftsAdded { .. }
+            | PersonalChange::DraftUpdated { .. }
+            | PersonalChange::DraftRemoved { .. }
+            | PersonalChange::SnippetSaved { .. }
+            | PersonalChange::SnippetRemoved { .. }
+            | PersonalChange::ReminderAdded { .. }
+            | PersonalChange::ReminderRemoved { .. } => return Vec::new(),
         };
         vec![Event::new(body, Audience::users(vec![change.user_id()]))]
     }
