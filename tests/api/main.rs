@@ -29,6 +29,7 @@ mod navigation;
 mod operator;
 mod people;
 mod persistence;
+mod personal;
 mod profile_fields;
 mod properties;
 mod push;
