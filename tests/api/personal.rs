@@ -736,7 +736,10 @@ async fn reminder_errors_in_zulip_order() {
         "POST",
         REMINDERS,
         HAMLET,
-        &[("message_id", &m), ("scheduled_delivery_timestamp", "\"soon\"")],
+        &[
+            ("message_id", &m),
+            ("scheduled_delivery_timestamp", "\"soon\""),
+        ],
         "scheduled_delivery_timestamp is not an integer",
     )
     .await;
