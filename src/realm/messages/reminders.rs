@@ -70,23 +70,46 @@ pub struct ReminderState {
     /// Pending reminders by delivery time. Derived from `by_id`; rebuilt after loading.
     #[serde(skip)]
     pub due: OrdSet<(i64, ReminderId)>,
+    /// Each user's pending reminders. Derived from `by_id`; rebuilt after loading.
+    #[serde(skip)]
+    of_user: OrdMap<UserId, OrdSet<ReminderId>>,
 }
 
 impl ReminderState {
-    /// Rebuilds the due-time index after loading.
+    /// Rebuilds the due-time and per-user indexes after loading.
     pub fn rebuild_due(&mut self) {
         self.due = self.by_id.values().map(|r| (r.deliver_at, r.id)).collect();
+        self.of_user = OrdMap::new();
+        for r in self.by_id.values() {
+            self.of_user.entry(r.user_id).or_default().insert(r.id);
+        }
+    }
+
+    /// A user's pending reminders.
+    pub fn of_user(&self, user: UserId) -> impl Iterator<Item = &Reminder> {
+        self.of_user
+            .get(&user)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.by_id.get(id))
     }
 
     fn add(&mut self, r: &Reminder) {
         self.next_id = self.next_id.max(r.id + 1);
         self.due.insert((r.deliver_at, r.id));
+        self.of_user.entry(r.user_id).or_default().insert(r.id);
         self.by_id.insert(r.id, r.clone());
     }
 
     fn remove(&mut self, id: ReminderId) {
         if let Some(r) = self.by_id.remove(&id) {
             self.due.remove(&(r.deliver_at, r.id));
+            if let Some(mine) = self.of_user.get_mut(&r.user_id) {
+                mine.remove(&id);
+                if mine.is_empty() {
+                    self.of_user.remove(&r.user_id);
+                }
+            }
         }
     }
 }
@@ -195,12 +218,7 @@ impl Realm {
 
     /// `me`'s pending reminders, by delivery time (`GET /reminders`, `/register`).
     pub fn view_reminders(&self, me: &User) -> Vec<Value> {
-        let mut mine: Vec<&Reminder> = self
-            .reminders
-            .by_id
-            .values()
-            .filter(|r| r.user_id == me.id)
-            .collect();
+        let mut mine: Vec<&Reminder> = self.reminders.of_user(me.id).collect();
         mine.sort_by_key(|r| (r.deliver_at, r.id));
         mine.into_iter().map(Reminder::json).collect()
     }
