@@ -363,14 +363,24 @@ impl Handler<DeliverScheduled> for RealmActor {
     fn handle(&mut self, _: DeliverScheduled, _ctx: &mut Self::Context) -> Self::Result {
         // Deliveries read message rows: until the message database is open (the first
         // moments after a start) they wait for a later tick rather than block the actor.
-        if self.realm.messages.due.is_empty() || !self.store.messages().is_open() {
+        // Reminders are delivered in the same tick, their messages numbered after the
+        // scheduled ones.
+        let nothing_due = self.realm.messages.due.is_empty() && self.realm.reminders.due.is_empty();
+        if nothing_due || !self.store.messages().is_open() {
             return 0;
         }
         let mut cx = Cx::new(&*self.clock);
         let realm = &self.realm;
         let rows = self.store.messages();
         let changes = match catch_unwind(AssertUnwindSafe(|| {
-            realm.decide_due_scheduled(&mut cx, rows)
+            let mut changes = realm.decide_due_scheduled(&mut cx, rows);
+            let sent = changes
+                .iter()
+                .filter(|c| matches!(c, Change::Message(m) if m.delivered().is_some()))
+                .count() as u64;
+            let first_id = realm.messages.next_id + sent;
+            changes.extend(realm.decide_due_reminders(&mut cx, rows, first_id));
+            changes
         })) {
             Ok(changes) => changes,
             Err(_) => {

@@ -7,6 +7,7 @@ pub mod attachments;
 pub mod auth;
 pub mod bots;
 pub mod channels;
+pub mod drafts;
 pub mod emoji;
 pub mod error;
 pub mod events;
@@ -22,7 +23,9 @@ pub mod presence;
 pub mod profile_fields;
 pub mod push;
 pub mod realm;
+pub mod reminders;
 pub mod rule;
+pub mod saved_snippets;
 pub mod server;
 pub mod settings;
 pub mod status;
@@ -154,6 +157,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/realm", patch => realm::update_realm))
             .service(endpoint!("/navigation_views", get => navigation::get_navigation_views, post => navigation::add_navigation_view))
             .service(endpoint!("/navigation_views/{fragment:.*}", patch => navigation::update_navigation_view, delete => navigation::remove_navigation_view))
+            // Personal data: drafts, saved snippets, message reminders.
+            .service(endpoint!("/drafts", get => drafts::get_drafts, post => drafts::create_drafts))
+            .service(endpoint!("/drafts/{draft_id}", patch => drafts::edit_draft, delete => drafts::delete_draft))
+            .service(endpoint!("/saved_snippets", get => saved_snippets::get_saved_snippets, post => saved_snippets::create_saved_snippet))
+            .service(endpoint!("/saved_snippets/{saved_snippet_id}", patch => saved_snippets::edit_saved_snippet, delete => saved_snippets::delete_saved_snippet))
+            .service(endpoint!("/reminders", get => reminders::get_reminders, post => reminders::create_reminder))
+            .service(endpoint!("/reminders/{reminder_id}", delete => reminders::delete_reminder))
             .service(endpoint!("/register", post => events::register))
             .service(endpoint!("/events", get => events::get_events, delete => events::delete_events))
             .service(endpoint!("/realm/linkifiers", get => linkifiers::get_linkifiers, patch => linkifiers::reorder_linkifiers))

@@ -11,13 +11,16 @@ use super::channels::{
     SubProperty,
 };
 
+use super::drafts::{Draft, DraftId};
 use super::emoji::EmojiChange;
 use super::groups::{GroupConfig, GroupId, GroupSetting, GroupUpdate, RealmSetting, UserGroup};
 pub use super::linkifiers::LinkifierChange;
+use super::messages::reminders::{Reminder, ReminderId};
 use super::messages::MessageChange;
 use super::navigation::NavigationView;
 pub use super::profile_fields::ProfileFieldChange;
 use super::push::{PushToken, PushTokenKind};
+use super::saved_snippets::{SavedSnippet, SnippetId};
 use super::settings::RealmProperty;
 use super::status::StatusChange;
 use super::user_settings::SettingValue;
@@ -119,7 +122,7 @@ pub enum GroupChange {
 }
 
 /// Facts about one user's own state: navigation views, push tokens, topic visibility,
-/// muted users, alert words and settings.
+/// muted users, alert words, settings, drafts, saved snippets and reminders.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum PersonalChange {
     /// A user configured a built-in view or added a custom one.
@@ -192,6 +195,31 @@ pub enum PersonalChange {
         name: String,
         value: SettingValue,
     },
+    /// A user saved drafts (`POST /drafts`), in the order sent.
+    DraftsAdded { user_id: UserId, drafts: Vec<Draft> },
+    /// A user's draft was replaced (`PATCH /drafts/{draft_id}`).
+    DraftUpdated { user_id: UserId, draft: Draft },
+    /// A user deleted a draft.
+    DraftRemoved { user_id: UserId, draft_id: DraftId },
+    /// A user created (`created`) or edited a saved snippet: the whole snippet.
+    SnippetSaved {
+        user_id: UserId,
+        snippet: SavedSnippet,
+        created: bool,
+    },
+    /// A user deleted a saved snippet.
+    SnippetRemoved {
+        user_id: UserId,
+        snippet_id: SnippetId,
+    },
+    /// A user asked to be reminded of a message.
+    ReminderAdded { user_id: UserId, reminder: Reminder },
+    /// A reminder is gone: deleted by its user, or delivered (the Notification Bot's
+    /// message precedes it in the same decision).
+    ReminderRemoved {
+        user_id: UserId,
+        reminder_id: ReminderId,
+    },
 }
 
 impl PersonalChange {
@@ -210,7 +238,14 @@ impl PersonalChange {
             | PersonalChange::UserMuted { user_id, .. }
             | PersonalChange::UserUnmuted { user_id, .. }
             | PersonalChange::AlertWordsSet { user_id, .. }
-            | PersonalChange::SettingSet { user_id, .. } => *user_id,
+            | PersonalChange::SettingSet { user_id, .. }
+            | PersonalChange::DraftsAdded { user_id, .. }
+            | PersonalChange::DraftUpdated { user_id, .. }
+            | PersonalChange::DraftRemoved { user_id, .. }
+            | PersonalChange::SnippetSaved { user_id, .. }
+            | PersonalChange::SnippetRemoved { user_id, .. }
+            | PersonalChange::ReminderAdded { user_id, .. }
+            | PersonalChange::ReminderRemoved { user_id, .. } => *user_id,
         }
     }
 }

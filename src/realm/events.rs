@@ -169,6 +169,9 @@ impl Realm {
                 out.extend(self.muted_user_events(p));
                 out.extend(self.alert_word_events(p));
                 out.extend(self.user_setting_events(p));
+                out.extend(self.draft_events(p));
+                out.extend(self.snippet_events(p));
+                out.extend(self.reminder_events(p));
                 out
             }
             Change::User(UserChange::UserCreated(n)) => {

@@ -10,6 +10,7 @@ pub mod change;
 pub mod channels;
 pub mod cx;
 pub mod dev;
+pub mod drafts;
 pub mod emoji;
 pub mod events;
 pub mod groups;
@@ -23,6 +24,7 @@ pub mod presence;
 pub mod profile_fields;
 pub mod push;
 pub mod register;
+pub mod saved_snippets;
 pub mod settings;
 pub mod status;
 pub mod topics_policy;
@@ -274,6 +276,15 @@ pub struct Realm {
     /// The realm's defaults for new users that differ from Zulip's (`user_settings`).
     #[serde(default)]
     pub user_settings_defaults: user_settings::UserSettingsMap,
+    /// Each user's drafts (`/drafts`).
+    #[serde(default)]
+    pub drafts: drafts::DraftState,
+    /// Each user's saved snippets (`/saved_snippets`).
+    #[serde(default)]
+    pub saved_snippets: saved_snippets::SnippetState,
+    /// Pending message reminders (`/reminders`), with their due-time index.
+    #[serde(default)]
+    pub reminders: messages::reminders::ReminderState,
 }
 
 impl Realm {
@@ -322,6 +333,9 @@ impl Realm {
             alert_word_index: Default::default(),
             user_settings: OrdMap::new(),
             user_settings_defaults: Default::default(),
+            drafts: drafts::DraftState::default(),
+            saved_snippets: saved_snippets::SnippetState::default(),
+            reminders: messages::reminders::ReminderState::default(),
         }
     }
 
@@ -355,6 +369,7 @@ impl Realm {
         }
         self.color_use = color_use;
         self.messages.rebuild_due();
+        self.reminders.rebuild_due();
         self.rebuild_linkifier_cache();
         self.rebuild_attachment_indexes();
         self.emoji.rebuild_index();
@@ -463,6 +478,15 @@ impl Realm {
                     name,
                     value,
                 } => self.apply_user_setting(*user_id, name, value),
+                PersonalChange::DraftsAdded { .. }
+                | PersonalChange::DraftUpdated { .. }
+                | PersonalChange::DraftRemoved { .. } => self.apply_draft_change(p),
+                PersonalChange::SnippetSaved { .. } | PersonalChange::SnippetRemoved { .. } => {
+                    self.apply_snippet_change(p)
+                }
+                PersonalChange::ReminderAdded { .. } | PersonalChange::ReminderRemoved { .. } => {
+                    self.apply_reminder_change(p)
+                }
             },
             Change::Status(c) => self.apply_status_change(c),
             Change::Emoji(c) => self.apply_emoji_change(c),

@@ -280,7 +280,14 @@ impl Realm {
             | PersonalChange::UserMuted { .. }
             | PersonalChange::UserUnmuted { .. }
             | PersonalChange::AlertWordsSet { .. }
-            | PersonalChange::SettingSet { .. } => return Vec::new(),
+            | PersonalChange::SettingSet { .. }
+            | PersonalChange::DraftsAdded { .. }
+            | PersonalChange::DraftUpdated { .. }
+            | PersonalChange::DraftRemoved { .. }
+            | PersonalChange::SnippetSaved { .. }
+            | PersonalChange::SnippetRemoved { .. }
+            | PersonalChange::ReminderAdded { .. }
+            | PersonalChange::ReminderRemoved { .. } => return Vec::new(),
         };
         vec![Event::new(body, Audience::users(vec![change.user_id()]))]
     }

@@ -171,9 +171,6 @@ impl Realm {
         if o.wants("scheduled_messages") {
             m.insert("scheduled_messages".into(), self.view_scheduled(me).into());
         }
-        if o.wants("reminders") {
-            m.insert("reminders".into(), json!([]));
-        }
         if o.wants("message") {
             // Filled from the message store by the caller (`api::messages`).
             m.insert("max_message_id".into(), json!(-1));
@@ -201,11 +198,15 @@ impl Realm {
         if o.wants("alert_words") {
             m.insert("alert_words".into(), self.alert_words_of(me.id).into());
         }
+        // Personal data: drafts, saved snippets, reminders.
         if o.wants("drafts") {
-            m.insert("drafts".into(), json!([]));
+            m.insert("drafts".into(), super::drafts::register_drafts(self, me));
         }
         if o.wants("saved_snippets") {
-            m.insert("saved_snippets".into(), json!([]));
+            m.insert("saved_snippets".into(), self.view_saved_snippets(me).into());
+        }
+        if o.wants("reminders") {
+            m.insert("reminders".into(), self.view_reminders(me).into());
         }
         if o.wants("recent_private_conversations") {
             m.insert("recent_private_conversations".into(), json!([]));

@@ -873,6 +873,11 @@ impl Realm {
                 }
             }
             _ => {
+                // Zulip's `do_change_user_setting`: turning synchronization off deletes
+                // the drafts on the server, without events (the clients keep theirs).
+                if (name, value) == ("enable_drafts_synchronization", &SettingValue::Bool(false)) {
+                    self.drafts.by_user.remove(&user_id);
+                }
                 let mine = self.user_settings.entry(user_id).or_default();
                 if *value == st.default.value() {
                     mine.remove(name);

@@ -274,6 +274,10 @@ struct Fx {
     attachment_path: String,
     temporary_url: String,
     view_fragment: String,
+    /// Othello's draft, saved snippet and reminder.
+    draft: i64,
+    snippet: i64,
+    reminder: i64,
     othello_queue: String,
     /// The image URL of othello's shared emoji.
     emoji_image: String,
@@ -1371,6 +1375,72 @@ fn cases() -> Vec<Case> {
             }),
     );
 
+    // ---- personal data: drafts, saved snippets, reminders ------------------------------
+    // Each caller's own, for everyone; othello's are nobody else's (404, as unknown).
+    // The creations come after the edits: ids are per realm, and the other realm's
+    // owner would otherwise edit their own draft or snippet by the same id.
+    c.push(case("GET", "/api/v1/drafts"));
+    c.push(
+        case("PATCH", "/api/v1/drafts/{draft_id}")
+            .at(|f, _| format!("/api/v1/drafts/{}", f.draft))
+            .with(|_, _| {
+                let draft = json!({"type": "", "to": [], "topic": "", "content": "taken"});
+                vec![("draft", draft.to_string())]
+            })
+            .want(|_, _| err(404, "BAD_REQUEST", "Draft does not exist"))
+            .probe(|_, _| (OTHELLO, "/api/v1/drafts".to_owned())),
+    );
+    c.push(
+        case("DELETE", "/api/v1/drafts/{draft_id}")
+            .at(|f, _| format!("/api/v1/drafts/{}", f.draft))
+            .want(|_, _| err(404, "BAD_REQUEST", "Draft does not exist"))
+            .probe(|_, _| (OTHELLO, "/api/v1/drafts".to_owned())),
+    );
+    c.push(case("POST", "/api/v1/drafts").with(|_, w| {
+        let draft = json!([{"type": "", "to": [], "topic": "", "content": w.label()}]);
+        vec![("drafts", draft.to_string())]
+    }));
+    c.push(case("GET", "/api/v1/saved_snippets"));
+    c.push(
+        case("PATCH", "/api/v1/saved_snippets/{saved_snippet_id}")
+            .at(|f, _| format!("/api/v1/saved_snippets/{}", f.snippet))
+            .with(|_, _| p(&[("title", "Taken")]))
+            .want(|_, _| err(404, "BAD_REQUEST", "Saved snippet does not exist."))
+            .probe(|_, _| (OTHELLO, "/api/v1/saved_snippets".to_owned())),
+    );
+    c.push(
+        case("DELETE", "/api/v1/saved_snippets/{saved_snippet_id}")
+            .at(|f, _| format!("/api/v1/saved_snippets/{}", f.snippet))
+            .want(|_, _| err(404, "BAD_REQUEST", "Saved snippet does not exist."))
+            .probe(|_, _| (OTHELLO, "/api/v1/saved_snippets".to_owned())),
+    );
+    c.push(
+        case("POST", "/api/v1/saved_snippets")
+            .with(|_, w| vec![("title", w.label().to_owned()), ("content", "x".to_owned())]),
+    );
+    c.push(case("GET", "/api/v1/reminders"));
+    // Othello's message in a public channel: readable by every member, not by a guest
+    // who is not subscribed; it does not exist in the other realm.
+    c.push(
+        case("POST", "/api/v1/reminders")
+            .with(|f, _| {
+                vec![
+                    ("message_id", f.public_msg.to_string()),
+                    ("scheduled_delivery_timestamp", in_a_day().to_string()),
+                ]
+            })
+            .want(|_, w| match w {
+                Guest | Foreign => invalid_message(),
+                _ => ok(),
+            }),
+    );
+    c.push(
+        case("DELETE", "/api/v1/reminders/{reminder_id}")
+            .at(|f, _| format!("/api/v1/reminders/{}", f.reminder))
+            .want(|_, _| err(404, "BAD_REQUEST", "Reminder does not exist"))
+            .probe(|_, _| (OTHELLO, "/api/v1/reminders".to_owned())),
+    );
+
     // ---- navigation views and events ---------------------------------------------------
     c.push(case("GET", "/api/v1/navigation_views"));
     c.push(case("POST", "/api/v1/navigation_views").with(|_, _| {
@@ -2211,6 +2281,43 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         ],
     )
     .await;
+    let draft = s
+        .ok(
+            "POST",
+            "/api/v1/drafts",
+            OTHELLO,
+            &[(
+                "drafts",
+                &json!([{"type": "", "to": [], "topic": "", "content": "SECRET draft"}])
+                    .to_string(),
+            )],
+        )
+        .await["ids"][0]
+        .as_i64()
+        .unwrap();
+    let snippet = s
+        .ok(
+            "POST",
+            "/api/v1/saved_snippets",
+            OTHELLO,
+            &[("title", "SECRET"), ("content", "snippet")],
+        )
+        .await["saved_snippet_id"]
+        .as_i64()
+        .unwrap();
+    let reminder = s
+        .ok(
+            "POST",
+            "/api/v1/reminders",
+            OTHELLO,
+            &[
+                ("message_id", &public_msg.to_string()),
+                ("scheduled_delivery_timestamp", &when),
+            ],
+        )
+        .await["reminder_id"]
+        .as_i64()
+        .unwrap();
     s.ok(
         "POST",
         "/api/v1/users/me/presence",
@@ -2269,6 +2376,9 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         attachment_path,
         temporary_url,
         view_fragment,
+        draft,
+        snippet,
+        reminder,
         othello_queue,
         emoji_image,
         targets,

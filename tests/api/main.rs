@@ -30,6 +30,7 @@ mod operator;
 mod people;
 mod people_state;
 mod persistence;
+mod personal;
 mod profile_fields;
 mod properties;
 mod push;

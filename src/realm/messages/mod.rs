@@ -20,6 +20,7 @@ pub mod moves;
 pub mod reactions;
 pub mod read;
 pub mod receipts;
+pub mod reminders;
 pub mod rows;
 pub mod scheduled;
 pub mod send;

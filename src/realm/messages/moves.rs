@@ -151,7 +151,12 @@ fn escape_link_text(s: &str) -> String {
 
 /// Zulip's `get_stream_topic_link_syntax`: `#**channel>topic**`, or a plain Markdown
 /// link where the names would break that syntax.
-fn topic_link_syntax(realm: &Realm, channel_id: u64, channel: &str, topic: &str) -> String {
+pub(crate) fn topic_link_syntax(
+    realm: &Realm,
+    channel_id: u64,
+    channel: &str,
+    topic: &str,
+) -> String {
     if breaks_link_syntax(topic) || breaks_link_syntax(channel) {
         let shown = if topic.is_empty() {
             realm.settings.empty_topic_display_name.as_str()
