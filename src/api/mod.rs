@@ -10,6 +10,7 @@ pub mod emoji;
 pub mod error;
 pub mod events;
 pub mod groups;
+pub mod invites;
 pub mod lifecycle;
 pub mod linkifiers;
 pub mod messages;
@@ -22,6 +23,7 @@ pub mod push;
 pub mod realm;
 pub mod rule;
 pub mod server;
+pub mod signup;
 pub mod status;
 pub mod users;
 pub mod wire;
@@ -69,6 +71,8 @@ pub struct AppState {
     pub uploads: Arc<attachments::Uploads>,
     /// `--push-relay-url`: E2EE push devices and notifications.
     pub push_relay: Option<Arc<crate::push_relay::PushRelay>>,
+    /// Outgoing email (`--smtp-url`; the log on a development server without it).
+    pub mailer: Option<Arc<crate::mail::Mailer>>,
     /// API rate limits (`--rate-limit`).
     pub rate_limits: Arc<crate::limits::RateLimiter>,
 }
@@ -157,9 +161,17 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/user_uploads/{realm_id}/{path:.*}", get => attachments::get_file_temporary_url))
             .service(endpoint!("/attachments", get => attachments::get_attachments))
             .service(endpoint!("/attachments/{attachment_id}", delete => attachments::remove_attachment))
+            // Invitations.
+            .service(endpoint!("/invites", get => invites::get_invites, post => invites::invite_users))
+            .service(endpoint!("/invites/multiuse", post => invites::create_invite_link))
+            .service(endpoint!("/invites/multiuse/{invite_id}", delete => invites::revoke_invite_link))
+            .service(endpoint!("/invites/{invite_id}", delete => invites::revoke_invite))
+            .service(endpoint!("/invites/{invite_id}/resend", post => invites::resend_invite))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))
+    // The sign-up page of invitation links (HTML).
+    .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit))
     .service(
         web::scope("/user_uploads")
             .service(endpoint!("/temporary/{token}/{filename}", get => attachments::serve_temporary))

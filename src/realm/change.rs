@@ -12,6 +12,7 @@ use super::channels::{
 };
 
 use super::emoji::EmojiChange;
+pub use super::invites::InviteChange;
 use super::groups::{GroupConfig, GroupId, GroupSetting, GroupUpdate, RealmSetting, UserGroup};
 pub use super::linkifiers::LinkifierChange;
 use super::messages::MessageChange;
@@ -53,6 +54,8 @@ pub enum RealmChange {
     },
     /// One of the realm's plain settings changed (`PATCH /realm`).
     PropertySet(RealmProperty),
+    /// Invitations were created, revoked or accepted.
+    Invite(InviteChange),
 }
 
 /// Facts about accounts.

@@ -12,6 +12,7 @@ pub mod dev;
 pub mod emoji;
 pub mod events;
 pub mod groups;
+pub mod invites;
 pub mod lifecycle;
 pub mod linkifiers;
 pub mod markdown;
@@ -251,6 +252,9 @@ pub struct Realm {
     /// (description, message policies); Zulip's defaults until changed.
     #[serde(default)]
     pub properties: settings::RealmProperties,
+    /// Email invitations and reusable invitation links.
+    #[serde(default)]
+    pub invites: invites::InviteState,
 }
 
 impl Realm {
@@ -293,6 +297,7 @@ impl Realm {
             status: status::StatusState::default(),
             emoji: emoji::EmojiState::default(),
             properties: settings::RealmProperties::default(),
+            invites: invites::InviteState::default(),
         }
     }
 
@@ -330,6 +335,7 @@ impl Realm {
         self.rebuild_attachment_indexes();
         self.emoji.rebuild_index();
         self.rebuild_group_uses();
+        self.invites.rebuild_index();
     }
 
     /// Turns a decided fact into state. Infallible: `decide_*` validated it.
@@ -376,6 +382,7 @@ impl Realm {
                 self.apply_realm_group_setting(*setting, value)
             }
             Change::Realm(RealmChange::PropertySet(p)) => self.apply_realm_property(p),
+            Change::Realm(RealmChange::Invite(c)) => self.apply_invite_change(c),
             Change::Group(g) => self.apply_group_change(g),
             Change::Channel(c) => {
                 self.index_channel_change(c);
