@@ -207,7 +207,7 @@ fn invitation_email(realm: &Realm, site: &str, referrer: &User, invite: &Invite)
         to,
         subject: format!("{} invited you to join {name}", referrer.full_name),
         body: format!(
-            "Hi there,\n\n{} ({}) wants you to join them on Zulip, in the organization \
+            "Hi there,\n\n{} ({}) wants you to join them on Zulip,\nin the organization \
              {name} at {site}.\n\nTo get started, open this link and choose your name and \
              password:\n\n    {link}\n\n{expiry}\n",
             referrer.full_name, referrer.delivery_email

@@ -302,6 +302,13 @@ fn redact_text(s: &str) -> String {
             out.replace_range(start.., &path);
         }
     }
+    // An invitation link's random key.
+    if let Some(at) = out.find("/join/") {
+        let start = at + "/join/".len();
+        if out[start..].find('/') == Some(24) {
+            out.replace_range(start..start + 24, "<key>");
+        }
+    }
     if let Some(rest) = out.strip_prefix("user") {
         if let Some((digits, domain)) = rest.split_once('@') {
             if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
