@@ -340,6 +340,8 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
         ) => "<timestamp>".into(),
         (Some("queue_id"), Value::String(_)) => "<queue_id>".into(),
         (Some("create_time"), Value::Number(_)) => "<timestamp>".into(),
+        // An invitation's times (`GET /invites`).
+        (Some("invited" | "expiry_date"), Value::Number(_)) => "<timestamp>".into(),
         (Some("path_id"), Value::String(s)) => {
             redact_upload_path(s).unwrap_or_else(|| s.clone()).into()
         }
