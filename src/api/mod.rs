@@ -89,7 +89,9 @@ macro_rules! endpoint {
 /// The route table: every endpoint in one place.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(endpoint!("/health", get => server::health))
-        .service(endpoint!("/health/ready", get => server::ready));
+        .service(endpoint!("/health/ready", get => server::ready))
+        // The sign-up page of invitation links (HTML).
+        .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit));
     cfg.service(
         web::scope("/api/v1")
             .service(endpoint!("/server_settings", get => server::server_settings))
@@ -170,8 +172,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))
-    // The sign-up page of invitation links (HTML).
-    .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit))
     .service(
         web::scope("/user_uploads")
             .service(endpoint!("/temporary/{token}/{filename}", get => attachments::serve_temporary))
