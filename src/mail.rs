@@ -79,7 +79,7 @@ impl Mailer {
     }
 
     /// The `From` address for mail about a realm served at `site`.
-    fn from_for(&self, site: &str) -> String {
+    fn sender_for(&self, site: &str) -> String {
         self.from.clone().unwrap_or_else(|| {
             let host = site
                 .split("://")
@@ -95,7 +95,7 @@ impl Mailer {
 
     /// Sends `email` for the realm served at `site`.
     pub async fn send(&self, site: &str, email: &Email) -> Result<(), String> {
-        let from = self.from_for(site);
+        let from = self.sender_for(site);
         let message = Message::builder()
             .from(
                 from.parse::<Mailbox>()
@@ -144,9 +144,15 @@ mod tests {
     #[test]
     fn from_defaults_to_the_realm_host() {
         let m = Mailer::log_only(None);
-        assert_eq!(m.from_for("https://chat.acme.test/"), "noreply@chat.acme.test");
-        assert_eq!(m.from_for("http://127.0.0.1:9991"), "noreply@127.0.0.1");
+        assert_eq!(
+            m.sender_for("https://chat.acme.test/"),
+            "noreply@chat.acme.test"
+        );
+        assert_eq!(m.sender_for("http://127.0.0.1:9991"), "noreply@127.0.0.1");
+        for site in ["https://chat.acme.test/", "http://127.0.0.1:9991", "http://localhost"] {
+            assert!(m.sender_for(site).parse::<Mailbox>().is_ok(), "{site}");
+        }
         let m = Mailer::log_only(Some("Acme <chat@acme.test>".into()));
-        assert_eq!(m.from_for("https://x"), "Acme <chat@acme.test>");
+        assert_eq!(m.sender_for("https://x"), "Acme <chat@acme.test>");
     }
 }

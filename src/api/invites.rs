@@ -37,23 +37,30 @@ pub const NO_EMAIL: &str = "Outgoing email not yet configured, see \
      https://zulip.readthedocs.io/en/latest/production/email.html";
 
 /// The parameters both creating views take, in their signature order up to
-/// `invite_expires_in_minutes`; `stream_ids` is read by the caller (its place and
-/// requiredness differ).
-fn spec_head(p: &Params) -> ApiResult<(Option<Vec<i64>>, bool, Role, Option<i64>)> {
+/// `invite_expires_in_minutes`; `stream_ids` is left empty for the caller (its place
+/// and requiredness differ).
+fn spec_head(p: &Params) -> ApiResult<InviteSpec> {
     let group_ids = p.opt_int_list("group_ids")?;
     let include = p.bool_or("include_realm_default_subscriptions", false)?;
     let invite_as = match p.opt_int("invite_as")? {
         Some(v) => parse_invite_as(v)?,
         None => Role::Member,
     };
-    let expires = match p.opt_json("invite_expires_in_minutes")? {
-        None => Some(DEFAULT_VALIDITY_MINUTES),
-        Some(Value::Null) => None,
-        Some(v) => Some(v.as_i64().ok_or_else(|| {
-            ApiError::bad_request("invite_expires_in_minutes is not an integer")
-        })?),
-    };
-    Ok((group_ids, include, invite_as, expires))
+    let expires =
+        match p.opt_json("invite_expires_in_minutes")? {
+            None => Some(DEFAULT_VALIDITY_MINUTES),
+            Some(Value::Null) => None,
+            Some(v) => Some(v.as_i64().ok_or_else(|| {
+                ApiError::bad_request("invite_expires_in_minutes is not an integer")
+            })?),
+        };
+    Ok(InviteSpec {
+        group_ids,
+        include_realm_default_subscriptions: include,
+        invite_as,
+        expires_in_minutes: expires,
+        stream_ids: Vec::new(),
+    })
 }
 
 /// # `GET /invites`
@@ -80,10 +87,10 @@ fn mailer(req: &ApiRequest) -> ApiResult<Arc<Mailer>> {
 pub async fn invite_users(req: ApiRequest) -> ApiResponse {
     let parsed = req.parse(|realm: &Realm, me: &User, p: &Params| {
         realm.require_member_or_admin(me)?;
-        let (group_ids, include, invite_as, expires) = spec_head(p)?;
+        let mut spec = spec_head(p)?;
         let raw = p.str("invitee_emails")?;
         let notify = p.bool_or("notify_referrer_on_join", true)?;
-        let stream_ids = p
+        spec.stream_ids = p
             .opt_int_list("stream_ids")?
             .ok_or_else(|| ApiError::missing("stream_ids"))?;
         let emails = if raw.is_empty() {
@@ -92,13 +99,7 @@ pub async fn invite_users(req: ApiRequest) -> ApiResponse {
             invitee_emails(&raw)
         };
         let q = InviteUsers {
-            spec: InviteSpec {
-                group_ids,
-                include_realm_default_subscriptions: include,
-                invite_as,
-                expires_in_minutes: expires,
-                stream_ids,
-            },
+            spec,
             emails,
             notify_referrer_on_join: notify,
         };
@@ -126,17 +127,9 @@ pub async fn create_invite_link(req: ApiRequest) -> ApiResponse {
         .write(
             |realm: &Realm, me: &User, p: &Params| {
                 realm.require_member_or_admin(me)?;
-                let (group_ids, include, invite_as, expires) = spec_head(p)?;
-                let stream_ids = p.opt_int_list("stream_ids")?.unwrap_or_default();
-                let q = CreateInviteLink {
-                    spec: InviteSpec {
-                        group_ids,
-                        include_realm_default_subscriptions: include,
-                        invite_as,
-                        expires_in_minutes: expires,
-                        stream_ids,
-                    },
-                };
+                let mut spec = spec_head(p)?;
+                spec.stream_ids = p.opt_int_list("stream_ids")?.unwrap_or_default();
+                let q = CreateInviteLink { spec };
                 realm.check_create_invite_link(me, &q)?;
                 Ok(q)
             },

@@ -113,7 +113,10 @@ fn refused(status: StatusCode, why: &str) -> HttpResponse {
     page(
         status,
         "Invitation",
-        &format!("<h1>Invitation</h1>\n<p class=\"error\">{}</p>", escape(why)),
+        &format!(
+            "<h1>Invitation</h1>\n<p class=\"error\">{}</p>",
+            escape(why)
+        ),
     )
 }
 
@@ -131,10 +134,7 @@ fn form(
     error: Option<&str>,
     typed: &SignupForm,
 ) -> HttpResponse {
-    let mut body = format!(
-        "<h1>Join {}</h1>\n",
-        escape(&realm.settings.name)
-    );
+    let mut body = format!("<h1>Join {}</h1>\n", escape(&realm.settings.name));
     if let Some(referrer) = realm.user(invite.referred_by) {
         body.push_str(&format!(
             "<p>{} invited you.</p>\n",
@@ -142,7 +142,10 @@ fn form(
         ));
     }
     if let Some(e) = error {
-        body.push_str(&format!("<p class=\"error\" id=\"error\">{}</p>\n", escape(e)));
+        body.push_str(&format!(
+            "<p class=\"error\" id=\"error\">{}</p>\n",
+            escape(e)
+        ));
     }
     body.push_str(&format!(
         "<form method=\"post\" action=\"/join/{}/\">\n\
@@ -281,7 +284,12 @@ pub async fn submit(
     }
     let password_hash = match crate::passwords::hash(typed.password.clone()).await {
         Ok(h) => h,
-        Err(e) => return refused(StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &e.msg),
+        Err(e) => {
+            return refused(
+                StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                &e.msg,
+            )
+        }
     };
     let q = AcceptInvite {
         key: key.clone(),
@@ -295,7 +303,11 @@ pub async fn submit(
         password_hash,
     };
     drop(version);
-    match handle.client.commit_system(q, Realm::decide_accept_invite).await {
+    match handle
+        .client
+        .commit_system(q, Realm::decide_accept_invite)
+        .await
+    {
         Ok(account) => {
             if let Some(logins) = state.rate_limits.logins() {
                 logins.succeeded(&site_key, &format!("join:{key}"));

@@ -12,8 +12,8 @@ use super::channels::{
 };
 
 use super::emoji::EmojiChange;
-pub use super::invites::InviteChange;
 use super::groups::{GroupConfig, GroupId, GroupSetting, GroupUpdate, RealmSetting, UserGroup};
+pub use super::invites::InviteChange;
 pub use super::linkifiers::LinkifierChange;
 use super::messages::MessageChange;
 use super::navigation::NavigationView;

@@ -282,7 +282,9 @@ impl Realm {
         }
         // A plain `JsonableError` in Zulip's view, not `OrganizationAdministratorRequiredError`.
         if require_admin && !me.is_admin() {
-            return Err(ApiError::bad_request("Must be an organization administrator"));
+            return Err(ApiError::bad_request(
+                "Must be an organization administrator",
+            ));
         }
         Ok(())
     }
@@ -315,9 +317,7 @@ impl Realm {
         let mut channels = Vec::with_capacity(spec.stream_ids.len());
         for id in &spec.stream_ids {
             let ch = self.access_channel(me, *id).map_err(|_| {
-                ApiError::bad_request(format!(
-                    "Invalid channel ID {id}. No invites were sent."
-                ))
+                ApiError::bad_request(format!("Invalid channel ID {id}. No invites were sent."))
             })?;
             channels.push(ch.id);
         }
@@ -355,7 +355,6 @@ impl Realm {
     }
 
     fn new_invite(
-        &self,
         me: &User,
         id: InviteId,
         kind: InviteKind,
@@ -452,7 +451,7 @@ impl Realm {
                     email,
                     notify_referrer_on_join: q.notify_referrer_on_join,
                 };
-                self.new_invite(me, id, kind, &q.spec, &channels, &groups, cx)
+                Self::new_invite(me, id, kind, &q.spec, &channels, &groups, cx)
             })
             .collect();
         let change = Change::Realm(RealmChange::Invite(InviteChange::Created {
@@ -472,7 +471,15 @@ impl Realm {
         let (channels, groups) =
             self.check_invite_spec(me, &q.spec, RealmSetting::CreateMultiuseInvite, None)?;
         let id = self.invites.next_id(true);
-        let invite = self.new_invite(me, id, InviteKind::Multiuse, &q.spec, &channels, &groups, cx);
+        let invite = Self::new_invite(
+            me,
+            id,
+            InviteKind::Multiuse,
+            &q.spec,
+            &channels,
+            &groups,
+            cx,
+        );
         let key = invite.key.clone();
         let change = Change::Realm(RealmChange::Invite(InviteChange::Created {
             invites: vec![invite],
@@ -603,7 +610,10 @@ impl Realm {
         let mine = |i: &&Invite| (me.is_admin() || i.referred_by == me.id) && i.is_valid(now);
         // An address that has an account since (made by `POST /users`) is no longer
         // invited.
-        let open = |i: &&Invite| i.email().is_none_or(|e| self.user_by_delivery_email(e).is_none());
+        let open = |i: &&Invite| {
+            i.email()
+                .is_none_or(|e| self.user_by_delivery_email(e).is_none())
+        };
         let mut out: Vec<Value> = Vec::new();
         for i in self.invites.email.values().filter(mine).filter(open) {
             let mut m = Map::new();
@@ -658,7 +668,11 @@ impl Realm {
                     i.status = InviteStatus::Revoked;
                 }
             }
-            InviteChange::Accepted { multiuse, id, user_id } => {
+            InviteChange::Accepted {
+                multiuse,
+                id,
+                user_id,
+            } => {
                 let Some(email) = self.user(*user_id).map(|u| u.delivery_email.to_lowercase())
                 else {
                     return;
@@ -695,7 +709,8 @@ impl Realm {
     pub(super) fn invite_events(&self, c: &InviteChange) -> Vec<Event> {
         let referrer = match c {
             InviteChange::Created { invites } => invites.first().map(|i| i.referred_by),
-            InviteChange::Revoked { multiuse, id } | InviteChange::Accepted { multiuse, id, .. } => {
+            InviteChange::Revoked { multiuse, id }
+            | InviteChange::Accepted { multiuse, id, .. } => {
                 self.invites.map(*multiuse).get(id).map(|i| i.referred_by)
             }
         };

@@ -242,11 +242,7 @@ impl Realm {
     /// The changes that make a human account, whoever asked for it (the callers checked
     /// who may, and the address and name): the account, its channels, its groups.
     /// Answers the new id and API key.
-    pub fn decide_new_human(
-        &self,
-        human: NewHuman,
-        cx: &mut Cx,
-    ) -> (UserId, String, Vec<Change>) {
+    pub fn decide_new_human(&self, human: NewHuman, cx: &mut Cx) -> (UserId, String, Vec<Change>) {
         let user_id = self.next_user_id;
         let api_key = cx.api_key();
         let change = Change::User(UserChange::UserCreated(NewUser {

@@ -1244,7 +1244,10 @@ fn cases() -> Vec<Case> {
         case("POST", "/api/v1/invites")
             .with(|_, w| {
                 p(&[
-                    ("invitee_emails", &format!("authz-{}@invite.test", w.label())),
+                    (
+                        "invitee_emails",
+                        &format!("authz-{}@invite.test", w.label()),
+                    ),
                     ("stream_ids", "[]"),
                 ])
             })
@@ -2134,7 +2137,10 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         "POST",
         "/api/v1/invites",
         OTHELLO,
-        &[("invitee_emails", "invited@authz.test"), ("stream_ids", "[]")],
+        &[
+            ("invitee_emails", "invited@authz.test"),
+            ("stream_ids", "[]"),
+        ],
     )
     .await;
     let invite = 1;

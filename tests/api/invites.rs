@@ -36,7 +36,9 @@ async fn invites(app: &TestApp, who: &str) -> Vec<Value> {
 
 /// A reusable link made by `who` with these parameters.
 async fn link(app: &TestApp, who: &str, params: &[(&str, &str)]) -> String {
-    let body = app.ok("POST", "/api/v1/invites/multiuse", who, params).await;
+    let body = app
+        .ok("POST", "/api/v1/invites/multiuse", who, params)
+        .await;
     body["invite_link"].as_str().unwrap().to_owned()
 }
 
@@ -76,14 +78,20 @@ async fn page(
 /// The form token of a sign-up page.
 fn csrf(html: &str) -> String {
     let marker = "name=\"csrf_token\" value=\"";
-    let at = html.find(marker).unwrap_or_else(|| panic!("no token in {html}")) + marker.len();
+    let at = html
+        .find(marker)
+        .unwrap_or_else(|| panic!("no token in {html}"))
+        + marker.len();
     html[at..at + html[at..].find('"').unwrap()].to_owned()
 }
 
 /// The text of the element with this id (`<x id="name">text</x>`).
 fn element(html: &str, id: &str) -> String {
     let marker = format!("id=\"{id}\">");
-    let at = html.find(&marker).unwrap_or_else(|| panic!("no #{id} in {html}")) + marker.len();
+    let at = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no #{id} in {html}"))
+        + marker.len();
     html[at..at + html[at..].find('<').unwrap()].to_owned()
 }
 
@@ -118,8 +126,14 @@ async fn who_may_invite_and_as_what() {
     let verona = app.stream_id("Verona").await;
     let streams = format!("[{verona}]");
     // `require_member_or_admin` comes first, before any parameter.
-    app.bad("POST", "/api/v1/invites", GUEST, &[], "Not allowed for guest users")
-        .await;
+    app.bad(
+        "POST",
+        "/api/v1/invites",
+        GUEST,
+        &[],
+        "Not allowed for guest users",
+    )
+    .await;
     app.bad(
         "POST",
         "/api/v1/invites",
@@ -157,7 +171,11 @@ async fn who_may_invite_and_as_what() {
         (SHIVA, "300", "Must be an organization administrator"),
     ] {
         let (status, body) = invite(&app, who, "new@zulip.test", &[("invite_as", invite_as)]).await;
-        assert_eq!((status, body["msg"].as_str().unwrap()), (400, msg), "{who} {invite_as}");
+        assert_eq!(
+            (status, body["msg"].as_str().unwrap()),
+            (400, msg),
+            "{who} {invite_as}"
+        );
         assert_eq!(body["code"], "BAD_REQUEST");
     }
     // Owners are invited by owners only (`OrganizationOwnerRequiredError`).
@@ -177,7 +195,10 @@ async fn who_may_invite_and_as_what() {
             "POST",
             "/api/v1/invites",
             HAMLET,
-            &[("invitee_emails", "new@zulip.test"), ("stream_ids", "[9999]")],
+            &[
+                ("invitee_emails", "new@zulip.test"),
+                ("stream_ids", "[9999]"),
+            ],
         )
         .await;
     assert_eq!(
@@ -191,7 +212,10 @@ async fn who_may_invite_and_as_what() {
             "POST",
             "/api/v1/invites",
             HAMLET,
-            &[("invitee_emails", "new@zulip.test"), ("stream_ids", &format!("[{core}]"))],
+            &[
+                ("invitee_emails", "new@zulip.test"),
+                ("stream_ids", &format!("[{core}]")),
+            ],
         )
         .await;
     assert_eq!(
@@ -199,7 +223,10 @@ async fn who_may_invite_and_as_what() {
         format!("Invalid channel ID {core}. No invites were sent.")
     );
     let (status, body) = invite(&app, HAMLET, "new@zulip.test", &[("group_ids", "[9999]")]).await;
-    assert_eq!((status, body["msg"].clone()), (400, json!("Invalid user group")));
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (400, json!("Invalid user group"))
+    );
     // Who may invite at all: `can_invite_users_group` (members by default).
     let (status, body) = invite(&app, HAMLET, "new1@zulip.test", &[]).await;
     assert_eq!(status, 200, "{body}");
@@ -207,13 +234,22 @@ async fn who_may_invite_and_as_what() {
         "PATCH",
         "/api/v1/realm",
         DESDEMONA,
-        &[("can_invite_users_group", &json!({"new": ADMINS}).to_string())],
+        &[(
+            "can_invite_users_group",
+            &json!({"new": ADMINS}).to_string(),
+        )],
     )
     .await;
     let (status, body) = invite(&app, HAMLET, "new2@zulip.test", &[]).await;
     assert_eq!((status, body["msg"].clone()), (400, json!(INSUFFICIENT)));
     for (who, invite_as) in [(IAGO, "200"), (IAGO, "600"), (DESDEMONA, "100")] {
-        let (status, body) = invite(&app, who, &format!("as{invite_as}@zulip.test"), &[("invite_as", invite_as)]).await;
+        let (status, body) = invite(
+            &app,
+            who,
+            &format!("as{invite_as}@zulip.test"),
+            &[("invite_as", invite_as)],
+        )
+        .await;
         assert_eq!(status, 200, "{who} {invite_as}: {body}");
     }
     // An administrator subscribes invitees to any channel he sees; a member with the
@@ -223,8 +259,14 @@ async fn who_may_invite_and_as_what() {
         "/api/v1/realm",
         DESDEMONA,
         &[
-            ("can_invite_users_group", &json!({"new": MEMBERS}).to_string()),
-            ("can_add_subscribers_group", &json!({"new": ADMINS}).to_string()),
+            (
+                "can_invite_users_group",
+                &json!({"new": MEMBERS}).to_string(),
+            ),
+            (
+                "can_add_subscribers_group",
+                &json!({"new": ADMINS}).to_string(),
+            ),
         ],
     )
     .await;
@@ -234,7 +276,10 @@ async fn who_may_invite_and_as_what() {
             "POST",
             "/api/v1/invites",
             HAMLET,
-            &[("invitee_emails", "new3@zulip.test"), ("stream_ids", &format!("[{denmark}]"))],
+            &[
+                ("invitee_emails", "new3@zulip.test"),
+                ("stream_ids", &format!("[{denmark}]")),
+            ],
         )
         .await;
     assert_eq!(
@@ -253,7 +298,13 @@ async fn who_may_invite_and_as_what() {
 async fn addresses_that_do_not_validate_or_have_accounts() {
     let app = TestApp::spawn().await;
     // Any address that does not validate: nothing is sent, every problem is listed.
-    let (status, body) = invite(&app, HAMLET, "bad-address, new@zulip.test, othello@zulip.com", &[]).await;
+    let (status, body) = invite(
+        &app,
+        HAMLET,
+        "bad-address, new@zulip.test, othello@zulip.com",
+        &[],
+    )
+    .await;
     assert_eq!(status, 400);
     assert_eq!(
         body,
@@ -271,7 +322,8 @@ async fn addresses_that_do_not_validate_or_have_accounts() {
     assert!(invites(&app, IAGO).await.is_empty());
     // Everyone has an account already, one of them deactivated.
     let gone = app.create_user("gone@zulip.test", STRONG, "Gone").await;
-    app.ok("DELETE", &format!("/api/v1/users/{gone}"), IAGO, &[]).await;
+    app.ok("DELETE", &format!("/api/v1/users/{gone}"), IAGO, &[])
+        .await;
     let (status, body) = invite(
         &app,
         HAMLET,
@@ -283,9 +335,15 @@ async fn addresses_that_do_not_validate_or_have_accounts() {
     assert_eq!(body["msg"], "We weren't able to invite anyone.");
     assert_eq!(
         body["errors"],
-        json!([["othello@zulip.com", "Already has an account.", false],
-               ["gone@zulip.test", "Account has been deactivated.", true],
-               ["notification-bot@zulip.com", "Reserved for system bots.", false]])
+        json!([
+            ["othello@zulip.com", "Already has an account.", false],
+            ["gone@zulip.test", "Account has been deactivated.", true],
+            [
+                "notification-bot@zulip.com",
+                "Reserved for system bots.",
+                false
+            ]
+        ])
     );
     assert_eq!(body["sent_invitations"], false);
     // Some have accounts: the others are invited, and the answer says so.
@@ -307,14 +365,53 @@ async fn addresses_that_do_not_validate_or_have_accounts() {
 async fn listing_revoking_and_resending() {
     let clock = ManualClock::new(START_MS);
     let app = TestApp::spawn_with_clock(clock).await;
-    let (status, body) = invite(&app, HAMLET, "a@zulip.test", &[("invite_expires_in_minutes", "60")]).await;
+    let (status, body) = invite(
+        &app,
+        HAMLET,
+        "a@zulip.test",
+        &[("invite_expires_in_minutes", "60")],
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
-    let (status, _) = invite(&app, IAGO, "b@zulip.test", &[("invite_as", "300"), ("invite_expires_in_minutes", "null"), ("notify_referrer_on_join", "false")]).await;
+    let (status, _) = invite(
+        &app,
+        IAGO,
+        "b@zulip.test",
+        &[
+            ("invite_as", "300"),
+            ("invite_expires_in_minutes", "null"),
+            ("notify_referrer_on_join", "false"),
+        ],
+    )
+    .await;
     assert_eq!(status, 200);
     // Reusable links: administrators by default (`create_multiuse_invite_group`).
-    app.bad("POST", "/api/v1/invites/multiuse", HAMLET, &[], INSUFFICIENT).await;
-    app.bad("POST", "/api/v1/invites/multiuse", GUEST, &[], "Not allowed for guest users").await;
-    app.err("POST", "/api/v1/invites/multiuse", IAGO, &[("invite_as", "100")], 400, "UNAUTHORIZED_PRINCIPAL", NOT_OWNER).await;
+    app.bad(
+        "POST",
+        "/api/v1/invites/multiuse",
+        HAMLET,
+        &[],
+        INSUFFICIENT,
+    )
+    .await;
+    app.bad(
+        "POST",
+        "/api/v1/invites/multiuse",
+        GUEST,
+        &[],
+        "Not allowed for guest users",
+    )
+    .await;
+    app.err(
+        "POST",
+        "/api/v1/invites/multiuse",
+        IAGO,
+        &[("invite_as", "100")],
+        400,
+        "UNAUTHORIZED_PRINCIPAL",
+        NOT_OWNER,
+    )
+    .await;
     let url = link(&app, IAGO, &[]).await;
     assert!(url.starts_with(&app.url), "{url} on {}", app.url);
     join_path(&url);
@@ -345,29 +442,96 @@ async fn listing_revoking_and_resending() {
             "invited_as": 400, "is_multiuse": true,
         })
     );
-    app.bad("GET", "/api/v1/invites", GUEST, &[], "Not allowed for guest users").await;
+    app.bad(
+        "GET",
+        "/api/v1/invites",
+        GUEST,
+        &[],
+        "Not allowed for guest users",
+    )
+    .await;
     // Expired invitations are not listed.
     app.clock().advance_ms(3601 * 1000);
     assert_eq!(invites(&app, HAMLET).await, Vec::<Value>::new());
     assert_eq!(invites(&app, IAGO).await.len(), 2);
     // Revoking: one's own, or as an administrator; owners' invitations by owners.
-    app.bad("DELETE", "/api/v1/invites/2", HAMLET, &[], "Must be an organization administrator").await;
-    app.bad("DELETE", "/api/v1/invites/99", HAMLET, &[], "No such invitation").await;
-    app.bad("DELETE", "/api/v1/invites/x", HAMLET, &[], "invite_id is not an integer").await;
-    app.bad("POST", "/api/v1/invites/2/resend", HAMLET, &[], "Must be an organization administrator").await;
+    app.bad(
+        "DELETE",
+        "/api/v1/invites/2",
+        HAMLET,
+        &[],
+        "Must be an organization administrator",
+    )
+    .await;
+    app.bad(
+        "DELETE",
+        "/api/v1/invites/99",
+        HAMLET,
+        &[],
+        "No such invitation",
+    )
+    .await;
+    app.bad(
+        "DELETE",
+        "/api/v1/invites/x",
+        HAMLET,
+        &[],
+        "invite_id is not an integer",
+    )
+    .await;
+    app.bad(
+        "POST",
+        "/api/v1/invites/2/resend",
+        HAMLET,
+        &[],
+        "Must be an organization administrator",
+    )
+    .await;
     app.ok("POST", "/api/v1/invites/2/resend", IAGO, &[]).await;
-    app.ok("POST", "/api/v1/invites/2/resend", DESDEMONA, &[]).await;
+    app.ok("POST", "/api/v1/invites/2/resend", DESDEMONA, &[])
+        .await;
     app.ok("DELETE", "/api/v1/invites/2", DESDEMONA, &[]).await;
     assert_eq!(invites(&app, IAGO).await.len(), 1);
-    app.bad("DELETE", "/api/v1/invites/multiuse/1", HAMLET, &[], "Must be an organization administrator").await;
-    app.bad("DELETE", "/api/v1/invites/multiuse/7", IAGO, &[], "No such invitation").await;
-    app.ok("DELETE", "/api/v1/invites/multiuse/1", IAGO, &[]).await;
-    app.bad("DELETE", "/api/v1/invites/multiuse/1", IAGO, &[], "Invitation has already been revoked").await;
+    app.bad(
+        "DELETE",
+        "/api/v1/invites/multiuse/1",
+        HAMLET,
+        &[],
+        "Must be an organization administrator",
+    )
+    .await;
+    app.bad(
+        "DELETE",
+        "/api/v1/invites/multiuse/7",
+        IAGO,
+        &[],
+        "No such invitation",
+    )
+    .await;
+    app.ok("DELETE", "/api/v1/invites/multiuse/1", IAGO, &[])
+        .await;
+    app.bad(
+        "DELETE",
+        "/api/v1/invites/multiuse/1",
+        IAGO,
+        &[],
+        "Invitation has already been revoked",
+    )
+    .await;
     assert_eq!(invites(&app, IAGO).await, Vec::<Value>::new());
     // An owner's link is an owner's to revoke.
     let owner_link = link(&app, DESDEMONA, &[("invite_as", "100")]).await;
     join_path(&owner_link);
-    app.err("DELETE", "/api/v1/invites/multiuse/2", IAGO, &[], 400, "UNAUTHORIZED_PRINCIPAL", NOT_OWNER).await;
+    app.err(
+        "DELETE",
+        "/api/v1/invites/multiuse/2",
+        IAGO,
+        &[],
+        400,
+        "UNAUTHORIZED_PRINCIPAL",
+        NOT_OWNER,
+    )
+    .await;
 }
 
 #[actix_web::test]
@@ -390,10 +554,19 @@ async fn invites_changed_goes_to_administrators_and_the_creator() {
     // Created and revoked: two events each for the administrators and hamlet.
     assert_eq!(
         counts,
-        vec![(IAGO, 2), (DESDEMONA, 2), (HAMLET, 2), (CORDELIA, 0), (SHIVA, 0)]
+        vec![
+            (IAGO, 2),
+            (DESDEMONA, 2),
+            (HAMLET, 2),
+            (CORDELIA, 0),
+            (SHIVA, 0)
+        ]
     );
     let events = app.events(HAMLET, &queues[2].1).await;
-    let e = events.iter().find(|e| e["type"] == "invites_changed").unwrap();
+    let e = events
+        .iter()
+        .find(|e| e["type"] == "invites_changed")
+        .unwrap();
     assert_eq!(e.as_object().unwrap().len(), 2, "{e}: only type and id");
     // A refused request sends nothing.
     let (status, _) = invite(&app, HAMLET, "othello@zulip.com", &[]).await;
@@ -416,7 +589,11 @@ async fn sign_up_through_a_link() {
             "POST",
             "/api/v1/user_groups/create",
             IAGO,
-            &[("name", "newcomers"), ("description", "d"), ("members", "[]")],
+            &[
+                ("name", "newcomers"),
+                ("description", "d"),
+                ("members", "[]"),
+            ],
         )
         .await;
     let group = body["group_id"].as_i64().unwrap();
@@ -437,13 +614,20 @@ async fn sign_up_through_a_link() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["content-type"], "text/html; charset=utf-8");
     let csp = headers["content-security-policy"].to_str().unwrap();
-    assert!(csp.contains("default-src 'none'") && csp.contains("form-action 'self'"), "{csp}");
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("form-action 'self'"),
+        "{csp}"
+    );
     assert_eq!(headers["referrer-policy"], "no-referrer");
     assert_eq!(headers["cache-control"], "no-store");
     assert!(html.contains("Iago invited you."), "{html}");
     let token = csrf(&html);
     let xss = "<script>alert(1)</script>";
-    let tampered = format!("{}{}", if token.starts_with('0') { "1" } else { "0" }, &token[1..]);
+    let tampered = format!(
+        "{}{}",
+        if token.starts_with('0') { "1" } else { "0" },
+        &token[1..]
+    );
     // A token that is not this page's: refused, nothing made, nothing typed unescaped.
     let (status, _, html) = page(
         &client,
@@ -457,7 +641,10 @@ async fn sign_up_through_a_link() {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(html.contains("This form has expired or was not sent from this page."), "{html}");
+    assert!(
+        html.contains("This form has expired or was not sent from this page."),
+        "{html}"
+    );
     // A name that is markup comes back escaped (and is refused: Zulip's name rules).
     let (status, _, html) = page(
         &client,
@@ -473,8 +660,14 @@ async fn sign_up_through_a_link() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(!html.contains("<script>alert"), "{html}");
     assert!(!html.contains("<img src=x"), "{html}");
-    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
-    assert!(html.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"), "{html}");
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{html}"
+    );
+    assert!(
+        html.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"),
+        "{html}"
+    );
     assert_eq!(element(&html, "error"), "Invalid characters in name!");
     // The password rule of `realm create`, even on the development server.
     let (_, _, html) = page(
@@ -512,10 +705,16 @@ async fn sign_up_through_a_link() {
         ]),
     )
     .await;
-    assert_eq!(element(&html, "error"), "Othello@zulip.com already has an account");
+    assert_eq!(
+        element(&html, "error"),
+        "Othello@zulip.com already has an account"
+    );
     // Nothing so far made an account.
     let events = app.events(CORDELIA, &queue).await;
-    assert!(!events.iter().any(|e| e["type"] == "realm_user"), "{events:?}");
+    assert!(
+        !events.iter().any(|e| e["type"] == "realm_user"),
+        "{events:?}"
+    );
     // Now a good one.
     let (status, _, html) = page(
         &client,
@@ -534,7 +733,10 @@ async fn sign_up_through_a_link() {
     assert_eq!(key.len(), 32);
     let zuliprc = format!("[api]\nemail=new@zulip.test\nkey={key}\nsite={}\n", app.url);
     assert!(html.contains(&format!("<pre>{zuliprc}</pre>")), "{html}");
-    assert!(html.contains("download=\"zuliprc\" href=\"data:text/plain;charset=utf-8,%5Bapi%5D"), "{html}");
+    assert!(
+        html.contains("download=\"zuliprc\" href=\"data:text/plain;charset=utf-8,%5Bapi%5D"),
+        "{html}"
+    );
     // The key works, with the invited role, channels and group.
     let me = send(
         client
@@ -559,7 +761,12 @@ async fn sign_up_through_a_link() {
         vec!["Denmark", "Verona", "Zulip", "design", "devel", "sandbox", "social", "support"]
     );
     let members = app
-        .ok("GET", &format!("/api/v1/user_groups/{group}/members"), IAGO, &[])
+        .ok(
+            "GET",
+            &format!("/api/v1/user_groups/{group}/members"),
+            IAGO,
+            &[],
+        )
         .await;
     assert_eq!(members["members"], json!([new_id]));
     // Everyone learns of the new user (`realm_user` `add`); the link's creator and the
@@ -575,26 +782,47 @@ async fn sign_up_through_a_link() {
     // A reusable link stays usable, for another address.
     let (status, html) = sign_up(
         &url,
-        &[("email", "second@zulip.test"), ("full_name", "Second"), ("password", STRONG)],
+        &[
+            ("email", "second@zulip.test"),
+            ("full_name", "Second"),
+            ("password", STRONG),
+        ],
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{html}");
     // A revoked one does not.
-    app.ok("DELETE", "/api/v1/invites/multiuse/1", IAGO, &[]).await;
+    app.ok("DELETE", "/api/v1/invites/multiuse/1", IAGO, &[])
+        .await;
     let (status, _, html) = page(&client, &url, None).await;
     assert_eq!(status, StatusCode::GONE);
-    assert!(html.contains("This invitation link has expired or been revoked."), "{html}");
+    assert!(
+        html.contains("This invitation link has expired or been revoked."),
+        "{html}"
+    );
     let (status, _, html) = page(
         &client,
         &url,
-        Some(&[("csrf_token", token.as_str()), ("email", "third@zulip.test"), ("full_name", "Third"), ("password", STRONG)]),
+        Some(&[
+            ("csrf_token", token.as_str()),
+            ("email", "third@zulip.test"),
+            ("full_name", "Third"),
+            ("password", STRONG),
+        ]),
     )
     .await;
     assert_eq!(status, StatusCode::GONE);
     assert!(html.contains("expired or been revoked"), "{html}");
-    let (status, _, html) = page(&client, &format!("{}/join/abcdefghijklmnopqrstuvwx/", app.url), None).await;
+    let (status, _, html) = page(
+        &client,
+        &format!("{}/join/abcdefghijklmnopqrstuvwx/", app.url),
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    assert!(html.contains("This invitation link is not valid."), "{html}");
+    assert!(
+        html.contains("This invitation link is not valid."),
+        "{html}"
+    );
     let (status, _, _) = page(&client, &format!("{}/join/%3Cscript%3E/", app.url), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
@@ -616,14 +844,21 @@ async fn expired_links_and_deactivated_creators_lead_nowhere() {
     // A deactivated creator's invitations are dead (Zulip revokes them).
     let (status, body) = invite(&app, HAMLET, "x@zulip.test", &[]).await;
     assert_eq!(status, 200, "{body}");
-    app.ok("DELETE", &format!("/api/v1/users/{IAGO_ID}"), DESDEMONA, &[]).await;
+    app.ok(
+        "DELETE",
+        &format!("/api/v1/users/{IAGO_ID}"),
+        DESDEMONA,
+        &[],
+    )
+    .await;
     assert_eq!(page(&client, &forever, None).await.0, StatusCode::GONE);
 }
 
 #[actix_web::test]
 async fn sign_up_attempts_are_rate_limited_per_link() {
     let dir = tempfile::tempdir().unwrap();
-    let app = TestApp::spawn_configured(dir, |c| c.rate_limit = Some(hearth::config::Switch::On)).await;
+    let app =
+        TestApp::spawn_configured(dir, |c| c.rate_limit = Some(hearth::config::Switch::On)).await;
     let url = link(&app, IAGO, &[]).await;
     let client = client();
     let (_, _, html) = page(&client, &url, None).await;
@@ -632,7 +867,12 @@ async fn sign_up_attempts_are_rate_limited_per_link() {
         let (status, _, _) = page(
             &client,
             &url,
-            Some(&[("csrf_token", token.as_str()), ("email", "r@zulip.test"), ("full_name", "R"), ("password", "weak")]),
+            Some(&[
+                ("csrf_token", token.as_str()),
+                ("email", "r@zulip.test"),
+                ("full_name", "R"),
+                ("password", "weak"),
+            ]),
         )
         .await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -640,7 +880,12 @@ async fn sign_up_attempts_are_rate_limited_per_link() {
     let (status, headers, html) = page(
         &client,
         &url,
-        Some(&[("csrf_token", token.as_str()), ("email", "r@zulip.test"), ("full_name", "R"), ("password", STRONG)]),
+        Some(&[
+            ("csrf_token", token.as_str()),
+            ("email", "r@zulip.test"),
+            ("full_name", "R"),
+            ("password", STRONG),
+        ]),
     )
     .await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{html}");
@@ -648,7 +893,15 @@ async fn sign_up_attempts_are_rate_limited_per_link() {
     assert!(html.contains("Too many attempts."), "{html}");
     // Another link has attempts of its own.
     let other = link(&app, IAGO, &[]).await;
-    let (status, html) = sign_up(&other, &[("email", "r@zulip.test"), ("full_name", "R"), ("password", STRONG)]).await;
+    let (status, html) = sign_up(
+        &other,
+        &[
+            ("email", "r@zulip.test"),
+            ("full_name", "R"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{html}");
 }
 
@@ -681,14 +934,22 @@ async fn invitations_survive_a_restart() {
     let path = join_path(&url);
     let (status, html) = sign_up(
         &format!("{}{path}", app.url),
-        &[("email", "later@zulip.test"), ("full_name", "Later"), ("password", STRONG)],
+        &[
+            ("email", "later@zulip.test"),
+            ("full_name", "Later"),
+            ("password", STRONG),
+        ],
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{html}");
     // New ids continue after the stored ones.
     let (status, _) = invite(&app, HAMLET, "third@zulip.test", &[]).await;
     assert_eq!(status, 200);
-    let ids: Vec<i64> = invites(&app, HAMLET).await.iter().map(|i| i["id"].as_i64().unwrap()).collect();
+    let ids: Vec<i64> = invites(&app, HAMLET)
+        .await
+        .iter()
+        .map(|i| i["id"].as_i64().unwrap())
+        .collect();
     assert_eq!(ids, vec![1, 3]);
 }
 
@@ -718,7 +979,11 @@ async fn acknowledged_invitations_survive_kill_9() {
         client
             .post(format!("{}/api/v1/invites", server.url))
             .header("Authorization", &auth)
-            .form(&[("invitee_emails", "k9@zulip.test"), ("stream_ids", "[]"), ("invite_as", "600")]),
+            .form(&[
+                ("invitee_emails", "k9@zulip.test"),
+                ("stream_ids", "[]"),
+                ("invite_as", "600"),
+            ]),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -732,7 +997,11 @@ async fn acknowledged_invitations_survive_kill_9() {
     let path = join_path(body["invite_link"].as_str().unwrap());
     let (status, html) = sign_up(
         &format!("{}{path}", server.url),
-        &[("email", "k9new@zulip.test"), ("full_name", "K Nine"), ("password", STRONG)],
+        &[
+            ("email", "k9new@zulip.test"),
+            ("full_name", "K Nine"),
+            ("password", STRONG),
+        ],
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{html}");
@@ -846,7 +1115,11 @@ impl Receiver {
             if got.len() >= n {
                 return got;
             }
-            assert!(Instant::now() < deadline, "{} of {n} messages arrived", got.len());
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} messages arrived",
+                got.len()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -865,7 +1138,10 @@ fn link_in(mail: &str) -> String {
         .replace("=\r\n", "")
         .replace("=\n", "")
         .replace("=3D", "=");
-    let at = mail.find("/join/").and_then(|j| mail[..j].rfind("http://")).unwrap_or_else(|| panic!("no link in {mail}"));
+    let at = mail
+        .find("/join/")
+        .and_then(|j| mail[..j].rfind("http://"))
+        .unwrap_or_else(|| panic!("no link in {mail}"));
     let rest = &mail[at..];
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let link = rest[..end].to_owned();
@@ -885,12 +1161,24 @@ async fn email_invitations_go_out_through_smtp_and_their_link_signs_up_once() {
         c.smtp_from = Some("Zulip <noreply@zulip.test>".into());
     })
     .await;
-    let (status, body) = invite(&app, HAMLET, "Pat <pat@zulip.test>, sam@zulip.test", &[("invite_as", "600")]).await;
+    let (status, body) = invite(
+        &app,
+        HAMLET,
+        "Pat <pat@zulip.test>, sam@zulip.test",
+        &[("invite_as", "600")],
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     let mails = smtp.wait_for(2).await;
-    let pat = mails.iter().find(|m| m.contains("To: pat@zulip.test")).expect("pat's email");
+    let pat = mails
+        .iter()
+        .find(|m| m.contains("To: pat@zulip.test"))
+        .expect("pat's email");
     assert!(pat.contains("From: Zulip <noreply@zulip.test>"), "{pat}");
-    assert!(pat.contains("Subject: King Hamlet invited you to join"), "{pat}");
+    assert!(
+        pat.contains("Subject: King Hamlet invited you to join"),
+        "{pat}"
+    );
     let pat_link = link_in(pat);
     // The invitation's link: pat's address, fixed.
     let client = client();
@@ -898,22 +1186,39 @@ async fn email_invitations_go_out_through_smtp_and_their_link_signs_up_once() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(element(&html, "email"), "pat@zulip.test");
     // A resend sends the same link again.
-    app.ok("POST", "/api/v1/invites/1/resend", HAMLET, &[]).await;
+    app.ok("POST", "/api/v1/invites/1/resend", HAMLET, &[])
+        .await;
     let mails = smtp.wait_for(3).await;
     assert_eq!(
-        mails.iter().filter(|m| m.contains("To: pat@zulip.test")).count(),
+        mails
+            .iter()
+            .filter(|m| m.contains("To: pat@zulip.test"))
+            .count(),
         2
     );
-    let (status, html) = sign_up(&pat_link, &[("full_name", "Pat"), ("password", STRONG), ("email", "other@zulip.test")]).await;
+    let (status, html) = sign_up(
+        &pat_link,
+        &[
+            ("full_name", "Pat"),
+            ("password", STRONG),
+            ("email", "other@zulip.test"),
+        ],
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{html}");
     // The address is the invitation's, whatever the form said; the role a guest.
     assert_eq!(element(&html, "email"), "pat@zulip.test");
-    let user = app.ok("GET", "/api/v1/users/pat@zulip.test", IAGO, &[]).await;
+    let user = app
+        .ok("GET", "/api/v1/users/pat@zulip.test", IAGO, &[])
+        .await;
     assert_eq!(user["user"]["role"], 600);
     // Used: the link is refused, and the invitation is gone from the list.
     let (status, _, html) = page(&client, &pat_link, None).await;
     assert_eq!(status, StatusCode::GONE);
-    assert!(html.contains("This invitation link has already been used."), "{html}");
+    assert!(
+        html.contains("This invitation link has already been used."),
+        "{html}"
+    );
     let listed: Vec<Value> = invites(&app, HAMLET).await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["email"], "sam@zulip.test");
@@ -926,15 +1231,28 @@ fn a_production_server_without_smtp_refuses_email_invitations_but_makes_links() 
     let zuliprc = dir.path().join("zuliprc");
     let out = hearth()
         .args(["realm", "create", "--subdomain", "", "--name", "Acme"])
-        .args(["--owner-email", "boss@acme.test", "--owner-password", STRONG])
+        .args([
+            "--owner-email",
+            "boss@acme.test",
+            "--owner-password",
+            STRONG,
+        ])
         .arg("--data")
         .arg(&data)
         .args(["--url", "https://chat.acme.test", "--zuliprc"])
         .arg(&zuliprc)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let key = String::from_utf8_lossy(&out.stdout).lines().next().unwrap().to_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
     let server = ChildServer::up(&["--data", data.to_str().unwrap()], &[]);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
