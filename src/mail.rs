@@ -149,7 +149,11 @@ mod tests {
             "noreply@chat.acme.test"
         );
         assert_eq!(m.sender_for("http://127.0.0.1:9991"), "noreply@127.0.0.1");
-        for site in ["https://chat.acme.test/", "http://127.0.0.1:9991", "http://localhost"] {
+        for site in [
+            "https://chat.acme.test/",
+            "http://127.0.0.1:9991",
+            "http://localhost",
+        ] {
             assert!(m.sender_for(site).parse::<Mailbox>().is_ok(), "{site}");
         }
         let m = Mailer::log_only(Some("Acme <chat@acme.test>".into()));

@@ -588,6 +588,18 @@ impl Realm {
             groups,
         };
         let (user_id, api_key, mut changes) = self.decide_new_human(human, cx);
+        let notify = match &invite.kind {
+            InviteKind::Email {
+                notify_referrer_on_join,
+                ..
+            } => *notify_referrer_on_join,
+            // The sign-up of a reusable link makes a `PreregistrationUser` with the
+            // field's default.
+            InviteKind::Multiuse => true,
+        };
+        if notify && self.user(invite.referred_by).is_some_and(|u| u.is_active) {
+            changes.push(self.referrer_notice(invite.referred_by, user_id, &changes, cx));
+        }
         changes.push(Change::Realm(RealmChange::Invite(InviteChange::Accepted {
             multiuse: invite.is_multiuse(),
             id: invite.id,
@@ -601,6 +613,59 @@ impl Realm {
                 api_key,
             },
         ))
+    }
+
+    /// The Notification Bot's direct message to an invitation's creator once it is
+    /// accepted (`process_new_human_user`): "@_**Name|id** accepted your invitation to
+    /// join Zulip!", unread. Rendered against the realm with the sign-up's `changes`
+    /// applied (the mention names the new user); its id follows the messages those
+    /// changes already send.
+    fn referrer_notice(
+        &self,
+        referrer: UserId,
+        new_user: UserId,
+        changes: &[Change],
+        cx: &mut Cx,
+    ) -> Change {
+        use super::messages::moves::NOTIFICATION_BOT_ID;
+        use super::messages::{Message, MessageChange, Recipient, Wildcard};
+        let mut after = self.clone();
+        for c in changes {
+            after.apply(c);
+        }
+        let name = after
+            .user(new_user)
+            .map(|u| u.full_name.clone())
+            .unwrap_or_default();
+        let content = format!("@_**{name}|{new_user}** accepted your invitation to join Zulip!");
+        let sent_before = changes
+            .iter()
+            .filter(|c| matches!(c, Change::Message(m) if m.delivered().is_some()))
+            .count() as u64;
+        let mut users = vec![referrer, NOTIFICATION_BOT_ID];
+        users.sort_unstable();
+        let message = Message {
+            id: self.messages.next_id + sent_before,
+            sender_id: NOTIFICATION_BOT_ID,
+            recipient: Recipient::Direct { users },
+            rendered_content: after.render_message(&content).html,
+            content,
+            timestamp: cx.now_secs(),
+            client: "Internal".to_owned(),
+            is_me_message: false,
+            mentioned: Vec::new(),
+            wildcard: Wildcard::None,
+            sender_read: false,
+            edits: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+            reactions: Vec::new(),
+        };
+        Change::Message(MessageChange::Notice {
+            message: Box::new(message),
+            read_by: NOTIFICATION_BOT_ID,
+            all_read: false,
+        })
     }
 
     /// `GET /invites` (`do_get_invites_controlled_by_user`): valid email invitations,

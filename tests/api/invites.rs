@@ -779,6 +779,38 @@ async fn sign_up_through_a_link() {
     assert_eq!(add["person"]["user_id"], new_id);
     assert_eq!(add["person"]["full_name"], "New Person");
     assert_eq!(invite_events(&app, IAGO, &admin_queue).await, before + 1);
+    // The link's creator hears from the Notification Bot (`notify_referrer_on_join`).
+    let events = app.events(IAGO, &admin_queue).await;
+    let dm = events
+        .iter()
+        .find(|e| e["type"] == "message")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(dm["message"]["sender_email"], "notification-bot@zulip.com");
+    assert_eq!(dm["message"]["type"], "private");
+    assert_eq!(dm["flags"], json!([]));
+    assert_eq!(
+        dm["message"]["content"],
+        format!("@_**New Person|{new_id}** accepted your invitation to join Zulip!")
+    );
+    let id = dm["message"]["id"].as_i64().unwrap();
+    let read = app
+        .ok("GET", &format!("/api/v1/messages/{id}"), IAGO, &[])
+        .await;
+    let html = read["message"]["content"].as_str().unwrap();
+    assert!(
+        html.contains(&format!("data-user-id=\"{new_id}\">New Person</span>")),
+        "{html}"
+    );
+    let with: Vec<i64> = dm["message"]["display_recipient"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        with,
+        vec![IAGO_ID, dm["message"]["sender_id"].as_i64().unwrap()]
+    );
     // A reusable link stays usable, for another address.
     let (status, html) = sign_up(
         &url,
@@ -1161,11 +1193,14 @@ async fn email_invitations_go_out_through_smtp_and_their_link_signs_up_once() {
         c.smtp_from = Some("Zulip <noreply@zulip.test>".into());
     })
     .await;
+    let hamlet_queue = app
+        .register(HAMLET, &[("event_types", "[\"message\"]")])
+        .await;
     let (status, body) = invite(
         &app,
         HAMLET,
         "Pat <pat@zulip.test>, sam@zulip.test",
-        &[("invite_as", "600")],
+        &[("invite_as", "600"), ("notify_referrer_on_join", "false")],
     )
     .await;
     assert_eq!(status, 200, "{body}");
@@ -1212,6 +1247,8 @@ async fn email_invitations_go_out_through_smtp_and_their_link_signs_up_once() {
         .ok("GET", "/api/v1/users/pat@zulip.test", IAGO, &[])
         .await;
     assert_eq!(user["user"]["role"], 600);
+    // hamlet asked not to be told.
+    assert_eq!(app.events(HAMLET, &hamlet_queue).await, Vec::<Value>::new());
     // Used: the link is refused, and the invitation is gone from the list.
     let (status, _, html) = page(&client, &pat_link, None).await;
     assert_eq!(status, StatusCode::GONE);
