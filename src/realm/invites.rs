@@ -672,7 +672,12 @@ impl Realm {
     /// then valid links; administrators see every one, others their own.
     pub fn view_invites(&self, me: &User, now: i64, realm_url: &str) -> ApiResult<Vec<Value>> {
         self.require_member_or_admin(me)?;
-        let mine = |i: &&Invite| (me.is_admin() || i.referred_by == me.id) && i.is_valid(now);
+        // A deactivated user's invitations are dead (Zulip revokes them).
+        let mine = |i: &&Invite| {
+            (me.is_admin() || i.referred_by == me.id)
+                && i.is_valid(now)
+                && self.user(i.referred_by).is_some_and(|u| u.is_active)
+        };
         // An address that has an account since (made by `POST /users`) is no longer
         // invited.
         let open = |i: &&Invite| {

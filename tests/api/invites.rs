@@ -884,6 +884,10 @@ async fn expired_links_and_deactivated_creators_lead_nowhere() {
     )
     .await;
     assert_eq!(page(&client, &forever, None).await.0, StatusCode::GONE);
+    // And no longer listed; hamlet's is.
+    let listed = invites(&app, DESDEMONA).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["email"], "x@zulip.test");
 }
 
 #[actix_web::test]
