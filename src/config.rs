@@ -67,6 +67,14 @@ pub struct ServeConfig {
     /// devices cannot be registered.
     #[arg(long, env = "HEARTH_PUSH_RELAY_URL")]
     pub push_relay_url: Option<String>,
+    /// SMTP server for invitation emails: smtp://host:port (plain), smtp://host:587?tls=required
+    /// (STARTTLS) or smtps://host:465 (TLS), credentials as smtp://user:password@host.
+    /// Without it, email invitations are refused (the development server logs them).
+    #[arg(long, env = "HEARTH_SMTP_URL")]
+    pub smtp_url: Option<String>,
+    /// The From address of outgoing email (default: noreply@<host of the realm URL>).
+    #[arg(long, env = "HEARTH_SMTP_FROM")]
+    pub smtp_from: Option<String>,
     /// Where `GET /metrics` (Prometheus text format) is served, on a listener of its
     /// own; `off` serves none. Keep it on loopback or a private network.
     #[arg(long, env = "HEARTH_METRICS_BIND", default_value = "127.0.0.1:9992", value_parser = parse_metrics_bind)]
@@ -119,6 +127,8 @@ impl ServeConfig {
             max_file_upload_size_mib: 100,
             upload_sweep_days: 21,
             push_relay_url: None,
+            smtp_url: None,
+            smtp_from: None,
             metrics_bind: MetricsBind(None),
             rate_limit: None,
             rate_limit_per_user: 200,

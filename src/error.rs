@@ -39,6 +39,7 @@ pub enum ErrorCode {
     RequestVariableInvalid,
     StreamWildcardMentionNotAllowed,
     TopicWildcardMentionNotAllowed,
+    InvitationFailed,
 }
 
 impl ErrorCode {
@@ -74,6 +75,7 @@ impl ErrorCode {
             ErrorCode::RequestVariableInvalid => "REQUEST_VARIABLE_INVALID",
             ErrorCode::StreamWildcardMentionNotAllowed => "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
             ErrorCode::TopicWildcardMentionNotAllowed => "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
+            ErrorCode::InvitationFailed => "INVITATION_FAILED",
         }
     }
 }

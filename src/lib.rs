@@ -43,6 +43,7 @@
 //!    - `locks`: locks that survive a panic.
 //!    - `passwords`: argon2 hashing and verifying on a few threads, bounded in memory.
 //!    - `push_relay`: the push relay client (E2EE mobile notifications).
+//!    - `mail`: outgoing email through an SMTP server (`--smtp-url`).
 //!
 //! A write travels: handler (authenticate) -> actor (`decide`, WAL append, `apply`,
 //! stage) -> handler awaits the flush that covers it -> release (the version becomes
@@ -62,6 +63,7 @@ pub mod hub;
 pub mod limits;
 pub mod locks;
 pub mod logging;
+pub mod mail;
 pub mod metrics;
 pub mod ops;
 pub mod passwords;

@@ -23,6 +23,7 @@ use crate::api::{attachments, wire, AppState};
 use crate::config::ServeConfig;
 use crate::hub::EventHub;
 use crate::limits::RateLimiter;
+use crate::mail::Mailer;
 use crate::push_relay::PushRelay;
 use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::{dev, Clock, Cx, SystemClock};
@@ -242,6 +243,13 @@ pub async fn spawn_with_clock(
         Some(url) => Some(Arc::new(PushRelay::new(url).map_err(StartError::Realm)?)),
         None => None,
     };
+    let mailer = match &config.smtp_url {
+        Some(url) => Some(Arc::new(
+            Mailer::smtp(url, config.smtp_from.clone()).map_err(StartError::Realm)?,
+        )),
+        None if config.dev => Some(Arc::new(Mailer::log_only(config.smtp_from.clone()))),
+        None => None,
+    };
     // An existing data folder is opened (locked) before listening: a second server on a
     // folder in use is told so even when its ports are taken too. A new folder is
     // created only once the listeners are bound: a busy port leaves none behind.
@@ -277,6 +285,7 @@ pub async fn spawn_with_clock(
             config.upload_sweep_days,
         )),
         push_relay,
+        mailer,
         rate_limits: Arc::new(RateLimiter::new(
             config.rate_limited(),
             config.rate_limit_per_user,

@@ -12,6 +12,7 @@ pub mod emoji;
 pub mod error;
 pub mod events;
 pub mod groups;
+pub mod invites;
 pub mod lifecycle;
 pub mod linkifiers;
 pub mod messages;
@@ -28,6 +29,7 @@ pub mod rule;
 pub mod saved_snippets;
 pub mod server;
 pub mod settings;
+pub mod signup;
 pub mod status;
 pub mod user_topics;
 pub mod users;
@@ -76,6 +78,8 @@ pub struct AppState {
     pub uploads: Arc<attachments::Uploads>,
     /// `--push-relay-url`: E2EE push devices and notifications.
     pub push_relay: Option<Arc<crate::push_relay::PushRelay>>,
+    /// Outgoing email (`--smtp-url`; the log on a development server without it).
+    pub mailer: Option<Arc<crate::mail::Mailer>>,
     /// API rate limits (`--rate-limit`).
     pub rate_limits: Arc<crate::limits::RateLimiter>,
 }
@@ -92,7 +96,9 @@ macro_rules! endpoint {
 /// The route table: every endpoint in one place.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(endpoint!("/health", get => server::health))
-        .service(endpoint!("/health/ready", get => server::ready));
+        .service(endpoint!("/health/ready", get => server::ready))
+        // The sign-up page of invitation links (HTML).
+        .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit));
     cfg.service(
         web::scope("/api/v1")
             .service(endpoint!("/server_settings", get => server::server_settings))
@@ -182,6 +188,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/settings/notifications", patch => settings::update_settings))
             .service(endpoint!("/realm/user_settings_defaults", patch => settings::update_settings_defaults))
             .service(endpoint!("/messages/{message_id}/read_receipts", get => messages::get_read_receipts))
+            // Invitations.
+            .service(endpoint!("/invites", get => invites::get_invites, post => invites::invite_users))
+            .service(endpoint!("/invites/multiuse", post => invites::create_invite_link))
+            .service(endpoint!("/invites/multiuse/{invite_id}", delete => invites::revoke_invite_link))
+            .service(endpoint!("/invites/{invite_id}", delete => invites::revoke_invite))
+            .service(endpoint!("/invites/{invite_id}/resend", post => invites::resend_invite))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))

@@ -14,6 +14,7 @@ use super::channels::{
 use super::drafts::{Draft, DraftId};
 use super::emoji::EmojiChange;
 use super::groups::{GroupConfig, GroupId, GroupSetting, GroupUpdate, RealmSetting, UserGroup};
+pub use super::invites::InviteChange;
 pub use super::linkifiers::LinkifierChange;
 use super::messages::reminders::{Reminder, ReminderId};
 use super::messages::MessageChange;
@@ -60,6 +61,8 @@ pub enum RealmChange {
     PropertySet(RealmProperty),
     /// The realm's default of a personal setting for new users changed.
     UserSettingDefaultSet { name: String, value: SettingValue },
+    /// Invitations were created, revoked or accepted.
+    Invite(InviteChange),
 }
 
 /// Facts about accounts.

@@ -11,6 +11,7 @@
 //! | `CanCreateUsersSet`  | none (Zulip sends none: a server command)     | -          |
 //! | `UserCreated` (bot)  | also `realm_bot` `op:add` `{bot}`             | administrators and the bot's owner |
 //! | `Deactivated`, `Reactivated`, `RoleChanged`, `FullNameChanged` | `realm_user` `op:update`, `realm_bot` `op:update`, `subscription` peer events, `user_group` membership events, `stream` create/delete (table in `lifecycle.rs`) | active users; administrators and the bot's owner; ... |
+//! | realm `Invite(_)`    | `invites_changed` (table in `invites.rs`)     | active administrators and the invitation's creator |
 //! | `UserGroupCreated`   | none (system groups exist before any queue)   | -          |
 //! | realm `PropertySet` | `realm` `update` `{property, value}` or `update_dict` `{property: "default", data}` (table in `settings.rs`) | every active user |
 //! | other `GroupChange`s, realm `GroupSettingSet` | `user_group` `add`/`update`/`remove`/`add_members`/`remove_members`/`add_subgroups`/`remove_subgroups`, channel metadata-access events; `realm` `update_dict` (table in `groups/events.rs`) | every active user (by `include_deactivated_groups` for deactivation); those gaining or losing a channel |
@@ -161,6 +162,7 @@ impl Realm {
                 self.user_setting_default_events(name, value)
             }
             Change::User(UserChange::PasswordChanged { .. }) => Vec::new(),
+            Change::Realm(RealmChange::Invite(c)) => self.invite_events(c),
             Change::Group(g) => self.group_events(before, g),
             Change::Personal(p) => {
                 let mut out = self.navigation_events(p);

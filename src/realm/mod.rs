@@ -14,6 +14,7 @@ pub mod drafts;
 pub mod emoji;
 pub mod events;
 pub mod groups;
+pub mod invites;
 pub mod lifecycle;
 pub mod linkifiers;
 pub mod markdown;
@@ -285,6 +286,9 @@ pub struct Realm {
     /// Pending message reminders (`/reminders`), with their due-time index.
     #[serde(default)]
     pub reminders: messages::reminders::ReminderState,
+    /// Email invitations and reusable invitation links.
+    #[serde(default)]
+    pub invites: invites::InviteState,
 }
 
 impl Realm {
@@ -336,6 +340,7 @@ impl Realm {
             drafts: drafts::DraftState::default(),
             saved_snippets: saved_snippets::SnippetState::default(),
             reminders: messages::reminders::ReminderState::default(),
+            invites: invites::InviteState::default(),
         }
     }
 
@@ -375,6 +380,7 @@ impl Realm {
         self.emoji.rebuild_index();
         self.rebuild_group_uses();
         self.rebuild_alert_word_index();
+        self.invites.rebuild_index();
     }
 
     /// Turns a decided fact into state. Infallible: `decide_*` validated it.
@@ -433,6 +439,7 @@ impl Realm {
                     Arc::make_mut(u).password_hash = Some(password_hash.clone());
                 }
             }
+            Change::Realm(RealmChange::Invite(c)) => self.apply_invite_change(c),
             Change::Group(g) => self.apply_group_change(g),
             Change::Channel(c) => {
                 self.index_channel_change(c);

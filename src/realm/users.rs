@@ -37,6 +37,21 @@ pub struct CreateUser {
     pub password_hash: String,
 }
 
+/// A human account about to be made, by whatever made it (`POST /users`, an
+/// invitation's sign-up page): `Realm::decide_new_human` is the one rule for it.
+#[derive(Debug, Clone)]
+pub struct NewHuman {
+    pub email: String,
+    /// Already checked (`check_full_name`).
+    pub full_name: String,
+    pub role: Role,
+    pub password_hash: Option<String>,
+    /// Channels the user joins (archived ones are skipped).
+    pub channels: Vec<super::channels::ChannelId>,
+    /// Groups the user joins as a direct member.
+    pub groups: Vec<super::groups::GroupId>,
+}
+
 /// `POST /bots`, as sent.
 #[derive(Debug, Clone)]
 pub struct CreateBot {
@@ -212,22 +227,45 @@ impl Realm {
         if !self.settings.dev && !req.password_strong {
             return Err(ApiError::bad_request("The password is too weak."));
         }
-        let user_id = self.next_user_id;
-        let change = Change::User(UserChange::UserCreated(NewUser {
-            user_id,
-            delivery_email: email.to_owned(),
+        let human = NewHuman {
+            email: email.to_owned(),
             full_name,
             role: Role::Member,
+            password_hash: Some(req.password_hash),
+            channels: self.default_channels.iter().copied().collect(),
+            groups: Vec::new(),
+        };
+        let (user_id, _, changes) = self.decide_new_human(human, cx);
+        Ok(Decided::new(changes, user_id))
+    }
+
+    /// The changes that make a human account, whoever asked for it (the callers checked
+    /// who may, and the address and name): the account, its channels, its groups.
+    /// Answers the new id and API key.
+    pub fn decide_new_human(&self, human: NewHuman, cx: &mut Cx) -> (UserId, String, Vec<Change>) {
+        let user_id = self.next_user_id;
+        let api_key = cx.api_key();
+        let change = Change::User(UserChange::UserCreated(NewUser {
+            user_id,
+            delivery_email: human.email,
+            full_name: human.full_name,
+            role: human.role,
             bot_type: None,
             bot_owner_id: None,
             timezone: String::new(),
-            api_key: cx.api_key(),
-            password_hash: Some(req.password_hash),
+            api_key: api_key.clone(),
+            password_hash: human.password_hash,
             date_joined: cx.now_secs(),
         }));
         let mut changes = vec![change];
-        changes.extend(self.default_channel_subscriptions(user_id));
-        Ok(Decided::new(changes, user_id))
+        changes.extend(self.new_user_subscriptions(user_id, &human.channels));
+        for group_id in human.groups {
+            changes.push(Change::Group(super::GroupChange::MembersAdded {
+                group_id,
+                user_ids: vec![user_id],
+            }));
+        }
+        (user_id, api_key, changes)
     }
 
     /// `POST /bots`: a bot owned by `me`, email `<short_name>-bot@<bot domain>`

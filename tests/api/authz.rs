@@ -294,6 +294,11 @@ struct Fx {
     emoji: HashMap<Who, String>,
     linkifiers: HashMap<Who, i64>,
     fields: HashMap<Who, i64>,
+    /// Othello's email invitation; per caller, a reusable link of iago's to revoke;
+    /// the path of iago's reusable link for the sign-up page.
+    invite: i64,
+    links: HashMap<Who, i64>,
+    join_path: String,
 }
 
 impl Fx {
@@ -1201,6 +1206,85 @@ fn cases() -> Vec<Case> {
                     OTHELLO,
                     "/api/v1/user_groups?include_deactivated_groups=true".to_owned(),
                 )
+            }),
+    );
+
+    // ---- invitations and the sign-up page ---------------------------------------------
+    // Before any invitation of the other realm exists: this realm's ids name nothing
+    // there.
+    c.push(case("GET", "/api/v1/invites").want(|_, w| member_or_admin(w, ok())));
+    c.push(
+        case("POST", "/api/v1/invites/{invite_id}/resend")
+            .at(|f, _| format!("/api/v1/invites/{}/resend", f.invite))
+            .want(|_, w| match w {
+                Admin | Owner => ok(),
+                Foreign => bad("No such invitation"),
+                _ => member_or_admin(w, bad("Must be an organization administrator")),
+            })
+            .probe(|_, _| (IAGO, "/api/v1/invites".to_owned())),
+    );
+    c.push(
+        case("DELETE", "/api/v1/invites/{invite_id}")
+            .at(|f, _| format!("/api/v1/invites/{}", f.invite))
+            .want(|_, w| match w {
+                // Zulip revokes a revoked invitation again: the owner's call succeeds.
+                Admin | Owner => ok(),
+                Foreign => bad("No such invitation"),
+                _ => member_or_admin(w, bad("Must be an organization administrator")),
+            })
+            .probe(|_, _| (IAGO, "/api/v1/invites".to_owned())),
+    );
+    c.push(
+        case("DELETE", "/api/v1/invites/multiuse/{invite_id}")
+            .at(|f, w| format!("/api/v1/invites/multiuse/{}", f.per(&f.links, w)))
+            .want(|_, w| match w {
+                Admin | Owner => ok(),
+                Foreign => bad("No such invitation"),
+                _ => member_or_admin(w, bad("Must be an organization administrator")),
+            })
+            .probe(|_, _| (IAGO, "/api/v1/invites".to_owned())),
+    );
+    c.push(
+        case("POST", "/api/v1/invites")
+            .with(|_, w| {
+                p(&[
+                    (
+                        "invitee_emails",
+                        &format!("authz-{}@invite.test", w.label()),
+                    ),
+                    ("stream_ids", "[]"),
+                ])
+            })
+            // `can_invite_users_group` is `role:members`.
+            .want(|_, w| member_or_admin(w, ok()))
+            .probe(|_, _| (IAGO, "/api/v1/invites".to_owned())),
+    );
+    c.push(
+        case("POST", "/api/v1/invites/multiuse")
+            // `create_multiuse_invite_group` is `role:administrators`.
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => ok(),
+                _ => member_or_admin(w, insufficient()),
+            })
+            .probe(|_, _| (IAGO, "/api/v1/invites".to_owned())),
+    );
+    c.push(
+        case("GET", "/join/{key}/")
+            .at(|f, _| f.join_path.clone())
+            .all_callers()
+            .want(|_, w| match w {
+                Foreign => Want::Page(404, "This invitation link is not valid."),
+                _ => Want::Page(200, "Iago invited you."),
+            }),
+    );
+    c.push(
+        case("POST", "/join/{key}/")
+            .at(|f, _| f.join_path.clone())
+            .with(|_, _| p(&[("full_name", "Intruder"), ("password", PASSWORD)]))
+            .all_callers()
+            .want(|_, w| match w {
+                Foreign => Want::Page(404, "This invitation link is not valid."),
+                _ => Want::Page(400, "This form has expired or was not sent from this page."),
             }),
     );
 
@@ -2152,6 +2236,7 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
     let mut emoji = HashMap::new();
     let mut linkifiers = HashMap::new();
     let mut fields = HashMap::new();
+    let mut links: HashMap<Who, i64> = HashMap::new();
     for w in USERS.into_iter().chain([Foreign]) {
         let l = w.label();
         let target = s
@@ -2199,7 +2284,25 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         emoji.insert(w, name);
         linkifiers.insert(w, linkifier(s, &format!("authzdoomed{l}")).await);
         fields.insert(w, profile_field(s, &format!("authz doomed {l}")).await);
+        links.insert(w, links.len() as i64 + 1);
+        s.ok("POST", "/api/v1/invites/multiuse", IAGO, &[]).await;
     }
+    let join_link = s.ok("POST", "/api/v1/invites/multiuse", IAGO, &[]).await["invite_link"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let join_path = join_link[join_link.find("/join/").unwrap()..].to_owned();
+    s.ok(
+        "POST",
+        "/api/v1/invites",
+        OTHELLO,
+        &[
+            ("invitee_emails", "invited@authz.test"),
+            ("stream_ids", "[]"),
+        ],
+    )
+    .await;
+    let invite = 1;
 
     // The shared objects after the per-caller ones: their ids are then larger than
     // any the other realm reaches during the matrix, so that through its host they
@@ -2390,6 +2493,9 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         emoji,
         linkifiers,
         fields,
+        invite,
+        links,
+        join_path,
     }
 }
 

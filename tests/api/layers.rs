@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("logging", 1),
     ("passwords", 1),
     ("push_relay", 1),
+    ("mail", 1),
     // The domain.
     ("realm", 2),
     ("storage", 3),

@@ -16,6 +16,7 @@ mod fidelity;
 mod formats;
 mod groups;
 mod integrity;
+mod invites;
 mod js_client;
 mod layers;
 mod lifecycle;

@@ -118,7 +118,7 @@ impl Realm {
     /// `get_streams_to_which_user_cannot_add_subscribers`): the realm's
     /// `can_add_subscribers_group`, administrators, and otherwise the channel's
     /// administrators and `can_add_subscribers_group` (never guests).
-    pub(super) fn can_subscribe_others(&self, me: &User, ch: &Channel) -> bool {
+    pub(crate) fn can_subscribe_others(&self, me: &User, ch: &Channel) -> bool {
         if self.has_realm_permission(me, RealmSetting::CanAddSubscribers) || me.is_admin() {
             return true;
         }
@@ -347,9 +347,14 @@ impl Realm {
 
     /// Subscriptions of a new user to the default channels (`POST /users`).
     pub fn default_channel_subscriptions(&self, user: UserId) -> Option<Change> {
+        let ids: Vec<ChannelId> = self.default_channels.iter().copied().collect();
+        self.new_user_subscriptions(user, &ids)
+    }
+
+    /// Subscriptions of a new user to these channels (archived ones skipped).
+    pub fn new_user_subscriptions(&self, user: UserId, ids: &[ChannelId]) -> Option<Change> {
         let mut taken = HashMap::new();
-        let subs: Vec<NewSubscription> = self
-            .default_channels
+        let subs: Vec<NewSubscription> = ids
             .iter()
             .filter_map(|id| self.channels.get(id))
             .filter(|ch| !ch.is_archived)
