@@ -26,6 +26,8 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 pub const MAX_REALM_NAME_LENGTH: usize = 40;
 /// Zulip's `Realm.MAX_REALM_DESCRIPTION_LENGTH`.
 pub const MAX_REALM_DESCRIPTION_LENGTH: usize = 1000;
+/// Zulip's `Realm.MAX_REALM_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH`.
+pub const MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH: usize = 8000;
 /// Zulip's `DEFAULT_MESSAGE_CONTENT_EDIT_LIMIT_SECONDS`.
 pub const DEFAULT_CONTENT_EDIT_LIMIT_SECS: i64 = 600;
 /// Zulip's `DEFAULT_MESSAGE_CONTENT_DELETE_LIMIT_SECONDS`.
@@ -48,6 +50,10 @@ pub struct RealmProperties {
     /// The channels' default topics policy (`allow_empty_topic` or
     /// `disable_empty_topic`; `topics_policy`).
     pub topics_policy: TopicsPolicy,
+    /// The Markdown the Welcome Bot sends each new user after its welcome
+    /// (`welcome_message_custom_text`; empty: nothing more is sent).
+    #[serde(default)]
+    pub welcome_message_custom_text: String,
 }
 
 impl Default for RealmProperties {
@@ -61,6 +67,7 @@ impl Default for RealmProperties {
             move_messages_within_stream_limit_seconds: Some(DEFAULT_MOVE_LIMIT_SECS),
             move_messages_between_streams_limit_seconds: Some(DEFAULT_MOVE_LIMIT_SECS),
             topics_policy: TopicsPolicy::AllowEmptyTopic,
+            welcome_message_custom_text: String::new(),
         }
     }
 }
@@ -119,8 +126,11 @@ pub enum RealmProperty {
     AllowMessageEditing(bool),
     /// A time limit; `None` is "unlimited".
     Limit(MessageLimit, Option<i64>),
-    /// The realm's topics policy. (Last: WAL records name variants by position.)
+    /// The realm's topics policy. (WAL records name variants by position.)
     TopicsPolicy(TopicsPolicy),
+    /// The Welcome Bot's custom message to new users (`welcome_message_custom_text`).
+    /// (Last: WAL records name variants by position.)
+    WelcomeMessageCustomText(String),
 }
 
 /// A time-limit parameter as sent (`Json[int | str]`), before Zulip's
@@ -176,6 +186,8 @@ pub struct RealmUpdate {
     pub topics_policy: Option<TopicsPolicy>,
     /// Group settings: `(setting, new, expected old)`.
     pub groups: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
+    /// At most `MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH` characters (checked).
+    pub welcome_message_custom_text: Option<String>,
 }
 
 /// One entry of `PATCH /realm`'s answer: a setting it reports, with its new value.
@@ -204,7 +216,9 @@ impl RealmUpdated {
     pub fn json(&self) -> Value {
         match self {
             RealmUpdated::Property(p) => match p {
-                RealmProperty::Name(_) | RealmProperty::Description(_) => "updated".into(),
+                RealmProperty::Name(_)
+                | RealmProperty::Description(_)
+                | RealmProperty::WelcomeMessageCustomText(_) => "updated".into(),
                 RealmProperty::AllowMessageEditing(v) => (*v).into(),
                 RealmProperty::Limit(_, v) => json!(v),
                 RealmProperty::TopicsPolicy(p) => p.value().into(),
@@ -293,6 +307,11 @@ impl Realm {
                 set(RealmProperty::Limit(*l, *v), &mut data);
             }
         }
+        if let Some(t) = u.welcome_message_custom_text {
+            if t != self.properties.welcome_message_custom_text {
+                set(RealmProperty::WelcomeMessageCustomText(t), &mut data);
+            }
+        }
         let Decided {
             changes: group_changes,
             answer: group_data,
@@ -313,6 +332,9 @@ impl Realm {
             RealmProperty::AllowMessageEditing(v) => self.properties.allow_message_editing = *v,
             RealmProperty::Limit(l, v) => l.set(&mut self.properties, *v),
             RealmProperty::TopicsPolicy(p) => self.properties.topics_policy = *p,
+            RealmProperty::WelcomeMessageCustomText(t) => {
+                self.properties.welcome_message_custom_text = t.clone()
+            }
         }
     }
 
@@ -324,6 +346,7 @@ impl Realm {
             RealmProperty::AllowMessageEditing(v) => json!(v),
             RealmProperty::Limit(_, v) => json!(v),
             RealmProperty::TopicsPolicy(p) => json!(p.name()),
+            RealmProperty::WelcomeMessageCustomText(t) => json!(t),
         };
         let body = match p {
             // `do_set_realm_property` adds the deprecated `mandatory_topics`.
@@ -376,6 +399,10 @@ impl Realm {
             "realm_mandatory_topics".into(),
             (p.topics_policy == TopicsPolicy::DisableEmptyTopic).into(),
         );
+        m.insert(
+            "realm_welcome_message_custom_text".into(),
+            p.welcome_message_custom_text.clone().into(),
+        );
         m
     }
 }
@@ -389,6 +416,7 @@ impl RealmProperty {
             RealmProperty::AllowMessageEditing(_) => "allow_message_editing",
             RealmProperty::Limit(l, _) => l.name(),
             RealmProperty::TopicsPolicy(_) => "topics_policy",
+            RealmProperty::WelcomeMessageCustomText(_) => "welcome_message_custom_text",
         }
     }
 }

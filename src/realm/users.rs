@@ -227,6 +227,8 @@ impl Realm {
         }));
         let mut changes = vec![change];
         changes.extend(self.default_channel_subscriptions(user_id));
+        // The Welcome Bot's direct message (`realm::onboarding`).
+        changes.extend(self.welcome_changes(user_id, false, false, cx));
         Ok(Decided::new(changes, user_id))
     }
 

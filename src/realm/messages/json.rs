@@ -82,7 +82,7 @@ impl Realm {
                 .unwrap_or(Value::Null),
             Recipient::Direct { users } => users
                 .iter()
-                .filter_map(|id| self.user(*id))
+                .filter_map(|id| self.message_sender(*id))
                 .map(|u| {
                     json!({"id": u.id, "email": self.api_email(u), "full_name": u.full_name,
                            "is_mirror_dummy": false})
