@@ -1218,6 +1218,20 @@ fn cases() -> Vec<Case> {
                 _ => not_admin(),
             }),
     );
+    c.push(
+        case("POST", "/api/v1/realm/test_welcome_bot_custom_message")
+            .with(|_, w| {
+                vec![(
+                    "welcome_message_custom_text",
+                    format!("A welcome for {}", w.label()),
+                )]
+            })
+            // `send_test_welcome_bot_custom_message` is `require_realm_admin`.
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => ok(),
+                _ => not_admin(),
+            }),
+    );
     c.push(case("GET", "/api/v1/realm/emoji"));
     c.push(
         case("POST", "/api/v1/realm/emoji/{emoji_name:.+}")

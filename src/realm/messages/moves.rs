@@ -78,6 +78,13 @@ pub fn system_bot(id: UserId) -> Option<&'static User> {
     }
 }
 
+/// The system bot with this email (emails compare case-insensitively).
+pub fn system_bot_by_email(email: &str) -> Option<&'static User> {
+    system_bots()
+        .into_iter()
+        .find(|b| b.delivery_email.eq_ignore_ascii_case(email))
+}
+
 /// The system bots, as `/register` lists them in `cross_realm_bots`
 /// (`get_cross_realm_dicts` sorts them by full name).
 pub fn system_bots() -> [&'static User; 2] {
@@ -292,6 +299,14 @@ impl Realm {
     /// The account that sent a message: a user of the realm, or a system bot.
     pub fn message_sender(&self, id: UserId) -> Option<&User> {
         self.user(id).or_else(|| system_bot(id))
+    }
+
+    /// A user by API email, or a system bot by its email (Zulip's
+    /// `get_user_by_delivery_email` with cross-realm bots, as narrows and direct
+    /// messages look them up).
+    pub fn user_or_system_bot_by_email(&self, email: &str) -> Option<&User> {
+        self.user_by_api_email(email)
+            .or_else(|| system_bot_by_email(email))
     }
 
     /// The Notification Bot's messages about a move by `me`, in Zulip's order and with
