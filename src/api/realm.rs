@@ -7,11 +7,11 @@ use super::params::Params;
 use super::{ApiRequest, ApiResponse};
 use crate::error::ApiResult;
 use crate::realm::groups::{RealmSetting, SettingValue};
+use crate::realm::onboarding::TestWelcomeMessage;
 use crate::realm::settings::{
     check_length, LimitValue, MessageLimit, RealmUpdate, MAX_REALM_DESCRIPTION_LENGTH,
     MAX_REALM_NAME_LENGTH, MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH,
 };
-use crate::realm::onboarding::TestWelcomeMessage;
 use crate::realm::topics_policy::TopicsPolicy;
 use crate::realm::Realm;
 

@@ -513,7 +513,9 @@ mod tests {
         assert_eq!(realm.groups.len(), 9);
         let characters = realm.group_by_name("hamletcharacters").expect("group");
         assert_eq!(characters.description, "Characters of Hamlet");
-        let cordelia = realm.user_by_delivery_email("cordelia@zulip.com").expect("c");
+        let cordelia = realm
+            .user_by_delivery_email("cordelia@zulip.com")
+            .expect("c");
         assert_eq!(characters.members, vec![cordelia.id, hamlet.id]);
         let fields: Vec<&str> = realm
             .profile_fields_ordered()

@@ -11,7 +11,9 @@
 use super::emoji::unicode_emoji_code;
 use super::messages::moves::WELCOME_BOT_ID;
 use super::messages::{flags, Message, MessageChange, MessageId, Reaction, Recipient};
-use super::onboarding::{OnboardingTopic, ZULIP_DISCUSSION_CHANNEL_NAME, ZULIP_SANDBOX_CHANNEL_NAME};
+use super::onboarding::{
+    OnboardingTopic, ZULIP_DISCUSSION_CHANNEL_NAME, ZULIP_SANDBOX_CHANNEL_NAME,
+};
 use super::{Change, Cx, Realm, UserId};
 
 /// How many messages King Hamlet has not read.
@@ -82,11 +84,7 @@ fn script() -> Vec<Line> {
             Channel("Verona", "test suite"),
             "I did this morning: everything passed on my machine.",
         ),
-        line(
-            OTHELLO,
-            Channel("Verona", "test suite"),
-            "Same here. :+1:",
-        ),
+        line(OTHELLO, Channel("Verona", "test suite"), "Same here. :+1:"),
         line(
             POLONIUS,
             Channel("Denmark", "castle"),
@@ -169,11 +167,7 @@ fn script() -> Vec<Line> {
             "@**King Hamlet** could you read the release notes before Thursday?",
         ),
         unread(IAGO, Direct(IAGO_HAMLET), "Thanks!"),
-        unread(
-            IAGO,
-            Direct(HAMLET_IAGO_OTHELLO),
-            "Ten o'clock, then.",
-        ),
+        unread(IAGO, Direct(HAMLET_IAGO_OTHELLO), "Ten o'clock, then."),
     ]
 }
 
@@ -256,7 +250,11 @@ pub fn history_changes(first: &[Change], cx: &Cx) -> Result<Vec<Change>, String>
                 .mentioned
                 .iter()
                 .copied()
-                .filter(|u| realm.channel(*channel_id).is_some_and(|c| c.is_subscribed(*u)))
+                .filter(|u| {
+                    realm
+                        .channel(*channel_id)
+                        .is_some_and(|c| c.is_subscribed(*u))
+                })
                 .collect(),
             Recipient::Direct { users } => rendered
                 .mentioned
@@ -338,13 +336,20 @@ mod tests {
         assert_eq!(sent.len(), script().len() + 10);
         assert!(sent.windows(2).all(|w| w[0].id + 1 == w[1].id));
         assert!(sent.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
-        assert!(sent.iter().any(|m| matches!(&m.recipient, Recipient::Direct { users } if users.len() == 3)));
+        assert!(sent
+            .iter()
+            .any(|m| matches!(&m.recipient, Recipient::Direct { users } if users.len() == 3)));
         let mut realm = Realm::from_first_change(&first[0]).expect("realm");
         first.iter().for_each(|c| realm.apply(c));
         let hamlet = realm.user_by_delivery_email(HAMLET).expect("hamlet").id;
         let hamlet_gets: usize = sent
             .iter()
-            .filter(|m| realm.message_recipients(m).iter().any(|(u, _)| *u == hamlet))
+            .filter(|m| {
+                realm
+                    .message_recipients(m)
+                    .iter()
+                    .any(|(u, _)| *u == hamlet)
+            })
             .filter(|m| m.sender_id != hamlet)
             .count();
         let hamlet_read: usize = a

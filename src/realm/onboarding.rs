@@ -132,8 +132,7 @@ impl OnboardingTopic {
             ],
             OnboardingTopic::Greetings => vec![
                 "Say hello :wave: to everyone in this **greetings** topic.".to_owned(),
-                ":point_right: Click this message to reply in the same conversation."
-                    .to_owned(),
+                ":point_right: Click this message to reply in the same conversation.".to_owned(),
             ],
             OnboardingTopic::WelcomeToZulip => vec![
                 format!(
@@ -153,13 +152,16 @@ impl OnboardingTopic {
 }
 
 /// The text of the Welcome Bot's direct message to a new user (Zulip's
-/// `send_initial_direct_message`: a pointer to the getting-started guide, and for
-/// administrators one to setting up an organization).
-pub fn welcome_text(is_admin: bool) -> String {
-    let mut text = String::from(
-        "Hello, and welcome to Zulip!\u{1f44b} I'm the Welcome Bot. A few conversations \
-         are already waiting for you in your [Inbox](/#inbox).\n\n\
-         New here? The [getting started guide](/help/getting-started-with-zulip) walks \
+/// `send_initial_direct_message`: where the first conversations are when the realm
+/// has some, a pointer to the getting-started guide, and for administrators one to
+/// setting up an organization).
+pub fn welcome_text(is_admin: bool, has_conversations: bool) -> String {
+    let mut text = String::from("Hello, and welcome to Zulip!\u{1f44b} I'm the Welcome Bot.");
+    if has_conversations {
+        text.push_str(" A few conversations are already waiting for you in your [Inbox](/#inbox).");
+    }
+    text.push_str(
+        "\n\nNew here? The [getting started guide](/help/getting-started-with-zulip) walks \
          you through the basics.",
     );
     if is_admin {
@@ -215,7 +217,10 @@ impl Realm {
                 .mentioned
                 .iter()
                 .copied()
-                .filter(|u| self.channel(*channel_id).is_some_and(|c| c.is_subscribed(*u)))
+                .filter(|u| {
+                    self.channel(*channel_id)
+                        .is_some_and(|c| c.is_subscribed(*u))
+                })
                 .collect(),
         };
         Message {
@@ -249,7 +254,13 @@ impl Realm {
     /// text when it has one. Bots get none. Every path that creates a human account
     /// (`POST /users`, `hearth realm create`'s owner, a sign-up) puts these after the
     /// account's changes in the same decision; ids follow the realm's next one.
-    pub fn welcome_changes(&self, user_id: UserId, is_admin: bool, is_bot: bool, cx: &Cx) -> Vec<Change> {
+    pub fn welcome_changes(
+        &self,
+        user_id: UserId,
+        is_admin: bool,
+        is_bot: bool,
+        cx: &Cx,
+    ) -> Vec<Change> {
         if is_bot {
             return Vec::new();
         }
@@ -258,7 +269,10 @@ impl Realm {
         let mut changes = vec![sent(self.welcome_bot_message(
             id,
             Self::welcome_conversation(user_id),
-            welcome_text(is_admin),
+            welcome_text(
+                is_admin,
+                self.messages.topics.values().any(|t| !t.is_empty()),
+            ),
             now,
         ))];
         let custom = &self.properties.welcome_message_custom_text;
@@ -308,8 +322,8 @@ impl Realm {
         cx: &Cx,
     ) -> (Vec<Change>, Vec<MessageId>) {
         let now = cx.now_secs();
-        let welcome_channel = channel_of(OnboardingTopic::WelcomeToZulip)
-            .unwrap_or(ZULIP_DISCUSSION_CHANNEL_NAME);
+        let welcome_channel =
+            channel_of(OnboardingTopic::WelcomeToZulip).unwrap_or(ZULIP_DISCUSSION_CHANNEL_NAME);
         let mut changes = Vec::new();
         let mut firsts = Vec::new();
         let mut reaction = None;
@@ -354,7 +368,11 @@ impl Realm {
 /// owner subscribed), their first conversations with the first message of each topic
 /// starred for the owner (Zulip's `OnboardingUserMessage` flags), and the owner's
 /// welcome.
-pub fn new_realm_onboarding(first: &[Change], owner: UserId, cx: &Cx) -> Result<Vec<Change>, String> {
+pub fn new_realm_onboarding(
+    first: &[Change],
+    owner: UserId,
+    cx: &Cx,
+) -> Result<Vec<Change>, String> {
     let mut realm = first
         .first()
         .and_then(Realm::from_first_change)
@@ -402,8 +420,7 @@ pub fn new_realm_onboarding(first: &[Change], owner: UserId, cx: &Cx) -> Result<
     }
     changes.push(Change::Channel(ChannelChange::Subscribed { subs }));
     changes.iter().for_each(|c| realm.apply(c));
-    let (messages, firsts) =
-        realm.initial_message_changes(|t| Some(t.default_channel()), cx);
+    let (messages, firsts) = realm.initial_message_changes(|t| Some(t.default_channel()), cx);
     messages.iter().for_each(|c| realm.apply(c));
     let mut tail = messages;
     tail.push(Change::Message(MessageChange::FlagsChanged {

@@ -1921,6 +1921,40 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
     }
     let othello = s.user_id(OTHELLO).await;
 
+    // The other realm starts with the Welcome Bot's messages: this realm's message ids
+    // start past them, so that they name nothing there (the `Foreign` caller).
+    let theirs = send(
+        s.request_on(
+            &other.host,
+            Method::GET,
+            "/api/v1/messages",
+            Auth::Basic(&other.owner_email, &other.owner_key),
+        )
+        .query(&[
+            ("anchor", "newest"),
+            ("num_before", "0"),
+            ("num_after", "0"),
+        ]),
+    )
+    .await;
+    let newest = assert_success(&theirs)["messages"][0]["id"]
+        .as_i64()
+        .expect("the other realm's newest message");
+    for i in 0..newest {
+        s.ok(
+            "POST",
+            "/api/v1/messages",
+            IAGO,
+            &[
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", "authz filler"),
+                ("content", &format!("filler {i}")),
+            ],
+        )
+        .await;
+    }
+
     // The generic bot, owned by a member.
     let bot = s
         .ok(

@@ -122,8 +122,10 @@ async fn a_new_user_gets_one_unread_welcome_dm_and_a_bot_none() {
     );
     let text = m["content"].as_str().unwrap();
     assert!(text.contains("/help/getting-started-with-zulip"), "{text}");
-    // The administrators' guide is for administrators.
+    // The administrators' guide is for administrators; the realm has no conversation
+    // to point to (no history here).
     assert!(!text.contains("/help/moving-to-zulip"), "{text}");
+    assert!(!text.contains("/#inbox"), "{text}");
     // The conversation with the bot, by its email.
     let narrow = json!([{"operator": "dm", "operand": WELCOME_BOT_EMAIL}]).to_string();
     let dm = newest(&app, "newcomer@zulip.com", &narrow).await;
@@ -145,19 +147,27 @@ async fn a_new_user_gets_one_unread_welcome_dm_and_a_bot_none() {
     }
     let dm = newest(&app, "newcomer@zulip.com", &narrow).await;
     assert_eq!(dm.len(), 3, "{dm:#?}");
-    assert!(dm[1..].iter().all(|m| m["display_recipient"] == dm[0]["display_recipient"]));
+    assert!(dm[1..]
+        .iter()
+        .all(|m| m["display_recipient"] == dm[0]["display_recipient"]));
     let state = app
         .ok(
             "POST",
             "/api/v1/register",
             "newcomer@zulip.com",
-            &[("fetch_event_types", "[\"message\", \"update_message_flags\"]")],
+            &[(
+                "fetch_event_types",
+                "[\"message\", \"update_message_flags\"]",
+            )],
         )
         .await;
     let unread = &state["unread_msgs"];
     // The welcome is unread (the replies are the user's own).
     assert_eq!(unread["count"], 1, "{unread}");
-    assert_eq!(unread["pms"][0]["other_user_id"], WELCOME_BOT_ID, "{unread}");
+    assert_eq!(
+        unread["pms"][0]["other_user_id"], WELCOME_BOT_ID,
+        "{unread}"
+    );
     // Nobody else is told.
     assert!(app.events(IAGO, &queue).await.is_empty());
     // A bot gets nothing: the next message id follows the welcome.
@@ -182,7 +192,9 @@ async fn a_new_user_gets_one_unread_welcome_dm_and_a_bot_none() {
 #[actix_web::test]
 async fn the_realm_custom_text_follows_the_welcome() {
     let app = TestApp::spawn().await;
-    let queue = app.register(HAMLET, &[("event_types", "[\"realm\"]")]).await;
+    let queue = app
+        .register(HAMLET, &[("event_types", "[\"realm\"]")])
+        .await;
     let set = |text: String| [("welcome_message_custom_text", text)];
     let path = "/api/v1/realm";
     let long = "x".repeat(8001);
@@ -197,11 +209,22 @@ async fn the_realm_custom_text_follows_the_welcome() {
         NOT_ADMIN,
     )
     .await;
-    app.bad("PATCH", path, IAGO, &[("welcome_message_custom_text", &long)], TOO_LONG)
-        .await;
+    app.bad(
+        "PATCH",
+        path,
+        IAGO,
+        &[("welcome_message_custom_text", &long)],
+        TOO_LONG,
+    )
+    .await;
     let longest = "y".repeat(8000);
     let body = app
-        .ok("PATCH", path, IAGO, &[("welcome_message_custom_text", &longest)])
+        .ok(
+            "PATCH",
+            path,
+            IAGO,
+            &[("welcome_message_custom_text", &longest)],
+        )
         .await;
     assert_eq!(body["welcome_message_custom_text"], "updated");
     let text = "Read the **handbook** first.".to_owned();
@@ -219,8 +242,10 @@ async fn the_realm_custom_text_follows_the_welcome() {
     assert_eq!(
         events
             .iter()
-            .map(|e| json!({"type": e["type"], "op": e["op"], "property": e["property"],
-                            "value": e["value"]}))
+            .map(
+                |e| json!({"type": e["type"], "op": e["op"], "property": e["property"],
+                            "value": e["value"]})
+            )
             .collect::<Vec<_>>(),
         [
             json!({"type": "realm", "op": "update", "property": "welcome_message_custom_text",
@@ -313,8 +338,12 @@ async fn testing_the_custom_message_sends_it_alone_to_the_administrator() {
         TOO_LONG,
     )
     .await;
-    let queue = app.register(IAGO, &[("event_types", "[\"message\"]")]).await;
-    let other = app.register(HAMLET, &[("event_types", "[\"message\"]")]).await;
+    let queue = app
+        .register(IAGO, &[("event_types", "[\"message\"]")])
+        .await;
+    let other = app
+        .register(HAMLET, &[("event_types", "[\"message\"]")])
+        .await;
     let text = "Welcome Bot custom message for testing";
     let body = app
         .ok(
@@ -375,7 +404,10 @@ async fn hamlet_unread(app: &TestApp) -> Value {
             "POST",
             "/api/v1/register",
             HAMLET,
-            &[("fetch_event_types", "[\"message\", \"update_message_flags\"]")],
+            &[(
+                "fetch_event_types",
+                "[\"message\", \"update_message_flags\"]",
+            )],
         )
         .await;
     state["unread_msgs"].clone()
@@ -401,9 +433,9 @@ async fn the_dev_realm_starts_with_a_history() {
             channels.into_iter().collect::<Vec<_>>(),
             ["Verona", "design", "devel", "social"]
         );
-        assert!(messages
-            .iter()
-            .any(|m| m["display_recipient"].as_array().is_some_and(|r| r.len() == 3)));
+        assert!(messages.iter().any(|m| m["display_recipient"]
+            .as_array()
+            .is_some_and(|r| r.len() == 3)));
         assert!(messages
             .iter()
             .any(|m| !m["reactions"].as_array().unwrap().is_empty()));
@@ -415,7 +447,10 @@ async fn the_dev_realm_starts_with_a_history() {
                 "POST",
                 "/api/v1/register",
                 IAGO,
-                &[("fetch_event_types", "[\"message\", \"update_message_flags\"]")],
+                &[(
+                    "fetch_event_types",
+                    "[\"message\", \"update_message_flags\"]",
+                )],
             )
             .await;
         assert_eq!(state["unread_msgs"]["count"], 0);
@@ -426,7 +461,10 @@ async fn the_dev_realm_starts_with_a_history() {
             &json!([{"operator": "channel", "operand": "Zulip"}]).to_string(),
         )
         .await;
-        let topics: Vec<&str> = zulip.iter().map(|m| m["subject"].as_str().unwrap()).collect();
+        let topics: Vec<&str> = zulip
+            .iter()
+            .map(|m| m["subject"].as_str().unwrap())
+            .collect();
         assert_eq!(
             topics,
             [
@@ -708,6 +746,7 @@ fn a_created_realm_starts_with_conversations_and_the_owners_welcome() {
     // The owner is an administrator: the welcome says how to set up.
     let welcome = messages[12]["content"].as_str().unwrap();
     assert!(welcome.contains("/help/moving-to-zulip"), "{welcome}");
+    assert!(welcome.contains("(/#inbox)"), "{welcome}");
     // A user the owner creates joins the three channels and gets a welcome of their own.
     let (status, body) = call(
         &server.url,
@@ -815,11 +854,14 @@ fn zulip_term_shows_the_dev_realm_to_hamlet() {
     let Some(zt) = zulip_term() else { return };
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let server = ChildServer::up(&["--dev", "--data", data.to_str().unwrap()], &[]);
+    let server = ChildServer::up(
+        &["--dev", "--data", data.to_str().unwrap()],
+        &[("HEARTH_DEV_WITHOUT_HISTORY", "false")],
+    );
     let rc = dir.path().join("zuliprc");
     write_zuliprc(&rc, HAMLET, &dev_key(&server.url, HAMLET), &server.url);
-    // The newest conversations of Hamlet's channels and the channel list.
-    let want = ["Ten o'clock, then.", "Verona", "devel"];
+    // Hamlet's channels, and his conversations up to the first he has not read.
+    let want = ["I approve.", "Verona", "devel"];
     let screen = zulip_term_screen(&zt, &rc, &want);
     assert!(!screen.contains("ListBox is empty"), "{screen}");
     assert!(!screen.contains("EXITED"), "zulip-term exited:\n{screen}");
