@@ -129,7 +129,7 @@ async fn create_every_role() {
         INSUFFICIENT,
     )
     .await;
-    let g = group(&s, 12).await;
+    let g = group(&s, 13).await;
     assert_eq!(g["name"], "by-member");
     assert_eq!(g["creator_id"], HAMLET_ID);
     assert_eq!(g["members"], json!([HAMLET_ID]));
@@ -1785,7 +1785,10 @@ async fn register_state() {
             ],
         )
         .await;
-    assert_eq!(listed(&body), vec![1, 2, 3, 4, 5, 6, 7, 8, g, kept]);
+    assert_eq!(
+        listed(&body),
+        vec![1, 2, 3, 4, 5, 6, 7, 8, HAMLET_CHARACTERS, g, kept]
+    );
     let gone = body["realm_user_groups"]
         .as_array()
         .unwrap()
