@@ -345,8 +345,8 @@ fn dev_user_group_changes(now: i64) -> Result<Vec<Change>, String> {
             .ok_or_else(|| format!("unknown group {name}"))
     };
     let mut changes = Vec::new();
-    let mut next = 1 + SystemGroup::ALL.len() as u64;
-    for g in dev.user_groups.iter().filter(|g| !g.is_system_group) {
+    let named = dev.user_groups.iter().filter(|g| !g.is_system_group);
+    for (id, g) in (1 + SystemGroup::ALL.len() as u64..).zip(named) {
         let mut settings = BTreeMap::new();
         for perm in GroupPermission::ALL {
             let value = match g.settings.get(perm.name()) {
@@ -370,7 +370,7 @@ fn dev_user_group_changes(now: i64) -> Result<Vec<Change>, String> {
         }
         changes.push(Change::Group(GroupChange::GroupCreated {
             group: UserGroup {
-                id: next,
+                id,
                 name: g.name.clone(),
                 description: g.description.clone(),
                 system: None,
@@ -392,7 +392,6 @@ fn dev_user_group_changes(now: i64) -> Result<Vec<Change>, String> {
                 deactivated: g.deactivated,
             },
         }));
-        next += 1;
     }
     Ok(changes)
 }

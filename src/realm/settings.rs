@@ -1,12 +1,13 @@
 //! The realm's own settings and `PATCH /realm` (Zulip's `update_realm`): its name and
 //! description, the message policies hearth's message rules read (whether content may
 //! be edited, and the time limits on editing, deleting and moving messages), its
-//! default topics policy (`topics_policy`), and the group-valued settings of
-//! `RealmSetting::EDITABLE` (values checked in `groups/settings.rs`).
+//! default topics policy (`topics_policy`), the Welcome Bot's custom message to new
+//! users (`welcome_message_custom_text`, `realm::onboarding`), and the group-valued
+//! settings of `RealmSetting::EDITABLE` (values checked in `groups/settings.rs`).
 //!
 //! | Change                | Event                                                       |
 //! |-----------------------|-------------------------------------------------------------|
-//! | `Name`, `Description`, `MessageContentDeleteLimitSeconds`, `MoveMessages*LimitSeconds` | `realm` `op:update` `{property, value}` |
+//! | `Name`, `Description`, `MessageContentDeleteLimitSeconds`, `MoveMessages*LimitSeconds`, `WelcomeMessageCustomText` | `realm` `op:update` `{property, value}` |
 //! | `AllowMessageEditing`, `MessageContentEditLimitSeconds` | `realm` `op:update_dict` `{property: "default", data: {name: value}}` |
 //! | `TopicsPolicy`        | `realm` `op:update_dict` `{property: "default", data: {topics_policy: name, mandatory_topics: bool}}` |
 //!
