@@ -3,8 +3,9 @@
 //! new human user (and the realm's `welcome_message_custom_text` after it), `POST
 //! /realm/test_welcome_bot_custom_message`, a `hearth realm create` realm's first
 //! channels and conversations, the development realm's "hamletcharacters" group and
-//! message history, and the terminal client zulip-term 0.7.0 on both (`HEARTH_ZULIP_TERM`
-//! names its executable; `.ci/run` installs it).
+//! message history, and real clients on a first start: the terminal client zulip-term
+//! 0.7.0 on both (`HEARTH_ZULIP_TERM` names its executable; `.ci/run` installs it), the
+//! Python client and zulip-js as a created realm's owner.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -909,5 +910,32 @@ fn the_python_client_reads_a_created_realm_as_its_owner() {
     let out = Command::new(python).arg(script).arg(&rc).output().unwrap();
     let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{said}");
+    server.stop();
+}
+
+#[test]
+fn zulip_js_reads_a_created_realm_as_its_owner() {
+    let Some(node) = std::env::var_os("HEARTH_NODE") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "HEARTH_NODE must name a node (20 or later) under CI"
+        );
+        eprintln!("SKIPPED zulip_js_reads_a_created_realm_as_its_owner: HEARTH_NODE is not set");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (data, rc) = created_realm(dir.path(), "http://127.0.0.1:9991");
+    let server = ChildServer::up(&["--data", data.to_str().unwrap()], &[]);
+    write_zuliprc(&rc, "boss@acme.test", &rc_key(&rc), &server.url);
+    let js = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js");
+    let out = Command::new(node)
+        .arg(js.join("first_start.js"))
+        .arg(&rc)
+        .current_dir(&js)
+        .output()
+        .unwrap();
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("zulip-js first_start: ok"), "{said}");
     server.stop();
 }
