@@ -307,7 +307,7 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
 
 /// The changes that seed the development realm: `dev_realm_changes` (the realm, its
 /// users, groups and channels; the golden WAL records of `tests/formats.rs` are made of
-/// exactly these), then its custom profile fields and linkifiers.
+/// exactly these), then its custom profile fields, linkifiers and named user groups.
 pub fn seed_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
     let mut changes = dev_realm_changes(cx)?;
     changes.extend(dev_realm_content_changes()?);
