@@ -489,7 +489,15 @@ pub fn create_realm(store: &mut RealmStore, changes: &[Change]) -> Result<Realm,
         .and_then(Realm::from_first_change)
         .ok_or("a realm starts with RealmCreated")?;
     store.append(changes).map_err(|e| e.to_string())?;
-    changes.iter().for_each(|c| realm.apply(c));
+    for c in changes {
+        // Message rows (a new realm's first messages) are written as the actor writes
+        // them: from the state right before the change.
+        store
+            .messages()
+            .project(&realm, c, None)
+            .map_err(|e| e.to_string())?;
+        realm.apply(c);
+    }
     store.snapshot(&realm).map_err(|e| e.to_string())?;
     Ok(realm)
 }

@@ -40,6 +40,10 @@ pub struct ServeConfig {
     /// Serve (and on first start seed) the development realm; enables dev_fetch_api_key.
     #[arg(long, env = "HEARTH_DEV")]
     pub dev: bool,
+    /// Seed the development realm without its message history (its users, channels and
+    /// groups only); tests that count messages from an empty realm use it.
+    #[arg(long, env = "HEARTH_DEV_WITHOUT_HISTORY")]
+    pub dev_without_history: bool,
     /// When acknowledged writes reach the disk.
     #[arg(long, env = "HEARTH_DURABILITY", value_enum, default_value = "always")]
     pub durability: DurabilityArg,
@@ -119,6 +123,7 @@ impl ServeConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             data,
             dev: true,
+            dev_without_history: true,
             durability: DurabilityArg::Never,
             flush_interval_ms: 1000,
             snapshot_every: 10_000,

@@ -371,7 +371,13 @@ fn open_storage(
     let uploads = Arc::new(UploadStore::new(&config.data));
     let mut subdomains = store.realm_subdomains();
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
-        seed_dev_realm(&store, &uploads, clock, &config.data)?;
+        seed_dev_realm(
+            &store,
+            &uploads,
+            clock,
+            &config.data,
+            !config.dev_without_history,
+        )?;
         subdomains.push(DEV_SUBDOMAIN.to_owned());
     }
     if subdomains.is_empty() {
@@ -398,9 +404,11 @@ fn seed_dev_realm(
     uploads: &Arc<UploadStore>,
     clock: &dyn Clock,
     data: &Path,
+    history: bool,
 ) -> Result<(), StartError> {
     let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
-    let changes = dev::seed_changes(&mut Cx::new(clock)).map_err(StartError::Realm)?;
+    let changes =
+        dev::seed_changes_with_history(&mut Cx::new(clock), history).map_err(StartError::Realm)?;
     for (_, bytes, _) in dev::DEV_EMOJI_IMAGES {
         uploads
             .put(DEV_SUBDOMAIN, bytes)

@@ -161,6 +161,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/user_groups/{user_group_id}/subgroups", get => groups::get_user_group_subgroups, post => groups::update_user_group_subgroups))
             .service(endpoint!("/user_groups/{user_group_id}/deactivate", post => groups::deactivate_user_group))
             .service(endpoint!("/realm", patch => realm::update_realm))
+            // Onboarding: the Welcome Bot's custom message, as a test.
+            .service(endpoint!("/realm/test_welcome_bot_custom_message", post => realm::test_welcome_bot_custom_message))
             .service(endpoint!("/navigation_views", get => navigation::get_navigation_views, post => navigation::add_navigation_view))
             .service(endpoint!("/navigation_views/{fragment:.*}", patch => navigation::update_navigation_view, delete => navigation::remove_navigation_view))
             // Personal data: drafts, saved snippets, message reminders.

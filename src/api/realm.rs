@@ -7,9 +7,10 @@ use super::params::Params;
 use super::{ApiRequest, ApiResponse};
 use crate::error::ApiResult;
 use crate::realm::groups::{RealmSetting, SettingValue};
+use crate::realm::onboarding::TestWelcomeMessage;
 use crate::realm::settings::{
     check_length, LimitValue, MessageLimit, RealmFlag, RealmUpdate, MAX_REALM_DESCRIPTION_LENGTH,
-    MAX_REALM_NAME_LENGTH,
+    MAX_REALM_NAME_LENGTH, MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH,
 };
 use crate::realm::topics_policy::TopicsPolicy;
 use crate::realm::Realm;
@@ -24,6 +25,7 @@ enum Param {
     Group(RealmSetting),
     TopicsPolicy,
     Flag(RealmFlag),
+    WelcomeMessageCustomText,
 }
 
 impl Param {
@@ -36,6 +38,7 @@ impl Param {
             Param::Group(s) => s.name(),
             Param::TopicsPolicy => "topics_policy",
             Param::Flag(f) => f.name(),
+            Param::WelcomeMessageCustomText => "welcome_message_custom_text",
         }
     }
 }
@@ -48,6 +51,7 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
         Param::Description,
         Param::Name,
         Param::TopicsPolicy,
+        Param::WelcomeMessageCustomText,
     ];
     params.extend(MessageLimit::ALL.map(Param::Limit));
     params.extend(RealmSetting::EDITABLE.map(Param::Group));
@@ -93,6 +97,12 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
                     .map(|v| TopicsPolicy::parse_realm(&v))
                     .transpose()?;
             }
+            Param::WelcomeMessageCustomText => {
+                u.welcome_message_custom_text = p
+                    .opt_str(name)
+                    .map(|t| check_length(name, t, MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH))
+                    .transpose()?;
+            }
         }
     }
     // `update_realm` sets the time limits in this order.
@@ -117,5 +127,28 @@ pub async fn update_realm(req: ApiRequest) -> ApiResponse {
         .iter()
         .map(|u| (u.name().to_owned(), u.json()))
         .collect();
+    req.reply(data)
+}
+
+/// # `POST /realm/test_welcome_bot_custom_message`
+///
+/// Zulip's `send_test_welcome_bot_custom_message`: `require_realm_admin`, then the
+/// text (at most 8000 characters); the Welcome Bot sends it to the caller. Answers
+/// `message_id`.
+pub async fn test_welcome_bot_custom_message(req: ApiRequest) -> ApiResponse {
+    let id = req
+        .write(
+            |realm, me, p| {
+                realm.require_admin(me)?;
+                let text = p.str("welcome_message_custom_text")?;
+                Ok(TestWelcomeMessage {
+                    welcome_message_custom_text: TestWelcomeMessage::check_length(text)?,
+                })
+            },
+            Realm::decide_test_welcome_bot_custom_message,
+        )
+        .await?;
+    let mut data = Map::new();
+    data.insert("message_id".into(), id.into());
     req.reply(data)
 }

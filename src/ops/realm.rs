@@ -7,6 +7,9 @@ use crate::realm::{self, dev, Cx, SystemClock};
 use crate::startup::{open_data_folder, StartError};
 use crate::storage::DurabilityMode;
 
+/// The owner's user id in a new realm (`dev::new_realm_changes`).
+const OWNER_ID: u64 = 1;
+
 /// `hearth realm create`: creates a production realm and its owner in `data`.
 /// Returns the owner's API key and user id.
 pub fn create_production_realm(c: &CreateRealm) -> Result<(String, u64), StartError> {
@@ -58,7 +61,12 @@ pub fn create_production_realm(c: &CreateRealm) -> Result<(String, u64), StartEr
         empty_topic_display_name: "general chat".into(),
         date_created: cx.now_secs(),
     };
-    let changes = dev::new_realm_changes(settings, &c.owner_email, &name, password_hash, &mut cx);
+    let mut changes =
+        dev::new_realm_changes(settings, &c.owner_email, &name, password_hash, &mut cx);
+    // Zulip's initial channels and conversations, and the owner's welcome.
+    let onboarding = realm::onboarding::new_realm_onboarding(&changes, OWNER_ID, &cx)
+        .map_err(StartError::Realm)?;
+    changes.extend(onboarding);
     let mut realm_store = store.realm(&c.subdomain)?;
     let realm = create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
     store.durability.shutdown();

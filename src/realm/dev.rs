@@ -12,12 +12,14 @@ use super::channels::{
     pick_color, render_description, Channel, ChannelFolder, ChannelSetting, NewSubscription,
 };
 use super::emoji::{EmojiChange, RealmEmoji};
-use super::groups::{system_group_changes, GroupSetting, SystemGroup};
+use super::groups::{
+    system_group_changes, GroupConfig, GroupPermission, GroupSetting, SystemGroup, UserGroup,
+};
 use super::linkifiers::{Linkifier, LinkifierChange};
 use super::profile_fields::{ProfileField, ProfileFieldChange};
 use super::{Change, Cx, EmailVisibility, NewUser, RealmSettings, Role};
 use crate::realm::settings::RealmProperty;
-use crate::realm::{ChannelChange, RealmChange, UserChange};
+use crate::realm::{ChannelChange, GroupChange, RealmChange, UserChange};
 
 const DEV_REALM_JSON: &str = include_str!("dev_realm.json");
 
@@ -42,6 +44,18 @@ struct DevRealm {
     custom_profile_fields: Vec<DevProfileField>,
     linkifiers: Vec<DevLinkifier>,
     realm_emoji: Vec<DevEmoji>,
+    user_groups: Vec<DevUserGroup>,
+}
+
+#[derive(Deserialize)]
+struct DevUserGroup {
+    name: String,
+    description: String,
+    is_system_group: bool,
+    deactivated: bool,
+    direct_members: Vec<String>,
+    direct_subgroups: Vec<String>,
+    settings: BTreeMap<String, DevGroupSetting>,
 }
 
 #[derive(Deserialize)]
@@ -293,10 +307,92 @@ pub fn dev_realm_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
 
 /// The changes that seed the development realm: `dev_realm_changes` (the realm, its
 /// users, groups and channels; the golden WAL records of `tests/formats.rs` are made of
-/// exactly these), then its custom profile fields and linkifiers.
+/// exactly these), then its custom profile fields, linkifiers and named user groups.
 pub fn seed_changes(cx: &mut Cx) -> Result<Vec<Change>, String> {
     let mut changes = dev_realm_changes(cx)?;
     changes.extend(dev_realm_content_changes()?);
+    changes.extend(dev_user_group_changes(cx.now_secs())?);
+    Ok(changes)
+}
+
+/// The development realm as `hearth serve --dev` seeds it: `seed_changes`, then with
+/// `history` its message history (`dev_history`).
+pub fn seed_changes_with_history(cx: &mut Cx, history: bool) -> Result<Vec<Change>, String> {
+    let mut changes = seed_changes(cx)?;
+    if history {
+        let more = super::dev_history::history_changes(&changes, cx)?;
+        changes.extend(more);
+    }
+    Ok(changes)
+}
+
+/// The development realm's named user groups ("hamletcharacters"), ids after the
+/// system groups, with their members and settings as `dev_realm.json` lists them.
+fn dev_user_group_changes(now: i64) -> Result<Vec<Change>, String> {
+    let dev: DevRealm =
+        serde_json::from_str(DEV_REALM_JSON).map_err(|e| format!("dev_realm.json: {e}"))?;
+    let id_of = |email: &str| {
+        dev.users
+            .iter()
+            .position(|u| u.delivery_email.eq_ignore_ascii_case(email))
+            .map(|i| FIRST_DEV_USER_ID + i as u64)
+            .ok_or_else(|| format!("unknown user {email}"))
+    };
+    let system_id = |name: &str| {
+        SystemGroup::from_name(name)
+            .and_then(|g| SystemGroup::ALL.iter().position(|x| *x == g))
+            .map(|i| 1 + i as u64)
+            .ok_or_else(|| format!("unknown group {name}"))
+    };
+    let mut changes = Vec::new();
+    let named = dev.user_groups.iter().filter(|g| !g.is_system_group);
+    for (id, g) in (1 + SystemGroup::ALL.len() as u64..).zip(named) {
+        let mut settings = BTreeMap::new();
+        for perm in GroupPermission::ALL {
+            let value = match g.settings.get(perm.name()) {
+                Some(DevGroupSetting::Named(name)) => GroupSetting::Named(system_id(name)?),
+                Some(DevGroupSetting::Anonymous {
+                    direct_members,
+                    direct_subgroups,
+                }) => GroupSetting::Anonymous {
+                    members: direct_members
+                        .iter()
+                        .map(|e| id_of(e))
+                        .collect::<Result<_, _>>()?,
+                    subgroups: direct_subgroups
+                        .iter()
+                        .map(|n| system_id(n))
+                        .collect::<Result<_, _>>()?,
+                },
+                None => return Err(format!("group {} has no {}", g.name, perm.name())),
+            };
+            settings.insert(perm, value);
+        }
+        changes.push(Change::Group(GroupChange::GroupCreated {
+            group: UserGroup {
+                id,
+                name: g.name.clone(),
+                description: g.description.clone(),
+                system: None,
+                members: g
+                    .direct_members
+                    .iter()
+                    .map(|e| id_of(e))
+                    .collect::<Result<_, _>>()?,
+                subgroups: g
+                    .direct_subgroups
+                    .iter()
+                    .map(|n| system_id(n))
+                    .collect::<Result<_, _>>()?,
+                date_created: now,
+                creator_id: None,
+            },
+            config: GroupConfig {
+                settings,
+                deactivated: g.deactivated,
+            },
+        }));
+    }
     Ok(changes)
 }
 
@@ -413,7 +509,13 @@ mod tests {
         assert!(realm.is_group_member(desdemona, admins));
         let hamlet = realm.user_by_delivery_email("hamlet@zulip.com").expect("h");
         assert!(!realm.is_group_member(hamlet, admins));
-        assert_eq!(realm.groups.len(), 8);
+        assert_eq!(realm.groups.len(), 9);
+        let characters = realm.group_by_name("hamletcharacters").expect("group");
+        assert_eq!(characters.description, "Characters of Hamlet");
+        let cordelia = realm
+            .user_by_delivery_email("cordelia@zulip.com")
+            .expect("c");
+        assert_eq!(characters.members, vec![cordelia.id, hamlet.id]);
         let fields: Vec<&str> = realm
             .profile_fields_ordered()
             .iter()

@@ -362,11 +362,18 @@ impl Realm {
             .filter(|u| !u.is_active)
             .map(|u| render(u))
             .collect();
-        // Zulip's system bots (`get_cross_realm_dicts`): hearth's is the Notification Bot.
-        let mut cross_realm_bot = render(&super::messages::moves::NOTIFICATION_BOT);
-        if let Value::Object(bot) = &mut cross_realm_bot {
-            bot.insert("is_system_bot".into(), true.into());
-        }
+        // Zulip's system bots (`get_cross_realm_dicts`): the Notification Bot and the
+        // Welcome Bot.
+        let cross_realm_bots: Vec<Value> = super::messages::moves::system_bots()
+            .into_iter()
+            .map(|b| {
+                let mut bot = render(b);
+                if let Value::Object(o) = &mut bot {
+                    o.insert("is_system_bot".into(), true.into());
+                }
+                bot
+            })
+            .collect();
         let avatar = gravatar_url(&me.delivery_email, me.avatar_version);
         let can_create_public = self.has_realm_permission(me, RealmSetting::CanCreatePublicChannel);
         let can_create_private =
@@ -376,7 +383,7 @@ impl Realm {
         json!({
             "realm_users": active,
             "realm_non_active_users": inactive,
-            "cross_realm_bots": [cross_realm_bot],
+            "cross_realm_bots": cross_realm_bots,
             "user_id": me.id,
             "email": self.api_email(me),
             "delivery_email": me.delivery_email,

@@ -1,12 +1,13 @@
 //! The realm's own settings and `PATCH /realm` (Zulip's `update_realm`): its name and
 //! description, the message policies hearth's message rules read (whether content may
 //! be edited, and the time limits on editing, deleting and moving messages), its
-//! default topics policy (`topics_policy`), and the group-valued settings of
-//! `RealmSetting::EDITABLE` (values checked in `groups/settings.rs`).
+//! default topics policy (`topics_policy`), the Welcome Bot's custom message to new
+//! users (`welcome_message_custom_text`, `realm::onboarding`), and the group-valued
+//! settings of `RealmSetting::EDITABLE` (values checked in `groups/settings.rs`).
 //!
 //! | Change                | Event                                                       |
 //! |-----------------------|-------------------------------------------------------------|
-//! | `Name`, `Description`, `MessageContentDeleteLimitSeconds`, `MoveMessages*LimitSeconds` | `realm` `op:update` `{property, value}` |
+//! | `Name`, `Description`, `MessageContentDeleteLimitSeconds`, `MoveMessages*LimitSeconds`, `WelcomeMessageCustomText` | `realm` `op:update` `{property, value}` |
 //! | `AllowMessageEditing`, `MessageContentEditLimitSeconds` | `realm` `op:update_dict` `{property: "default", data: {name: value}}` |
 //! | `TopicsPolicy`        | `realm` `op:update_dict` `{property: "default", data: {topics_policy: name, mandatory_topics: bool}}` |
 //!
@@ -26,6 +27,8 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 pub const MAX_REALM_NAME_LENGTH: usize = 40;
 /// Zulip's `Realm.MAX_REALM_DESCRIPTION_LENGTH`.
 pub const MAX_REALM_DESCRIPTION_LENGTH: usize = 1000;
+/// Zulip's `Realm.MAX_REALM_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH`.
+pub const MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH: usize = 8000;
 /// Zulip's `DEFAULT_MESSAGE_CONTENT_EDIT_LIMIT_SECONDS`.
 pub const DEFAULT_CONTENT_EDIT_LIMIT_SECS: i64 = 600;
 /// Zulip's `DEFAULT_MESSAGE_CONTENT_DELETE_LIMIT_SECONDS`.
@@ -54,6 +57,10 @@ pub struct RealmProperties {
     pub name_changes_disabled: bool,
     /// Whether only administrators may change their email (`email_changes_disabled`).
     pub email_changes_disabled: bool,
+    /// The Markdown the Welcome Bot sends each new user after its welcome
+    /// (`welcome_message_custom_text`; empty: nothing more is sent).
+    #[serde(default)]
+    pub welcome_message_custom_text: String,
 }
 
 impl Default for RealmProperties {
@@ -72,6 +79,7 @@ impl Default for RealmProperties {
             enable_read_receipts: true,
             name_changes_disabled: false,
             email_changes_disabled: false,
+            welcome_message_custom_text: String::new(),
         }
     }
 }
@@ -175,6 +183,9 @@ pub enum RealmProperty {
     TopicsPolicy(TopicsPolicy),
     /// A boolean setting of `RealmFlag`.
     Flag(RealmFlag, bool),
+    /// The Welcome Bot's custom message to new users (`welcome_message_custom_text`).
+    /// (Last: WAL records name variants by position.)
+    WelcomeMessageCustomText(String),
 }
 
 /// A time-limit parameter as sent (`Json[int | str]`), before Zulip's
@@ -232,6 +243,8 @@ pub struct RealmUpdate {
     pub flags: Vec<(RealmFlag, bool)>,
     /// Group settings: `(setting, new, expected old)`.
     pub groups: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
+    /// At most `MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH` characters (checked).
+    pub welcome_message_custom_text: Option<String>,
 }
 
 /// One entry of `PATCH /realm`'s answer: a setting it reports, with its new value.
@@ -260,7 +273,9 @@ impl RealmUpdated {
     pub fn json(&self) -> Value {
         match self {
             RealmUpdated::Property(p) => match p {
-                RealmProperty::Name(_) | RealmProperty::Description(_) => "updated".into(),
+                RealmProperty::Name(_)
+                | RealmProperty::Description(_)
+                | RealmProperty::WelcomeMessageCustomText(_) => "updated".into(),
                 RealmProperty::AllowMessageEditing(v) | RealmProperty::Flag(_, v) => (*v).into(),
                 RealmProperty::Limit(_, v) => json!(v),
                 RealmProperty::TopicsPolicy(p) => p.value().into(),
@@ -362,6 +377,11 @@ impl Realm {
                 set(RealmProperty::Limit(*l, *v), &mut data);
             }
         }
+        if let Some(t) = u.welcome_message_custom_text {
+            if t != self.properties.welcome_message_custom_text {
+                set(RealmProperty::WelcomeMessageCustomText(t), &mut data);
+            }
+        }
         let Decided {
             changes: group_changes,
             answer: group_data,
@@ -383,6 +403,9 @@ impl Realm {
             RealmProperty::Limit(l, v) => l.set(&mut self.properties, *v),
             RealmProperty::TopicsPolicy(p) => self.properties.topics_policy = *p,
             RealmProperty::Flag(f, v) => f.set(&mut self.properties, *v),
+            RealmProperty::WelcomeMessageCustomText(t) => {
+                self.properties.welcome_message_custom_text = t.clone()
+            }
         }
     }
 
@@ -394,6 +417,7 @@ impl Realm {
             RealmProperty::AllowMessageEditing(v) | RealmProperty::Flag(_, v) => json!(v),
             RealmProperty::Limit(_, v) => json!(v),
             RealmProperty::TopicsPolicy(p) => json!(p.name()),
+            RealmProperty::WelcomeMessageCustomText(t) => json!(t),
         };
         let body = match p {
             // `do_set_realm_property` adds the deprecated `mandatory_topics`.
@@ -449,6 +473,10 @@ impl Realm {
             "realm_mandatory_topics".into(),
             (p.topics_policy == TopicsPolicy::DisableEmptyTopic).into(),
         );
+        m.insert(
+            "realm_welcome_message_custom_text".into(),
+            p.welcome_message_custom_text.clone().into(),
+        );
         m
     }
 }
@@ -463,6 +491,7 @@ impl RealmProperty {
             RealmProperty::Limit(l, _) => l.name(),
             RealmProperty::TopicsPolicy(_) => "topics_policy",
             RealmProperty::Flag(f, _) => f.name(),
+            RealmProperty::WelcomeMessageCustomText(_) => "welcome_message_custom_text",
         }
     }
 }

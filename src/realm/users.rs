@@ -265,6 +265,9 @@ impl Realm {
                 user_ids: vec![user_id],
             }));
         }
+        // The Welcome Bot's direct message (`realm::onboarding`).
+        let is_admin = human.role <= Role::Administrator;
+        changes.extend(self.welcome_changes(user_id, is_admin, false, cx));
         (user_id, api_key, changes)
     }
 

@@ -1079,16 +1079,19 @@ fn cases() -> Vec<Case> {
     c.push(
         case("POST", "/api/v1/scheduled_messages")
             .with(|f, w| {
+                // The other realm's own first channels hold the lowest ids (Verona's
+                // among them): the foreign caller names one that is this realm's only.
+                let to = if w == Foreign { f.private } else { f.verona };
                 vec![
                     ("type", "stream".to_owned()),
-                    ("to", f.verona.to_string()),
+                    ("to", to.to_string()),
                     ("topic", "authz".to_owned()),
                     ("content", format!("scheduled by {}", w.label())),
                     ("scheduled_delivery_timestamp", in_a_day().to_string()),
                 ]
             })
             .want(|f, w| match w {
-                Foreign => no_channel_id(f.verona),
+                Foreign => no_channel_id(f.private),
                 _ => ok(),
             }),
     );
@@ -1303,6 +1306,20 @@ fn cases() -> Vec<Case> {
                 // `can_create_groups` is for owners to change.
                 Owner | Foreign => ok(),
                 Admin => not_owner(),
+                _ => not_admin(),
+            }),
+    );
+    c.push(
+        case("POST", "/api/v1/realm/test_welcome_bot_custom_message")
+            .with(|_, w| {
+                vec![(
+                    "welcome_message_custom_text",
+                    format!("A welcome for {}", w.label()),
+                )]
+            })
+            // `send_test_welcome_bot_custom_message` is `require_realm_admin`.
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => ok(),
                 _ => not_admin(),
             }),
     );
@@ -1948,9 +1965,13 @@ async fn run(s: &TestApp, fx: &Fx, cases: &[Case], out: &mut Outcome) {
                 (None, None) => {}
             }
             if w == Foreign {
-                // The Notification Bot's address is the server's, in every realm's
-                // `cross_realm_bots` (as Zulip's `notification-bot@zulip.com`).
-                let text = got.text().replace("notification-bot@zulip.com", "");
+                // The system bots' addresses are the server's, in every realm's
+                // `cross_realm_bots` (as Zulip's `notification-bot@zulip.com` and
+                // `welcome-bot@zulip.com`).
+                let text = got
+                    .text()
+                    .replace("notification-bot@zulip.com", "")
+                    .replace("welcome-bot@zulip.com", "");
                 if let Some(leak) = LEAKS.iter().find(|l| text.contains(*l)) {
                     out.failures.push(format!(
                         "{label}: the other realm answered {leak:?}: {text:.300}"
@@ -2149,6 +2170,40 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         ids.insert(w, s.user_id(email).await);
     }
     let othello = s.user_id(OTHELLO).await;
+
+    // The other realm starts with the Welcome Bot's messages: this realm's message ids
+    // start past them, so that they name nothing there (the `Foreign` caller).
+    let theirs = send(
+        s.request_on(
+            &other.host,
+            Method::GET,
+            "/api/v1/messages",
+            Auth::Basic(&other.owner_email, &other.owner_key),
+        )
+        .query(&[
+            ("anchor", "newest"),
+            ("num_before", "1"),
+            ("num_after", "0"),
+        ]),
+    )
+    .await;
+    let newest = assert_success(&theirs)["messages"][0]["id"]
+        .as_i64()
+        .expect("the other realm's newest message");
+    for i in 0..newest {
+        s.ok(
+            "POST",
+            "/api/v1/messages",
+            IAGO,
+            &[
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", "authz filler"),
+                ("content", &format!("filler {i}")),
+            ],
+        )
+        .await;
+    }
 
     // The generic bot, owned by a member.
     let bot = s

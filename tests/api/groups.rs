@@ -83,10 +83,10 @@ async fn create_every_role() {
         ])
     };
     let table = vec![
-        ok(DESDEMONA, make("by-owner"), json!({"group_id": 9})),
-        ok(IAGO, make("by-admin"), json!({"group_id": 10})),
-        ok(SHIVA, make("by-moderator"), json!({"group_id": 11})),
-        ok(HAMLET, make("by-member"), json!({"group_id": 12})),
+        ok(DESDEMONA, make("by-owner"), json!({"group_id": 10})),
+        ok(IAGO, make("by-admin"), json!({"group_id": 11})),
+        ok(SHIVA, make("by-moderator"), json!({"group_id": 12})),
+        ok(HAMLET, make("by-member"), json!({"group_id": 13})),
         bad(POLONIUS, make("by-guest"), GUESTS),
         bad(DEFAULT_BOT, make("by-bot"), BOTS),
         // The role checks come before the parameters.
@@ -112,8 +112,8 @@ async fn create_every_role() {
     let table = vec![
         bad(HAMLET, make("member-again"), INSUFFICIENT),
         bad(SHIVA, make("moderator-again"), INSUFFICIENT),
-        ok(IAGO, make("admin-again"), json!({"group_id": 13})),
-        ok(DESDEMONA, make("owner-again"), json!({"group_id": 14})),
+        ok(IAGO, make("admin-again"), json!({"group_id": 14})),
+        ok(DESDEMONA, make("owner-again"), json!({"group_id": 15})),
     ];
     run_cases(&s, "POST", "/api/v1/user_groups/create", &table).await;
 
@@ -129,7 +129,7 @@ async fn create_every_role() {
         INSUFFICIENT,
     )
     .await;
-    let g = group(&s, 12).await;
+    let g = group(&s, 13).await;
     assert_eq!(g["name"], "by-member");
     assert_eq!(g["creator_id"], HAMLET_ID);
     assert_eq!(g["members"], json!([HAMLET_ID]));
@@ -328,7 +328,8 @@ async fn create_validation() {
             &[("include_deactivated_groups", "true")],
         )
         .await;
-    assert_eq!(body["user_groups"].as_array().unwrap().len(), 9);
+    // The system groups, hamletcharacters and the one created above.
+    assert_eq!(body["user_groups"].as_array().unwrap().len(), 10);
 
     // Values Zulip accepts: role:everyone where allowed, anonymous values (an empty
     // one is role:nobody), subgroups, and repeated members.
@@ -387,7 +388,8 @@ async fn listing_and_reads() {
     let s = TestApp::spawn().await;
     let body = s.ok("GET", "/api/v1/user_groups", HAMLET, &[]).await;
     let groups = body["user_groups"].as_array().unwrap();
-    assert_eq!(groups.len(), 8);
+    // The system groups and the development realm's hamletcharacters.
+    assert_eq!(groups.len(), 9);
     // System groups as Zulip shows them (recording 16b).
     let system = |i: usize| groups[i].clone();
     assert_eq!(
@@ -1763,7 +1765,10 @@ async fn register_state() {
     };
     let fetch = ("fetch_event_types", r#"["realm_user_groups", "realm"]"#);
     let body = s.ok("POST", "/api/v1/register", HAMLET, &[fetch]).await;
-    assert_eq!(listed(&body), vec![1, 2, 3, 4, 5, 6, 7, 8, kept]);
+    assert_eq!(
+        listed(&body),
+        vec![1, 2, 3, 4, 5, 6, 7, 8, HAMLET_CHARACTERS, kept]
+    );
     assert_eq!(body["realm_can_create_groups"], MEMBERS);
     assert_eq!(body["realm_can_manage_all_groups"], OWNERS);
     let body = s
@@ -1780,7 +1785,10 @@ async fn register_state() {
             ],
         )
         .await;
-    assert_eq!(listed(&body), vec![1, 2, 3, 4, 5, 6, 7, 8, g, kept]);
+    assert_eq!(
+        listed(&body),
+        vec![1, 2, 3, 4, 5, 6, 7, 8, HAMLET_CHARACTERS, g, kept]
+    );
     let gone = body["realm_user_groups"]
         .as_array()
         .unwrap()

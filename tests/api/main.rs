@@ -27,6 +27,7 @@ mod message_rules;
 mod messages;
 mod metrics;
 mod navigation;
+mod onboarding;
 mod operator;
 mod people;
 mod people_state;

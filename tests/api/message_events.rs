@@ -460,7 +460,8 @@ async fn register_lists_the_notification_bot_among_cross_realm_bots() {
     let bots = body["cross_realm_bots"]
         .as_array()
         .expect("cross_realm_bots");
-    assert_eq!(bots.len(), 1, "{bots:?}");
+    // The Notification Bot and the Welcome Bot, by full name (`onboarding.rs`).
+    assert_eq!(bots.len(), 2, "{bots:?}");
     assert_eq!(bots[0]["email"], "notification-bot@zulip.com");
     assert_eq!(bots[0]["full_name"], "Notification Bot");
     assert_eq!(bots[0]["is_bot"], true);

@@ -44,6 +44,8 @@ impl Server {
             let out = std::fs::File::create(&log).unwrap();
             let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
                 .env("HEARTH_METRICS_BIND", "off")
+                // These tests count messages from an empty development realm.
+                .env("HEARTH_DEV_WITHOUT_HISTORY", "true")
                 .args(["serve", "--dev", "--durability", "always", "--workers", "2"])
                 .arg("--data")
                 .arg(data)

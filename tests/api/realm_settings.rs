@@ -18,7 +18,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 /// The first group a test creates.
-const NAMED: i64 = 9;
+const NAMED: i64 = HAMLET_CHARACTERS + 1;
 
 /// Every role, lowest first (the order the tables use).
 const ROLES: [&str; 5] = [POLONIUS, HAMLET, SHIVA, IAGO, DESDEMONA];

@@ -104,7 +104,7 @@ impl ChannelSetting {
     }
 
     /// Zulip's default for a new channel (the creator administers it).
-    fn default_for(self, realm: &Realm, creator: Option<UserId>) -> GroupSetting {
+    pub(crate) fn default_for(self, realm: &Realm, creator: Option<UserId>) -> GroupSetting {
         let sys = |g| realm.system_setting(g);
         match self {
             ChannelSetting::CanAdministerChannel => match creator {

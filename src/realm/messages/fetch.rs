@@ -72,13 +72,13 @@ fn operand_str(v: &Value) -> Option<String> {
 impl Realm {
     fn narrow_user(&self, v: &Value) -> ApiResult<UserId> {
         let found = match v {
-            Value::Number(n) => n.as_u64().and_then(|id| self.user(id)),
+            Value::Number(n) => n.as_u64().and_then(|id| self.message_sender(id)),
             Value::String(s) => s
                 .trim()
                 .parse::<UserId>()
                 .ok()
-                .and_then(|id| self.user(id))
-                .or_else(|| self.user_by_api_email(s.trim())),
+                .and_then(|id| self.message_sender(id))
+                .or_else(|| self.user_or_system_bot_by_email(s.trim())),
             _ => None,
         };
         found.map(|u| u.id).ok_or_else(|| {

@@ -48,9 +48,47 @@ pub static NOTIFICATION_BOT: LazyLock<User> = LazyLock::new(|| User {
     can_create_users: false,
 });
 
+/// The Welcome Bot's user id (Zulip's `settings.WELCOME_BOT`), just below the
+/// Notification Bot's.
+pub const WELCOME_BOT_ID: UserId = NOTIFICATION_BOT_ID - 1;
+/// Zulip's `settings.WELCOME_BOT`.
+pub const WELCOME_BOT_EMAIL: &str = "welcome-bot@zulip.com";
+
+/// The Welcome Bot's account: a system bot like the Notification Bot, which sends a
+/// new realm's first channel messages and each new user's welcome
+/// (`realm::onboarding`).
+pub static WELCOME_BOT: LazyLock<User> = LazyLock::new(|| User {
+    id: WELCOME_BOT_ID,
+    delivery_email: WELCOME_BOT_EMAIL.to_owned(),
+    full_name: "Welcome Bot".to_owned(),
+    ..NOTIFICATION_BOT.clone()
+});
+
 /// Whether a user id is a system bot's.
 pub fn is_system_bot(id: UserId) -> bool {
-    id == NOTIFICATION_BOT_ID
+    id == NOTIFICATION_BOT_ID || id == WELCOME_BOT_ID
+}
+
+/// The system bot with this id.
+pub fn system_bot(id: UserId) -> Option<&'static User> {
+    match id {
+        NOTIFICATION_BOT_ID => Some(&NOTIFICATION_BOT),
+        WELCOME_BOT_ID => Some(&WELCOME_BOT),
+        _ => None,
+    }
+}
+
+/// The system bot with this email (emails compare case-insensitively).
+pub fn system_bot_by_email(email: &str) -> Option<&'static User> {
+    system_bots()
+        .into_iter()
+        .find(|b| b.delivery_email.eq_ignore_ascii_case(email))
+}
+
+/// The system bots, as `/register` lists them in `cross_realm_bots`
+/// (`get_cross_realm_dicts` sorts them by full name).
+pub fn system_bots() -> [&'static User; 2] {
+    [&NOTIFICATION_BOT, &WELCOME_BOT]
 }
 
 /// A move of messages, as `do_update_message` sees it when it notifies.
@@ -265,8 +303,15 @@ pub fn is_resolve_notice(m: &Message) -> bool {
 impl Realm {
     /// The account that sent a message: a user of the realm, or a system bot.
     pub fn message_sender(&self, id: UserId) -> Option<&User> {
-        self.user(id)
-            .or_else(|| is_system_bot(id).then_some(&*NOTIFICATION_BOT))
+        self.user(id).or_else(|| system_bot(id))
+    }
+
+    /// A user by API email, or a system bot by its email (Zulip's
+    /// `get_user_by_delivery_email` with cross-realm bots, as narrows and direct
+    /// messages look them up).
+    pub fn user_or_system_bot_by_email(&self, email: &str) -> Option<&User> {
+        self.user_by_api_email(email)
+            .or_else(|| system_bot_by_email(email))
     }
 
     /// The Notification Bot's messages about a move by `me`, in Zulip's order and with

@@ -282,14 +282,14 @@ impl Realm {
     /// exists (deactivated ones included).
     pub fn lookup_direct_recipients(&self, ids: &[i64], emails: &[String]) -> ApiResult<()> {
         for email in emails {
-            if self.user_by_api_email(email.trim()).is_none() {
+            if self.user_or_system_bot_by_email(email.trim()).is_none() {
                 return Err(ApiError::bad_request(format!("Invalid email '{email}'")));
             }
         }
         for id in ids {
             if u64::try_from(*id)
                 .ok()
-                .and_then(|id| self.user(id))
+                .and_then(|id| self.message_sender(id))
                 .is_none()
             {
                 return Err(ApiError::bad_request(format!("Invalid user ID {id}")));
@@ -309,7 +309,7 @@ impl Realm {
         for id in ids {
             let user = u64::try_from(*id)
                 .ok()
-                .and_then(|id| self.user(id))
+                .and_then(|id| self.message_sender(id))
                 .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID {id}")))?;
             if !user.is_active {
                 return Err(ApiError::bad_request(format!(
@@ -321,7 +321,7 @@ impl Realm {
         }
         for email in emails {
             let user = self
-                .user_by_api_email(email.trim())
+                .user_or_system_bot_by_email(email.trim())
                 .ok_or_else(|| ApiError::bad_request(format!("Invalid email '{email}'")))?;
             if !user.is_active {
                 return Err(ApiError::bad_request(format!(

@@ -104,6 +104,9 @@ pub const FULL_MEMBERS: i64 = 5;
 pub const MEMBERS: i64 = 6;
 pub const EVERYONE: i64 = 7;
 pub const INTERNET: i64 = 8;
+/// The development realm's one named group, "hamletcharacters" (cordelia and hamlet);
+/// groups a test creates get ids after it.
+pub const HAMLET_CHARACTERS: i64 = 9;
 
 /// Where a `ManualClock` starts, in milliseconds (`ManualClock::new(START_MS)`).
 pub const START_MS: i64 = 1_800_000_000_000;
@@ -952,6 +955,9 @@ pub fn hearth_at(program: &Path) -> std::process::Command {
     }
     // Tests run in parallel: the default metrics port would be taken by the first one.
     cmd.env("HEARTH_METRICS_BIND", "off");
+    // A development realm without its message history, as in-process tests have it
+    // (`ServeConfig::for_tests`); a test that wants the history sets it to false.
+    cmd.env("HEARTH_DEV_WITHOUT_HISTORY", "true");
     cmd.stdin(std::process::Stdio::null());
     cmd
 }
