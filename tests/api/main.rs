@@ -26,6 +26,7 @@ mod message_rules;
 mod messages;
 mod metrics;
 mod navigation;
+mod openapi_walk;
 mod operator;
 mod people;
 mod persistence;
