@@ -28,6 +28,7 @@ mod messages;
 mod metrics;
 mod navigation;
 mod onboarding;
+mod openapi_walk;
 mod operator;
 mod people;
 mod people_state;
