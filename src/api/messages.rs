@@ -26,7 +26,7 @@ use crate::realm::messages::send::{
     normalize_body, normalize_topic, parse_channel_to, parse_direct_to, Addressee,
     MAX_MESSAGE_LENGTH,
 };
-use crate::realm::messages::typing::{TypingRequest, TypingTo};
+use crate::realm::messages::typing::{EditTypingRequest, TypingRequest, TypingTo};
 use crate::realm::messages::MAX_MESSAGES_PER_FETCH;
 use crate::realm::Realm;
 
@@ -628,6 +628,24 @@ pub async fn set_typing_status(req: ApiRequest) -> ApiResponse {
             _ => return Err(ApiError::bad_request("Invalid type")),
         };
         version.typing_event(me, TypingRequest { op, to })
+    })?;
+    req.hub.publish(vec![event]);
+    req.reply(Map::new())
+}
+
+/// # `POST /messages/{message_id}/typing`
+///
+/// Someone starts or stops editing a message: an event only, as `POST /typing`.
+pub async fn set_typing_status_for_edit(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let message_id = path_int("message_id", &path)?;
+    let store = req.message_store().await?;
+    let now = req.now_secs();
+    let event = req.check(|version, me| {
+        let op = req.params.str("op")?;
+        if op != "start" && op != "stop" {
+            return Err(ApiError::bad_request("Invalid op"));
+        }
+        version.typing_edit_event(&store, me, EditTypingRequest { message_id, op }, now)
     })?;
     req.hub.publish(vec![event]);
     req.reply(Map::new())

@@ -157,6 +157,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/user_uploads/{realm_id}/{path:.*}", get => attachments::get_file_temporary_url))
             .service(endpoint!("/attachments", get => attachments::get_attachments))
             .service(endpoint!("/attachments/{attachment_id}", delete => attachments::remove_attachment))
+            // Smaller endpoints: edit typing, topic deletion, reports, playgrounds, calls, push test.
+            .service(endpoint!("/messages/{message_id}/typing", post => messages::set_typing_status_for_edit))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))
@@ -217,6 +219,11 @@ impl ApiRequest {
     /// The realm's URL, as the server serves it.
     pub fn server_url(&self) -> Arc<str> {
         self.server_url.clone()
+    }
+
+    /// The server's time (UNIX seconds), for checks made on this worker.
+    pub fn now_secs(&self) -> i64 {
+        self.clock.now_secs()
     }
 }
 

@@ -1066,6 +1066,16 @@ fn cases() -> Vec<Case> {
             })
             .want(|_, _| invalid_channel()),
     );
+    // Typing while editing othello's message: only he may edit it.
+    c.push(
+        case("POST", "/api/v1/messages/{message_id}/typing")
+            .at(|f, _| format!("/api/v1/messages/{}/typing", f.react_msg))
+            .with(|_, _| p(&[("op", "start")]))
+            .want(|_, w| match w {
+                Guest | Foreign => invalid_message(),
+                _ => bad("You don't have permission to edit this message"),
+            }),
+    );
     c.push(case("GET", "/api/v1/scheduled_messages"));
     c.push(
         case("POST", "/api/v1/scheduled_messages")

@@ -25,6 +25,7 @@ mod message_events;
 mod message_rules;
 mod messages;
 mod metrics;
+mod misc_endpoints;
 mod navigation;
 mod operator;
 mod people;
