@@ -15,6 +15,7 @@ use crate::realm::channels::{
     UpdateChannel, UpdateFolder,
 };
 use crate::realm::groups::SettingValue;
+use crate::realm::messages::edit::{DeleteTopic, DELETE_TOPIC_BATCH};
 use crate::realm::topics_policy::TopicsPolicy;
 use crate::realm::{Realm, User, UserId};
 
@@ -468,4 +469,30 @@ pub async fn update_channel_folder(req: ApiRequest, path: web::Path<String>) -> 
     )
     .await?;
     req.reply(Map::new())
+}
+
+/// # `POST /streams/{stream_id}/delete_topic`
+///
+/// One batch of the topic's messages per request; `complete: false` while more remain.
+pub async fn delete_topic(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    req.message_store().await?;
+    let complete = req
+        .write(
+            |realm, me, p| {
+                realm.require_admin(me)?;
+                let stream_id = path_int("stream_id", &path)?;
+                let mut topic = p.str("topic_name")?;
+                if topic == realm.settings.empty_topic_display_name {
+                    topic.clear();
+                }
+                Ok(DeleteTopic {
+                    stream_id,
+                    topic,
+                    batch: DELETE_TOPIC_BATCH,
+                })
+            },
+            Realm::decide_delete_topic,
+        )
+        .await?;
+    req.reply(one("complete", complete.into()))
 }

@@ -159,6 +159,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/attachments/{attachment_id}", delete => attachments::remove_attachment))
             // Smaller endpoints: edit typing, topic deletion, reports, playgrounds, calls, push test.
             .service(endpoint!("/messages/{message_id}/typing", post => messages::set_typing_status_for_edit))
+            .service(endpoint!("/streams/{stream_id}/delete_topic", post => channels::delete_topic))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))

@@ -1076,6 +1076,17 @@ fn cases() -> Vec<Case> {
                 _ => bad("You don't have permission to edit this message"),
             }),
     );
+    // A topic with no messages: deleting it completes at once.
+    c.push(
+        case("POST", "/api/v1/streams/{stream_id}/delete_topic")
+            .at(|f, _| format!("/api/v1/streams/{}/delete_topic", f.verona))
+            .with(|_, _| p(&[("topic_name", "authz nothing here")]))
+            .want(|_, w| match w {
+                Admin | Owner => ok_with("/complete", json!(true)),
+                Foreign => invalid_channel(),
+                _ => not_admin(),
+            }),
+    );
     c.push(case("GET", "/api/v1/scheduled_messages"));
     c.push(
         case("POST", "/api/v1/scheduled_messages")
