@@ -9,10 +9,10 @@ use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::channels::{
-    parse_message_retention_days, require_non_guest, ArchiveChannel, ChannelPatch, ChannelSetting,
-    ChannelSpec, CreateChannel, CreateFolder, DefaultChannel, Principal, ReorderFolders,
-    StreamFilter, SubscribeItem, SubscribeRequest, SubscriptionProperties, Unsubscribe,
-    UpdateChannel, UpdateFolder,
+    is_hex_color, parse_message_retention_days, require_non_guest, ArchiveChannel, ChannelPatch,
+    ChannelSetting, ChannelSpec, CreateChannel, CreateFolder, DefaultChannel, Principal,
+    ReorderFolders, StreamFilter, SubscribeItem, SubscribeRequest, SubscriptionProperties,
+    Unsubscribe, UpdateChannel, UpdateFolder, UpdateSubscriptions,
 };
 use crate::realm::groups::SettingValue;
 use crate::realm::messages::edit::{DeleteTopic, DELETE_TOPIC_BATCH};
@@ -132,30 +132,35 @@ pub async fn create_channel(req: ApiRequest) -> ApiResponse {
 
 /// Parses `subscriptions` of `POST /users/me/subscriptions`.
 fn subscribe_items(p: &Params) -> ApiResult<Vec<SubscribeItem>> {
-    let v = p
-        .opt_json("subscriptions")?
-        .ok_or_else(|| ApiError::missing("subscriptions"))?;
+    subscribe_list(p, "subscriptions")?.ok_or_else(|| ApiError::missing("subscriptions"))
+}
+
+/// A JSON list of `{name, description?, color?}` objects under `key`, if given.
+fn subscribe_list(p: &Params, key: &str) -> ApiResult<Option<Vec<SubscribeItem>>> {
+    let Some(v) = p.opt_json(key)? else {
+        return Ok(None);
+    };
     let list = v
         .as_array()
-        .ok_or_else(|| ApiError::bad_request("subscriptions is not a list"))?;
+        .ok_or_else(|| ApiError::bad_request(format!("{key} is not a list")))?;
     list.iter()
         .enumerate()
         .map(|(i, item)| {
-            let obj = item.as_object().ok_or_else(|| {
-                ApiError::bad_request(format!("subscriptions[{i}] is not a dict"))
-            })?;
+            let obj = item
+                .as_object()
+                .ok_or_else(|| ApiError::bad_request(format!("{key}[{i}] is not a dict")))?;
             let string = |k: &str| -> ApiResult<Option<String>> {
                 match obj.get(k) {
                     None => Ok(None),
                     Some(Value::String(s)) => Ok(Some(s.clone())),
                     Some(_) => Err(ApiError::bad_request(format!(
-                        "subscriptions[{i}][\"{k}\"] is not a string"
+                        "{key}[{i}][\"{k}\"] is not a string"
                     ))),
                 }
             };
             let name = string("name")?.ok_or_else(|| {
                 ApiError::bad_request(format!(
-                    "subscriptions[{i}][\"name\"] field is missing: Field required"
+                    "{key}[{i}][\"name\"] field is missing: Field required"
                 ))
             })?;
             Ok(SubscribeItem {
@@ -164,7 +169,8 @@ fn subscribe_items(p: &Params) -> ApiResult<Vec<SubscribeItem>> {
                 color: string("color")?,
             })
         })
-        .collect()
+        .collect::<ApiResult<Vec<_>>>()
+        .map(Some)
 }
 
 /// # `POST /users/me/subscriptions`
@@ -204,6 +210,48 @@ pub async fn subscribe(req: ApiRequest) -> ApiResponse {
     if !out.unauthorized.is_empty() {
         body.insert("unauthorized".into(), json!(out.unauthorized));
     }
+    req.reply(body)
+}
+
+/// # `PATCH /users/me/subscriptions`
+///
+/// Joins (`add`) and leaves (`delete`) channels in one request; the answer holds both
+/// halves' keys.
+pub async fn update_subscriptions(req: ApiRequest) -> ApiResponse {
+    let out = req
+        .write(
+            |_, _, p| {
+                let add = subscribe_list(p, "add")?.unwrap_or_default();
+                // `AddSubscriptionData`: `check_color("add.color", ...)`.
+                if add
+                    .iter()
+                    .any(|i| i.color.as_deref().is_some_and(|c| !is_hex_color(c)))
+                {
+                    return Err(ApiError::bad_request(
+                        "add.color is not a valid hex color code",
+                    ));
+                }
+                let delete = p.opt_str_list("delete")?.unwrap_or_default();
+                Ok(UpdateSubscriptions { add, delete })
+            },
+            Realm::decide_update_subscriptions,
+        )
+        .await?;
+    let by_user = |m: &BTreeMap<UserId, Vec<String>>| {
+        Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect::<Map<String, Value>>(),
+        )
+    };
+    let mut body = Map::new();
+    body.insert("subscribed".into(), by_user(&out.added.subscribed));
+    body.insert(
+        "already_subscribed".into(),
+        by_user(&out.added.already_subscribed),
+    );
+    body.insert("removed".into(), json!(out.removed.removed));
+    body.insert("not_removed".into(), json!(out.removed.not_removed));
     req.reply(body)
 }
 

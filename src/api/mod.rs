@@ -93,7 +93,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/fetch_api_key", post => server::fetch_api_key))
             .service(endpoint!("/users/me", get => users::get_own_user, delete => lifecycle::deactivate_own_user))
             .service(endpoint!("/users", get => users::get_users, post => users::create_user))
-            .service(endpoint!("/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, delete => channels::unsubscribe))
+            .service(endpoint!("/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, patch => channels::update_subscriptions, delete => channels::unsubscribe))
             .service(endpoint!("/users/me/subscriptions/properties", post => channels::update_subscription_properties))
             .service(endpoint!("/users/me/apns_device_token", post => push::add_apns_device_token, delete => push::remove_apns_device_token))
             .service(endpoint!("/users/me/android_gcm_reg_id", post => push::add_android_reg_id, delete => push::remove_android_reg_id))

@@ -1087,6 +1087,29 @@ fn cases() -> Vec<Case> {
                 _ => not_admin(),
             }),
     );
+    // Each caller joins a channel of its own, created for it, and leaves it again; the
+    // other realm's owner only leaves (creating a channel there would give it ids that
+    // later cases expect to name nothing).
+    c.push(
+        case("PATCH", "/api/v1/users/me/subscriptions")
+            .with(|_, w| {
+                let name = format!("authz bulk {}", w.label());
+                let mut params = vec![("delete", json!([name]).to_string())];
+                if w != Foreign {
+                    params.push(("add", json!([{ "name": name }]).to_string()));
+                }
+                params
+            })
+            .want(|_, w| match w {
+                Guest => no_guests(),
+                Foreign => err(
+                    400,
+                    "STREAM_DOES_NOT_EXIST",
+                    "Channel 'authz bulk foreign' does not exist",
+                ),
+                _ => ok_with("/removed", json!([format!("authz bulk {}", w.label())])),
+            }),
+    );
     c.push(case("GET", "/api/v1/scheduled_messages"));
     c.push(
         case("POST", "/api/v1/scheduled_messages")

@@ -612,3 +612,207 @@ async fn a_deleted_topic_stays_deleted_after_kill_9() {
         .await;
     assert_eq!(found["messages"], json!([]));
 }
+
+// ---- PATCH /users/me/subscriptions -----------------------------------------------------
+
+/// The names of `who`'s subscriptions.
+async fn subscribed_names(app: &TestApp, who: &str) -> Vec<String> {
+    let body = app
+        .ok("GET", "/api/v1/users/me/subscriptions", who, &[])
+        .await;
+    let mut out = names(&body["subscriptions"]);
+    out.sort();
+    out
+}
+
+#[actix_web::test]
+async fn bulk_subscription_update_refusals() {
+    let app = TestApp::spawn().await;
+    let before = subscribed_names(&app, HAMLET).await;
+    let path = "/api/v1/users/me/subscriptions";
+    let nothing = "Nothing to do. Specify at least one of \"add\" or \"delete\".";
+    run_cases(
+        &app,
+        "PATCH",
+        path,
+        &[
+            bad(HAMLET, p(&[]), nothing),
+            bad(HAMLET, p(&[("add", "[]"), ("delete", "[]")]), nothing),
+            bad(HAMLET, p(&[("add", "{}")]), "add is not a list"),
+            bad(HAMLET, p(&[("add", "[1]")]), "add[0] is not a dict"),
+            bad(
+                HAMLET,
+                p(&[("add", r##"[{"color": "#ffffff"}]"##)]),
+                "add[0][\"name\"] field is missing: Field required",
+            ),
+            bad(
+                HAMLET,
+                p(&[("add", r#"[{"name": "Verona", "color": "blue"}]"#)]),
+                "add.color is not a valid hex color code",
+            ),
+            bad(
+                HAMLET,
+                p(&[("delete", "\"Verona\"")]),
+                "delete is not a list",
+            ),
+            bad(HAMLET, p(&[("delete", "[1]")]), "delete[0] is not a string"),
+            // Guests: refused by the addition, even with nothing to add.
+            bad(
+                POLONIUS,
+                p(&[("delete", r#"["Verona"]"#)]),
+                "Not allowed for guest users",
+            ),
+            // One transaction: a bad removal undoes the addition.
+            coded(
+                HAMLET,
+                p(&[
+                    ("add", r#"[{"name": "bulk fresh"}]"#),
+                    ("delete", r#"["no such channel"]"#),
+                ]),
+                "STREAM_DOES_NOT_EXIST",
+                "Channel 'no such channel' does not exist",
+            )
+            .with_fields(json!({"stream": "no such channel"})),
+            bad(
+                HAMLET,
+                p(&[("add", r#"[{"name": "Verona"}]"#), ("delete", r#"[""]"#)]),
+                "Channel name can't be empty.",
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(subscribed_names(&app, HAMLET).await, before);
+    let all = app
+        .ok("GET", "/api/v1/streams", IAGO, &[("include_all", "true")])
+        .await;
+    assert!(!names(&all["streams"]).contains(&"bulk fresh".to_owned()));
+}
+
+#[actix_web::test]
+async fn bulk_subscription_update_adds_then_removes() {
+    let mut app = TestApp::spawn().await;
+    let before = subscribed_names(&app, HAMLET).await;
+    assert!(before.contains(&"Verona".to_owned()) && before.contains(&"design".to_owned()));
+    assert!(!before.contains(&"Rome".to_owned()));
+    let queue = app
+        .register(HAMLET, &[("event_types", r#"["subscription"]"#)])
+        .await;
+    let path = "/api/v1/users/me/subscriptions";
+    let hamlet = HAMLET_ID.to_string();
+    // Joins a new channel and Verona (already), leaves design, a channel it has just
+    // created (joined, then left), and one it is not in.
+    let leave_unjoined = "Rome";
+    let body = app
+        .ok(
+            "PATCH",
+            path,
+            HAMLET,
+            &[
+                (
+                    "add",
+                    r##"[{"name": "bulk new", "color": "#abcdef"}, {"name": "Verona"},
+                         {"name": "bulk brief", "description": "here and gone"}]"##,
+                ),
+                (
+                    "delete",
+                    &json!(["design", "bulk brief", leave_unjoined]).to_string(),
+                ),
+            ],
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"result": "success", "msg": "",
+               "subscribed": {hamlet.clone(): ["bulk new", "bulk brief"]},
+               "already_subscribed": {hamlet: ["Verona"]},
+               "removed": ["design", "bulk brief"],
+               "not_removed": [leave_unjoined]})
+    );
+    let mut want: Vec<String> = before
+        .iter()
+        .filter(|n| *n != "design")
+        .cloned()
+        .chain(["bulk new".to_owned()])
+        .collect();
+    want.sort();
+    assert_eq!(subscribed_names(&app, HAMLET).await, want);
+    // The channel created and left still exists.
+    let all = app
+        .ok("GET", "/api/v1/streams", IAGO, &[("include_all", "true")])
+        .await;
+    assert!(names(&all["streams"]).contains(&"bulk brief".to_owned()));
+    let events = app.events(HAMLET, &queue).await;
+    let ops: Vec<(String, Vec<String>)> = events
+        .iter()
+        .map(|e| {
+            let subs = e["subscriptions"].as_array().unwrap();
+            let names = subs
+                .iter()
+                .map(|s| {
+                    s.get("name")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| s["stream_id"].to_string())
+                })
+                .collect();
+            (e["op"].as_str().unwrap().to_owned(), names)
+        })
+        .collect();
+    assert_eq!(ops[0].0, "add");
+    assert_eq!(ops[0].1, vec!["bulk new", "bulk brief"]);
+    assert_eq!(ops[1].0, "remove");
+    assert_eq!(ops[1].1.len(), 2);
+    // The color asked for.
+    let subs = app
+        .ok("GET", "/api/v1/users/me/subscriptions", HAMLET, &[])
+        .await;
+    let new = subs["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "bulk new")
+        .unwrap()
+        .clone();
+    assert_eq!(new["color"], "#abcdef");
+    // `/register` agrees, after a restart too.
+    let reg = app
+        .ok(
+            "POST",
+            "/api/v1/register",
+            HAMLET,
+            &[("fetch_event_types", r#"["subscription"]"#)],
+        )
+        .await;
+    let mut registered = names(&reg["subscriptions"]);
+    registered.sort();
+    assert_eq!(registered, want);
+    app.restart().await;
+    assert_eq!(subscribed_names(&app, HAMLET).await, want);
+}
+
+#[actix_web::test]
+async fn a_bulk_subscription_update_survives_kill_9() {
+    let mut server = Crashable::start();
+    server
+        .ok(
+            "PATCH",
+            "/api/v1/users/me/subscriptions",
+            HAMLET,
+            &[
+                ("add", r#"[{"name": "kept after the crash"}]"#),
+                ("delete", r#"["design"]"#),
+            ],
+        )
+        .await;
+    server.kill_9_and_restart();
+    let body = server
+        .ok("GET", "/api/v1/users/me/subscriptions", HAMLET, &[])
+        .await;
+    let names = names(&body["subscriptions"]);
+    assert!(
+        names.contains(&"kept after the crash".to_owned()),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"design".to_owned()), "{names:?}");
+    assert!(names.contains(&"Verona".to_owned()), "{names:?}");
+}

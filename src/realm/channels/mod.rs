@@ -539,6 +539,21 @@ pub struct Unsubscribed {
     pub not_removed: Vec<String>,
 }
 
+/// `PATCH /users/me/subscriptions`: channels to join (created when missing) and
+/// channel names to leave, for the caller.
+#[derive(Debug, Clone)]
+pub struct UpdateSubscriptions {
+    pub add: Vec<SubscribeItem>,
+    pub delete: Vec<String>,
+}
+
+/// The answer of `PATCH /users/me/subscriptions`: both halves' answers.
+#[derive(Debug, Default)]
+pub struct UpdatedSubscriptions {
+    pub added: SubscribeOutcome,
+    pub removed: Unsubscribed,
+}
+
 /// `POST /users/me/subscriptions/properties`: `(stream_id, property)`, in order.
 #[derive(Debug, Clone)]
 pub struct SubscriptionProperties {
