@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
+use crate::realm::channels::email::ChannelEmailRequest;
 use crate::realm::channels::{
     is_hex_color, parse_message_retention_days, require_non_guest, ArchiveChannel, ChannelPatch,
     ChannelSetting, ChannelSpec, CreateChannel, CreateFolder, DefaultChannel, Principal,
@@ -543,4 +544,55 @@ pub async fn delete_topic(req: ApiRequest, path: web::Path<String>) -> ApiRespon
         )
         .await?;
     req.reply(one("complete", complete.into()))
+}
+
+/// # `GET /users/{user_id}/channels`
+///
+/// The ids of the channels a user is subscribed to whose subscribers the caller may
+/// see (feature level 440).
+pub async fn get_user_channels(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let raw = path.into_inner();
+    // Zulip's route takes digits only (`<int:user_id>`).
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(super::error::not_found_error());
+    }
+    let user_id = raw.parse::<i64>().unwrap_or(-1);
+    req.read(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let ids = c.realm.view_user_channels(me, user_id)?;
+        Ok(Outcome::read(one("subscribed_channel_ids", json!(ids))))
+    })
+    .await
+    .map(success)
+}
+
+/// # `GET /streams/{stream_id}/email_address`
+///
+/// The channel's address at the email gateway, in Zulip's format at the realm's host.
+/// hearth has no email gateway: mail sent there reaches nothing.
+pub async fn get_stream_email_address(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let stream_id = stream_id_path(&path.into_inner())?;
+    let server_url = req.server_url();
+    let email = req
+        .write(
+            |realm, _, p| {
+                let url = realm.url(&server_url);
+                let host = url
+                    .split("://")
+                    .nth(1)
+                    .unwrap_or(url)
+                    .split(['/', ':'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                Ok(ChannelEmailRequest {
+                    stream_id,
+                    sender_id: p.opt_int("sender_id")?,
+                    host,
+                })
+            },
+            Realm::decide_channel_email,
+        )
+        .await?;
+    req.reply(one("email", json!(email)))
 }

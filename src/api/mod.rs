@@ -102,7 +102,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/users/me/presence", post => presence::update_presence))
             .service(endpoint!("/users/me/status", post => status::update_status))
             .service(endpoint!("/users/{user_id_or_email}/presence", get => presence::get_user_presence))
-            .service(endpoint!("/users/{user_id}/status", get => status::get_user_status))
+            .service(endpoint!("/users/{user_id}/status", get => status::get_user_status, post => status::update_user_status_admin))
             .service(endpoint!("/realm/presence", get => presence::get_realm_presence))
             .service(endpoint!("/realm/emoji", get => emoji::get_realm_emoji))
             .service(endpoint!("/realm/emoji/{emoji_name:.+}", post => emoji::upload_emoji, delete => emoji::deactivate_emoji))
@@ -160,6 +160,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             // Smaller endpoints: edit typing, topic deletion, reports, playgrounds, calls, push test.
             .service(endpoint!("/messages/{message_id}/typing", post => messages::set_typing_status_for_edit))
             .service(endpoint!("/streams/{stream_id}/delete_topic", post => channels::delete_topic))
+            .service(endpoint!("/users/{user_id}/channels", get => channels::get_user_channels))
+            .service(endpoint!("/bots/{bot_id}/api_key", get => bots::get_bot_api_key))
+            .service(endpoint!("/streams/{stream_id}/email_address", get => channels::get_stream_email_address))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))

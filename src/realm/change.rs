@@ -205,6 +205,11 @@ pub enum ChannelChange {
     },
     /// Channel folders were reordered; `order` is the list as the client sent it.
     ChannelFoldersReordered { order: Vec<i64> },
+    /// A channel's email-gateway token was made for a creator and sender.
+    EmailTokenCreated {
+        key: super::channels::email::EmailTokenKey,
+        token: String,
+    },
 }
 
 /// Everything a new account holds when it is created.

@@ -711,6 +711,8 @@ impl Realm {
                     Audience::users(self.active_users(false)),
                 ));
             }
+            // Zulip sends no event for a channel's email token.
+            ChannelChange::EmailTokenCreated { .. } => {}
         }
         out
     }

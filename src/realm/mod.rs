@@ -251,6 +251,9 @@ pub struct Realm {
     /// (description, message policies); Zulip's defaults until changed.
     #[serde(default)]
     pub properties: settings::RealmProperties,
+    /// Channels' email-gateway tokens (`GET /streams/{id}/email_address`).
+    #[serde(default)]
+    pub channel_email_tokens: channels::email::EmailTokens,
 }
 
 impl Realm {
@@ -293,6 +296,7 @@ impl Realm {
             status: status::StatusState::default(),
             emoji: emoji::EmojiState::default(),
             properties: settings::RealmProperties::default(),
+            channel_email_tokens: Default::default(),
         }
     }
 

@@ -1110,6 +1110,44 @@ fn cases() -> Vec<Case> {
                 _ => ok_with("/removed", json!([format!("authz bulk {}", w.label())])),
             }),
     );
+    c.push(
+        case("GET", "/api/v1/users/{user_id}/channels")
+            .at(|f, _| format!("/api/v1/users/{}/channels", f.othello))
+            .want(|_, w| match w {
+                Foreign => no_such_user(),
+                _ => ok(),
+            }),
+    );
+    // The bot's key: its owner and the administrators (`access_bot_by_id`).
+    c.push(
+        case("GET", "/api/v1/bots/{bot_id}/api_key")
+            .at(|f, _| format!("/api/v1/bots/{}/api_key", f.bot))
+            .want(|_, w| match w {
+                Admin | Owner | BotOwner => ok(),
+                Foreign => bad("No such bot"),
+                _ => insufficient(),
+            }),
+    );
+    // Othello's status: administrators only (`access_user_by_id(for_admin=True)`).
+    c.push(
+        case("POST", "/api/v1/users/{user_id}/status")
+            .at(|f, _| format!("/api/v1/users/{}/status", f.othello))
+            .with(|_, w| vec![("status_text", format!("set by {}", w.label()))])
+            .want(|_, w| match w {
+                Admin | Owner => ok(),
+                Foreign => no_such_user(),
+                _ => insufficient(),
+            })
+            .probe(|f, _| (IAGO, format!("/api/v1/users/{}/status", f.othello))),
+    );
+    c.push(
+        case("GET", "/api/v1/streams/{stream_id}/email_address")
+            .at(|f, _| format!("/api/v1/streams/{}/email_address", f.verona))
+            .want(|_, w| match w {
+                Foreign => invalid_channel(),
+                _ => ok(),
+            }),
+    );
     c.push(case("GET", "/api/v1/scheduled_messages"));
     c.push(
         case("POST", "/api/v1/scheduled_messages")

@@ -816,3 +816,392 @@ async fn a_bulk_subscription_update_survives_kill_9() {
     assert!(!names.contains(&"design".to_owned()), "{names:?}");
     assert!(names.contains(&"Verona".to_owned()), "{names:?}");
 }
+
+// ---- GET /users/{user_id}/channels -----------------------------------------------------
+
+async fn create_channel(
+    app: &TestApp,
+    who: &str,
+    name: &str,
+    members: &[i64],
+    private: bool,
+) -> i64 {
+    app.ok(
+        "POST",
+        "/api/v1/channels/create",
+        who,
+        &[
+            ("name", name),
+            ("subscribers", &json!(members).to_string()),
+            ("invite_only", if private { "true" } else { "false" }),
+        ],
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap()
+}
+
+async fn new_bot(app: &TestApp, owner: &str, name: &str) -> (i64, String) {
+    let body = app
+        .ok(
+            "POST",
+            "/api/v1/bots",
+            owner,
+            &[
+                ("full_name", name),
+                ("short_name", &name.to_lowercase().replace(' ', "-")),
+            ],
+        )
+        .await;
+    (
+        body["user_id"].as_i64().unwrap(),
+        body["api_key"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[actix_web::test]
+async fn a_users_channels_as_the_caller_may_see_them() {
+    let app = TestApp::spawn().await;
+    let public = create_channel(&app, OTHELLO, "othello public", &[OTHELLO_ID], false).await;
+    let private = create_channel(&app, OTHELLO, "othello private", &[OTHELLO_ID], true).await;
+    let gone = create_channel(&app, OTHELLO, "othello archived", &[OTHELLO_ID], false).await;
+    app.ok("DELETE", &format!("/api/v1/streams/{gone}"), IAGO, &[])
+        .await;
+    let own = app
+        .ok("GET", "/api/v1/users/me/subscriptions", OTHELLO, &[])
+        .await;
+    let mut all: Vec<i64> = own["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stream_id"].as_i64().unwrap())
+        .collect();
+    all.sort();
+    // Archived channels keep their subscriptions.
+    assert!(all.contains(&public) && all.contains(&private) && all.contains(&gone));
+    let path = format!("/api/v1/users/{OTHELLO_ID}/channels");
+    let without_private: Vec<i64> = all.iter().copied().filter(|c| *c != private).collect();
+    run_cases(
+        &app,
+        "GET",
+        &path,
+        &[
+            // Himself and administrators: every channel; others not the private one.
+            ok(OTHELLO, p(&[]), json!({"subscribed_channel_ids": all})),
+            ok(IAGO, p(&[]), json!({"subscribed_channel_ids": all})),
+            ok(
+                HAMLET,
+                p(&[]),
+                json!({"subscribed_channel_ids": without_private}),
+            ),
+        ],
+    )
+    .await;
+    // A guest sees the subscribers of the channels it is in only (and web-public ones).
+    let guest = app.ok("GET", &path, POLONIUS, &[]).await;
+    let guest_sees = guest["subscribed_channel_ids"].as_array().unwrap();
+    assert!(!guest_sees.contains(&json!(public)) && !guest_sees.contains(&json!(private)));
+    // Bots have channels too (feature level 458).
+    let (bot, _) = new_bot(&app, HAMLET, "Channel Bot").await;
+    app.ok(
+        "POST",
+        "/api/v1/users/me/subscriptions",
+        HAMLET,
+        &[
+            ("subscriptions", r#"[{"name": "Verona"}]"#),
+            ("principals", &json!([bot]).to_string()),
+        ],
+    )
+    .await;
+    let verona = app.stream_id("Verona").await;
+    run_cases(
+        &app,
+        "GET",
+        &format!("/api/v1/users/{bot}/channels"),
+        &[ok(
+            HAMLET,
+            p(&[]),
+            json!({"subscribed_channel_ids": [verona]}),
+        )],
+    )
+    .await;
+    run_cases(
+        &app,
+        "GET",
+        "/api/v1/users/99999/channels",
+        &[bad(HAMLET, p(&[]), "No such user")],
+    )
+    .await;
+    let (status, _) = app
+        .call("GET", "/api/v1/users/me/channels", HAMLET, &[])
+        .await;
+    assert_eq!(status, 404);
+}
+
+// ---- GET /bots/{bot_id}/api_key ---------------------------------------------------------
+
+#[actix_web::test]
+async fn a_bots_api_key_for_its_owner_and_administrators() {
+    let app = TestApp::spawn().await;
+    let (bot, key) = new_bot(&app, HAMLET, "Key Bot").await;
+    let path = format!("/api/v1/bots/{bot}/api_key");
+    run_cases(
+        &app,
+        "GET",
+        &path,
+        &[
+            ok(HAMLET, p(&[]), json!({"api_key": key})),
+            ok(IAGO, p(&[]), json!({"api_key": key})),
+            ok(DESDEMONA, p(&[]), json!({"api_key": key})),
+            bad(OTHELLO, p(&[]), "Insufficient permission"),
+            bad(POLONIUS, p(&[]), "Insufficient permission"),
+        ],
+    )
+    .await;
+    // Not a bot, no such user.
+    for id in [HAMLET_ID, 99_999] {
+        run_cases(
+            &app,
+            "GET",
+            &format!("/api/v1/bots/{id}/api_key"),
+            &[bad(IAGO, p(&[]), "No such bot")],
+        )
+        .await;
+    }
+}
+
+// ---- POST /users/{user_id}/status -------------------------------------------------------
+
+#[actix_web::test]
+async fn administrators_set_another_users_status() {
+    let mut app = TestApp::spawn().await;
+    let path = format!("/api/v1/users/{HAMLET_ID}/status");
+    let (bot, _) = new_bot(&app, HAMLET, "Status Bot").await;
+    let queue = app
+        .register(OTHELLO, &[("event_types", r#"["user_status"]"#)])
+        .await;
+    run_cases(
+        &app,
+        "POST",
+        &path,
+        &[
+            // `access_user_by_id(for_admin=True)`: administrators only, not even oneself.
+            bad(
+                HAMLET,
+                p(&[("status_text", "mine")]),
+                "Insufficient permission",
+            ),
+            bad(
+                OTHELLO,
+                p(&[("status_text", "his")]),
+                "Insufficient permission",
+            ),
+            bad(IAGO, p(&[]), "Client did not pass any new values."),
+            // `away` is not a parameter here.
+            bad(
+                IAGO,
+                p(&[("away", "true")]),
+                "Client did not pass any new values.",
+            ),
+            bad(
+                IAGO,
+                p(&[("status_text", &"x".repeat(61))]),
+                "status_text is too long (limit: 60 characters)",
+            ),
+            bad(
+                IAGO,
+                p(&[("status_text", "x"), ("emoji_code", "1f697")]),
+                "Client must pass emoji_name if they pass either emoji_code or reaction_type.",
+            ),
+            ok(
+                IAGO,
+                p(&[("status_text", " on leave "), ("emoji_name", "car")]),
+                json!({}),
+            ),
+        ],
+    )
+    .await;
+    // Bots have no status; unknown users.
+    run_cases(
+        &app,
+        "POST",
+        &format!("/api/v1/users/{bot}/status"),
+        &[bad(IAGO, p(&[("status_text", "x")]), "No such user")],
+    )
+    .await;
+    run_cases(
+        &app,
+        "POST",
+        "/api/v1/users/99999/status",
+        &[bad(IAGO, p(&[("status_text", "x")]), "No such user")],
+    )
+    .await;
+    let want = json!({"status_text": "on leave", "emoji_name": "car",
+                      "emoji_code": "1f697", "reaction_type": "unicode_emoji"});
+    let events = without_ids(app.events(OTHELLO, &queue).await);
+    let mut event = want.clone();
+    event["type"] = json!("user_status");
+    event["user_id"] = json!(HAMLET_ID);
+    assert_eq!(events.len(), 1, "{events:?}");
+    for (k, v) in event.as_object().unwrap() {
+        assert_eq!(&events[0][k], v, "{k} of {events:?}");
+    }
+    let reg = app
+        .ok(
+            "POST",
+            "/api/v1/register",
+            OTHELLO,
+            &[("fetch_event_types", r#"["user_status"]"#)],
+        )
+        .await;
+    assert_eq!(reg["user_status"][HAMLET_ID.to_string()], want);
+    app.restart().await;
+    let got = app.ok("GET", &path, OTHELLO, &[]).await;
+    assert_eq!(got["status"], want);
+}
+
+// ---- GET /streams/{stream_id}/email_address ---------------------------------------------
+
+#[actix_web::test]
+async fn a_channels_email_address() {
+    let mut app = TestApp::spawn().await;
+    let verona = app.stream_id("Verona").await;
+    let path = format!("/api/v1/streams/{verona}/email_address");
+    let first = app.ok("GET", &path, HAMLET, &[]).await;
+    let email = first["email"].as_str().unwrap().to_owned();
+    let (local, host) = email.split_once('@').unwrap();
+    let realm_url = app.ok("GET", "/api/v1/server_settings", HAMLET, &[]).await["realm_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let realm_host = realm_url
+        .split("://")
+        .nth(1)
+        .unwrap()
+        .split([':', '/'])
+        .next()
+        .unwrap();
+    assert_eq!(host, realm_host);
+    let parts: Vec<&str> = local.split('.').collect();
+    assert_eq!(parts.len(), 3, "{email}");
+    assert_eq!(parts[0], "verona");
+    assert_eq!(parts[1].len(), 32);
+    assert!(parts[1]
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert_eq!(parts[2], "show-sender");
+    // The same address each time, for this user and sender; another per sender and user.
+    assert_eq!(app.ok("GET", &path, HAMLET, &[]).await["email"], email);
+    let as_self = app
+        .ok(
+            "GET",
+            &path,
+            HAMLET,
+            &[("sender_id", &HAMLET_ID.to_string())],
+        )
+        .await;
+    assert_ne!(as_self["email"], email);
+    assert_ne!(app.ok("GET", &path, OTHELLO, &[]).await["email"], email);
+    let (bot, _) = new_bot(&app, HAMLET, "Mail Bot").await;
+    let via_bot = app
+        .ok("GET", &path, HAMLET, &[("sender_id", &bot.to_string())])
+        .await;
+    run_cases(
+        &app,
+        "GET",
+        &path,
+        &[
+            bad(
+                OTHELLO,
+                p(&[("sender_id", &bot.to_string())]),
+                "Insufficient permission",
+            ),
+            bad(
+                HAMLET,
+                p(&[("sender_id", &OTHELLO_ID.to_string())]),
+                "No such bot",
+            ),
+            bad(
+                HAMLET,
+                p(&[("sender_id", "x")]),
+                "sender_id is not valid JSON",
+            ),
+        ],
+    )
+    .await;
+    // No content access, no permission to post.
+    let private = create_channel(&app, OTHELLO, "mail private", &[OTHELLO_ID], true).await;
+    run_cases(
+        &app,
+        "GET",
+        &format!("/api/v1/streams/{private}/email_address"),
+        &[bad(HAMLET, p(&[]), "Invalid channel ID")],
+    )
+    .await;
+    let quiet = create_channel(&app, IAGO, "mail quiet", &[IAGO_ID, HAMLET_ID], false).await;
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/streams/{quiet}"),
+        IAGO,
+        &[(
+            "can_send_message_group",
+            &json!({"new": ADMINS}).to_string(),
+        )],
+    )
+    .await;
+    run_cases(
+        &app,
+        "GET",
+        &format!("/api/v1/streams/{quiet}/email_address"),
+        &[bad(
+            HAMLET,
+            p(&[]),
+            "You do not have permission to post in this channel.",
+        )],
+    )
+    .await;
+    // Kept across a restart.
+    app.restart().await;
+    assert_eq!(app.ok("GET", &path, HAMLET, &[]).await["email"], email);
+    assert_eq!(
+        app.ok("GET", &path, HAMLET, &[("sender_id", &bot.to_string())])
+            .await["email"],
+        via_bot["email"]
+    );
+}
+
+#[actix_web::test]
+async fn statuses_and_email_tokens_survive_kill_9() {
+    let mut server = Crashable::start();
+    let verona = server
+        .ok(
+            "GET",
+            "/api/v1/get_stream_id",
+            HAMLET,
+            &[("stream", "Verona")],
+        )
+        .await["stream_id"]
+        .as_i64()
+        .unwrap();
+    let path = format!("/api/v1/streams/{verona}/email_address");
+    let email = server.ok("GET", &path, HAMLET, &[]).await["email"].clone();
+    server
+        .ok(
+            "POST",
+            &format!("/api/v1/users/{HAMLET_ID}/status"),
+            IAGO,
+            &[("status_text", "crashed")],
+        )
+        .await;
+    server.kill_9_and_restart();
+    assert_eq!(server.ok("GET", &path, HAMLET, &[]).await["email"], email);
+    let status = server
+        .ok(
+            "GET",
+            &format!("/api/v1/users/{HAMLET_ID}/status"),
+            OTHELLO,
+            &[],
+        )
+        .await;
+    assert_eq!(status["status"]["status_text"], "crashed");
+}

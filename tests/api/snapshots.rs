@@ -44,8 +44,8 @@
 //! - In bodies, API keys, dates, timestamps, event queue ids, ids, versions and server
 //!   addresses are redacted (`<api_key>`, `<date>`, `<timestamp>`, `<queue_id>`, `<id>`,
 //!   `<version>`, `<url>`); a queue id the body names is also replaced inside messages.
-//!   The random parts of upload paths become `<random>`, temporary-URL tokens `<token>`,
-//!   `create_time` `<timestamp>`.
+//!   The random parts of upload paths become `<random>`, temporary-URL tokens and
+//!   channel email-address tokens `<token>`, `create_time` `<timestamp>`.
 //! - A body that is not JSON (a served file, an HTML error page) is recorded as
 //!   `{"raw_body": "<text>"}`.
 
@@ -332,6 +332,22 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
             Value::Number(_),
         ) => "<timestamp>".into(),
         (Some("queue_id"), Value::String(_)) => "<queue_id>".into(),
+        // A channel's email-gateway address: its random token.
+        (Some("email"), Value::String(s)) if s.contains(".show-sender@") => {
+            let (local, host) = s.split_once('@').unwrap_or((s, ""));
+            let parts: Vec<&str> = local.split('.').collect();
+            let redacted: Vec<&str> = parts
+                .iter()
+                .map(|p| {
+                    if p.len() == 32 && p.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        "<token>"
+                    } else {
+                        p
+                    }
+                })
+                .collect();
+            format!("{}@{host}", redacted.join(".")).into()
+        }
         (Some("create_time"), Value::Number(_)) => "<timestamp>".into(),
         (Some("path_id"), Value::String(s)) => {
             redact_upload_path(s).unwrap_or_else(|| s.clone()).into()

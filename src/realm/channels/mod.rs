@@ -10,6 +10,7 @@
 
 mod access;
 mod apply;
+pub mod email;
 mod folders;
 mod render;
 mod subscriptions;
