@@ -19,6 +19,7 @@ use crate::realm::messages::flags::{parse_flag_op, FlagsRequest};
 use crate::realm::messages::json::MessageView;
 use crate::realm::messages::reactions::ReactionRequest;
 use crate::realm::messages::read::{MarkAllRead, MarkChannelRead, MARK_ALL_BATCH};
+use crate::realm::messages::report::{ReportMessage, MAX_REPORT_DESCRIPTION_LENGTH, REPORT_TYPES};
 use crate::realm::messages::scheduled::{
     is_channel_type, DeleteScheduled, ScheduleEdit, ScheduleRequest,
 };
@@ -648,6 +649,37 @@ pub async fn set_typing_status_for_edit(req: ApiRequest, path: web::Path<String>
         version.typing_edit_event(&store, me, EditTypingRequest { message_id, op }, now)
     })?;
     req.hub.publish(vec![event]);
+    req.reply(Map::new())
+}
+
+/// # `POST /messages/{message_id}/report`
+///
+/// The Notification Bot posts the report to the realm's moderation request channel.
+pub async fn report_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let message_id = path_int("message_id", &path)?;
+    req.message_store().await?;
+    req.write(
+        |_, _, p| {
+            // Zulip's signature order: report_type, then description.
+            let report_type = p.str("report_type")?;
+            if !REPORT_TYPES.iter().any(|(k, _)| *k == report_type) {
+                return Err(ApiError::bad_request("Invalid report_type"));
+            }
+            let description = p.opt_str("description").unwrap_or_default();
+            if description.chars().count() > MAX_REPORT_DESCRIPTION_LENGTH {
+                return Err(ApiError::bad_request(format!(
+                    "description is too long (limit: {MAX_REPORT_DESCRIPTION_LENGTH} characters)"
+                )));
+            }
+            Ok(ReportMessage {
+                message_id,
+                report_type,
+                description,
+            })
+        },
+        Realm::decide_report_message,
+    )
+    .await?;
     req.reply(Map::new())
 }
 

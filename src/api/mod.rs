@@ -163,6 +163,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/users/{user_id}/channels", get => channels::get_user_channels))
             .service(endpoint!("/bots/{bot_id}/api_key", get => bots::get_bot_api_key))
             .service(endpoint!("/streams/{stream_id}/email_address", get => channels::get_stream_email_address))
+            .service(endpoint!("/messages/{message_id}/report", post => messages::report_message))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))

@@ -23,6 +23,7 @@ enum Param {
     Limit(MessageLimit),
     Group(RealmSetting),
     TopicsPolicy,
+    ModerationRequestChannel,
 }
 
 impl Param {
@@ -34,6 +35,7 @@ impl Param {
             Param::Limit(l) => l.name(),
             Param::Group(s) => s.name(),
             Param::TopicsPolicy => "topics_policy",
+            Param::ModerationRequestChannel => "moderation_request_channel_id",
         }
     }
 }
@@ -46,6 +48,7 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
         Param::Description,
         Param::Name,
         Param::TopicsPolicy,
+        Param::ModerationRequestChannel,
     ];
     params.extend(MessageLimit::ALL.map(Param::Limit));
     params.extend(RealmSetting::EDITABLE.map(Param::Group));
@@ -78,6 +81,7 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
                     u.groups.push((s, new, old));
                 }
             }
+            Param::ModerationRequestChannel => u.moderation_request_channel_id = p.opt_int(name)?,
             // A plain string, not JSON (`str` with `parse_enum_from_string_value`).
             Param::TopicsPolicy => {
                 u.topics_policy = p

@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::channels::ChannelId;
 use super::events::{Audience, Event};
 use super::groups::{RealmSetting, SettingValue};
 use super::markdown::render_description;
@@ -48,6 +49,10 @@ pub struct RealmProperties {
     /// The channels' default topics policy (`allow_empty_topic` or
     /// `disable_empty_topic`; `topics_policy`).
     pub topics_policy: TopicsPolicy,
+    /// Where message reports go (`moderation_request_channel_id`; a private channel),
+    /// if anywhere.
+    #[serde(default)]
+    pub moderation_request_channel: Option<ChannelId>,
 }
 
 impl Default for RealmProperties {
@@ -61,6 +66,7 @@ impl Default for RealmProperties {
             move_messages_within_stream_limit_seconds: Some(DEFAULT_MOVE_LIMIT_SECS),
             move_messages_between_streams_limit_seconds: Some(DEFAULT_MOVE_LIMIT_SECS),
             topics_policy: TopicsPolicy::AllowEmptyTopic,
+            moderation_request_channel: None,
         }
     }
 }
@@ -119,8 +125,10 @@ pub enum RealmProperty {
     AllowMessageEditing(bool),
     /// A time limit; `None` is "unlimited".
     Limit(MessageLimit, Option<i64>),
-    /// The realm's topics policy. (Last: WAL records name variants by position.)
+    /// The realm's topics policy. (WAL records name variants by position.)
     TopicsPolicy(TopicsPolicy),
+    /// Where message reports go (`None`: reporting is off).
+    ModerationRequestChannel(Option<ChannelId>),
 }
 
 /// A time-limit parameter as sent (`Json[int | str]`), before Zulip's
@@ -176,6 +184,8 @@ pub struct RealmUpdate {
     pub topics_policy: Option<TopicsPolicy>,
     /// Group settings: `(setting, new, expected old)`.
     pub groups: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
+    /// `moderation_request_channel_id` as given (-1: none).
+    pub moderation_request_channel_id: Option<i64>,
 }
 
 /// One entry of `PATCH /realm`'s answer: a setting it reports, with its new value.
@@ -208,11 +218,17 @@ impl RealmUpdated {
                 RealmProperty::AllowMessageEditing(v) => (*v).into(),
                 RealmProperty::Limit(_, v) => json!(v),
                 RealmProperty::TopicsPolicy(p) => p.value().into(),
+                RealmProperty::ModerationRequestChannel(c) => json!(channel_id_or_none(*c)),
             },
             RealmUpdated::TopicsPolicy(p) => p.value().into(),
             RealmUpdated::Group(_, v) => v.json(),
         }
     }
+}
+
+/// A channel setting's API value: the id, or -1 for none.
+fn channel_id_or_none(c: Option<ChannelId>) -> i64 {
+    c.map_or(-1, |c| c as i64)
 }
 
 /// A string parameter of at most `max` characters (`StringConstraints(max_length)`).
@@ -293,6 +309,30 @@ impl Realm {
                 set(RealmProperty::Limit(*l, *v), &mut data);
             }
         }
+        // Zulip's `update_realm`: a private channel the administrator can access, or
+        // -1 for none; only a change is made and reported.
+        if let Some(id) = u.moderation_request_channel_id {
+            let current = self.properties.moderation_request_channel;
+            if current.map(|c| c as i64) != Some(id) {
+                let new = if id >= 0 {
+                    let ch = self.access_channel(me, id)?;
+                    if ch.is_archived {
+                        return Err(ApiError::bad_request("Invalid channel ID"));
+                    }
+                    if !ch.invite_only {
+                        return Err(ApiError::bad_request(
+                            "Moderation request channel must be private.",
+                        ));
+                    }
+                    Some(ch.id)
+                } else {
+                    None
+                };
+                if new != current {
+                    set(RealmProperty::ModerationRequestChannel(new), &mut data);
+                }
+            }
+        }
         let Decided {
             changes: group_changes,
             answer: group_data,
@@ -313,6 +353,9 @@ impl Realm {
             RealmProperty::AllowMessageEditing(v) => self.properties.allow_message_editing = *v,
             RealmProperty::Limit(l, v) => l.set(&mut self.properties, *v),
             RealmProperty::TopicsPolicy(p) => self.properties.topics_policy = *p,
+            RealmProperty::ModerationRequestChannel(c) => {
+                self.properties.moderation_request_channel = *c
+            }
         }
     }
 
@@ -324,6 +367,7 @@ impl Realm {
             RealmProperty::AllowMessageEditing(v) => json!(v),
             RealmProperty::Limit(_, v) => json!(v),
             RealmProperty::TopicsPolicy(p) => json!(p.name()),
+            RealmProperty::ModerationRequestChannel(c) => json!(channel_id_or_none(*c)),
         };
         let body = match p {
             // `do_set_realm_property` adds the deprecated `mandatory_topics`.
@@ -371,6 +415,10 @@ impl Realm {
             m.insert(format!("realm_{}", l.name()), json!(l.get(p)));
         }
         m.insert("realm_topics_policy".into(), p.topics_policy.name().into());
+        m.insert(
+            "realm_moderation_request_channel_id".into(),
+            json!(channel_id_or_none(p.moderation_request_channel)),
+        );
         // Deprecated since feature level 392, still sent.
         m.insert(
             "realm_mandatory_topics".into(),
@@ -389,6 +437,7 @@ impl RealmProperty {
             RealmProperty::AllowMessageEditing(_) => "allow_message_editing",
             RealmProperty::Limit(l, _) => l.name(),
             RealmProperty::TopicsPolicy(_) => "topics_policy",
+            RealmProperty::ModerationRequestChannel(_) => "moderation_request_channel_id",
         }
     }
 }

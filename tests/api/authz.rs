@@ -1148,6 +1148,14 @@ fn cases() -> Vec<Case> {
                 _ => ok(),
             }),
     );
+    // The matrix's realms have no moderation request channel: refused for every caller,
+    // after the parameters.
+    c.push(
+        case("POST", "/api/v1/messages/{message_id}/report")
+            .at(|f, _| format!("/api/v1/messages/{}/report", f.public_msg))
+            .with(|_, _| p(&[("report_type", "spam")]))
+            .want(|_, _| bad("Message reporting is not enabled in this organization.")),
+    );
     c.push(case("GET", "/api/v1/scheduled_messages"));
     c.push(
         case("POST", "/api/v1/scheduled_messages")

@@ -1205,3 +1205,326 @@ async fn statuses_and_email_tokens_survive_kill_9() {
         .await;
     assert_eq!(status["status"]["status_text"], "crashed");
 }
+
+// ---- POST /messages/{message_id}/report and moderation_request_channel_id ---------------
+
+/// The newest message of a channel's topic as `who` reads it.
+async fn newest_in_topic(app: &TestApp, who: &str, channel: &str, topic: &str) -> Value {
+    let narrow = json!([{"operator": "channel", "operand": channel},
+                        {"operator": "topic", "operand": topic}])
+    .to_string();
+    let body = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            who,
+            &[
+                ("narrow", &narrow),
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("apply_markdown", "false"),
+            ],
+        )
+        .await;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// `realm_moderation_request_channel_id` in hamlet's `/register`.
+async fn moderation_channel(app: &TestApp) -> Value {
+    app.ok(
+        "POST",
+        "/api/v1/register",
+        HAMLET,
+        &[("fetch_event_types", r#"["realm"]"#)],
+    )
+    .await["realm_moderation_request_channel_id"]
+        .clone()
+}
+
+#[actix_web::test]
+async fn the_moderation_request_channel_setting() {
+    let mut app = TestApp::spawn().await;
+    assert_eq!(moderation_channel(&app).await, -1);
+    let private = create_channel(&app, IAGO, "moderators", &[IAGO_ID], true).await;
+    let secret = create_channel(&app, OTHELLO, "not iagos", &[OTHELLO_ID], true).await;
+    let verona = app.stream_id("Verona").await;
+    let queue = app
+        .register(HAMLET, &[("event_types", r#"["realm"]"#)])
+        .await;
+    let set = |id: i64| vec![("moderation_request_channel_id", id.to_string())];
+    run_cases(
+        &app,
+        "PATCH",
+        "/api/v1/realm",
+        &[
+            not_admin(HAMLET, set(private)),
+            bad(
+                IAGO,
+                set(verona),
+                "Moderation request channel must be private.",
+            ),
+            bad(IAGO, set(secret), "Invalid channel ID"),
+            bad(IAGO, set(99_999), "Invalid channel ID"),
+            bad(
+                IAGO,
+                p(&[("moderation_request_channel_id", "x")]),
+                "moderation_request_channel_id is not valid JSON",
+            ),
+            ok(
+                IAGO,
+                set(private),
+                json!({"moderation_request_channel_id": private}),
+            ),
+            // Unchanged: not reported.
+            ok(IAGO, set(private), json!({})),
+        ],
+    )
+    .await;
+    let events = without_ids(app.events(HAMLET, &queue).await);
+    assert_eq!(
+        events,
+        vec![json!({"type": "realm", "op": "update",
+                    "property": "moderation_request_channel_id", "value": private})]
+    );
+    assert_eq!(moderation_channel(&app).await, private);
+    app.restart().await;
+    assert_eq!(moderation_channel(&app).await, private);
+    run_cases(
+        &app,
+        "PATCH",
+        "/api/v1/realm",
+        &[ok(
+            IAGO,
+            set(-1),
+            json!({"moderation_request_channel_id": -1}),
+        )],
+    )
+    .await;
+    assert_eq!(moderation_channel(&app).await, -1);
+}
+
+#[actix_web::test]
+async fn reporting_a_message() {
+    let app = TestApp::spawn().await;
+    let reported = send_stream(&app, OTHELLO, "Verona", "offtopic", "buy **cheap** things").await;
+    let path = format!("/api/v1/messages/{reported}/report");
+    let spam = p(&[("report_type", "spam")]);
+    // Checked before the realm's setting.
+    run_cases(
+        &app,
+        "POST",
+        &path,
+        &[
+            missing(HAMLET, p(&[]), "report_type"),
+            bad(HAMLET, p(&[("report_type", "rude")]), "Invalid report_type"),
+            bad(
+                HAMLET,
+                p(&[("report_type", "spam"), ("description", &"d".repeat(1001))]),
+                "description is too long (limit: 1000 characters)",
+            ),
+            bad(
+                HAMLET,
+                p(&[("report_type", "other")]),
+                "An explanation is required.",
+            ),
+            bad(
+                HAMLET,
+                spam.clone(),
+                "Message reporting is not enabled in this organization.",
+            ),
+        ],
+    )
+    .await;
+    let moderators = create_channel(&app, IAGO, "moderators", &[IAGO_ID, DESDEMONA_ID], true).await;
+    app.ok(
+        "PATCH",
+        "/api/v1/realm",
+        IAGO,
+        &[("moderation_request_channel_id", &moderators.to_string())],
+    )
+    .await;
+    let queue = app
+        .register(IAGO, &[("event_types", r#"["message"]"#)])
+        .await;
+    // A message the reporter cannot read.
+    let hidden = create_channel(&app, CORDELIA, "hidden reports", &[CORDELIA_ID], true).await;
+    assert!(hidden > 0);
+    let secret = send_stream(&app, CORDELIA, "hidden reports", "t", "secret").await;
+    run_cases(
+        &app,
+        "POST",
+        &format!("/api/v1/messages/{secret}/report"),
+        &[bad(HAMLET, spam.clone(), "Invalid message(s)")],
+    )
+    .await;
+    run_cases(
+        &app,
+        "POST",
+        &path,
+        &[ok(
+            HAMLET,
+            p(&[("report_type", "spam"), ("description", "Not **again**.")]),
+            json!({}),
+        )],
+    )
+    .await;
+    let report = newest_in_topic(
+        &app,
+        IAGO,
+        "moderators",
+        "Othello, the Moor of Venice's moderation requests",
+    )
+    .await;
+    assert_eq!(
+        report["sender_email"], "notification-bot@zulip.com",
+        "{report}"
+    );
+    let content = report["content"].as_str().unwrap();
+    // The facts: who, which message where, whose, why, the notes, the text.
+    let verona = app.stream_id("Verona").await;
+    assert!(verona > 0);
+    for fact in [
+        format!("@_**King Hamlet|{HAMLET_ID}**"),
+        format!("#**Verona>offtopic@{reported}**"),
+        format!("@_**Othello, the Moor of Venice|{OTHELLO_ID}**"),
+        "**Spam**".to_owned(),
+        "Not **again**.".to_owned(),
+        "buy **cheap** things".to_owned(),
+    ] {
+        assert!(content.contains(&fact), "{fact} in {content}");
+    }
+    let events = app.events(IAGO, &queue).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["message"]["id"], report["id"]);
+    // A direct message, reported by a recipient; `other` with notes.
+    let dm = send_direct(&app, OTHELLO, &[HAMLET_ID, CORDELIA_ID], "psst").await;
+    app.ok(
+        "POST",
+        &format!("/api/v1/messages/{dm}/report"),
+        CORDELIA,
+        &[("report_type", "other"), ("description", "odd")],
+    )
+    .await;
+    let report = newest_in_topic(
+        &app,
+        IAGO,
+        "moderators",
+        "Othello, the Moor of Venice's moderation requests",
+    )
+    .await;
+    let content = report["content"].as_str().unwrap();
+    for fact in [
+        format!("@_**Cordelia, Lear's daughter|{CORDELIA_ID}**"),
+        format!("@_**King Hamlet|{HAMLET_ID}**"),
+        "**Other reason**".to_owned(),
+        "odd".to_owned(),
+        "psst".to_owned(),
+    ] {
+        assert!(content.contains(&fact), "{fact} in {content}");
+    }
+    // Without the setting again: refused.
+    app.ok(
+        "PATCH",
+        "/api/v1/realm",
+        IAGO,
+        &[("moderation_request_channel_id", "-1")],
+    )
+    .await;
+    run_cases(
+        &app,
+        "POST",
+        &path,
+        &[bad(
+            HAMLET,
+            spam,
+            "Message reporting is not enabled in this organization.",
+        )],
+    )
+    .await;
+}
+
+#[actix_web::test]
+async fn a_report_and_the_moderation_channel_survive_kill_9() {
+    let mut server = Crashable::start();
+    let id = server
+        .ok(
+            "POST",
+            "/api/v1/channels/create",
+            IAGO,
+            &[
+                ("name", "mods"),
+                ("subscribers", &json!([IAGO_ID]).to_string()),
+                ("invite_only", "true"),
+            ],
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    server
+        .ok(
+            "PATCH",
+            "/api/v1/realm",
+            IAGO,
+            &[("moderation_request_channel_id", &id.to_string())],
+        )
+        .await;
+    let msg = server
+        .ok(
+            "POST",
+            "/api/v1/messages",
+            OTHELLO,
+            &[
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", "t"),
+                ("content", "bad"),
+            ],
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    server
+        .ok(
+            "POST",
+            &format!("/api/v1/messages/{msg}/report"),
+            HAMLET,
+            &[("report_type", "norms")],
+        )
+        .await;
+    server.kill_9_and_restart();
+    let reg = server
+        .ok(
+            "POST",
+            "/api/v1/register",
+            IAGO,
+            &[("fetch_event_types", r#"["realm"]"#)],
+        )
+        .await;
+    assert_eq!(reg["realm_moderation_request_channel_id"], id);
+    let narrow = json!([{"operator": "channel", "operand": "mods"}]).to_string();
+    let found = server
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            IAGO,
+            &[
+                ("narrow", &narrow),
+                ("anchor", "newest"),
+                ("num_before", "5"),
+                ("num_after", "0"),
+            ],
+        )
+        .await;
+    let messages = found["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1, "{found}");
+    assert!(messages[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Violates community norms"));
+}

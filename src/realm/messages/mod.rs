@@ -18,6 +18,7 @@ pub mod json;
 pub mod moves;
 pub mod reactions;
 pub mod read;
+pub mod report;
 pub mod rows;
 pub mod scheduled;
 pub mod send;
