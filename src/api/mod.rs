@@ -16,6 +16,7 @@ pub mod messages;
 pub mod middleware;
 pub mod navigation;
 pub mod params;
+pub mod playgrounds;
 pub mod presence;
 pub mod profile_fields;
 pub mod push;
@@ -164,6 +165,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/bots/{bot_id}/api_key", get => bots::get_bot_api_key))
             .service(endpoint!("/streams/{stream_id}/email_address", get => channels::get_stream_email_address))
             .service(endpoint!("/messages/{message_id}/report", post => messages::report_message))
+            .service(endpoint!("/realm/playgrounds", post => playgrounds::add_playground))
+            .service(endpoint!("/realm/playgrounds/{playground_id}", delete => playgrounds::remove_playground))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))

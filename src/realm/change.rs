@@ -53,6 +53,12 @@ pub enum RealmChange {
     },
     /// One of the realm's plain settings changed (`PATCH /realm`).
     PropertySet(RealmProperty),
+    /// A code playground was added.
+    PlaygroundAdded(super::playgrounds::Playground),
+    /// A code playground was removed.
+    PlaygroundRemoved {
+        id: super::playgrounds::PlaygroundId,
+    },
 }
 
 /// Facts about accounts.

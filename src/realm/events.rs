@@ -155,6 +155,9 @@ impl Realm {
                 self.realm_setting_events(*setting, value)
             }
             Change::Realm(RealmChange::PropertySet(p)) => self.realm_property_events(p),
+            Change::Realm(
+                RealmChange::PlaygroundAdded(_) | RealmChange::PlaygroundRemoved { .. },
+            ) => self.playground_events(),
             Change::Group(g) => self.group_events(before, g),
             Change::Personal(p) => {
                 let mut out = self.navigation_events(p);

@@ -17,6 +17,7 @@ pub mod linkifiers;
 pub mod markdown;
 pub mod messages;
 pub mod navigation;
+pub mod playgrounds;
 pub mod presence;
 pub mod profile_fields;
 pub mod push;
@@ -254,6 +255,9 @@ pub struct Realm {
     /// Channels' email-gateway tokens (`GET /streams/{id}/email_address`).
     #[serde(default)]
     pub channel_email_tokens: channels::email::EmailTokens,
+    /// Code playgrounds (`POST /realm/playgrounds`).
+    #[serde(default)]
+    pub playgrounds: playgrounds::PlaygroundState,
 }
 
 impl Realm {
@@ -297,6 +301,7 @@ impl Realm {
             emoji: emoji::EmojiState::default(),
             properties: settings::RealmProperties::default(),
             channel_email_tokens: Default::default(),
+            playgrounds: Default::default(),
         }
     }
 
@@ -380,6 +385,9 @@ impl Realm {
                 self.apply_realm_group_setting(*setting, value)
             }
             Change::Realm(RealmChange::PropertySet(p)) => self.apply_realm_property(p),
+            Change::Realm(
+                c @ (RealmChange::PlaygroundAdded(_) | RealmChange::PlaygroundRemoved { .. }),
+            ) => self.apply_playground_change(c),
             Change::Group(g) => self.apply_group_change(g),
             Change::Channel(c) => {
                 self.index_channel_change(c);

@@ -1156,6 +1156,28 @@ fn cases() -> Vec<Case> {
             .with(|_, _| p(&[("report_type", "spam")]))
             .want(|_, _| bad("Message reporting is not enabled in this organization.")),
     );
+    c.push(
+        case("POST", "/api/v1/realm/playgrounds")
+            .with(|_, w| {
+                vec![
+                    ("name", format!("authz {}", w.label())),
+                    ("pygments_language", "Rust".to_owned()),
+                    ("url_template", "https://play.example/{code}".to_owned()),
+                ]
+            })
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => ok(),
+                _ => not_admin(),
+            }),
+    );
+    c.push(
+        case("DELETE", "/api/v1/realm/playgrounds/{playground_id}")
+            .at(|_, _| "/api/v1/realm/playgrounds/999999".to_owned())
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => bad("Invalid playground"),
+                _ => not_admin(),
+            }),
+    );
     c.push(case("GET", "/api/v1/scheduled_messages"));
     c.push(
         case("POST", "/api/v1/scheduled_messages")

@@ -1528,3 +1528,223 @@ async fn a_report_and_the_moderation_channel_survive_kill_9() {
         .unwrap()
         .contains("Violates community norms"));
 }
+
+// ---- POST /realm/playgrounds, DELETE /realm/playgrounds/{playground_id} ------------------
+
+fn playground(name: &str, language: &str, template: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("name", name.to_owned()),
+        ("pygments_language", language.to_owned()),
+        ("url_template", template.to_owned()),
+    ]
+}
+
+async fn registered_playgrounds(app: &TestApp) -> Value {
+    app.ok(
+        "POST",
+        "/api/v1/register",
+        HAMLET,
+        &[("fetch_event_types", r#"["realm_playgrounds"]"#)],
+    )
+    .await["realm_playgrounds"]
+        .clone()
+}
+
+#[actix_web::test]
+async fn playgrounds_are_added_and_removed_by_administrators() {
+    let mut app = TestApp::spawn().await;
+    assert_eq!(registered_playgrounds(&app).await, json!([]));
+    let queue = app
+        .register(HAMLET, &[("event_types", r#"["realm_playgrounds"]"#)])
+        .await;
+    let path = "/api/v1/realm/playgrounds";
+    let good = playground(
+        " Rust playground ",
+        " Rust ",
+        " https://play.example/?code={code} ",
+    );
+    let invalid = |field: &str, msg: &str| (json!({"errors": {field: [msg]}}), msg.to_owned());
+    let mut cases = vec![
+        not_admin(HAMLET, good.clone()),
+        not_admin(POLONIUS, good.clone()),
+        missing(
+            IAGO,
+            p(&[("url_template", "x"), ("pygments_language", "x")]),
+            "name",
+        ),
+        missing(
+            IAGO,
+            p(&[("name", "x"), ("pygments_language", "x")]),
+            "url_template",
+        ),
+        missing(
+            IAGO,
+            p(&[("name", "x"), ("url_template", "x")]),
+            "pygments_language",
+        ),
+        bad(
+            IAGO,
+            playground("x", &"a".repeat(41), "https://e/{code}"),
+            "pygments_language is too long (limit: 40 characters)",
+        ),
+        bad(
+            IAGO,
+            playground("x", "py<thon>", "https://e/{code}"),
+            "Invalid characters in pygments language",
+        ),
+    ];
+    for (params, (fields, msg)) in [
+        (
+            playground("x", "Python", "https://e/{code"),
+            invalid("url_template", "Invalid URL template."),
+        ),
+        // Django's `full_clean` runs `clean` after a field failed: an empty template
+        // is a valid one without "code".
+        (
+            playground("x", "Python", "  "),
+            (
+                json!({"errors": {
+                    "url_template": ["This field cannot be blank."],
+                    "__all__": ["Missing the required variable \"code\" in the URL template"],
+                }}),
+                "This field cannot be blank.".to_owned(),
+            ),
+        ),
+        (
+            playground(" ", "Python", "https://e/{code}"),
+            invalid("name", "This field cannot be blank."),
+        ),
+        (
+            playground("x", "Python", "https://e/{source}"),
+            invalid(
+                "__all__",
+                "Missing the required variable \"code\" in the URL template",
+            ),
+        ),
+        (
+            playground("x", "Python", "https://e/{code}/{lang}"),
+            invalid(
+                "__all__",
+                "\"code\" should be the only variable present in the URL template",
+            ),
+        ),
+    ] {
+        cases.push(bad(IAGO, params, msg).with_fields(fields));
+    }
+    cases.push(ok(IAGO, good.clone(), json!({"id": 1})));
+    // Language and name are unique together (after stripping).
+    cases.push(
+        bad(
+            IAGO,
+            playground("Rust playground", "Rust", "https://other.example/{code}"),
+            "Realm playground with this Realm, Pygments language and Name already exists.",
+        )
+        .with_fields(json!({"errors": {"__all__": [
+            "Realm playground with this Realm, Pygments language and Name already exists."
+        ]}})),
+    );
+    cases.push(ok(
+        DESDEMONA,
+        playground(
+            "Rust playground",
+            "rust-nightly",
+            "https://play.example/n?c={code}",
+        ),
+        json!({"id": 2}),
+    ));
+    run_cases(&app, "POST", path, &cases).await;
+    let first = json!({"id": 1, "name": "Rust playground", "pygments_language": "Rust",
+                       "url_template": "https://play.example/?code={code}"});
+    let second = json!({"id": 2, "name": "Rust playground", "pygments_language": "rust-nightly",
+                        "url_template": "https://play.example/n?c={code}"});
+    assert_eq!(registered_playgrounds(&app).await, json!([first, second]));
+
+    run_cases(
+        &app,
+        "DELETE",
+        "/api/v1/realm/playgrounds/1",
+        &[not_admin(HAMLET, p(&[])), ok(IAGO, p(&[]), json!({}))],
+    )
+    .await;
+    for gone in ["1", "99"] {
+        run_cases(
+            &app,
+            "DELETE",
+            &format!("/api/v1/realm/playgrounds/{gone}"),
+            &[bad(IAGO, p(&[]), "Invalid playground")],
+        )
+        .await;
+    }
+    run_cases(
+        &app,
+        "DELETE",
+        "/api/v1/realm/playgrounds/x",
+        &[
+            not_admin(HAMLET, p(&[])),
+            bad(IAGO, p(&[]), "playground_id is not an integer"),
+        ],
+    )
+    .await;
+    let event = |list: Value| json!({"type": "realm_playgrounds", "realm_playgrounds": list});
+    assert_eq!(
+        without_ids(app.events(HAMLET, &queue).await),
+        vec![
+            event(json!([first])),
+            event(json!([first, second])),
+            event(json!([second])),
+        ]
+    );
+    assert_eq!(registered_playgrounds(&app).await, json!([second]));
+    // After a restart, new ids still do not reuse old ones.
+    app.restart().await;
+    assert_eq!(registered_playgrounds(&app).await, json!([second]));
+    let body = app
+        .ok(
+            "POST",
+            path,
+            IAGO,
+            &[
+                ("name", "Go"),
+                ("pygments_language", "Go"),
+                ("url_template", "https://go.dev/play/{code}"),
+            ],
+        )
+        .await;
+    assert_eq!(body["id"], 3);
+}
+
+#[actix_web::test]
+async fn playgrounds_survive_kill_9() {
+    let mut server = Crashable::start();
+    for lang in ["Rust", "Python"] {
+        server
+            .ok(
+                "POST",
+                "/api/v1/realm/playgrounds",
+                IAGO,
+                &[
+                    ("name", "Play"),
+                    ("pygments_language", lang),
+                    ("url_template", "https://play.example/{code}"),
+                ],
+            )
+            .await;
+    }
+    server
+        .ok("DELETE", "/api/v1/realm/playgrounds/1", IAGO, &[])
+        .await;
+    server.kill_9_and_restart();
+    let reg = server
+        .ok(
+            "POST",
+            "/api/v1/register",
+            HAMLET,
+            &[("fetch_event_types", r#"["realm_playgrounds"]"#)],
+        )
+        .await;
+    assert_eq!(
+        reg["realm_playgrounds"],
+        json!([{"id": 2, "name": "Play", "pygments_language": "Python",
+                "url_template": "https://play.example/{code}"}])
+    );
+}
