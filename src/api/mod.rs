@@ -5,6 +5,7 @@
 pub mod attachments;
 pub mod auth;
 pub mod bots;
+pub mod calls;
 pub mod channels;
 pub mod emoji;
 pub mod error;
@@ -167,6 +168,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/messages/{message_id}/report", post => messages::report_message))
             .service(endpoint!("/realm/playgrounds", post => playgrounds::add_playground))
             .service(endpoint!("/realm/playgrounds/{playground_id}", delete => playgrounds::remove_playground))
+            .service(endpoint!("/calls/bigbluebutton/create", get => calls::create_bigbluebutton_call))
+            .service(endpoint!("/calls/constructorgroups/create", post => calls::create_constructor_groups_call))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))

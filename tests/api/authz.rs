@@ -1178,6 +1178,16 @@ fn cases() -> Vec<Case> {
                 _ => not_admin(),
             }),
     );
+    // No video-call provider is configured: every authenticated caller hears so.
+    c.push(
+        case("GET", "/api/v1/calls/bigbluebutton/create")
+            .with(|_, _| p(&[("meeting_name", "authz")]))
+            .want(|_, _| bad("BigBlueButton is not configured.")),
+    );
+    c.push(
+        case("POST", "/api/v1/calls/constructorgroups/create")
+            .want(|_, _| bad("Constructor Groups is not configured.")),
+    );
     c.push(case("GET", "/api/v1/scheduled_messages"));
     c.push(
         case("POST", "/api/v1/scheduled_messages")

@@ -1748,3 +1748,48 @@ async fn playgrounds_survive_kill_9() {
                 "url_template": "https://play.example/{code}"}])
     );
 }
+
+// ---- video calls --------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn video_calls_without_a_configured_provider() {
+    let app = TestApp::spawn().await;
+    run_cases(
+        &app,
+        "GET",
+        "/api/v1/calls/bigbluebutton/create",
+        &[
+            missing(HAMLET, p(&[]), "meeting_name"),
+            bad(
+                HAMLET,
+                p(&[("meeting_name", "standup"), ("voice_only", "maybe")]),
+                "voice_only is not valid JSON",
+            ),
+            bad(
+                HAMLET,
+                p(&[("meeting_name", "standup"), ("voice_only", "true")]),
+                "BigBlueButton is not configured.",
+            ),
+            bad(
+                POLONIUS,
+                p(&[("meeting_name", "standup")]),
+                "BigBlueButton is not configured.",
+            ),
+        ],
+    )
+    .await;
+    run_cases(
+        &app,
+        "POST",
+        "/api/v1/calls/constructorgroups/create",
+        &[
+            bad(HAMLET, p(&[]), "Constructor Groups is not configured."),
+            bad(IAGO, p(&[]), "Constructor Groups is not configured."),
+        ],
+    )
+    .await;
+    let (status, _) = app
+        .call("POST", "/api/v1/calls/bigbluebutton/create", HAMLET, &[])
+        .await;
+    assert_eq!(status, 405);
+}
