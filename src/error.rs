@@ -39,6 +39,8 @@ pub enum ErrorCode {
     RequestVariableInvalid,
     StreamWildcardMentionNotAllowed,
     TopicWildcardMentionNotAllowed,
+    InvalidPushDeviceToken,
+    InvalidRemotePushDeviceToken,
 }
 
 impl ErrorCode {
@@ -74,6 +76,8 @@ impl ErrorCode {
             ErrorCode::RequestVariableInvalid => "REQUEST_VARIABLE_INVALID",
             ErrorCode::StreamWildcardMentionNotAllowed => "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
             ErrorCode::TopicWildcardMentionNotAllowed => "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
+            ErrorCode::InvalidPushDeviceToken => "INVALID_PUSH_DEVICE_TOKEN",
+            ErrorCode::InvalidRemotePushDeviceToken => "INVALID_REMOTE_PUSH_DEVICE_TOKEN",
         }
     }
 }

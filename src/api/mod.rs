@@ -170,6 +170,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/realm/playgrounds/{playground_id}", delete => playgrounds::remove_playground))
             .service(endpoint!("/calls/bigbluebutton/create", get => calls::create_bigbluebutton_call))
             .service(endpoint!("/calls/constructorgroups/create", post => calls::create_constructor_groups_call))
+            .service(endpoint!("/mobile_push/test_notification", post => push::test_notification))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))

@@ -1188,6 +1188,14 @@ fn cases() -> Vec<Case> {
         case("POST", "/api/v1/calls/constructorgroups/create")
             .want(|_, _| bad("Constructor Groups is not configured.")),
     );
+    // The matrix's server has a relay; each caller's legacy tokens (if any) are sent
+    // a test notification.
+    c.push(
+        case("POST", "/api/v1/mobile_push/test_notification").want(|_, w| match w {
+            Bot => no_bots(),
+            _ => ok(),
+        }),
+    );
     c.push(case("GET", "/api/v1/scheduled_messages"));
     c.push(
         case("POST", "/api/v1/scheduled_messages")

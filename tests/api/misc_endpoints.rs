@@ -1793,3 +1793,148 @@ async fn video_calls_without_a_configured_provider() {
         .await;
     assert_eq!(status, 405);
 }
+
+// ---- POST /mobile_push/test_notification ---------------------------------------------------
+
+const LEGACY_TEST: &str = "/api/v1/mobile_push/test_notification";
+
+#[actix_web::test]
+async fn legacy_test_notifications_go_through_the_relay() {
+    let (url, relay, handle) = start_relay();
+    let app = TestApp::spawn_configured(tempfile::tempdir().unwrap(), move |c| {
+        c.push_relay_url = Some(url.clone())
+    })
+    .await;
+    // No token: nothing to send, as Zulip.
+    run_cases(&app, "POST", LEGACY_TEST, &[ok(HAMLET, p(&[]), json!({}))]).await;
+    assert!(relay.lock().unwrap().seen.is_empty());
+    app.ok(
+        "POST",
+        "/api/v1/users/me/android_gcm_reg_id",
+        HAMLET,
+        &[("token", "fcm-token-1")],
+    )
+    .await;
+    app.ok(
+        "POST",
+        "/api/v1/users/me/apns_device_token",
+        HAMLET,
+        &[("token", "abcd1234"), ("appid", "org.zulip.Zulip")],
+    )
+    .await;
+    run_cases(
+        &app,
+        "POST",
+        LEGACY_TEST,
+        &[
+            coded(
+                HAMLET,
+                p(&[("token", "unknown")]),
+                "INVALID_PUSH_DEVICE_TOKEN",
+                "Device not recognized",
+            ),
+            // Another user's token is not the caller's.
+            coded(
+                OTHELLO,
+                p(&[("token", "fcm-token-1")]),
+                "INVALID_PUSH_DEVICE_TOKEN",
+                "Device not recognized",
+            ),
+            bad(
+                DEFAULT_BOT,
+                p(&[]),
+                "This endpoint does not accept bot requests.",
+            ),
+            ok(HAMLET, p(&[("token", "fcm-token-1")]), json!({})),
+        ],
+    )
+    .await;
+    let sent: Vec<Value> = relay
+        .lock()
+        .unwrap()
+        .seen
+        .iter()
+        .map(|(path, auth, body)| {
+            assert_eq!(path, "/api/v1/remotes/push/test_notification");
+            assert!(auth.starts_with("Basic "), "{auth}");
+            serde_json::from_str(body).unwrap()
+        })
+        .collect();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["token"], "fcm-token-1");
+    assert_eq!(sent[0]["token_kind"], 2);
+    assert_eq!(sent[0]["user_id"], HAMLET_ID);
+    assert_eq!(sent[0]["base_payload"]["realm_name"], "Zulip Dev");
+    assert_eq!(sent[0]["base_payload"]["user_id"], HAMLET_ID);
+    // Every token of the caller.
+    app.ok("POST", LEGACY_TEST, HAMLET, &[]).await;
+    let kinds: Vec<Value> = relay.lock().unwrap().seen[1..]
+        .iter()
+        .map(|(_, _, b)| serde_json::from_str::<Value>(b).unwrap()["token_kind"].clone())
+        .collect();
+    assert_eq!(kinds.len(), 2);
+    assert!(kinds.contains(&json!(1)) && kinds.contains(&json!(2)));
+    // The relay's refusals.
+    relay.lock().unwrap().notify = (
+        400,
+        json!({"result": "error", "code": "INVALID_REMOTE_PUSH_DEVICE_TOKEN",
+               "msg": "Device not recognized by the push bouncer"}),
+    );
+    run_cases(
+        &app,
+        "POST",
+        LEGACY_TEST,
+        &[coded(
+            HAMLET,
+            p(&[("token", "abcd1234")]),
+            "INVALID_REMOTE_PUSH_DEVICE_TOKEN",
+            "Device not recognized by the push bouncer",
+        )],
+    )
+    .await;
+    relay.lock().unwrap().notify = (500, json!({}));
+    app.err(
+        "POST",
+        LEGACY_TEST,
+        HAMLET,
+        &[("token", "abcd1234")],
+        502,
+        "INTERNAL_SERVER_ERROR_ON_BOUNCER",
+        "Internal server error on Zulip push notification service, retry later.",
+    )
+    .await;
+    handle.stop(true).await;
+}
+
+#[actix_web::test]
+async fn legacy_test_notifications_without_a_relay() {
+    let app = TestApp::spawn().await;
+    app.ok(
+        "POST",
+        "/api/v1/users/me/android_gcm_reg_id",
+        HAMLET,
+        &[("token", "fcm-token-1")],
+    )
+    .await;
+    run_cases(
+        &app,
+        "POST",
+        LEGACY_TEST,
+        &[
+            // The token is looked up first.
+            coded(
+                HAMLET,
+                p(&[("token", "unknown")]),
+                "INVALID_PUSH_DEVICE_TOKEN",
+                "Device not recognized",
+            ),
+            coded(
+                HAMLET,
+                p(&[]),
+                "PUSH_SERVICE_NOT_CONFIGURED",
+                "Server is not configured to use push notification service.",
+            ),
+        ],
+    )
+    .await;
+}
