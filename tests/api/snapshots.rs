@@ -564,6 +564,21 @@ fn matches(pattern: &str, path: &str) -> bool {
             .all(|(p, s)| (p.starts_with('{') && p.ends_with('}') && !s.is_empty()) || p == s)
 }
 
+/// Routes hearth can never answer with a success, and why: their snapshots record the
+/// error instead.
+const NEVER_SUCCEED: [(&str, &str, &str); 2] = [
+    (
+        "GET",
+        "/calls/bigbluebutton/create",
+        "no video-call provider can be configured: Zulip's \"not configured\" error",
+    ),
+    (
+        "POST",
+        "/calls/constructorgroups/create",
+        "no video-call provider can be configured: Zulip's \"not configured\" error",
+    ),
+];
+
 #[test]
 fn every_route_has_a_snapshot() {
     if updating() {
@@ -586,9 +601,13 @@ fn every_route_has_a_snapshot() {
     let missing: Vec<String> = routes
         .iter()
         .filter(|(m, r)| {
-            !snaps
+            // Routes that cannot succeed need a snapshot of their answer all the same.
+            let never = NEVER_SUCCEED
                 .iter()
-                .any(|(sm, sp, status)| sm == m && matches(r, sp) && status.starts_with('2'))
+                .any(|(nm, nr, _)| nm == m && format!("/api/v1{nr}") == *r);
+            !snaps.iter().any(|(sm, sp, status)| {
+                sm == m && matches(r, sp) && (never || status.starts_with('2'))
+            })
         })
         .map(|(m, r)| format!("{m} {r}"))
         .collect();
