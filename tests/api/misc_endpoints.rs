@@ -1286,6 +1286,18 @@ async fn the_moderation_request_channel_setting() {
         ],
     )
     .await;
+    // The channel stays private while it is the moderation request channel.
+    run_cases(
+        &app,
+        "PATCH",
+        &format!("/api/v1/streams/{private}"),
+        &[bad(
+            IAGO,
+            p(&[("is_private", "false")]),
+            "Moderation request channel must be private.",
+        )],
+    )
+    .await;
     let events = without_ids(app.events(HAMLET, &queue).await);
     assert_eq!(
         events,
