@@ -40,6 +40,8 @@ pub enum ErrorCode {
     StreamWildcardMentionNotAllowed,
     TopicWildcardMentionNotAllowed,
     InvitationFailed,
+    InvalidPushDeviceToken,
+    InvalidRemotePushDeviceToken,
 }
 
 impl ErrorCode {
@@ -76,6 +78,8 @@ impl ErrorCode {
             ErrorCode::StreamWildcardMentionNotAllowed => "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
             ErrorCode::TopicWildcardMentionNotAllowed => "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
             ErrorCode::InvitationFailed => "INVITATION_FAILED",
+            ErrorCode::InvalidPushDeviceToken => "INVALID_PUSH_DEVICE_TOKEN",
+            ErrorCode::InvalidRemotePushDeviceToken => "INVALID_REMOTE_PUSH_DEVICE_TOKEN",
         }
     }
 }

@@ -12,6 +12,10 @@
 //!   notification's JSON sealed with the device's `push_key` (libsodium's
 //!   `crypto_secretbox_easy`, random nonce first), then standard Base64.
 //!
+//! - `POST {relay}/api/v1/remotes/push/test_notification`, JSON `{"realm_uuid",
+//!   "user_id", "token", "token_kind", "base_payload"}`: a test notification to one
+//!   legacy (FCM or APNs) device token, which the relay sends.
+//!
 //! Failures are classified as Zulip's `send_to_push_bouncer` does: no answer (a refused
 //! connection, a timeout), a 5xx, a 4xx with the relay's `code` and `msg`, or anything
 //! else.
@@ -233,6 +237,26 @@ impl PushRelay {
     ) -> Result<(), RelayError> {
         let url = self.endpoint("push/e2ee/notify")?;
         let body = json!({"realm_uuid": realm_uuid, "device_id_to_encrypted_data": payloads});
+        self.send(self.client.post(url).json(&body))
+            .await
+            .map(|_| ())
+    }
+}
+
+impl PushRelay {
+    /// Asks the relay to send a test notification to one legacy device token
+    /// (`token_kind`: Zulip's `PushDeviceToken.APNS` 1, `FCM` 2).
+    pub async fn test_notification(
+        &self,
+        realm_uuid: &str,
+        user_id: u64,
+        token: &str,
+        token_kind: i64,
+        base_payload: Value,
+    ) -> Result<(), RelayError> {
+        let url = self.endpoint("push/test_notification")?;
+        let body = json!({"realm_uuid": realm_uuid, "user_id": user_id, "token": token,
+                          "token_kind": token_kind, "base_payload": base_payload});
         self.send(self.client.post(url).json(&body))
             .await
             .map(|_| ())

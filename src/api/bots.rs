@@ -45,3 +45,24 @@ pub async fn get_bots(req: ApiRequest) -> ApiResponse {
     })
     .await
 }
+
+/// # `GET /bots/{bot_id}/api_key`
+///
+/// The bot's API key, for its owner and administrators (feature level 463).
+pub async fn get_bot_api_key(req: ApiRequest, path: actix_web::web::Path<String>) -> ApiResponse {
+    let raw = path.into_inner();
+    // Zulip's route takes digits only (`<int:bot_id>`).
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(super::error::not_found_error());
+    }
+    let bot_id = raw.parse::<i64>().unwrap_or(-1);
+    req.read(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let key = c.realm.view_bot_api_key(me, bot_id)?;
+        let mut body = Map::new();
+        body.insert("api_key".into(), json!(key));
+        Ok(Outcome::read(body))
+    })
+    .await
+    .map(super::success)
+}

@@ -8,13 +8,15 @@ use serde_json::{json, Map, Value};
 use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
+use crate::realm::channels::email::ChannelEmailRequest;
 use crate::realm::channels::{
-    parse_message_retention_days, require_non_guest, ArchiveChannel, ChannelPatch, ChannelSetting,
-    ChannelSpec, CreateChannel, CreateFolder, DefaultChannel, Principal, ReorderFolders,
-    StreamFilter, SubscribeItem, SubscribeRequest, SubscriptionProperties, Unsubscribe,
-    UpdateChannel, UpdateFolder,
+    is_hex_color, parse_message_retention_days, require_non_guest, ArchiveChannel, ChannelPatch,
+    ChannelSetting, ChannelSpec, CreateChannel, CreateFolder, DefaultChannel, Principal,
+    ReorderFolders, StreamFilter, SubscribeItem, SubscribeRequest, SubscriptionProperties,
+    Unsubscribe, UpdateChannel, UpdateFolder, UpdateSubscriptions,
 };
 use crate::realm::groups::SettingValue;
+use crate::realm::messages::edit::{DeleteTopic, DELETE_TOPIC_BATCH};
 use crate::realm::topics_policy::TopicsPolicy;
 use crate::realm::{Realm, User, UserId};
 
@@ -131,30 +133,35 @@ pub async fn create_channel(req: ApiRequest) -> ApiResponse {
 
 /// Parses `subscriptions` of `POST /users/me/subscriptions`.
 fn subscribe_items(p: &Params) -> ApiResult<Vec<SubscribeItem>> {
-    let v = p
-        .opt_json("subscriptions")?
-        .ok_or_else(|| ApiError::missing("subscriptions"))?;
+    subscribe_list(p, "subscriptions")?.ok_or_else(|| ApiError::missing("subscriptions"))
+}
+
+/// A JSON list of `{name, description?, color?}` objects under `key`, if given.
+fn subscribe_list(p: &Params, key: &str) -> ApiResult<Option<Vec<SubscribeItem>>> {
+    let Some(v) = p.opt_json(key)? else {
+        return Ok(None);
+    };
     let list = v
         .as_array()
-        .ok_or_else(|| ApiError::bad_request("subscriptions is not a list"))?;
+        .ok_or_else(|| ApiError::bad_request(format!("{key} is not a list")))?;
     list.iter()
         .enumerate()
         .map(|(i, item)| {
-            let obj = item.as_object().ok_or_else(|| {
-                ApiError::bad_request(format!("subscriptions[{i}] is not a dict"))
-            })?;
+            let obj = item
+                .as_object()
+                .ok_or_else(|| ApiError::bad_request(format!("{key}[{i}] is not a dict")))?;
             let string = |k: &str| -> ApiResult<Option<String>> {
                 match obj.get(k) {
                     None => Ok(None),
                     Some(Value::String(s)) => Ok(Some(s.clone())),
                     Some(_) => Err(ApiError::bad_request(format!(
-                        "subscriptions[{i}][\"{k}\"] is not a string"
+                        "{key}[{i}][\"{k}\"] is not a string"
                     ))),
                 }
             };
             let name = string("name")?.ok_or_else(|| {
                 ApiError::bad_request(format!(
-                    "subscriptions[{i}][\"name\"] field is missing: Field required"
+                    "{key}[{i}][\"name\"] field is missing: Field required"
                 ))
             })?;
             Ok(SubscribeItem {
@@ -163,7 +170,8 @@ fn subscribe_items(p: &Params) -> ApiResult<Vec<SubscribeItem>> {
                 color: string("color")?,
             })
         })
-        .collect()
+        .collect::<ApiResult<Vec<_>>>()
+        .map(Some)
 }
 
 /// # `POST /users/me/subscriptions`
@@ -203,6 +211,48 @@ pub async fn subscribe(req: ApiRequest) -> ApiResponse {
     if !out.unauthorized.is_empty() {
         body.insert("unauthorized".into(), json!(out.unauthorized));
     }
+    req.reply(body)
+}
+
+/// # `PATCH /users/me/subscriptions`
+///
+/// Joins (`add`) and leaves (`delete`) channels in one request; the answer holds both
+/// halves' keys.
+pub async fn update_subscriptions(req: ApiRequest) -> ApiResponse {
+    let out = req
+        .write(
+            |_, _, p| {
+                let add = subscribe_list(p, "add")?.unwrap_or_default();
+                // `AddSubscriptionData`: `check_color("add.color", ...)`.
+                if add
+                    .iter()
+                    .any(|i| i.color.as_deref().is_some_and(|c| !is_hex_color(c)))
+                {
+                    return Err(ApiError::bad_request(
+                        "add.color is not a valid hex color code",
+                    ));
+                }
+                let delete = p.opt_str_list("delete")?.unwrap_or_default();
+                Ok(UpdateSubscriptions { add, delete })
+            },
+            Realm::decide_update_subscriptions,
+        )
+        .await?;
+    let by_user = |m: &BTreeMap<UserId, Vec<String>>| {
+        Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect::<Map<String, Value>>(),
+        )
+    };
+    let mut body = Map::new();
+    body.insert("subscribed".into(), by_user(&out.added.subscribed));
+    body.insert(
+        "already_subscribed".into(),
+        by_user(&out.added.already_subscribed),
+    );
+    body.insert("removed".into(), json!(out.removed.removed));
+    body.insert("not_removed".into(), json!(out.removed.not_removed));
     req.reply(body)
 }
 
@@ -468,4 +518,81 @@ pub async fn update_channel_folder(req: ApiRequest, path: web::Path<String>) -> 
     )
     .await?;
     req.reply(Map::new())
+}
+
+/// # `POST /streams/{stream_id}/delete_topic`
+///
+/// One batch of the topic's messages per request; `complete: false` while more remain.
+pub async fn delete_topic(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    req.message_store().await?;
+    let complete = req
+        .write(
+            |realm, me, p| {
+                realm.require_admin(me)?;
+                let stream_id = path_int("stream_id", &path)?;
+                let mut topic = p.str("topic_name")?;
+                if topic == realm.settings.empty_topic_display_name {
+                    topic.clear();
+                }
+                Ok(DeleteTopic {
+                    stream_id,
+                    topic,
+                    batch: DELETE_TOPIC_BATCH,
+                })
+            },
+            Realm::decide_delete_topic,
+        )
+        .await?;
+    req.reply(one("complete", complete.into()))
+}
+
+/// # `GET /users/{user_id}/channels`
+///
+/// The ids of the channels a user is subscribed to whose subscribers the caller may
+/// see (feature level 440).
+pub async fn get_user_channels(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let raw = path.into_inner();
+    // Zulip's route takes digits only (`<int:user_id>`).
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(super::error::not_found_error());
+    }
+    let user_id = raw.parse::<i64>().unwrap_or(-1);
+    req.read(CallOpts::USER, move |c| {
+        let me = c.me()?;
+        let ids = c.realm.view_user_channels(me, user_id)?;
+        Ok(Outcome::read(one("subscribed_channel_ids", json!(ids))))
+    })
+    .await
+    .map(success)
+}
+
+/// # `GET /streams/{stream_id}/email_address`
+///
+/// The channel's address at the email gateway, in Zulip's format at the realm's host.
+/// hearth has no email gateway: mail sent there reaches nothing.
+pub async fn get_stream_email_address(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let stream_id = stream_id_path(&path.into_inner())?;
+    let server_url = req.server_url();
+    let email = req
+        .write(
+            |realm, _, p| {
+                let url = realm.url(&server_url);
+                let host = url
+                    .split("://")
+                    .nth(1)
+                    .unwrap_or(url)
+                    .split(['/', ':'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                Ok(ChannelEmailRequest {
+                    stream_id,
+                    sender_id: p.opt_int("sender_id")?,
+                    host,
+                })
+            },
+            Realm::decide_channel_email,
+        )
+        .await?;
+    req.reply(one("email", json!(email)))
 }

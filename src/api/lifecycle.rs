@@ -126,10 +126,24 @@ fn user_update(id: i64, p: &Params) -> ApiResult<UpdateUser> {
     })
 }
 
-/// # `PATCH /users/{user_id}`
+/// # `PATCH /users/{user_id}`, `PATCH /users/{email}`
 pub async fn update_user(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
-    let id = user_id_path(&path.into_inner())?;
-    req.write(|_, _, p| user_update(id, p), Realm::decide_update_user)
+    let key = path.into_inner();
+    if key.contains('@') {
+        // `PATCH /users/{email}` (feature level 313): the user `GET /users/{email}`
+        // finds, then as by id.
+        req.write(
+            move |realm, me, p| {
+                let id = realm.user_by_email_for(me, &key)?.id;
+                user_update(i64::try_from(id).unwrap_or(-1), p)
+            },
+            Realm::decide_update_user,
+        )
         .await?;
+    } else {
+        let id = user_id_path(&key)?;
+        req.write(|_, _, p| user_update(id, p), Realm::decide_update_user)
+            .await?;
+    }
     req.reply(Map::new())
 }

@@ -19,6 +19,7 @@ use crate::realm::messages::flags::{parse_flag_op, FlagsRequest};
 use crate::realm::messages::json::MessageView;
 use crate::realm::messages::reactions::ReactionRequest;
 use crate::realm::messages::read::{MarkAllRead, MarkChannelRead, MARK_ALL_BATCH};
+use crate::realm::messages::report::{ReportMessage, MAX_REPORT_DESCRIPTION_LENGTH, REPORT_TYPES};
 use crate::realm::messages::scheduled::{
     is_channel_type, DeleteScheduled, ScheduleEdit, ScheduleRequest,
 };
@@ -26,7 +27,7 @@ use crate::realm::messages::send::{
     normalize_body, normalize_topic, parse_channel_to, parse_direct_to, Addressee,
     MAX_MESSAGE_LENGTH,
 };
-use crate::realm::messages::typing::{TypingRequest, TypingTo};
+use crate::realm::messages::typing::{EditTypingRequest, TypingRequest, TypingTo};
 use crate::realm::messages::MAX_MESSAGES_PER_FETCH;
 use crate::realm::Realm;
 
@@ -630,6 +631,55 @@ pub async fn set_typing_status(req: ApiRequest) -> ApiResponse {
         version.typing_event(me, TypingRequest { op, to })
     })?;
     req.hub.publish(vec![event]);
+    req.reply(Map::new())
+}
+
+/// # `POST /messages/{message_id}/typing`
+///
+/// Someone starts or stops editing a message: an event only, as `POST /typing`.
+pub async fn set_typing_status_for_edit(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let message_id = path_int("message_id", &path)?;
+    let store = req.message_store().await?;
+    let now = req.now_secs();
+    let event = req.check(|version, me| {
+        let op = req.params.str("op")?;
+        if op != "start" && op != "stop" {
+            return Err(ApiError::bad_request("Invalid op"));
+        }
+        version.typing_edit_event(&store, me, EditTypingRequest { message_id, op }, now)
+    })?;
+    req.hub.publish(vec![event]);
+    req.reply(Map::new())
+}
+
+/// # `POST /messages/{message_id}/report`
+///
+/// The Notification Bot posts the report to the realm's moderation request channel.
+pub async fn report_message(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let message_id = path_int("message_id", &path)?;
+    req.message_store().await?;
+    req.write(
+        |_, _, p| {
+            // Zulip's signature order: report_type, then description.
+            let report_type = p.str("report_type")?;
+            if !REPORT_TYPES.iter().any(|(k, _)| *k == report_type) {
+                return Err(ApiError::bad_request("Invalid report_type"));
+            }
+            let description = p.opt_str("description").unwrap_or_default();
+            if description.chars().count() > MAX_REPORT_DESCRIPTION_LENGTH {
+                return Err(ApiError::bad_request(format!(
+                    "description is too long (limit: {MAX_REPORT_DESCRIPTION_LENGTH} characters)"
+                )));
+            }
+            Ok(ReportMessage {
+                message_id,
+                report_type,
+                description,
+            })
+        },
+        Realm::decide_report_message,
+    )
+    .await?;
     req.reply(Map::new())
 }
 

@@ -6,6 +6,7 @@ pub mod alert_words;
 pub mod attachments;
 pub mod auth;
 pub mod bots;
+pub mod calls;
 pub mod channels;
 pub mod drafts;
 pub mod emoji;
@@ -20,6 +21,7 @@ pub mod middleware;
 pub mod muted_users;
 pub mod navigation;
 pub mod params;
+pub mod playgrounds;
 pub mod presence;
 pub mod profile_fields;
 pub mod push;
@@ -106,7 +108,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/fetch_api_key", post => server::fetch_api_key))
             .service(endpoint!("/users/me", get => users::get_own_user, delete => lifecycle::deactivate_own_user))
             .service(endpoint!("/users", get => users::get_users, post => users::create_user))
-            .service(endpoint!("/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, delete => channels::unsubscribe))
+            .service(endpoint!("/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, patch => channels::update_subscriptions, delete => channels::unsubscribe))
             .service(endpoint!("/users/me/subscriptions/properties", post => channels::update_subscription_properties))
             .service(endpoint!("/users/me/apns_device_token", post => push::add_apns_device_token, delete => push::remove_apns_device_token))
             .service(endpoint!("/users/me/android_gcm_reg_id", post => push::add_android_reg_id, delete => push::remove_android_reg_id))
@@ -120,7 +122,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/users/me/muted_users/{muted_user_id}", post => muted_users::mute_user, delete => muted_users::unmute_user))
             .service(endpoint!("/users/me/alert_words", get => alert_words::get_alert_words, post => alert_words::add_alert_words, delete => alert_words::remove_alert_words))
             .service(endpoint!("/users/{user_id_or_email}/presence", get => presence::get_user_presence))
-            .service(endpoint!("/users/{user_id}/status", get => status::get_user_status))
+            .service(endpoint!("/users/{user_id}/status", get => status::get_user_status, post => status::update_user_status_admin))
             .service(endpoint!("/realm/presence", get => presence::get_realm_presence))
             .service(endpoint!("/realm/emoji", get => emoji::get_realm_emoji))
             .service(endpoint!("/realm/emoji/{emoji_name:.+}", post => emoji::upload_emoji, delete => emoji::deactivate_emoji))
@@ -196,6 +198,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/invites/multiuse/{invite_id}", delete => invites::revoke_invite_link))
             .service(endpoint!("/invites/{invite_id}", delete => invites::revoke_invite))
             .service(endpoint!("/invites/{invite_id}/resend", post => invites::resend_invite))
+            // Smaller endpoints: edit typing, topic deletion, reports, playgrounds, calls, push test.
+            .service(endpoint!("/messages/{message_id}/typing", post => messages::set_typing_status_for_edit))
+            .service(endpoint!("/streams/{stream_id}/delete_topic", post => channels::delete_topic))
+            .service(endpoint!("/users/{user_id}/channels", get => channels::get_user_channels))
+            .service(endpoint!("/bots/{bot_id}/api_key", get => bots::get_bot_api_key))
+            .service(endpoint!("/streams/{stream_id}/email_address", get => channels::get_stream_email_address))
+            .service(endpoint!("/messages/{message_id}/report", post => messages::report_message))
+            .service(endpoint!("/realm/playgrounds", post => playgrounds::add_playground))
+            .service(endpoint!("/realm/playgrounds/{playground_id}", delete => playgrounds::remove_playground))
+            .service(endpoint!("/calls/bigbluebutton/create", get => calls::create_bigbluebutton_call))
+            .service(endpoint!("/calls/constructorgroups/create", post => calls::create_constructor_groups_call))
+            .service(endpoint!("/mobile_push/test_notification", post => push::test_notification))
             .default_service(web::to(error::not_found)),
     )
     .service(web::scope("/json").default_service(web::to(error::session_required)))
@@ -256,6 +270,11 @@ impl ApiRequest {
     /// The realm's URL, as the server serves it.
     pub fn server_url(&self) -> Arc<str> {
         self.server_url.clone()
+    }
+
+    /// The server's time (UNIX seconds), for checks made on this worker.
+    pub fn now_secs(&self) -> i64 {
+        self.clock.now_secs()
     }
 }
 

@@ -242,3 +242,72 @@ pub async fn e2ee_test_notification(req: ApiRequest) -> ApiResponse {
     })?;
     Ok(success(with_ignored(Map::new(), req.params.unused())))
 }
+
+/// # `POST /mobile_push/test_notification`
+///
+/// Zulip's `send_test_push_notification_api` (deprecated at feature level 420): a test
+/// notification to the caller's device with this legacy `token`, or to every one of
+/// their tokens, each sent through the push relay (Zulip's `push/test_notification`
+/// bouncer endpoint). hearth sends notifications only through a relay: without one it
+/// answers Zulip's "not configured" error.
+pub async fn test_notification(req: ApiRequest) -> ApiResponse {
+    let (tokens, realm_uuid, base_payload, me) = req.check(|realm, me| {
+        realm.require_human(me)?;
+        let token = req.params.opt_str("token");
+        let all = realm.push_tokens_of(me.id);
+        let tokens: Vec<_> = match token {
+            Some(t) => {
+                let found: Vec<_> = all.iter().filter(|d| d.token == t).cloned().collect();
+                if found.is_empty() {
+                    return Err(ApiError::new(
+                        400,
+                        ErrorCode::InvalidPushDeviceToken,
+                        "Device not recognized",
+                    ));
+                }
+                found
+            }
+            None => all.to_vec(),
+        };
+        // Zulip's `get_base_payload` (hearth has no realm id to add).
+        let url = realm.url(&req.server_url);
+        let host = url.split("://").nth(1).unwrap_or(url).trim_end_matches('/');
+        let base_payload = json!({
+            "server": host,
+            "realm_uri": url,
+            "realm_url": url,
+            "realm_name": realm.settings.name,
+            "user_id": me.id,
+        });
+        Ok((tokens, realm.push_relay_uuid(), base_payload, me.id))
+    })?;
+    let relay = req.state.push_relay.clone().ok_or_else(|| {
+        ApiError::new(
+            400,
+            ErrorCode::PushServiceNotConfigured,
+            "Server is not configured to use push notification service.",
+        )
+    })?;
+    for t in &tokens {
+        let kind = match t.kind {
+            PushTokenKind::Apns => 1,
+            PushTokenKind::Fcm => 2,
+        };
+        relay
+            .test_notification(&realm_uuid, me, &t.token, kind, base_payload.clone())
+            .await
+            .map_err(|e| {
+                tracing::warn!("test notification: {e}");
+                match &e {
+                    crate::push_relay::RelayError::Refused {
+                        code: Some(code),
+                        msg,
+                    } if code == "INVALID_REMOTE_PUSH_DEVICE_TOKEN" => {
+                        ApiError::new(400, ErrorCode::InvalidRemotePushDeviceToken, msg.clone())
+                    }
+                    _ => e.to_api_error(),
+                }
+            })?;
+    }
+    Ok(success(with_ignored(Map::new(), req.params.unused())))
+}

@@ -26,6 +26,7 @@ enum Param {
     TopicsPolicy,
     Flag(RealmFlag),
     WelcomeMessageCustomText,
+    ModerationRequestChannel,
 }
 
 impl Param {
@@ -39,6 +40,7 @@ impl Param {
             Param::TopicsPolicy => "topics_policy",
             Param::Flag(f) => f.name(),
             Param::WelcomeMessageCustomText => "welcome_message_custom_text",
+            Param::ModerationRequestChannel => "moderation_request_channel_id",
         }
     }
 }
@@ -52,6 +54,7 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
         Param::Name,
         Param::TopicsPolicy,
         Param::WelcomeMessageCustomText,
+        Param::ModerationRequestChannel,
     ];
     params.extend(MessageLimit::ALL.map(Param::Limit));
     params.extend(RealmSetting::EDITABLE.map(Param::Group));
@@ -90,6 +93,7 @@ fn parse_update(p: &Params) -> ApiResult<RealmUpdate> {
                     u.groups.push((s, new, old));
                 }
             }
+            Param::ModerationRequestChannel => u.moderation_request_channel_id = p.opt_int(name)?,
             // A plain string, not JSON (`str` with `parse_enum_from_string_value`).
             Param::TopicsPolicy => {
                 u.topics_policy = p

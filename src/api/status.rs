@@ -1,10 +1,11 @@
-//! User status: `POST /users/me/status`, `GET /users/{user_id}/status`.
+//! User status: `POST /users/me/status`, `GET /users/{user_id}/status`, and
+//! administrators' `POST /users/{user_id}/status`.
 
 use actix_web::web;
 use serde_json::Map;
 
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
-use crate::realm::status::{parse_status_text, require_human, StatusRequest};
+use crate::realm::status::{parse_status_text, require_human, AdminStatusRequest, StatusRequest};
 use crate::realm::Realm;
 
 /// # `POST /users/me/status`
@@ -55,4 +56,39 @@ pub async fn get_user_status(req: ApiRequest, path: web::Path<String>) -> ApiRes
     })
     .await
     .map(success)
+}
+
+/// # `POST /users/{user_id}/status`
+///
+/// An administrator sets another user's status (feature level 407); `away` is not a
+/// parameter here.
+pub async fn update_user_status_admin(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
+    let raw = path.into_inner();
+    // Zulip's route takes digits only (`<int:user_id>`); anything else is not found.
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(super::error::not_found_error());
+    }
+    let user_id = raw.parse::<i64>().unwrap_or(-1);
+    req.write(
+        |_, _, p| {
+            // Zulip's parameter order: status_text, emoji_name, emoji_code, reaction_type.
+            let status_text = p
+                .opt_str("status_text")
+                .map(|t| parse_status_text(&t))
+                .transpose()?;
+            Ok(AdminStatusRequest {
+                user_id,
+                req: StatusRequest {
+                    away: None,
+                    status_text,
+                    emoji_name: p.opt_str("emoji_name"),
+                    emoji_code: p.opt_str("emoji_code"),
+                    reaction_type: p.opt_str("reaction_type"),
+                },
+            })
+        },
+        Realm::decide_update_status_admin,
+    )
+    .await?;
+    req.reply(Map::new())
 }

@@ -63,6 +63,12 @@ pub enum RealmChange {
     UserSettingDefaultSet { name: String, value: SettingValue },
     /// Invitations were created, revoked or accepted.
     Invite(InviteChange),
+    /// A code playground was added.
+    PlaygroundAdded(super::playgrounds::Playground),
+    /// A code playground was removed.
+    PlaygroundRemoved {
+        id: super::playgrounds::PlaygroundId,
+    },
 }
 
 /// Facts about accounts.
@@ -287,6 +293,11 @@ pub enum ChannelChange {
     },
     /// Channel folders were reordered; `order` is the list as the client sent it.
     ChannelFoldersReordered { order: Vec<i64> },
+    /// A channel's email-gateway token was made for a creator and sender.
+    EmailTokenCreated {
+        key: super::channels::email::EmailTokenKey,
+        token: String,
+    },
 }
 
 /// Everything a new account holds when it is created.

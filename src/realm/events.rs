@@ -47,7 +47,7 @@ use serde_json::{json, Map, Value};
 
 use super::channels::{ChannelId, ChannelUpdate, FolderUpdate};
 use super::messages::json::MessageView;
-use super::messages::{flags, MessageChange, MessageId, Recipient};
+use super::messages::{flags, Message, MessageChange, MessageId, Recipient};
 use super::users::UserView;
 use super::{Change, Realm, UserId};
 use crate::realm::{ChannelChange, RealmChange, UserChange};
@@ -163,6 +163,9 @@ impl Realm {
             }
             Change::User(UserChange::PasswordChanged { .. }) => Vec::new(),
             Change::Realm(RealmChange::Invite(c)) => self.invite_events(c),
+            Change::Realm(
+                RealmChange::PlaygroundAdded(_) | RealmChange::PlaygroundRemoved { .. },
+            ) => self.playground_events(),
             Change::Group(g) => self.group_events(before, g),
             Change::Personal(p) => {
                 let mut out = self.navigation_events(p);
@@ -409,11 +412,29 @@ impl Realm {
                 }
             }
             MessageChange::Deleted { messages, .. } => {
-                let mut out = Vec::new();
+                // One event per conversation (Zulip's `do_delete_messages`: a channel's
+                // topics compared lowercased, the event naming the lowercased topic) with
+                // its ids sorted, for queues that handle bulk deletion; one per message
+                // for the others.
+                let mut groups: Vec<(Recipient, Vec<&Message>)> = Vec::new();
                 for m in messages {
+                    let key = match &m.recipient {
+                        Recipient::Channel { channel_id, topic } => Recipient::Channel {
+                            channel_id: *channel_id,
+                            topic: topic.to_lowercase(),
+                        },
+                        direct => direct.clone(),
+                    };
+                    match groups.iter_mut().find(|(r, _)| *r == key) {
+                        Some((_, list)) => list.push(m),
+                        None => groups.push((key, vec![m])),
+                    }
+                }
+                let mut out = Vec::new();
+                for (recipient, list) in groups {
                     let mut audience: Vec<UserId> = Vec::new();
                     let mut o = object(json!({"type": "delete_message"}));
-                    match &m.recipient {
+                    match &recipient {
                         Recipient::Channel { channel_id, topic } => {
                             if let Some(ch) = before.channel(*channel_id) {
                                 audience.extend(ch.subscriber_ids());
@@ -427,19 +448,24 @@ impl Realm {
                             o.insert("message_type".into(), "private".into());
                         }
                     }
-                    audience.push(m.sender_id);
+                    audience.extend(list.iter().map(|m| m.sender_id));
                     let audience = Audience::users(audience);
+                    let mut ids: Vec<MessageId> = list.iter().map(|m| m.id).collect();
+                    ids.sort_unstable();
                     let mut bulk = o.clone();
-                    bulk.insert("message_ids".into(), json!([m.id]));
+                    bulk.insert("message_ids".into(), json!(ids));
                     out.push(
                         Event::new(Value::Object(bulk), audience.clone())
                             .for_capability("bulk_message_deletion", true),
                     );
-                    o.insert("message_id".into(), m.id.into());
-                    out.push(
-                        Event::new(Value::Object(o), audience)
-                            .for_capability("bulk_message_deletion", false),
-                    );
+                    for id in ids {
+                        let mut one = o.clone();
+                        one.insert("message_id".into(), id.into());
+                        out.push(
+                            Event::new(Value::Object(one), audience.clone())
+                                .for_capability("bulk_message_deletion", false),
+                        );
+                    }
                 }
                 out
             }
@@ -703,6 +729,8 @@ impl Realm {
                     Audience::users(self.active_users(false)),
                 ));
             }
+            // Zulip sends no event for a channel's email token.
+            ChannelChange::EmailTokenCreated { .. } => {}
         }
         out
     }

@@ -102,7 +102,7 @@ impl Realm {
     }
 
     /// Zulip's `access_user_by_id(..., for_admin=True)`, its checks in its order.
-    fn access_user_for_admin(
+    pub(crate) fn access_user_for_admin(
         &self,
         me: &User,
         id: i64,
@@ -125,8 +125,14 @@ impl Realm {
         Ok(target)
     }
 
+    /// `GET /bots/{bot_id}/api_key` (feature level 463): the bot's key, for its owner
+    /// and administrators (Zulip's `access_bot_by_id`).
+    pub fn view_bot_api_key(&self, me: &User, bot_id: i64) -> ApiResult<String> {
+        Ok(self.access_bot_for_admin(me, bot_id)?.api_key.clone())
+    }
+
     /// Zulip's `access_bot_by_id`.
-    fn access_bot_for_admin(&self, me: &User, id: i64) -> ApiResult<&User> {
+    pub(crate) fn access_bot_for_admin(&self, me: &User, id: i64) -> ApiResult<&User> {
         let target = u64::try_from(id)
             .ok()
             .and_then(|id| self.user(id))

@@ -267,7 +267,7 @@ pub fn check_pattern(pattern: &str) -> Result<(String, BTreeSet<String>), String
 }
 
 /// Zulip's `ValidationFailureError`: the first message, and all by field.
-fn validation_failure(errors: Vec<(&str, String)>) -> ApiError {
+pub(crate) fn validation_failure(errors: Vec<(&str, String)>) -> ApiError {
     let mut by_field: Map<String, Value> = Map::new();
     for (field, msg) in &errors {
         let entry = by_field

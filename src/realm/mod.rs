@@ -23,6 +23,7 @@ pub mod messages;
 pub mod muted_users;
 pub mod navigation;
 pub mod onboarding;
+pub mod playgrounds;
 pub mod presence;
 pub mod profile_fields;
 pub mod push;
@@ -291,6 +292,12 @@ pub struct Realm {
     /// Email invitations and reusable invitation links.
     #[serde(default)]
     pub invites: invites::InviteState,
+    /// Channels' email-gateway tokens (`GET /streams/{id}/email_address`).
+    #[serde(default)]
+    pub channel_email_tokens: channels::email::EmailTokens,
+    /// Code playgrounds (`POST /realm/playgrounds`).
+    #[serde(default)]
+    pub playgrounds: playgrounds::PlaygroundState,
 }
 
 impl Realm {
@@ -343,6 +350,8 @@ impl Realm {
             saved_snippets: saved_snippets::SnippetState::default(),
             reminders: messages::reminders::ReminderState::default(),
             invites: invites::InviteState::default(),
+            channel_email_tokens: Default::default(),
+            playgrounds: Default::default(),
         }
     }
 
@@ -442,6 +451,9 @@ impl Realm {
                 }
             }
             Change::Realm(RealmChange::Invite(c)) => self.apply_invite_change(c),
+            Change::Realm(
+                c @ (RealmChange::PlaygroundAdded(_) | RealmChange::PlaygroundRemoved { .. }),
+            ) => self.apply_playground_change(c),
             Change::Group(g) => self.apply_group_change(g),
             Change::Channel(c) => {
                 self.index_channel_change(c);

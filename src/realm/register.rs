@@ -151,7 +151,7 @@ impl Realm {
             m.insert("realm_filters".into(), json!([]));
         }
         if o.wants("realm_playgrounds") {
-            m.insert("realm_playgrounds".into(), json!([]));
+            m.insert("realm_playgrounds".into(), self.view_playgrounds().into());
         }
         if o.wants("default_streams") {
             let ids: Vec<u64> = self.default_channels.iter().copied().collect();

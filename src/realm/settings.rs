@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::channels::ChannelId;
 use super::events::{Audience, Event};
 use super::groups::{RealmSetting, SettingValue};
 use super::markdown::render_description;
@@ -61,6 +62,10 @@ pub struct RealmProperties {
     /// (`welcome_message_custom_text`; empty: nothing more is sent).
     #[serde(default)]
     pub welcome_message_custom_text: String,
+    /// Where message reports go (`moderation_request_channel_id`; a private channel),
+    /// if anywhere.
+    #[serde(default)]
+    pub moderation_request_channel: Option<ChannelId>,
 }
 
 impl Default for RealmProperties {
@@ -80,6 +85,7 @@ impl Default for RealmProperties {
             name_changes_disabled: false,
             email_changes_disabled: false,
             welcome_message_custom_text: String::new(),
+            moderation_request_channel: None,
         }
     }
 }
@@ -186,6 +192,8 @@ pub enum RealmProperty {
     /// The Welcome Bot's custom message to new users (`welcome_message_custom_text`).
     /// (Last: WAL records name variants by position.)
     WelcomeMessageCustomText(String),
+    /// Where message reports go (`None`: reporting is off).
+    ModerationRequestChannel(Option<ChannelId>),
 }
 
 /// A time-limit parameter as sent (`Json[int | str]`), before Zulip's
@@ -245,6 +253,8 @@ pub struct RealmUpdate {
     pub groups: Vec<(RealmSetting, SettingValue, Option<SettingValue>)>,
     /// At most `MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH` characters (checked).
     pub welcome_message_custom_text: Option<String>,
+    /// `moderation_request_channel_id` as given (-1: none).
+    pub moderation_request_channel_id: Option<i64>,
 }
 
 /// One entry of `PATCH /realm`'s answer: a setting it reports, with its new value.
@@ -279,11 +289,17 @@ impl RealmUpdated {
                 RealmProperty::AllowMessageEditing(v) | RealmProperty::Flag(_, v) => (*v).into(),
                 RealmProperty::Limit(_, v) => json!(v),
                 RealmProperty::TopicsPolicy(p) => p.value().into(),
+                RealmProperty::ModerationRequestChannel(c) => json!(channel_id_or_none(*c)),
             },
             RealmUpdated::TopicsPolicy(p) => p.value().into(),
             RealmUpdated::Group(_, v) => v.json(),
         }
     }
+}
+
+/// A channel setting's API value: the id, or -1 for none.
+fn channel_id_or_none(c: Option<ChannelId>) -> i64 {
+    c.map_or(-1, |c| c as i64)
 }
 
 /// A string parameter of at most `max` characters (`StringConstraints(max_length)`).
@@ -377,6 +393,30 @@ impl Realm {
                 set(RealmProperty::Limit(*l, *v), &mut data);
             }
         }
+        // Zulip's `update_realm`: a private channel the administrator can access, or
+        // -1 for none; only a change is made and reported.
+        if let Some(id) = u.moderation_request_channel_id {
+            let current = self.properties.moderation_request_channel;
+            if current.map(|c| c as i64) != Some(id) {
+                let new = if id >= 0 {
+                    let ch = self.access_channel(me, id)?;
+                    if ch.is_archived {
+                        return Err(ApiError::bad_request("Invalid channel ID"));
+                    }
+                    if !ch.invite_only {
+                        return Err(ApiError::bad_request(
+                            "Moderation request channel must be private.",
+                        ));
+                    }
+                    Some(ch.id)
+                } else {
+                    None
+                };
+                if new != current {
+                    set(RealmProperty::ModerationRequestChannel(new), &mut data);
+                }
+            }
+        }
         if let Some(t) = u.welcome_message_custom_text {
             if t != self.properties.welcome_message_custom_text {
                 set(RealmProperty::WelcomeMessageCustomText(t), &mut data);
@@ -406,6 +446,9 @@ impl Realm {
             RealmProperty::WelcomeMessageCustomText(t) => {
                 self.properties.welcome_message_custom_text = t.clone()
             }
+            RealmProperty::ModerationRequestChannel(c) => {
+                self.properties.moderation_request_channel = *c
+            }
         }
     }
 
@@ -418,6 +461,7 @@ impl Realm {
             RealmProperty::Limit(_, v) => json!(v),
             RealmProperty::TopicsPolicy(p) => json!(p.name()),
             RealmProperty::WelcomeMessageCustomText(t) => json!(t),
+            RealmProperty::ModerationRequestChannel(c) => json!(channel_id_or_none(*c)),
         };
         let body = match p {
             // `do_set_realm_property` adds the deprecated `mandatory_topics`.
@@ -468,6 +512,10 @@ impl Realm {
         for f in RealmFlag::ALL {
             m.insert(format!("realm_{}", f.name()), f.get(p).into());
         }
+        m.insert(
+            "realm_moderation_request_channel_id".into(),
+            json!(channel_id_or_none(p.moderation_request_channel)),
+        );
         // Deprecated since feature level 392, still sent.
         m.insert(
             "realm_mandatory_topics".into(),
@@ -492,6 +540,7 @@ impl RealmProperty {
             RealmProperty::TopicsPolicy(_) => "topics_policy",
             RealmProperty::Flag(f, _) => f.name(),
             RealmProperty::WelcomeMessageCustomText(_) => "welcome_message_custom_text",
+            RealmProperty::ModerationRequestChannel(_) => "moderation_request_channel_id",
         }
     }
 }

@@ -82,6 +82,13 @@ pub struct StatusRequest {
     pub reaction_type: Option<String>,
 }
 
+/// `POST /users/{user_id}/status`: the target as given and the status fields.
+#[derive(Debug, Clone)]
+pub struct AdminStatusRequest {
+    pub user_id: i64,
+    pub req: StatusRequest,
+}
+
 /// Python's `str.strip()`: Unicode whitespace, and the separators \x1c-\x1f.
 pub fn python_strip(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
@@ -124,6 +131,30 @@ impl Realm {
         _cx: &mut Cx,
     ) -> ApiResult<Decided<()>> {
         require_human(me)?;
+        Ok(Decided::changes(vec![self.status_change(me.id, req)?]))
+    }
+
+    /// `POST /users/{user_id}/status` (feature level 407): Zulip's
+    /// `update_user_status_admin`. The target is looked up as `access_user_by_id(...,
+    /// allow_bots=False, for_admin=True)` (administrators, and not oneself), then the
+    /// status is checked as for one's own, `away` aside.
+    pub fn decide_update_status_admin(
+        &self,
+        me: &User,
+        q: AdminStatusRequest,
+        _cx: &mut Cx,
+    ) -> ApiResult<Decided<()>> {
+        let target = self.access_user_for_admin(me, q.user_id, false, false)?;
+        let req = StatusRequest {
+            away: None,
+            ..q.req
+        };
+        Ok(Decided::changes(vec![self.status_change(target.id, req)?]))
+    }
+
+    /// Zulip's `check_update_user_status`: the change of `user_id`'s status that `req`
+    /// asks for.
+    fn status_change(&self, user_id: UserId, req: StatusRequest) -> ApiResult<Change> {
         if req.away.is_none() && req.status_text.is_none() && req.emoji_name.is_none() {
             return Err(ApiError::bad_request("Client did not pass any new values."));
         }
@@ -162,14 +193,12 @@ impl Realm {
                 None
             }
         };
-        Ok(Decided::changes(vec![Change::Status(
-            StatusChange::Updated {
-                user_id: me.id,
-                away: req.away,
-                status_text: req.status_text,
-                emoji,
-            },
-        )]))
+        Ok(Change::Status(StatusChange::Updated {
+            user_id,
+            away: req.away,
+            status_text: req.status_text,
+            emoji,
+        }))
     }
 
     /// Zulip's `format_user_status`: only what is set (`away` when presence is off).

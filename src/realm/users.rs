@@ -467,12 +467,18 @@ impl Realm {
         email: &str,
         view: UserView,
     ) -> ApiResult<Value> {
+        self.user_by_email_for(viewer, email)
+            .map(|u| Value::Object(self.user_json(viewer, u, view)))
+    }
+
+    /// The user `email` names for `viewer`, as `GET /users/{email}` finds them: the API
+    /// email everyone sees, or the real address when `viewer` may see it.
+    pub fn user_by_email_for(&self, viewer: &User, email: &str) -> ApiResult<&User> {
         self.user_by_api_email(email)
             .or_else(|| {
                 self.user_by_delivery_email(email)
                     .filter(|u| self.can_see_delivery_email(viewer, u))
             })
-            .map(|u| Value::Object(self.user_json(viewer, u, view)))
             .ok_or_else(|| ApiError::bad_request("No such user"))
     }
 }

@@ -1075,6 +1075,146 @@ fn cases() -> Vec<Case> {
             })
             .want(|_, _| invalid_channel()),
     );
+    // Typing while editing othello's message: only he may edit it.
+    c.push(
+        case("POST", "/api/v1/messages/{message_id}/typing")
+            .at(|f, _| format!("/api/v1/messages/{}/typing", f.react_msg))
+            .with(|_, _| p(&[("op", "start")]))
+            .want(|_, w| match w {
+                Guest | Foreign => invalid_message(),
+                _ => bad("You don't have permission to edit this message"),
+            }),
+    );
+    // A topic with no messages: deleting it completes at once.
+    c.push(
+        case("POST", "/api/v1/streams/{stream_id}/delete_topic")
+            // The other realm's own first channels hold the lowest ids (Verona's among
+            // them): the foreign caller names one that is this realm's only.
+            .at(|f, w| {
+                let id = if w == Foreign { f.private } else { f.verona };
+                format!("/api/v1/streams/{id}/delete_topic")
+            })
+            .with(|_, _| p(&[("topic_name", "authz nothing here")]))
+            .want(|_, w| match w {
+                Admin | Owner => ok_with("/complete", json!(true)),
+                Foreign => invalid_channel(),
+                _ => not_admin(),
+            }),
+    );
+    // Each caller joins a channel of its own, created for it, and leaves it again; the
+    // other realm's owner only leaves (creating a channel there would give it ids that
+    // later cases expect to name nothing).
+    c.push(
+        case("PATCH", "/api/v1/users/me/subscriptions")
+            .with(|_, w| {
+                let name = format!("authz bulk {}", w.label());
+                let mut params = vec![("delete", json!([name]).to_string())];
+                if w != Foreign {
+                    params.push(("add", json!([{ "name": name }]).to_string()));
+                }
+                params
+            })
+            .want(|_, w| match w {
+                Guest => no_guests(),
+                Foreign => err(
+                    400,
+                    "STREAM_DOES_NOT_EXIST",
+                    "Channel 'authz bulk foreign' does not exist",
+                ),
+                _ => ok_with("/removed", json!([format!("authz bulk {}", w.label())])),
+            }),
+    );
+    c.push(
+        case("GET", "/api/v1/users/{user_id}/channels")
+            .at(|f, _| format!("/api/v1/users/{}/channels", f.othello))
+            .want(|_, w| match w {
+                Foreign => no_such_user(),
+                _ => ok(),
+            }),
+    );
+    // The bot's key: its owner and the administrators (`access_bot_by_id`).
+    c.push(
+        case("GET", "/api/v1/bots/{bot_id}/api_key")
+            .at(|f, _| format!("/api/v1/bots/{}/api_key", f.bot))
+            .want(|_, w| match w {
+                Admin | Owner | BotOwner => ok(),
+                Foreign => bad("No such bot"),
+                _ => insufficient(),
+            }),
+    );
+    // Othello's status: administrators only (`access_user_by_id(for_admin=True)`).
+    c.push(
+        case("POST", "/api/v1/users/{user_id}/status")
+            .at(|f, _| format!("/api/v1/users/{}/status", f.othello))
+            .with(|_, w| vec![("status_text", format!("set by {}", w.label()))])
+            .want(|_, w| match w {
+                Admin | Owner => ok(),
+                Foreign => no_such_user(),
+                _ => insufficient(),
+            })
+            .probe(|f, _| (IAGO, format!("/api/v1/users/{}/status", f.othello))),
+    );
+    c.push(
+        case("GET", "/api/v1/streams/{stream_id}/email_address")
+            // The other realm's own first channels hold the lowest ids (Verona's among
+            // them): the foreign caller names one that is this realm's only.
+            .at(|f, w| {
+                let id = if w == Foreign { f.private } else { f.verona };
+                format!("/api/v1/streams/{id}/email_address")
+            })
+            .want(|_, w| match w {
+                Foreign => invalid_channel(),
+                _ => ok(),
+            }),
+    );
+    // The matrix's realms have no moderation request channel: refused for every caller,
+    // after the parameters.
+    c.push(
+        case("POST", "/api/v1/messages/{message_id}/report")
+            .at(|f, _| format!("/api/v1/messages/{}/report", f.public_msg))
+            .with(|_, _| p(&[("report_type", "spam")]))
+            .want(|_, _| bad("Message reporting is not enabled in this organization.")),
+    );
+    c.push(
+        case("POST", "/api/v1/realm/playgrounds")
+            .with(|_, w| {
+                vec![
+                    ("name", format!("authz {}", w.label())),
+                    ("pygments_language", "Rust".to_owned()),
+                    ("url_template", "https://play.example/{code}".to_owned()),
+                ]
+            })
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => ok(),
+                _ => not_admin(),
+            }),
+    );
+    c.push(
+        case("DELETE", "/api/v1/realm/playgrounds/{playground_id}")
+            .at(|_, _| "/api/v1/realm/playgrounds/999999".to_owned())
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => bad("Invalid playground"),
+                _ => not_admin(),
+            }),
+    );
+    // No video-call provider is configured: every authenticated caller hears so.
+    c.push(
+        case("GET", "/api/v1/calls/bigbluebutton/create")
+            .with(|_, _| p(&[("meeting_name", "authz")]))
+            .want(|_, _| bad("BigBlueButton is not configured.")),
+    );
+    c.push(
+        case("POST", "/api/v1/calls/constructorgroups/create")
+            .want(|_, _| bad("Constructor Groups is not configured.")),
+    );
+    // The matrix's server has a relay; each caller's legacy tokens (if any) are sent
+    // a test notification.
+    c.push(
+        case("POST", "/api/v1/mobile_push/test_notification").want(|_, w| match w {
+            Bot => no_bots(),
+            _ => ok(),
+        }),
+    );
     c.push(case("GET", "/api/v1/scheduled_messages"));
     c.push(
         case("POST", "/api/v1/scheduled_messages")

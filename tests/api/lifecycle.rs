@@ -272,6 +272,64 @@ async fn update_user_by_role() {
     assert_eq!(user(&s, hamlet).await["full_name"], "Hamlet, Prince");
 }
 
+/// `PATCH /users/{email}` (feature level 313): the user `GET /users/{email}` finds (the
+/// API email, or the real address for those who may see it), then as by id; it lasts.
+#[actix_web::test]
+async fn update_user_by_email() {
+    let mut s = TestApp::spawn().await;
+    let hamlet = s.user_id(HAMLET).await;
+    s.ok(
+        "PATCH",
+        "/api/v1/users/hamlet@zulip.com",
+        IAGO,
+        &[("full_name", "Prince Hamlet")],
+    )
+    .await;
+    assert_eq!(user(&s, hamlet).await["full_name"], "Prince Hamlet");
+    // The address everyone sees works too.
+    let shown = user(&s, hamlet).await["email"].as_str().unwrap().to_owned();
+    assert_ne!(shown, "hamlet@zulip.com");
+    s.ok(
+        "PATCH",
+        &format!("/api/v1/users/{shown}"),
+        IAGO,
+        &[("role", "300")],
+    )
+    .await;
+    assert_eq!(user(&s, hamlet).await["role"], 300);
+    s.bad(
+        "PATCH",
+        "/api/v1/users/nobody@zulip.com",
+        IAGO,
+        &[("full_name", "X")],
+        "No such user",
+    )
+    .await;
+    // A member sees no real address, and may not update anyone.
+    s.bad(
+        "PATCH",
+        "/api/v1/users/hamlet@zulip.com",
+        OTHELLO,
+        &[("full_name", "X")],
+        "No such user",
+    )
+    .await;
+    s.bad(
+        "PATCH",
+        &format!("/api/v1/users/{shown}"),
+        OTHELLO,
+        &[("full_name", "X")],
+        "Insufficient permission",
+    )
+    .await;
+    s.restart().await;
+    let after = user(&s, hamlet).await;
+    assert_eq!(
+        (after["full_name"].clone(), after["role"].clone()),
+        (json!("Prince Hamlet"), json!(300))
+    );
+}
+
 #[actix_web::test]
 async fn deactivate_own_account() {
     let mut s = TestApp::spawn().await;

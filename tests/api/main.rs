@@ -26,6 +26,7 @@ mod message_events;
 mod message_rules;
 mod messages;
 mod metrics;
+mod misc_endpoints;
 mod navigation;
 mod onboarding;
 mod openapi_walk;

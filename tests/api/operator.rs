@@ -79,7 +79,7 @@ async fn wrong_method_answers_zulip_error_body_with_code() {
         (
             Method::PUT,
             "/api/v1/users/me/subscriptions",
-            vec!["GET", "POST", "DELETE"],
+            vec!["GET", "POST", "PATCH", "DELETE"],
         ),
     ] {
         let reply = send(app.request(method.clone(), path, Auth::None)).await;

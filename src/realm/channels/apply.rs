@@ -162,6 +162,9 @@ impl Realm {
                     }
                 }
             }
+            ChannelChange::EmailTokenCreated { key, token } => {
+                self.channel_email_tokens.insert(*key, token.clone());
+            }
         }
     }
 }

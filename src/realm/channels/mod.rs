@@ -10,6 +10,7 @@
 
 mod access;
 mod apply;
+pub mod email;
 mod folders;
 mod render;
 mod subscriptions;
@@ -537,6 +538,21 @@ pub struct Unsubscribe {
 pub struct Unsubscribed {
     pub removed: Vec<String>,
     pub not_removed: Vec<String>,
+}
+
+/// `PATCH /users/me/subscriptions`: channels to join (created when missing) and
+/// channel names to leave, for the caller.
+#[derive(Debug, Clone)]
+pub struct UpdateSubscriptions {
+    pub add: Vec<SubscribeItem>,
+    pub delete: Vec<String>,
+}
+
+/// The answer of `PATCH /users/me/subscriptions`: both halves' answers.
+#[derive(Debug, Default)]
+pub struct UpdatedSubscriptions {
+    pub added: SubscribeOutcome,
+    pub removed: Unsubscribed,
 }
 
 /// `POST /users/me/subscriptions/properties`: `(stream_id, property)`, in order.

@@ -193,6 +193,26 @@ impl Realm {
     }
 
     /// `GET /users/{user_id}/subscriptions/{stream_id}`.
+    /// `GET /users/{user_id}/channels` (feature level 440; bots since 458): the
+    /// channels the user is subscribed to (archived ones keep their subscriptions, as
+    /// in Zulip) whose subscribers `me` may see, by id.
+    pub fn view_user_channels(&self, me: &User, user_id: i64) -> ApiResult<Vec<ChannelId>> {
+        let user = u64::try_from(user_id)
+            .ok()
+            .and_then(|id| self.users.get(&id))
+            .ok_or_else(|| ApiError::bad_request("No such user"))?;
+        if !user.is_active {
+            return Err(ApiError::bad_request("User is deactivated"));
+        }
+        Ok(self
+            .channels
+            .values()
+            .filter(|ch| ch.is_subscribed(user.id))
+            .filter(|ch| user.id == me.id || self.can_see_subscribers(me, ch))
+            .map(|ch| ch.id)
+            .collect())
+    }
+
     pub fn view_is_subscribed(&self, me: &User, user_id: i64, stream_id: i64) -> ApiResult<bool> {
         let user = u64::try_from(user_id)
             .ok()

@@ -515,6 +515,93 @@ impl Realm {
         ))
     }
 
+    // ---- both at once ----------------------------------------------------------
+
+    /// `PATCH /users/me/subscriptions`: Zulip's `update_subscriptions_backend`, which
+    /// runs `add_subscriptions_backend` (guests refused even with nothing to add) then
+    /// `remove_subscriptions_backend` for the caller, in one transaction. The removal
+    /// sees what the addition did: a channel it created or joined can be left again.
+    pub fn decide_update_subscriptions(
+        &self,
+        me: &User,
+        q: UpdateSubscriptions,
+        cx: &mut Cx,
+    ) -> ApiResult<Decided<UpdatedSubscriptions>> {
+        if q.add.is_empty() && q.delete.is_empty() {
+            return Err(ApiError::bad_request(
+                "Nothing to do. Specify at least one of \"add\" or \"delete\".",
+            ));
+        }
+        let add = SubscribeRequest {
+            items: q.add,
+            principals: None,
+            spec: ChannelSpec::default(),
+            authorization_errors_fatal: true,
+        };
+        let Decided {
+            mut changes,
+            answer: added,
+        } = self.decide_subscribe(me, add, cx)?;
+        // What the addition made: new channels, and the caller's new subscriptions.
+        let mut created: Vec<&Channel> = Vec::new();
+        let mut joined: BTreeSet<ChannelId> = BTreeSet::new();
+        for c in &changes {
+            match c {
+                Change::Channel(ChannelChange::ChannelCreated(ch)) => created.push(ch),
+                Change::Channel(ChannelChange::Subscribed { subs }) => joined.extend(
+                    subs.iter()
+                        .filter(|s| s.user_id == me.id)
+                        .map(|s| s.channel_id),
+                ),
+                _ => {}
+            }
+        }
+        for raw in &q.delete {
+            check_channel_name(raw)?;
+        }
+        let mut leave: Vec<(ChannelId, String, bool)> = Vec::new();
+        for raw in &q.delete {
+            let name = raw.trim();
+            let found = self
+                .channel_by_name(name)
+                .map(|ch| (ch.id, ch.name.clone(), ch.is_subscribed(me.id)))
+                .or_else(|| {
+                    created
+                        .iter()
+                        .find(|ch| ch.name.to_lowercase() == name.to_lowercase())
+                        .map(|ch| (ch.id, ch.name.clone(), false))
+                });
+            let Some((id, name, subscribed)) = found else {
+                return Err(ApiError::new(
+                    400,
+                    ErrorCode::StreamDoesNotExist,
+                    format!("Channel '{name}' does not exist"),
+                )
+                .with("stream", name));
+            };
+            if !leave.iter().any(|(c, _, _)| *c == id) {
+                leave.push((id, name, subscribed || joined.contains(&id)));
+            }
+        }
+        let mut removed = Unsubscribed::default();
+        let mut pairs = Vec::new();
+        for (id, name, subscribed) in leave {
+            if subscribed {
+                removed.removed.push(name);
+                pairs.push((id, me.id));
+            } else {
+                removed.not_removed.push(name);
+            }
+        }
+        if !pairs.is_empty() {
+            changes.push(Change::Channel(ChannelChange::Unsubscribed { subs: pairs }));
+        }
+        Ok(Decided::new(
+            changes,
+            UpdatedSubscriptions { added, removed },
+        ))
+    }
+
     // ---- subscription properties (seed 4.1) ---------------------------------
 
     /// `POST /users/me/subscriptions/properties` (the list validated on the worker):

@@ -99,6 +99,12 @@ impl Realm {
                     "A default channel cannot be made private.",
                 ));
             }
+            // The realm's moderation request channel stays private.
+            if !invite_only && self.properties.moderation_request_channel == Some(cid) {
+                return Err(ApiError::bad_request(
+                    "Moderation request channel must be private.",
+                ));
+            }
             // Zulip's `update_stream_backend`: the realm's creation settings for the
             // privacy asked for.
             if let Some(private) = p.is_private {

@@ -614,3 +614,97 @@ impl Realm {
         Ok(())
     }
 }
+
+/// The most messages one `POST /streams/{id}/delete_topic` deletes; the answer says
+/// `complete: false` while more remain (Zulip deletes in batches until 50 seconds
+/// have passed, and answers the same way when time runs out).
+pub const DELETE_TOPIC_BATCH: usize = 1000;
+
+/// The most index entries of the topic one request reads (messages the caller cannot
+/// read, in a channel with protected history, are passed over).
+pub const DELETE_TOPIC_SCAN: usize = 50_000;
+
+/// `POST /streams/{stream_id}/delete_topic`: the channel id as given, the topic (the
+/// realm's empty-topic name read as the empty topic), at most `batch` messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteTopic {
+    pub stream_id: i64,
+    pub topic: String,
+    pub batch: usize,
+}
+
+impl Realm {
+    /// Zulip's `delete_in_topic`: an administrator (`require_realm_admin`) with access
+    /// to the channel deletes the topic's messages they may read, newest first, one
+    /// batch per request. Answers whether the topic is now empty of such messages.
+    pub fn decide_delete_topic(
+        &self,
+        me: &User,
+        q: DeleteTopic,
+        cx: &mut Cx,
+    ) -> ApiResult<Decided<bool>> {
+        self.require_admin(me)?;
+        let ch = self.access_channel(me, q.stream_id)?;
+        if ch.is_archived {
+            return Err(ApiError::bad_request("Invalid channel ID"));
+        }
+        let rows = cx.rows()?;
+        let source = Source::Topic(ch.id, q.topic.clone());
+        let mut doomed: Vec<Message> = Vec::new();
+        let mut complete = true;
+        for (seen, id) in rows
+            .scan(&source, 0, self.messages.max_visible(), true)?
+            .enumerate()
+        {
+            if seen >= DELETE_TOPIC_SCAN || doomed.len() >= q.batch {
+                complete = false;
+                break;
+            }
+            let id = id?;
+            let Some(m) = rows.row(id)? else { continue };
+            if !m.recipient.is_topic(ch.id, &q.topic) {
+                continue;
+            }
+            if super::fetch::can_read(self, me, &m, rows.user_flags(me.id, id)?) {
+                doomed.push(m);
+            }
+        }
+        if doomed.is_empty() {
+            return Ok(Decided::new(Vec::new(), complete));
+        }
+        doomed.sort_by_key(|m| m.id);
+        let gone: Vec<&Message> = doomed.iter().collect();
+        let topic_max = self.topic_max_after(rows, &gone, &[])?;
+        // An upload linked only from deleted messages goes with the last of them.
+        let mut links: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut releases = Vec::new();
+        for m in &doomed {
+            let mut paths = crate::realm::attachments::upload_path_ids(&m.content);
+            paths.sort_unstable();
+            paths.dedup();
+            for path in paths {
+                let Some(a) = self
+                    .attachment_by_path(&path)
+                    .filter(|a| a.messages.contains_key(&m.id))
+                else {
+                    continue;
+                };
+                let left = links.entry(a.id).or_insert(a.messages.len());
+                *left = left.saturating_sub(1);
+                releases.push(Change::Attachment(
+                    crate::realm::attachments::AttachmentChange::Released {
+                        message_id: m.id,
+                        ids: vec![a.id],
+                        deleted: if *left == 0 { vec![a.id] } else { Vec::new() },
+                    },
+                ));
+            }
+        }
+        let mut changes = vec![Change::Message(MessageChange::Deleted {
+            messages: doomed,
+            topic_max,
+        })];
+        changes.extend(releases);
+        Ok(Decided::new(changes, complete))
+    }
+}

@@ -21,6 +21,7 @@ pub mod reactions;
 pub mod read;
 pub mod receipts;
 pub mod reminders;
+pub mod report;
 pub mod rows;
 pub mod scheduled;
 pub mod send;

@@ -679,3 +679,71 @@ fn mark_as_read_in_bulk() {
     .expect("channel");
     assert!(changes.is_empty() && n == 0);
 }
+
+#[test]
+fn a_topic_is_deleted_one_batch_at_a_time() {
+    use super::edit::DeleteTopic;
+    let (mut realm, mut rows) = world();
+    let hamlet = user(&realm, "hamlet@zulip.com");
+    let iago = user(&realm, "iago@zulip.com");
+    let verona = realm.channel_by_name("Verona").expect("Verona").id;
+    let ids: Vec<MessageId> = (0..5)
+        .map(|i| {
+            send(
+                &mut realm,
+                &mut rows,
+                &hamlet,
+                to_channel("Verona", "doomed"),
+                &format!("m{i}"),
+            )
+        })
+        .collect();
+    let kept = send(
+        &mut realm,
+        &mut rows,
+        &hamlet,
+        to_channel("Verona", "kept"),
+        "stays",
+    );
+    let q = || DeleteTopic {
+        stream_id: verona as i64,
+        topic: "DOOMED".into(),
+        batch: 2,
+    };
+    assert_eq!(
+        err(run(
+            &mut realm,
+            &mut rows,
+            &hamlet,
+            q(),
+            Realm::decide_delete_topic
+        )),
+        "Must be an organization administrator"
+    );
+    // Newest first, two per request.
+    let mut deleted = Vec::new();
+    let mut answers = Vec::new();
+    for _ in 0..4 {
+        let (changes, complete) = run(
+            &mut realm,
+            &mut rows,
+            &iago,
+            q(),
+            Realm::decide_delete_topic,
+        )
+        .expect("deleted");
+        answers.push(complete);
+        for c in changes {
+            if let Change::Message(MessageChange::Deleted { messages, .. }) = c {
+                deleted.push(messages.iter().map(|m| m.id).collect::<Vec<_>>());
+            }
+        }
+    }
+    assert_eq!(answers, vec![false, false, true, true]);
+    assert_eq!(
+        deleted,
+        vec![vec![ids[3], ids[4]], vec![ids[1], ids[2]], vec![ids[0]]]
+    );
+    assert!(!realm.messages.topics[&verona].contains_key("doomed"));
+    assert!(realm.access_message(&rows, &hamlet, kept as i64).is_ok());
+}

@@ -1,11 +1,14 @@
-//! `POST /typing`: typing notifications are events only. Nothing is stored and the
+//! `POST /typing` and `POST /messages/{id}/typing`: typing notifications are events only. Nothing is stored and the
 //! realm actor is not involved: the event is decided on the worker against the
 //! published version and published at once.
 
 use serde_json::{json, Value};
 
+use super::fetch::MessageRows;
+use super::Recipient;
 use crate::error::{ApiError, ApiResult};
 use crate::realm::events::{Audience, Event};
+use crate::realm::settings::MessageLimit;
 use crate::realm::{Realm, User};
 
 /// A typing notification, parsed on the worker (`op` is `start` or `stop`).
@@ -69,5 +72,87 @@ impl Realm {
                 .for_capability("stream_typing_notifications", true))
             }
         }
+    }
+}
+
+/// `POST /messages/{message_id}/typing`: someone starts or stops editing a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EditTypingRequest {
+    pub message_id: i64,
+    /// `start` or `stop`.
+    pub op: String,
+}
+
+impl Realm {
+    /// Zulip's `send_message_edit_notification_backend`: `access_message` (as for an
+    /// edit: not in an archived channel), `validate_user_can_edit_message` without the
+    /// grace period, then the `typing_edit_message` event to the channel's active
+    /// subscribers or the conversation's active participants.
+    pub fn typing_edit_event(
+        &self,
+        rows: &dyn MessageRows,
+        me: &User,
+        q: EditTypingRequest,
+        now: i64,
+    ) -> ApiResult<Event> {
+        let (m, _) = self.access_message(rows, me, q.message_id)?;
+        if let Some(ch) = m.recipient.channel().and_then(|c| self.channel(c)) {
+            if ch.is_archived {
+                return Err(ApiError::bad_request("Invalid message(s)"));
+            }
+        }
+        if !self.properties.allow_message_editing {
+            return Err(ApiError::bad_request(
+                "Your organization has turned off message editing",
+            ));
+        }
+        if m.sender_id != me.id {
+            return Err(ApiError::bad_request(
+                "You don't have permission to edit this message",
+            ));
+        }
+        if let Some(limit) = self.message_limit(MessageLimit::ContentEdit) {
+            if now - m.timestamp > limit {
+                return Err(ApiError::bad_request(
+                    "The time limit for editing this message has passed",
+                ));
+            }
+        }
+        let active = |id: &u64| self.user(*id).is_some_and(|u| u.is_active);
+        let (recipient, audience) = match &m.recipient {
+            Recipient::Channel { channel_id, topic } => {
+                let subscribers = self
+                    .channel(*channel_id)
+                    .map(|c| c.subscriber_ids())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(active)
+                    .collect::<Vec<_>>();
+                (
+                    json!({"type": "channel", "channel_id": channel_id, "topic": topic}),
+                    subscribers,
+                )
+            }
+            Recipient::Direct { users } => {
+                // Zulip's personal recipient lists the sender then the other user (the
+                // sender twice in a conversation with oneself); a group lists its members.
+                let ids: Vec<u64> = if users.len() <= 2 {
+                    let other = users.iter().copied().find(|u| *u != me.id).unwrap_or(me.id);
+                    vec![me.id, other]
+                } else {
+                    users.clone()
+                };
+                let notify: Vec<u64> = ids.into_iter().filter(active).collect();
+                (
+                    json!({"type": "direct", "user_ids": notify}),
+                    notify.clone(),
+                )
+            }
+        };
+        Ok(Event::new(
+            json!({"type": "typing_edit_message", "op": q.op, "sender_id": me.id,
+                   "message_id": m.id, "recipient": recipient}),
+            Audience::users(audience),
+        ))
     }
 }

@@ -768,7 +768,7 @@ where
 pub struct RelayState {
     /// Answers to registrations, in turn (the last one repeats): status and body.
     pub register: Vec<(u16, Value)>,
-    /// The answer to notifications.
+    /// The answer to notifications (E2EE ones and legacy test notifications).
     pub notify: (u16, Value),
     /// Every request: path, `Authorization` header, body.
     pub seen: Vec<(String, String, String)>,
@@ -802,7 +802,9 @@ async fn relay_answer(
                 st.register[0].clone()
             }
         }
-        "/api/v1/remotes/push/e2ee/notify" => st.notify.clone(),
+        "/api/v1/remotes/push/e2ee/notify" | "/api/v1/remotes/push/test_notification" => {
+            st.notify.clone()
+        }
         _ => (
             404,
             json!({"result": "error", "msg": "Not Found", "code": "BAD_REQUEST"}),
