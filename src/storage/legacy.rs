@@ -9,7 +9,7 @@
 //! (`tests/fixtures/snapshot-v3-dev-realm.bin`); schema 4 is today's: the topics policy
 //! of the realm (`properties.topics_policy`) and of each channel
 //! (`Channel::topics_policy`; `tests/fixtures/snapshot-v4-dev-realm.bin`), frozen in
-//! `v4`; schema 5 is today's: each user's personal state and the realm settings that
+//! `v4`; schema 5 is today's (`tests/fixtures/snapshot-v5-dev-realm.bin`): each user's personal state and the realm settings that
 //! came with it. The next change to `Realm` copies today's shape here as `v5` and bumps
 //! the schema.
 //!
@@ -501,7 +501,6 @@ pub mod v3 {
     /// Schema 4 added the topics policies: Zulip's defaults (`allow_empty_topic` for
     /// the realm, `inherit` for its channels) for a realm of schema 3, which could not
     /// change them.
-    #[allow(clippy::needless_update)] // while every property is one it stored
     pub fn realm_to_current(r: Realm) -> crate::realm::Realm {
         let mut realm = crate::realm::Realm::new(r.settings);
         realm.users = r.users;
@@ -609,7 +608,6 @@ pub mod v4 {
     }
 
     /// Everything schema 4 stored, as it was; the rest at its defaults.
-    #[allow(clippy::needless_update)] // while every property is one it stored
     pub fn realm_to_current(r: Realm) -> crate::realm::Realm {
         let mut realm = crate::realm::Realm::new(r.settings);
         realm.users = r.users;
