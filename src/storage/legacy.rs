@@ -9,9 +9,9 @@
 //! (`tests/fixtures/snapshot-v3-dev-realm.bin`); schema 4 is today's: the topics policy
 //! of the realm (`properties.topics_policy`) and of each channel
 //! (`Channel::topics_policy`; `tests/fixtures/snapshot-v4-dev-realm.bin`), frozen in
-//! `v4`; schema 5 is today's (`tests/fixtures/snapshot-v5-dev-realm.bin`): each user's personal state and the realm settings that
-//! came with it. The next change to `Realm` copies today's shape here as `v5` and bumps
-//! the schema.
+//! `v4`; schema 5 is today's (`tests/fixtures/snapshot-v5-dev-realm.bin`): each user's
+//! personal state and the realm settings that came with it. The next change to `Realm`
+//! copies today's shape here as `v5` and bumps the schema.
 //!
 //! WAL schema 1 stored `Change` as one flat enum; schema 2 nests it by resource: the
 //! flat enum is frozen in `v1` with its migration. Schema 3 is today's: a created

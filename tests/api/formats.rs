@@ -396,7 +396,9 @@ async fn golden_snapshot_of_schema_5_decodes() {
         .as_secs()
         + 86_400)
         .to_string();
-    let writes: &[(&str, &str, &str, Vec<(&str, String)>)] = &[
+    /// Method, path, caller, parameters.
+    type Write<'a> = (&'a str, &'a str, &'a str, Vec<(&'a str, String)>);
+    let writes: &[Write] = &[
         (
             "POST",
             "/api/v1/user_topics",
