@@ -295,6 +295,8 @@ pub async fn spawn_with_clock(
     let (handle, closer) = start_http(&config, bound.api, bound.addr, &state)?;
     let metrics = start_metrics(bound.metrics, &state)?;
     start_tasks(&state, &store.durability, config.tick);
+    // Started: the message database's opening may speak now.
+    store.durability.message_db().start_finished();
     Ok(Running {
         addr: bound.addr,
         metrics,

@@ -125,6 +125,24 @@ pub struct MessageDb {
     repairs_queued: AtomicUsize,
     /// A repair changed rows that no sync has covered yet.
     repaired: AtomicBool,
+    /// The opening's log lines, held back until the server's start is over: a start
+    /// that fails says only why (its error line is the last and only one).
+    start_log: Mutex<StartLog>,
+}
+
+/// See `MessageDb::start_log`.
+#[derive(Default)]
+struct StartLog {
+    started: bool,
+    pending: Vec<(bool, String)>,
+}
+
+fn emit(error: bool, line: &str) {
+    if error {
+        tracing::error!("{line}");
+    } else {
+        tracing::info!("{line}");
+    }
 }
 
 /// A realm's trees from `cache`, opened (and kept there) the first time.
@@ -183,7 +201,29 @@ impl MessageDb {
             ready: watch::channel(Readiness::Opening).0,
             repairs_queued: AtomicUsize::new(0),
             repaired: AtomicBool::new(false),
+            start_log: Mutex::new(StartLog::default()),
         })
+    }
+
+    /// A line of the opening (`error` or info): written now once the start is over,
+    /// else when it is (`start_finished`), or never if it fails.
+    fn say(&self, error: bool, line: String) {
+        let mut log = lock(&self.start_log);
+        if log.started {
+            emit(error, &line);
+        } else {
+            log.pending.push((error, line));
+        }
+    }
+
+    /// The server started: the opening's lines held back so far are written, and any
+    /// later one at once.
+    pub fn start_finished(&self) {
+        let mut log = lock(&self.start_log);
+        log.started = true;
+        for (error, line) in std::mem::take(&mut log.pending) {
+            emit(error, &line);
+        }
     }
 
     /// Opens the database on its own thread: moves the message trees of a folder from
@@ -266,15 +306,17 @@ impl MessageDb {
         let readiness = match outcome {
             Ok(()) if !matches!(&*lock(&self.state), State::Open { .. }) => return,
             Ok(()) => {
-                // An instant open of a small store is not worth a line (a start that
-                // then fails for another reason says only why).
+                // An instant open of a small store is not worth a line.
                 let took = started.elapsed();
                 if took >= Duration::from_millis(100) || applied > 0 {
-                    tracing::info!(
-                        "opened the message database {} in {} ms ({applied} writes made \
-                         meanwhile applied)",
-                        self.dir.display(),
-                        took.as_millis()
+                    self.say(
+                        false,
+                        format!(
+                            "opened the message database {} in {} ms ({applied} writes \
+                             made meanwhile applied)",
+                            self.dir.display(),
+                            took.as_millis()
+                        ),
                     );
                 }
                 Readiness::Open
@@ -284,7 +326,7 @@ impl MessageDb {
                     "the message database {} cannot be opened: {e}; run `hearth check`",
                     self.dir.display()
                 );
-                tracing::error!("{why}");
+                self.say(true, why.clone());
                 *lock(&self.state) = State::Failed(why.clone());
                 Readiness::Failed(why)
             }
@@ -301,7 +343,7 @@ impl MessageDb {
         if matches!(&*state, State::Failed(_)) {
             return;
         }
-        tracing::error!("{why}");
+        self.say(true, why.clone());
         *state = State::Failed(why.clone());
         drop(state);
         self.changed.notify_all();
@@ -541,11 +583,14 @@ fn migrate(durability: &Durability, db: &sled::Db, dir: &Path) -> Result<(), Sto
         for name in &names {
             main.drop_tree(name)?;
         }
-        tracing::info!(
-            "moved {} message trees ({keys} keys) into {} in {} ms",
-            names.len(),
-            dir.display(),
-            started.elapsed().as_millis()
+        durability.message_db().say(
+            false,
+            format!(
+                "moved {} message trees ({keys} keys) into {} in {} ms",
+                names.len(),
+                dir.display(),
+                started.elapsed().as_millis()
+            ),
         );
     }
     main.open_tree(META_TREE)?.insert(MARKER_KEY, &[1u8][..])?;
