@@ -453,21 +453,30 @@ impl Realm {
 
     /// `GET /users/{user_id}`.
     pub fn view_user(&self, viewer: &User, id: i64, view: UserView) -> ApiResult<Value> {
+        // Zulip's `access_user_by_id_including_cross_realm`: the system bots too.
         u64::try_from(id)
             .ok()
-            .and_then(|id| self.users.get(&id))
+            .and_then(|id| {
+                self.users
+                    .get(&id)
+                    .map(std::sync::Arc::as_ref)
+                    .or_else(|| super::messages::moves::system_bot(id))
+            })
             .map(|u| Value::Object(self.user_json(viewer, u, view)))
             .ok_or_else(|| ApiError::bad_request("No such user"))
     }
 
-    /// `GET /users/{email}`: the API email, or the real one for administrators.
+    /// `GET /users/{email}`: the API email, or the real one for administrators; a system
+    /// bot's address.
     pub fn view_user_by_email(
         &self,
         viewer: &User,
         email: &str,
         view: UserView,
     ) -> ApiResult<Value> {
+        // Zulip's `get_user_including_cross_realm`: the system bots too.
         self.user_by_email_for(viewer, email)
+            .or_else(|e| super::messages::moves::system_bot_by_email(email).ok_or(e))
             .map(|u| Value::Object(self.user_json(viewer, u, view)))
     }
 

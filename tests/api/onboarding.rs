@@ -81,6 +81,27 @@ async fn the_welcome_bot_is_a_cross_realm_bot() {
     // Not a user of the realm.
     let users = body["realm_users"].as_array().unwrap();
     assert!(users.iter().all(|u| u["user_id"] != WELCOME_BOT_ID));
+    // Yet `GET /users/{id}` and `GET /users/{email}` find it, as Zulip's
+    // `access_user_by_id_including_cross_realm` and `get_user_including_cross_realm` do.
+    for path in [
+        format!("/api/v1/users/{WELCOME_BOT_ID}"),
+        format!("/api/v1/users/{WELCOME_BOT_EMAIL}"),
+    ] {
+        let user = app.ok("GET", &path, HAMLET, &[]).await["user"].clone();
+        assert_eq!(user["user_id"], WELCOME_BOT_ID, "{path}");
+        assert_eq!(user["full_name"], "Welcome Bot");
+        assert_eq!(user["email"], WELCOME_BOT_EMAIL);
+        assert_eq!(user["is_bot"], true);
+    }
+    // It is no one an administrator can update.
+    app.bad(
+        "PATCH",
+        &format!("/api/v1/users/{WELCOME_BOT_ID}"),
+        IAGO,
+        &[("full_name", "Someone")],
+        "No such user",
+    )
+    .await;
 }
 
 #[actix_web::test]
