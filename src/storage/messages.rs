@@ -185,8 +185,9 @@ pub(super) enum Op {
     },
     Edited {
         pairs: Vec<(Message, Message)>,
-        /// Per message whose mentions changed: the flags the realm recomputed
-        /// (`Realm::edit_mentions`), applied to the users who have a row for it.
+        /// Per message whose mentions or alert words changed: the flags the realm
+        /// recomputed (`Realm::edit_mentions`, `Realm::edit_alert_words`), applied to the
+        /// users who have a row for it.
         mentions: Vec<MentionFlags>,
     },
     Reaction {
@@ -648,6 +649,11 @@ impl MessageStore {
                     .iter()
                     .filter(|(b, a)| b.mentioned != a.mentioned || b.wildcard != a.wildcard)
                     .map(|(before, after)| realm.edit_mentions(before, after))
+                    .chain(
+                        pairs
+                            .iter()
+                            .filter_map(|(before, after)| realm.edit_alert_words(before, after)),
+                    )
                     .collect(),
             },
             MessageChange::ReactionAdded {

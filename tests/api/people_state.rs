@@ -884,6 +884,52 @@ async fn alert_words_flag_delivered_messages() {
         .contains(&"has_alert_word".to_owned()));
 }
 
+/// An edit recomputes `has_alert_word` for the new content (Zulip's
+/// `update_user_message_flags`): set when a word comes, cleared when it goes, others'
+/// flags untouched; it lasts across a restart.
+#[actix_web::test]
+async fn an_edit_recomputes_alert_word_flags() {
+    let mut s = start().await;
+    s.ok(
+        "POST",
+        ALERT_WORDS,
+        HAMLET,
+        &[("alert_words", r#"["pizza"]"#)],
+    )
+    .await;
+    s.ok(
+        "POST",
+        ALERT_WORDS,
+        OTHELLO,
+        &[("alert_words", r#"["pasta"]"#)],
+    )
+    .await;
+    let id = send_to(&s, IAGO, "Verona", "food", "pasta tonight").await;
+    let alerted = |flags: Vec<String>| flags.contains(&"has_alert_word".to_owned());
+    assert!(!alerted(flags_of(&s, HAMLET, id).await));
+    assert!(alerted(flags_of(&s, OTHELLO, id).await));
+    let path = format!("/api/v1/messages/{id}");
+    s.ok("PATCH", &path, IAGO, &[("content", "pizza tonight")])
+        .await;
+    assert!(alerted(flags_of(&s, HAMLET, id).await));
+    assert!(!alerted(flags_of(&s, OTHELLO, id).await));
+    s.ok(
+        "PATCH",
+        &path,
+        IAGO,
+        &[("content", "pizza or pasta tonight")],
+    )
+    .await;
+    assert!(alerted(flags_of(&s, HAMLET, id).await));
+    assert!(alerted(flags_of(&s, OTHELLO, id).await));
+    s.restart().await;
+    assert!(alerted(flags_of(&s, HAMLET, id).await));
+    s.ok("PATCH", &path, IAGO, &[("content", "soup tonight")])
+        .await;
+    assert!(!alerted(flags_of(&s, HAMLET, id).await));
+    assert!(!alerted(flags_of(&s, OTHELLO, id).await));
+}
+
 // ---------------------------------------------------------------- kill -9
 
 async fn key_of(url: &str, email: &str) -> String {

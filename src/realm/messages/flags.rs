@@ -143,6 +143,31 @@ impl Realm {
         Ok(Decided::new(changes, count))
     }
 
+    /// The `has_alert_word` flags a content edit recomputes (Zulip's
+    /// `update_user_message_flags` with the new rendering's alert-word users): set for
+    /// the users with an alert word in the new content, cleared for those who had one
+    /// only in the old; `None` when no one's flag changes. Costs the two contents, not
+    /// the channel's size.
+    pub fn edit_alert_words(&self, before: &Message, after: &Message) -> Option<MentionFlags> {
+        if before.content == after.content {
+            return None;
+        }
+        let was = self.alert_word_users(&before.content);
+        let now = self.alert_word_users(&after.content);
+        if was == now {
+            return None;
+        }
+        let users = was
+            .symmetric_difference(&now)
+            .map(|u| (*u, if now.contains(u) { HAS_ALERT_WORD } else { 0 }))
+            .collect();
+        Some(MentionFlags {
+            id: after.id,
+            mask: HAS_ALERT_WORD,
+            users,
+        })
+    }
+
     /// The mention flags a content edit recomputes (Zulip's `update_user_message_flags`).
     /// With the wildcard unchanged only users mentioned before or after can change, so
     /// only they are listed (an edit costs its mentions, not its channel's size); a
