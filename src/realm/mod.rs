@@ -274,6 +274,9 @@ pub struct Realm {
     /// `alert_words`.
     #[serde(skip)]
     alert_word_index: alert_words::AlertWordIndex,
+    /// Who has a visibility policy for each topic. Derived from `user_topics`.
+    #[serde(skip)]
+    topic_policy_index: user_topics::TopicPolicyIndex,
     /// Each user's personal settings that differ from Zulip's defaults (`user_settings`).
     #[serde(default)]
     pub user_settings: OrdMap<UserId, user_settings::UserSettingsMap>,
@@ -344,6 +347,7 @@ impl Realm {
             muted_users: OrdMap::new(),
             alert_words: OrdMap::new(),
             alert_word_index: Default::default(),
+            topic_policy_index: Default::default(),
             user_settings: OrdMap::new(),
             user_settings_defaults: Default::default(),
             drafts: drafts::DraftState::default(),
@@ -391,6 +395,7 @@ impl Realm {
         self.emoji.rebuild_index();
         self.rebuild_group_uses();
         self.rebuild_alert_word_index();
+        self.rebuild_topic_policy_index();
         self.invites.rebuild_index();
     }
 

@@ -11,6 +11,8 @@
 //! |----------------|-------------------------------------------------------------|------------|
 //! | `UserTopicSet` | `muted_topics` `{muted_topics: [[channel name, topic, last_updated]]}` (queues that did not ask for `user_topic`), then `user_topic` `{stream_id, topic_name, last_updated, visibility_policy}` | the user |
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -84,7 +86,105 @@ fn invalid_channel_id() -> ApiError {
     ApiError::bad_request("Invalid channel ID")
 }
 
+/// Who has a policy for each topic: (channel, lower-cased topic) -> users. Derived from
+/// `Realm::user_topics`, so that a topic move reads its topics' rows without walking
+/// every user's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TopicPolicyIndex(BTreeMap<(ChannelId, String), BTreeSet<UserId>>);
+
+impl TopicPolicyIndex {
+    fn users(&self, channel: ChannelId, topic: &str) -> impl Iterator<Item = UserId> + '_ {
+        self.0
+            .get(&(channel, topic.to_lowercase()))
+            .into_iter()
+            .flatten()
+            .copied()
+    }
+}
+
+/// Zulip's `get_visibility_policy_after_merge`: the more visible of the two policies.
+fn policy_after_merge(orig: VisibilityPolicy, target: VisibilityPolicy) -> VisibilityPolicy {
+    use VisibilityPolicy::*;
+    let both = [orig, target];
+    [Followed, Unmuted, Inherit]
+        .into_iter()
+        .find(|p| both.contains(p))
+        .unwrap_or(Muted)
+}
+
 impl Realm {
+    /// Rebuilds `topic_policy_index` from the rows (after loading).
+    pub(in crate::realm) fn rebuild_topic_policy_index(&mut self) {
+        let mut index = TopicPolicyIndex::default();
+        for (user, rows) in self.user_topics.iter() {
+            for r in rows {
+                index
+                    .0
+                    .entry((r.channel_id, r.topic.to_lowercase()))
+                    .or_default()
+                    .insert(*user);
+            }
+        }
+        self.topic_policy_index = index;
+    }
+
+    /// What a move of a whole topic (as the mover sees it) does to its visibility
+    /// policies (Zulip's `do_update_message` with `moved_all_visible_messages`): a user
+    /// who cannot read the new channel loses the old topic's row; for everyone else with
+    /// a row on either topic, the old row goes and the new topic gets the old policy,
+    /// or, when it already had messages, the more visible of the two.
+    pub(in crate::realm) fn move_topic_policies(
+        &self,
+        old: (ChannelId, &str),
+        new: (ChannelId, &str),
+        target_had_messages: bool,
+        now: i64,
+    ) -> Vec<Change> {
+        let set = |user_id, (channel_id, topic): (ChannelId, &str), policy| {
+            Change::Personal(PersonalChange::UserTopicSet {
+                user_id,
+                channel_id,
+                topic: topic.to_owned(),
+                policy,
+                last_updated: now,
+            })
+        };
+        let new_channel = self.channel(new.0);
+        let users: BTreeSet<UserId> = self
+            .topic_policy_index
+            .users(old.0, old.1)
+            .chain(self.topic_policy_index.users(new.0, new.1))
+            .collect();
+        let mut changes = Vec::new();
+        for user_id in users {
+            let orig = self.topic_visibility(user_id, old.0, old.1);
+            let target = self.topic_visibility(user_id, new.0, new.1);
+            let loses_access = old.0 != new.0
+                && !matches!(
+                    (self.user(user_id), new_channel),
+                    (Some(u), Some(ch)) if self.can_access_channel(u, ch)
+                );
+            if loses_access {
+                if orig != VisibilityPolicy::Inherit {
+                    changes.push(set(user_id, old, VisibilityPolicy::Inherit));
+                }
+                continue;
+            }
+            if orig != VisibilityPolicy::Inherit {
+                changes.push(set(user_id, old, VisibilityPolicy::Inherit));
+            }
+            let policy = if target_had_messages {
+                policy_after_merge(orig, target)
+            } else {
+                orig
+            };
+            if policy != target {
+                changes.push(set(user_id, new, policy));
+            }
+        }
+        changes
+    }
+
     /// A user's topic rows, in the order they were first set.
     pub fn user_topics_of(&self, user: UserId) -> &[UserTopic] {
         self.user_topics
@@ -213,6 +313,21 @@ impl Realm {
             return;
         };
         let lower = topic.to_lowercase();
+        let key = (*channel_id, lower.clone());
+        if *policy == VisibilityPolicy::Inherit {
+            if let Some(users) = self.topic_policy_index.0.get_mut(&key) {
+                users.remove(user_id);
+                if users.is_empty() {
+                    self.topic_policy_index.0.remove(&key);
+                }
+            }
+        } else {
+            self.topic_policy_index
+                .0
+                .entry(key)
+                .or_default()
+                .insert(*user_id);
+        }
         let rows = self.user_topics.entry(*user_id).or_default();
         let at = rows
             .iter()

@@ -930,6 +930,108 @@ async fn an_edit_recomputes_alert_word_flags() {
     assert!(!alerted(flags_of(&s, OTHELLO, id).await));
 }
 
+/// A user's policies for the topics, as `(channel, topic, policy)`, sorted.
+async fn policies(s: &TestApp, who: &str) -> Vec<(i64, String, i64)> {
+    let mut out: Vec<(i64, String, i64)> = state(s, who, r#"["user_topic"]"#).await["user_topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["stream_id"].as_i64().unwrap(),
+                t["topic_name"].as_str().unwrap().to_owned(),
+                t["visibility_policy"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Moving a whole topic moves its visibility policies (Zulip's `do_update_message`
+/// with `moved_all_visible_messages`): to a topic without messages the old policy goes
+/// as it was; into a topic with messages the more visible of the two stays; a user who
+/// cannot read the new channel just loses the old row; a partial move moves none.
+#[actix_web::test]
+async fn topic_moves_carry_visibility_policies() {
+    let mut s = start().await;
+    let verona = s.stream_id("Verona").await;
+    let (muted, unmuted, followed) = (1, 2, 3);
+    let first = send_to(&s, IAGO, "Verona", "old", "one").await;
+    send_to(&s, IAGO, "Verona", "old", "two").await;
+    set_topic(&s, HAMLET, verona, "old", muted).await;
+    set_topic(&s, OTHELLO, verona, "old", followed).await;
+    set_topic(&s, CORDELIA, verona, "new", unmuted).await;
+    let path = format!("/api/v1/messages/{first}");
+    // A partial move (one message of two) moves no policy.
+    s.ok(
+        "PATCH",
+        &path,
+        IAGO,
+        &[("topic", "elsewhere"), ("propagate_mode", "change_one")],
+    )
+    .await;
+    assert_eq!(policies(&s, HAMLET).await, [(verona, "old".into(), muted)]);
+    // The whole topic (its remaining message) to a topic without messages.
+    let second = send_to(&s, IAGO, "Verona", "old", "three").await;
+    s.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{second}"),
+        IAGO,
+        &[("topic", "new"), ("propagate_mode", "change_all")],
+    )
+    .await;
+    assert_eq!(policies(&s, HAMLET).await, [(verona, "new".into(), muted)]);
+    assert_eq!(
+        policies(&s, OTHELLO).await,
+        [(verona, "new".into(), followed)]
+    );
+    // Cordelia's row on the empty target takes the old topic's policy: none.
+    assert_eq!(policies(&s, CORDELIA).await, []);
+    // Into a topic with messages: the more visible policy stays.
+    send_to(&s, IAGO, "Verona", "busy", "already here").await;
+    set_topic(&s, HAMLET, verona, "busy", unmuted).await;
+    set_topic(&s, OTHELLO, verona, "busy", muted).await;
+    s.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{second}"),
+        IAGO,
+        &[("topic", "busy"), ("propagate_mode", "change_all")],
+    )
+    .await;
+    assert_eq!(
+        policies(&s, HAMLET).await,
+        [(verona, "busy".into(), unmuted)]
+    );
+    assert_eq!(
+        policies(&s, OTHELLO).await,
+        [(verona, "busy".into(), followed)]
+    );
+    // To a private channel Hamlet is not in: his row goes, Othello's moves.
+    let private = create_channel(&s, "policy room", true, &[OTHELLO_ID, IAGO_ID]).await;
+    s.ok(
+        "PATCH",
+        &format!("/api/v1/messages/{second}"),
+        IAGO,
+        &[
+            ("stream_id", &private.to_string()),
+            ("propagate_mode", "change_all"),
+        ],
+    )
+    .await;
+    assert_eq!(policies(&s, HAMLET).await, []);
+    assert_eq!(
+        policies(&s, OTHELLO).await,
+        [(private, "busy".into(), followed)]
+    );
+    s.restart().await;
+    assert_eq!(
+        policies(&s, OTHELLO).await,
+        [(private, "busy".into(), followed)]
+    );
+    assert_eq!(policies(&s, HAMLET).await, []);
+}
+
 // ---------------------------------------------------------------- kill -9
 
 async fn key_of(url: &str, email: &str) -> String {

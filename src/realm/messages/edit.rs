@@ -192,6 +192,7 @@ impl Realm {
         };
         let (first_before, first_after) = (before[0].clone(), after[0].clone());
         let moved_ids: Vec<MessageId> = after.iter().map(|m| m.id).collect();
+        let mut policies = Vec::new();
         let notices = match (&first_before.recipient, &first_after.recipient) {
             (
                 Recipient::Channel {
@@ -225,16 +226,28 @@ impl Realm {
                 if mv.resolve().is_some() {
                     mv.undo = resolve_undo(rows, &after, *new_channel, new_topic, now)?;
                 }
+                // The topic's visibility policies go with it when the mover moved all
+                // of it they can see (Zulip's `moved_all_visible_messages`); their
+                // events come before the edit's, as Zulip's do.
+                if old_topic_emptied {
+                    policies = self.move_topic_policies(
+                        (*old_channel, old_topic),
+                        (*new_channel, new_topic),
+                        new_topic_had_messages,
+                        now,
+                    );
+                }
                 self.decide_move_notices(me, &mv, cx)
             }
             _ => Vec::new(),
         };
-        let mut changes = vec![Change::Message(MessageChange::Edited {
+        let mut changes = std::mem::take(&mut policies);
+        changes.push(Change::Message(MessageChange::Edited {
             user_id: me.id,
             propagate_mode: q.edit.propagate.name().to_owned(),
             pairs,
             topic_max,
-        })];
+        }));
         let mut detached = Vec::new();
         if first_before.content != first_after.content {
             let (released, gone) = self.release_uploads(
