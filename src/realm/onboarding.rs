@@ -173,6 +173,72 @@ pub fn welcome_text(is_admin: bool, has_conversations: bool) -> String {
     text
 }
 
+/// The messages the Welcome Bot understands (Zulip's `bot_commands`).
+fn bot_commands(with_help: bool) -> String {
+    let mut commands = vec![
+        "apps",
+        "profile",
+        "theme",
+        "channels",
+        "topics",
+        "message formatting",
+        "keyboard shortcuts",
+    ];
+    if with_help {
+        commands.push("help");
+    }
+    let listed: Vec<String> = commands.iter().map(|c| format!("`{c}`")).collect();
+    format!("{}.", listed.join(", "))
+}
+
+/// The Welcome Bot's answer to a direct message (Zulip's
+/// `select_welcome_bot_response`: the same words, matched on the whole lower-cased
+/// message, and the same pages; the sentences are hearth's own).
+pub fn welcome_bot_response(lower: &str) -> String {
+    match lower {
+        "app" | "apps" => "The [mobile and desktop apps](/apps/) are ready to \
+                           [download](/apps/), and a browser works just as well."
+            .to_owned(),
+        "profile" => "Your [Profile settings](#settings/profile) hold your \
+                      [profile picture](/help/change-your-profile-picture) and your \
+                      [profile information](/help/edit-your-profile)."
+            .to_owned(),
+        "theme" => "[Preferences](#settings/preferences) is where you choose a \
+                    [light or dark theme](/help/dark-theme), an \
+                    [emoji set](/help/emoji-and-emoticons#change-your-emoji-set) and \
+                    your [language](/help/change-your-language)."
+            .to_owned(),
+        "stream" | "streams" | "channel" | "channels" => {
+            "[Channels](/help/introduction-to-channels) gather the conversations of a \
+             team or a subject; [all of them](#channels/all) are a click away."
+                .to_owned()
+        }
+        "topic" | "topics" => "Every conversation in a channel has a \
+                               [topic](/help/introduction-to-topics), so you can read one \
+                               conversation at a time. [Recent conversations](#recent) \
+                               lists the lively ones."
+            .to_owned(),
+        "keyboard" | "shortcuts" | "keyboard shortcuts" => {
+            "Press `?` at any time for the [keyboard shortcuts](#keyboard-shortcuts).".to_owned()
+        }
+        "formatting" | "message formatting" => "Messages take Markdown: **bold**, \
+                                                *italic*, `code` and more; the \
+                                                [cheat sheet](#message-formatting) has \
+                                                the rest."
+            .to_owned(),
+        "help" | "?" => format!(
+            "Messages I understand: {}\n\nThe [getting started \
+             guide](/help/getting-started-with-zulip) and the [help center](/help/) have \
+             the rest.",
+            bot_commands(false)
+        ),
+        _ => format!(
+            "Chat with me as much as you like. For help, send one of these: {}",
+            bot_commands(true)
+        ),
+    }
+}
+
 /// The text of the Welcome Bot's message carrying the realm's custom text.
 pub fn custom_welcome_text(custom: &str) -> String {
     format!("A note from your organization's administrators:\n\n{custom}")
@@ -247,6 +313,25 @@ impl Realm {
         let mut users = vec![user, WELCOME_BOT_ID];
         users.sort_unstable();
         Recipient::Direct { users }
+    }
+
+    /// The Welcome Bot's answer to `m` when `m` is a one-to-one direct message to it
+    /// from someone else (Zulip's `send_welcome_bot_response`, from
+    /// `do_send_messages`); it takes the id after `m`'s.
+    pub(crate) fn welcome_bot_reply(&self, m: &Message, now: i64) -> Option<Change> {
+        let Recipient::Direct { users } = &m.recipient else {
+            return None;
+        };
+        if m.sender_id == WELCOME_BOT_ID || users.len() != 2 || !users.contains(&WELCOME_BOT_ID) {
+            return None;
+        }
+        let text = welcome_bot_response(&m.content.to_lowercase());
+        Some(sent(self.welcome_bot_message(
+            m.id + 1,
+            Self::welcome_conversation(m.sender_id),
+            text,
+            now,
+        )))
     }
 
     /// The Welcome Bot's direct messages to a new human account `user_id` (Zulip's

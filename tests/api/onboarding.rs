@@ -104,6 +104,56 @@ async fn the_welcome_bot_is_a_cross_realm_bot() {
     .await;
 }
 
+/// A direct message to the Welcome Bot gets its answer (Zulip's
+/// `send_welcome_bot_response`): matched on the whole message, case-insensitively, the
+/// list of what it understands otherwise; unread, in the same conversation. A group
+/// conversation with it gets none.
+#[actix_web::test]
+async fn the_welcome_bot_answers_direct_messages() {
+    let mut app = TestApp::spawn().await;
+    let dm = |to: String, content: &'static str| {
+        let app = &app;
+        async move {
+            app.ok(
+                "POST",
+                "/api/v1/messages",
+                HAMLET,
+                &[("type", "direct"), ("to", &to), ("content", content)],
+            )
+            .await["id"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let to_bot = format!("[{WELCOME_BOT_ID}]");
+    let mut answers = Vec::new();
+    for (content, expect) in [
+        ("HELP", "Messages I understand: `apps`"),
+        ("apps", "[mobile and desktop apps](/apps/)"),
+        ("Keyboard Shortcuts", "(#keyboard-shortcuts)"),
+        ("hello there", "send one of these: `apps`"),
+    ] {
+        let id = dm(to_bot.clone(), content).await;
+        let bot = from_welcome_bot(&app, HAMLET).await;
+        let reply = bot.last().expect("a reply");
+        assert_eq!(reply["id"].as_i64(), Some(id + 1), "{content}");
+        let text = reply["content"].as_str().unwrap();
+        assert!(text.contains(expect), "{content}: {text}");
+        assert!(!reply["flags"].as_array().unwrap().contains(&json!("read")));
+        answers.push(reply["id"].clone());
+    }
+    let before = from_welcome_bot(&app, HAMLET).await.len();
+    dm(format!("[{WELCOME_BOT_ID}, {OTHELLO_ID}]"), "help").await;
+    assert_eq!(from_welcome_bot(&app, HAMLET).await.len(), before);
+    app.restart().await;
+    let ids: Vec<Value> = from_welcome_bot(&app, HAMLET)
+        .await
+        .iter()
+        .map(|m| m["id"].clone())
+        .collect();
+    assert!(answers.iter().all(|a| ids.contains(a)));
+}
+
 #[actix_web::test]
 async fn a_new_user_gets_one_unread_welcome_dm_and_a_bot_none() {
     let app = TestApp::spawn().await;
@@ -167,11 +217,17 @@ async fn a_new_user_gets_one_unread_welcome_dm_and_a_bot_none() {
         )
         .await;
     }
+    // Each "help" gets the bot's answer in the same conversation.
     let dm = newest(&app, "newcomer@zulip.com", &narrow).await;
-    assert_eq!(dm.len(), 3, "{dm:#?}");
+    assert_eq!(dm.len(), 5, "{dm:#?}");
     assert!(dm[1..]
         .iter()
         .all(|m| m["display_recipient"] == dm[0]["display_recipient"]));
+    let senders: Vec<bool> = dm
+        .iter()
+        .map(|m| m["sender_id"] == WELCOME_BOT_ID)
+        .collect();
+    assert_eq!(senders, [true, false, true, false, true]);
     let state = app
         .ok(
             "POST",
@@ -184,8 +240,8 @@ async fn a_new_user_gets_one_unread_welcome_dm_and_a_bot_none() {
         )
         .await;
     let unread = &state["unread_msgs"];
-    // The welcome is unread (the replies are the user's own).
-    assert_eq!(unread["count"], 1, "{unread}");
+    // The welcome and the bot's two answers are unread (the user's own are read).
+    assert_eq!(unread["count"], 3, "{unread}");
     assert_eq!(
         unread["pms"][0]["other_user_id"], WELCOME_BOT_ID,
         "{unread}"
@@ -208,7 +264,8 @@ async fn a_new_user_gets_one_unread_welcome_dm_and_a_bot_none() {
             &[("welcome_message_custom_text", "hi")],
         )
         .await;
-    assert_eq!(sent["message_id"], m["id"].as_i64().unwrap() + 3);
+    // (After the welcome: two messages to the bot and its two answers.)
+    assert_eq!(sent["message_id"], m["id"].as_i64().unwrap() + 5);
 }
 
 #[actix_web::test]

@@ -464,8 +464,10 @@ impl Realm {
         let m = self.send_row(me, q, cx, rows)?;
         let id = m.id;
         let claims = self.claim_uploads(rows, me, &m);
+        let reply = self.welcome_bot_reply(&m, cx.now_secs());
         let mut changes = vec![sent(m)];
         changes.extend(claims);
+        changes.extend(reply);
         Ok(Decided::new(changes, id))
     }
 
