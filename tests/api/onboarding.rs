@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::child::ChildServer;
 use crate::common::*;
+use hearth::realm::ManualClock;
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
@@ -152,6 +153,40 @@ async fn the_welcome_bot_answers_direct_messages() {
         .map(|m| m["id"].clone())
         .collect();
     assert!(answers.iter().all(|a| ids.contains(a)));
+}
+
+/// A scheduled direct message to the Welcome Bot gets its answer when it is delivered,
+/// as a send does.
+#[actix_web::test]
+async fn the_welcome_bot_answers_a_scheduled_message() {
+    let clock = ManualClock::new(START_MS);
+    let app = TestApp::spawn_with_clock(clock.clone()).await;
+    let at = (START_MS / 1000 + 60).to_string();
+    app.ok(
+        "POST",
+        "/api/v1/scheduled_messages",
+        HAMLET,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{WELCOME_BOT_ID}]")),
+            ("content", "topics"),
+            ("scheduled_delivery_timestamp", &at),
+        ],
+    )
+    .await;
+    clock.advance_ms(61_000);
+    app.deliver_scheduled().await;
+    let narrow = json!([{"operator": "dm", "operand": WELCOME_BOT_EMAIL}]).to_string();
+    let dm = newest(&app, HAMLET, &narrow).await;
+    let texts = texts(&dm);
+    assert_eq!(texts.len(), 2, "{texts:#?}");
+    assert_eq!(texts[0], "topics");
+    assert!(
+        texts[1].contains("/help/introduction-to-topics"),
+        "{}",
+        texts[1]
+    );
+    assert_eq!(dm[1]["id"].as_i64(), dm[0]["id"].as_i64().map(|i| i + 1));
 }
 
 #[actix_web::test]

@@ -379,12 +379,18 @@ impl Realm {
                         .user(s.sender_id)
                         .map(|me| self.claim_uploads(rows, me, &m))
                         .unwrap_or_default();
+                    // A message to the Welcome Bot gets its answer, as a send does.
+                    let reply = self.welcome_bot_reply(&m, now);
                     out.push(Change::Message(MessageChange::Sent(Box::new(m))));
                     out.extend(claims);
                     out.push(Change::Message(MessageChange::ScheduledDelivered {
                         id,
                         message_id,
                     }));
+                    if let Some(reply) = reply {
+                        next_id += 1;
+                        out.push(reply);
+                    }
                 }
                 Err(e) => {
                     tracing::info!("scheduled message {id} cannot be delivered: {}", e.msg);
