@@ -628,7 +628,7 @@ impl Realm {
         cx: &mut Cx,
     ) -> Change {
         use super::messages::moves::NOTIFICATION_BOT_ID;
-        use super::messages::{Message, MessageChange, Recipient, Wildcard};
+        use super::messages::{Message, MessageChange, Recipient};
         let mut after = self.clone();
         for c in changes {
             after.apply(c);
@@ -644,23 +644,15 @@ impl Realm {
             .count() as u64;
         let mut users = vec![referrer, NOTIFICATION_BOT_ID];
         users.sort_unstable();
-        let message = Message {
-            id: self.messages.next_id + sent_before,
-            sender_id: NOTIFICATION_BOT_ID,
-            recipient: Recipient::Direct { users },
-            rendered_content: after.render_message(&content).html,
+        let rendered = after.render_message(&content).html;
+        let message = Message::internal(
+            self.messages.next_id + sent_before,
+            NOTIFICATION_BOT_ID,
+            Recipient::Direct { users },
             content,
-            timestamp: cx.now_secs(),
-            client: "Internal".to_owned(),
-            is_me_message: false,
-            mentioned: Vec::new(),
-            wildcard: Wildcard::None,
-            sender_read: false,
-            edits: Vec::new(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-            reactions: Vec::new(),
-        };
+            rendered,
+            cx.now_secs(),
+        );
         Change::Message(MessageChange::Notice {
             message: Box::new(message),
             read_by: NOTIFICATION_BOT_ID,

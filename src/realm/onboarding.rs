@@ -290,21 +290,10 @@ impl Realm {
                 .collect(),
         };
         Message {
-            id,
-            sender_id: WELCOME_BOT_ID,
-            recipient,
-            content,
-            rendered_content: rendered.html,
-            timestamp: now,
-            client: "Internal".to_owned(),
-            is_me_message: false,
             mentioned,
             wildcard: rendered.wildcard,
             sender_read: true,
-            edits: Vec::new(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-            reactions: Vec::new(),
+            ..Message::internal(id, WELCOME_BOT_ID, recipient, content, rendered.html, now)
         }
     }
 

@@ -16,6 +16,10 @@
 //! 5. The result is parsed again, an `<ins>`/`<del>` around block elements is moved
 //!    inside them, and it is serialized as libxml2 writes HTML.
 //!
+//! Words are escaped with `content::escape` where lxml uses Python's `html.escape`:
+//! the two differ only in how they write `'`, which the parse of step 5 reads back the
+//! same.
+//!
 //! Python's `SequenceMatcher` is ported here rather than taken from the `difflib`
 //! crate: its 0.4 keeps only the popular elements of a long sequence where Python drops
 //! them, so every rendering of 200 words or more would diff differently.
@@ -23,6 +27,8 @@
 use std::collections::HashMap;
 
 use std::cell::RefCell;
+
+use super::content::escape;
 
 use html5ever::tendril::StrTendril;
 use html5ever::tokenizer::{
@@ -248,22 +254,6 @@ enum Chunk {
     Img(String, String),
     /// The href of a link, after the link's content.
     Href(String),
-}
-
-/// Python's `html.escape(s, quote=True)`.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#x27;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// lxml's `split_words`: `\S+(?:\s+|$)`, nothing for blank text.

@@ -130,6 +130,38 @@ pub struct Message {
     pub reactions: Vec<Reaction>,
 }
 
+impl Message {
+    /// A message the server sends on its own, from a system bot (Zulip's
+    /// `internal_send_*_message`): client "Internal", no mention, unread for its sender,
+    /// never edited, moved or reacted to.
+    pub fn internal(
+        id: MessageId,
+        sender_id: UserId,
+        recipient: Recipient,
+        content: String,
+        rendered_content: String,
+        timestamp: i64,
+    ) -> Message {
+        Message {
+            id,
+            sender_id,
+            recipient,
+            content,
+            rendered_content,
+            timestamp,
+            client: "Internal".to_owned(),
+            is_me_message: false,
+            mentioned: Vec::new(),
+            wildcard: Wildcard::None,
+            sender_read: false,
+            edits: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+            reactions: Vec::new(),
+        }
+    }
+}
+
 /// Which wildcard mention a message holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Wildcard {

@@ -18,7 +18,7 @@
 use std::sync::LazyLock;
 
 use super::fetch::{MessageRows, RowsResult};
-use super::{ChannelId, Message, MessageChange, MessageId, Recipient, TopicMax, Wildcard};
+use super::{ChannelId, Message, MessageChange, MessageId, Recipient, TopicMax};
 use crate::realm::{Change, Cx, Realm, Role, User, UserId};
 
 /// The Notification Bot's user id: above every id a realm hands out in practice (and
@@ -425,23 +425,14 @@ impl Realm {
         now: i64,
     ) -> Message {
         let rendered = self.render_message(&content);
-        Message {
+        Message::internal(
             id,
-            sender_id: NOTIFICATION_BOT_ID,
-            recipient: Recipient::Channel { channel_id, topic },
+            NOTIFICATION_BOT_ID,
+            Recipient::Channel { channel_id, topic },
             content,
-            rendered_content: rendered.html,
-            timestamp: now,
-            client: "Internal".to_owned(),
-            is_me_message: false,
-            mentioned: Vec::new(),
-            wildcard: Wildcard::None,
-            sender_read: false,
-            edits: Vec::new(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-            reactions: Vec::new(),
-        }
+            rendered.html,
+            now,
+        )
     }
 }
 

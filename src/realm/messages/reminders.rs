@@ -18,7 +18,7 @@ use super::fetch::MessageRows;
 use super::moves::{silent_mention, topic_link_syntax, NOTIFICATION_BOT_ID};
 use super::scheduled::not_in_future;
 use super::send::{truncate, MAX_MESSAGE_LENGTH};
-use super::{Message, MessageChange, MessageId, Recipient, Wildcard};
+use super::{Message, MessageChange, MessageId, Recipient};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::realm::events::{Audience, Event};
 use crate::realm::{Change, Cx, Decided, PersonalChange, Realm, User, UserId};
@@ -317,23 +317,14 @@ impl Realm {
                 };
                 let mut users = vec![user.id, NOTIFICATION_BOT_ID];
                 users.sort_unstable();
-                let message = Message {
-                    id: next_id,
-                    sender_id: NOTIFICATION_BOT_ID,
-                    recipient: Recipient::Direct { users },
+                let message = Message::internal(
+                    next_id,
+                    NOTIFICATION_BOT_ID,
+                    Recipient::Direct { users },
                     content,
-                    rendered_content: rendered,
-                    timestamp: now,
-                    client: "Internal".to_owned(),
-                    is_me_message: false,
-                    mentioned: Vec::new(),
-                    wildcard: Wildcard::None,
-                    sender_read: false,
-                    edits: Vec::new(),
-                    last_edit_timestamp: None,
-                    last_moved_timestamp: None,
-                    reactions: Vec::new(),
-                };
+                    rendered,
+                    now,
+                );
                 next_id += 1;
                 out.push(Change::Message(MessageChange::Notice {
                     message: Box::new(message),
