@@ -12,8 +12,8 @@ use crate::realm::channels::email::ChannelEmailRequest;
 use crate::realm::channels::{
     is_hex_color, parse_message_retention_days, require_non_guest, ArchiveChannel, ChannelPatch,
     ChannelSetting, ChannelSpec, CreateChannel, CreateFolder, DefaultChannel, Principal,
-    ReorderFolders, StreamFilter, SubscribeItem, SubscribeRequest, SubscriptionProperties,
-    Unsubscribe, UpdateChannel, UpdateFolder, UpdateSubscriptions,
+    ReorderFolders, StreamFilter, SubscribeItem, SubscribeOutcome, SubscribeRequest,
+    SubscriptionProperties, Unsubscribe, UpdateChannel, UpdateFolder, UpdateSubscriptions,
 };
 use crate::realm::groups::SettingValue;
 use crate::realm::messages::edit::{DeleteTopic, DELETE_TOPIC_BATCH};
@@ -195,6 +195,12 @@ pub async fn subscribe(req: ApiRequest) -> ApiResponse {
             Realm::decide_subscribe,
         )
         .await?;
+    req.reply(subscribed_body(&out))
+}
+
+/// The answer of a subscription: who joined what, who was in already, and what the
+/// caller could not join (only when something was refused).
+fn subscribed_body(out: &SubscribeOutcome) -> Map<String, Value> {
     let by_user = |m: &BTreeMap<UserId, Vec<String>>| {
         Value::Object(
             m.iter()
@@ -211,7 +217,7 @@ pub async fn subscribe(req: ApiRequest) -> ApiResponse {
     if !out.unauthorized.is_empty() {
         body.insert("unauthorized".into(), json!(out.unauthorized));
     }
-    req.reply(body)
+    body
 }
 
 /// # `PATCH /users/me/subscriptions`
@@ -238,19 +244,7 @@ pub async fn update_subscriptions(req: ApiRequest) -> ApiResponse {
             Realm::decide_update_subscriptions,
         )
         .await?;
-    let by_user = |m: &BTreeMap<UserId, Vec<String>>| {
-        Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect::<Map<String, Value>>(),
-        )
-    };
-    let mut body = Map::new();
-    body.insert("subscribed".into(), by_user(&out.added.subscribed));
-    body.insert(
-        "already_subscribed".into(),
-        by_user(&out.added.already_subscribed),
-    );
+    let mut body = subscribed_body(&out.added);
     body.insert("removed".into(), json!(out.removed.removed));
     body.insert("not_removed".into(), json!(out.removed.not_removed));
     req.reply(body)

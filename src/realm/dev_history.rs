@@ -245,24 +245,7 @@ pub fn history_changes(first: &[Change], cx: &Cx) -> Result<Vec<Change>, String>
         };
         let id = realm.messages.next_id;
         let rendered = realm.render_message(l.text);
-        let mentioned = match &recipient {
-            Recipient::Channel { channel_id, .. } => rendered
-                .mentioned
-                .iter()
-                .copied()
-                .filter(|u| {
-                    realm
-                        .channel(*channel_id)
-                        .is_some_and(|c| c.is_subscribed(*u))
-                })
-                .collect(),
-            Recipient::Direct { users } => rendered
-                .mentioned
-                .iter()
-                .copied()
-                .filter(|u| users.contains(u))
-                .collect(),
-        };
+        let mentioned = realm.mentioned_recipients(&recipient, &rendered.mentioned, sender);
         let m = Message {
             id,
             sender_id: sender,

@@ -272,23 +272,7 @@ impl Realm {
         now: i64,
     ) -> Message {
         let rendered = self.render_message(&content);
-        let mentioned = match &recipient {
-            Recipient::Direct { users } => rendered
-                .mentioned
-                .iter()
-                .copied()
-                .filter(|u| users.contains(u))
-                .collect(),
-            Recipient::Channel { channel_id, .. } => rendered
-                .mentioned
-                .iter()
-                .copied()
-                .filter(|u| {
-                    self.channel(*channel_id)
-                        .is_some_and(|c| c.is_subscribed(*u))
-                })
-                .collect(),
-        };
+        let mentioned = self.mentioned_recipients(&recipient, &rendered.mentioned, WELCOME_BOT_ID);
         Message {
             mentioned,
             wildcard: rendered.wildcard,

@@ -471,6 +471,32 @@ impl Realm {
         Ok(Decided::new(changes, id))
     }
 
+    /// The users a rendering mentions who get the `mentioned` flag: a direct message's
+    /// participants, a channel's subscribers (and the sender, who may mention
+    /// themselves).
+    pub(crate) fn mentioned_recipients(
+        &self,
+        recipient: &Recipient,
+        mentioned: &[UserId],
+        sender: UserId,
+    ) -> Vec<UserId> {
+        match recipient {
+            Recipient::Channel { channel_id, .. } => {
+                let ch = self.channel(*channel_id);
+                mentioned
+                    .iter()
+                    .copied()
+                    .filter(|u| ch.is_some_and(|c| c.is_subscribed(*u)) || *u == sender)
+                    .collect()
+            }
+            Recipient::Direct { users } => mentioned
+                .iter()
+                .copied()
+                .filter(|u| users.contains(u))
+                .collect(),
+        }
+    }
+
     /// Decides a send: the message with its id and time. `rows` is the message store,
     /// for the one lookup a direct message may need (`check_can_send_direct`).
     pub(crate) fn send_row(
@@ -501,24 +527,7 @@ impl Realm {
             }
         };
         let is_me_message = r.content.starts_with("/me ") && !r.content.contains('\n');
-        let mentioned = match &recipient {
-            Recipient::Channel { channel_id, .. } => {
-                let ch = self.channel(*channel_id);
-                r.rendered
-                    .mentioned
-                    .iter()
-                    .copied()
-                    .filter(|u| ch.is_some_and(|c| c.is_subscribed(*u)) || *u == me.id)
-                    .collect()
-            }
-            Recipient::Direct { users } => r
-                .rendered
-                .mentioned
-                .iter()
-                .copied()
-                .filter(|u| users.contains(u))
-                .collect(),
-        };
+        let mentioned = self.mentioned_recipients(&recipient, &r.rendered.mentioned, me.id);
         Ok(Message {
             id: self.messages.next_id,
             sender_id: me.id,
