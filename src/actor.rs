@@ -73,6 +73,16 @@ impl Message for DeliverScheduled {
     type Result = usize;
 }
 
+/// The point an online export of the realm starts from: the last WAL record appended
+/// and the working state after it (every record up to it applied, its message rows
+/// projected). The caller makes that record durable before it relies on it
+/// (`ops::archive::export_running`).
+pub struct ExportPoint;
+
+impl Message for ExportPoint {
+    type Result = Result<(u64, Arc<Realm>), String>;
+}
+
 /// Reads a copy of the whole working realm (tests, tooling).
 pub struct CloneRealm;
 
@@ -354,6 +364,21 @@ impl Handler<TakeSnapshot> for RealmActor {
                 .map(|job| (job, Arc::new(self.realm.clone())))
                 .map_err(|e| e.to_string()),
         )
+    }
+}
+
+impl Handler<ExportPoint> for RealmActor {
+    type Result = MessageResult<ExportPoint>;
+
+    fn handle(&mut self, _: ExportPoint, _ctx: &mut Self::Context) -> Self::Result {
+        if self.store.needs_reset() {
+            self.reset_after_fault();
+        }
+        if self.store.needs_reset() {
+            return MessageResult(Err("the store failed; try again".into()));
+        }
+        // Structurally shared: the clone costs the derived indexes, as `TakeSnapshot`.
+        MessageResult(Ok((self.store.last_seq(), Arc::new(self.realm.clone()))))
     }
 }
 

@@ -109,4 +109,36 @@ pub enum RealmCommand {
     /// Runs the `hearth-tools` executable (`cargo build -p hearth-tools`).
     #[command(disable_help_flag = true)]
     Populate(ToolArgs),
+    /// Write one realm of a stopped server to an archive file: its state at its last
+    /// WAL record, its messages with every user's flags, its uploaded files and custom
+    /// emoji, its presence.
+    Export(ExportArgs),
+    /// Add the realm of an archive to a stopped server's data folder (created if
+    /// needed). Refuses a realm that exists, a damaged archive and a newer format.
+    Import(ImportArgs),
+}
+
+/// `hearth realm export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The stopped server's data folder.
+    #[arg(long, env = "HEARTH_DATA")]
+    pub data: PathBuf,
+    /// The realm's subdomain ("" for the root realm).
+    #[arg(long)]
+    pub subdomain: String,
+    /// The archive to write (must not exist).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `hearth realm import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The stopped server's data folder.
+    #[arg(long, env = "HEARTH_DATA")]
+    pub data: PathBuf,
+    /// The archive to import.
+    #[arg(long)]
+    pub archive: PathBuf,
 }

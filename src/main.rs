@@ -15,6 +15,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Serve(config) => actix_web::rt::System::new().block_on(serve(config)),
         Command::Realm(RealmCommand::Create(c)) => create(&c),
+        Command::Realm(RealmCommand::Export(e)) => export(&e),
+        Command::Realm(RealmCommand::Import(i)) => import(&i),
         Command::Backup(b) => backup(&b),
         Command::Restore(r) => restore(&r),
         Command::Check(c) => hearth::ops::check_command(&c, &mut std::io::stdout()),
@@ -117,6 +119,60 @@ async fn wait_for_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// `hearth realm export`: prints what the archive holds, one line.
+fn export(e: &cli::ExportArgs) -> Result<(), String> {
+    let m = hearth::ops::archive::export_command(&e.data, &e.subdomain, &e.out)
+        .map_err(|e| e.to_string())?;
+    let c = &m.counts;
+    writeln!(
+        std::io::stdout().lock(),
+        "exported realm '{}' at WAL record {} to {}: {} users, {} channels, {} messages, \
+         {} files ({} bytes), {} presence entries",
+        m.subdomain,
+        m.seq,
+        e.out.display(),
+        c.users,
+        c.channels,
+        c.messages,
+        c.files,
+        c.file_bytes,
+        c.presence
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// `hearth realm import`. `HEARTH_ARCHIVE_FAULT=abort:<part>` ends the process at the
+/// first part of that kind, as `kill -9` would (the crash tests).
+fn import(i: &cli::ImportArgs) -> Result<(), String> {
+    use hearth::ops::archive::Fault;
+    use hearth::storage::archive::PartKind;
+    let fault = std::env::var("HEARTH_ARCHIVE_FAULT").ok().and_then(|f| {
+        let kind = match f.strip_prefix("abort:")? {
+            "realm" => PartKind::Realm,
+            "messages" => PartKind::Messages,
+            "uploads" => PartKind::Uploads,
+            "presence" => PartKind::Presence,
+            "manifest" => PartKind::Manifest,
+            _ => return None,
+        };
+        Some(Fault::Abort(kind))
+    });
+    let r = hearth::ops::archive::import_command(&i.data, &i.archive, fault)
+        .map_err(|e| e.to_string())?;
+    let c = &r.manifest.counts;
+    writeln!(
+        std::io::stdout().lock(),
+        "imported realm '{}' at WAL record {} into {}: {} users, {} messages, {} files",
+        r.subdomain,
+        r.seq,
+        i.data.display(),
+        c.users,
+        c.messages,
+        c.files
+    )
+    .map_err(|e| e.to_string())
 }
 
 fn create(c: &hearth::config::CreateRealm) -> Result<(), String> {

@@ -408,6 +408,7 @@ fn seed_dev_realm(
     data: &Path,
     history: bool,
 ) -> Result<(), StartError> {
+    store.discard_remains(DEV_SUBDOMAIN)?;
     let mut realm_store = store.realm(DEV_SUBDOMAIN)?;
     let changes =
         dev::seed_changes_with_history(&mut Cx::new(clock), history).map_err(StartError::Realm)?;

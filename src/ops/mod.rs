@@ -4,6 +4,7 @@
 //! --accept-loss` (`recover`). They stand beside start-up: they open the data folder as
 //! it does (`startup::open_data_folder`) and answer its errors (`StartError`).
 
+pub mod archive;
 pub mod backup;
 pub mod check;
 pub mod realm;

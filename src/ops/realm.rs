@@ -67,6 +67,7 @@ pub fn create_production_realm(c: &CreateRealm) -> Result<(String, u64), StartEr
     let onboarding = realm::onboarding::new_realm_onboarding(&changes, OWNER_ID, &cx)
         .map_err(StartError::Realm)?;
     changes.extend(onboarding);
+    store.discard_remains(&c.subdomain)?;
     let mut realm_store = store.realm(&c.subdomain)?;
     let realm = create_realm(&mut realm_store, &changes).map_err(StartError::Realm)?;
     store.durability.shutdown();

@@ -844,3 +844,33 @@ impl MessageStorePort for MessageStore {
         Box::pin(MessageStore::ready(self))
     }
 }
+
+/// The realm archive's writes (`ops::archive`): a message as an archive holds it, and
+/// the removal of what an import that failed wrote.
+impl MessageStore {
+    /// Writes one message row with its index entries and each user's flag bits (and
+    /// unread entries), as a send projects them. Idempotent.
+    pub fn insert_archived(
+        &self,
+        message: Message,
+        flags: Vec<(UserId, u32)>,
+    ) -> Result<(), StorageError> {
+        self.inner.db.write(
+            &self.inner.names,
+            Op::Sent {
+                message,
+                recipients: flags,
+            },
+        )
+    }
+
+    /// Empties every tree of the realm's messages (an import that failed; the realm
+    /// is not served).
+    pub fn clear(&self) -> Result<(), StorageError> {
+        let t = self.trees()?;
+        for tree in [&t.rows, &t.idx, &t.um, &t.unread, &t.undo] {
+            tree.clear()?;
+        }
+        Ok(())
+    }
+}

@@ -39,6 +39,7 @@
 //! consistent state it can read, keeps the damaged one beside it, and says what was lost
 //! (both are operator commands, above storage: `ops::check`, `ops::recover`).
 
+pub mod archive;
 pub mod codec;
 pub mod durability;
 pub mod folder;
@@ -209,6 +210,58 @@ impl Store {
             format!("{PRESENCE_PREFIX}{subdomain}"),
             self.durability.clone(),
         )
+    }
+
+    /// The message store of one realm (also of one not served: an import writes it
+    /// before the realm is loaded).
+    pub fn messages(&self, subdomain: &str) -> messages::MessageStore {
+        messages::MessageStore::new(subdomain, self.durability.message_db().clone())
+    }
+
+    /// Removes what a realm that does not exist (no WAL tree) left behind: an import cut
+    /// short by a crash writes its snapshot and presence trees, message rows and files
+    /// before the WAL tree that makes the realm exist. Called before a realm of that
+    /// name is imported or created, so none starts with another's remains. Refuses a
+    /// realm that exists.
+    pub fn discard_remains(&self, subdomain: &str) -> Result<(), StorageError> {
+        let db = self.db().ok_or_else(|| {
+            StorageError::Invalid("the database is closed after a storage failure".into())
+        })?;
+        let wal = format!("{WAL_PREFIX}{subdomain}");
+        if db.tree_names().iter().any(|n| n.as_ref() == wal.as_bytes()) {
+            return Err(StorageError::Invalid(format!(
+                "realm '{subdomain}' exists: its data is not discarded"
+            )));
+        }
+        let names = [
+            format!("{SNAP_PREFIX}{subdomain}"),
+            format!("{PRESENCE_PREFIX}{subdomain}"),
+        ];
+        // An import creates the presence tree first, durably: without it or a
+        // snapshot tree nothing was begun (and the message database is not waited for).
+        let trees = db.tree_names();
+        if !names
+            .iter()
+            .any(|name| trees.iter().any(|n| n.as_ref() == name.as_bytes()))
+        {
+            return Ok(());
+        }
+        tracing::warn!("removing the remains of an unfinished import of realm '{subdomain}'");
+        let messages = self.messages(subdomain);
+        messages.clear()?;
+        messages.sync()?;
+        let dir = uploads::UploadStore::new(self.durability.dir()).realm_dir(subdomain);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+        // The presence tree, the mark of a begun import, goes last.
+        for name in names {
+            db.drop_tree(name.as_bytes())?;
+        }
+        self.durability.flush_now()?;
+        Ok(())
     }
 
     /// The WAL and snapshot trees of one realm.
