@@ -6,6 +6,7 @@
 
 mod common;
 
+mod archive;
 mod auth;
 mod authz;
 mod channel_roles;
