@@ -637,3 +637,60 @@ async fn a_failing_import_removes_what_it_wrote() {
     assert!(uploads.realm_dir(SUB).exists());
     store.durability.shutdown();
 }
+
+/// `tests/fixtures/archive-v1-dev-realm.bin`: an archive of version 1 (the development
+/// realm with a message, an edit, a reaction and an uploaded file), written by
+/// `UPDATE_FIXTURES=1` and never again once archives have a newer version. It must
+/// keep importing, and its realm keep serving what it held.
+#[actix_web::test]
+async fn golden_archive_of_version_1_imports() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/archive-v1-dev-realm.bin");
+    if std::env::var_os("UPDATE_FIXTURES").is_some()
+        && hearth::storage::archive::ARCHIVE_VERSION == 1
+    {
+        let mut app = TestApp::spawn().await;
+        let id = send_stream(&app, HAMLET, "Denmark", "golden", "first").await;
+        app.ok("PATCH", &format!("/api/v1/messages/{id}"), HAMLET, &[("content", "golden words")])
+            .await;
+        app.ok("POST", &format!("/api/v1/messages/{id}/reactions"), IAGO, &[("emoji_name", "smile")])
+            .await;
+        let up = upload(&app, HAMLET, "/api/v1/user_uploads", "g.txt", b"golden file".to_vec()).await;
+        send_stream(&app, HAMLET, "Denmark", "golden", &format!("[g]({})", up["url"].as_str().unwrap()))
+            .await;
+        app.stop().await;
+        let _ = std::fs::remove_file(&fixture);
+        export_cli(app.dir.path(), &fixture);
+    }
+    let bytes = std::fs::read(&fixture).unwrap();
+    assert_eq!(&bytes[..8], b"HEARTHAR");
+    assert_eq!(bytes[8], 1, "version 1 fixture");
+    let target = tempfile::tempdir().unwrap();
+    let o = import_cli(target.path(), &fixture, &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let app = TestApp::spawn_in(target).await;
+    let got = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            HAMLET,
+            &[("anchor", "newest"), ("num_before", "5"), ("num_after", "0")],
+        )
+        .await;
+    let messages = got["messages"].as_array().unwrap();
+    let golden = messages
+        .iter()
+        .find(|m| m["content"] == "<p>golden words</p>")
+        .unwrap_or_else(|| panic!("{got}"));
+    assert_eq!(golden["reactions"][0]["emoji_name"], "smile");
+    let link = messages.last().unwrap()["content"].as_str().unwrap().to_owned();
+    let start = link.find("/user_uploads/").expect("a link to the file");
+    let url = &link[start..start + link[start..].find('"').unwrap()];
+    let key = app.api_key(HAMLET).await;
+    let file = app
+        .request(Method::GET, url, Auth::Basic(HAMLET, &key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(file.status(), 200, "{url}");
+    assert_eq!(file.bytes().await.unwrap().to_vec(), b"golden file");
+}
