@@ -31,8 +31,8 @@ use crate::realm::presence::PresenceEntry;
 use crate::realm::{Realm, UserId};
 use crate::startup::{open_data_folder, StartError};
 use crate::storage::archive::{
-    unframe, verify, ArchiveReader, ArchiveWriter, ArchivedMessage, Counts, FilePiece,
-    FormatError, Header, Manifest, PartKind, PresencePart, FILE_PIECE,
+    unframe, verify, ArchiveReader, ArchiveWriter, ArchivedMessage, Counts, FilePiece, FormatError,
+    Header, Manifest, PartKind, PresencePart, FILE_PIECE,
 };
 use crate::storage::message_db::Readiness;
 use crate::storage::messages::{decode_message, encode_message, MessageStore};
@@ -415,12 +415,12 @@ pub fn import_command(
     archive: &Path,
     fault: Option<Fault>,
 ) -> Result<ImportedRealm, ArchiveError> {
-    verify(archive)?;
+    let checked = verify(archive)?;
     let (store, created) = open_data_folder(data, DurabilityMode::Always)?;
     let result = store
         .verify_realms()
         .map_err(ArchiveError::from)
-        .and_then(|()| import_into_with(&store, archive, fault));
+        .and_then(|()| import_verified(&store, archive, checked, fault));
     if result.is_ok() {
         store.write_manifest()?;
     }
@@ -446,7 +446,16 @@ pub fn import_into_with(
     archive: &Path,
     fault: Option<Fault>,
 ) -> Result<ImportedRealm, ArchiveError> {
-    let (header, manifest) = verify(archive)?;
+    import_verified(store, archive, verify(archive)?, fault)
+}
+
+/// `import_into_with` of an archive `verify` read whole (its header and manifest).
+fn import_verified(
+    store: &Store,
+    archive: &Path,
+    (header, manifest): (Header, Manifest),
+    fault: Option<Fault>,
+) -> Result<ImportedRealm, ArchiveError> {
     let subdomain = header.subdomain.clone();
     if header.realm_schema > codec::REALM_SCHEMA {
         return Err(ArchiveError::Refused(format!(
@@ -545,8 +554,9 @@ fn write_realm(
                 let (name, incoming) = match receiving.take() {
                     Some((name, incoming)) if name == piece.sha256 => (name, incoming),
                     Some((name, _)) => {
-                        return Err(damaged(&format!("file {name} ends without its last piece"))
-                            .into())
+                        return Err(
+                            damaged(&format!("file {name} ends without its last piece")).into()
+                        )
                     }
                     None => (
                         piece.sha256.clone(),
@@ -590,7 +600,11 @@ fn write_realm(
     }
     if let Some((name, _)) = receiving {
         return Err(reader
-            .damaged("uploads", 0, format!("file {name} ends without its last piece"))
+            .damaged(
+                "uploads",
+                0,
+                format!("file {name} ends without its last piece"),
+            )
             .into());
     }
     let Some(snapshot) = snapshot else {

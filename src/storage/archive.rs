@@ -434,14 +434,12 @@ pub fn verify(path: &Path) -> Result<(Header, Manifest), FormatError> {
         match part.kind {
             PartKind::Header if header.is_none() => {
                 header = Some(
-                    unframe(&part.bytes)
-                        .map_err(|e| reader.damaged("header", part.index, e))?,
+                    unframe(&part.bytes).map_err(|e| reader.damaged("header", part.index, e))?,
                 );
             }
             PartKind::Manifest => {
                 manifest = Some(
-                    unframe(&part.bytes)
-                        .map_err(|e| reader.damaged("manifest", part.index, e))?,
+                    unframe(&part.bytes).map_err(|e| reader.damaged("manifest", part.index, e))?,
                 );
             }
             _ if header.is_none() => {

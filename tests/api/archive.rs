@@ -147,7 +147,9 @@ async fn fill(app: &TestApp) -> Filled {
         .as_secs()
         + 3600)
         .to_string();
-    let ann = app.create_user("ann@zulip.com", "a long passphrase for ann", "Ann").await;
+    let ann = app
+        .create_user("ann@zulip.com", "a long passphrase for ann", "Ann")
+        .await;
     let hamlet = app.user_id(HAMLET).await;
     let subs = json!([{ "name": "archived", "description": "kept whole" }]).to_string();
     let principals = json!([hamlet, ann]).to_string();
@@ -170,8 +172,13 @@ async fn fill(app: &TestApp) -> Filled {
         ],
     )
     .await;
-    app.ok("PATCH", "/api/v1/realm", OWNER, &[("name", "Archived realm")])
-        .await;
+    app.ok(
+        "PATCH",
+        "/api/v1/realm",
+        OWNER,
+        &[("name", "Archived realm")],
+    )
+    .await;
     app.ok("PATCH", "/api/v1/settings", HAMLET, &[("emojiset", "text")])
         .await;
     let channel = app.stream_id("archived").await.to_string();
@@ -233,7 +240,14 @@ async fn fill(app: &TestApp) -> Filled {
     )
     .await;
     let file_bytes = b"the bytes of an archived file".to_vec();
-    let uploaded = upload(app, HAMLET, "/api/v1/user_uploads", "notes.txt", file_bytes.clone()).await;
+    let uploaded = upload(
+        app,
+        HAMLET,
+        "/api/v1/user_uploads",
+        "notes.txt",
+        file_bytes.clone(),
+    )
+    .await;
     let file_url = uploaded["url"].as_str().unwrap().to_owned();
     send_stream(
         app,
@@ -243,7 +257,14 @@ async fn fill(app: &TestApp) -> Filled {
         &format!("[notes]({file_url})"),
     )
     .await;
-    upload(app, IAGO, "/api/v1/realm/emoji/archived_emoji", "e.png", png()).await;
+    upload(
+        app,
+        IAGO,
+        "/api/v1/realm/emoji/archived_emoji",
+        "e.png",
+        png(),
+    )
+    .await;
     app.ok(
         "POST",
         "/api/v1/users/me/presence",
@@ -400,17 +421,32 @@ async fn exports_and_imports_refuse_what_they_must() {
 
     // An existing file is never overwritten; an unknown realm is named.
     let o = run(&[
-        "realm", "export", "--data", data, "--subdomain", SUB, "--out",
+        "realm",
+        "export",
+        "--data",
+        data,
+        "--subdomain",
+        SUB,
+        "--out",
         archive.to_str().unwrap(),
     ]);
     assert!(failure(&o).contains("exists already"));
     let elsewhere = work.path().join("b.archive");
     let o = run(&[
-        "realm", "export", "--data", data, "--subdomain", "nope", "--out",
+        "realm",
+        "export",
+        "--data",
+        data,
+        "--subdomain",
+        "nope",
+        "--out",
         elsewhere.to_str().unwrap(),
     ]);
     let err = failure(&o);
-    assert!(err.contains("no realm 'nope'") && err.contains("zulip"), "{err}");
+    assert!(
+        err.contains("no realm 'nope'") && err.contains("zulip"),
+        "{err}"
+    );
     assert!(!elsewhere.exists());
 
     // The realm exists already in the folder it came from.
@@ -420,7 +456,13 @@ async fn exports_and_imports_refuse_what_they_must() {
     // A running server's folder is refused (its lock).
     app.start().await;
     let o = run(&[
-        "realm", "export", "--data", data, "--subdomain", SUB, "--out",
+        "realm",
+        "export",
+        "--data",
+        data,
+        "--subdomain",
+        SUB,
+        "--out",
         elsewhere.to_str().unwrap(),
     ]);
     assert!(failure(&o).contains("in use by another hearth process"));
@@ -455,7 +497,10 @@ async fn exports_and_imports_refuse_what_they_must() {
     let newer_path = work.path().join("newer.archive");
     std::fs::write(&newer_path, &newer).unwrap();
     let err = failure(&import_cli(&fresh, &newer_path, &[]));
-    assert!(err.contains("version 2, newer than this hearth reads"), "{err}");
+    assert!(
+        err.contains("version 2, newer than this hearth reads"),
+        "{err}"
+    );
     assert!(!fresh.exists());
 
     // Not an archive at all.
@@ -567,7 +612,14 @@ async fn an_online_export_under_writes_plus_its_wal_tail_equals_the_source() {
 async fn archived(work: &Path) -> (TestApp, PathBuf) {
     let mut app = TestApp::spawn().await;
     send_stream(&app, HAMLET, "Denmark", "t", "kept").await;
-    upload(&app, HAMLET, "/api/v1/user_uploads", "f.txt", b"file".to_vec()).await;
+    upload(
+        &app,
+        HAMLET,
+        "/api/v1/user_uploads",
+        "f.txt",
+        b"file".to_vec(),
+    )
+    .await;
     app.stop().await;
     let archive = work.join("crash.archive");
     export_cli(app.dir.path(), &archive);
@@ -580,7 +632,11 @@ async fn an_import_killed_midway_leaves_no_realm_and_can_be_run_again() {
     let (_app, archive) = archived(work.path()).await;
     for part in ["messages", "uploads", "presence"] {
         let data = work.path().join(format!("data-{part}"));
-        let o = import_cli(&data, &archive, &[("HEARTH_ARCHIVE_FAULT", &format!("abort:{part}"))]);
+        let o = import_cli(
+            &data,
+            &archive,
+            &[("HEARTH_ARCHIVE_FAULT", &format!("abort:{part}"))],
+        );
         assert!(!o.status.success(), "the import was ended at {part}");
         // No realm: an export finds none, a start finds nothing to serve.
         let o = run(&[
@@ -594,8 +650,17 @@ async fn an_import_killed_midway_leaves_no_realm_and_can_be_run_again() {
             work.path().join("none").to_str().unwrap(),
         ]);
         let err = failure(&o);
-        assert!(err.contains("no realm 'zulip'") && err.contains("none"), "{part}: {err}");
-        let o = run(&["serve", "--data", data.to_str().unwrap(), "--bind", "127.0.0.1:0"]);
+        assert!(
+            err.contains("no realm 'zulip'") && err.contains("none"),
+            "{part}: {err}"
+        );
+        let o = run(&[
+            "serve",
+            "--data",
+            data.to_str().unwrap(),
+            "--bind",
+            "127.0.0.1:0",
+        ]);
         assert!(failure(&o).contains("no realm in"), "{part}");
         // Run again, it completes, with all of it.
         let o = import_cli(&data, &archive, &[]);
@@ -613,8 +678,9 @@ async fn a_failing_import_removes_what_it_wrote() {
     let data = work.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     let store = open_store(&data).await;
-    let err = ops_archive::import_into_with(&store, &archive, Some(Fault::Fail(PartKind::Presence)))
-        .expect_err("failure put in");
+    let err =
+        ops_archive::import_into_with(&store, &archive, Some(Fault::Fail(PartKind::Presence)))
+            .expect_err("failure put in");
     assert!(err.to_string().contains("presence"), "{err}");
     assert!(store.realm_subdomains().is_empty());
     let db = store.db().unwrap();
@@ -627,7 +693,10 @@ async fn a_failing_import_removes_what_it_wrote() {
         !trees.iter().any(|n| n.ends_with(&format!(":{SUB}"))),
         "{trees:?}"
     );
-    assert!(store.messages(SUB).get(1).unwrap().is_none(), "no message row left");
+    assert!(
+        store.messages(SUB).get(1).unwrap().is_none(),
+        "no message row left"
+    );
     let uploads = hearth::storage::uploads::UploadStore::new(&data);
     assert!(!uploads.realm_dir(SUB).exists(), "no file left");
     // Then it imports.
@@ -644,19 +713,43 @@ async fn a_failing_import_removes_what_it_wrote() {
 /// keep importing, and its realm keep serving what it held.
 #[actix_web::test]
 async fn golden_archive_of_version_1_imports() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/archive-v1-dev-realm.bin");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/archive-v1-dev-realm.bin");
     if std::env::var_os("UPDATE_FIXTURES").is_some()
         && hearth::storage::archive::ARCHIVE_VERSION == 1
     {
         let mut app = TestApp::spawn().await;
         let id = send_stream(&app, HAMLET, "Denmark", "golden", "first").await;
-        app.ok("PATCH", &format!("/api/v1/messages/{id}"), HAMLET, &[("content", "golden words")])
-            .await;
-        app.ok("POST", &format!("/api/v1/messages/{id}/reactions"), IAGO, &[("emoji_name", "smile")])
-            .await;
-        let up = upload(&app, HAMLET, "/api/v1/user_uploads", "g.txt", b"golden file".to_vec()).await;
-        send_stream(&app, HAMLET, "Denmark", "golden", &format!("[g]({})", up["url"].as_str().unwrap()))
-            .await;
+        app.ok(
+            "PATCH",
+            &format!("/api/v1/messages/{id}"),
+            HAMLET,
+            &[("content", "golden words")],
+        )
+        .await;
+        app.ok(
+            "POST",
+            &format!("/api/v1/messages/{id}/reactions"),
+            IAGO,
+            &[("emoji_name", "smile")],
+        )
+        .await;
+        let up = upload(
+            &app,
+            HAMLET,
+            "/api/v1/user_uploads",
+            "g.txt",
+            b"golden file".to_vec(),
+        )
+        .await;
+        send_stream(
+            &app,
+            HAMLET,
+            "Denmark",
+            "golden",
+            &format!("[g]({})", up["url"].as_str().unwrap()),
+        )
+        .await;
         app.stop().await;
         let _ = std::fs::remove_file(&fixture);
         export_cli(app.dir.path(), &fixture);
@@ -673,7 +766,11 @@ async fn golden_archive_of_version_1_imports() {
             "GET",
             "/api/v1/messages",
             HAMLET,
-            &[("anchor", "newest"), ("num_before", "5"), ("num_after", "0")],
+            &[
+                ("anchor", "newest"),
+                ("num_before", "5"),
+                ("num_after", "0"),
+            ],
         )
         .await;
     let messages = got["messages"].as_array().unwrap();
@@ -682,7 +779,10 @@ async fn golden_archive_of_version_1_imports() {
         .find(|m| m["content"] == "<p>golden words</p>")
         .unwrap_or_else(|| panic!("{got}"));
     assert_eq!(golden["reactions"][0]["emoji_name"], "smile");
-    let link = messages.last().unwrap()["content"].as_str().unwrap().to_owned();
+    let link = messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let start = link.find("/user_uploads/").expect("a link to the file");
     let url = &link[start..start + link[start..].find('"').unwrap()];
     let key = app.api_key(HAMLET).await;
