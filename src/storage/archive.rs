@@ -319,10 +319,10 @@ impl ArchiveReader {
             }
             Err(e) => return Err(io(e)),
         }
-        if &head[..8] != MAGIC {
+        if &head[..8] != MAGIC || head[8] == 0 {
             return Err(FormatError::NotAnArchive(path.to_path_buf()));
         }
-        if head[8] > ARCHIVE_VERSION || head[8] == 0 {
+        if head[8] > ARCHIVE_VERSION {
             return Err(FormatError::Newer {
                 path: path.to_path_buf(),
                 found: head[8],
