@@ -6,6 +6,7 @@
 
 pub mod backup;
 pub mod check;
+pub mod cluster;
 pub mod realm;
 pub mod recover;
 mod scratch;
