@@ -218,7 +218,7 @@ impl Store {
         &self,
         subdomain: &str,
         after: u64,
-    ) -> Result<(Vec<(u64, Vec<u8>)>, u64), StorageError> {
+    ) -> Result<(wal::Records, u64), StorageError> {
         let db = self
             .db()
             .ok_or_else(|| StorageError::Invalid("the database is closed".into()))?;

@@ -279,8 +279,7 @@ impl RealmStore {
     /// written); every record must decode. Flushed durably before it returns. Only for
     /// a realm no actor serves (a staged realm).
     pub fn append_shipped(&mut self, records: &[(u64, Vec<u8>)]) -> Result<u64, StorageError> {
-        let mut expected = self.last_seq + 1;
-        for (seq, bytes) in records {
+        for (expected, (seq, bytes)) in (self.last_seq + 1..).zip(records) {
             if *seq != expected {
                 return Err(StorageError::Invalid(format!(
                     "realm '{}': shipped record {seq} does not follow record {} (expected \
@@ -300,7 +299,6 @@ impl RealmStore {
                     self.subdomain
                 ))
             })?;
-            expected += 1;
         }
         self.durability
             .check_writable()
@@ -545,11 +543,14 @@ pub fn scan(
     Ok(scan)
 }
 
+/// WAL records as stored, with their sequence numbers (shipped between nodes).
+pub type Records = Vec<(u64, Vec<u8>)>;
+
 /// The WAL records of a realm after record `after` up to record `upto`, as stored
 /// (framed, versioned bytes), for shipping to another node. Refused when record
 /// `after + 1` is no longer in the WAL (a snapshot covered it and its hold was not set)
 /// or when `after` is beyond `upto`.
-pub fn tail(wal: &sled::Tree, after: u64, upto: u64) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+pub fn tail(wal: &sled::Tree, after: u64, upto: u64) -> Result<Records, StorageError> {
     if after > upto {
         return Err(StorageError::Invalid(format!(
             "position {after} is beyond the realm's last durable record {upto}"
