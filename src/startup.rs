@@ -451,7 +451,17 @@ fn open_storage(
         )?;
         subdomains.push(DEV_SUBDOMAIN.to_owned());
     }
-    if subdomains.is_empty() && staged.is_empty() {
+    // A node of several may start with no realm yet, to receive one through its admin
+    // listener: in a folder the operator made for it (a mistyped --data that did not
+    // exist is still refused).
+    let awaits_import = !created && config.admin_bind.0.is_some();
+    if subdomains.is_empty() && staged.is_empty() && awaits_import {
+        tracing::warn!(
+            "no realm in {}: serving none until one is imported and activated through \
+             the admin listener",
+            config.data.display()
+        );
+    } else if subdomains.is_empty() && staged.is_empty() {
         if created {
             discard_new_folder(store, &config.data);
         }

@@ -1086,3 +1086,106 @@ fn the_admin_listener_wants_its_token_and_writes_it_0600() {
         assert!(err.contains("beyond"), "{err}");
     });
 }
+
+#[actix_web::test]
+async fn a_freeze_holds_for_the_writes_queued_at_the_actor() {
+    use crate::common::{TestApp, DEV_HOST, HAMLET};
+    use hearth::actor::{Freeze, Position};
+    let app = TestApp::spawn().await;
+    let actor = app.running.as_ref().unwrap().realm(DEV_HOST).unwrap();
+    let contents: Vec<String> = (0..60).map(|i| format!("queued {i}")).collect();
+    let forms: Vec<[(&str, &str); 4]> = contents
+        .iter()
+        .map(|c| {
+            [
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", "freeze"),
+                ("content", c.as_str()),
+            ]
+        })
+        .collect();
+    let writes = forms
+        .iter()
+        .map(|form| app.post_as(HAMLET, "/api/v1/messages", form));
+    // The freeze reaches the actor while writes are queued in its mailbox.
+    let (replies, position) =
+        futures_util::future::join(futures_util::future::join_all(writes), async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            actor.send(Freeze(true)).await.unwrap()
+        })
+        .await;
+    let mut acknowledged = Vec::new();
+    for ((status, headers, body), content) in replies.iter().zip(&contents) {
+        match status.as_u16() {
+            200 => acknowledged.push(content.clone()),
+            503 => {
+                assert_eq!(body["code"], "SERVER_NOT_READY", "{body}");
+                assert_eq!(headers["retry-after"], "1");
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    // Nothing was appended after the freeze's position, and what is stored is exactly
+    // what was acknowledged.
+    assert_eq!(actor.send(Position).await.unwrap(), (true, position));
+    let (_, _, got) = app
+        .get_as(
+            HAMLET,
+            "/api/v1/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "100"),
+                ("num_after", "0"),
+                ("apply_markdown", "false"),
+                ("narrow", r#"[{"operator":"topic","operand":"freeze"}]"#),
+            ],
+        )
+        .await;
+    let mut stored: Vec<String> = got["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    stored.sort();
+    acknowledged.sort();
+    assert_eq!(stored, acknowledged);
+    // Reads went on; after the freeze, writes do too.
+    actor.send(Freeze(false)).await.unwrap();
+    let (status, _, body) = app
+        .post_as(
+            HAMLET,
+            "/api/v1/messages",
+            &[
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", "freeze"),
+                ("content", "after"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn an_empty_node_starts_with_its_admin_listener_to_receive_a_realm() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("empty");
+    std::fs::create_dir(&data).unwrap();
+    let node = Node::start(&data, &[]);
+    runtime().block_on(async {
+        assert_eq!(node.admin.status().await.unwrap(), vec![]);
+        let (status, _, body) = call(
+            &reqwest::Client::new(),
+            reqwest::Method::GET,
+            &format!("{}/api/v1/server_settings", node.url()),
+            &host("acme"),
+            None,
+            &[],
+        )
+        .await;
+        assert_eq!(status, 404, "{body}");
+        assert_eq!(body["code"], "NONEXISTENT_SUBDOMAIN");
+    });
+}
