@@ -118,7 +118,13 @@ impl Placement {
         if self.nodes.is_empty() {
             return Err("no [nodes.NAME] section: name at least one node".into());
         }
+        let mut upstreams = std::collections::BTreeSet::new();
         for (name, node) in &self.nodes {
+            if !upstreams.insert(Self::upstream(name)) {
+                return Err(format!(
+                    "[nodes.{name}]: its name differs from another node's only by '-' and '_'"
+                ));
+            }
             if !name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
@@ -380,6 +386,12 @@ zeta = "b-2"
             "'ze.ta': a realm is a subdomain",
         );
         refused(&EXAMPLE.replace("admin = \"127.0.0.1:9993\"", ""), "admin");
+        refused(
+            &EXAMPLE
+                .replace("[nodes.a]", "[nodes.b_2]")
+                .replace("= \"a\"", "= \"b_2\""),
+            "[nodes.b_2]: its name differs from another node's only by '-' and '_'",
+        );
         refused(&EXAMPLE.replace("[router]", "[router]\nport = 1"), "port");
         refused(
             "[router]\nlisten = \"127.0.0.1:1\"\ndomain = \"x.test\"\n[nodes]\n",
