@@ -133,6 +133,7 @@ impl Server {
         let started = Instant::now();
         let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
             .env("HEARTH_METRICS_BIND", "off")
+            .env("HEARTH_ADMIN_BIND", "off")
             .args(["serve", "--dev", "--durability", durability])
             .arg("--data")
             .arg(data)

@@ -83,6 +83,41 @@ impl Message for ExportPoint {
     type Result = Result<(u64, Arc<Realm>), String>;
 }
 
+/// Puts the realm into a write freeze (`true`) or ends it (`false`): while frozen every
+/// write the actor handles, also those already queued in its mailbox, is refused with
+/// `ApiError::frozen` and changes nothing. Answers the last WAL record appended: every
+/// write acknowledged before the freeze, or ever during it, is at or below it (the
+/// caller makes it durable before it reports the freeze done).
+pub struct Freeze(pub bool);
+
+impl Message for Freeze {
+    type Result = u64;
+}
+
+/// Whether the realm is frozen, and its last WAL record (the admin's status).
+pub struct Position;
+
+impl Message for Position {
+    type Result = (bool, u64);
+}
+
+/// Keeps the WAL records after a position from snapshots (`RealmStore::hold`).
+pub struct HoldWal(pub Option<u64>);
+
+impl Message for HoldWal {
+    type Result = ();
+}
+
+/// Stops the actor for good (the realm is dropped from this node): it refuses every
+/// write from now on and stops; its store is closed with it.
+/// Answers its last WAL record and the flag of a snapshot under way (which the caller
+/// waits out before removing the realm's data).
+pub struct Retire;
+
+impl Message for Retire {
+    type Result = (u64, Arc<AtomicBool>);
+}
+
 /// Reads a copy of the whole working realm (tests, tooling).
 pub struct CloneRealm;
 
@@ -109,6 +144,8 @@ pub struct RealmActor {
     snapshotting: Arc<AtomicBool>,
     /// The message rows rules read (`Cx::rows`): the store's, shared.
     rows: Arc<dyn MessageRows + Send + Sync>,
+    /// In a write freeze (`Freeze`): every write is refused.
+    frozen: bool,
 }
 
 impl RealmActor {
@@ -131,6 +168,7 @@ impl RealmActor {
             since_snapshot: replayed,
             snapshot_every,
             snapshotting: Arc::new(AtomicBool::new(false)),
+            frozen: false,
         }
     }
 
@@ -139,6 +177,9 @@ impl RealmActor {
     fn commit(&mut self, changes: Vec<Change>) -> ApiResult<Option<u64>> {
         if changes.is_empty() {
             return Ok(None);
+        }
+        if self.frozen {
+            return Err(ApiError::frozen());
         }
         if self.store.needs_reset() {
             self.reset_after_fault();
@@ -419,6 +460,41 @@ impl Handler<DeliverScheduled> for RealmActor {
             return 0;
         }
         n
+    }
+}
+
+impl Handler<Freeze> for RealmActor {
+    type Result = u64;
+
+    fn handle(&mut self, Freeze(on): Freeze, _ctx: &mut Self::Context) -> u64 {
+        self.frozen = on;
+        self.store.last_seq()
+    }
+}
+
+impl Handler<Position> for RealmActor {
+    type Result = MessageResult<Position>;
+
+    fn handle(&mut self, _: Position, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult((self.frozen, self.store.last_seq()))
+    }
+}
+
+impl Handler<HoldWal> for RealmActor {
+    type Result = ();
+
+    fn handle(&mut self, HoldWal(after): HoldWal, _ctx: &mut Self::Context) {
+        self.store.hold(after);
+    }
+}
+
+impl Handler<Retire> for RealmActor {
+    type Result = MessageResult<Retire>;
+
+    fn handle(&mut self, _: Retire, ctx: &mut Self::Context) -> Self::Result {
+        self.frozen = true;
+        ctx.stop();
+        MessageResult((self.store.last_seq(), self.snapshotting.clone()))
     }
 }
 

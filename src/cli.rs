@@ -49,6 +49,9 @@ pub enum Command {
     /// Needs `--accept-loss`; keeps the damaged folder beside the new one and reports
     /// what was lost.
     Recover(RecoverArgs),
+    /// Several nodes behind one router (nginx): see README, "Several nodes".
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
     /// Drive a hearth server with simulated clients and report latencies and
     /// throughput (see `hearth load --help`).
     ///
@@ -96,6 +99,21 @@ pub struct RestoreArgs {
     /// Data folder to create (must not exist, or be empty).
     #[arg(long, env = "HEARTH_DATA", default_value = "./data")]
     pub data: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Print the nginx configuration of a placement file (run it as
+    /// `nginx -p PREFIX -c FILE`).
+    Nginx(NginxArgs),
+}
+
+/// `hearth cluster nginx`.
+#[derive(Debug, Clone, Args)]
+pub struct NginxArgs {
+    /// The placement file (TOML: [router], [nodes.NAME], [realms]).
+    #[arg(long)]
+    pub placement: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

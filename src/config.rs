@@ -83,6 +83,17 @@ pub struct ServeConfig {
     /// own; `off` serves none. Keep it on loopback or a private network.
     #[arg(long, env = "HEARTH_METRICS_BIND", default_value = "127.0.0.1:9992", value_parser = parse_metrics_bind)]
     pub metrics_bind: MetricsBind,
+    /// Where the admin listener (operator commands: status, freeze, WAL shipping,
+    /// activate, drop; see `hearth::admin`) is served; `off` serves none. Its bearer
+    /// token is written to DATA/admin-token (mode 0600) at each start. Keep it on
+    /// loopback or a private network.
+    #[arg(long, env = "HEARTH_ADMIN_BIND", default_value = "127.0.0.1:9993", value_parser = parse_admin_bind)]
+    pub admin_bind: MetricsBind,
+    /// A reverse proxy (address or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8; repeatable)
+    /// whose X-Forwarded-For is believed: the client's address (per-IP rate limits) is
+    /// then the rightmost address of that header not itself a trusted proxy.
+    #[arg(long = "trusted-proxy", env = "HEARTH_TRUSTED_PROXY", value_delimiter = ',', value_parser = parse_trusted_proxy)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Rate limits (Zulip's: 200 requests a minute per user, 100 per IP address for
     /// calls without valid credentials). Default: on, and off under `--dev`.
     #[arg(long, env = "HEARTH_RATE_LIMIT", value_enum)]
@@ -135,6 +146,8 @@ impl ServeConfig {
             smtp_url: None,
             smtp_from: None,
             metrics_bind: MetricsBind(None),
+            admin_bind: MetricsBind(None),
+            trusted_proxies: Vec::new(),
             rate_limit: None,
             rate_limit_per_user: 200,
             rate_limit_per_ip: 100,
@@ -213,6 +226,30 @@ fn parse_metrics_bind(s: &str) -> Result<MetricsBind, String> {
     s.parse()
         .map(|a| MetricsBind(Some(a)))
         .map_err(|e| format!("'{s}' is not an address such as 127.0.0.1:9992 or 'off' ({e})"))
+}
+
+/// `--admin-bind`: an address, or none (`off`).
+fn parse_admin_bind(s: &str) -> Result<MetricsBind, String> {
+    if s == "off" {
+        return Ok(MetricsBind(None));
+    }
+    s.parse()
+        .map(|a| MetricsBind(Some(a)))
+        .map_err(|e| format!("'{s}' is not an address such as 127.0.0.1:9993 or 'off' ({e})"))
+}
+
+/// `--trusted-proxy`: an address (one host) or a network in CIDR notation.
+pub fn parse_trusted_proxy(s: &str) -> Result<ipnet::IpNet, String> {
+    let s = s.trim();
+    if s.contains('/') {
+        return s
+            .parse::<ipnet::IpNet>()
+            .map(|n| n.trunc())
+            .map_err(|e| format!("'{s}' is not a network such as 10.0.0.0/8 ({e})"));
+    }
+    s.parse::<std::net::IpAddr>()
+        .map(ipnet::IpNet::from)
+        .map_err(|e| format!("'{s}' is not an IP address or a network such as 10.0.0.0/8 ({e})"))
 }
 
 /// Connection limits (`hearth serve --keep-alive-secs ...`).

@@ -84,6 +84,9 @@ impl ErrorCode {
     }
 }
 
+/// What a write refused by a freeze is told to wait (`ApiError::frozen`).
+pub const FROZEN_RETRY_AFTER_SECS: f64 = 1.0;
+
 /// An error answer: HTTP status, Zulip `code`, `msg`, and extra body fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
@@ -173,6 +176,19 @@ impl ApiError {
             ErrorCode::InternalServerError,
             "The message store is unavailable right now; nothing was changed. Try again later.",
         )
+    }
+
+    /// A write to a realm in a write freeze (it is being moved to another node):
+    /// nothing was changed; the client may retry after `retry-after` seconds. A 503,
+    /// which Zulip's Python client (0.9.1) retries by itself (once a second, ten times);
+    /// it does not retry a 429.
+    pub fn frozen() -> Self {
+        Self::new(
+            503,
+            ErrorCode::ServerNotReady,
+            "This organization is briefly read-only (maintenance); nothing was changed. Try again in a moment.",
+        )
+        .with("retry-after", FROZEN_RETRY_AFTER_SECS)
     }
 
     /// Zulip's `RateLimitedError`: 429 with `retry-after` (seconds) in the body; the

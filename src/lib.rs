@@ -8,6 +8,9 @@
 //!    - `startup`: from a `ServeConfig` to a `Running` server, in named steps (open
 //!      the storage, recover the realms, start their actors, the HTTP server, the
 //!      metrics listener, the background tasks); `StartError`, `open_data_folder`.
+//!    - `admin/`: the admin listener (`--admin-bind`): status, write freeze, WAL
+//!      shipping, activate and drop of a realm, for moving realms between nodes; its
+//!      client (`admin::client`).
 //!    - `ops/`: the operator's commands on a stopped server's data folder: `realm
 //!      create`, `backup`/`restore`, `check`, `recover`.
 //!    - `config`: the server's configuration (`ServeConfig`); the command table is
@@ -55,6 +58,7 @@
 #![recursion_limit = "256"]
 
 pub mod actor;
+pub mod admin;
 pub mod api;
 pub mod config;
 pub mod error;

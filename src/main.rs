@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Parser;
-use cli::{BackupArgs, Cli, Command, RealmCommand, RestoreArgs};
+use cli::{BackupArgs, Cli, ClusterCommand, Command, RealmCommand, RestoreArgs};
 use hearth::config::ServeConfig;
 
 fn main() -> std::process::ExitCode {
@@ -21,6 +21,14 @@ fn main() -> std::process::ExitCode {
         Command::Restore(r) => restore(&r),
         Command::Check(c) => hearth::ops::check_command(&c, &mut std::io::stdout()),
         Command::Recover(r) => hearth::ops::recover_command(&r, &mut std::io::stdout()),
+        Command::Cluster(ClusterCommand::Nginx(n)) => {
+            hearth::ops::cluster::nginx_command(&n.placement).and_then(|config| {
+                std::io::stdout()
+                    .lock()
+                    .write_all(config.as_bytes())
+                    .map_err(|e| e.to_string())
+            })
+        }
         Command::Load(_) => return run_tools("load"),
         Command::Torture(_) => return run_tools("torture"),
         Command::Realm(RealmCommand::Populate(_)) => return run_tools("realm populate"),

@@ -1,12 +1,19 @@
-//! The realm registry: Host -> realm actor and event hub.
+//! The realm registry: Host -> realm actor and event hub; and how a realm is brought
+//! up from its storage (`recover`, `start`), at start-up and when the admin listener
+//! activates a realm moved in.
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use dashmap::DashMap;
+use actix::{Actor, ArbiterHandle};
+use dashmap::{DashMap, DashSet};
 
-use crate::actor::RealmClient;
+use crate::actor::{RealmActor, RealmClient};
 use crate::hub::EventHub;
+use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::Clock;
+use crate::storage::wal::Recovered;
+use crate::storage::{Damage, RealmStore, StorageError, Store};
 
 /// How handlers reach a realm: its actor (writes), and its event hub (the published
 /// version every read and authentication uses; long-polls wait there too).
@@ -27,36 +34,65 @@ pub struct RealmHandle {
 #[derive(Default)]
 pub struct Registry {
     realms: DashMap<String, RealmHandle>,
+    /// Realms dropped from this node since it started: their Hosts answer as unknown
+    /// realms (never as another realm of the node), and their event queues' polls
+    /// `BAD_EVENT_QUEUE_ID`.
+    departed: DashSet<String>,
 }
 
 impl Registry {
     pub fn insert(&self, subdomain: &str, handle: RealmHandle) {
+        self.departed.remove(subdomain);
         self.realms.insert(subdomain.to_owned(), handle);
     }
 
-    /// The realm for a host name: the only realm when there is one; else the realm whose
-    /// subdomain is the host's first label; else the root realm (subdomain "").
-    pub fn for_host(&self, host: &str) -> Option<RealmHandle> {
-        if self.realms.len() == 1 {
-            return self.realms.iter().next().map(|e| e.value().clone());
+    /// Takes a realm out (dropped from this node): from now on its Host finds nothing.
+    pub fn remove(&self, subdomain: &str) -> Option<RealmHandle> {
+        let removed = self.realms.remove(subdomain).map(|(_, h)| h);
+        if removed.is_some() {
+            self.departed.insert(subdomain.to_owned());
         }
-        let label = host.split('.').next().unwrap_or_default();
-        self.realms
-            .get(label)
-            .or_else(|| self.realms.get(""))
-            .map(|e| e.value().clone())
+        removed
     }
 
-    /// The subdomain of the realm `for_host` picks (the request log).
+    /// The subdomain of the realm a host name selects: the only realm when there is one
+    /// (and none left this node); else the realm whose subdomain is the host's first
+    /// label; else the root realm (subdomain ""). A realm that left selects nothing.
     pub fn subdomain_for_host(&self, host: &str) -> Option<String> {
-        if self.realms.len() == 1 {
+        let label = host.split('.').next().unwrap_or_default();
+        if self.departed.contains(label) {
+            return None;
+        }
+        if self.realms.len() == 1 && self.departed.is_empty() {
             return self.realms.iter().next().map(|e| e.key().clone());
         }
-        let label = host.split('.').next().unwrap_or_default();
         [label, ""]
             .into_iter()
             .find(|s| self.realms.contains_key(*s))
             .map(str::to_owned)
+    }
+
+    /// The realm for a host name (see `subdomain_for_host`).
+    pub fn for_host(&self, host: &str) -> Option<RealmHandle> {
+        let subdomain = self.subdomain_for_host(host)?;
+        self.realms.get(&subdomain).map(|e| e.value().clone())
+    }
+
+    /// Whether the host names a realm that was dropped from this node.
+    pub fn departed(&self, host: &str) -> bool {
+        let label = host.split('.').next().unwrap_or_default();
+        self.departed.contains(label)
+            || (self.departed.contains("") && self.subdomain_for_host(host).is_none())
+    }
+
+    /// The handle of a realm by subdomain.
+    pub fn get(&self, subdomain: &str) -> Option<RealmHandle> {
+        self.realms.get(subdomain).map(|e| e.value().clone())
+    }
+
+    /// The subdomains served.
+    pub fn subdomains(&self) -> Vec<String> {
+        self.realms.iter().map(|e| e.key().clone()).collect()
     }
 
     /// Every realm (shutdown snapshots, the ticker).
@@ -71,4 +107,84 @@ impl Registry {
     pub fn is_empty(&self) -> bool {
         self.realms.is_empty()
     }
+}
+
+/// Reads one realm back: its newest snapshot and the WAL records after it (the message
+/// rows of the replayed records are written as it goes).
+pub fn recover(store: &Store, subdomain: &str) -> Result<(RealmStore, Recovered), StorageError> {
+    let recovering = Instant::now();
+    let mut realm_store = store.realm(subdomain)?;
+    let recovered = realm_store.recover()?.ok_or_else(|| {
+        StorageError::Damaged(Box::new(Damage {
+            folder: store.durability.dir().to_path_buf(),
+            realm: Some(subdomain.to_owned()),
+            expected: "the realm's snapshot or its first WAL record".into(),
+            found: "neither".into(),
+        }))
+    })?;
+    tracing::info!(
+        "realm '{subdomain}': recovered in {} ms",
+        recovering.elapsed().as_millis()
+    );
+    tracing::info!(
+        "realm '{subdomain}': {} users, {} WAL records replayed, {} cut",
+        recovered.realm.users.len(),
+        recovered.replayed,
+        recovered.cut
+    );
+    Ok((realm_store, recovered))
+}
+
+/// What a realm needs from the server to run, beside its own storage.
+#[derive(Clone)]
+pub struct RealmRuntime {
+    /// Take a snapshot after this many WAL records (`--snapshot-every`).
+    pub snapshot_every: u64,
+    /// The clock of decisions and reads.
+    pub clock: Arc<dyn Clock>,
+    /// The server's public URL.
+    pub server_url: Arc<str>,
+}
+
+/// Starts a recovered realm: its event hub (with the message store's flags and the
+/// stored presence attached) and its actor on `arbiter`.
+pub fn start(
+    store: &Store,
+    subdomain: &str,
+    realm_store: RealmStore,
+    recovered: Recovered,
+    arbiter: &ArbiterHandle,
+    runtime: &RealmRuntime,
+) -> Result<RealmHandle, StorageError> {
+    let clock = runtime.clock.clone();
+    let hub = Arc::new(EventHub::new(
+        clock.clone(),
+        Arc::new(recovered.realm.clone()),
+    ));
+    let messages = realm_store.messages().clone();
+    let rows = messages.clone();
+    hub.attach_flags(Arc::new(move |user, id| {
+        rows.flags(user, id).unwrap_or_else(|e| {
+            tracing::error!("message store read failed: {e}");
+            None
+        })
+    }));
+    let presence = store.presence(subdomain);
+    hub.presence().attach(presence.clone(), presence.load()?);
+    let actor = RealmActor::new(
+        recovered.realm,
+        realm_store,
+        clock.clone(),
+        hub.clone(),
+        runtime.snapshot_every,
+        recovered.replayed,
+    );
+    let addr = RealmActor::start_in_arbiter(arbiter, move |_| actor);
+    Ok(RealmHandle {
+        client: RealmClient::new(addr, hub.clone(), store.durability.clone()),
+        hub,
+        clock,
+        server_url: runtime.server_url.clone(),
+        messages: MessageRowsHandle::new(Arc::new(messages)),
+    })
 }

@@ -2,7 +2,8 @@
 //! data folder (`lock_existing_folder`), bind the listeners (`bind`), open the storage
 //! (`open_storage`: the data folder, its realms, the development realm seeded when
 //! asked), recover every realm and start its actor (`start_realms`), start the HTTP
-//! server (`start_http`) and the metrics listener (`start_metrics`), and the background
+//! server (`start_http`), the metrics listener (`start_metrics`) and the admin listener
+//! (`start_admin`, see `crate::admin`), and the background
 //! tasks (`start_tasks`: the release safety net, the upload sweeper, the one-second
 //! ticker). `Running` stops it all again.
 //!
@@ -14,10 +15,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use actix::{Actor, Arbiter};
+use actix::Arbiter;
 use actix_web::{dev::ServerHandle, web};
 
-use crate::actor::{create_realm, DeliverScheduled, RealmActor, RealmClient, TakeSnapshot};
+use crate::actor::{create_realm, DeliverScheduled, RealmActor, TakeSnapshot};
+use crate::admin::{self, AdminState};
 use crate::api::middleware::metrics::metrics;
 use crate::api::{attachments, wire, AppState};
 use crate::config::ServeConfig;
@@ -25,12 +27,10 @@ use crate::hub::EventHub;
 use crate::limits::RateLimiter;
 use crate::mail::Mailer;
 use crate::push_relay::PushRelay;
-use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::{dev, Clock, Cx, SystemClock};
-use crate::registry::{RealmHandle, Registry};
+use crate::registry::{self, RealmRuntime, Registry};
 use crate::storage::uploads::UploadStore;
-use crate::storage::wal::Recovered;
-use crate::storage::{self, Damage, DurabilityMode, FolderError, RealmStore, StorageError, Store};
+use crate::storage::{self, DurabilityMode, FolderError, StorageError, Store};
 use crate::version::DEV_SUBDOMAIN;
 
 /// Realm actors run on this many arbiter threads.
@@ -127,6 +127,8 @@ pub struct Running {
     pub addr: SocketAddr,
     /// The metrics listener's address and server, when `--metrics-bind` is not `off`.
     metrics: Option<(SocketAddr, ServerHandle)>,
+    /// The admin listener's address and server, when `--admin-bind` is not `off`.
+    admin: Option<(SocketAddr, ServerHandle)>,
     handle: ServerHandle,
     /// Ends idle connections when the server stops.
     closer: wire::Closer,
@@ -149,6 +151,11 @@ impl Running {
             .map(|(a, _)| format!("http://{a}/metrics"))
     }
 
+    /// `http://addr` of the admin listener, unless it is off.
+    pub fn admin_url(&self) -> Option<String> {
+        self.admin.as_ref().map(|(a, _)| format!("http://{a}"))
+    }
+
     /// Snapshots every realm, flushes, stops the HTTP server (SIGTERM / SIGINT).
     pub async fn shutdown(self) {
         for realm in self.state.registry.all() {
@@ -169,6 +176,9 @@ impl Running {
         self.handle.stop(true).await;
         if let Some((_, metrics)) = &self.metrics {
             metrics.stop(true).await;
+        }
+        if let Some((_, admin)) = &self.admin {
+            admin.stop(true).await;
         }
         // Presence is written coalesced, in the background: the last changes now that no
         // ping can come.
@@ -270,7 +280,12 @@ pub async fn spawn_with_clock(
         .clone()
         .unwrap_or_else(|| format!("http://{}", bound.addr))
         .into();
-    let (registry, arbiters) = start_realms(&config, &opened, clock, url)?;
+    let runtime = RealmRuntime {
+        snapshot_every: config.snapshot_every,
+        clock,
+        server_url: url,
+    };
+    let (registry, arbiters) = start_realms(&config, &opened, &runtime)?;
     let Opened { store, uploads, .. } = opened;
     // What start-up read is the durable state now: the manifest says so.
     store.write_manifest()?;
@@ -280,7 +295,7 @@ pub async fn spawn_with_clock(
         health: store.durability.clone(),
         dev: config.dev,
         uploads: Arc::new(attachments::Uploads::new(
-            uploads,
+            uploads.clone(),
             config.max_file_upload_size_mib,
             config.upload_sweep_days,
         )),
@@ -291,15 +306,39 @@ pub async fn spawn_with_clock(
             config.rate_limit_per_user,
             config.rate_limit_per_ip,
         )),
+        trusted_proxies: config.trusted_proxies.clone().into(),
     });
     let (handle, closer) = start_http(&config, bound.api, bound.addr, &state)?;
     let metrics = start_metrics(bound.metrics, &state)?;
+    let admin = match bound.admin {
+        Some(listener) => {
+            let token = admin::write_token(&config.data)
+                .map_err(|e| StartError::data_folder(&config.data, e))?;
+            let admin_state = web::Data::new(AdminState::new(
+                state.clone(),
+                store.clone(),
+                arbiters.iter().map(|a| a.handle()).collect(),
+                runtime,
+                uploads,
+                token,
+            ));
+            let addr = listener.local_addr().ok();
+            Some(
+                admin::start(listener, admin_state).map_err(|source| StartError::Bind {
+                    addr: addr.unwrap_or(config.bind),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
     start_tasks(&state, &store.durability, config.tick);
     // Started: the message database's opening may speak now.
     store.durability.message_db().start_finished();
     Ok(Running {
         addr: bound.addr,
         metrics,
+        admin,
         handle,
         closer,
         state,
@@ -315,6 +354,8 @@ struct Bound {
     addr: SocketAddr,
     /// The metrics listener and its address, unless `--metrics-bind off`.
     metrics: Option<(TcpListener, SocketAddr)>,
+    /// The admin listener, unless `--admin-bind off`.
+    admin: Option<TcpListener>,
 }
 
 /// Opens the data folder when it exists already, which takes its lock: `Locked` when
@@ -343,7 +384,18 @@ fn bind(config: &ServeConfig) -> Result<Bound, StartError> {
         }
         None => None,
     };
-    Ok(Bound { api, addr, metrics })
+    let admin = match config.admin_bind.0 {
+        Some(at) => {
+            Some(TcpListener::bind(at).map_err(|source| StartError::Bind { addr: at, source })?)
+        }
+        None => None,
+    };
+    Ok(Bound {
+        api,
+        addr,
+        metrics,
+        admin,
+    })
 }
 
 /// The opened data folder: its database, its uploaded files, and the realms to serve.
@@ -368,10 +420,27 @@ fn open_storage(
         None => open_data_folder(&config.data, config.durability_mode())?,
     };
     let opened_in = opening.elapsed();
+    let uploads = Arc::new(UploadStore::new(&config.data));
+    // A realm dropped from this node whose removal a crash cut short: finished first,
+    // so it is never served again.
+    for dropped in store.dropped_realms() {
+        tracing::warn!("realm '{dropped}': finishing its removal (dropped from this node)");
+        store.drop_realm(&dropped, &uploads.realm_dir(&dropped))?;
+    }
     // A realm the manifest names must be there: never seed a new one in its place.
     store.verify_realms()?;
-    let uploads = Arc::new(UploadStore::new(&config.data));
-    let mut subdomains = store.realm_subdomains();
+    let mut subdomains = store.served_subdomains();
+    let staged = store.staged_realms();
+    if !staged.is_empty() {
+        tracing::info!(
+            "staged realms, not served until activated: {}",
+            staged
+                .iter()
+                .map(|s| format!("'{s}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         seed_dev_realm(
             &store,
@@ -382,7 +451,17 @@ fn open_storage(
         )?;
         subdomains.push(DEV_SUBDOMAIN.to_owned());
     }
-    if subdomains.is_empty() {
+    // A node of several may start with no realm yet, to receive one through its admin
+    // listener: in a folder the operator made for it (a mistyped --data that did not
+    // exist is still refused).
+    let awaits_import = !created && config.admin_bind.0.is_some();
+    if subdomains.is_empty() && staged.is_empty() && awaits_import {
+        tracing::warn!(
+            "no realm in {}: serving none until one is imported and activated through \
+             the admin listener",
+            config.data.display()
+        );
+    } else if subdomains.is_empty() && staged.is_empty() {
         if created {
             discard_new_folder(store, &config.data);
         }
@@ -428,27 +507,24 @@ fn seed_dev_realm(
 fn start_realms(
     config: &ServeConfig,
     opened: &Opened,
-    clock: Arc<dyn Clock>,
-    url: Arc<str>,
+    runtime: &RealmRuntime,
 ) -> Result<(Registry, Vec<Arbiter>), StartError> {
     let arbiters: Vec<Arbiter> = (0..REALM_ARBITERS).map(|_| Arbiter::new()).collect();
     let registry = Registry::default();
     let legacy_uploads = opened.uploads.has_legacy_files();
     let mut emoji_images = Vec::new();
     for (i, subdomain) in opened.subdomains.iter().enumerate() {
-        let (realm_store, recovered) = recover_realm(&opened.store, subdomain, &config.data)?;
+        let (realm_store, recovered) = registry::recover(&opened.store, subdomain)?;
         if legacy_uploads {
             emoji_images.push((subdomain.clone(), recovered.realm.emoji.image_shas()));
         }
-        let handle = start_realm(
+        let handle = registry::start(
             &opened.store,
             subdomain,
             realm_store,
             recovered,
-            config.snapshot_every,
-            &arbiters[i % arbiters.len()],
-            clock.clone(),
-            url.clone(),
+            &arbiters[i % arbiters.len()].handle(),
+            runtime,
         )?;
         registry.insert(subdomain, handle);
     }
@@ -465,80 +541,6 @@ fn start_realms(
         );
     }
     Ok((registry, arbiters))
-}
-
-/// Reads one realm back: its newest snapshot and the WAL records after it.
-fn recover_realm(
-    store: &Store,
-    subdomain: &str,
-    data: &Path,
-) -> Result<(RealmStore, Recovered), StartError> {
-    let recovering = Instant::now();
-    let mut realm_store = store.realm(subdomain)?;
-    let recovered = realm_store.recover()?.ok_or_else(|| {
-        StartError::Damaged(Box::new(Damage {
-            folder: data.to_path_buf(),
-            realm: Some(subdomain.to_owned()),
-            expected: "the realm's snapshot or its first WAL record".into(),
-            found: "neither".into(),
-        }))
-    })?;
-    tracing::info!(
-        "realm '{subdomain}': recovered in {} ms",
-        recovering.elapsed().as_millis()
-    );
-    tracing::info!(
-        "realm '{subdomain}': {} users, {} WAL records replayed, {} cut",
-        recovered.realm.users.len(),
-        recovered.replayed,
-        recovered.cut
-    );
-    Ok((realm_store, recovered))
-}
-
-/// Starts a recovered realm: its event hub (with the message store's flags and the
-/// stored presence attached) and its actor on `arbiter`.
-#[allow(clippy::too_many_arguments)]
-fn start_realm(
-    store: &Store,
-    subdomain: &str,
-    realm_store: RealmStore,
-    recovered: Recovered,
-    snapshot_every: u64,
-    arbiter: &Arbiter,
-    clock: Arc<dyn Clock>,
-    server_url: Arc<str>,
-) -> Result<RealmHandle, StartError> {
-    let hub = Arc::new(EventHub::new(
-        clock.clone(),
-        Arc::new(recovered.realm.clone()),
-    ));
-    let messages = realm_store.messages().clone();
-    let rows = messages.clone();
-    hub.attach_flags(Arc::new(move |user, id| {
-        rows.flags(user, id).unwrap_or_else(|e| {
-            tracing::error!("message store read failed: {e}");
-            None
-        })
-    }));
-    let presence = store.presence(subdomain);
-    hub.presence().attach(presence.clone(), presence.load()?);
-    let actor = RealmActor::new(
-        recovered.realm,
-        realm_store,
-        clock.clone(),
-        hub.clone(),
-        snapshot_every,
-        recovered.replayed,
-    );
-    let addr = RealmActor::start_in_arbiter(&arbiter.handle(), move |_| actor);
-    Ok(RealmHandle {
-        client: RealmClient::new(addr, hub.clone(), store.durability.clone()),
-        hub,
-        clock,
-        server_url,
-        messages: MessageRowsHandle::new(Arc::new(messages)),
-    })
 }
 
 /// Starts the HTTP server on the API listener (`api::wire`); returns its handle and

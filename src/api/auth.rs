@@ -38,6 +38,37 @@ fn invalid_header() -> ApiError {
     ApiError::unauthorized("Invalid authorization header for basic auth")
 }
 
+/// The client's address: the peer, or, when the peer is a trusted proxy
+/// (`--trusted-proxy`), the rightmost address of `X-Forwarded-For` that is not itself
+/// a trusted proxy (the hops a client wrote itself, to the left of it, are not
+/// believed). Per-IP rate limits count by it.
+pub fn client_ip(req: &HttpRequest, trusted: &[ipnet::IpNet]) -> std::net::IpAddr {
+    let peer = req
+        .peer_addr()
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let is_trusted = |ip: &std::net::IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return peer;
+    }
+    let hops = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect::<Vec<_>>();
+    let mut client = peer;
+    for hop in hops.iter().rev() {
+        match hop.parse::<std::net::IpAddr>() {
+            Ok(ip) if is_trusted(&ip) => client = ip,
+            Ok(ip) => return ip,
+            // Not an address (`unknown`, garbage): nothing further left is believed.
+            Err(_) => return client,
+        }
+    }
+    client
+}
+
 /// The host name of a request, without the port.
 pub fn host(req: &HttpRequest) -> String {
     let info = req.connection_info();

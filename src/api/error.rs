@@ -15,7 +15,7 @@ impl ResponseError for ApiError {
         if let Some(challenge) = self.challenge {
             resp.insert_header(("WWW-Authenticate", challenge));
         }
-        if self.code == ErrorCode::RateLimitHit {
+        if self.code == ErrorCode::RateLimitHit || self.status == 503 {
             if let Some(secs) = self.extra.get("retry-after").and_then(|v| v.as_f64()) {
                 // The header takes whole seconds.
                 resp.insert_header(("Retry-After", (secs.ceil() as u64).to_string()));

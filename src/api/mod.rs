@@ -84,6 +84,8 @@ pub struct AppState {
     pub mailer: Option<Arc<crate::mail::Mailer>>,
     /// API rate limits (`--rate-limit`).
     pub rate_limits: Arc<crate::limits::RateLimiter>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (`--trusted-proxy`).
+    pub trusted_proxies: Arc<[ipnet::IpNet]>,
 }
 
 /// One path and its methods; any other method on it answers 405 with Zulip's body.
@@ -489,7 +491,19 @@ impl FromRequest for ApiRequest {
                 .app_data::<web::Data<AppState>>()
                 .cloned()
                 .ok_or_else(ApiError::internal)?;
-            let handle = state.registry.for_host(&auth::host(&req)).ok_or_else(|| {
+            let host = auth::host(&req);
+            let handle = state.registry.for_host(&host).ok_or_else(|| {
+                if req.path() == "/api/v1/events" && state.registry.departed(&host) {
+                    // The realm left this node: its queues are gone, so its clients
+                    // register again (through the router, on its new node).
+                    let id =
+                        serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
+                            .ok()
+                            .and_then(|q| q.into_iter().find(|(k, _)| k == "queue_id"))
+                            .map(|(_, v)| v)
+                            .unwrap_or_default();
+                    return crate::hub::bad_queue(&id);
+                }
                 ApiError::new(404, ErrorCode::NonexistentSubdomain, "Invalid subdomain")
             })?;
             let query = serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())

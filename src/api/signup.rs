@@ -21,7 +21,6 @@
 //! The account is made by the realm's one rule for new humans (`decide_new_human`, as
 //! `POST /users`) with the invitation's role, channels and groups.
 
-use std::net::IpAddr;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -205,12 +204,6 @@ pub async fn show(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
     }
 }
 
-/// The client's address, for the rate limit of calls without credentials.
-fn client_ip(req: &HttpRequest) -> IpAddr {
-    req.peer_addr()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip())
-}
-
 fn too_many(retry_after: f64) -> HttpResponse {
     let mut res = refused(
         StatusCode::TOO_MANY_REQUESTS,
@@ -241,7 +234,10 @@ pub async fn submit(
     };
     let site_key: std::sync::Arc<str> = site.as_str().into();
     if state.rate_limits.enabled() {
-        let decision = state.rate_limits.check(RateKey::Ip(client_ip(&req)), now);
+        let decision = state.rate_limits.check(
+            RateKey::Ip(crate::api::auth::client_ip(&req, &state.trusted_proxies)),
+            now,
+        );
         if !decision.allowed {
             return too_many(decision.retry_after);
         }

@@ -43,7 +43,7 @@ mod tests;
 pub use log::{FlagReader, MAX_LOG_EVENTS};
 pub use published::Step;
 pub use queues::{
-    Queue, QueueOptions, HEARTBEAT_MS, LONGPOLL_TIMEOUT_SECS, MAX_PENDING_EVENTS,
+    bad_queue, Queue, QueueOptions, HEARTBEAT_MS, LONGPOLL_TIMEOUT_SECS, MAX_PENDING_EVENTS,
     MAX_QUEUES_PER_USER, MAX_QUEUE_TIMEOUT_SECS, QUEUE_TIMEOUT_MS,
 };
 

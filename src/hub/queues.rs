@@ -216,7 +216,8 @@ impl Drop for Connected<'_> {
     }
 }
 
-fn bad_queue(id: &str) -> ApiError {
+/// `BAD_EVENT_QUEUE_ID`, Zulip's answer for a queue that does not exist (any more).
+pub fn bad_queue(id: &str) -> ApiError {
     ApiError::new(
         400,
         ErrorCode::BadEventQueueId,
@@ -287,6 +288,18 @@ impl EventHub {
                 q.superseded.notify_waiters();
             }
             self.remove_queue(&id);
+        }
+    }
+
+    /// Ends every queue (the realm left this node): each parked poll, and each later
+    /// poll of these queues, answers `BAD_EVENT_QUEUE_ID`, so clients register again
+    /// (through the router, on the realm's new node).
+    pub fn expire_all_queues(&self) {
+        let all: Vec<Arc<Queue>> = self.queues.iter().map(|q| q.clone()).collect();
+        for q in all {
+            lock(&q.state).expired = true;
+            q.superseded.notify_waiters();
+            self.remove_queue(&q.id);
         }
     }
 

@@ -7,6 +7,7 @@
 pub mod archive;
 pub mod backup;
 pub mod check;
+pub mod cluster;
 pub mod realm;
 pub mod recover;
 mod scratch;

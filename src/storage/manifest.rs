@@ -254,6 +254,12 @@ impl Marks {
         }
     }
 
+    /// A realm removed from this folder (dropped): no mark of it is kept or written.
+    pub fn forget(&self, realm: &str) {
+        lock(&self.appended).remove(realm);
+        lock(&self.durable).remove(realm);
+    }
+
     /// The message database's sync number `n` is durable (written with the next
     /// manifest).
     pub fn messages_synced(&self, n: u64) {

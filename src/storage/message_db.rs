@@ -484,6 +484,19 @@ impl MessageDb {
         }
     }
 
+    /// Drops a realm's trees (`names`, from `messages::tree_names`): out of the cache
+    /// and out of the database (a realm dropped from this node).
+    pub fn drop_realm(&self, names: &[String; 5]) -> Result<(), StorageError> {
+        let key = Arc::new(names.clone());
+        self.when_open(|db, trees| {
+            trees.remove(&key);
+            for name in names {
+                db.drop_tree(name.as_bytes())?;
+            }
+            Ok(())
+        })
+    }
+
     /// The open database, waiting for it (tools).
     pub fn db(&self) -> Result<sled::Db, StorageError> {
         self.when_open(|db, _| Ok(db.clone()))

@@ -49,6 +49,7 @@ pub mod manifest;
 pub mod message_db;
 pub mod messages;
 pub mod presence;
+pub mod staging;
 pub mod uploads;
 pub mod wal;
 
@@ -262,6 +263,32 @@ impl Store {
         }
         self.durability.flush_now()?;
         Ok(())
+    }
+
+    /// The WAL records of `subdomain` after record `after`, up to the last one known
+    /// durable, as stored (see `wal::tail`); and that last durable record.
+    pub fn wal_tail(
+        &self,
+        subdomain: &str,
+        after: u64,
+    ) -> Result<(wal::Records, u64), StorageError> {
+        let db = self
+            .db()
+            .ok_or_else(|| StorageError::Invalid("the database is closed".into()))?;
+        let name = format!("{WAL_PREFIX}{subdomain}");
+        if !db.tree_names().iter().any(|n| n == name.as_bytes()) {
+            return Err(StorageError::Invalid(format!(
+                "no realm '{subdomain}' here"
+            )));
+        }
+        let upto = self
+            .durability
+            .marks()
+            .durable()
+            .get(subdomain)
+            .map_or(0, |m| m.last_seq);
+        let records = wal::tail(&db.open_tree(name)?, after, upto)?;
+        Ok((records, upto))
     }
 
     /// The WAL and snapshot trees of one realm.

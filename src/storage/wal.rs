@@ -14,6 +14,7 @@
 //! (`integrity::judge`): anything the manifest counts durable that is missing or does
 //! not decode refuses the start; only a tail beyond the manifest's mark is cut.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::durability::Reset;
@@ -43,7 +44,13 @@ pub struct RealmStore {
     durability: Arc<Durability>,
     /// The realm's message rows and indexes.
     messages: MessageStore,
+    /// Records after this one are kept by snapshots (`u64::MAX`: no hold): a realm
+    /// being moved keeps the WAL tail written since its archive, to be shipped.
+    hold: Arc<AtomicU64>,
 }
+
+/// No hold on the WAL (see `RealmStore::hold`).
+const NO_HOLD: u64 = u64::MAX;
 
 impl Drop for RealmStore {
     fn drop(&mut self) {
@@ -64,6 +71,8 @@ pub struct SnapshotJob {
     durability: Arc<Durability>,
     /// The realm's message rows, made durable before the snapshot is written.
     messages: MessageStore,
+    /// The store's WAL hold: records after it are not deleted.
+    hold: Arc<AtomicU64>,
 }
 
 impl SnapshotJob {
@@ -110,7 +119,8 @@ impl SnapshotJob {
             .durability
             .marks()
             .write_now(self.durability.dir(), self.durability.db().as_ref());
-        for key in self.wal.range(..=seq.to_be_bytes()).keys() {
+        let upto = seq.min(self.hold.load(Ordering::SeqCst));
+        for key in self.wal.range(..=upto.to_be_bytes()).keys() {
             self.wal.remove(key?)?;
         }
         for key in self.snaps.range(..seq.to_be_bytes()).keys() {
@@ -151,6 +161,7 @@ impl RealmStore {
             participant,
             durability,
             messages,
+            hold: Arc::new(AtomicU64::new(NO_HOLD)),
         };
         let (wal, snaps) = store.trees()?;
         let last_wal = wal.last()?.map(|(k, _)| key_seq(&k)).unwrap_or(0);
@@ -251,7 +262,59 @@ impl RealmStore {
             failures: self.durability.failures(),
             durability: self.durability.clone(),
             messages: self.messages.clone(),
+            hold: self.hold.clone(),
         })
+    }
+
+    /// Keeps the WAL records after `after` from being deleted by snapshots (`None`:
+    /// lets them go again). A realm being moved holds the records since its archive's
+    /// position until the tail is shipped.
+    pub fn hold(&self, after: Option<u64>) {
+        self.hold.store(after.unwrap_or(NO_HOLD), Ordering::SeqCst);
+    }
+
+    /// Appends WAL records shipped from another node (`wal_tail` there): each as the
+    /// framed bytes that node stored, under the same sequence number. The first must
+    /// follow this store's last record (a gap or an overlap is refused, nothing
+    /// written); every record must decode. Flushed durably before it returns. Only for
+    /// a realm no actor serves (a staged realm).
+    pub fn append_shipped(&mut self, records: &[(u64, Vec<u8>)]) -> Result<u64, StorageError> {
+        for (expected, (seq, bytes)) in (self.last_seq + 1..).zip(records) {
+            if *seq != expected {
+                return Err(StorageError::Invalid(format!(
+                    "realm '{}': shipped record {seq} does not follow record {} (expected \
+                     record {expected}): {}",
+                    self.subdomain,
+                    expected - 1,
+                    if *seq < expected {
+                        "an overlap"
+                    } else {
+                        "a gap"
+                    }
+                )));
+            }
+            codec::decode_changes(bytes).map_err(|e| {
+                StorageError::Invalid(format!(
+                    "realm '{}': shipped record {seq} does not decode: {e}",
+                    self.subdomain
+                ))
+            })?;
+        }
+        self.durability
+            .check_writable()
+            .map_err(|e| StorageError::Invalid(e.to_string()))?;
+        let (wal, _) = self.trees()?;
+        let mut batch = sled::Batch::default();
+        for (seq, bytes) in records {
+            batch.insert(&seq.to_be_bytes(), bytes.as_slice());
+        }
+        wal.apply_batch(batch)?;
+        if let Some((seq, _)) = records.last() {
+            self.last_seq = *seq;
+            self.appended.set(*seq);
+        }
+        self.durability.flush_now()?;
+        Ok(self.last_seq)
     }
 
     /// Loads the newest readable snapshot and replays the WAL after it, then holds what
@@ -478,6 +541,42 @@ pub fn scan(
         }
     }
     Ok(scan)
+}
+
+/// WAL records as stored, with their sequence numbers (shipped between nodes).
+pub type Records = Vec<(u64, Vec<u8>)>;
+
+/// The WAL records of a realm after record `after` up to record `upto`, as stored
+/// (framed, versioned bytes), for shipping to another node. Refused when record
+/// `after + 1` is no longer in the WAL (a snapshot covered it and its hold was not set)
+/// or when `after` is beyond `upto`.
+pub fn tail(wal: &sled::Tree, after: u64, upto: u64) -> Result<Records, StorageError> {
+    if after > upto {
+        return Err(StorageError::Invalid(format!(
+            "position {after} is beyond the realm's last durable record {upto}"
+        )));
+    }
+    let mut out = Vec::new();
+    let mut expected = after + 1;
+    for entry in wal.range((after + 1).to_be_bytes()..=upto.to_be_bytes()) {
+        let (k, v) = entry?;
+        let seq = key_seq(&k);
+        if seq != expected {
+            return Err(StorageError::Invalid(format!(
+                "record {expected} is no longer in the WAL (a snapshot covered it): \
+                 export the realm again"
+            )));
+        }
+        out.push((seq, v.to_vec()));
+        expected += 1;
+    }
+    if expected <= upto {
+        return Err(StorageError::Invalid(format!(
+            "record {expected} is no longer in the WAL (a snapshot covered it): export \
+             the realm again"
+        )));
+    }
+    Ok(out)
 }
 
 /// The sequence number of a WAL or snapshot key.

@@ -30,8 +30,9 @@ const LAYERS: &[(&str, u32)] = &[
     ("registry", 6),
     // HTTP.
     ("api", 7),
-    ("startup", 8),
-    ("ops", 9),
+    ("admin", 8),
+    ("startup", 9),
+    ("ops", 10),
 ];
 
 fn layer(module: &str) -> Option<u32> {

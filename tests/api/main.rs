@@ -11,6 +11,7 @@ mod auth;
 mod authz;
 mod channel_roles;
 mod channels;
+mod cluster;
 mod events;
 mod faults;
 mod fidelity;

@@ -44,6 +44,7 @@ impl Server {
             let out = std::fs::File::create(&log).unwrap();
             let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
                 .env("HEARTH_METRICS_BIND", "off")
+                .env("HEARTH_ADMIN_BIND", "off")
                 // These tests count messages from an empty development realm.
                 .env("HEARTH_DEV_WITHOUT_HISTORY", "true")
                 .args(["serve", "--dev", "--durability", "always", "--workers", "2"])

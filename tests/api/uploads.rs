@@ -595,6 +595,7 @@ impl Child {
                 .port();
             let child = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
                 .env("HEARTH_METRICS_BIND", "off")
+                .env("HEARTH_ADMIN_BIND", "off")
                 .args(["serve", "--dev", "--durability", "always", "--workers", "2"])
                 .arg("--data")
                 .arg(data)

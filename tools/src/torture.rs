@@ -195,7 +195,14 @@ impl Server {
                 .arg(dir.join("data"))
                 .arg("--bind")
                 .arg(format!("127.0.0.1:{port}"))
-                .args(["--metrics-bind", "off", "--rate-limit", "off"])
+                .args([
+                    "--metrics-bind",
+                    "off",
+                    "--admin-bind",
+                    "off",
+                    "--rate-limit",
+                    "off",
+                ])
                 .env("RUST_LOG", "warn")
                 .env_remove("HEARTH_URL")
                 .stdin(Stdio::null())

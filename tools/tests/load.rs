@@ -11,6 +11,7 @@ use std::process::Output;
 fn load(args: &[&str], json: Option<&std::path::Path>) -> Output {
     let mut cmd = common::tools();
     cmd.env("HEARTH_METRICS_BIND", "off")
+        .env("HEARTH_ADMIN_BIND", "off")
         .env("RUST_LOG", "warn")
         .arg("load")
         .args(args);

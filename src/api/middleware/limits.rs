@@ -1,7 +1,6 @@
 //! The rate limit of `/api/v1` requests (the buckets are `crate::limits`), and the
 //! checks made before a request's body is read.
 
-use std::net::IpAddr;
 use std::time::Instant;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -71,10 +70,7 @@ fn rate_key(state: &AppState, req: &actix_web::HttpRequest) -> RateKey {
             return RateKey::User(subdomain.into(), user.id);
         }
     }
-    let ip = req
-        .peer_addr()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    RateKey::Ip(ip)
+    RateKey::Ip(auth::client_ip(req, &state.trusted_proxies))
 }
 
 /// Bodies larger than this (or of unknown length) are read only for callers whose

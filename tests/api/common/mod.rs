@@ -956,7 +956,8 @@ pub fn hearth_at(program: &Path) -> std::process::Command {
         }
     }
     // Tests run in parallel: the default metrics port would be taken by the first one.
-    cmd.env("HEARTH_METRICS_BIND", "off");
+    cmd.env("HEARTH_METRICS_BIND", "off")
+        .env("HEARTH_ADMIN_BIND", "off");
     // A development realm without its message history, as in-process tests have it
     // (`ServeConfig::for_tests`); a test that wants the history sets it to false.
     cmd.env("HEARTH_DEV_WITHOUT_HISTORY", "true");

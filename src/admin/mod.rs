@@ -1,0 +1,575 @@
+//! The admin listener: operator commands to a running node (`hearth serve
+//! --admin-bind ADDR`, default `127.0.0.1:9993`, `off` for none), the pieces a realm's
+//! move between nodes is made of.
+//!
+//! # Authentication
+//!
+//! At each start the node writes a fresh random token (64 hex digits) to
+//! `DATA/admin-token`, mode 0600 (a temporary file, fsynced, renamed). Every request
+//! carries it as `Authorization: Bearer <token>`; anything else answers 401. No
+//! credential is ever on a command line: tools read the file (`--admin-token-file`).
+//!
+//! # Protocol
+//!
+//! JSON over HTTP. Answers are `{"result": "success", ...}` or `{"result": "error",
+//! "msg": "..."}` with a 4xx/5xx status (400 bad request, 401 token, 404 no such realm,
+//! 409 the realm is not in the state the operation needs). `realm` is a subdomain
+//! (`""` for the root domain's realm). A realm here is **active** (served), **frozen**
+//! (served, writes refused) or **staged** (in the data folder, not served: see
+//! `storage::staging`). Positions are WAL record numbers.
+//!
+//! | request | body | answer |
+//! |---|---|---|
+//! | `GET /admin/status` | | `realms`: `[{"realm", "state": "active"\|"frozen"\|"staged", "position"}]` |
+//! | `POST /admin/freeze` | `{"realm"}` | `position`: every write acknowledged, now or later, is at or below it, and durable |
+//! | `POST /admin/unfreeze` | `{"realm"}` | `position` |
+//! | `POST /admin/hold` | `{"realm", "after"}` | snapshots keep the WAL records after `after` (to ship them later) |
+//! | `POST /admin/release` | `{"realm"}` | the hold is gone |
+//! | `GET /admin/wal?realm=S&after=N` | | `application/octet-stream`: the records after N up to the last durable one (header `x-hearth-position`), framed as below |
+//! | `POST /admin/wal?realm=S` | the same bytes | appends them to the STAGED realm S; the first must follow its position (a gap or an overlap is a 409); `position` |
+//! | `POST /admin/activate` | `{"realm"}` | loads the staged realm (snapshot + WAL replay), serves it, unstages it; `position` |
+//! | `POST /admin/drop` | `{"realm"}` | takes the realm out (its Host then answers as an unknown realm; its queues' polls `BAD_EVENT_QUEUE_ID`), stops its actor, removes its data |
+//!
+//! A write refused by a freeze answers 503 with `Retry-After` (see `ApiError::frozen`);
+//! the freeze is checked by the realm's actor, so writes already queued there are
+//! refused too.
+//!
+//! WAL records travel as the bytes the WAL stores (versioned, checksummed frames of
+//! `Vec<Change>`, see `storage::codec`), each preceded by its sequence number (u64,
+//! big-endian) and its length (u32, big-endian): `encode_records` / `decode_records`.
+//! `client::AdminClient` speaks this protocol.
+
+pub mod client;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::ArbiterHandle;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServerHandle, ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::middleware::{from_fn, Next};
+use actix_web::{web, HttpResponse, ResponseError};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::actor::{Freeze, HoldWal, Position, Retire};
+use crate::api::AppState;
+use crate::registry::{self, RealmRuntime};
+use crate::storage::uploads::UploadStore;
+use crate::storage::{StorageError, Store};
+
+/// The token file's name in the data folder.
+pub const TOKEN_FILE: &str = "admin-token";
+
+/// What the admin handlers reach.
+pub struct AdminState {
+    /// The HTTP layer's state: its registry is the realms served.
+    pub app: web::Data<AppState>,
+    pub store: Store,
+    /// The realm arbiters; an activated realm goes to the next one.
+    pub arbiters: Vec<ArbiterHandle>,
+    next_arbiter: AtomicUsize,
+    pub runtime: RealmRuntime,
+    pub uploads: Arc<UploadStore>,
+    /// The bearer token.
+    token: String,
+    /// One operation at a time (a move's steps are sequential anyway).
+    busy: tokio::sync::Mutex<()>,
+}
+
+impl AdminState {
+    pub fn new(
+        app: web::Data<AppState>,
+        store: Store,
+        arbiters: Vec<ArbiterHandle>,
+        runtime: RealmRuntime,
+        uploads: Arc<UploadStore>,
+        token: String,
+    ) -> Self {
+        AdminState {
+            app,
+            store,
+            arbiters,
+            next_arbiter: AtomicUsize::new(0),
+            runtime,
+            uploads,
+            token,
+            busy: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+/// An admin error: a status and a message for the operator.
+#[derive(Debug)]
+pub struct AdminError {
+    pub status: StatusCode,
+    pub msg: String,
+}
+
+impl AdminError {
+    fn new(status: StatusCode, msg: impl Into<String>) -> Self {
+        AdminError {
+            status,
+            msg: msg.into(),
+        }
+    }
+    fn bad(msg: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, msg)
+    }
+    fn conflict(msg: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, msg)
+    }
+    fn no_realm(realm: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            format!("no realm '{realm}' on this node"),
+        )
+    }
+    fn internal(msg: impl std::fmt::Display) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, msg.to_string())
+    }
+}
+
+impl std::fmt::Display for AdminError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status.as_u16(), self.msg)
+    }
+}
+
+impl ResponseError for AdminError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status).json(json!({"result": "error", "msg": self.msg}))
+    }
+}
+
+impl From<StorageError> for AdminError {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::Invalid(msg) => AdminError::conflict(msg),
+            e => AdminError::internal(e),
+        }
+    }
+}
+
+type AdminResult = Result<HttpResponse, AdminError>;
+
+fn ok(mut body: Value) -> HttpResponse {
+    if let Value::Object(m) = &mut body {
+        m.insert("result".into(), "success".into());
+    }
+    HttpResponse::Ok().json(body)
+}
+
+/// `{"realm": S}`.
+#[derive(Deserialize)]
+struct RealmArg {
+    realm: String,
+}
+
+/// `{"realm": S, "after": N}`.
+#[derive(Deserialize)]
+struct HoldArg {
+    realm: String,
+    after: u64,
+}
+
+/// `?realm=S&after=N`.
+#[derive(Deserialize)]
+struct WalQuery {
+    realm: String,
+    after: Option<u64>,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, AdminError> {
+    serde_json::from_slice(body).map_err(|e| AdminError::bad(format!("bad JSON body: {e}")))
+}
+
+/// Frames WAL records for shipping (see the module doc).
+pub fn encode_records(records: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(records.iter().map(|(_, b)| b.len() + 12).sum());
+    for (seq, bytes) in records {
+        out.extend_from_slice(&seq.to_be_bytes());
+        out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+        out.extend_from_slice(bytes);
+    }
+    out
+}
+
+/// Reads records framed by `encode_records`.
+pub fn decode_records(mut body: &[u8]) -> Result<Vec<(u64, Vec<u8>)>, String> {
+    let mut out = Vec::new();
+    while !body.is_empty() {
+        if body.len() < 12 {
+            return Err(format!(
+                "a record header is cut short ({} bytes)",
+                body.len()
+            ));
+        }
+        let (head, rest) = body.split_at(12);
+        let mut seq = [0u8; 8];
+        seq.copy_from_slice(&head[..8]);
+        let mut len = [0u8; 4];
+        len.copy_from_slice(&head[8..]);
+        let len = u32::from_be_bytes(len) as usize;
+        if rest.len() < len {
+            return Err(format!(
+                "record {} is cut short ({} of {len} bytes)",
+                u64::from_be_bytes(seq),
+                rest.len()
+            ));
+        }
+        let (bytes, rest) = rest.split_at(len);
+        out.push((u64::from_be_bytes(seq), bytes.to_vec()));
+        body = rest;
+    }
+    Ok(out)
+}
+
+/// Writes a fresh random token to `DATA/admin-token` (mode 0600, atomically) and
+/// returns it.
+pub fn write_token(data: &Path) -> std::io::Result<String> {
+    use rand::RngCore;
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut raw = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut raw);
+    let token = hex::encode(raw);
+    let tmp = data.join(format!("{TOKEN_FILE}.tmp"));
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(token.as_bytes())?;
+    f.write_all(b"\n")?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, data.join(TOKEN_FILE))?;
+    std::fs::File::open(data)?.sync_all()?;
+    Ok(token)
+}
+
+/// Reads a token file (`--admin-token-file`).
+pub fn read_token(path: &Path) -> std::io::Result<String> {
+    Ok(std::fs::read_to_string(path)?.trim().to_owned())
+}
+
+/// The token file of a data folder.
+pub fn token_path(data: &Path) -> PathBuf {
+    data.join(TOKEN_FILE)
+}
+
+/// Middleware: the bearer token, compared in constant time.
+async fn authorize(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    use subtle::ConstantTimeEq;
+    let allowed = match req.app_data::<web::Data<AdminState>>() {
+        Some(state) => req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|t| bool::from(t.trim().as_bytes().ct_eq(state.token.as_bytes()))),
+        None => false,
+    };
+    if !allowed {
+        let res = AdminError::new(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong admin token (Authorization: Bearer <DATA/admin-token>)",
+        )
+        .error_response();
+        return Ok(req.into_response(res));
+    }
+    next.call(req)
+        .await
+        .map(ServiceResponse::map_into_boxed_body)
+}
+
+/// The admin routes.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/admin/status", web::get().to(status))
+        .route("/admin/freeze", web::post().to(freeze))
+        .route("/admin/unfreeze", web::post().to(unfreeze))
+        .route("/admin/hold", web::post().to(hold))
+        .route("/admin/release", web::post().to(release))
+        .route("/admin/wal", web::get().to(ship))
+        .route("/admin/wal", web::post().to(append))
+        .route("/admin/activate", web::post().to(activate))
+        .route("/admin/drop", web::post().to(drop_realm));
+}
+
+/// Starts the admin listener on `listener`; returns its server handle.
+pub fn start(
+    listener: TcpListener,
+    state: web::Data<AdminState>,
+) -> std::io::Result<(SocketAddr, ServerHandle)> {
+    let bound = listener.local_addr()?;
+    let server = actix_web::HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(state.clone())
+            // WAL tails of a short freeze are small; an archive-sized body is not taken.
+            .app_data(web::PayloadConfig::new(256 * 1024 * 1024))
+            .wrap(from_fn(authorize))
+            .configure(routes)
+    })
+    .disable_signals()
+    .workers(1)
+    .listen(listener)?
+    .run();
+    let handle = server.handle();
+    actix_web::rt::spawn(server);
+    tracing::info!("admin on http://{bound}/admin");
+    Ok((bound, handle))
+}
+
+fn actor_gone(e: actix::MailboxError) -> AdminError {
+    AdminError::internal(format!("the realm's actor is gone: {e}"))
+}
+
+/// # `GET /admin/status`
+async fn status(state: web::Data<AdminState>) -> AdminResult {
+    let mut realms = Vec::new();
+    let mut served = state.app.registry.subdomains();
+    served.sort();
+    for realm in served {
+        let Some(handle) = state.app.registry.get(&realm) else {
+            continue;
+        };
+        let (frozen, position) = handle
+            .client
+            .addr()
+            .send(Position)
+            .await
+            .map_err(actor_gone)?;
+        let st = if frozen { "frozen" } else { "active" };
+        realms.push(json!({"realm": realm, "state": st, "position": position}));
+    }
+    let store = state.store.clone();
+    let staged = web::block(move || -> Result<Vec<Value>, StorageError> {
+        let mut out = Vec::new();
+        let mut names = store.staged_realms();
+        names.sort();
+        for realm in names {
+            let position = store.realm(&realm)?.last_seq();
+            out.push(json!({"realm": realm, "state": "staged", "position": position}));
+        }
+        Ok(out)
+    })
+    .await
+    .map_err(AdminError::internal)??;
+    realms.extend(staged);
+    Ok(ok(json!({ "realms": realms })))
+}
+
+/// Freezes (`on`) or unfreezes a served realm; answers its last WAL record, durable.
+async fn set_frozen(state: &AdminState, realm: &str, on: bool) -> AdminResult {
+    let handle = state
+        .app
+        .registry
+        .get(realm)
+        .ok_or_else(|| AdminError::no_realm(realm))?;
+    let position = handle
+        .client
+        .addr()
+        .send(Freeze(on))
+        .await
+        .map_err(actor_gone)?;
+    // Everything appended up to the freeze is made durable before it is reported
+    // done: whatever was acknowledged, in any durability mode, is then shippable.
+    let durability = state.store.durability.clone();
+    web::block(move || durability.flush_now())
+        .await
+        .map_err(AdminError::internal)?
+        .map_err(|e| AdminError::internal(format!("cannot flush: {e}")))?;
+    tracing::info!(
+        "realm '{realm}': {} at record {position}",
+        if on { "frozen" } else { "unfrozen" }
+    );
+    Ok(ok(json!({"realm": realm, "position": position})))
+}
+
+/// # `POST /admin/freeze`
+async fn freeze(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
+    let arg: RealmArg = parse(&body)?;
+    let _busy = state.busy.lock().await;
+    set_frozen(&state, &arg.realm, true).await
+}
+
+/// # `POST /admin/unfreeze`
+async fn unfreeze(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
+    let arg: RealmArg = parse(&body)?;
+    let _busy = state.busy.lock().await;
+    set_frozen(&state, &arg.realm, false).await
+}
+
+/// # `POST /admin/hold`
+async fn hold(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
+    let arg: HoldArg = parse(&body)?;
+    let handle = state
+        .app
+        .registry
+        .get(&arg.realm)
+        .ok_or_else(|| AdminError::no_realm(&arg.realm))?;
+    handle
+        .client
+        .addr()
+        .send(HoldWal(Some(arg.after)))
+        .await
+        .map_err(actor_gone)?;
+    Ok(ok(json!({"realm": arg.realm, "after": arg.after})))
+}
+
+/// # `POST /admin/release`
+async fn release(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
+    let arg: RealmArg = parse(&body)?;
+    let handle = state
+        .app
+        .registry
+        .get(&arg.realm)
+        .ok_or_else(|| AdminError::no_realm(&arg.realm))?;
+    handle
+        .client
+        .addr()
+        .send(HoldWal(None))
+        .await
+        .map_err(actor_gone)?;
+    Ok(ok(json!({"realm": arg.realm})))
+}
+
+/// # `GET /admin/wal?realm=S&after=N`
+async fn ship(state: web::Data<AdminState>, q: web::Query<WalQuery>) -> AdminResult {
+    let WalQuery { realm, after } = q.into_inner();
+    let after = after.ok_or_else(|| AdminError::bad("missing 'after' (a WAL position)"))?;
+    if state.app.registry.get(&realm).is_none() && !state.store.is_staged(&realm) {
+        return Err(AdminError::no_realm(&realm));
+    }
+    let store = state.store.clone();
+    let (records, upto) = web::block(move || store.wal_tail(&realm, after))
+        .await
+        .map_err(AdminError::internal)??;
+    Ok(HttpResponse::Ok()
+        .content_type("application/octet-stream")
+        .insert_header(("x-hearth-position", upto.to_string()))
+        .insert_header(("x-hearth-records", records.len().to_string()))
+        .body(encode_records(&records)))
+}
+
+/// # `POST /admin/wal?realm=S`
+async fn append(
+    state: web::Data<AdminState>,
+    q: web::Query<WalQuery>,
+    body: web::Bytes,
+) -> AdminResult {
+    let realm = q.into_inner().realm;
+    let records = decode_records(&body).map_err(AdminError::bad)?;
+    let _busy = state.busy.lock().await;
+    staged_only(&state, &realm)?;
+    let store = state.store.clone();
+    let name = realm.clone();
+    let position = web::block(move || store.realm(&name)?.append_shipped(&records))
+        .await
+        .map_err(AdminError::internal)??;
+    Ok(ok(json!({"realm": realm, "position": position})))
+}
+
+/// A realm that is staged here and not served.
+fn staged_only(state: &AdminState, realm: &str) -> Result<(), AdminError> {
+    if state.app.registry.get(realm).is_some() {
+        return Err(AdminError::conflict(format!(
+            "realm '{realm}' is active on this node, not staged"
+        )));
+    }
+    if !state.store.is_staged(realm) {
+        return Err(AdminError::new(
+            StatusCode::NOT_FOUND,
+            format!("no staged realm '{realm}' on this node"),
+        ));
+    }
+    Ok(())
+}
+
+/// # `POST /admin/activate`
+async fn activate(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
+    let arg: RealmArg = parse(&body)?;
+    let _busy = state.busy.lock().await;
+    activate_realm(&state, &arg.realm).await
+}
+
+/// Loads a staged realm through the start's recovery, unstages it and serves it.
+pub async fn activate_realm(state: &AdminState, realm: &str) -> AdminResult {
+    staged_only(state, realm)?;
+    let store = state.store.clone();
+    let name = realm.to_owned();
+    let (realm_store, recovered) = web::block(move || registry::recover(&store, &name))
+        .await
+        .map_err(AdminError::internal)??;
+    let position = realm_store.last_seq();
+    let i = state.next_arbiter.fetch_add(1, Ordering::SeqCst) % state.arbiters.len().max(1);
+    let arbiter = state
+        .arbiters
+        .get(i)
+        .ok_or_else(|| AdminError::internal("no realm arbiter"))?;
+    let handle = registry::start(
+        &state.store,
+        realm,
+        realm_store,
+        recovered,
+        arbiter,
+        &state.runtime,
+    )?;
+    // Unstaged (durably) before it is served: a restart from here on loads it.
+    let store = state.store.clone();
+    let name = realm.to_owned();
+    web::block(move || {
+        store.unstage(&name)?;
+        store.write_manifest()
+    })
+    .await
+    .map_err(AdminError::internal)??;
+    state.app.registry.insert(realm, handle);
+    tracing::info!("realm '{realm}': activated at record {position}");
+    Ok(ok(json!({"realm": realm, "position": position})))
+}
+
+/// # `POST /admin/drop`
+async fn drop_realm(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
+    let arg: RealmArg = parse(&body)?;
+    let _busy = state.busy.lock().await;
+    let realm = arg.realm;
+    let mut position = None;
+    if let Some(handle) = state.app.registry.remove(&realm) {
+        handle.hub.expire_all_queues();
+        let (last, snapshotting) = handle
+            .client
+            .addr()
+            .send(Retire)
+            .await
+            .map_err(actor_gone)?;
+        position = Some(last);
+        // A snapshot under way would name the realm in the manifest again.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while snapshotting.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    } else if !state.store.is_staged(&realm) {
+        return Err(AdminError::no_realm(&realm));
+    }
+    let store = state.store.clone();
+    let dir = state.uploads.realm_dir(&realm);
+    let name = realm.clone();
+    web::block(move || store.drop_realm(&name, &dir))
+        .await
+        .map_err(AdminError::internal)??;
+    tracing::info!("realm '{realm}': dropped from this node");
+    Ok(ok(json!({"realm": realm, "position": position})))
+}
