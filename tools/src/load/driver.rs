@@ -253,3 +253,14 @@ pub fn cpu_seconds() -> Option<(f64, f64)> {
     let process = cpu_time::ProcessTime::try_now().ok()?.as_duration();
     Some((driver as f64 / TICKS, process.as_secs_f64()))
 }
+
+/// The time the current runtime's worker threads have been busy, summed over them
+/// (tokio's own count: a worker is busy from when it wakes until it parks again, so a
+/// driver that cannot keep up with the answers shows near 100 % of its threads' time,
+/// even when the machine gives its threads less CPU than that).
+pub fn busy() -> Duration {
+    let m = tokio::runtime::Handle::current().metrics();
+    (0..m.num_workers())
+        .map(|w| m.worker_total_busy_duration(w))
+        .sum()
+}

@@ -414,9 +414,10 @@ pub fn page(r: &Report) -> String {
                 .collect(),
         })
         .collect();
+    // Ticks at 1, 10, 100, ...: 0 %, 90 %, 99 %, 99.9 %, ...
     let percentile = |v: f64| {
-        let p = 100.0 * (1.0 - 1.0 / v);
-        format!("{}%", number(p))
+        let decimals = (v.log10().round() as usize).saturating_sub(2);
+        format!("{:.*}%", decimals, 100.0 * (1.0 - 1.0 / v))
     };
     out.push_str(&chart(
         "distribution",
@@ -429,16 +430,17 @@ pub fn page(r: &Report) -> String {
         &percentile,
     ));
 
-    let _ = writeln!(out, "<h2>Driver</h2><table><tr><th>phase</th><th>wall s</th><th>driver CPU s</th><th>% of its {} thread(s)</th><th>connections opened</th><th>ceiling process CPU s</th></tr>", r.driver_threads);
+    let _ = writeln!(out, "<h2>Driver</h2><table><tr><th>phase</th><th>wall s</th><th>driver CPU s</th><th>CPU % of its {} thread(s)</th><th>threads busy %</th><th>connections opened</th><th>ceiling process CPU s</th></tr>", r.driver_threads);
     for p in &r.phases {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>",
             esc(&p.phase),
             p.wall_s,
             p.driver_cpu_s.map_or(String::new(), |c| format!("{c:.2}")),
             p.driver_cpu_percent_of_threads
                 .map_or(String::new(), |c| format!("{c:.0}")),
+            p.driver_busy_percent,
             p.connections_opened,
             p.ceiling_cpu_s.map_or(String::new(), |c| format!("{c:.2}"))
         );

@@ -406,6 +406,9 @@ pub struct PhaseOut {
     /// The driver's CPU seconds and the wall time over the warm-up and measured part.
     pub driver_cpu_s: Option<f64>,
     pub wall: Duration,
+    /// The time the driver's runtime threads were busy (not waiting for answers), over
+    /// the same part, summed over its threads.
+    pub driver_busy: Duration,
     /// Connections the driver opened.
     pub connections: u64,
     /// `capacity`: its steps.
@@ -443,6 +446,7 @@ async fn phase(
         scenarios::register_all(&env, 64).await;
     }
     let cpu_before = driver::cpu_seconds();
+    let busy_before = driver::busy();
     let start = Instant::now();
     let measure_from = start + args.warmup;
     let until = measure_from + args.duration;
@@ -494,6 +498,7 @@ async fn phase(
     }
     let wall = start.elapsed();
     let cpu_after = driver::cpu_seconds();
+    let driver_busy = driver::busy().saturating_sub(busy_before);
     let measured = Instant::now().saturating_duration_since(measure_from);
     for p in polls {
         p.abort();
@@ -512,6 +517,7 @@ async fn phase(
         },
         driver_cpu_s: cpu_before.zip(cpu_after).map(|(b, a)| a.0 - b.0),
         wall,
+        driver_busy,
         connections: env.http.opened.load(Ordering::Relaxed),
         steps,
     })

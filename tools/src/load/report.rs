@@ -40,8 +40,11 @@ pub struct PhaseFigures {
     pub phase: String,
     pub wall_s: f64,
     pub driver_cpu_s: Option<f64>,
-    /// The driver's CPU as a share of its threads (100 %: every thread busy all along).
+    /// The driver's CPU as a share of its threads' time.
     pub driver_cpu_percent_of_threads: Option<f64>,
+    /// The time its runtime's threads were busy, as a share of their time (100 %:
+    /// every thread busy all along, the driver is the limit).
+    pub driver_busy_percent: f64,
     pub connections_opened: u64,
     pub ceiling_cpu_s: Option<f64>,
 }
@@ -149,6 +152,7 @@ pub fn phase_figures(
         driver_cpu_percent_of_threads: out
             .driver_cpu_s
             .map(|c| 100.0 * c / (wall * threads.max(1) as f64)),
+        driver_busy_percent: 100.0 * out.driver_busy.as_secs_f64() / (wall * threads.max(1) as f64),
         connections_opened: out.connections,
         ceiling_cpu_s,
     }
@@ -266,7 +270,8 @@ pub fn op_report(op: &str, s: &OpStats, measured: Duration) -> OpReport {
     }
 }
 
-/// The share of a thread's time at which the driver counts as the limit.
+/// The share of its threads' time the driver's runtime may be busy before it counts as the
+/// limit.
 pub const DRIVER_BOUND_PERCENT: f64 = 90.0;
 /// The share of wrk's rate against the ceiling the driver must reach.
 pub const MIN_DRIVER_VS_WRK: f64 = 0.8;
@@ -276,13 +281,11 @@ impl Report {
     pub fn finish(&mut self) {
         let mut bound = Vec::new();
         for p in &self.phases {
-            if let Some(pct) = p.driver_cpu_percent_of_threads {
-                if pct >= DRIVER_BOUND_PERCENT {
-                    bound.push(format!(
-                        "in the {} phase the driver used {pct:.0} % of its {} thread(s)",
-                        p.phase, self.driver_threads
-                    ));
-                }
+            if p.driver_busy_percent >= DRIVER_BOUND_PERCENT {
+                bound.push(format!(
+                    "in the {} phase the driver's {} thread(s) were busy {:.0} % of the time",
+                    p.phase, self.driver_threads, p.driver_busy_percent
+                ));
             }
         }
         if let (Some(w), Some(c)) = (&self.wrk, &self.ceiling) {
@@ -460,8 +463,8 @@ impl Report {
             if let (Some(c), Some(pct)) = (p.driver_cpu_s, p.driver_cpu_percent_of_threads) {
                 let _ = write!(
                     out,
-                    "  {} phase: driver {c:.2} s CPU in {:.1} s, {pct:.0} % of its {} thread(s), {} connections",
-                    p.phase, p.wall_s, self.driver_threads, p.connections_opened
+                    "  {} phase: driver {c:.2} s CPU in {:.1} s ({pct:.0} % of its {} thread(s)), threads busy {:.0} % of the time, {} connections",
+                    p.phase, p.wall_s, self.driver_threads, p.driver_busy_percent, p.connections_opened
                 );
                 if let Some(cc) = p.ceiling_cpu_s {
                     let _ = write!(out, "; ceiling process {cc:.2} s CPU");
