@@ -68,7 +68,8 @@ fn json(body: Bytes) -> HttpResponse {
         .body(body)
 }
 
-async fn register(events: web::Data<Events>) -> HttpResponse {
+/// (Its body is read so that the connection is kept.)
+async fn register(_body: Bytes, events: web::Data<Events>) -> HttpResponse {
     let newest = events.newest.borrow().0;
     json(Bytes::from(format!(
         r#"{{"result":"success","msg":"","queue_id":"ceiling","last_event_id":{newest}}}"#
@@ -156,7 +157,13 @@ pub fn serve(args: &CeilingArgs) -> Result<(), String> {
             .first()
             .copied()
             .ok_or("the ceiling has no address")?;
-        println!("{LISTENING}http://{addr}");
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{LISTENING}http://{addr}")
+                .and_then(|()| out.flush())
+                .map_err(|e| format!("ceiling: {e}"))?;
+        }
         let server = server.run();
         // Stop when the driver closes our standard input (or dies).
         std::thread::spawn(|| {

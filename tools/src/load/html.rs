@@ -117,17 +117,26 @@ struct Line {
     points: Vec<(f64, f64)>,
 }
 
-/// An SVG line chart. `x_label(v)` writes an x tick's text.
-fn chart(
-    id: &str,
-    title: &str,
-    x_title: &str,
-    y_title: &str,
-    lines: &[Line],
+/// What a chart shows: its id, title, axes' titles, and which axes are log scales.
+struct Spec<'a> {
+    id: &'a str,
+    title: &'a str,
+    x_title: &'a str,
+    y_title: &'a str,
     x_log: bool,
     y_log: bool,
-    x_label: &dyn Fn(f64) -> String,
-) -> String {
+}
+
+/// An SVG line chart. `x_label(v)` writes an x tick's text.
+fn chart(spec: &Spec<'_>, lines: &[Line], x_label: &dyn Fn(f64) -> String) -> String {
+    let Spec {
+        id,
+        title,
+        x_title,
+        y_title,
+        x_log,
+        y_log,
+    } = *spec;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -359,43 +368,51 @@ pub fn page(r: &Report) -> String {
     };
     let secs = |v: f64| format!("{v}");
     out.push_str(&chart(
-        "throughput",
-        "Throughput: answers per second",
-        "seconds from the phase's start",
-        "answers/s",
+        &Spec {
+            id: "throughput",
+            title: "Throughput: answers per second",
+            x_title: "seconds from the phase's start",
+            y_title: "answers/s",
+            x_log: false,
+            y_log: false,
+        },
         &lines(&|p| Some(p.count as f64)),
-        false,
-        false,
         &secs,
     ));
     out.push_str(&chart(
-        "p50",
-        "p50 latency per second",
-        "seconds from the phase's start",
-        "ms (log)",
+        &Spec {
+            id: "p50",
+            title: "p50 latency per second",
+            x_title: "seconds from the phase's start",
+            y_title: "ms (log)",
+            x_log: false,
+            y_log: true,
+        },
         &lines(&|p| (p.count > 0).then_some(p.p50_ms)),
-        false,
-        true,
         &secs,
     ));
     out.push_str(&chart(
-        "p99",
-        "p99 latency per second",
-        "seconds from the phase's start",
-        "ms (log)",
+        &Spec {
+            id: "p99",
+            title: "p99 latency per second",
+            x_title: "seconds from the phase's start",
+            y_title: "ms (log)",
+            x_log: false,
+            y_log: true,
+        },
         &lines(&|p| (p.count > 0).then_some(p.p99_ms)),
-        false,
-        true,
         &secs,
     ));
     out.push_str(&chart(
-        "errors",
-        "Errors per second",
-        "seconds from the phase's start",
-        "errors/s",
+        &Spec {
+            id: "errors",
+            title: "Errors per second",
+            x_title: "seconds from the phase's start",
+            y_title: "errors/s",
+            x_log: false,
+            y_log: false,
+        },
         &lines(&|p| Some(p.errors as f64)),
-        false,
-        false,
         &secs,
     ));
 
@@ -420,13 +437,15 @@ pub fn page(r: &Report) -> String {
         format!("{:.*}%", decimals, 100.0 * (1.0 - 1.0 / v))
     };
     out.push_str(&chart(
-        "distribution",
-        "Latency by percentile (HDR, measured part)",
-        "percentile",
-        "ms (log)",
+        &Spec {
+            id: "distribution",
+            title: "Latency by percentile (HDR, measured part)",
+            x_title: "percentile",
+            y_title: "ms (log)",
+            x_log: true,
+            y_log: true,
+        },
         &hdr,
-        true,
-        true,
         &percentile,
     ));
 
