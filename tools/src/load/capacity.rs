@@ -3,8 +3,9 @@
 //! largest user count that was healthy.
 //!
 //! Each user arrives in its step's first quarter, registers an event queue, holds a
-//! long-poll on it from then on, pings its presence every 60 s (Zulip's web client's
-//! interval), and reads and sends at the rates of the `mixed` scenario's observed mix
+//! long-poll on it from then on, pings its presence when it arrives, then (from a random
+//! point of the first period, so that the users' pings are spread as real users' are)
+//! every 60 s (Zulip's web client's interval), and reads and sends at the rates of the `mixed` scenario's observed mix
 //! anchored on that ping: pings are 36 % of the mix, so a user makes ≈ 0.046 requests
 //! a second, of which sends and narrowed reads are 6 % each (one every 6 min),
 //! `GET /users/me` 5 % (every 7.2 min), `GET /realm/presence` 3 % (every 12 min); the
@@ -105,6 +106,7 @@ async fn user(env: Arc<Env>, u: usize, plan: Plan, arrive: Instant) {
         p.mul_f64(REALM_PRESENCE_EVERY),
     ];
     let now = Instant::now();
+    let first_ping = now;
     let mut next = [
         now,
         now + gap(means[1]),
@@ -129,11 +131,15 @@ async fn user(env: Arc<Env>, u: usize, plan: Plan, arrive: Instant) {
             _ => env.realm_presence(u, at).await,
         }
         n += 1;
-        // Pings keep their period; the others come at random.
-        next[k] = if k == 0 {
-            at + means[0]
-        } else {
-            at + gap(means[k])
+        // Pings keep their period, from a random point of the first one on (a client
+        // pings when it starts, then every period; real users do not all start in the
+        // same quarter of a step, so their pings are spread); the others come at random.
+        next[k] = match k {
+            0 if at == first_ping => {
+                at + p.mul_f64(rand::thread_rng().gen_range(f64::EPSILON..1.0))
+            }
+            0 => at + means[0],
+            _ => at + gap(means[k]),
         };
     }
 }
