@@ -35,6 +35,9 @@ enum Command {
     /// Crash torture: drive writes, kill -9 the server at random points, restart it and
     /// check that every acknowledged write survived (see `hearth torture --help`).
     Torture(torture::TortureArgs),
+    /// The load driver's reference: a minimal actix-web server answering Zulip's
+    /// success body (and a minimal long-poll fan-out), in a process of its own.
+    Ceiling(load::ceiling::CeilingArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -64,6 +67,7 @@ fn main() -> std::process::ExitCode {
             .map_err(|e| e.to_string()),
         Command::Load(args) => load::run(&args),
         Command::Torture(args) => torture::run(&args),
+        Command::Ceiling(args) => load::ceiling::serve(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -64,14 +64,22 @@ fn a_tools_command_gets_its_own_help_under_hearth() {
 fn the_exit_code_and_the_error_line_are_the_tools() {
     // A refused run: 1, and the one-line error under hearth's name.
     let out = common::hearth()
-        .args(["load", "--scenario", "fanout", "--users", "2", "--ceiling"])
+        .args([
+            "load",
+            "--scenario",
+            "fanout",
+            "--users",
+            "2",
+            "--rate",
+            "5",
+        ])
         .output()
         .unwrap();
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        "hearth: error: fanout runs its own rounds: --ceiling and --rate do not apply to it"
+        "hearth: error: fanout and capacity pace themselves: --rate does not apply to them"
     );
     // A flag hearth-tools does not know: clap's usage error, exit 2.
     let out = common::hearth()

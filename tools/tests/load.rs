@@ -1,11 +1,16 @@
-//! CI smoke run of `hearth load`: the presence scenario against an in-process server
-//! passes its default thresholds and prints its report.
+//! `hearth load`: a smoke run of the presence scenario against an in-process server,
+//! the ceiling process, the refusal of driver-bound ratios, the fan-out ceiling, the
+//! HTML report (opened in headless Chromium when there is one) and the capacity steps.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use std::process::Output;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Runs `hearth-tools load` with `args` (metrics off, warnings only).
 fn load(args: &[&str], json: Option<&std::path::Path>) -> Output {
@@ -145,9 +150,423 @@ fn fanout_reaches_every_poll() {
     );
 }
 
+/// One HTTP/1.1 request on a new connection; the whole answer (head and body).
+fn http(addr: &str, request: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
 #[test]
-fn fanout_refuses_the_ceiling() {
-    let out = load(&["--scenario", "fanout", "--users", "2", "--ceiling"], None);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--ceiling and --rate do not apply"));
+fn the_ceiling_runs_in_its_own_process_and_answers() {
+    let mut child = common::tools()
+        .args(["ceiling", "--bind", "127.0.0.1:0", "--workers", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("ceiling listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    let addr = url.strip_prefix("http://").unwrap().to_owned();
+    let answer = http(
+        &addr,
+        "GET /api/v1/users/me HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer.ends_with(r#"{"result":"success","msg":""}"#),
+        "{answer}"
+    );
+    // The fan-out reference: a parked poll gets the status change made after it.
+    let parked = {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            http(
+                &addr,
+                "GET /api/v1/events?queue_id=ceiling&last_event_id=-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!parked.is_finished(), "the poll was not parked");
+    let body = "status_text=fanout+7&away=false";
+    let status = http(
+        &addr,
+        &format!(
+            "POST /api/v1/users/me/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let polled = parked.join().unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(polled.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(json["events"][0]["type"], "user_status", "{polled}");
+    assert_eq!(json["events"][0]["status_text"], "fanout 7", "{polled}");
+    assert_eq!(json["events"][0]["id"], 0, "{polled}");
+    // It stops when its standard input closes.
+    drop(child.stdin.take());
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(Instant::now() < until, "the ceiling did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn report_of(json: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap()
+}
+
+/// A driver made slow on purpose (one thread, burning 50 ms per answer, 16 requests
+/// under way so that an answer always waits for it, even on a loaded machine) is the
+/// limit of its own run: the report says so and gives no ratio to the ceiling.
+#[test]
+fn a_driver_bound_ratio_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = load(
+        &[
+            "--scenario",
+            "presence",
+            "--users",
+            "10",
+            "--connections",
+            "16",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--ceiling",
+            "--driver-threads",
+            "1",
+            "--driver-spin",
+            "50ms",
+        ],
+        Some(&json),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("WITHHELD"), "{stdout}");
+    let report = report_of(&json);
+    assert!(report["ratio_refused"].is_string(), "{report}");
+    assert!(report["ceiling"]["count"].as_u64().unwrap() > 0, "{report}");
+    for op in report["ops"].as_array().unwrap() {
+        assert!(op["throughput_vs_ceiling"].is_null(), "{op}");
+    }
+    let ceiling = report["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["phase"] == "ceiling")
+        .cloned()
+        .unwrap();
+    assert!(
+        ceiling["driver_busy_percent"].as_f64().unwrap() >= 90.0,
+        "{ceiling}"
+    );
+}
+
+/// A driver with CPU to spare (an open loop of 40 req/s) gives the ratios.
+#[test]
+fn a_driver_with_room_gives_the_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = load(
+        &[
+            "--scenario",
+            "presence",
+            "--users",
+            "10",
+            "--rate",
+            "40",
+            "--connections",
+            "4",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--ceiling",
+        ],
+        Some(&json),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(!stdout.contains("WITHHELD"), "{stdout}");
+    let report = report_of(&json);
+    assert!(report["ratio_refused"].is_null(), "{report}");
+    let ping = report["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == "POST /users/me/presence")
+        .cloned()
+        .unwrap();
+    // Both phases at the same 40 req/s.
+    let ratio = ping["throughput_vs_ceiling"].as_f64().unwrap();
+    assert!((0.8..1.25).contains(&ratio), "{ping}");
+}
+
+/// The fan-out scenario against its ceiling: the same rounds against a server that
+/// parks the polls and answers them all with one encoding of the event.
+#[test]
+fn fanout_has_a_ceiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = load(
+        &[
+            "--scenario",
+            "fanout",
+            "--users",
+            "20",
+            "--duration",
+            "2s",
+            "--warmup",
+            "1s",
+            "--ceiling",
+        ],
+        Some(&json),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let report = report_of(&json);
+    let ceiling = &report["ceiling"];
+    assert_eq!(
+        ceiling["op"], "ceiling: fan-out to the last poll",
+        "{report}"
+    );
+    assert!(ceiling["count"].as_u64().unwrap() >= 1, "{ceiling}");
+    assert_eq!(ceiling["errors"], 0, "{ceiling}");
+    if report["ratio_refused"].is_null() {
+        assert!(report["fanout_ratio"].as_f64().unwrap() > 0.0, "{report}");
+        assert!(
+            stdout.contains("fan-out: hearth's last poll p50 is"),
+            "{stdout}"
+        );
+    }
+}
+
+/// Chromium from the machine's packages, if any.
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser"].into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+fn headless(browser: &str, args: &[&str]) -> Output {
+    Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+        ])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `--report FILE.html`: one well-formed page with no external resource, whose charts
+/// hold every series; opened in headless Chromium when the machine has it (CI does).
+#[test]
+fn the_html_report_is_self_contained_and_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    let json = dir.path().join("report.json");
+    let mut cmd = common::tools();
+    let out = cmd
+        .env("RUST_LOG", "warn")
+        .args([
+            "load",
+            "--scenario",
+            "mixed",
+            "--users",
+            "20",
+            "--connections",
+            "4",
+            "--duration",
+            "3s",
+            "--warmup",
+            "1s",
+            "--report",
+        ])
+        .arg(&html)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&page, options)
+        .unwrap_or_else(|e| panic!("not well-formed: {e}"));
+    // No resource from anywhere: no script, no link, no src, no url(); the only
+    // addresses are the loopback ones the run used.
+    assert!(!page.contains("<script") && !page.contains("<link") && !page.contains("url("));
+    assert!(!page.contains("src=") && !page.contains("href=") && !page.contains("@import"));
+    assert!(!page.contains("https://"));
+    for (at, _) in page.match_indices("http://") {
+        assert!(
+            page[at..].starts_with("http://127.0.0.1"),
+            "{}",
+            &page[at..at + 40]
+        );
+    }
+    let report = report_of(&json);
+    let ops: Vec<String> = report["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["op"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        ops.iter().any(|o| o == "POST /users/me/presence"),
+        "{ops:?}"
+    );
+    // Each chart holds a drawn line for every operation.
+    for chart in ["throughput", "p50", "p99", "errors", "distribution"] {
+        let section = doc
+            .descendants()
+            .find(|n| n.attribute("id") == Some(chart))
+            .unwrap_or_else(|| panic!("no chart {chart}"));
+        let series: Vec<(String, String)> = section
+            .descendants()
+            .filter(|n| n.has_tag_name("path") && n.attribute("class") == Some("series"))
+            .map(|n| {
+                (
+                    n.attribute("data-series").unwrap().to_owned(),
+                    n.attribute("d").unwrap().to_owned(),
+                )
+            })
+            .collect();
+        for op in &ops {
+            let (_, d) = series
+                .iter()
+                .find(|(name, _)| name == op)
+                .unwrap_or_else(|| panic!("{chart}: no line for {op}: {series:?}"));
+            if chart != "errors" {
+                assert!(d.starts_with('M'), "{chart} {op}: {d}");
+            }
+        }
+    }
+    // The settings and the server's metrics (the in-process server's listener).
+    assert!(page.contains("<h2>Settings</h2>") && page.contains("driver threads"));
+    assert!(
+        page.contains("hearth_http_requests_total{"),
+        "no metrics deltas in the page"
+    );
+
+    let Some(browser) = chromium() else {
+        let why = "chromium is not installed (`apt-get install chromium`): the page was validated, not opened";
+        assert!(std::env::var_os("CI").is_none(), "{why}, and CI is set");
+        eprintln!("{why}");
+        return;
+    };
+    let url = format!("file://{}", html.display());
+    let dom = headless(browser, &["--dump-dom", &url]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let rendered = dom.matches("class=\"series\"").count();
+    assert_eq!(
+        rendered,
+        page.matches("class=\"series\"").count(),
+        "the browser's DOM lacks the charts: {dom}"
+    );
+    // A screenshot of the page against one of an empty page: the charts' pixels.
+    let blank = dir.path().join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let shot = |page: &Path, png: &Path| {
+        let out = headless(
+            browser,
+            &[
+                "--window-size=1000,2400",
+                &format!("--screenshot={}", png.display()),
+                &format!("file://{}", page.display()),
+            ],
+        );
+        assert!(
+            png.is_file(),
+            "no screenshot: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::metadata(png).unwrap().len()
+    };
+    let charts = shot(&html, &dir.path().join("charts.png"));
+    let empty = shot(&blank, &dir.path().join("blank.png"));
+    assert!(
+        charts > 4 * empty,
+        "the screenshot looks blank: {charts} bytes against {empty}"
+    );
+}
+
+/// `capacity`: users added in steps; each step's verdict follows Mattermost's
+/// thresholds from its own figures.
+#[test]
+fn capacity_adds_users_in_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = load(
+        &[
+            "--scenario",
+            "capacity",
+            "--users",
+            "40",
+            "--step-users",
+            "20",
+            "--step-duration",
+            "3s",
+            "--speedup",
+            "30",
+        ],
+        Some(&json),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("capacity: "), "{stdout}");
+    let report = report_of(&json);
+    let cap = &report["capacity"];
+    let steps = cap["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{cap}");
+    for (i, s) in steps.iter().enumerate() {
+        assert_eq!(s["users"].as_u64().unwrap(), 20 * (i as u64 + 1), "{s}");
+        let healthy = s["mean_ms"].as_f64().unwrap() < 100.0
+            && s["p99_ms"].as_f64().unwrap() < 2000.0
+            && s["error_rate_percent"].as_f64().unwrap() < 0.025;
+        assert_eq!(s["healthy"].as_bool().unwrap(), healthy, "{s}");
+        let ops: Vec<&str> = s["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["op"].as_str().unwrap())
+            .collect();
+        // A ping every 2 s and a registration per user: both in every step.
+        assert!(ops.contains(&"POST /users/me/presence"), "{ops:?}");
+        assert!(ops.contains(&"POST /register"), "{ops:?}");
+    }
+    let healthy = steps.iter().take_while(|s| s["healthy"] == true).count();
+    match healthy {
+        0 => assert!(cap["healthy_users"].is_null()),
+        n => assert_eq!(cap["healthy_users"], steps[n - 1]["users"], "{cap}"),
+    }
+    assert_eq!(out.status.success(), healthy > 0, "{stdout}");
 }

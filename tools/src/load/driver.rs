@@ -1,6 +1,6 @@
-//! The driver: an HTTP client with keep-alive, the recorder of every answer (an HDR
-//! histogram per operation), the open- and closed-loop request loops, and the driver's
-//! own CPU time.
+//! The driver: the recorder of every answer (an HDR histogram per operation, and one
+//! per operation and second for the report's charts), the open- and closed-loop
+//! request loops, and the driver's own CPU time. The HTTP client is `client.rs`.
 //!
 //! Open loop (`--rate`) is wrk2's: each connection has a fixed schedule of intended
 //! start times, and a request's latency is measured from its intended start, so a
@@ -14,43 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use hdrhistogram::Histogram;
 
 /// Name prefix of the driver's threads (their CPU time is the driver's).
 pub const THREAD_NAME: &str = "hearth-load";
 
-/// The client every simulated user shares: keep-alive, connections reused.
-pub fn client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .pool_max_idle_per_host(usize::MAX)
-        .pool_idle_timeout(Duration::from_secs(300))
-        .tcp_nodelay(true)
-        .timeout(Duration::from_secs(120))
-        .build()
-        .map_err(|e| format!("HTTP client: {e}"))
-}
-
-/// What one request came back with: the status and body, or why there was none.
-pub type Answer = Result<(u16, Bytes), String>;
-
-/// Sends a request and reads the whole answer.
-pub async fn send(rb: reqwest::RequestBuilder) -> Answer {
-    let res = rb.send().await.map_err(transport_error)?;
-    let status = res.status().as_u16();
-    let body = res.bytes().await.map_err(transport_error)?;
-    Ok((status, body))
-}
-
-fn transport_error(e: reqwest::Error) -> String {
-    if e.is_timeout() {
-        "timeout".into()
-    } else if e.is_connect() {
-        "connect".into()
-    } else {
-        "transport".into()
-    }
-}
+pub use super::client::Answer;
 
 /// How an answer counts: `None` for a success, else its error label (the HTTP status
 /// and Zulip's `code`, or the transport failure).
@@ -98,10 +67,25 @@ impl OpStats {
     }
 }
 
+/// One second of one operation, for the charts (2 significant digits).
+pub struct Second {
+    pub count: u64,
+    pub errors: u64,
+    pub hist: Histogram<u32>,
+}
+
+/// Every answer of a phase, second by second from the phase's start (warm-up
+/// included), by operation.
+pub struct Series {
+    pub start: Instant,
+    pub ops: HashMap<&'static str, Vec<Second>>,
+}
+
 /// Every answer of the measured part of a run, by operation.
 pub struct Recorder {
     /// Requests whose intended start is before the instant are warm-up: not recorded.
     ops: Mutex<(Instant, HashMap<&'static str, OpStats>)>,
+    series: Mutex<Series>,
     /// Live figures for the progress bar (warm-up included).
     pub sent: AtomicU64,
     pub failed: AtomicU64,
@@ -111,6 +95,10 @@ impl Recorder {
     pub fn new(measure_from: Instant) -> Arc<Recorder> {
         Arc::new(Recorder {
             ops: Mutex::new((measure_from, HashMap::new())),
+            series: Mutex::new(Series {
+                start: Instant::now(),
+                ops: HashMap::new(),
+            }),
             sent: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         })
@@ -123,6 +111,23 @@ impl Recorder {
             self.failed.fetch_add(1, Ordering::Relaxed);
         }
         let micros = intended.elapsed().as_micros().clamp(1, 3_600_000_000) as u64;
+        {
+            let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = series.start.elapsed().as_secs() as usize;
+            let seconds = series.ops.entry(op).or_default();
+            while seconds.len() <= at {
+                seconds.push(Second {
+                    count: 0,
+                    errors: 0,
+                    hist: Histogram::new_with_bounds(1, 3_600_000_000, 2)
+                        .unwrap_or_else(|_| unreachable!("valid histogram bounds")),
+                });
+            }
+            let second = &mut seconds[at];
+            second.count += 1;
+            second.errors += u64::from(error.is_some());
+            let _ = second.hist.record(micros);
+        }
         let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
         if intended < ops.0 {
             return;
@@ -139,6 +144,15 @@ impl Recorder {
     pub fn measure_from(&self, from: Instant) {
         let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
         *ops = (from, HashMap::new());
+    }
+
+    /// The phase's seconds so far (taken: the next call starts afresh).
+    pub fn take_series(&self) -> Series {
+        let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
+        Series {
+            start: series.start,
+            ops: std::mem::take(&mut series.ops),
+        }
     }
 
     /// The figures so far, by operation name.
@@ -238,4 +252,15 @@ pub fn cpu_seconds() -> Option<(f64, f64)> {
     }
     let process = cpu_time::ProcessTime::try_now().ok()?.as_duration();
     Some((driver as f64 / TICKS, process.as_secs_f64()))
+}
+
+/// The time the current runtime's worker threads have been busy, summed over them
+/// (tokio's own count: a worker is busy from when it wakes until it parks again, so a
+/// driver that cannot keep up with the answers shows near 100 % of its threads' time,
+/// even when the machine gives its threads less CPU than that).
+pub fn busy() -> Duration {
+    let m = tokio::runtime::Handle::current().metrics();
+    (0..m.num_workers())
+        .map(|w| m.worker_total_busy_duration(w))
+        .sum()
 }

@@ -8,16 +8,27 @@
 //!   closed loop), recording, the driver's CPU time;
 //! - `report.rs`: the table, the JSON, the verdict.
 //!
+//! - `client.rs`: the HTTP client (hyper's HTTP/1.1 connections);
+//! - `ceiling.rs`: the ceiling, a minimal server in a process of its own;
+//! - `capacity.rs`: `--scenario capacity`, users added in steps until unhealthy;
+//! - `html.rs`: `--report FILE.html`, the charts.
+//!
 //! Without `--target` it starts a server in this process (on a temporary data folder
 //! unless `--data` names one, with the development realm) and seeds the users before
-//! it starts. With `--ceiling` the same driver also measures a minimal actix-web handler
-//! that answers Zulip's success body, and every figure is given as a ratio of it.
+//! it starts. With `--ceiling` the same driver also measures the ceiling (started as a
+//! child process, or `--ceiling-url`), and every figure is given as a ratio of it,
+//! unless the driver's own figures show that it, not the server, was the limit.
 
+pub mod capacity;
+pub mod ceiling;
+pub mod client;
 pub mod driver;
+pub mod html;
 pub mod report;
 pub mod scenarios;
 pub mod users;
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -73,9 +84,35 @@ pub struct LoadArgs {
     /// `presence`: divide the 60 s ping period by this.
     #[arg(long, default_value_t = 1.0)]
     pub speedup: f64,
-    /// Also measure the ceiling (a minimal actix-web handler) and give ratios of it.
+    /// Also measure the ceiling (a minimal actix-web server in a process of its own,
+    /// `hearth-tools ceiling`) and give ratios of it.
     #[arg(long)]
     pub ceiling: bool,
+    /// The ceiling to measure, started by hand (`hearth-tools ceiling --bind ADDR`);
+    /// implies `--ceiling`.
+    #[arg(long)]
+    pub ceiling_url: Option<String>,
+    /// Also run wrk (when on PATH) against the ceiling, same connections and
+    /// duration, and refuse the ratios when the driver reaches less than 0.8× its rate.
+    #[arg(long)]
+    pub wrk: bool,
+    /// Write the report as one self-contained HTML page (charts drawn as SVG).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// The target's metrics listener (`http://host:port/metrics`), scraped before and
+    /// after the run (the in-process server's is found by itself).
+    #[arg(long)]
+    pub metrics_url: Option<String>,
+    /// `capacity`: simulated users added per step.
+    #[arg(long, default_value_t = 100)]
+    pub step_users: usize,
+    /// `capacity`: how long each step runs (its users arrive in its first quarter).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub step_duration: Duration,
+    /// CPU the driver burns after each answer: a deliberately slow driver, to check
+    /// that driver-bound ratios are refused.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration, hide = true)]
+    pub driver_spin: Duration,
     /// Write the report as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -99,6 +136,7 @@ pub struct LoadArgs {
 /// A server started in this process, on its own thread and actix system.
 struct InProcess {
     url: String,
+    metrics_url: Option<String>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
     _tmp: Option<tempfile::TempDir>,
@@ -140,6 +178,9 @@ impl InProcess {
         let mut config = ServeConfig::for_tests(data);
         config.durability = args.durability;
         config.workers = args.server_workers;
+        // Its metrics listener on a free port, scraped before and after the run.
+        config.metrics_bind =
+            hearth::config::MetricsBind(Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))));
         let (url_tx, url_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -148,7 +189,7 @@ impl InProcess {
                 actix_web::rt::System::new().block_on(async move {
                     match hearth::spawn(config).await {
                         Ok(running) => {
-                            let _ = url_tx.send(Ok(running.url()));
+                            let _ = url_tx.send(Ok((running.url(), running.metrics_url())));
                             let _ = stop_rx.await;
                             running.shutdown().await;
                         }
@@ -159,12 +200,13 @@ impl InProcess {
                 })
             })
             .map_err(|e| format!("server thread: {e}"))?;
-        let url = url_rx
+        let (url, metrics_url) = url_rx
             .recv()
             .map_err(|_| "the in-process server did not start".to_owned())??;
         Ok((
             InProcess {
                 url: url.clone(),
+                metrics_url,
                 stop: Some(stop_tx),
                 thread: Some(thread),
                 _tmp: None,
@@ -183,51 +225,6 @@ impl InProcess {
     }
 }
 
-/// The ceiling: a minimal actix-web server answering Zulip's success body to any
-/// request, on its own thread.
-fn start_ceiling(workers: Option<usize>) -> Result<(String, actix_web::dev::ServerHandle), String> {
-    use actix_web::{web, App, HttpResponse, HttpServer};
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("hearth-ceiling".into())
-        .spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let mut server = HttpServer::new(|| {
-                    App::new().default_service(web::to(|| async {
-                        HttpResponse::Ok()
-                            .content_type("application/json")
-                            .body(r#"{"result":"success","msg":""}"#)
-                    }))
-                })
-                .disable_signals();
-                if let Some(w) = workers {
-                    server = server.workers(w);
-                }
-                let server = match server.bind(("127.0.0.1", 0)) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = tx.send(Err(format!("ceiling server: {e}")));
-                        return;
-                    }
-                };
-                let addr = server.addrs().first().copied();
-                let server = server.run();
-                match addr {
-                    Some(a) => {
-                        let _ = tx.send(Ok((format!("http://{a}"), server.handle())));
-                    }
-                    None => {
-                        let _ = tx.send(Err("ceiling server has no address".into()));
-                    }
-                }
-                let _ = server.await;
-            })
-        })
-        .map_err(|e| format!("ceiling thread: {e}"))?;
-    rx.recv()
-        .map_err(|_| "the ceiling server did not start".to_owned())?
-}
-
 /// Runs `hearth load`; `Err` on a failed run or failed thresholds (after the report).
 pub fn run(args: &LoadArgs) -> Result<(), String> {
     if args.users == 0 {
@@ -236,12 +233,21 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
     if args.rate.is_some_and(|r| r <= 0.0 || !r.is_finite()) || args.speedup <= 0.0 {
         return Err("--rate and --speedup must be positive".into());
     }
-    if args.scenario == Scenario::Fanout && (args.ceiling || args.rate.is_some()) {
-        return Err("fanout runs its own rounds: --ceiling and --rate do not apply to it".into());
+    if matches!(args.scenario, Scenario::Fanout | Scenario::Capacity) && args.rate.is_some() {
+        return Err("fanout and capacity pace themselves: --rate does not apply to them".into());
+    }
+    if args.scenario == Scenario::Capacity && args.ceiling_wanted() {
+        return Err("capacity has no ceiling: --ceiling does not apply to it".into());
+    }
+    if args.step_users == 0 {
+        return Err("--step-users must be at least 1".into());
     }
     // Each held long-poll is a socket, twice when the server runs in this process.
-    let held =
-        matches!(args.scenario, Scenario::Presence | Scenario::Fanout) as u64 * args.users as u64;
+    let held = matches!(
+        args.scenario,
+        Scenario::Presence | Scenario::Fanout | Scenario::Capacity
+    ) as u64
+        * args.users as u64;
     let sockets = held * if args.target.is_none() { 2 } else { 1 } + 512;
     // The soft limit goes up to the hard one first (as `hearth serve` does).
     if let Some(limit) = hearth::api::wire::raise_open_files_limit() {
@@ -289,13 +295,17 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
             .map(|n| n.get())
             .unwrap_or(2)
     });
+    let metrics_url = args
+        .metrics_url
+        .clone()
+        .or_else(|| server.as_ref().and_then(|s| s.metrics_url.clone()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
         .thread_name(driver::THREAD_NAME)
         .enable_all()
         .build()
         .map_err(|e| format!("driver runtime: {e}"))?;
-    let result = runtime.block_on(drive(args, &target, &creds));
+    let result = runtime.block_on(drive(args, &target, &creds, threads, metrics_url));
     runtime.shutdown_timeout(Duration::from_secs(5));
     let written = result.and_then(|report| {
         let mut out = std::io::stdout().lock();
@@ -305,6 +315,10 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
         if let Some(path) = &args.json {
             let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
             std::fs::write(path, json).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
+        if let Some(path) = &args.report {
+            std::fs::write(path, html::page(&report))
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
         }
         Ok(report)
     });
@@ -357,6 +371,9 @@ fn pacing_text(args: &LoadArgs) -> String {
             args.users as f64 / ping_period(args).as_secs_f64()
         );
     }
+    if args.scenario == Scenario::Capacity {
+        return capacity::Plan::of(args).text();
+    }
     if args.scenario == Scenario::ReconnectStorm {
         return "reconnect storms, back to back".into();
     }
@@ -374,34 +391,62 @@ fn pacing_text(args: &LoadArgs) -> String {
     }
 }
 
+impl LoadArgs {
+    /// `--ceiling` or `--ceiling-url`.
+    pub fn ceiling_wanted(&self) -> bool {
+        self.ceiling || self.ceiling_url.is_some()
+    }
+}
+
+/// What one phase (against hearth, or against the ceiling) measured.
+pub struct PhaseOut {
+    pub recorder: Arc<Recorder>,
+    /// The measured part's length.
+    pub measured: Duration,
+    /// The driver's CPU seconds and the wall time over the warm-up and measured part.
+    pub driver_cpu_s: Option<f64>,
+    pub wall: Duration,
+    /// The time the driver's runtime threads were busy (not waiting for answers), over
+    /// the same part, summed over its threads.
+    pub driver_busy: Duration,
+    /// Connections the driver opened.
+    pub connections: u64,
+    /// `capacity`: its steps.
+    pub steps: Vec<report::Step>,
+}
+
 /// One measured phase against `base`: the scenario's set-up, warm-up and measured part.
+/// `ceiling`: `base` is the ceiling (every request is recorded as `ceiling`, except in
+/// `fanout`, whose rounds run against it as against hearth).
 async fn phase(
     args: &LoadArgs,
     base: &str,
     creds: &[Credential],
     ceiling: bool,
     bar: &indicatif::ProgressBar,
-) -> Result<(Arc<Recorder>, Duration), String> {
-    let client = driver::client()?;
+) -> Result<PhaseOut, String> {
+    let http = client::Http::new(base, args.driver_spin)?;
     // Set-up requests are warm-up: the measured part starts after them.
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
     let recorder = Recorder::new(far);
+    let renamed = ceiling && args.scenario != Scenario::Fanout;
     let env = Arc::new(Env::new(
-        client,
-        base,
+        http,
         creds,
         recorder.clone(),
-        ceiling,
+        renamed,
         args.scenario,
     ));
     let needs_queues = matches!(
         args.scenario,
         Scenario::Presence | Scenario::Mixed | Scenario::Fanout
     );
-    if needs_queues && !ceiling {
+    if needs_queues && !renamed {
         bar.set_message(format!("registering {} queues", creds.len()));
         scenarios::register_all(&env, 64).await;
     }
+    let cpu_before = driver::cpu_seconds();
+    let busy_before = driver::busy();
     let start = Instant::now();
     let measure_from = start + args.warmup;
     let until = measure_from + args.duration;
@@ -431,11 +476,12 @@ async fn phase(
         })
     };
     let holds = matches!(args.scenario, Scenario::Presence | Scenario::Fanout);
-    let polls = if holds && !ceiling {
+    let polls = if holds && !renamed {
         scenarios::hold_polls(&env)
     } else {
         Vec::new()
     };
+    let mut steps = Vec::new();
     match args.scenario {
         Scenario::Presence if args.connections.is_none() => {
             scenarios::presence_schedule(&env, ping_period(args), start, until).await
@@ -444,22 +490,131 @@ async fn phase(
         Scenario::Fanout => {
             scenarios::fanout_rounds(&env, until, FANOUT_SETTLE, FANOUT_TIMEOUT).await
         }
+        Scenario::Capacity => {
+            recorder.measure_from(start);
+            steps = capacity::run(&env, &capacity::Plan::of(args), bar).await;
+        }
         scenario => scenarios::paced(&env, scenario, pacing(args), start, until).await,
     }
+    let wall = start.elapsed();
+    let cpu_after = driver::cpu_seconds();
+    let driver_busy = driver::busy().saturating_sub(busy_before);
     let measured = Instant::now().saturating_duration_since(measure_from);
     for p in polls {
         p.abort();
     }
-    if needs_queues && !ceiling {
+    if (needs_queues || args.scenario == Scenario::Capacity) && !renamed {
         bar.set_message(format!("deleting {} queues", creds.len()));
         scenarios::delete_all(&env, 64).await;
     }
     progress.abort();
-    Ok((recorder, measured.max(Duration::from_millis(1))))
+    Ok(PhaseOut {
+        recorder,
+        measured: if args.scenario == Scenario::Capacity {
+            wall
+        } else {
+            measured.max(Duration::from_millis(1))
+        },
+        driver_cpu_s: cpu_before.zip(cpu_after).map(|(b, a)| a.0 - b.0),
+        wall,
+        driver_busy,
+        connections: env.http.opened.load(Ordering::Relaxed),
+        steps,
+    })
 }
 
-async fn drive(args: &LoadArgs, target: &str, creds: &[Credential]) -> Result<Report, String> {
-    let total = (args.warmup + args.duration).as_secs() * if args.ceiling { 2 } else { 1 };
+/// The lines of a Prometheus text scrape (`name{labels}` → value), comments left out.
+async fn scrape(url: &str) -> Option<BTreeMap<String, f64>> {
+    let http = client::Http::new(url, Duration::ZERO).ok()?;
+    let path = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.find('/').map(|at| rest[at..].to_owned()))
+        .unwrap_or_else(|| "/metrics".to_owned());
+    let req = client::Req {
+        method: ::http::Method::GET,
+        path,
+        auth: None,
+        form: None,
+    };
+    let (status, body) = http.send(req).await.ok()?;
+    if status != 200 {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&body);
+    Some(
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .filter_map(|l| {
+                let (name, value) = l.rsplit_once(' ')?;
+                Some((name.to_owned(), value.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+/// The series whose value changed between two scrapes (histogram buckets left out:
+/// their `_sum` and `_count` say the same in two lines).
+fn metric_deltas(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> Vec<report::MetricDelta> {
+    after
+        .iter()
+        .filter(|(name, _)| !name.contains("_bucket{"))
+        .filter_map(|(name, &a)| {
+            let b = before.get(name).copied().unwrap_or(0.0);
+            (a != b).then(|| report::MetricDelta {
+                series: name.clone(),
+                before: b,
+                after: a,
+                delta: a - b,
+            })
+        })
+        .collect()
+}
+
+/// wrk against the ceiling, closed loop with the driver's connections and threads.
+fn run_wrk(
+    url: &str,
+    threads: usize,
+    connections: usize,
+    duration: Duration,
+    auth: &str,
+) -> Result<report::WrkFigure, String> {
+    let secs = duration.as_secs().max(1);
+    let target = format!("{}/api/v1/users/me", url.trim_end_matches('/'));
+    let args = vec![
+        format!("-t{}", threads.min(connections).max(1)),
+        format!("-c{connections}"),
+        format!("-d{secs}s"),
+        "-H".to_owned(),
+        format!("Authorization: {auth}"),
+        target,
+    ];
+    let out = std::process::Command::new("wrk")
+        .args(&args)
+        .output()
+        .map_err(|e| format!("wrk: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rate = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .ok_or_else(|| format!("wrk printed no rate: {text}"))?;
+    Ok(report::WrkFigure {
+        command: format!("wrk {}", args.join(" ").replace(auth, "…")),
+        req_per_s: rate,
+    })
+}
+
+async fn drive(
+    args: &LoadArgs,
+    target: &str,
+    creds: &[Credential],
+    threads: usize,
+    metrics_url: Option<String>,
+) -> Result<Report, String> {
+    let total = (args.warmup + args.duration).as_secs() * if args.ceiling_wanted() { 2 } else { 1 };
     let bar = if std::io::stderr().is_terminal() {
         indicatif::ProgressBar::new(total)
     } else {
@@ -469,32 +624,86 @@ async fn drive(args: &LoadArgs, target: &str, creds: &[Credential]) -> Result<Re
         indicatif::ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} s {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    let metrics_before = match &metrics_url {
+        Some(u) => scrape(u).await,
+        None => None,
+    };
     let cpu_before = driver::cpu_seconds();
-    let wall = Instant::now();
-    let (recorder, measured) = phase(args, target, creds, false, &bar).await?;
-    let mut ops: Vec<_> = recorder
+    let hearth = phase(args, target, creds, false, &bar).await?;
+    let cpu_after = driver::cpu_seconds();
+    let metrics_after = match &metrics_url {
+        Some(u) => scrape(u).await,
+        None => None,
+    };
+    let mut ops: Vec<_> = hearth
+        .recorder
         .take()
         .iter()
-        .map(|(op, s)| report::op_report(op, s, measured))
+        .map(|(op, s)| report::op_report(op, s, hearth.measured))
         .collect();
     ops.sort_by(|a, b| a.op.cmp(&b.op));
-    let cpu_after = driver::cpu_seconds();
-    let driver_wall = wall.elapsed();
-    let ceiling = if args.ceiling {
-        let (url, handle) = start_ceiling(args.server_workers)?;
-        let (recorder, measured) = phase(args, &url, creds, true, &bar).await?;
-        handle.stop(true).await;
-        let stats = recorder.take();
-        stats
-            .get("ceiling")
-            .map(|s| report::op_report("ceiling", s, measured))
-    } else {
-        None
-    };
+    let mut phases = vec![report::phase_figures("hearth", &hearth, threads, None)];
+    let mut series = report::series("hearth", &hearth.recorder.take_series());
+    let mut ceiling = None;
+    let mut wrk = None;
+    if args.ceiling_wanted() {
+        let child = match &args.ceiling_url {
+            Some(_) => None,
+            None => Some(ceiling::Child::spawn(args.server_workers)?),
+        };
+        let url = match (&args.ceiling_url, &child) {
+            (Some(u), _) => u.clone(),
+            (None, Some(c)) => c.url.clone(),
+            (None, None) => unreachable!("a ceiling was started"),
+        };
+        let ceiling_cpu_before = child
+            .as_ref()
+            .and_then(|c| ceiling::process_cpu_seconds(c.pid()));
+        let out = phase(args, &url, creds, true, &bar).await?;
+        let ceiling_cpu = child
+            .as_ref()
+            .and_then(|c| ceiling::process_cpu_seconds(c.pid()))
+            .zip(ceiling_cpu_before)
+            .map(|(a, b)| a - b);
+        let stats = out.recorder.take();
+        let (name, label) = if args.scenario == Scenario::Fanout {
+            (scenarios::FANOUT_LAST, "ceiling: fan-out to the last poll")
+        } else {
+            ("ceiling", "ceiling")
+        };
+        ceiling = stats
+            .get(name)
+            .map(|s| report::op_report(label, s, out.measured));
+        phases.push(report::phase_figures("ceiling", &out, threads, ceiling_cpu));
+        series.extend(report::series("ceiling", &out.recorder.take_series()));
+        if args.wrk {
+            if let Pacing::Closed { connections } = pacing(args) {
+                if args.scenario != Scenario::Fanout {
+                    bar.set_message("wrk against the ceiling");
+                    let auth = {
+                        use base64::Engine;
+                        let c = &creds[0];
+                        format!(
+                            "Basic {}",
+                            base64::engine::general_purpose::STANDARD
+                                .encode(format!("{}:{}", c.email, c.api_key))
+                        )
+                    };
+                    wrk = Some(run_wrk(&url, threads, connections, args.duration, &auth));
+                }
+            }
+        }
+        drop(child);
+    }
     bar.finish_and_clear();
     let (driver_cpu, process_cpu) = match (cpu_before, cpu_after) {
         (Some(b), Some(a)) => (Some(a.0 - b.0), Some(a.1 - b.1)),
         _ => (None, None),
+    };
+    let (wrk, wrk_error) = match wrk {
+        Some(Ok(w)) => (Some(w), None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (None, None),
     };
     let mut report = Report {
         scenario: format!("{:?}", args.scenario).to_lowercase(),
@@ -505,13 +714,29 @@ async fn drive(args: &LoadArgs, target: &str, creds: &[Credential]) -> Result<Re
         },
         users: creds.len(),
         pacing: pacing_text(args),
-        duration_s: measured.as_secs_f64(),
+        duration_s: hearth.measured.as_secs_f64(),
         ops,
         ceiling,
+        driver_threads: threads,
         driver_cpu_s: driver_cpu,
         driver_cpu_percent_of_core: driver_cpu
-            .map(|c| 100.0 * c / driver_wall.as_secs_f64().max(1e-9)),
+            .map(|c| 100.0 * c / hearth.wall.as_secs_f64().max(1e-9)),
         process_cpu_s: process_cpu,
+        phases,
+        wrk,
+        wrk_error,
+        driver_vs_wrk: None,
+        ratio_refused: None,
+        fanout_ratio: None,
+        settings: settings(args, threads),
+        metrics: match (&metrics_before, &metrics_after) {
+            (Some(b), Some(a)) => metric_deltas(b, a),
+            _ => Vec::new(),
+        },
+        metrics_url,
+        series,
+        capacity: (args.scenario == Scenario::Capacity)
+            .then(|| report::Capacity::of(hearth.steps.clone())),
         total_requests: 0,
         total_errors: 0,
         error_rate_percent: 0.0,
@@ -523,4 +748,58 @@ async fn drive(args: &LoadArgs, target: &str, creds: &[Credential]) -> Result<Re
     };
     report.finish();
     Ok(report)
+}
+
+/// The run's settings, as the report shows them.
+fn settings(args: &LoadArgs, threads: usize) -> Vec<(String, String)> {
+    let mut s = vec![
+        (
+            "scenario".to_owned(),
+            format!("{:?}", args.scenario).to_lowercase(),
+        ),
+        ("users".to_owned(), args.users.to_string()),
+        ("pacing".to_owned(), pacing_text(args)),
+        (
+            "warm-up".to_owned(),
+            humantime::format_duration(args.warmup).to_string(),
+        ),
+        (
+            "duration".to_owned(),
+            humantime::format_duration(args.duration).to_string(),
+        ),
+        ("driver threads".to_owned(), threads.to_string()),
+        (
+            "server workers".to_owned(),
+            args.server_workers
+                .map_or("the number of cores".to_owned(), |w| w.to_string()),
+        ),
+        (
+            "durability".to_owned(),
+            format!("{:?}", args.durability).to_lowercase(),
+        ),
+        (
+            "max p99".to_owned(),
+            humantime::format_duration(args.max_p99).to_string(),
+        ),
+        (
+            "max error rate".to_owned(),
+            format!("{} %", args.max_error_rate),
+        ),
+        ("ceiling".to_owned(), args.ceiling_wanted().to_string()),
+    ];
+    if args.scenario == Scenario::Capacity {
+        s.push(("step users".to_owned(), args.step_users.to_string()));
+        s.push((
+            "step duration".to_owned(),
+            humantime::format_duration(args.step_duration).to_string(),
+        ));
+        s.push(("speedup".to_owned(), args.speedup.to_string()));
+    }
+    if !args.driver_spin.is_zero() {
+        s.push((
+            "driver spin (deliberately slow driver)".to_owned(),
+            humantime::format_duration(args.driver_spin).to_string(),
+        ));
+    }
+    s
 }

@@ -17,6 +17,7 @@ pub struct OpReport {
     pub errors: u64,
     pub errors_by_code: BTreeMap<String, u64>,
     pub req_per_s: f64,
+    pub mean_ms: f64,
     pub p50_ms: f64,
     pub p90_ms: f64,
     pub p99_ms: f64,
@@ -27,6 +28,167 @@ pub struct OpReport {
     /// `req_per_s` ÷ the ceiling's, and `p50_ms` ÷ the ceiling's, with `--ceiling`.
     pub throughput_vs_ceiling: Option<f64>,
     pub p50_vs_ceiling: Option<f64>,
+    /// The latency distribution, HDR style: (percentile, ms) at percentiles 0, 68.4,
+    /// 90, 96.8, 99, ... (ten points per decade of 1 ÷ (1 − p)), as far as the count
+    /// reaches.
+    pub distribution: Vec<(f64, f64)>,
+}
+
+/// One phase: the driver's CPU (and the ceiling's, when it ran as a child).
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseFigures {
+    pub phase: String,
+    pub wall_s: f64,
+    pub driver_cpu_s: Option<f64>,
+    /// The driver's CPU as a share of its threads' time.
+    pub driver_cpu_percent_of_threads: Option<f64>,
+    /// The time its runtime's threads were busy, as a share of their time (100 %:
+    /// every thread busy all along, the driver is the limit).
+    pub driver_busy_percent: f64,
+    pub connections_opened: u64,
+    pub ceiling_cpu_s: Option<f64>,
+}
+
+/// wrk's rate against the ceiling, in the same run.
+#[derive(Debug, Clone, Serialize)]
+pub struct WrkFigure {
+    pub command: String,
+    pub req_per_s: f64,
+}
+
+/// A `/metrics` series that changed during the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricDelta {
+    pub series: String,
+    pub before: f64,
+    pub after: f64,
+    pub delta: f64,
+}
+
+/// One second of one operation of one phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// Seconds from the phase's start.
+    pub t: u32,
+    pub count: u64,
+    pub errors: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// An operation's seconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpSeries {
+    pub phase: String,
+    pub op: String,
+    pub points: Vec<Point>,
+}
+
+/// One step of `capacity`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    pub users: usize,
+    pub requests: u64,
+    pub errors: u64,
+    pub error_rate_percent: f64,
+    /// Over every answer but the held long-polls.
+    pub mean_ms: f64,
+    pub p99_ms: f64,
+    pub req_per_s: f64,
+    pub healthy: bool,
+    pub failures: Vec<String>,
+    pub ops: Vec<OpReport>,
+}
+
+/// `capacity`'s answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Capacity {
+    /// The largest healthy user count (`None`: not even the first step).
+    pub healthy_users: Option<usize>,
+    /// Every user was added and the last step was still healthy: the capacity is at
+    /// least `healthy_users`, not measured.
+    pub reached_max: bool,
+    pub steps: Vec<Step>,
+}
+
+impl Capacity {
+    pub fn of(steps: Vec<Step>) -> Capacity {
+        let healthy_users = steps
+            .iter()
+            .take_while(|s| s.healthy)
+            .last()
+            .map(|s| s.users);
+        Capacity {
+            healthy_users,
+            reached_max: steps.last().is_some_and(|s| s.healthy),
+            steps,
+        }
+    }
+
+    /// The operations of the last healthy step (else of the first).
+    pub fn figure_ops(&self) -> Vec<OpReport> {
+        self.steps
+            .iter()
+            .take_while(|s| s.healthy)
+            .last()
+            .or(self.steps.first())
+            .map(|s| s.ops.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// A phase's figures; `threads`: the driver's.
+pub fn phase_figures(
+    phase: &str,
+    out: &super::PhaseOut,
+    threads: usize,
+    ceiling_cpu_s: Option<f64>,
+) -> PhaseFigures {
+    let wall = out.wall.as_secs_f64().max(1e-9);
+    PhaseFigures {
+        phase: phase.to_owned(),
+        wall_s: wall,
+        driver_cpu_s: out.driver_cpu_s,
+        driver_cpu_percent_of_threads: out
+            .driver_cpu_s
+            .map(|c| 100.0 * c / (wall * threads.max(1) as f64)),
+        driver_busy_percent: 100.0 * out.driver_busy.as_secs_f64() / (wall * threads.max(1) as f64),
+        connections_opened: out.connections,
+        ceiling_cpu_s,
+    }
+}
+
+/// A phase's seconds as the report's series.
+pub fn series(phase: &str, s: &super::driver::Series) -> Vec<OpSeries> {
+    let mut out: Vec<OpSeries> = s
+        .ops
+        .iter()
+        .map(|(op, seconds)| OpSeries {
+            phase: phase.to_owned(),
+            op: (*op).to_owned(),
+            points: seconds
+                .iter()
+                .enumerate()
+                .map(|(t, sec)| Point {
+                    t: t as u32,
+                    count: sec.count,
+                    errors: sec.errors,
+                    p50_ms: if sec.count > 0 {
+                        ms(sec.hist.value_at_quantile(0.5))
+                    } else {
+                        0.0
+                    },
+                    p99_ms: if sec.count > 0 {
+                        ms(sec.hist.value_at_quantile(0.99))
+                    } else {
+                        0.0
+                    },
+                })
+                .collect(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.op.cmp(&b.op));
+    out
 }
 
 /// The whole run.
@@ -39,11 +201,29 @@ pub struct Report {
     pub duration_s: f64,
     pub ops: Vec<OpReport>,
     pub ceiling: Option<OpReport>,
+    /// Threads of the driver's runtime.
+    pub driver_threads: usize,
     /// CPU seconds of the driver's threads, and their share of one core over the run.
     pub driver_cpu_s: Option<f64>,
     pub driver_cpu_percent_of_core: Option<f64>,
     /// CPU seconds of the whole process (with the in-process server, when there is one).
     pub process_cpu_s: Option<f64>,
+    /// Each phase's driver CPU.
+    pub phases: Vec<PhaseFigures>,
+    /// wrk against the ceiling (`--wrk`), and the driver's rate against it as a share.
+    pub wrk: Option<WrkFigure>,
+    pub wrk_error: Option<String>,
+    pub driver_vs_wrk: Option<f64>,
+    /// Why the ratios to the ceiling are not given: the driver was the limit.
+    pub ratio_refused: Option<String>,
+    /// `fanout` with a ceiling: hearth's last-poll p50 ÷ the ceiling's.
+    pub fanout_ratio: Option<f64>,
+    pub settings: Vec<(String, String)>,
+    pub metrics_url: Option<String>,
+    /// `/metrics` series that changed between the scrapes before and after the run.
+    pub metrics: Vec<MetricDelta>,
+    pub series: Vec<OpSeries>,
+    pub capacity: Option<Capacity>,
     pub total_requests: u64,
     pub total_errors: u64,
     pub error_rate_percent: f64,
@@ -62,12 +242,22 @@ fn ms(micros: u64) -> f64 {
 /// An operation's figures over `measured`.
 pub fn op_report(op: &str, s: &OpStats, measured: Duration) -> OpReport {
     let q = |p: f64| ms(s.hist.value_at_quantile(p));
+    let mut distribution = Vec::new();
+    for k in 0..=60 {
+        let p = 1.0 - 10f64.powf(-(k as f64) / 10.0);
+        // A percentile needs about 1 ÷ (1 − p) answers to mean anything.
+        if k > 0 && 10f64.powf(k as f64 / 10.0) > s.count as f64 {
+            break;
+        }
+        distribution.push((100.0 * p, q(p)));
+    }
     OpReport {
         op: op.to_owned(),
         count: s.count,
         errors: s.error_count(),
         errors_by_code: s.errors.clone(),
         req_per_s: s.count as f64 / measured.as_secs_f64().max(1e-9),
+        mean_ms: s.hist.mean() / 1000.0,
         p50_ms: q(0.5),
         p90_ms: q(0.9),
         p99_ms: q(0.99),
@@ -76,17 +266,57 @@ pub fn op_report(op: &str, s: &OpStats, measured: Duration) -> OpReport {
         held: s.held,
         throughput_vs_ceiling: None,
         p50_vs_ceiling: None,
+        distribution,
     }
 }
+
+/// The share of its threads' time the driver's runtime may be busy before it counts as the
+/// limit.
+pub const DRIVER_BOUND_PERCENT: f64 = 90.0;
+/// The share of wrk's rate against the ceiling the driver must reach.
+pub const MIN_DRIVER_VS_WRK: f64 = 0.8;
 
 impl Report {
     /// Fills in the ratios to the ceiling, the totals and the verdict.
     pub fn finish(&mut self) {
-        if let Some(c) = &self.ceiling {
-            for op in &mut self.ops {
-                op.throughput_vs_ceiling = Some(op.req_per_s / c.req_per_s.max(1e-9));
-                op.p50_vs_ceiling = Some(op.p50_ms / c.p50_ms.max(1e-9));
+        let mut bound = Vec::new();
+        for p in &self.phases {
+            if p.driver_busy_percent >= DRIVER_BOUND_PERCENT {
+                bound.push(format!(
+                    "in the {} phase the driver's {} thread(s) were busy {:.0} % of the time",
+                    p.phase, self.driver_threads, p.driver_busy_percent
+                ));
             }
+        }
+        if let (Some(w), Some(c)) = (&self.wrk, &self.ceiling) {
+            let share = c.req_per_s / w.req_per_s.max(1e-9);
+            self.driver_vs_wrk = Some(share);
+            if share < MIN_DRIVER_VS_WRK {
+                bound.push(format!(
+                    "against the ceiling the driver reached {:.0} req/s, {share:.2}× wrk's {:.0} (under {MIN_DRIVER_VS_WRK}×)",
+                    c.req_per_s, w.req_per_s
+                ));
+            }
+        }
+        self.ratio_refused = (!bound.is_empty()).then(|| bound.join("; "));
+        if let (Some(c), None) = (&self.ceiling, &self.ratio_refused) {
+            if c.op.starts_with("ceiling: fan-out") {
+                for op in &mut self.ops {
+                    if op.op == super::scenarios::FANOUT_LAST {
+                        let r = op.p50_ms / c.p50_ms.max(1e-9);
+                        op.p50_vs_ceiling = Some(r);
+                        self.fanout_ratio = Some(r);
+                    }
+                }
+            } else {
+                for op in &mut self.ops {
+                    op.throughput_vs_ceiling = Some(op.req_per_s / c.req_per_s.max(1e-9));
+                    op.p50_vs_ceiling = Some(op.p50_ms / c.p50_ms.max(1e-9));
+                }
+            }
+        }
+        if let Some(cap) = &self.capacity {
+            self.ops = cap.figure_ops();
         }
         self.total_requests = self.ops.iter().map(|o| o.count).sum();
         self.total_errors = self.ops.iter().map(|o| o.errors).sum();
@@ -99,6 +329,15 @@ impl Report {
             .map(|o| o.p99_ms)
             .fold(0.0, f64::max);
         self.failures.clear();
+        if let Some(cap) = &self.capacity {
+            // The run goes on until a step fails: only no healthy step at all fails it.
+            if cap.healthy_users.is_none() {
+                self.failures
+                    .push("not even the first step was healthy".to_owned());
+            }
+            self.passed = self.failures.is_empty();
+            return;
+        }
         if self.total_requests == 0 {
             self.failures.push("no request was answered".into());
         }
@@ -127,7 +366,10 @@ impl Report {
             "\nhearth load: scenario {}, {} users, {}, {:.1} s measured, target {}\n",
             self.scenario, self.users, self.pacing, self.duration_s, self.target
         );
-        let ratios = self.ceiling.is_some();
+        let ratios = self
+            .ops
+            .iter()
+            .any(|o| o.throughput_vs_ceiling.is_some() || o.p50_vs_ceiling.is_some());
         let _ = write!(
             out,
             "{:<28} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -165,8 +407,14 @@ impl Report {
                 o.p999_ms,
                 o.max_ms
             );
-            if let (Some(t), Some(p)) = (o.throughput_vs_ceiling, o.p50_vs_ceiling) {
-                let _ = write!(out, " {t:>10.3} {p:>9.2}");
+            match (o.throughput_vs_ceiling, o.p50_vs_ceiling) {
+                (Some(t), Some(p)) => {
+                    let _ = write!(out, " {t:>10.3} {p:>9.2}");
+                }
+                (None, Some(p)) => {
+                    let _ = write!(out, " {:>10} {p:>9.2}", "");
+                }
+                _ => {}
             }
             out.push('\n');
         }
@@ -178,8 +426,31 @@ impl Report {
         if ratios {
             let _ = writeln!(
                 out,
-                "\n×c: ratio to the ceiling (a minimal actix-web handler answering Zulip's success body, same driver, same pacing)"
+                "\n×c: ratio to the ceiling (a minimal actix-web server in its own process answering Zulip's success body, same driver, same pacing)"
             );
+        }
+        if let Some(r) = self.fanout_ratio {
+            let _ = writeln!(
+                out,
+                "fan-out: hearth's last poll p50 is {r:.2}× the ceiling's (goal ≤ 2×: {})",
+                if r <= 2.0 { "met" } else { "missed" }
+            );
+        }
+        if let Some(why) = &self.ratio_refused {
+            let _ = writeln!(
+                out,
+                "\nratios to the ceiling WITHHELD: the driver, not the server, was the limit ({why})"
+            );
+        }
+        if let Some(w) = &self.wrk {
+            let _ = write!(out, "\nwrk against the ceiling: {:.0} req/s", w.req_per_s);
+            if let Some(share) = self.driver_vs_wrk {
+                let _ = write!(out, "; the driver reached {share:.2}× of it");
+            }
+            let _ = writeln!(out, " ({})", w.command);
+        }
+        if let Some(e) = &self.wrk_error {
+            let _ = writeln!(out, "\nwrk not measured: {e}");
         }
         if let (Some(d), Some(pct)) = (self.driver_cpu_s, self.driver_cpu_percent_of_core) {
             let _ = write!(out, "\ndriver CPU: {d:.2} s ({pct:.0} % of one core)");
@@ -187,6 +458,58 @@ impl Report {
                 let _ = write!(out, "; whole process {p:.2} s");
             }
             out.push('\n');
+        }
+        for p in &self.phases {
+            if let (Some(c), Some(pct)) = (p.driver_cpu_s, p.driver_cpu_percent_of_threads) {
+                let _ = write!(
+                    out,
+                    "  {} phase: driver {c:.2} s CPU in {:.1} s ({pct:.0} % of its {} thread(s)), threads busy {:.0} % of the time, {} connections",
+                    p.phase, p.wall_s, self.driver_threads, p.driver_busy_percent, p.connections_opened
+                );
+                if let Some(cc) = p.ceiling_cpu_s {
+                    let _ = write!(out, "; ceiling process {cc:.2} s CPU");
+                }
+                out.push('\n');
+            }
+        }
+        if let Some(cap) = &self.capacity {
+            let _ = writeln!(
+                out,
+                "\n{:>7} {:>9} {:>7} {:>9} {:>9} {:>9}  verdict",
+                "users", "requests", "errors", "req/s", "mean ms", "p99 ms"
+            );
+            for s in &cap.steps {
+                let _ = writeln!(
+                    out,
+                    "{:>7} {:>9} {:>7} {:>9.1} {:>9.2} {:>9.2}  {}",
+                    s.users,
+                    s.requests,
+                    s.errors,
+                    s.req_per_s,
+                    s.mean_ms,
+                    s.p99_ms,
+                    if s.healthy {
+                        "healthy".to_owned()
+                    } else {
+                        s.failures.join("; ")
+                    }
+                );
+            }
+            match cap.healthy_users {
+                Some(n) if cap.reached_max => {
+                    let _ = writeln!(out, "capacity: at least {n} users (every user added was served healthily; add more)");
+                }
+                Some(n) => {
+                    let _ = writeln!(out, "capacity: {n} users (the largest healthy step: mean < 100 ms, p99 < 2 s, errors and timeouts < 0.025 %)");
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "capacity: under {} users",
+                        cap.steps.first().map_or(0, |s| s.users)
+                    );
+                }
+            }
         }
         let _ = writeln!(
             out,

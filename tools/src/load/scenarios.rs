@@ -10,8 +10,10 @@ use clap::ValueEnum;
 use rand::Rng;
 use serde_json::Value;
 
+use super::client::{Http, Req};
 use super::driver::{self, error_label, Answer, Pacing, Recorder};
 use super::users::Credential;
+use http::header::HeaderValue;
 
 /// `--scenario`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -36,6 +38,10 @@ pub enum Scenario {
     /// changes its status text, round after round, and each round measures when the
     /// event reached each poll and the last of them.
     Fanout,
+    /// Supported users: simulated users with a real client's mix (a held long-poll, a
+    /// presence ping every 60 s ÷ `--speedup`, reads and sends), `--step-users` more
+    /// every `--step-duration` until Mattermost's health thresholds fail.
+    Capacity,
 }
 
 /// The channel the scenarios write to and read from (in the development realm).
@@ -63,16 +69,16 @@ pub struct Fanout {
 
 /// One simulated user: credentials and what its client remembers.
 pub struct User {
-    auth: String,
+    auth: HeaderValue,
     queue: Mutex<Option<(String, i64)>>,
     presence_update_id: AtomicI64,
 }
 
 /// Everything the requests need.
 pub struct Env {
-    pub client: reqwest::Client,
-    /// `http://host:port/api/v1`.
-    pub api: String,
+    pub http: Http,
+    /// `/api/v1`.
+    pub api: &'static str,
     pub users: Vec<User>,
     pub recorder: Arc<Recorder>,
     /// Every request goes to the ceiling handler, recorded as the `ceiling` operation.
@@ -84,8 +90,7 @@ pub struct Env {
 
 impl Env {
     pub fn new(
-        client: reqwest::Client,
-        base: &str,
+        http: Http,
         creds: &[Credential],
         recorder: Arc<Recorder>,
         ceiling: bool,
@@ -95,14 +100,18 @@ impl Env {
         let users = creds
             .iter()
             .map(|c| User {
-                auth: format!("Basic {}", b64.encode(format!("{}:{}", c.email, c.api_key))),
+                auth: HeaderValue::from_str(&format!(
+                    "Basic {}",
+                    b64.encode(format!("{}:{}", c.email, c.api_key))
+                ))
+                .unwrap_or_else(|_| HeaderValue::from_static("")),
                 queue: Mutex::new(None),
                 presence_update_id: AtomicI64::new(-1),
             })
             .collect();
         Env {
-            client,
-            api: format!("{}/api/v1", base.trim_end_matches('/')),
+            http,
+            api: "/api/v1",
             users,
             recorder,
             ceiling,
@@ -111,18 +120,16 @@ impl Env {
         }
     }
 
-    fn post(&self, user: usize, path: &str, form: &[(&str, String)]) -> reqwest::RequestBuilder {
-        self.client
-            .post(format!("{}{path}", self.api))
-            .header("Authorization", &self.users[user].auth)
-            .form(form)
+    fn post(&self, user: usize, path: &str, form: &[(&str, String)]) -> Req {
+        Req::post(&format!("{}{path}", self.api), form, &self.users[user].auth)
     }
 
-    fn get(&self, user: usize, path: &str, query: &[(&str, String)]) -> reqwest::RequestBuilder {
-        self.client
-            .get(format!("{}{path}", self.api))
-            .header("Authorization", &self.users[user].auth)
-            .query(query)
+    fn get(&self, user: usize, path: &str, query: &[(&str, String)]) -> Req {
+        Req::get(
+            &format!("{}{path}", self.api),
+            query,
+            &self.users[user].auth,
+        )
     }
 
     fn record(&self, op: &'static str, held: bool, intended: Instant, answer: &Answer) {
@@ -158,7 +165,7 @@ impl Env {
             ("fetch_event_types", r#"["message"]"#.to_owned()),
             ("slim_presence", "true".to_owned()),
         ];
-        let answer = driver::send(self.post(user, "/register", &form)).await;
+        let answer = self.http.send(self.post(user, "/register", &form)).await;
         self.record("POST /register", false, intended, &answer);
         if let Ok((200, body)) = &answer {
             if let Ok(v) = serde_json::from_slice::<Value>(body) {
@@ -181,7 +188,7 @@ impl Env {
             ("dont_block", dont_block.to_string()),
         ];
         self.fanout.polling.fetch_add(1, Ordering::SeqCst);
-        let answer = driver::send(self.get(user, "/events", &query)).await;
+        let answer = self.http.send(self.get(user, "/events", &query)).await;
         self.fanout.polling.fetch_sub(1, Ordering::SeqCst);
         let op = if dont_block {
             "GET /events"
@@ -224,7 +231,10 @@ impl Env {
             ("slim_presence", "true".to_owned()),
             ("last_update_id", state.load(Ordering::Relaxed).to_string()),
         ];
-        let answer = driver::send(self.post(user, "/users/me/presence", &form)).await;
+        let answer = self
+            .http
+            .send(self.post(user, "/users/me/presence", &form))
+            .await;
         self.record("POST /users/me/presence", false, intended, &answer);
         if let Ok((200, body)) = &answer {
             if let Some(id) = last_update_id(body) {
@@ -257,8 +267,18 @@ impl Env {
         }
     }
 
-    async fn simple(&self, op: &'static str, rb: reqwest::RequestBuilder, intended: Instant) {
-        let answer = driver::send(rb).await;
+    pub async fn users_me(&self, user: usize, intended: Instant) {
+        let rb = self.get(user, "/users/me", &[]);
+        self.simple("GET /users/me", rb, intended).await
+    }
+
+    pub async fn realm_presence(&self, user: usize, intended: Instant) {
+        let rb = self.get(user, "/realm/presence", &[]);
+        self.simple("GET /realm/presence", rb, intended).await
+    }
+
+    async fn simple(&self, op: &'static str, rb: Req, intended: Instant) {
+        let answer = self.http.send(rb).await;
         self.record(op, false, intended, &answer);
     }
 
@@ -338,12 +358,9 @@ pub async fn delete_all(env: &Arc<Env>, concurrency: usize) {
             let env = env.clone();
             async move {
                 if let Some((queue_id, _)) = env.queue(u) {
-                    let rb = env
-                        .client
-                        .delete(format!("{}/events", env.api))
-                        .header("Authorization", &env.users[u].auth)
-                        .form(&[("queue_id", queue_id)]);
-                    let _ = driver::send(rb).await;
+                    let mut rb = env.post(u, "/events", &[("queue_id", queue_id)]);
+                    rb.method = http::Method::DELETE;
+                    let _ = env.http.send(rb).await;
                     env.set_queue(u, None);
                 }
             }
@@ -466,7 +483,7 @@ pub async fn fanout_rounds(env: &Arc<Env>, until: Instant, settle: Duration, tim
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(sent_at);
         env.fanout.round.store(round, Ordering::SeqCst);
-        let answer = driver::send(env.post(0, "/users/me/status", &form)).await;
+        let answer = env.http.send(env.post(0, "/users/me/status", &form)).await;
         env.record("POST /users/me/status", false, sent_at, &answer);
         if error_label(&answer).is_some() {
             continue;

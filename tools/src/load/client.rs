@@ -1,0 +1,207 @@
+//! The driver's HTTP client: hyper's HTTP/1.1 connection API, one keep-alive
+//! connection per request in flight (a simulated client's long-poll holds its own, its
+//! other requests take an idle one), kept and reused last-in first-out.
+//!
+//! reqwest (the driver's client before) runs every request through its pool, its
+//! middleware stack and a URL parse; at the rate wrk reaches against the ceiling that
+//! made the driver, not the server, the limit. Here a request is a path, an
+//! `Authorization` header and a form body written on a connection of its own.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
+use http::Method;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+
+/// What one request came back with: the status and body, or why there was none
+/// (`timeout`, `connect` or `transport`).
+pub type Answer = Result<(u16, Bytes), String>;
+
+/// How long a request may take before it counts as a `timeout` (a long-poll is
+/// answered by a heartbeat well before).
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One request: method, path with its query, the user's `Authorization`, a form body.
+pub struct Req {
+    pub method: Method,
+    pub path: String,
+    pub auth: Option<HeaderValue>,
+    pub form: Option<String>,
+}
+
+impl Req {
+    /// `GET path?query`.
+    pub fn get(path: &str, query: &[(&str, String)], auth: &HeaderValue) -> Req {
+        Req::with_query(Method::GET, path, query, auth)
+    }
+
+    /// `DELETE path?query`.
+    pub fn delete(path: &str, query: &[(&str, String)], auth: &HeaderValue) -> Req {
+        Req::with_query(Method::DELETE, path, query, auth)
+    }
+
+    fn with_query(method: Method, path: &str, query: &[(&str, String)], auth: &HeaderValue) -> Req {
+        let path = if query.is_empty() {
+            path.to_owned()
+        } else {
+            let q = serde_urlencoded::to_string(query).unwrap_or_default();
+            format!("{path}?{q}")
+        };
+        Req {
+            method,
+            path,
+            auth: Some(auth.clone()),
+            form: None,
+        }
+    }
+
+    /// `POST path` with a form body.
+    pub fn post(path: &str, form: &[(&str, String)], auth: &HeaderValue) -> Req {
+        Req {
+            method: Method::POST,
+            path: path.to_owned(),
+            auth: Some(auth.clone()),
+            form: Some(serde_urlencoded::to_string(form).unwrap_or_default()),
+        }
+    }
+
+    fn build(&self, host: &HeaderValue) -> Result<http::Request<Full<Bytes>>, String> {
+        let mut b = http::Request::builder()
+            .method(self.method.clone())
+            .uri(self.path.as_str())
+            .header(HOST, host.clone());
+        if let Some(auth) = &self.auth {
+            b = b.header(AUTHORIZATION, auth.clone());
+        }
+        let body = match &self.form {
+            Some(form) => {
+                b = b.header(CONTENT_TYPE, "application/x-www-form-urlencoded");
+                Bytes::from(form.clone())
+            }
+            None => Bytes::new(),
+        };
+        b.body(Full::new(body))
+            .map_err(|e| format!("request {}: {e}", self.path))
+    }
+}
+
+/// A server's connections.
+pub struct Http {
+    addr: SocketAddr,
+    host: HeaderValue,
+    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    /// CPU burnt after each answer: a deliberately slow driver (`--driver-spin`), to
+    /// check that the report knows a driver-bound run when it sees one.
+    spin: Duration,
+    /// Connections opened (the server closing kept-alive ones shows here).
+    pub opened: AtomicU64,
+}
+
+impl Http {
+    /// A client of `base` (`http://host:port`, a path after it is ignored).
+    pub fn new(base: &str, spin: Duration) -> Result<Http, String> {
+        let authority = base
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("{base}: only http:// targets are driven"))?
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let addr = authority
+            .to_socket_addrs()
+            .map_err(|e| format!("{authority}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{authority}: no address"))?;
+        let host = HeaderValue::from_str(&authority).map_err(|e| format!("{authority}: {e}"))?;
+        Ok(Http {
+            addr,
+            host,
+            idle: Mutex::new(Vec::new()),
+            spin,
+            opened: AtomicU64::new(0),
+        })
+    }
+
+    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        while let Some(conn) = idle.pop() {
+            if !conn.is_closed() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, String> {
+        let stream = tokio::net::TcpStream::connect(self.addr)
+            .await
+            .map_err(|_| "connect".to_owned())?;
+        let _ = stream.set_nodelay(true);
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|_| "connect".to_owned())?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(send)
+    }
+
+    /// Sends `req` and reads the whole answer (within [`TIMEOUT`]).
+    pub async fn send(&self, req: Req) -> Answer {
+        let answer = match tokio::time::timeout(TIMEOUT, self.exchange(&req)).await {
+            Ok(a) => a,
+            Err(_) => Err("timeout".to_owned()),
+        };
+        if !self.spin.is_zero() {
+            let t = Instant::now();
+            while t.elapsed() < self.spin {
+                std::hint::spin_loop();
+            }
+        }
+        answer
+    }
+
+    async fn exchange(&self, req: &Req) -> Answer {
+        let mut conn = match self.take_idle() {
+            // Ready once its connection task has read the previous answer's end.
+            Some(mut c) => match c.ready().await {
+                Ok(()) => c,
+                Err(_) => self.connect().await?,
+            },
+            None => self.connect().await?,
+        };
+        let res = match conn.try_send_request(req.build(&self.host)?).await {
+            Ok(res) => res,
+            // A kept-alive connection the server closed meanwhile: the request was not
+            // sent, so it goes once more on a new connection.
+            Err(e) if e.message().is_some() => {
+                conn = self.connect().await?;
+                conn.send_request(req.build(&self.host)?)
+                    .await
+                    .map_err(|_| "transport".to_owned())?
+            }
+            Err(_) => return Err("transport".to_owned()),
+        };
+        let status = res.status().as_u16();
+        let body = res
+            .into_body()
+            .collect()
+            .await
+            .map_err(|_| "transport".to_owned())?
+            .to_bytes();
+        if !conn.is_closed() {
+            self.idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(conn);
+        }
+        Ok((status, body))
+    }
+}
