@@ -76,7 +76,7 @@ impl Message for DeliverScheduled {
 /// The point an online export of the realm starts from: the last WAL record appended
 /// and the working state after it (every record up to it applied, its message rows
 /// projected). The caller makes that record durable before it relies on it
-/// (`ops::archive::export_running`).
+/// (`archive::export_running`).
 pub struct ExportPoint;
 
 impl Message for ExportPoint {

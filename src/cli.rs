@@ -132,16 +132,62 @@ pub enum RealmCommand {
     /// emoji, its presence.
     Export(ExportArgs),
     /// Add the realm of an archive to a stopped server's data folder (created if
-    /// needed). Refuses a realm that exists, a damaged archive and a newer format.
+    /// needed), or to a running node staged (`--admin`; `POST /admin/activate` serves
+    /// it). Refuses a realm that exists, a damaged archive and a newer format.
     Import(ImportArgs),
+    /// Move a realm between two running nodes through their admin listeners: export
+    /// while writes go on, import staged on the target, ship the WAL tail, freeze the
+    /// source for the last records, activate on the target, drop from the source.
+    Move(MoveArgs),
+}
+
+/// `hearth realm move`.
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    /// The realm's subdomain ("" for the root realm).
+    #[arg(long)]
+    pub subdomain: String,
+    /// The source node's admin listener (`http://127.0.0.1:9993`).
+    #[arg(long)]
+    pub from: String,
+    /// The source node's `admin-token` file.
+    #[arg(long)]
+    pub from_token_file: PathBuf,
+    /// The target node's admin listener.
+    #[arg(long)]
+    pub to: String,
+    /// The target node's `admin-token` file.
+    #[arg(long)]
+    pub to_token_file: PathBuf,
+    /// The placement file, rewritten (atomically) to place the realm on the target
+    /// node once it serves it there (the node whose `admin` is `--to`).
+    #[arg(long)]
+    pub placement: Option<PathBuf>,
+    /// Run with `sh -c` after the placement is rewritten, to regenerate and reload
+    /// the router; the source is dropped only once it succeeded. Without it (and with
+    /// `--placement`) the move stops before the drop: reload, then run it again.
+    #[arg(long, requires = "placement")]
+    pub reload_command: Option<String>,
 }
 
 /// `hearth realm export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// The stopped server's data folder.
-    #[arg(long, env = "HEARTH_DATA")]
-    pub data: PathBuf,
+    #[arg(
+        long,
+        env = "HEARTH_DATA",
+        required_unless_present = "admin",
+        conflicts_with = "admin"
+    )]
+    pub data: Option<PathBuf>,
+    /// A running node's admin listener instead (`http://127.0.0.1:9993`): the archive
+    /// is written from its published state while it keeps taking writes.
+    #[arg(long, requires = "admin_token_file")]
+    pub admin: Option<String>,
+    /// The running node's `admin-token` file (with `--admin`).
+    #[arg(long)]
+    pub admin_token_file: Option<PathBuf>,
     /// The realm's subdomain ("" for the root realm).
     #[arg(long)]
     pub subdomain: String,
@@ -154,8 +200,20 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The stopped server's data folder.
-    #[arg(long, env = "HEARTH_DATA")]
-    pub data: PathBuf,
+    #[arg(
+        long,
+        env = "HEARTH_DATA",
+        required_unless_present = "admin",
+        conflicts_with = "admin"
+    )]
+    pub data: Option<PathBuf>,
+    /// A running node's admin listener instead: the realm is imported staged (not
+    /// served until `POST /admin/activate`).
+    #[arg(long, requires = "admin_token_file")]
+    pub admin: Option<String>,
+    /// The running node's `admin-token` file (with `--admin`).
+    #[arg(long)]
+    pub admin_token_file: Option<PathBuf>,
     /// The archive to import.
     #[arg(long)]
     pub archive: PathBuf,

@@ -60,6 +60,7 @@
 pub mod actor;
 pub mod admin;
 pub mod api;
+pub mod archive;
 pub mod config;
 pub mod error;
 pub mod health;

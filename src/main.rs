@@ -17,6 +17,7 @@ fn main() -> std::process::ExitCode {
         Command::Realm(RealmCommand::Create(c)) => create(&c),
         Command::Realm(RealmCommand::Export(e)) => export(&e),
         Command::Realm(RealmCommand::Import(i)) => import(&i),
+        Command::Realm(RealmCommand::Move(m)) => realm_move(&m),
         Command::Backup(b) => backup(&b),
         Command::Restore(r) => restore(&r),
         Command::Check(c) => hearth::ops::check_command(&c, &mut std::io::stdout()),
@@ -131,7 +132,21 @@ async fn wait_for_signal() {
 
 /// `hearth realm export`: prints what the archive holds, one line.
 fn export(e: &cli::ExportArgs) -> Result<(), String> {
-    let m = hearth::ops::archive::export_command(&e.data, &e.subdomain, &e.out)
+    if let Some(url) = &e.admin {
+        let client = admin_client(url, e.admin_token_file.as_deref())?;
+        let position =
+            actix_web::rt::System::new().block_on(client.export(&e.subdomain, &e.out))?;
+        let size = std::fs::metadata(&e.out).map(|m| m.len()).unwrap_or(0);
+        return writeln!(
+            std::io::stdout().lock(),
+            "exported realm '{}' at WAL record {position} from {url} to {} ({size} bytes)",
+            e.subdomain,
+            e.out.display()
+        )
+        .map_err(|e| e.to_string());
+    }
+    let data = e.data.as_deref().ok_or("--data or --admin is needed")?;
+    let m = hearth::ops::archive::export_command(data, &e.subdomain, &e.out)
         .map_err(|e| e.to_string())?;
     let c = &m.counts;
     writeln!(
@@ -167,20 +182,60 @@ fn import(i: &cli::ImportArgs) -> Result<(), String> {
         };
         Some(Fault::Abort(kind))
     });
-    let r = hearth::ops::archive::import_command(&i.data, &i.archive, fault)
-        .map_err(|e| e.to_string())?;
+    if let Some(url) = &i.admin {
+        let client = admin_client(url, i.admin_token_file.as_deref())?;
+        let (realm, position) = actix_web::rt::System::new().block_on(client.import(&i.archive))?;
+        return writeln!(
+            std::io::stdout().lock(),
+            "imported realm '{realm}' at WAL record {position} into {url}, staged: \
+             POST /admin/activate serves it"
+        )
+        .map_err(|e| e.to_string());
+    }
+    let data = i.data.as_deref().ok_or("--data or --admin is needed")?;
+    let r =
+        hearth::ops::archive::import_command(data, &i.archive, fault).map_err(|e| e.to_string())?;
     let c = &r.manifest.counts;
     writeln!(
         std::io::stdout().lock(),
         "imported realm '{}' at WAL record {} into {}: {} users, {} messages, {} files",
         r.subdomain,
         r.seq,
-        i.data.display(),
+        data.display(),
         c.users,
         c.messages,
         c.files
     )
     .map_err(|e| e.to_string())
+}
+
+/// An admin listener's client, its token read from the node's token file.
+fn admin_client(
+    url: &str,
+    token_file: Option<&std::path::Path>,
+) -> Result<hearth::admin::client::AdminClient, String> {
+    let file = token_file.ok_or("--admin-token-file is needed with --admin")?;
+    hearth::admin::client::AdminClient::with_token_file(url, file)
+}
+
+/// `hearth realm move`: prints each step, one line each.
+fn realm_move(m: &cli::MoveArgs) -> Result<(), String> {
+    let request = hearth::ops::moving::MoveRequest {
+        subdomain: m.subdomain.clone(),
+        from: m.from.clone(),
+        from_token_file: m.from_token_file.clone(),
+        to: m.to.clone(),
+        to_token_file: m.to_token_file.clone(),
+        placement: m.placement.clone(),
+        reload_command: m.reload_command.clone(),
+    };
+    let report =
+        actix_web::rt::System::new().block_on(hearth::ops::moving::move_realm(&request))?;
+    let mut out = std::io::stdout().lock();
+    for line in &report.lines {
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 fn create(c: &hearth::config::CreateRealm) -> Result<(), String> {

@@ -287,6 +287,14 @@ pub async fn spawn_with_clock(
     };
     let (registry, arbiters) = start_realms(&config, &opened, &runtime)?;
     let Opened { store, uploads, .. } = opened;
+    // A realm frozen for a move before a restart is frozen again before the first
+    // request can reach its actor (its mailbox takes this message first).
+    for subdomain in store.frozen_realms() {
+        if let Some(handle) = registry.get(&subdomain) {
+            handle.client.addr().do_send(crate::actor::Freeze(true));
+            tracing::info!("realm '{subdomain}': still frozen (a move out is under way)");
+        }
+    }
     // What start-up read is the durable state now: the manifest says so.
     store.write_manifest()?;
 

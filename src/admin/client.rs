@@ -200,4 +200,58 @@ impl AdminClient {
             .await
             .map(drop)
     }
+
+    /// `POST /admin/export`: writes the realm's archive to `out` (a new file); its WAL
+    /// position.
+    pub async fn export(&self, realm: &str, out: &Path) -> Result<u64, String> {
+        use std::io::Write;
+        let mut res = self
+            .http
+            .post(format!("{}/admin/export", self.base))
+            .bearer_auth(&self.token)
+            .json(&json!({ "realm": realm }))
+            .send()
+            .await
+            .map_err(|e| format!("{}: {e}", self.base))?;
+        if !res.status().is_success() {
+            return self.answer(res).await.map(|_| 0);
+        }
+        let position = res
+            .headers()
+            .get("x-hearth-position")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| format!("{}: an export without its position", self.base))?;
+        let mut file =
+            std::fs::File::create_new(out).map_err(|e| format!("{}: {e}", out.display()))?;
+        while let Some(piece) = res
+            .chunk()
+            .await
+            .map_err(|e| format!("{}: {e}", self.base))?
+        {
+            file.write_all(&piece)
+                .map_err(|e| format!("{}: {e}", out.display()))?;
+        }
+        file.sync_all()
+            .map_err(|e| format!("{}: {e}", out.display()))?;
+        Ok(position)
+    }
+
+    /// `POST /admin/import`: imports the archive at `path` staged; its realm and WAL
+    /// position.
+    pub async fn import(&self, path: &Path) -> Result<(String, u64), String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let res = self
+            .http
+            .post(format!("{}/admin/import", self.base))
+            .bearer_auth(&self.token)
+            .header("content-type", "application/octet-stream")
+            .body(bytes)
+            .send()
+            .await
+            .map_err(|e| format!("{}: {e}", self.base))?;
+        let body = self.answer(res).await?;
+        let realm = body["realm"].as_str().unwrap_or_default().to_owned();
+        Ok((realm, Self::position(&body)))
+    }
 }

@@ -27,6 +27,8 @@
 //! | `POST /admin/release` | `{"realm"}` | the hold is gone |
 //! | `GET /admin/wal?realm=S&after=N` | | `application/octet-stream`: the records after N up to the last durable one (header `x-hearth-position`), framed as below |
 //! | `POST /admin/wal?realm=S` | the same bytes | appends them to the STAGED realm S; the first must follow its position (a gap or an overlap is a 409); `position` |
+//! | `POST /admin/export` | `{"realm"}` | `application/octet-stream`: the realm's archive (`crate::archive`) written from the actor's last record while writes go on (header `x-hearth-position`: its WAL position) |
+//! | `POST /admin/import` | an archive | imports it STAGED (never served before `activate`); `realm`, `position` |
 //! | `POST /admin/activate` | `{"realm"}` | loads the staged realm (snapshot + WAL replay), serves it, unstages it; `position` |
 //! | `POST /admin/drop` | `{"realm"}` | takes the realm out (its Host then answers as an unknown realm; its queues' polls `BAD_EVENT_QUEUE_ID`), stops its actor, removes its data |
 //!
@@ -304,6 +306,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/release", web::post().to(release))
         .route("/admin/wal", web::get().to(ship))
         .route("/admin/wal", web::post().to(append))
+        .route("/admin/export", web::post().to(export))
+        .route("/admin/import", web::post().to(import))
         .route("/admin/activate", web::post().to(activate))
         .route("/admin/drop", web::post().to(drop_realm));
 }
@@ -317,7 +321,7 @@ pub fn start(
     let server = actix_web::HttpServer::new(move || {
         actix_web::App::new()
             .app_data(state.clone())
-            // WAL tails of a short freeze are small; an archive-sized body is not taken.
+            // WAL tails of a short freeze are small (an archive comes as a stream).
             .app_data(web::PayloadConfig::new(256 * 1024 * 1024))
             .wrap(from_fn(authorize))
             .configure(routes)
@@ -385,12 +389,17 @@ async fn set_frozen(state: &AdminState, realm: &str, on: bool) -> AdminResult {
         .await
         .map_err(actor_gone)?;
     // Everything appended up to the freeze is made durable before it is reported
-    // done: whatever was acknowledged, in any durability mode, is then shippable.
-    let durability = state.store.durability.clone();
-    web::block(move || durability.flush_now())
-        .await
-        .map_err(AdminError::internal)?
-        .map_err(|e| AdminError::internal(format!("cannot flush: {e}")))?;
+    // done: whatever was acknowledged, in any durability mode, is then shippable. The
+    // freeze itself is durable too (a restart freezes the realm again).
+    let store = state.store.clone();
+    let name = realm.to_owned();
+    web::block(move || -> Result<(), StorageError> {
+        store.mark_frozen(&name, on)?;
+        Ok(store.durability.flush_now()?)
+    })
+    .await
+    .map_err(AdminError::internal)?
+    .map_err(|e| AdminError::internal(format!("cannot flush: {e}")))?;
     tracing::info!(
         "realm '{realm}': {} at record {position}",
         if on { "frozen" } else { "unfrozen" }
@@ -480,6 +489,136 @@ async fn append(
         .await
         .map_err(AdminError::internal)??;
     Ok(ok(json!({"realm": realm, "position": position})))
+}
+
+/// The archives an export or an import keeps while it runs: a temporary folder in the
+/// data folder (same file system as the data; removed when dropped).
+fn scratch(state: &AdminState) -> Result<tempfile::TempDir, AdminError> {
+    tempfile::Builder::new()
+        .prefix("admin-archive-")
+        .tempdir_in(state.store.durability.dir())
+        .map_err(|e| AdminError::internal(format!("cannot make a temporary folder: {e}")))
+}
+
+/// Archive errors: refusals are the operator's (409), the rest the node's.
+fn archive_error(e: crate::archive::ArchiveError) -> AdminError {
+    use crate::archive::ArchiveError;
+    match e {
+        ArchiveError::Refused(msg) => AdminError::conflict(msg),
+        ArchiveError::Format(e) => AdminError::bad(e.to_string()),
+        e => AdminError::internal(e),
+    }
+}
+
+/// # `POST /admin/export`
+///
+/// Writes the archive into the data folder's scratch space while the realm keeps
+/// taking writes, then streams it back in pieces; the file goes with the answer.
+async fn export(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
+    use futures_util::stream;
+    use std::io::Read;
+    let arg: RealmArg = parse(&body)?;
+    let handle = state
+        .app
+        .registry
+        .get(&arg.realm)
+        .ok_or_else(|| AdminError::no_realm(&arg.realm))?;
+    let dir = scratch(&state)?;
+    let out = dir.path().join("realm.archive");
+    let manifest = crate::archive::export_running(
+        state.store.durability.clone(),
+        handle.client.addr(),
+        &arg.realm,
+        &out,
+    )
+    .await
+    .map_err(archive_error)?;
+    let file = std::fs::File::open(&out).map_err(AdminError::internal)?;
+    let len = file.metadata().map_err(AdminError::internal)?.len();
+    tracing::info!(
+        "realm '{}': exported at record {} ({} bytes)",
+        arg.realm,
+        manifest.seq,
+        len
+    );
+    // The folder lives as long as the stream (the file is removed with it).
+    let pieces = stream::unfold(Some((file, dir)), |st| async move {
+        let (mut file, dir) = st?;
+        let read = web::block(move || {
+            let mut buf = vec![0u8; 1 << 20];
+            let n = file.read(&mut buf)?;
+            buf.truncate(n);
+            Ok::<_, std::io::Error>((file, buf))
+        })
+        .await;
+        match read {
+            Ok(Ok((_, buf))) if buf.is_empty() => None,
+            Ok(Ok((file, buf))) => Some((Ok(web::Bytes::from(buf)), Some((file, dir)))),
+            Ok(Err(e)) => Some((Err(e), None)),
+            Err(e) => Some((Err(std::io::Error::other(e.to_string())), None)),
+        }
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("application/octet-stream")
+        .insert_header(("x-hearth-position", manifest.seq.to_string()))
+        .body(actix_web::body::SizedStream::new(len, pieces)))
+}
+
+/// # `POST /admin/import`
+///
+/// Takes an archive (streamed to the data folder's scratch space) and imports its realm
+/// STAGED: marked before its first tree is written, so no restart serves it before
+/// `activate`. Refuses a realm this node has (served, staged or in its folder).
+async fn import(state: web::Data<AdminState>, mut payload: web::Payload) -> AdminResult {
+    use futures_util::StreamExt;
+    use std::io::Write;
+    let dir = scratch(&state)?;
+    let path = dir.path().join("realm.archive");
+    let mut file = std::fs::File::create(&path).map_err(AdminError::internal)?;
+    // The admin listener's one worker writes the pieces as they come (its own thread).
+    while let Some(piece) = payload.next().await {
+        let piece = piece.map_err(|e| AdminError::bad(format!("reading the archive: {e}")))?;
+        file.write_all(&piece).map_err(AdminError::internal)?;
+    }
+    file.sync_all().map_err(AdminError::internal)?;
+    drop(file);
+    let _busy = state.busy.lock().await;
+    let store = state.store.clone();
+    let served = state.app.registry.subdomains();
+    let imported = web::block(
+        move || -> Result<crate::archive::ImportedRealm, AdminError> {
+            let checked = crate::storage::archive::verify(&path)
+                .map_err(|e| AdminError::bad(e.to_string()))?;
+            let subdomain = checked.0.subdomain.clone();
+            if served.contains(&subdomain) || store.realm_subdomains().contains(&subdomain) {
+                return Err(AdminError::conflict(format!(
+                    "realm '{subdomain}' exists on this node (drop it first to import it again)"
+                )));
+            }
+            store.stage(&subdomain)?;
+            match crate::archive::import_verified(&store, &path, checked, None) {
+                Ok(imported) => Ok(imported),
+                Err(e) => {
+                    // Nothing of the realm is left (the import removes what it wrote).
+                    if !store.realm_subdomains().contains(&subdomain) {
+                        store.unstage(&subdomain)?;
+                    }
+                    Err(archive_error(e))
+                }
+            }
+        },
+    )
+    .await
+    .map_err(AdminError::internal)??;
+    drop(dir);
+    tracing::info!(
+        "realm '{}': imported staged at record {}",
+        imported.subdomain,
+        imported.seq
+    );
+    Ok(ok(
+        json!({"realm": imported.subdomain, "position": imported.seq}),
+    ))
 }
 
 /// A realm that is staged here and not served.

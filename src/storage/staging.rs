@@ -9,6 +9,7 @@
 //! |---|---|---|
 //! | `staged:<subdomain>` | `[1]` (format 1) | not loaded at start; `activate` loads it |
 //! | `dropped:<subdomain>` | `[1]` (format 1) | its data is being removed; a start finishes the removal |
+//! | `frozen:<subdomain>` | `[1]` (format 1) | in a write freeze (a move out under way); a start freezes it again |
 //!
 //! A restart in the middle of a move thus never serves a realm on two nodes: the target
 //! holds it staged until it is activated, and the source, once the realm is dropped,
@@ -25,6 +26,7 @@ use super::{messages, StorageError, Store, PRESENCE_PREFIX, SNAP_PREFIX, WAL_PRE
 
 const STAGED: &str = "staged:";
 const DROPPED: &str = "dropped:";
+const FROZEN: &str = "frozen:";
 /// The format byte of both markers.
 const MARKER_FORMAT: u8 = 1;
 
@@ -91,6 +93,18 @@ impl Store {
         self.markers(STAGED)
     }
 
+    /// Marks `subdomain` frozen (`on`) or not, durably: a freeze outlives a restart of
+    /// the node, so a realm whose move is under way never takes a write here again
+    /// until the move ends or is undone (`POST /admin/unfreeze`).
+    pub fn mark_frozen(&self, subdomain: &str, on: bool) -> Result<(), StorageError> {
+        self.set_marker(FROZEN, subdomain, on)
+    }
+
+    /// The realms a start puts back into their write freeze.
+    pub fn frozen_realms(&self) -> Vec<String> {
+        self.markers(FROZEN)
+    }
+
     /// The realms whose removal a crash cut short (see `drop_realm`).
     pub fn dropped_realms(&self) -> Vec<String> {
         self.markers(DROPPED)
@@ -114,6 +128,7 @@ impl Store {
     pub fn drop_realm(&self, subdomain: &str, uploads_dir: &Path) -> Result<(), StorageError> {
         self.set_marker(DROPPED, subdomain, true)?;
         self.set_marker(STAGED, subdomain, false)?;
+        self.set_marker(FROZEN, subdomain, false)?;
         let db = self
             .db()
             .ok_or_else(|| StorageError::Invalid("the database is closed".into()))?;

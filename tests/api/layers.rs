@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("hub", 4),
     ("actor", 5),
     ("registry", 6),
+    ("archive", 6),
     // HTTP.
     ("api", 7),
     ("admin", 8),
