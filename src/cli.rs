@@ -168,6 +168,10 @@ pub struct MoveArgs {
     /// `--placement`) the move stops before the drop: reload, then run it again.
     #[arg(long, requires = "placement")]
     pub reload_command: Option<String>,
+    /// After the reload, how long the source stays frozen before it is dropped, for
+    /// the router's connections opened before the reload (`2s`, `500ms`).
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub drain: std::time::Duration,
 }
 
 /// `hearth realm export`.

@@ -228,6 +228,7 @@ fn realm_move(m: &cli::MoveArgs) -> Result<(), String> {
         to_token_file: m.to_token_file.clone(),
         placement: m.placement.clone(),
         reload_command: m.reload_command.clone(),
+        drain: m.drain,
     };
     let report =
         actix_web::rt::System::new().block_on(hearth::ops::moving::move_realm(&request))?;

@@ -59,6 +59,11 @@ pub struct MoveRequest {
     /// Run with `sh -c` once the placement is rewritten (regenerate the router's
     /// configuration and reload it); the source is dropped only after it succeeds.
     pub reload_command: Option<String>,
+    /// How long the source stays frozen after the reload, before the drop: nginx's
+    /// reload returns at once, and its old workers finish the requests of their open
+    /// connections with the old placement (a write there is answered `Retry-After`,
+    /// and then comes back through a new worker to the target).
+    pub drain: Duration,
 }
 
 /// What a move did, for the operator.
@@ -294,7 +299,12 @@ async fn finish(
                         req.to
                     ));
                 }
-                report.say("reloaded the router".to_owned());
+                report.say(format!(
+                    "reloaded the router; the source stays frozen {} ms more for the \
+                     router's old connections",
+                    req.drain.as_millis()
+                ));
+                tokio::time::sleep(req.drain).await;
             }
             None if drop_source => {
                 report.say(format!(

@@ -1189,3 +1189,367 @@ fn an_empty_node_starts_with_its_admin_listener_to_receive_a_realm() {
         assert_eq!(body["code"], "NONEXISTENT_SUBDOMAIN");
     });
 }
+
+// ---------------------------------------------------------------------------------
+// `hearth realm move`: the whole move, under writes, and a move cut short.
+
+impl Node {
+    fn kill_9(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.kill_9();
+        }
+    }
+
+    fn token_file(data: &Path) -> String {
+        data.join("admin-token").to_str().unwrap().to_owned()
+    }
+}
+
+/// Sends `text` through the router until it is acknowledged: a frozen realm answers
+/// 503 with `Retry-After`, the rate limit 429 with `retry-after` (waited, then the same
+/// write again, as Zulip's clients do). Any other refusal is counted in `others`. Answers whether it was acknowledged before `give_up`.
+async fn send_until_acknowledged(
+    http: &reqwest::Client,
+    router: &str,
+    who: (&str, &str),
+    text: &str,
+    others: &mut Vec<String>,
+    give_up: Instant,
+) -> bool {
+    while Instant::now() < give_up {
+        let (status, headers, body) = send(http, router, &host("acme"), who, text).await;
+        match status.as_u16() {
+            200 => return true,
+            503 => {
+                let wait: u64 = headers
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                tokio::time::sleep(Duration::from_millis(wait.min(1) * 50)).await;
+            }
+            429 => {
+                let wait = body["retry-after"].as_f64().unwrap_or(0.1);
+                tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+            }
+            _ => {
+                others.push(format!("{status} {body}"));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    false
+}
+
+/// The move command's arguments for acme from `a` to `b`.
+fn move_args(a: (&Node, &Path), b: (&Node, &Path)) -> Vec<String> {
+    vec![
+        "realm".into(),
+        "move".into(),
+        "--subdomain".into(),
+        "acme".into(),
+        "--from".into(),
+        a.0.admin_addr.clone(),
+        "--from-token-file".into(),
+        Node::token_file(a.1),
+        "--to".into(),
+        b.0.admin_addr.clone(),
+        "--to-token-file".into(),
+        Node::token_file(b.1),
+    ]
+}
+
+fn run_owned(args: &[String]) -> std::process::Output {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&args)
+}
+
+#[test]
+fn hearth_realm_move_loses_no_acknowledged_write_and_clients_follow() {
+    let Some(nginx) = nginx() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    let acme = create_realm(&a_dir, "acme", "http://acme.cluster.test");
+    create_realm(&a_dir, "keep", "http://keep.cluster.test");
+    std::fs::create_dir(&b_dir).unwrap();
+    let who = (acme.0.clone(), acme.1.clone());
+    // One user writes as fast as the nodes answer: no rate limit in this test.
+    let a = Node::start(&a_dir, &["--snapshot-every", "20", "--rate-limit", "off"]);
+    let b = Node::start(&b_dir, &["--rate-limit", "off"]);
+    let router = Router::start(
+        &nginx,
+        &[("a", &a), ("b", &b)],
+        &[("acme", "a"), ("keep", "a")],
+    );
+    let conf = router.prefix.path().join("nginx.conf");
+    let reload = format!(
+        "{} cluster nginx --placement {} > {}.new && mv {}.new {} && {} -p {} -c {} -s reload",
+        env!("CARGO_BIN_EXE_hearth"),
+        router.placement.display(),
+        conf.display(),
+        conf.display(),
+        conf.display(),
+        nginx.display(),
+        router.prefix.path().display(),
+        conf.display()
+    );
+    let rt = runtime();
+    let http = reqwest::Client::new();
+    let url = router.url("");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+
+    // A long-polling client through the router: on BAD_EVENT_QUEUE_ID it registers
+    // again (through the router, so on the node that serves acme then), as Zulip's
+    // clients do; it collects the contents it is told of.
+    let poller = {
+        let (http, url, who, stop) = (http.clone(), url.clone(), who.clone(), stop.clone());
+        rt.spawn(async move {
+            let mut seen: Vec<String> = Vec::new();
+            let mut registrations = 0;
+            'register: while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let (status, _, q) = call(
+                    &http,
+                    reqwest::Method::POST,
+                    &format!("{url}/api/v1/register"),
+                    &host("acme"),
+                    Some((&who.0, &who.1)),
+                    &[("event_types", r#"["message"]"#)],
+                )
+                .await;
+                if status != 200 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                registrations += 1;
+                let queue = q["queue_id"].as_str().unwrap().to_owned();
+                let mut last = -1i64;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let (status, _, ev) = call(
+                        &http,
+                        reqwest::Method::GET,
+                        &format!("{url}/api/v1/events"),
+                        &host("acme"),
+                        Some((&who.0, &who.1)),
+                        &[
+                            ("queue_id", queue.as_str()),
+                            ("last_event_id", &last.to_string()),
+                            ("dont_block", "false"),
+                        ],
+                    )
+                    .await;
+                    if status == 400 && ev["code"] == "BAD_EVENT_QUEUE_ID" {
+                        continue 'register;
+                    }
+                    assert_eq!(status, 200, "{ev}");
+                    for e in ev["events"].as_array().unwrap() {
+                        last = last.max(e["id"].as_i64().unwrap());
+                        if e["type"] == "message" {
+                            seen.push(e["message"]["content"].as_str().unwrap().to_owned());
+                        }
+                    }
+                }
+            }
+            (seen, registrations)
+        })
+    };
+
+    // Writers through the router, each write retried while frozen: the ledger holds
+    // the acknowledged ones.
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let (http, url, who, stop) = (http.clone(), url.clone(), who.clone(), stop.clone());
+            rt.spawn(async move {
+                let (mut ledger, mut others) = (Vec::new(), Vec::new());
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let text = format!("writer {w} message {i}");
+                    let give_up = Instant::now() + Duration::from_secs(30);
+                    if send_until_acknowledged(
+                        &http,
+                        &url,
+                        (&who.0, &who.1),
+                        &text,
+                        &mut others,
+                        give_up,
+                    )
+                    .await
+                    {
+                        ledger.push(text);
+                    }
+                    i += 1;
+                    // About 150 writes a second in all: the ledger fits one read.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                (ledger, others)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+
+    let mut args = move_args((&a, &a_dir), (&b, &b_dir));
+    args.extend([
+        "--placement".into(),
+        router.placement.to_str().unwrap().into(),
+        "--reload-command".into(),
+        reload,
+    ]);
+    let out = run_owned(&args);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{said}");
+    assert!(said.contains("writes waited"), "{said}");
+    assert!(said.contains("dropped realm 'acme'"), "{said}");
+    // Writes go on, now on b.
+    std::thread::sleep(Duration::from_millis(1000));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut ledger = Vec::new();
+    for w in writers {
+        let (l, others) = rt.block_on(w).unwrap();
+        assert!(
+            others.is_empty(),
+            "refusals other than the freeze: {others:?}"
+        );
+        ledger.extend(l);
+    }
+    assert!(ledger.len() > 10, "{}", ledger.len());
+    rt.block_on(async {
+        // Every acknowledged write is on b, once; the placement names b for acme.
+        let mut stored = ledger_messages(&http, &b.url(), &host("acme"), (&who.0, &who.1)).await;
+        stored.sort();
+        let mut acknowledged = ledger.clone();
+        acknowledged.sort();
+        assert_eq!(stored, acknowledged);
+        let placement = std::fs::read_to_string(&router.placement).unwrap();
+        assert!(placement.contains("acme = \"b\""), "{placement}");
+        // a no longer has acme; b serves it, active.
+        assert!(a
+            .admin
+            .status()
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.realm != "acme"));
+        let on_b = b.admin.status().await.unwrap();
+        assert_eq!(
+            on_b.iter().find(|r| r.realm == "acme").unwrap().state,
+            "active"
+        );
+        // The long-polling client re-registered and hears of a message sent now.
+        let (status, _, body) = send(&http, &url, &host("acme"), (&who.0, &who.1), "after").await;
+        assert_eq!(status, 200, "{body}");
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    // The poller stops at its next answer (the message above).
+    let (seen, registrations) = rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(60), poller).await })
+        .expect("the poller ends")
+        .unwrap();
+    assert!(
+        registrations >= 2,
+        "re-registered after the drop: {registrations}"
+    );
+    assert!(seen.contains(&"after".to_owned()), "{seen:?}");
+    drop(router);
+}
+
+#[test]
+fn a_move_cut_short_is_finished_by_running_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    let acme = create_realm(&a_dir, "acme", "http://acme.cluster.test");
+    std::fs::create_dir(&b_dir).unwrap();
+    let who = (acme.0.as_str(), acme.1.as_str());
+    let mut a = Node::start(&a_dir, &[]);
+    let mut b = Node::start(&b_dir, &[]);
+    let rt = runtime();
+    let http = reqwest::Client::new();
+    let mut ledger = Vec::new();
+    let archive = dir.path().join("acme.archive");
+    rt.block_on(async {
+        for i in 0..5 {
+            let text = format!("first {i}");
+            let (status, _, body) = send(&http, &a.url(), &host("acme"), who, &text).await;
+            assert_eq!(status, 200, "{body}");
+            ledger.push(text);
+        }
+        // A move's first steps by hand: exported, imported staged, the source frozen.
+        let at = a.admin.export("acme", &archive).await.unwrap();
+        let (realm, staged_at) = b.admin.import(&archive).await.unwrap();
+        assert_eq!((realm.as_str(), staged_at), ("acme", at));
+        // An import of a realm the node has is refused.
+        let err = b.admin.import(&archive).await.unwrap_err();
+        assert!(err.contains("409"), "{err}");
+        a.admin.freeze("acme").await.unwrap();
+    });
+    // The source dies; it comes back frozen (the freeze is durable).
+    a.kill_9();
+    let mut a = Node::start(&a_dir, &[]);
+    rt.block_on(async {
+        let on_a = a.admin.status().await.unwrap();
+        assert_eq!(on_a[0].state, "frozen", "{on_a:?}");
+        let (status, _, body) = send(&http, &a.url(), &host("acme"), who, "refused").await;
+        assert_eq!(status, 503, "{body}");
+    });
+    // The move again: the staged copy is replaced, the source's state moves whole.
+    let out = run_owned(&move_args((&a, &a_dir), (&b, &b_dir)));
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("staged on"), "{said}");
+    rt.block_on(async {
+        assert_eq!(
+            ledger_messages(&http, &b.url(), &host("acme"), who).await,
+            ledger
+        );
+        let (status, _, body) = send(&http, &b.url(), &host("acme"), who, "on b").await;
+        assert_eq!(status, 200, "{body}");
+        ledger.push("on b".into());
+    });
+    // Back to a, cut short after the activation (before the drop): b is killed then,
+    // and running the move again only drops it from b.
+    rt.block_on(async {
+        let position = b.admin.status().await.unwrap()[0].position;
+        b.admin.hold("acme", position).await.unwrap();
+        std::fs::remove_file(&archive).unwrap();
+        let at = b.admin.export("acme", &archive).await.unwrap();
+        a.admin.import(&archive).await.unwrap();
+        let frozen = b.admin.freeze("acme").await.unwrap();
+        if frozen > at {
+            let tail = b.admin.ship("acme", at).await.unwrap();
+            a.admin.append("acme", &tail).await.unwrap();
+        }
+        a.admin.activate("acme").await.unwrap();
+    });
+    b.kill_9();
+    let b = Node::start(&b_dir, &[]);
+    let out = run_owned(&move_args((&b, &b_dir), (&a, &a_dir)));
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("already served"), "{said}");
+    rt.block_on(async {
+        assert!(b.admin.status().await.unwrap().is_empty());
+        assert_eq!(
+            ledger_messages(&http, &a.url(), &host("acme"), who).await,
+            ledger
+        );
+    });
+    a.stop();
+    let a = Node::start(&a_dir, &[]);
+    rt.block_on(async {
+        assert_eq!(
+            ledger_messages(&http, &a.url(), &host("acme"), who).await,
+            ledger
+        );
+    });
+}
