@@ -130,6 +130,7 @@ pub fn start(
             let app = App::new()
                 .app_data(state)
                 .wrap(from_fn(middleware::errors::json_errors))
+                .wrap(from_fn(middleware::compress::gzip_answers))
                 .wrap(from_fn(middleware::limits::rate_limit))
                 .wrap(from_fn(middleware::logging::log_request))
                 .wrap(from_fn(middleware::metrics::record_request))
@@ -373,9 +374,9 @@ impl AsyncRead for Guarded {
             return Poll::Ready(Ok(()));
         }
         if let Poll::Ready(Ok(())) = polled {
-            let new = buf.filled()[start..].to_vec();
+            let new = &buf.filled()[start..];
             if !new.is_empty() {
-                this.observe(&new);
+                this.observe(new);
             }
         }
         polled
@@ -389,6 +390,15 @@ impl AsyncWrite for Guarded {
         bytes: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if this.out.is_empty()
+            && this.refusal.is_none()
+            && !this.replaced
+            && !bytes.starts_with(b"HTTP/1.1 408 ")
+        {
+            // No refusal under way (every answer but a refused request's): straight
+            // to the socket, uncopied.
+            return Pin::new(&mut this.io).poll_write(cx, bytes);
+        }
         // Earlier bytes first; then take the new ones whole (they are copied).
         if let Poll::Ready(Err(e)) = this.drain(cx) {
             return Poll::Ready(Err(e));
