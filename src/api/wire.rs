@@ -205,6 +205,9 @@ impl Refusal {
     }
 }
 
+/// The shadow decoder's buffer is given back when it is empty and larger than this.
+const SHADOW_KEEP_BYTES: usize = 1024;
+
 /// Longest URI the `http` crate accepts (`http::uri`'s `MAX_LEN`).
 const MAX_URI_LEN: usize = 65_534;
 
@@ -255,7 +258,13 @@ impl Guarded {
         loop {
             match codec.decode(buf) {
                 Ok(Some(Message::Item(_))) | Ok(Some(Message::Chunk(_))) => continue,
-                Ok(None) => return,
+                Ok(None) => {
+                    // An idle connection keeps no buffer a large request grew.
+                    if buf.is_empty() && buf.capacity() > SHADOW_KEEP_BYTES {
+                        *buf = BytesMut::new();
+                    }
+                    return;
+                }
                 Err(e) => {
                     // A refused head is left in the buffer.
                     let refusal = classify(&e, buf);
