@@ -6,13 +6,15 @@
 -- auth.txt holds one `Authorization` header value a line (`Basic base64(email:key)`),
 -- e.g. from `load-users.tsv`:
 --   while IFS=$'\t' read -r e k; do printf 'Basic %s\n' "$(printf '%s:%s' "$e" "$k" | base64 -w0)"; done
--- The minimal handler answers every request alike, so the same script drives it.
+-- HEARTH_WRK_ACCEPT_ENCODING=gzip adds that header. The minimal handler answers every
+-- request alike, so the same script drives it.
 local auth = {}
 local n = 0
 local i = 0
 local method = os.getenv("HEARTH_WRK_METHOD") or "GET"
 local path = os.getenv("HEARTH_WRK_PATH") or "/api/v1/users/me"
 local body = os.getenv("HEARTH_WRK_BODY")
+local accept = os.getenv("HEARTH_WRK_ACCEPT_ENCODING")
 
 function init(args)
   local file = os.getenv("HEARTH_WRK_AUTH") or "auth.txt"
@@ -29,6 +31,9 @@ function request()
   local headers = { ["Authorization"] = auth[i] }
   if body then
     headers["Content-Type"] = "application/x-www-form-urlencoded"
+  end
+  if accept then
+    headers["Accept-Encoding"] = accept
   end
   return wrk.format(method, path, headers, body)
 end

@@ -53,6 +53,7 @@ async fn presence_response(
     if len >= compress::MIN_BYTES {
         response.insert_header((VARY, "accept-encoding"));
     }
+    // A streamed body: the middleware leaves it alone; the gzip copy is made here.
     let parts = if len >= compress::MIN_BYTES && req.accepts_gzip {
         let pieces = if listing.gzip_ready() {
             listing.gzip_pieces()

@@ -10,6 +10,7 @@ mod auth;
 mod authz;
 mod channel_roles;
 mod channels;
+mod compression;
 mod events;
 mod faults;
 mod fidelity;

@@ -54,9 +54,15 @@ pub fn compressible(status: StatusCode, headers: &HeaderMap, size: BodySize) -> 
             .is_some_and(|t| t.starts_with("application/json") || t.starts_with("text/"))
 }
 
-/// Adds `Vary: Accept-Encoding` (the answer depends on it).
+/// Adds `Vary: Accept-Encoding` (the answer depends on it), unless it is there.
 pub fn vary(headers: &mut HeaderMap) {
-    headers.append(VARY, HeaderValue::from_static("accept-encoding"));
+    let there = headers.get_all(VARY).any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.to_ascii_lowercase().contains("accept-encoding"))
+    });
+    if !there {
+        headers.append(VARY, HeaderValue::from_static("accept-encoding"));
+    }
 }
 
 /// Middleware: compresses large JSON and text answers for clients that take gzip.
@@ -69,6 +75,9 @@ pub async fn gzip_answers(
         return Ok(res);
     }
     vary(res.headers_mut());
+    if res.headers().contains_key(CONTENT_ENCODING) {
+        return Ok(res);
+    }
     if !accepts_gzip(res.request()) {
         return Ok(res);
     }
