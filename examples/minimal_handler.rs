@@ -23,7 +23,9 @@ async fn main() -> std::io::Result<()> {
         .and_then(|w| w.parse::<usize>().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let server = HttpServer::new(|| {
-        App::new().default_service(web::to(|| async {
+        // The body is read (as a handler taking a form does), so a kept-alive
+        // connection takes the next request without draining it first.
+        App::new().default_service(web::to(|_body: web::Bytes| async {
             HttpResponse::Ok()
                 .content_type("application/json")
                 .body(r#"{"result":"success","msg":""}"#)

@@ -72,7 +72,8 @@ async fn presence_response(
         vec![head, listing.presences, Bytes::from(tail)]
     };
     let len = parts.iter().map(Bytes::len).sum::<usize>() as u64;
-    let stream = futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::convert::Infallible>));
+    let stream =
+        futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::convert::Infallible>));
     Ok(response.body(SizedStream::new(len, stream)))
 }
 

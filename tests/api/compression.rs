@@ -67,9 +67,17 @@ async fn large_answers_are_gzip_for_clients_that_take_it_and_decode_to_the_same_
     assert_eq!(status, 200);
     assert_eq!(encoding, None, "no Accept-Encoding, no gzip");
     assert!(plain.len() as u64 >= 1024, "{} bytes", plain.len());
-    assert!(vary.to_ascii_lowercase().contains("accept-encoding"), "{vary}");
+    assert!(
+        vary.to_ascii_lowercase().contains("accept-encoding"),
+        "{vary}"
+    );
 
-    for accept in ["gzip", "gzip, deflate", "deflate, gzip;q=0.9, br;q=0.1", "*"] {
+    for accept in [
+        "gzip",
+        "gzip, deflate",
+        "deflate, gzip;q=0.9, br;q=0.1",
+        "*",
+    ] {
         let (status, encoding, vary, body) =
             raw(&app, Method::GET, "/api/v1/users", IAGO, Some(accept), &[]).await;
         assert_eq!(status, 200);
@@ -80,8 +88,16 @@ async fn large_answers_are_gzip_for_clients_that_take_it_and_decode_to_the_same_
             continue;
         }
         assert_eq!(encoding.as_deref(), Some("gzip"), "{accept}");
-        assert!(vary.to_ascii_lowercase().contains("accept-encoding"), "{vary}");
-        assert!(body.len() < plain.len() / 3, "{} of {}", body.len(), plain.len());
+        assert!(
+            vary.to_ascii_lowercase().contains("accept-encoding"),
+            "{vary}"
+        );
+        assert!(
+            body.len() < plain.len() / 3,
+            "{} of {}",
+            body.len(),
+            plain.len()
+        );
         assert_eq!(json(&gunzip(&body)), json(&plain), "{accept}");
     }
 
@@ -118,11 +134,21 @@ async fn no_gzip_when_not_accepted_nor_for_small_answers() {
         assert_eq!(json(&body)["result"], "success");
     }
     // A small answer, and a small error, are sent as they are.
-    let (status, encoding, vary, body) =
-        raw(&app, Method::GET, "/api/v1/users/me", HAMLET, Some("gzip"), &[]).await;
+    let (status, encoding, vary, body) = raw(
+        &app,
+        Method::GET,
+        "/api/v1/users/me",
+        HAMLET,
+        Some("gzip"),
+        &[],
+    )
+    .await;
     assert_eq!((status, encoding), (200, None));
     assert!(body.len() < 1024, "{}", body.len());
-    assert!(!vary.to_ascii_lowercase().contains("accept-encoding"), "{vary}");
+    assert!(
+        !vary.to_ascii_lowercase().contains("accept-encoding"),
+        "{vary}"
+    );
     let (status, encoding, _, body) = raw(
         &app,
         Method::GET,
@@ -147,7 +173,10 @@ async fn presences_both_ways(
         raw(app, method.clone(), path, IAGO, Some("gzip"), params).await;
     assert_eq!(status, 200);
     let zipped = if encoding.as_deref() == Some("gzip") {
-        assert!(vary.to_ascii_lowercase().contains("accept-encoding"), "{vary}");
+        assert!(
+            vary.to_ascii_lowercase().contains("accept-encoding"),
+            "{vary}"
+        );
         json(&gunzip(&body))
     } else {
         // Below the threshold: plain.
@@ -209,7 +238,9 @@ async fn presence_listings_decode_to_the_plain_listing() {
 #[actix_web::test]
 async fn a_long_poll_that_takes_gzip_answers_when_its_event_comes() {
     let app = TestApp::spawn().await;
-    let queue = app.register(HAMLET, &[("event_types", r#"["message"]"#)]).await;
+    let queue = app
+        .register(HAMLET, &[("event_types", r#"["message"]"#)])
+        .await;
     let key = app.api_key(HAMLET).await;
     let poll = app
         .request(Method::GET, "/api/v1/events", Auth::Basic(HAMLET, &key))
