@@ -60,9 +60,9 @@ def main():
     iago.update_presence({"status": "active"})
     presence = iago.call_endpoint(url="realm/presence", method="GET")
     check(presence.get("result") == "success", f"realm presence: {presence}")
-    check("iago@zulip.com" in presence.get("presences", {}), f"iago present: {presence}")
+    check(len(presence.get("presences", {})) == 1, f"iago present: {presence}")
 
-    state = iago.register(event_types=["message"])
+    state = iago.register()
     check(state.get("result") == "success" and "queue_id" in state, f"register: {list(state)}")
     check(seen.get("/api/v1/register", (None, None))[1] == "gzip", f"register: {seen}")
 
