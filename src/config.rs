@@ -21,6 +21,18 @@ pub enum DurabilityArg {
     Never,
 }
 
+/// Which requests get a line in the log (`hearth::http`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AccessLog {
+    /// Every request.
+    All,
+    /// Errors (a status of 400 or more, 429 aside) and slow requests (longer than
+    /// `--slow-request-ms`; a long-poll is not slow).
+    Notable,
+    /// None.
+    Off,
+}
+
 /// A feature switched on or off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Switch {
@@ -121,6 +133,13 @@ pub struct ServeConfig {
     /// process's limit of open files (raised to its hard limit at start).
     #[arg(long, env = "HEARTH_MAX_CONNECTIONS", default_value_t = 100_000)]
     pub max_connections: usize,
+    /// Which requests get a line in the log: `all`, `notable` (errors and slow requests)
+    /// or `off`.
+    #[arg(long, env = "HEARTH_ACCESS_LOG", value_enum, default_value = "notable")]
+    pub access_log: AccessLog,
+    /// A request answered after this many milliseconds is slow (`--access-log notable`).
+    #[arg(long, env = "HEARTH_SLOW_REQUEST_MS", default_value_t = 1000)]
+    pub slow_request_ms: u64,
     /// Run the event ticker (heartbeats, queue collection) every second. Tests that
     /// inject a clock turn it off and tick by hand.
     #[arg(skip = true)]
@@ -155,6 +174,8 @@ impl ServeConfig {
             client_disconnect_timeout_ms: 1000,
             keep_alive_secs: 60,
             max_connections: 100_000,
+            access_log: AccessLog::All,
+            slow_request_ms: 1000,
             tick: true,
         }
     }

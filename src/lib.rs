@@ -18,7 +18,7 @@
 //!      `hearth-tools` workspace member (`tools/`), which depends on this library.
 //! 2. `api/`: HTTP only. The route table and the `ApiRequest` extractor (`mod.rs`), one
 //!    file per resource group, the connection layer (`wire`), and the middlewares
-//!    (`middleware/`: metrics, request log, rate limit, JSON errors; `/metrics`).
+//!    (`middleware/`: metrics, request log, rate limit, gzip, JSON errors; `/metrics`).
 //!    Handlers parse parameters and credentials, authenticate against the published
 //!    version, run reads on the worker, send writes to the realm actor, render the
 //!    reply.
@@ -47,6 +47,7 @@
 //!    - `passwords`: argon2 hashing and verifying on a few threads, bounded in memory.
 //!    - `push_relay`: the push relay client (E2EE mobile notifications).
 //!    - `mail`: outgoing email through an SMTP server (`--smtp-url`).
+//!    - `gzip`: gzip bodies, whole or joined from pieces compressed once and shared.
 //!
 //! A write travels: handler (authenticate) -> actor (`decide`, WAL append, `apply`,
 //! stage) -> handler awaits the flush that covers it -> release (the version becomes
@@ -63,6 +64,7 @@ pub mod api;
 pub mod archive;
 pub mod config;
 pub mod error;
+pub mod gzip;
 pub mod health;
 pub mod hub;
 pub mod limits;

@@ -20,6 +20,7 @@ use actix_web::{dev::ServerHandle, web};
 
 use crate::actor::{create_realm, DeliverScheduled, RealmActor, TakeSnapshot};
 use crate::admin::{self, AdminState};
+use crate::api::middleware::logging::AccessLogPolicy;
 use crate::api::middleware::metrics::metrics;
 use crate::api::{attachments, wire, AppState};
 use crate::config::ServeConfig;
@@ -315,6 +316,10 @@ pub async fn spawn_with_clock(
             config.rate_limit_per_ip,
         )),
         trusted_proxies: config.trusted_proxies.clone().into(),
+        access_log: AccessLogPolicy {
+            mode: config.access_log,
+            slow: std::time::Duration::from_millis(config.slow_request_ms),
+        },
     });
     let (handle, closer) = start_http(&config, bound.api, bound.addr, &state)?;
     let metrics = start_metrics(bound.metrics, &state)?;

@@ -124,6 +124,7 @@ fn bodyless_request(req: &HttpRequest) -> ApiResult<ApiRequest> {
         server_url: handle.server_url,
         messages: handle.messages,
         client: super::client_name(req),
+        accepts_gzip: super::middleware::compress::accepts_gzip(req),
     })
 }
 

@@ -86,6 +86,8 @@ pub struct AppState {
     pub rate_limits: Arc<crate::limits::RateLimiter>,
     /// Reverse proxies whose `X-Forwarded-For` names the client (`--trusted-proxy`).
     pub trusted_proxies: Arc<[ipnet::IpNet]>,
+    /// Which requests the log gets a line for (`--access-log`).
+    pub access_log: middleware::logging::AccessLogPolicy,
 }
 
 /// One path and its methods; any other method on it answers 405 with Zulip's body.
@@ -255,6 +257,9 @@ pub struct ApiRequest {
     pub messages: MessageRowsHandle,
     /// The client's name: the `client` parameter, else the `User-Agent` product.
     pub client: String,
+    /// The client takes gzip answers (`Accept-Encoding`): for handlers that send a
+    /// shared body's compressed copy (`middleware::compress` compresses the others).
+    pub accepts_gzip: bool,
 }
 
 impl ApiRequest {
@@ -530,6 +535,7 @@ impl FromRequest for ApiRequest {
                 server_url: handle.server_url,
                 messages: handle.messages,
                 client,
+                accepts_gzip: middleware::compress::accepts_gzip(&req),
             })
         })
     }

@@ -4,12 +4,15 @@
 use std::io::Write;
 
 use actix_web::body::SizedStream;
+use actix_web::http::header::{CONTENT_ENCODING, VARY};
 use actix_web::web::Bytes;
 use actix_web::{web, HttpResponse};
 use serde_json::Map;
 
+use super::middleware::compress;
 use super::{success, with_ignored, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
+use crate::gzip::Joined;
 use crate::hub::presence::{Listing, PresenceQuery};
 use crate::realm::presence::PresenceStatus;
 use crate::realm::status::require_human;
@@ -17,13 +20,15 @@ use crate::realm::{Realm, User};
 
 /// A presence answer: `presences` is pre-rendered JSON (often a cached listing shared
 /// by many answers): the body is its bytes between a head and a tail, in Zulip's key
-/// order, sent without copying them.
-fn presence_response(
-    listing: &Listing,
+/// order, sent without copying them. A client that takes gzip gets the listing's
+/// shared compressed pieces between a stored head and tail (`crate::gzip`).
+async fn presence_response(
+    req: &ApiRequest,
+    listing: Listing,
     now_ms: i64,
     with_update_id: bool,
-    ignored: Vec<String>,
 ) -> ApiResponse {
+    let ignored = req.params.unused();
     let head = Bytes::from_static(br#"{"result":"success","msg":"","presences":"#);
     let mut tail = Vec::with_capacity(160);
     let server_timestamp =
@@ -42,12 +47,34 @@ fn presence_response(
         serde_json::to_writer(&mut tail, &ignored).map_err(|_| ApiError::internal())?;
     }
     tail.push(b'}');
-    let parts = [head, listing.presences.clone(), Bytes::from(tail)];
+    let len = (head.len() + listing.presences.len() + tail.len()) as u64;
+    let mut response = HttpResponse::Ok();
+    response.content_type(actix_web::http::header::ContentType::json());
+    if len >= compress::MIN_BYTES {
+        response.insert_header((VARY, "accept-encoding"));
+    }
+    // A streamed body: the middleware leaves it alone; the gzip copy is made here.
+    let parts = if len >= compress::MIN_BYTES && req.accepts_gzip {
+        let pieces = if listing.gzip_ready() {
+            listing.gzip_pieces()
+        } else {
+            web::block(move || listing.gzip_pieces())
+                .await
+                .map_err(|_| ApiError::internal())?
+        };
+        let mut joined = Joined::new();
+        joined.push_text(&head);
+        pieces.iter().for_each(|p| joined.push(p));
+        joined.push_text(&tail);
+        response.insert_header((CONTENT_ENCODING, "gzip"));
+        joined.finish()
+    } else {
+        vec![head, listing.presences, Bytes::from(tail)]
+    };
     let len = parts.iter().map(Bytes::len).sum::<usize>() as u64;
-    let stream = futures_util::stream::iter(parts.map(Ok::<_, std::convert::Infallible>));
-    Ok(HttpResponse::Ok()
-        .content_type(actix_web::http::header::ContentType::json())
-        .body(SizedStream::new(len, stream)))
+    let stream =
+        futures_util::stream::iter(parts.into_iter().map(Ok::<_, std::convert::Infallible>));
+    Ok(response.body(SizedStream::new(len, stream)))
 }
 
 /// The listing a query asks for; a full listing that is not cached is rendered on the
@@ -101,7 +128,7 @@ pub async fn update_presence(req: ApiRequest) -> ApiResponse {
         return Ok(success(with_ignored(Map::new(), req.params.unused())));
     }
     let listing = listing(&req, q, now_ms.div_euclid(1000)).await?;
-    presence_response(&listing, now_ms, true, req.params.unused())
+    presence_response(&req, listing, now_ms, true).await
 }
 
 /// # `GET /realm/presence`
@@ -111,7 +138,7 @@ pub async fn get_realm_presence(req: ApiRequest) -> ApiResponse {
     req.check(|_, _| Ok(()))?;
     let now_ms = req.hub.presence().now_ms();
     let listing = listing(&req, PresenceQuery::default(), now_ms.div_euclid(1000)).await?;
-    presence_response(&listing, now_ms, false, req.params.unused())
+    presence_response(&req, listing, now_ms, false).await
 }
 
 /// An active user by id, or by API email (Zulip's `get_active_user*`).

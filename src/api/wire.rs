@@ -130,6 +130,7 @@ pub fn start(
             let app = App::new()
                 .app_data(state)
                 .wrap(from_fn(middleware::errors::json_errors))
+                .wrap(from_fn(middleware::compress::gzip_answers))
                 .wrap(from_fn(middleware::limits::rate_limit))
                 .wrap(from_fn(middleware::logging::log_request))
                 .wrap(from_fn(middleware::metrics::record_request))
@@ -204,6 +205,9 @@ impl Refusal {
     }
 }
 
+/// The shadow decoder's buffer is given back when it is empty and larger than this.
+const SHADOW_KEEP_BYTES: usize = 1024;
+
 /// Longest URI the `http` crate accepts (`http::uri`'s `MAX_LEN`).
 const MAX_URI_LEN: usize = 65_534;
 
@@ -254,7 +258,13 @@ impl Guarded {
         loop {
             match codec.decode(buf) {
                 Ok(Some(Message::Item(_))) | Ok(Some(Message::Chunk(_))) => continue,
-                Ok(None) => return,
+                Ok(None) => {
+                    // An idle connection keeps no buffer a large request grew.
+                    if buf.is_empty() && buf.capacity() > SHADOW_KEEP_BYTES {
+                        *buf = BytesMut::new();
+                    }
+                    return;
+                }
                 Err(e) => {
                     // A refused head is left in the buffer.
                     let refusal = classify(&e, buf);
@@ -373,9 +383,9 @@ impl AsyncRead for Guarded {
             return Poll::Ready(Ok(()));
         }
         if let Poll::Ready(Ok(())) = polled {
-            let new = buf.filled()[start..].to_vec();
+            let new = &buf.filled()[start..];
             if !new.is_empty() {
-                this.observe(&new);
+                this.observe(new);
             }
         }
         polled
@@ -389,6 +399,15 @@ impl AsyncWrite for Guarded {
         bytes: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if this.out.is_empty()
+            && this.refusal.is_none()
+            && !this.replaced
+            && !bytes.starts_with(b"HTTP/1.1 408 ")
+        {
+            // No refusal under way (every answer but a refused request's): straight
+            // to the socket, uncopied.
+            return Pin::new(&mut this.io).poll_write(cx, bytes);
+        }
         // Earlier bytes first; then take the new ones whole (they are copied).
         if let Poll::Ready(Err(e)) = this.drain(cx) {
             return Poll::Ready(Err(e));

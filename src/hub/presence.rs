@@ -22,6 +22,11 @@
 //! or the users change, and an answer is the chunks' bytes joined, with only the
 //! chunks that moved rendered again.
 //!
+//! Answers to clients that take gzip send compressed copies of the same shared bytes
+//! (`crate::gzip`): a cached full listing and each rendered chunk keep, beside their
+//! text, their compressed piece, made by the first answer that needs it, so a thousand
+//! clients do not compress the same listing a thousand times.
+//!
 //! Entries are persisted coalesced: changed entries are written to the realm's
 //! presence tree (`storage::presence`) by a background flush at most once a minute,
 //! and at a clean shutdown. A `kill -9` loses at most the last minute of presence,
@@ -29,10 +34,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 
+use crate::gzip::{self, Piece};
 use crate::locks::lock;
 use crate::realm::presence::{
     legacy_status, ping_effect, PresenceEntry, PresenceStatus, DEFAULT_HISTORY_LIMIT_DAYS,
@@ -66,10 +72,82 @@ pub struct PresenceQuery {
 
 /// A rendered listing: the `presences` object as JSON text (shared, not copied, by the
 /// answers that send it), and `presence_last_update_id`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Listing {
     pub presences: Bytes,
     pub last_update_id: i64,
+    /// What the compressed `presences` is made of.
+    source: Source,
+}
+
+/// Where a listing's compressed copy comes from.
+#[derive(Clone)]
+enum Source {
+    /// Rendered for this answer alone: compressed for it.
+    Own,
+    /// A cached full listing: its piece, compressed once.
+    Cached(Arc<Cached>),
+    /// Chunks of the index of changes: `{`, their pieces (each compressed once) joined
+    /// by commas, `}`.
+    Chunks(Vec<Arc<Chunk>>),
+}
+
+impl std::fmt::Debug for Listing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let source = match &self.source {
+            Source::Own => "own",
+            Source::Cached(_) => "cached",
+            Source::Chunks(_) => "chunks",
+        };
+        f.debug_struct("Listing")
+            .field("presences", &self.presences.len())
+            .field("last_update_id", &self.last_update_id)
+            .field("source", &source)
+            .finish()
+    }
+}
+
+/// Text of this size or less is compressed for each answer that sends it.
+const SMALL_TEXT: usize = 16 * 1024;
+
+impl Listing {
+    /// Whether `gzip_pieces` costs no more than a few small compressions (else run it
+    /// off the HTTP worker).
+    pub fn gzip_ready(&self) -> bool {
+        match &self.source {
+            Source::Own => self.presences.len() <= SMALL_TEXT,
+            Source::Cached(c) => c.gz.get().is_some(),
+            Source::Chunks(chunks) => chunks
+                .iter()
+                .all(|c| c.gz.get().is_some() || c.bytes.len() <= SMALL_TEXT),
+        }
+    }
+
+    /// `presences` as gzip pieces, in order: shared ones are compressed by the first
+    /// answer that asks and kept.
+    pub fn gzip_pieces(&self) -> Vec<Piece> {
+        match &self.source {
+            Source::Own => vec![Piece::new(&self.presences, gzip::per_answer_level())],
+            Source::Cached(c) => vec![c
+                .gz
+                .get_or_init(|| Piece::new(&c.listing.presences, gzip::shared_level()))
+                .clone()],
+            Source::Chunks(chunks) => {
+                let mut pieces = Vec::with_capacity(chunks.len() * 2 + 1);
+                pieces.push(Piece::stored(b"{"));
+                let mut first = true;
+                for chunk in chunks.iter().filter(|c| !c.bytes.is_empty()) {
+                    if !first {
+                        pieces.push(Piece::stored(b","));
+                    }
+                    first = false;
+                    pieces.push(chunk.piece());
+                }
+                pieces.push(Piece::stored(b"}"));
+                pieces
+            }
+        }
+    }
 }
 
 /// What a ping did.
@@ -114,6 +192,16 @@ struct Chunk {
     bytes: Bytes,
     /// The largest update id listed.
     max_id: Option<u64>,
+    /// `bytes` compressed, once an answer asked for it.
+    gz: OnceLock<Piece>,
+}
+
+impl Chunk {
+    fn piece(&self) -> Piece {
+        self.gz
+            .get_or_init(|| Piece::new(&self.bytes, gzip::shared_level()))
+            .clone()
+    }
 }
 
 /// A part of a `last_update_id` answer: a chunk rendered before, or rows to render.
@@ -137,6 +225,8 @@ struct Cached {
     listing: Listing,
     /// The largest update id listed (`None`: empty).
     max_id: Option<u64>,
+    /// `listing.presences` compressed, once an answer asked for it.
+    gz: OnceLock<Piece>,
 }
 
 /// One realm's presence (see the module doc). Every update under its locks is a few
@@ -294,8 +384,9 @@ impl RealmPresence {
     }
 
     /// A cached listing's answer to `q` (its `presence_last_update_id`).
-    fn answer(cached: &Cached, q: PresenceQuery) -> Listing {
+    fn answer(cached: &Arc<Cached>, q: PresenceQuery) -> Listing {
         let mut listing = cached.listing.clone();
+        listing.source = Source::Cached(cached.clone());
         listing.last_update_id = match (cached.max_id, q.last_update_id) {
             (Some(max), _) => max as i64,
             (None, Some(client)) => client,
@@ -372,6 +463,7 @@ impl RealmPresence {
                         users: realm.users.clone(),
                         bytes: Bytes::from(bytes),
                         max_id,
+                        gz: OnceLock::new(),
                     });
                     if let Some(n) = whole {
                         keep.push((n, chunk.clone()));
@@ -403,6 +495,7 @@ impl RealmPresence {
         Listing {
             presences: Bytes::from(out),
             last_update_id: max_id.map_or(client, |m| m as i64),
+            source: Source::Chunks(rendered),
         }
     }
 
@@ -435,6 +528,7 @@ impl RealmPresence {
         Listing {
             presences: Bytes::from(presences),
             last_update_id,
+            source: Source::Own,
         }
     }
 
@@ -461,8 +555,10 @@ impl RealmPresence {
             listing: Listing {
                 presences: Bytes::from(presences),
                 last_update_id: -1,
+                source: Source::Own,
             },
             max_id,
+            gz: OnceLock::new(),
         }
     }
 

@@ -352,9 +352,13 @@ impl EventHub {
         Ok(q)
     }
 
-    /// `DELETE /events`.
+    /// `DELETE /events`. A poll parked on the queue answers at once (the queue is
+    /// gone), so its connection does not stay open, buffers and all, until its
+    /// heartbeat when its client is gone too.
     pub fn delete(&self, user_id: UserId, queue_id: &str) -> ApiResult<()> {
-        self.queue_of(user_id, queue_id)?;
+        let q = self.queue_of(user_id, queue_id)?;
+        lock(&q.state).expired = true;
+        q.superseded.notify_waiters();
         self.remove_queue(queue_id);
         Ok(())
     }

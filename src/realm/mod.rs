@@ -525,9 +525,13 @@ impl Realm {
 
     /// Looks a user up by real (delivery) email, case-insensitively.
     pub fn user_by_delivery_email(&self, email: &str) -> Option<&User> {
-        self.by_email
-            .get(&email.to_lowercase())
-            .and_then(|id| self.user(*id))
+        // Most clients send the address as stored, in lower case: no copy then.
+        let id = if email.bytes().any(|b| b.is_ascii_uppercase()) || !email.is_ascii() {
+            self.by_email.get(&email.to_lowercase())
+        } else {
+            self.by_email.get(email)
+        };
+        id.and_then(|id| self.user(*id))
     }
 
     /// Whether `user`'s real address is the API email everyone sees.

@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
     ("version", 0),
     ("locks", 0),
+    ("gzip", 0),
     ("health", 0),
     ("metrics", 1),
     ("limits", 1),

@@ -351,7 +351,7 @@ fn one_json_line_per_request_without_secrets() {
     let data = dir.path().join("data");
     let server = start_server(
         &["--dev", "--data", data.to_str().unwrap()],
-        &[("HEARTH_LOG_FORMAT", "json")],
+        &[("HEARTH_LOG_FORMAT", "json"), ("HEARTH_ACCESS_LOG", "all")],
     );
     let url = server.url.clone();
     let (key, me_id) = block_on(async {
@@ -434,11 +434,51 @@ fn one_json_line_per_request_without_secrets() {
 }
 
 #[test]
+fn by_default_the_request_log_keeps_errors_and_slow_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let lines = |log: &[String]| -> Vec<String> {
+        log.iter()
+            .filter(|l| l.contains("hearth::http"))
+            .cloned()
+            .collect()
+    };
+    let server = start_server(&["--dev", "--data", data], &[]);
+    block_on(async {
+        for _ in 0..3 {
+            send(http().get(format!("{}/api/v1/server_settings", server.url))).await;
+        }
+        send(http().get(format!("{}/api/v1/users/me", server.url))).await;
+        send(http().get(format!("{}/api/v1/no_such_thing", server.url))).await;
+    });
+    let logged = lines(&server.stop());
+    assert_eq!(logged.len(), 2, "the two errors only: {logged:#?}");
+    assert!(logged[0].contains("status=401"), "{logged:#?}");
+    assert!(logged[1].contains("status=404"), "{logged:#?}");
+
+    // Every request is slow beyond 0 ms.
+    let server = start_server(&["--dev", "--data", data, "--slow-request-ms", "0"], &[]);
+    block_on(async {
+        send(http().get(format!("{}/api/v1/server_settings", server.url))).await;
+    });
+    let logged = lines(&server.stop());
+    assert_eq!(logged.len(), 1, "{logged:#?}");
+    assert!(logged[0].contains("status=200"), "{logged:#?}");
+
+    let server = start_server(&["--dev", "--data", data, "--access-log", "off"], &[]);
+    block_on(async {
+        send(http().get(format!("{}/api/v1/no_such_thing", server.url))).await;
+    });
+    assert!(lines(&server.stop()).is_empty());
+}
+
+#[test]
 fn text_log_by_default_and_rust_log_filters_it() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
-    let server = start_server(&["--dev", "--data", data], &[]);
+    let server = start_server(&["--dev", "--data", data, "--access-log", "all"], &[]);
     block_on(async {
         send(http().get(format!("{}/api/v1/server_settings", server.url))).await;
     });
@@ -464,7 +504,7 @@ fn text_log_by_default_and_rust_log_filters_it() {
     );
 
     let server = start_server(
-        &["--dev", "--data", data],
+        &["--dev", "--data", data, "--access-log", "all"],
         &[("RUST_LOG", "info,hearth::http=warn")],
     );
     block_on(async {

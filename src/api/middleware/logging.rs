@@ -1,9 +1,13 @@
-//! One log line per HTTP request. It carries the method, the route pattern (never the
-//! query string, a path parameter, a body or a key), the status, the time taken, the
-//! realm and, once the caller is authenticated, the user id.
+//! The request log: a line per HTTP request (`--access-log all`), or only per error and
+//! slow request (`notable`, the default: a busy server answers thousands of requests a
+//! second, and a line each is most of its log and a good share of its time). A line
+//! carries the method, the route pattern (never the query string, a path parameter, a
+//! body or a key), the status, the time taken, the realm and, once the caller is
+//! authenticated, the user id. Every request is counted and timed in the metrics
+//! (`metrics::record_request`) whatever the log keeps.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -11,6 +15,7 @@ use actix_web::middleware::Next;
 use actix_web::{web, Error, HttpMessage};
 
 use crate::api::{auth, AppState};
+use crate::config::AccessLog;
 
 /// Target of the per-request lines (`RUST_LOG=hearth::http=warn` silences them).
 pub const HTTP_TARGET: &str = "hearth::http";
@@ -32,19 +37,50 @@ impl LoggedUser {
     }
 }
 
-/// Middleware: one `info` line per request on `hearth::http`, written when the
-/// response is ready (a long-poll is logged when it answers).
+/// Which requests get a line (`--access-log`, `--slow-request-ms`).
+#[derive(Debug, Clone, Copy)]
+pub struct AccessLogPolicy {
+    pub mode: AccessLog,
+    /// Longer than this is slow.
+    pub slow: Duration,
+}
+
+impl AccessLogPolicy {
+    /// Whether an answer gets a line under `notable`: an error (a 429 aside: a client
+    /// over its rate limit would otherwise write a line per refused request), or a
+    /// slow answer that is not a long-poll (which waits by design).
+    fn notable(&self, status: u16, took: Duration, long_poll: bool) -> bool {
+        (status >= 400 && status != 429) || (took > self.slow && !long_poll)
+    }
+}
+
+/// Middleware: an `info` line on `hearth::http` for the requests `--access-log` asks
+/// for, written when the response is ready (a long-poll is logged when it answers).
 pub async fn log_request(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let policy = req
+        .app_data::<web::Data<AppState>>()
+        .map(|state| state.access_log);
+    let Some(policy) = policy.filter(|p| p.mode != AccessLog::Off) else {
+        return next.call(req).await;
+    };
     if !tracing::enabled!(target: HTTP_TARGET, tracing::Level::INFO) {
         return next.call(req).await;
     }
     let start = Instant::now();
-    let method = req.method().clone();
     let res = next.call(req).await?;
+    let took = start.elapsed();
     let request = res.request();
+    let method = request.method();
+    if policy.mode == AccessLog::Notable {
+        let long_poll =
+            method == actix_web::http::Method::GET && request.path() == "/api/v1/events";
+        if !policy.notable(res.status().as_u16(), took, long_poll) {
+            return Ok(res);
+        }
+    }
     // The route pattern (`/api/v1/users/{user}`), never the path's values; an unknown
     // path has none and is logged as sent, without its query string.
     let path = request
@@ -58,7 +94,7 @@ pub async fn log_request(
         .get::<LoggedUser>()
         .and_then(LoggedUser::get);
     // Tenths of a millisecond are enough, and keep the line short.
-    let ms = (start.elapsed().as_micros() / 100) as f64 / 10.0;
+    let ms = (took.as_micros() / 100) as f64 / 10.0;
     tracing::info!(
         target: HTTP_TARGET,
         method = %method,
