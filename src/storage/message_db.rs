@@ -275,7 +275,9 @@ impl MessageDb {
     fn migrate_layout(&self, db: &sled::Db) -> Result<(), StorageError> {
         let started = Instant::now();
         let Some(done) = migrate_layout(db, usize::MAX)? else {
-            return Err(StorageError::Invalid("the message layout migration stopped".into()));
+            return Err(StorageError::Invalid(
+                "the message layout migration stopped".into(),
+            ));
         };
         if done.realms > 0 {
             flush_durably(db, &self.dir)?;

@@ -6,16 +6,22 @@
 //! | tree             | key                                         | value |
 //! |------------------|---------------------------------------------|-------|
 //! | `msg:<realm>`    | message id (u64 BE)                         | framed `Message` |
-//! | `msgidx:<realm>` | `c` channel, id / `t` channel, topic, id / `d` conversation, id / `s` sender, id | empty |
-//! | `ubits:<realm>`  | user id, `r` or `u`, id / 1024 (u64 BE each but the letter) | bitmap of ids |
+//! | `msgidx:<realm>` | `t` channel, topic, id / `d` conversation, id   | empty |
+//! | `ubits:<realm>`  | owner, kind, id / 1024 (u64 BE each but the kind) | bitmap of ids |
 //! | `uflags:<realm>` | user id, message id                         | flag bits but `read` (u32 LE), when any |
 //! | `msgundo:<realm>` | WAL record, ordinal (u64 BE each)          | framed `Vec<Before>`: what a logged write replaced |
 //!
 //! Ids are big-endian, so each index is ordered by message id within its prefix and a
-//! narrow is one range scan. A topic key is the lower-cased topic with its length in
+//! narrow is one range scan (of keys, or of bitmap chunks). A topic key is the lower-cased topic with its length in
 //! front, so one topic's prefix never covers another's.
 //!
-//! # Per-user flags: bitmaps and exceptions
+//! # Bitmaps: per-user flags, channels and senders
+//!
+//! A set of message ids that grows with nearly every message of its owner is kept as
+//! bitmaps of 1 024 ids a key in `ubits`: kind `c`, a channel's messages (owner: the
+//! channel id); `s`, a sender's; `r` and `u`, a user's received and unread ones (below).
+//! Topics and conversations keep a key per message in `msgidx`: a topic is too sparse
+//! among a realm's ids for bitmaps to pay.
 //!
 //! A user's messages (Zulip's user-message rows) are two sets of ids kept as bitmaps of
 //! 1 024 ids a key (`ubits`, bit `i` of byte `j` of chunk `c` is id `c·1024 + 8j + i`,
@@ -23,15 +29,16 @@
 //! received (has flags on), and `u`, those of them unread. The `read` flag is "received
 //! and not unread"; every other flag (starred, mentioned, historical, ...) is an
 //! exception kept per (user, message) in `uflags`, only when the message has one. A
-//! message to a channel of five subscribers that mentions nobody thus adds no per-user
-//! key: it sets a bit in ten chunks that a thousand messages share, and costs four keys
-//! (its row, the channel, topic and sender index entries). `flags` reads the two bits
-//! and the exception; `Source::User` and `Source::Unread` scan a user's chunks.
+//! message to a channel of five subscribers that mentions nobody thus adds two keys,
+//! its row and its topic entry, and sets a bit in chunks that a thousand messages share
+//! (its channel's, its sender's, and each recipient's). `flags` reads the two bits and
+//! the exception; `Source::User`, `Unread`, `Channel` and `Sender` scan chunks.
 //!
 //! Before this layout (hearth up to 341b372) a user's flags were a key per (user,
 //! message) in `um:<realm>` (all bits) and an empty key per unread one in
-//! `unread:<realm>`, 13 keys for such a message. `message_db::migrate_layout` rewrites
-//! those trees at the first start (idempotently: a crash in the middle does it again).
+//! `unread:<realm>`, and the channel and sender indexes a key per message in `msgidx`:
+//! 13 keys for such a message. `migrate_layout` rewrites them at the first start
+//! (idempotently: a crash in the middle does it again).
 //!
 //! # Writing
 //!
@@ -138,13 +145,6 @@ fn conversation_prefix(users: &[UserId]) -> Vec<u8> {
     k
 }
 
-fn prefixed(tag: u8, n: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(17);
-    k.push(tag);
-    k.extend_from_slice(&be(n));
-    k
-}
-
 fn with_id(mut prefix: Vec<u8>, id: MessageId) -> Vec<u8> {
     prefix.extend_from_slice(&be(id));
     prefix
@@ -163,6 +163,11 @@ const CHUNK_SHIFT: u32 = 10;
 pub(super) const RECEIVED: u8 = b'r';
 /// The bitmap of the messages a user received and has not read.
 pub(super) const UNREAD: u8 = b'u';
+/// The bitmap of the messages a user sent (the sender index).
+pub(super) const SENT: u8 = b's';
+/// The bitmap of the messages of a channel (the channel index; its owner is the
+/// channel's id).
+pub(super) const CHANNEL: u8 = b'c';
 
 /// The `ubits` key of `user`'s `kind` bitmap chunk `chunk`.
 pub(super) fn bits_key(user: UserId, kind: u8, chunk: u64) -> [u8; 17] {
@@ -258,17 +263,23 @@ fn write_extra(t: &Trees, key: [u8; 16], bits: u32) -> Result<(), StorageError> 
     Ok(())
 }
 
-/// The index keys a message has.
+/// The index keys a message has: its topic's or its conversation's.
 fn index_keys(m: &Message) -> Vec<Vec<u8>> {
-    let mut keys = vec![with_id(prefixed(b's', m.sender_id), m.id)];
     match &m.recipient {
         Recipient::Channel { channel_id, topic } => {
-            keys.push(with_id(prefixed(b'c', *channel_id), m.id));
-            keys.push(with_id(topic_prefix(*channel_id, topic), m.id));
+            vec![with_id(topic_prefix(*channel_id, topic), m.id)]
         }
-        Recipient::Direct { users } => keys.push(with_id(conversation_prefix(users), m.id)),
+        Recipient::Direct { users } => vec![with_id(conversation_prefix(users), m.id)],
     }
-    keys
+}
+
+/// The index bitmaps a message is in (kind, owner): its sender's and its channel's.
+fn index_bits(m: &Message) -> Vec<(u8, u64)> {
+    let mut bits = vec![(SENT, m.sender_id)];
+    if let Some(channel) = m.recipient.channel() {
+        bits.push((CHANNEL, channel));
+    }
+    bits
 }
 
 pub fn encode_message(m: &Message) -> Result<Vec<u8>, StorageError> {
@@ -376,11 +387,18 @@ enum Tag {
     Unread,
     /// `uflags`: a key.
     Flags,
-    /// A received bit: `key` is the user and message (as `user_key`), `value` is
-    /// `Some` (empty) when it was set.
-    Received,
-    /// An unread bit, as `Received`.
-    UnreadBit,
+    /// A bit of a `ubits` bitmap: `key` is its owner (u64 BE), kind and message id
+    /// (u64 BE), `value` is `Some` (empty) when it was set.
+    Bit,
+}
+
+/// The undo-log key of a bit (`Tag::Bit`).
+fn bit_key(kind: u8, owner: u64, id: MessageId) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17);
+    k.extend_from_slice(&be(owner));
+    k.push(kind);
+    k.extend_from_slice(&be(id));
+    k
 }
 
 /// One key as it was before a logged write: `None` when absent.
@@ -424,14 +442,10 @@ impl Trees {
                     None => tree.remove(b.key)?,
                 };
             }
-            Tag::Received | Tag::UnreadBit => {
-                let (user, id) = user_id(&b.key);
-                let kind = if b.tree == Tag::Received {
-                    RECEIVED
-                } else {
-                    UNREAD
-                };
-                write_bit(self, kind, user, id, b.value.is_some())?;
+            Tag::Bit => {
+                let (owner, id) = user_id(&b.key);
+                let kind = b.key.get(8).copied().unwrap_or_default();
+                write_bit(self, kind, owner, id, b.value.is_some())?;
             }
             Tag::Um => {
                 let (user, id) = user_id(&b.key);
@@ -459,8 +473,8 @@ struct Plan<'a> {
     read: HashMap<(Tag, Vec<u8>), Option<Vec<u8>>>,
     /// Each bitmap chunk touched: as on disk, and as planned.
     chunks: BTreeMap<[u8; 17], (Option<Vec<u8>>, Vec<u8>)>,
-    /// The bits written, in order: tag, user, message.
-    bits: Vec<(Tag, UserId, MessageId)>,
+    /// The bits written, in order: kind, owner, message.
+    bits: Vec<(u8, u64, MessageId)>,
 }
 
 impl<'a> Plan<'a> {
@@ -528,12 +542,7 @@ impl<'a> Plan<'a> {
         on: bool,
     ) -> Result<(), StorageError> {
         set_bit(&mut self.chunk(kind, user, id)?.1, id, on);
-        let tag = if kind == RECEIVED {
-            Tag::Received
-        } else {
-            Tag::UnreadBit
-        };
-        self.bits.push((tag, user, id));
+        self.bits.push((kind, user, id));
         Ok(())
     }
 
@@ -603,22 +612,17 @@ impl<'a> Plan<'a> {
                     value,
                 });
             }
-            for &(tag, user, id) in &self.bits {
-                let key = user_key(user, id).to_vec();
-                if !seen.insert((tag, key.clone())) {
+            for &(kind, owner, id) in &self.bits {
+                let key = bit_key(kind, owner, id);
+                if !seen.insert((Tag::Bit, key.clone())) {
                     continue;
                 }
-                let kind = if tag == Tag::Received {
-                    RECEIVED
-                } else {
-                    UNREAD
-                };
                 let on_disk = self
                     .chunks
-                    .get(&bits_key(user, kind, chunk_of(id).0))
+                    .get(&bits_key(owner, kind, chunk_of(id).0))
                     .is_some_and(|(disk, _)| bit_in(disk.as_deref(), id));
                 befores.push(Before {
-                    tree: tag,
+                    tree: Tag::Bit,
                     key,
                     value: on_disk.then(Vec::new),
                 });
@@ -728,6 +732,13 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
                 for k in new {
                     p.insert(Tag::Idx, k, []);
                 }
+                let (old, new) = (index_bits(&current), index_bits(&after));
+                for &(kind, owner) in old.iter().filter(|b| !new.contains(b)) {
+                    p.set_bit(kind, owner, after.id, false)?;
+                }
+                for &(kind, owner) in new.iter().filter(|b| !old.contains(b)) {
+                    p.set_bit(kind, owner, after.id, true)?;
+                }
             }
         }
         Op::Reaction {
@@ -758,6 +769,9 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
                 for k in index_keys(&m) {
                     p.remove(Tag::Idx, k);
                 }
+                for (kind, owner) in index_bits(&m) {
+                    p.set_bit(kind, owner, m.id, false)?;
+                }
             }
         }
         Op::Logged { op, .. } => plan_writes(p, *op)?,
@@ -777,6 +791,9 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<bool, StorageError> {
             t.rows.insert(be(m.id), encode_message(&m)?)?;
             for k in index_keys(&m) {
                 t.idx.insert(k, &[][..])?;
+            }
+            for (kind, owner) in index_bits(&m) {
+                write_bit(t, kind, owner, m.id, true)?;
             }
             // A bit in each recipient's received chunk (and unread one), and an
             // exception key only for flags beyond `read`. A replay sets the same bits;
@@ -881,6 +898,9 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<bool, StorageError> {
             for (id, m) in &lost {
                 for k in m.iter().flat_map(index_keys) {
                     t.idx.remove(k)?;
+                }
+                for (kind, owner) in m.iter().flat_map(index_bits) {
+                    write_bit(t, kind, owner, *id, false)?;
                 }
                 t.rows.remove(be(*id))?;
             }
@@ -1087,10 +1107,10 @@ impl MessageStore {
         let (tree, prefix): (sled::Tree, Vec<u8>) = match source {
             Source::User(u) => return Ok(bit_ids(&t.bits, *u, RECEIVED, from, to, reverse)),
             Source::Unread(u) => return Ok(bit_ids(&t.bits, *u, UNREAD, from, to, reverse)),
-            Source::Channel(c) => (t.idx, prefixed(b'c', *c)),
+            Source::Channel(c) => return Ok(bit_ids(&t.bits, *c, CHANNEL, from, to, reverse)),
             Source::Topic(c, topic) => (t.idx, topic_prefix(*c, topic)),
             Source::Conversation(users) => (t.idx, conversation_prefix(users)),
-            Source::Sender(s) => (t.idx, prefixed(b's', *s)),
+            Source::Sender(s) => return Ok(bit_ids(&t.bits, *s, SENT, from, to, reverse)),
         };
         let lo = with_id(prefix.clone(), from);
         let hi = with_id(prefix, to);
@@ -1230,27 +1250,32 @@ pub(super) struct Migrated {
     pub keys: u64,
 }
 
-/// Rewrites the per-user trees of the layout before bitmaps (`um:<realm>`,
-/// `unread:<realm>`: a key per user and message; see the module doc) into `ubits` and
-/// `uflags`, then drops them. Idempotent, so a crash anywhere in it is harmless: bits
-/// are OR-ed into the chunks a cut-short run wrote, exceptions are written over, and
-/// the old trees are dropped last (sled recovers a prefix of its log), so a database
-/// that still has one gets it rewritten again at its next start. Undo-log entries of
-/// the old layout stay as they are (`Tag::Um`, `Tag::Unread`: undone as bits).
-/// `budget`: sled writes allowed (tests cut it short as a crash would); `None` once it
-/// ran out.
+/// Rewrites what the layout before bitmaps kept a key per message for (see the module
+/// doc) as bitmaps: the per-user trees `um:<realm>` and `unread:<realm>` into `ubits`
+/// and `uflags`, then drops them; the channel and sender entries of `msgidx` (`c`
+/// channel, id and `s` sender, id) into `ubits`, then removes them. Idempotent, so a
+/// crash anywhere in it is harmless: bits are OR-ed into the chunks a cut-short run
+/// wrote, exceptions are written over, and what is old goes last (sled recovers a
+/// prefix of its log), so a database that still has any of it gets it rewritten again
+/// at its next start. Undo-log entries of the old layout stay as they are (`Tag::Um`,
+/// `Tag::Unread`: undone as bits; `Tag::Idx` entries of channel and sender keys name
+/// keys no reader looks at any more). `budget`: sled writes allowed (tests cut it
+/// short as a crash would); `None` once it ran out.
 pub(super) fn migrate_layout(
     db: &sled::Db,
     mut budget: usize,
 ) -> Result<Option<Migrated>, StorageError> {
     let [um_prefix, unread_prefix] = LEGACY_USER_TREES;
+    let names: Vec<String> = db
+        .tree_names()
+        .iter()
+        .filter_map(|n| std::str::from_utf8(n).ok().map(str::to_owned))
+        .collect();
     let mut subdomains = std::collections::BTreeSet::new();
-    for name in db.tree_names() {
-        if let Ok(name) = std::str::from_utf8(&name) {
-            for prefix in LEGACY_USER_TREES {
-                if let Some(sub) = name.strip_prefix(prefix) {
-                    subdomains.insert(sub.to_owned());
-                }
+    for name in &names {
+        for prefix in [um_prefix, unread_prefix, "msgidx:"] {
+            if let Some(sub) = name.strip_prefix(prefix) {
+                subdomains.insert(sub.to_owned());
             }
         }
     }
@@ -1260,36 +1285,62 @@ pub(super) fn migrate_layout(
         budget > 0
     };
     for sub in subdomains {
-        let names = tree_names(&sub);
-        let (um_name, unread_name) = (format!("{um_prefix}{sub}"), format!("{unread_prefix}{sub}"));
-        let (um, unread) = (db.open_tree(&um_name)?, db.open_tree(&unread_name)?);
-        let (exceptions, bits) = (db.open_tree(&names[2])?, db.open_tree(&names[3])?);
+        let tree_names = tree_names(&sub);
+        let (exceptions, bits) = (db.open_tree(&tree_names[2])?, db.open_tree(&tree_names[3])?);
+        let idx = db.open_tree(&tree_names[1])?;
+        let legacy: Vec<String> = [um_prefix, unread_prefix]
+            .iter()
+            .map(|p| format!("{p}{sub}"))
+            .filter(|n| names.contains(n))
+            .collect();
+        let mut old_idx = Vec::new();
+        for (tag, kind) in [(b'c', CHANNEL), (b's', SENT)] {
+            for key in idx.range([tag]..[tag + 1]).keys() {
+                let key = key?;
+                if key.len() == 17 {
+                    old_idx.push((kind, key));
+                }
+            }
+        }
+        if legacy.is_empty() && old_idx.is_empty() {
+            continue;
+        }
         let mut chunks: BTreeMap<[u8; 17], Vec<u8>> = BTreeMap::new();
-        let mut mark = |kind: u8, key: &[u8]| {
-            let (user, id) = (id_at_end(&key[..key.len().min(8)]), id_at_end(key));
+        let mut mark = |kind: u8, owner: u64, id: MessageId| {
             set_bit(
                 chunks
-                    .entry(bits_key(user, kind, chunk_of(id).0))
+                    .entry(bits_key(owner, kind, chunk_of(id).0))
                     .or_default(),
                 id,
                 true,
             );
         };
-        for item in um.iter() {
-            let (key, value) = item?;
-            mark(RECEIVED, &key);
-            let extra = bits_of(&value) & !flags::READ;
-            if extra != 0 {
-                if !step() {
-                    return Ok(None);
-                }
-                exceptions.insert(key.as_ref(), &extra.to_le_bytes()[..])?;
-            }
+        let owner_id = |key: &[u8]| (id_at_end(&key[..key.len().min(8)]), id_at_end(key));
+        for (kind, key) in &old_idx {
+            mark(*kind, id_at_end(&key[..9]), id_at_end(key));
             done.keys += 1;
         }
-        for key in unread.iter().keys() {
-            mark(UNREAD, &key?);
-            done.keys += 1;
+        if legacy.iter().any(|n| n.starts_with(um_prefix)) {
+            for item in db.open_tree(format!("{um_prefix}{sub}"))?.iter() {
+                let (key, value) = item?;
+                let (user, id) = owner_id(&key);
+                mark(RECEIVED, user, id);
+                let extra = bits_of(&value) & !flags::READ;
+                if extra != 0 {
+                    if !step() {
+                        return Ok(None);
+                    }
+                    exceptions.insert(key.as_ref(), &extra.to_le_bytes()[..])?;
+                }
+                done.keys += 1;
+            }
+        }
+        if legacy.iter().any(|n| n.starts_with(unread_prefix)) {
+            for key in db.open_tree(format!("{unread_prefix}{sub}"))?.iter().keys() {
+                let (user, id) = owner_id(&key?);
+                mark(UNREAD, user, id);
+                done.keys += 1;
+            }
         }
         for (key, mut v) in chunks {
             if let Some(old) = bits.get(key)? {
@@ -1307,7 +1358,13 @@ pub(super) fn migrate_layout(
             }
             bits.insert(key, v)?;
         }
-        for name in [um_name, unread_name] {
+        for (_, key) in old_idx {
+            if !step() {
+                return Ok(None);
+            }
+            idx.remove(key)?;
+        }
+        for name in legacy {
             if !step() {
                 return Ok(None);
             }
@@ -1347,10 +1404,25 @@ mod tests {
         (12, 3, flags::MENTIONED),
     ];
 
+    /// Channel and sender index entries of the layout before bitmaps: (tag, owner, id).
+    const LEGACY_IDX: [(u8, u64, MessageId); 4] =
+        [(b'c', 7, 1), (b'c', 7, 2), (b's', 10, 1), (b's', 10, 1_500)];
+
     fn write_legacy(db: &sled::Db) {
-        let (um, unread) = (db.open_tree("um:zulip").unwrap(), db.open_tree("unread:zulip").unwrap());
+        let idx = db.open_tree("msgidx:zulip").unwrap();
+        for (tag, owner, id) in LEGACY_IDX {
+            let mut key = vec![tag];
+            key.extend_from_slice(&be(owner));
+            key.extend_from_slice(&be(id));
+            idx.insert(key, &[][..]).unwrap();
+        }
+        let (um, unread) = (
+            db.open_tree("um:zulip").unwrap(),
+            db.open_tree("unread:zulip").unwrap(),
+        );
         for (user, id, bits) in LEGACY {
-            um.insert(user_key(user, id), &bits.to_le_bytes()[..]).unwrap();
+            um.insert(user_key(user, id), &bits.to_le_bytes()[..])
+                .unwrap();
             if bits & flags::READ == 0 {
                 unread.insert(user_key(user, id), &[][..]).unwrap();
             }
@@ -1371,7 +1443,11 @@ mod tests {
                     .iter()
                     .find(|(u, i, _)| (*u, *i) == (user, id))
                     .map(|(_, _, bits)| *bits);
-                assert_eq!(user_flags(t, user, id).unwrap(), expected, "user {user}, id {id}");
+                assert_eq!(
+                    user_flags(t, user, id).unwrap(),
+                    expected,
+                    "user {user}, id {id}"
+                );
             }
             let of = |unread: bool| -> Vec<MessageId> {
                 let mut ids: Vec<_> = LEGACY
@@ -1385,6 +1461,13 @@ mod tests {
             assert_eq!(scan(t, user, RECEIVED), of(false), "user {user}");
             assert_eq!(scan(t, user, UNREAD), of(true), "user {user}");
         }
+        assert_eq!(scan(t, 7, CHANNEL), [1, 2]);
+        assert_eq!(scan(t, 10, SENT), [1, 1_500]);
+        assert_eq!(
+            t.idx.len(),
+            0,
+            "the old channel and sender entries are gone"
+        );
     }
 
     /// The migration to bitmaps keeps every user's flags, and a crash after any number
@@ -1402,10 +1485,15 @@ mod tests {
             assert_as_legacy(&t);
             let names = db.tree_names();
             assert!(
-                !names.iter().any(|n| n.starts_with(b"um:") || n.starts_with(b"unread:")),
+                !names
+                    .iter()
+                    .any(|n| n.starts_with(b"um:") || n.starts_with(b"unread:")),
                 "budget {budget}"
             );
-            assert_eq!(migrate_layout(&db, usize::MAX).unwrap(), Some(Migrated::default()));
+            assert_eq!(
+                migrate_layout(&db, usize::MAX).unwrap(),
+                Some(Migrated::default())
+            );
             writes += 1;
             if let Some(first) = cut {
                 assert_eq!(first.realms, 1);
@@ -1413,9 +1501,9 @@ mod tests {
                 break;
             }
         }
-        // Five exceptions, eight bitmap chunks and two drops: fifteen writes, a crash
-        // before each and none.
-        assert_eq!(writes, 16);
+        // Five exceptions, eleven bitmap chunks, four index entries removed and two
+        // trees dropped: 22 writes, a crash before each and none.
+        assert_eq!(writes, 23);
     }
 
     /// Undo-log entries written by the layout before bitmaps put back the bits and
@@ -1452,7 +1540,10 @@ mod tests {
         write_extra(&t, user_key(11, 1), flags::STARRED).unwrap();
         write_bit(&t, RECEIVED, 13, 4_000, true).unwrap();
         write_extra(&t, user_key(13, 4_000), flags::HISTORICAL | flags::READ).unwrap();
-        assert_eq!(user_flags(&t, 11, 1).unwrap(), Some(flags::READ | flags::STARRED));
+        assert_eq!(
+            user_flags(&t, 11, 1).unwrap(),
+            Some(flags::READ | flags::STARRED)
+        );
         apply(&t, Op::Undo { after: 4 }).unwrap();
         assert_as_legacy(&t);
         assert!(t.flags.get(user_key(13, 4_000)).unwrap().is_none());

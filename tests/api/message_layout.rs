@@ -119,7 +119,9 @@ async fn flags_of_the_layout_before_bitmaps_are_kept() {
             drop(db);
             assert!(names.iter().any(|n| n == "ubits:zulip"), "{names:?}");
             assert!(
-                !names.iter().any(|n| n.starts_with("um:") || n.starts_with("unread:")),
+                !names
+                    .iter()
+                    .any(|n| n.starts_with("um:") || n.starts_with("unread:")),
                 "{names:?}"
             );
             app.start().await;
