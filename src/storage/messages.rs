@@ -462,6 +462,12 @@ impl Trees {
     }
 }
 
+/// A bitmap chunk as on disk (`None`: absent) and as planned.
+type Chunk = (Option<Vec<u8>>, Vec<u8>);
+
+/// A user's received messages with their flags (`MessageStore::received`).
+pub type Received = Box<dyn Iterator<Item = Result<(MessageId, u32), StorageError>> + Send>;
+
 /// The writes of one op, gathered before any is made (reads see the earlier ones), so
 /// that the keys' and bits' earlier values can be logged first.
 struct Plan<'a> {
@@ -472,7 +478,7 @@ struct Plan<'a> {
     /// Each key's value on disk as first read, so that logging it reads it no more.
     read: HashMap<(Tag, Vec<u8>), Option<Vec<u8>>>,
     /// Each bitmap chunk touched: as on disk, and as planned.
-    chunks: BTreeMap<[u8; 17], (Option<Vec<u8>>, Vec<u8>)>,
+    chunks: BTreeMap<[u8; 17], Chunk>,
     /// The bits written, in order: kind, owner, message.
     bits: Vec<(u8, u64, MessageId)>,
 }
@@ -513,12 +519,7 @@ impl<'a> Plan<'a> {
     }
 
     /// The chunk holding `id`'s bit of `user`'s `kind` bitmap, read once.
-    fn chunk(
-        &mut self,
-        kind: u8,
-        user: UserId,
-        id: MessageId,
-    ) -> Result<&mut (Option<Vec<u8>>, Vec<u8>), StorageError> {
+    fn chunk(&mut self, kind: u8, user: UserId, id: MessageId) -> Result<&mut Chunk, StorageError> {
         let key = bits_key(user, kind, chunk_of(id).0);
         if !self.chunks.contains_key(&key) {
             let v = self.t.bits.get(key)?.map(|v| v.to_vec());
@@ -1081,8 +1082,7 @@ impl MessageStore {
         user: UserId,
         from: MessageId,
         to: MessageId,
-    ) -> Result<Box<dyn Iterator<Item = Result<(MessageId, u32), StorageError>> + Send>, StorageError>
-    {
+    ) -> Result<Received, StorageError> {
         let t = self.trees()?;
         let ids = bit_ids(&t.bits, user, RECEIVED, from, to, false);
         Ok(Box::new(ids.map(move |id| {
