@@ -435,6 +435,13 @@ impl Trees {
     fn restore(&self, b: Before) -> Result<(), StorageError> {
         let user_id = |key: &[u8]| (id_at_end(&key[..key.len().min(8)]), id_at_end(key));
         match b.tree {
+            // A channel or sender entry of the layout before bitmaps (a move or a
+            // deletion logged by an older hearth): its bit.
+            Tag::Idx if b.key.len() == 17 && matches!(b.key[0], b'c' | b's') => {
+                let kind = if b.key[0] == b'c' { CHANNEL } else { SENT };
+                let owner = id_at_end(&b.key[..9]);
+                write_bit(self, kind, owner, id_at_end(&b.key), b.value.is_some())?;
+            }
             Tag::Rows | Tag::Idx | Tag::Flags => {
                 let tree = self.tree(b.tree);
                 match b.value {
@@ -1529,11 +1536,32 @@ mod tests {
                 value: Some(Vec::new()),
             },
         ];
-        let six = vec![Before {
-            tree: Tag::Um,
-            key: user_key(13, 4_000).to_vec(),
-            value: None,
-        }];
+        // Record 6 had also moved message 2 out of channel 7 into channel 8.
+        let entry_of = |tag: u8, owner: u64, id: MessageId| {
+            let mut key = vec![tag];
+            key.extend_from_slice(&be(owner));
+            key.extend_from_slice(&be(id));
+            key
+        };
+        let six = vec![
+            Before {
+                tree: Tag::Um,
+                key: user_key(13, 4_000).to_vec(),
+                value: None,
+            },
+            Before {
+                tree: Tag::Idx,
+                key: entry_of(b'c', 7, 2),
+                value: Some(Vec::new()),
+            },
+            Before {
+                tree: Tag::Idx,
+                key: entry_of(b'c', 8, 2),
+                value: None,
+            },
+        ];
+        write_bit(&t, CHANNEL, 7, 2, false).unwrap();
+        write_bit(&t, CHANNEL, 8, 2, true).unwrap();
         t.undo.insert([be(5), be(0)].concat(), entry(five)).unwrap();
         t.undo.insert([be(6), be(0)].concat(), entry(six)).unwrap();
         write_bit(&t, UNREAD, 11, 1, false).unwrap();
@@ -1546,6 +1574,7 @@ mod tests {
         );
         apply(&t, Op::Undo { after: 4 }).unwrap();
         assert_as_legacy(&t);
+        assert!(scan(&t, 8, CHANNEL).is_empty());
         assert!(t.flags.get(user_key(13, 4_000)).unwrap().is_none());
     }
 }
