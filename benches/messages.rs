@@ -13,8 +13,10 @@
 //! snapshot; they go to channel `Rome` (5 subscribers) over 1 000 topics, from one
 //! sender, ~60 bytes of content each.
 //!
-//! `cargo bench --bench messages` (`-- quick` for 100 000 messages). Client and server
-//! share the machine's two cores: compare ratios from one run.
+//! `cargo bench --bench messages` (`-- quick` for 100 000 messages, `-- count=N` for N).
+//! It also counts the message database's keys per tree after the seed (keys and bytes
+//! per message). Client and server share the machine's two cores: compare ratios from
+//! one run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -88,6 +90,21 @@ fn seed(dir: &Path, n: u64) -> Realm {
         );
     }
     realm
+}
+
+/// The message database's keys, per kind of tree (`msg:`, `msgidx:`, ...), after a seed.
+fn count_keys(data: &Path) -> Vec<(String, u64)> {
+    let db = hearth::storage::message_db::open_sled(data).expect("message database");
+    let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+    for name in db.tree_names() {
+        let name = String::from_utf8_lossy(&name).into_owned();
+        let Some(kind) = name.split_once(':').map(|(k, _)| k.to_owned()) else {
+            continue;
+        };
+        let tree = db.open_tree(&name).expect("tree");
+        *counts.entry(kind).or_default() += tree.len() as u64;
+    }
+    counts.into_iter().collect()
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -328,7 +345,11 @@ fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "quick");
-    let n: u64 = if quick { 100_000 } else { 1_000_000 };
+    let count = args
+        .iter()
+        .find_map(|a| a.strip_prefix("count=").and_then(|n| n.parse().ok()));
+    let n: u64 = count.unwrap_or(if quick { 100_000 } else { 1_000_000 });
+    let quick = n <= 100_000;
     let root = tempfile::tempdir().expect("tmp");
     // `HEARTH_BENCH_KEEP=1`: the seeded folders stay (their path is printed) for a look
     // at what they hold.
@@ -345,6 +366,18 @@ fn main() {
     seed(&full, n);
     let auth = basic(&realm, SENDER);
     let (empty_bytes, full_bytes) = (dir_bytes(&empty), dir_bytes(&full));
+    let messages_bytes = dir_bytes(&full.join(hearth::storage::message_db::FOLDER));
+    let keys = count_keys(&full);
+    let total: u64 = keys.iter().map(|(_, k)| k).sum();
+    println!(
+        "message database after the seed: {total} keys ({:.2} per message: {}), {:.0} bytes per message",
+        total as f64 / n as f64,
+        keys.iter()
+            .map(|(kind, k)| format!("{kind} {:.3}", *k as f64 / n as f64))
+            .collect::<Vec<_>>()
+            .join(", "),
+        messages_bytes as f64 / n as f64
+    );
 
     println!("\n| measure | 0 messages | {n} messages | ratio |");
     println!("| --- | --- | --- | --- |");

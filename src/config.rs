@@ -65,6 +65,11 @@ pub struct ServeConfig {
     /// Snapshot a realm after this many WAL records (0: only at shutdown).
     #[arg(long, env = "HEARTH_SNAPSHOT_EVERY", default_value_t = 10_000)]
     pub snapshot_every: u64,
+    /// sled's page cache of the message database, in MiB (sled's default is 1 024):
+    /// what it keeps of message rows and indexes read or written. Its page table, a
+    /// few dozen bytes per key, comes on top.
+    #[arg(long, env = "HEARTH_MESSAGE_CACHE_MB", default_value_t = crate::storage::message_db::DEFAULT_CACHE_MB)]
+    pub message_cache_mb: u64,
     /// Public URL of the development realm (default: http://<bind>).
     #[arg(long, env = "HEARTH_URL")]
     pub url: Option<String>,
@@ -157,6 +162,7 @@ impl ServeConfig {
             durability: DurabilityArg::Never,
             flush_interval_ms: 1000,
             snapshot_every: 10_000,
+            message_cache_mb: crate::storage::message_db::DEFAULT_CACHE_MB,
             url: None,
             workers: Some(2),
             max_file_upload_size_mib: 100,

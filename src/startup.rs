@@ -374,6 +374,7 @@ struct Bound {
 /// Opens the data folder when it exists already, which takes its lock: `Locked` when
 /// another process holds it. `None` when there is no folder yet.
 fn lock_existing_folder(config: &ServeConfig) -> Result<Option<(Store, bool)>, StartError> {
+    storage::message_db::set_cache_mb(config.message_cache_mb);
     if !config.data.exists() {
         return Ok(None);
     }
@@ -428,6 +429,7 @@ fn open_storage(
     locked: Option<(Store, bool)>,
 ) -> Result<Opened, StartError> {
     let opening = Instant::now();
+    storage::message_db::set_cache_mb(config.message_cache_mb);
     let (store, created) = match locked {
         Some(opened) => opened,
         None => open_data_folder(&config.data, config.durability_mode())?,

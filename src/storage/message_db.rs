@@ -59,7 +59,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -69,7 +69,7 @@ use super::durability::{flush_durably, sync_blob_files, Durability};
 use super::manifest::META_TREE;
 #[cfg(test)]
 use super::messages::UNDO_CHUNK_BYTES;
-use super::messages::{apply, Op, Trees};
+use super::messages::{apply, migrate_layout, Op, Trees};
 use super::StorageError;
 use crate::locks::{lock, wait_timeout_while};
 
@@ -87,7 +87,11 @@ const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// Queued writes applied per hold of the state lock while settling.
 const SETTLE_BATCH: usize = 256;
 /// The prefixes of message trees, in either database.
-pub const TREE_PREFIXES: [&str; 5] = ["msg:", "msgidx:", "um:", "unread:", "msgundo:"];
+/// The prefixes of message trees, in either database: today's, then the per-user trees
+/// of the layout before bitmaps (`messages::LEGACY_USER_TREES`).
+pub const TREE_PREFIXES: [&str; 7] = [
+    "msg:", "msgidx:", "uflags:", "ubits:", "msgundo:", "um:", "unread:",
+];
 
 /// Whether the database is usable yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,12 +158,12 @@ fn trees_of(
     if let Some(t) = cache.get(names) {
         return Ok(t.clone());
     }
-    let [rows, idx, um, unread, undo] = &**names;
+    let [rows, idx, flags, bits, undo] = &**names;
     let t = Trees {
         rows: db.open_tree(rows)?,
         idx: db.open_tree(idx)?,
-        um: db.open_tree(um)?,
-        unread: db.open_tree(unread)?,
+        flags: db.open_tree(flags)?,
+        bits: db.open_tree(bits)?,
         undo: db.open_tree(undo)?,
     };
     cache.insert(names.clone(), t.clone());
@@ -183,11 +187,23 @@ pub fn exists(data: &Path) -> bool {
     data.join(FOLDER).join("db").is_file()
 }
 
-/// Opens the message database of `data` (sled, with hearth's flush policy).
+/// sled's page cache for the message database, in MiB (`serve --message-cache-mb`).
+static CACHE_MB: AtomicU64 = AtomicU64::new(DEFAULT_CACHE_MB);
+/// The default of `CACHE_MB`.
+pub const DEFAULT_CACHE_MB: u64 = 64;
+
+/// Sets the page cache of message databases opened from now on, in MiB (at least 1).
+pub fn set_cache_mb(mb: u64) {
+    CACHE_MB.store(mb.max(1), Ordering::Relaxed);
+}
+
+/// Opens the message database of `data` (sled, with hearth's flush policy and the
+/// page cache `set_cache_mb` chose).
 pub fn open_sled(data: &Path) -> Result<sled::Db, sled::Error> {
     sled::Config::new()
         .path(data.join(FOLDER))
         .flush_every_ms(None)
+        .cache_capacity(CACHE_MB.load(Ordering::Relaxed).saturating_mul(1024 * 1024))
         .open()
 }
 
@@ -240,6 +256,7 @@ impl MessageDb {
                     File::open(&this.dir)?.sync_all()?;
                     File::open(durability.dir())?.sync_all()?;
                     migrate(&durability, &db, &this.dir)?;
+                    this.migrate_layout(&db)?;
                     let expected = durability.marks().loaded().map_or(0, |m| m.messages_synced);
                     if let Some(lost) = lost_writes(&db, expected)? {
                         return Err(StorageError::Invalid(lost));
@@ -251,6 +268,31 @@ impl MessageDb {
         if let Err(e) = spawned {
             self.settle(Err(e.into()), Instant::now());
         }
+    }
+
+    /// Rewrites per-user trees of the layout before bitmaps (`messages::migrate_layout`)
+    /// and makes the result durable, before the queue is applied.
+    fn migrate_layout(&self, db: &sled::Db) -> Result<(), StorageError> {
+        let started = Instant::now();
+        let Some(done) = migrate_layout(db, usize::MAX)? else {
+            return Err(StorageError::Invalid(
+                "the message layout migration stopped".into(),
+            ));
+        };
+        if done.realms > 0 {
+            flush_durably(db, &self.dir)?;
+            self.say(
+                false,
+                format!(
+                    "rewrote the per-user message flags of {} realms ({} keys) as bitmaps \
+                     and exceptions in {} ms",
+                    done.realms,
+                    done.keys,
+                    started.elapsed().as_millis()
+                ),
+            );
+        }
+        Ok(())
     }
 
     fn open_with_retries(&self) -> Result<sled::Db, StorageError> {

@@ -6,14 +6,41 @@
 //! | tree             | key                                         | value |
 //! |------------------|---------------------------------------------|-------|
 //! | `msg:<realm>`    | message id (u64 BE)                         | framed `Message` |
-//! | `msgidx:<realm>` | `c` channel, id / `t` channel, topic, id / `d` conversation, id / `s` sender, id | empty |
-//! | `um:<realm>`     | user id, message id                         | flag bits (u32 LE) |
-//! | `unread:<realm>` | user id, message id                         | empty |
+//! | `msgidx:<realm>` | `t` channel, topic, id / `d` conversation, id   | empty |
+//! | `ubits:<realm>`  | owner, kind, id / 1024 (u64 BE each but the kind) | bitmap of ids |
+//! | `uflags:<realm>` | user id, message id                         | flag bits but `read` (u32 LE), when any |
 //! | `msgundo:<realm>` | WAL record, ordinal (u64 BE each)          | framed `Vec<Before>`: what a logged write replaced |
 //!
 //! Ids are big-endian, so each index is ordered by message id within its prefix and a
-//! narrow is one range scan. A topic key is the lower-cased topic with its length in
+//! narrow is one range scan (of keys, or of bitmap chunks). A topic key is the lower-cased topic with its length in
 //! front, so one topic's prefix never covers another's.
+//!
+//! # Bitmaps: per-user flags, channels and senders
+//!
+//! A set of message ids that grows with nearly every message of its owner is kept as
+//! bitmaps of 1 024 ids a key in `ubits`: kind `c`, a channel's messages (owner: the
+//! channel id); `s`, a sender's; `r` and `u`, a user's received and unread ones (below).
+//! Topics and conversations keep a key per message in `msgidx`: a topic is too sparse
+//! among a realm's ids for bitmaps to pay.
+//!
+//! A user's messages (Zulip's user-message rows) are two sets of ids kept as bitmaps of
+//! 1 024 ids a key (`ubits`, bit `i` of byte `j` of chunk `c` is id `c·1024 + 8j + i`,
+//! trailing zero bytes dropped, an empty chunk removed): `r`, the messages the user
+//! received (has flags on), and `u`, those of them unread. The `read` flag is "received
+//! and not unread"; every other flag (starred, mentioned, historical, ...) is an
+//! exception kept per (user, message) in `uflags`, only when the message has one. A
+//! message to a channel of five subscribers that mentions nobody thus adds two keys,
+//! its row and its topic entry, and sets a bit in chunks that a thousand messages share
+//! (its channel's, its sender's, and each recipient's). `flags` reads the two bits and
+//! the exception; `Source::User`, `Unread`, `Channel` and `Sender` scan chunks.
+//!
+//! Before this layout (hearth up to 341b372) a user's flags were a key per (user,
+//! message) in `um:<realm>` (all bits) and an empty key per unread one in
+//! `unread:<realm>`, and the channel and sender indexes a key per message in `msgidx`:
+//! 13 keys for such a message. `migrate_layout` rewrites them at the first start
+//! (idempotently: a crash in the middle does it again).
+//!
+//! # Writing
 //!
 //! Rows are written by `project`, which the realm actor calls for each change right
 //! after appending its WAL record and before applying it (recovery calls it the same
@@ -35,14 +62,16 @@
 //!
 //! Rows run ahead of the WAL: they are written before the record is durable. An edit,
 //! flag change, reaction or deletion of the actor (`project` with the record's number)
-//! therefore first logs the earlier value of every key it writes (`Op::Logged`, the log
-//! entry inserted before the rows, and sled's log keeps that order on disk). Records
-//! that never become durable are undone from that log (`undo_after`): those a storage
-//! fault dropped, at the actor's reset, and those lost with the WAL's unflushed tail, at
-//! start after the replay. A snapshot trims the log up to the record it covers. Sends
-//! log nothing: their rows are new keys, which `purge_from` removes.
+//! therefore first logs the earlier value of every key and bit it writes (`Op::Logged`,
+//! the log entry inserted before the rows, and sled's log keeps that order on disk):
+//! a bit is logged as the bit, not as its chunk, so that undoing it leaves the other
+//! bits of the chunk (a later send's) alone. Records that never become durable are
+//! undone from that log (`undo_after`): those a storage fault dropped, at the actor's
+//! reset, and those lost with the WAL's unflushed tail, at start after the replay. A
+//! snapshot trims the log up to the record it covers. Sends log nothing: their rows
+//! are new keys and new bits, which `purge_from` removes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -64,8 +93,10 @@ const MESSAGE_SCHEMA: u8 = 1;
 pub(super) struct Trees {
     pub(super) rows: sled::Tree,
     pub(super) idx: sled::Tree,
-    pub(super) um: sled::Tree,
-    pub(super) unread: sled::Tree,
+    /// Flag bits but `read`, per (user, message) that has any.
+    pub(super) flags: sled::Tree,
+    /// Per user, the bitmaps of received and of unread message ids.
+    pub(super) bits: sled::Tree,
     pub(super) undo: sled::Tree,
 }
 
@@ -114,13 +145,6 @@ fn conversation_prefix(users: &[UserId]) -> Vec<u8> {
     k
 }
 
-fn prefixed(tag: u8, n: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(17);
-    k.push(tag);
-    k.extend_from_slice(&be(n));
-    k
-}
-
 fn with_id(mut prefix: Vec<u8>, id: MessageId) -> Vec<u8> {
     prefix.extend_from_slice(&be(id));
     prefix
@@ -133,17 +157,129 @@ fn user_key(user: UserId, id: MessageId) -> [u8; 16] {
     k
 }
 
-/// The index keys a message has.
+/// The ids one `ubits` key covers: 2^10.
+const CHUNK_SHIFT: u32 = 10;
+/// The bitmap of the messages a user received (has flags on).
+pub(super) const RECEIVED: u8 = b'r';
+/// The bitmap of the messages a user received and has not read.
+pub(super) const UNREAD: u8 = b'u';
+/// The bitmap of the messages a user sent (the sender index).
+pub(super) const SENT: u8 = b's';
+/// The bitmap of the messages of a channel (the channel index; its owner is the
+/// channel's id).
+pub(super) const CHANNEL: u8 = b'c';
+
+/// The `ubits` key of `user`'s `kind` bitmap chunk `chunk`.
+pub(super) fn bits_key(user: UserId, kind: u8, chunk: u64) -> [u8; 17] {
+    let mut k = [0u8; 17];
+    k[..8].copy_from_slice(&be(user));
+    k[8] = kind;
+    k[9..].copy_from_slice(&be(chunk));
+    k
+}
+
+/// The chunk of an id, and its byte and bit in the chunk's bitmap.
+fn chunk_of(id: MessageId) -> (u64, usize, u8) {
+    let at = (id & ((1 << CHUNK_SHIFT) - 1)) as usize;
+    (id >> CHUNK_SHIFT, at / 8, 1u8 << (at % 8))
+}
+
+/// Whether `id`'s bit is set in its chunk's bitmap `v`.
+fn bit_in(v: Option<&[u8]>, id: MessageId) -> bool {
+    let (_, byte, mask) = chunk_of(id);
+    v.and_then(|v| v.get(byte)).is_some_and(|b| b & mask != 0)
+}
+
+/// Sets or clears `id`'s bit in its chunk's bitmap `v` (trailing zero bytes dropped).
+pub(super) fn set_bit(v: &mut Vec<u8>, id: MessageId, on: bool) {
+    let (_, byte, mask) = chunk_of(id);
+    if on {
+        if v.len() <= byte {
+            v.resize(byte + 1, 0);
+        }
+        v[byte] |= mask;
+    } else if let Some(b) = v.get_mut(byte) {
+        *b &= !mask;
+    }
+    while v.last() == Some(&0) {
+        v.pop();
+    }
+}
+
+/// The ids set in chunk `chunk`'s bitmap `v`, ascending.
+fn ids_in(chunk: u64, v: &[u8]) -> Vec<MessageId> {
+    let base = chunk << CHUNK_SHIFT;
+    let mut ids = Vec::new();
+    for (i, b) in v.iter().enumerate() {
+        for bit in 0..8 {
+            if b & (1 << bit) != 0 {
+                ids.push(base + (i as u64) * 8 + bit);
+            }
+        }
+    }
+    ids
+}
+
+/// Clears the bits of ids from `from` on in chunk `chunk`'s bitmap `v`.
+fn clear_from(chunk: u64, v: &mut Vec<u8>, from: MessageId) {
+    for id in ids_in(chunk, v) {
+        if id >= from {
+            set_bit(v, id, false);
+        }
+    }
+}
+
+/// Sets or clears one bit on disk (a read, then a write of its chunk).
+fn write_bit(
+    t: &Trees,
+    kind: u8,
+    user: UserId,
+    id: MessageId,
+    on: bool,
+) -> Result<(), StorageError> {
+    let key = bits_key(user, kind, chunk_of(id).0);
+    let old = t.bits.get(key)?;
+    if bit_in(old.as_deref(), id) == on {
+        return Ok(());
+    }
+    let mut v = old.map(|v| v.to_vec()).unwrap_or_default();
+    set_bit(&mut v, id, on);
+    if v.is_empty() {
+        t.bits.remove(key)?;
+    } else {
+        t.bits.insert(key, v)?;
+    }
+    Ok(())
+}
+
+/// A user's flag bits but `read` on disk: an exception key, or nothing.
+fn write_extra(t: &Trees, key: [u8; 16], bits: u32) -> Result<(), StorageError> {
+    let extra = bits & !flags::READ;
+    if extra == 0 {
+        t.flags.remove(key)?;
+    } else {
+        t.flags.insert(key, &extra.to_le_bytes()[..])?;
+    }
+    Ok(())
+}
+
+/// The index keys a message has: its topic's or its conversation's.
 fn index_keys(m: &Message) -> Vec<Vec<u8>> {
-    let mut keys = vec![with_id(prefixed(b's', m.sender_id), m.id)];
     match &m.recipient {
         Recipient::Channel { channel_id, topic } => {
-            keys.push(with_id(prefixed(b'c', *channel_id), m.id));
-            keys.push(with_id(topic_prefix(*channel_id, topic), m.id));
+            vec![with_id(topic_prefix(*channel_id, topic), m.id)]
         }
-        Recipient::Direct { users } => keys.push(with_id(conversation_prefix(users), m.id)),
+        Recipient::Direct { users } => vec![with_id(conversation_prefix(users), m.id)],
     }
-    keys
+}
+
+/// The index bitmaps a message is in (kind, owner): its sender's and its channel's.
+fn index_bits(m: &Message) -> Vec<(u8, u64)> {
+    let mut bits = vec![(SENT, m.sender_id)];
+    if let Some(channel) = m.recipient.channel() {
+        bits.push((CHANNEL, channel));
+    }
+    bits
 }
 
 pub fn encode_message(m: &Message) -> Result<Vec<u8>, StorageError> {
@@ -158,16 +294,21 @@ pub fn decode_message(bytes: &[u8]) -> Result<Message, StorageError> {
     }
 }
 
-/// The names of a realm's trees: rows, index, user-message rows, unread rows, undo log.
+/// The names of a realm's trees: rows, index, flag exceptions, per-user bitmaps, undo
+/// log.
 pub fn tree_names(subdomain: &str) -> [String; 5] {
     [
         format!("msg:{subdomain}"),
         format!("msgidx:{subdomain}"),
-        format!("um:{subdomain}"),
-        format!("unread:{subdomain}"),
+        format!("uflags:{subdomain}"),
+        format!("ubits:{subdomain}"),
         format!("msgundo:{subdomain}"),
     ]
 }
+
+/// The prefixes of the per-user trees of the layout before bitmaps (see the module
+/// doc): a key per (user, message) with all its flag bits, and one per unread message.
+pub const LEGACY_USER_TREES: [&str; 2] = ["um:", "unread:"];
 
 /// What one change writes, computed from the realm state of its moment (so that it can
 /// wait in `MessageDb`'s queue while the database opens): everything `apply` needs.
@@ -234,13 +375,30 @@ impl Op {
 /// power loss while the rows written after it are not.
 pub(super) const UNDO_CHUNK_BYTES: usize = 32 * 1024;
 
-/// Which tree a write goes to (in the undo log).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Which tree a write goes to (in the undo log). Positional: variants are only added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 enum Tag {
     Rows,
     Idx,
+    /// The layout before bitmaps: a user's flags on a message, `read` included (undone
+    /// as the received bit and the exception).
     Um,
+    /// The layout before bitmaps: a user's unread message (undone as the unread bit).
     Unread,
+    /// `uflags`: a key.
+    Flags,
+    /// A bit of a `ubits` bitmap: `key` is its owner (u64 BE), kind and message id
+    /// (u64 BE), `value` is `Some` (empty) when it was set.
+    Bit,
+}
+
+/// The undo-log key of a bit (`Tag::Bit`).
+fn bit_key(kind: u8, owner: u64, id: MessageId) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17);
+    k.extend_from_slice(&be(owner));
+    k.push(kind);
+    k.extend_from_slice(&be(id));
+    k
 }
 
 /// One key as it was before a logged write: `None` when absent.
@@ -263,18 +421,62 @@ fn decode_undo(bytes: &[u8]) -> Result<Vec<Before>, StorageError> {
 }
 
 impl Trees {
+    /// The tree of a key-level tag (rows, index, exceptions); bits are written through
+    /// `write_bit`.
     fn tree(&self, tag: Tag) -> &sled::Tree {
         match tag {
             Tag::Rows => &self.rows,
             Tag::Idx => &self.idx,
-            Tag::Um => &self.um,
-            Tag::Unread => &self.unread,
+            _ => &self.flags,
         }
+    }
+
+    /// Puts back one logged earlier value.
+    fn restore(&self, b: Before) -> Result<(), StorageError> {
+        let user_id = |key: &[u8]| (id_at_end(&key[..key.len().min(8)]), id_at_end(key));
+        match b.tree {
+            // A channel or sender entry of the layout before bitmaps (a move or a
+            // deletion logged by an older hearth): its bit.
+            Tag::Idx if b.key.len() == 17 && matches!(b.key[0], b'c' | b's') => {
+                let kind = if b.key[0] == b'c' { CHANNEL } else { SENT };
+                let owner = id_at_end(&b.key[..9]);
+                write_bit(self, kind, owner, id_at_end(&b.key), b.value.is_some())?;
+            }
+            Tag::Rows | Tag::Idx | Tag::Flags => {
+                let tree = self.tree(b.tree);
+                match b.value {
+                    Some(v) => tree.insert(b.key, v)?,
+                    None => tree.remove(b.key)?,
+                };
+            }
+            Tag::Bit => {
+                let (owner, id) = user_id(&b.key);
+                let kind = b.key.get(8).copied().unwrap_or_default();
+                write_bit(self, kind, owner, id, b.value.is_some())?;
+            }
+            Tag::Um => {
+                let (user, id) = user_id(&b.key);
+                let bits = b.value.as_deref().map(bits_of);
+                write_bit(self, RECEIVED, user, id, bits.is_some())?;
+                write_extra(self, user_key(user, id), bits.unwrap_or(0))?;
+            }
+            Tag::Unread => {
+                let (user, id) = user_id(&b.key);
+                write_bit(self, UNREAD, user, id, b.value.is_some())?;
+            }
+        }
+        Ok(())
     }
 }
 
+/// A bitmap chunk as on disk (`None`: absent) and as planned.
+type Chunk = (Option<Vec<u8>>, Vec<u8>);
+
+/// A user's received messages with their flags (`MessageStore::received`).
+pub type Received = Box<dyn Iterator<Item = Result<(MessageId, u32), StorageError>> + Send>;
+
 /// The writes of one op, gathered before any is made (reads see the earlier ones), so
-/// that the keys' earlier values can be logged first.
+/// that the keys' and bits' earlier values can be logged first.
 struct Plan<'a> {
     t: &'a Trees,
     writes: Vec<(Tag, Vec<u8>, Option<Vec<u8>>)>,
@@ -282,6 +484,10 @@ struct Plan<'a> {
     planned: HashMap<(Tag, Vec<u8>), Option<Vec<u8>>>,
     /// Each key's value on disk as first read, so that logging it reads it no more.
     read: HashMap<(Tag, Vec<u8>), Option<Vec<u8>>>,
+    /// Each bitmap chunk touched: as on disk, and as planned.
+    chunks: BTreeMap<[u8; 17], Chunk>,
+    /// The bits written, in order: kind, owner, message.
+    bits: Vec<(u8, u64, MessageId)>,
 }
 
 impl<'a> Plan<'a> {
@@ -291,6 +497,8 @@ impl<'a> Plan<'a> {
             writes: Vec::new(),
             planned: HashMap::new(),
             read: HashMap::new(),
+            chunks: BTreeMap::new(),
+            bits: Vec::new(),
         }
     }
 
@@ -317,25 +525,121 @@ impl<'a> Plan<'a> {
         self.put(tag, key.as_ref(), None);
     }
 
+    /// The chunk holding `id`'s bit of `user`'s `kind` bitmap, read once.
+    fn chunk(&mut self, kind: u8, user: UserId, id: MessageId) -> Result<&mut Chunk, StorageError> {
+        let key = bits_key(user, kind, chunk_of(id).0);
+        if !self.chunks.contains_key(&key) {
+            let v = self.t.bits.get(key)?.map(|v| v.to_vec());
+            let planned = v.clone().unwrap_or_default();
+            self.chunks.insert(key, (v, planned));
+        }
+        self.chunks
+            .get_mut(&key)
+            .ok_or_else(|| StorageError::Invalid("a bitmap chunk vanished".into()))
+    }
+
+    fn bit(&mut self, kind: u8, user: UserId, id: MessageId) -> Result<bool, StorageError> {
+        Ok(bit_in(Some(&self.chunk(kind, user, id)?.1), id))
+    }
+
+    fn set_bit(
+        &mut self,
+        kind: u8,
+        user: UserId,
+        id: MessageId,
+        on: bool,
+    ) -> Result<(), StorageError> {
+        set_bit(&mut self.chunk(kind, user, id)?.1, id, on);
+        self.bits.push((kind, user, id));
+        Ok(())
+    }
+
+    /// A user's flag bits on a message, as `MessageStore::flags`.
+    fn user_bits(&mut self, user: UserId, id: MessageId) -> Result<Option<u32>, StorageError> {
+        if !self.bit(RECEIVED, user, id)? {
+            return Ok(None);
+        }
+        let extra = self
+            .get(Tag::Flags, &user_key(user, id))?
+            .map_or(0, |v| bits_of(&v));
+        let read = if self.bit(UNREAD, user, id)? {
+            0
+        } else {
+            flags::READ
+        };
+        Ok(Some((extra & !flags::READ) | read))
+    }
+
+    /// Makes a user's flag bits on a message `new` (they were `old`, as `user_bits`).
+    fn set_user_bits(
+        &mut self,
+        user: UserId,
+        id: MessageId,
+        old: Option<u32>,
+        new: u32,
+    ) -> Result<(), StorageError> {
+        if old.is_none() {
+            self.set_bit(RECEIVED, user, id, true)?;
+        }
+        let (old_extra, new_extra) = (old.unwrap_or(0) & !flags::READ, new & !flags::READ);
+        if old_extra != new_extra {
+            let key = user_key(user, id);
+            if new_extra == 0 {
+                self.remove(Tag::Flags, key);
+            } else {
+                self.insert(Tag::Flags, key, new_extra.to_le_bytes());
+            }
+        }
+        let old_unread = old.is_some_and(|b| b & flags::READ == 0);
+        let new_unread = new & flags::READ == 0;
+        if old_unread != new_unread {
+            self.set_bit(UNREAD, user, id, new_unread)?;
+        }
+        Ok(())
+    }
+
     /// Makes the writes; for WAL record `seq`, first logs the earlier value of each
-    /// key they change. sled's log keeps writes in order, so rows are never on disk
-    /// without the entry that undoes them.
+    /// key and bit they change. sled's log keeps writes in order, so rows are never on
+    /// disk without the entry that undoes them.
     fn commit(mut self, at: Option<(u64, u32)>) -> Result<(), StorageError> {
         let t = self.t;
         if let Some((seq, change)) = at {
+            let mut befores = Vec::new();
             let mut seen = HashSet::new();
-            // Entries of at most about `UNDO_CHUNK_BYTES` each.
-            let mut chunks: Vec<Vec<Before>> = Vec::new();
-            let mut size = 0;
             for (tag, key, _) in &self.writes {
-                if !seen.insert((*tag, key.as_slice())) {
+                if !seen.insert((*tag, key.clone())) {
                     continue;
                 }
                 let value = match self.read.remove(&(*tag, key.clone())) {
                     Some(v) => v,
                     None => t.tree(*tag).get(key)?.map(|v| v.to_vec()),
                 };
-                let bytes = key.len() + value.as_ref().map_or(0, Vec::len) + 8;
+                befores.push(Before {
+                    tree: *tag,
+                    key: key.clone(),
+                    value,
+                });
+            }
+            for &(kind, owner, id) in &self.bits {
+                let key = bit_key(kind, owner, id);
+                if !seen.insert((Tag::Bit, key.clone())) {
+                    continue;
+                }
+                let on_disk = self
+                    .chunks
+                    .get(&bits_key(owner, kind, chunk_of(id).0))
+                    .is_some_and(|(disk, _)| bit_in(disk.as_deref(), id));
+                befores.push(Before {
+                    tree: Tag::Bit,
+                    key,
+                    value: on_disk.then(Vec::new),
+                });
+            }
+            // Entries of at most about `UNDO_CHUNK_BYTES` each.
+            let mut chunks: Vec<Vec<Before>> = Vec::new();
+            let mut size = 0;
+            for before in befores {
+                let bytes = before.key.len() + before.value.as_ref().map_or(0, Vec::len) + 8;
                 match chunks.last_mut() {
                     Some(_) if size + bytes <= UNDO_CHUNK_BYTES => size += bytes,
                     _ => {
@@ -344,11 +648,7 @@ impl<'a> Plan<'a> {
                     }
                 }
                 if let Some(chunk) = chunks.last_mut() {
-                    chunk.push(Before {
-                        tree: *tag,
-                        key: key.clone(),
-                        value,
-                    });
+                    chunk.push(before);
                 }
             }
             // Key: the record, then an ordinal: the change's place in the record, then
@@ -367,6 +667,16 @@ impl<'a> Plan<'a> {
                 None => t.tree(tag).remove(key)?,
             };
         }
+        for (key, (disk, planned)) in self.chunks {
+            if disk.as_deref().unwrap_or_default() == planned.as_slice() {
+                continue;
+            }
+            if planned.is_empty() {
+                t.bits.remove(key)?;
+            } else {
+                t.bits.insert(key, planned)?;
+            }
+        }
         Ok(())
     }
 }
@@ -381,8 +691,7 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
             ids,
         } => {
             for id in ids {
-                let key = user_key(user_id, id);
-                let old = p.get(Tag::Um, &key)?.map(|v| bits_of(&v));
+                let old = p.user_bits(user_id, id)?;
                 let new = match (old, add) {
                     (Some(b), true) => b | flag,
                     (Some(b), false) => b & !flag,
@@ -391,13 +700,8 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
                     (None, true) => flags::HISTORICAL | flags::READ | flag,
                     (None, false) => (flags::HISTORICAL | flags::READ) & !flag,
                 };
-                p.insert(Tag::Um, key, new.to_le_bytes());
-                if flag == flags::READ {
-                    if add {
-                        p.remove(Tag::Unread, key);
-                    } else {
-                        p.insert(Tag::Unread, key, []);
-                    }
+                if Some(new) != old {
+                    p.set_user_bits(user_id, id, old, new)?;
                 }
             }
         }
@@ -406,11 +710,10 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
             // recipient's mention flags from the new rendering; other flags stay.
             for MentionFlags { id, mask, users } in mentions {
                 for (user, bits) in users {
-                    let key = user_key(user, id);
-                    if let Some(old) = p.get(Tag::Um, &key)?.map(|v| bits_of(&v)) {
+                    if let Some(old) = p.user_bits(user, id)? {
                         let new = (old & !mask) | (bits & mask);
                         if new != old {
-                            p.insert(Tag::Um, key, new.to_le_bytes());
+                            p.set_user_bits(user, id, Some(old), new)?;
                         }
                     }
                 }
@@ -437,6 +740,13 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
                 for k in new {
                     p.insert(Tag::Idx, k, []);
                 }
+                let (old, new) = (index_bits(&current), index_bits(&after));
+                for &(kind, owner) in old.iter().filter(|b| !new.contains(b)) {
+                    p.set_bit(kind, owner, after.id, false)?;
+                }
+                for &(kind, owner) in new.iter().filter(|b| !old.contains(b)) {
+                    p.set_bit(kind, owner, after.id, true)?;
+                }
             }
         }
         Op::Reaction {
@@ -460,12 +770,15 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
             }
         }
         Op::Deleted(messages) => {
-            // User-message and unread rows of deleted messages are left to readers,
-            // which skip ids whose row is gone: finding them would mean a scan.
+            // Users' bits and exceptions of deleted messages are left to readers, which
+            // skip ids whose row is gone: finding them would mean a scan.
             for m in messages {
                 p.remove(Tag::Rows, be(m.id));
                 for k in index_keys(&m) {
                     p.remove(Tag::Idx, k);
+                }
+                for (kind, owner) in index_bits(&m) {
+                    p.set_bit(kind, owner, m.id, false)?;
                 }
             }
         }
@@ -487,11 +800,19 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<bool, StorageError> {
             for k in index_keys(&m) {
                 t.idx.insert(k, &[][..])?;
             }
+            for (kind, owner) in index_bits(&m) {
+                write_bit(t, kind, owner, m.id, true)?;
+            }
+            // A bit in each recipient's received chunk (and unread one), and an
+            // exception key only for flags beyond `read`. A replay sets the same bits;
+            // an exception a later record removed is removed again by its replay.
             for (user, bits) in recipients {
-                let key = user_key(user, m.id);
-                t.um.insert(key, &bits.to_le_bytes()[..])?;
+                write_bit(t, RECEIVED, user, m.id, true)?;
                 if bits & flags::READ == 0 {
-                    t.unread.insert(key, &[][..])?;
+                    write_bit(t, UNREAD, user, m.id, true)?;
+                }
+                if bits & !flags::READ != 0 {
+                    write_extra(t, user_key(user, m.id), bits)?;
                 }
             }
         }
@@ -512,11 +833,7 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<bool, StorageError> {
                 .collect::<Result<_, _>>()?;
             for (key, value) in entries.iter().rev() {
                 for b in decode_undo(value)?.into_iter().rev() {
-                    let tree = t.tree(b.tree);
-                    match b.value {
-                        Some(v) => tree.insert(b.key, v)?,
-                        None => tree.remove(b.key)?,
-                    };
+                    t.restore(b)?;
                 }
                 t.undo.remove(key)?;
             }
@@ -547,27 +864,51 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<bool, StorageError> {
             // Per-user rows first, message rows last: sled recovers a prefix of its
             // log, so a purge cut short leaves message rows, and the next one finds it
             // unfinished.
+            let mut chunks = Vec::new();
             for &user in realm.users.keys() {
-                for tree in [&t.um, &t.unread] {
-                    let range = user_key(user, from)..=user_key(user, MessageId::MAX);
-                    for key in tree.range(range).keys() {
-                        tree.remove(key?)?;
+                let range = user_key(user, from)..=user_key(user, MessageId::MAX);
+                for key in t.flags.range(range).keys() {
+                    t.flags.remove(key?)?;
+                }
+                for kind in [RECEIVED, UNREAD] {
+                    let (lo, hi) = (
+                        bits_key(user, kind, chunk_of(from).0),
+                        bits_key(user, kind, MessageId::MAX >> CHUNK_SHIFT),
+                    );
+                    for item in t.bits.range(lo..=hi) {
+                        chunks.push(item?);
                     }
                 }
             }
             // Users created by lost records too: ids from the realm's next one (beside
             // system bots with high ids, whose rows of earlier messages stay).
-            for tree in [&t.um, &t.unread] {
-                for key in tree.range(user_key(realm.next_user_id, 0)..).keys() {
-                    let key = key?;
-                    if id_at_end(&key) >= from {
-                        tree.remove(key)?;
-                    }
+            for key in t.flags.range(user_key(realm.next_user_id, 0)..).keys() {
+                let key = key?;
+                if id_at_end(&key) >= from {
+                    t.flags.remove(key)?;
+                }
+            }
+            for item in t.bits.range(be(realm.next_user_id)..) {
+                let (key, v) = item?;
+                if (id_at_end(&key) + 1) << CHUNK_SHIFT > from {
+                    chunks.push((key, v));
+                }
+            }
+            for (key, v) in chunks {
+                let mut bits = v.to_vec();
+                clear_from(id_at_end(&key), &mut bits, from);
+                if bits.is_empty() {
+                    t.bits.remove(key)?;
+                } else if bits != v.as_ref() {
+                    t.bits.insert(key, bits)?;
                 }
             }
             for (id, m) in &lost {
                 for k in m.iter().flat_map(index_keys) {
                     t.idx.remove(k)?;
+                }
+                for (kind, owner) in m.iter().flat_map(index_bits) {
+                    write_bit(t, kind, owner, *id, false)?;
                 }
                 t.rows.remove(be(*id))?;
             }
@@ -736,11 +1077,25 @@ impl MessageStore {
 
     /// A user's flags on a message (`None`: they did not receive it).
     pub fn flags(&self, user: UserId, id: MessageId) -> Result<Option<u32>, StorageError> {
-        Ok(self
-            .trees()?
-            .um
-            .get(user_key(user, id))?
-            .map(|v| bits_of(&v)))
+        let t = self.trees()?;
+        user_flags(&t, user, id)
+    }
+
+    /// The messages `user` received with ids in `[from, to]`, ascending, each with the
+    /// user's flags on it (deleted messages included: `get` tells them), lazily: a
+    /// realm's messages with their per-user flags are those of each of its users.
+    pub fn received(
+        &self,
+        user: UserId,
+        from: MessageId,
+        to: MessageId,
+    ) -> Result<Received, StorageError> {
+        let t = self.trees()?;
+        let ids = bit_ids(&t.bits, user, RECEIVED, from, to, false);
+        Ok(Box::new(ids.map(move |id| {
+            let id = id?;
+            Ok((id, user_flags(&t, user, id)?.unwrap_or(0)))
+        })))
     }
 
     /// Ids of `source` in `[from, to]`, ascending or (`reverse`) descending, lazily.
@@ -753,17 +1108,17 @@ impl MessageStore {
     ) -> Result<Box<dyn Iterator<Item = Result<MessageId, StorageError>> + Send>, StorageError>
     {
         let t = self.trees()?;
-        let (tree, prefix): (sled::Tree, Vec<u8>) = match source {
-            Source::User(u) => (t.um, be(*u).to_vec()),
-            Source::Unread(u) => (t.unread, be(*u).to_vec()),
-            Source::Channel(c) => (t.idx, prefixed(b'c', *c)),
-            Source::Topic(c, topic) => (t.idx, topic_prefix(*c, topic)),
-            Source::Conversation(users) => (t.idx, conversation_prefix(users)),
-            Source::Sender(s) => (t.idx, prefixed(b's', *s)),
-        };
         if from > to {
             return Ok(Box::new(std::iter::empty()));
         }
+        let (tree, prefix): (sled::Tree, Vec<u8>) = match source {
+            Source::User(u) => return Ok(bit_ids(&t.bits, *u, RECEIVED, from, to, reverse)),
+            Source::Unread(u) => return Ok(bit_ids(&t.bits, *u, UNREAD, from, to, reverse)),
+            Source::Channel(c) => return Ok(bit_ids(&t.bits, *c, CHANNEL, from, to, reverse)),
+            Source::Topic(c, topic) => (t.idx, topic_prefix(*c, topic)),
+            Source::Conversation(users) => (t.idx, conversation_prefix(users)),
+            Source::Sender(s) => return Ok(bit_ids(&t.bits, *s, SENT, from, to, reverse)),
+        };
         let lo = with_id(prefix.clone(), from);
         let hi = with_id(prefix, to);
         let range = tree.range(lo..=hi);
@@ -803,6 +1158,55 @@ fn rebase_edit(mut current: Message, before: &Message, after: Message) -> Messag
         current.edits.extend_from_slice(new_edits);
     }
     current
+}
+
+/// A user's flags on a message from its two bits and its exception.
+fn user_flags(t: &Trees, user: UserId, id: MessageId) -> Result<Option<u32>, StorageError> {
+    let chunk = chunk_of(id).0;
+    if !bit_in(t.bits.get(bits_key(user, RECEIVED, chunk))?.as_deref(), id) {
+        return Ok(None);
+    }
+    let extra = t.flags.get(user_key(user, id))?.map_or(0, |v| bits_of(&v));
+    let unread = bit_in(t.bits.get(bits_key(user, UNREAD, chunk))?.as_deref(), id);
+    Ok(Some(
+        (extra & !flags::READ) | if unread { 0 } else { flags::READ },
+    ))
+}
+
+/// The ids set in `user`'s `kind` bitmap within `[from, to]`, lazily, a chunk at a time.
+fn bit_ids(
+    bits: &sled::Tree,
+    user: UserId,
+    kind: u8,
+    from: MessageId,
+    to: MessageId,
+    reverse: bool,
+) -> Box<dyn Iterator<Item = Result<MessageId, StorageError>> + Send> {
+    let lo = bits_key(user, kind, chunk_of(from).0);
+    let hi = bits_key(user, kind, chunk_of(to).0);
+    let range = bits.range(lo..=hi);
+    let expand = move |item: sled::Result<(sled::IVec, sled::IVec)>| {
+        let ids: Vec<Result<MessageId, StorageError>> = match item {
+            Ok((k, v)) => {
+                let mut ids: Vec<_> = ids_in(id_at_end(&k), &v)
+                    .into_iter()
+                    .filter(|id| (from..=to).contains(id))
+                    .map(Ok)
+                    .collect();
+                if reverse {
+                    ids.reverse();
+                }
+                ids
+            }
+            Err(e) => vec![Err(e.into())],
+        };
+        ids
+    };
+    if reverse {
+        Box::new(range.rev().flat_map(expand))
+    } else {
+        Box::new(range.flat_map(expand))
+    }
 }
 
 fn bits_of(v: &[u8]) -> u32 {
@@ -868,9 +1272,339 @@ impl MessageStore {
     /// is not served).
     pub fn clear(&self) -> Result<(), StorageError> {
         let t = self.trees()?;
-        for tree in [&t.rows, &t.idx, &t.um, &t.unread, &t.undo] {
+        for tree in [&t.rows, &t.idx, &t.flags, &t.bits, &t.undo] {
             tree.clear()?;
         }
         Ok(())
+    }
+}
+
+/// What `migrate_layout` rewrote.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Migrated {
+    pub realms: usize,
+    /// Keys of the old trees read.
+    pub keys: u64,
+}
+
+/// Rewrites what the layout before bitmaps kept a key per message for (see the module
+/// doc) as bitmaps: the per-user trees `um:<realm>` and `unread:<realm>` into `ubits`
+/// and `uflags`, then drops them; the channel and sender entries of `msgidx` (`c`
+/// channel, id and `s` sender, id) into `ubits`, then removes them. Idempotent, so a
+/// crash anywhere in it is harmless: bits are OR-ed into the chunks a cut-short run
+/// wrote, exceptions are written over, and what is old goes last (sled recovers a
+/// prefix of its log), so a database that still has any of it gets it rewritten again
+/// at its next start. Undo-log entries of the old layout stay as they are (`Tag::Um`,
+/// `Tag::Unread`: undone as bits; `Tag::Idx` entries of channel and sender keys name
+/// keys no reader looks at any more). `budget`: sled writes allowed (tests cut it
+/// short as a crash would); `None` once it ran out.
+pub(super) fn migrate_layout(
+    db: &sled::Db,
+    mut budget: usize,
+) -> Result<Option<Migrated>, StorageError> {
+    let [um_prefix, unread_prefix] = LEGACY_USER_TREES;
+    let names: Vec<String> = db
+        .tree_names()
+        .iter()
+        .filter_map(|n| std::str::from_utf8(n).ok().map(str::to_owned))
+        .collect();
+    let mut subdomains = std::collections::BTreeSet::new();
+    for name in &names {
+        for prefix in [um_prefix, unread_prefix, "msgidx:"] {
+            if let Some(sub) = name.strip_prefix(prefix) {
+                subdomains.insert(sub.to_owned());
+            }
+        }
+    }
+    let mut done = Migrated::default();
+    let mut step = || {
+        budget = budget.saturating_sub(1);
+        budget > 0
+    };
+    for sub in subdomains {
+        let tree_names = tree_names(&sub);
+        let (exceptions, bits) = (db.open_tree(&tree_names[2])?, db.open_tree(&tree_names[3])?);
+        let idx = db.open_tree(&tree_names[1])?;
+        let legacy: Vec<String> = [um_prefix, unread_prefix]
+            .iter()
+            .map(|p| format!("{p}{sub}"))
+            .filter(|n| names.contains(n))
+            .collect();
+        let mut old_idx = Vec::new();
+        for (tag, kind) in [(b'c', CHANNEL), (b's', SENT)] {
+            for key in idx.range([tag]..[tag + 1]).keys() {
+                let key = key?;
+                if key.len() == 17 {
+                    old_idx.push((kind, key));
+                }
+            }
+        }
+        if legacy.is_empty() && old_idx.is_empty() {
+            continue;
+        }
+        let mut chunks: BTreeMap<[u8; 17], Vec<u8>> = BTreeMap::new();
+        let mut mark = |kind: u8, owner: u64, id: MessageId| {
+            set_bit(
+                chunks
+                    .entry(bits_key(owner, kind, chunk_of(id).0))
+                    .or_default(),
+                id,
+                true,
+            );
+        };
+        let owner_id = |key: &[u8]| (id_at_end(&key[..key.len().min(8)]), id_at_end(key));
+        for (kind, key) in &old_idx {
+            mark(*kind, id_at_end(&key[..9]), id_at_end(key));
+            done.keys += 1;
+        }
+        if legacy.iter().any(|n| n.starts_with(um_prefix)) {
+            for item in db.open_tree(format!("{um_prefix}{sub}"))?.iter() {
+                let (key, value) = item?;
+                let (user, id) = owner_id(&key);
+                mark(RECEIVED, user, id);
+                let extra = bits_of(&value) & !flags::READ;
+                if extra != 0 {
+                    if !step() {
+                        return Ok(None);
+                    }
+                    exceptions.insert(key.as_ref(), &extra.to_le_bytes()[..])?;
+                }
+                done.keys += 1;
+            }
+        }
+        if legacy.iter().any(|n| n.starts_with(unread_prefix)) {
+            for key in db.open_tree(format!("{unread_prefix}{sub}"))?.iter().keys() {
+                let (user, id) = owner_id(&key?);
+                mark(UNREAD, user, id);
+                done.keys += 1;
+            }
+        }
+        for (key, mut v) in chunks {
+            if let Some(old) = bits.get(key)? {
+                if v.len() < old.len() {
+                    v.resize(old.len(), 0);
+                }
+                for (i, b) in old.iter().enumerate() {
+                    if let Some(new) = v.get_mut(i) {
+                        *new |= b;
+                    }
+                }
+            }
+            if !step() {
+                return Ok(None);
+            }
+            bits.insert(key, v)?;
+        }
+        for (_, key) in old_idx {
+            if !step() {
+                return Ok(None);
+            }
+            idx.remove(key)?;
+        }
+        for name in legacy {
+            if !step() {
+                return Ok(None);
+            }
+            db.drop_tree(name)?;
+        }
+        done.realms += 1;
+    }
+    Ok(Some(done))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &std::path::Path) -> (sled::Db, Trees) {
+        let db = sled::Config::new().path(dir).open().unwrap();
+        let [rows, idx, flags, bits, undo] = tree_names("zulip");
+        let t = Trees {
+            rows: db.open_tree(rows).unwrap(),
+            idx: db.open_tree(idx).unwrap(),
+            flags: db.open_tree(flags).unwrap(),
+            bits: db.open_tree(bits).unwrap(),
+            undo: db.open_tree(undo).unwrap(),
+        };
+        (db, t)
+    }
+
+    /// Per-user rows of the layout before bitmaps: (user, message, all its bits).
+    const LEGACY: [(UserId, MessageId, u32); 8] = [
+        (10, 1, flags::READ),
+        (11, 1, 0),
+        (11, 2, flags::STARRED),
+        (10, 2, flags::READ | flags::MENTIONED),
+        (10, 1_500, flags::READ | flags::STARRED),
+        (11, 1_500, flags::READ),
+        (11, 2_048, flags::HISTORICAL | flags::READ),
+        (12, 3, flags::MENTIONED),
+    ];
+
+    /// Channel and sender index entries of the layout before bitmaps: (tag, owner, id).
+    const LEGACY_IDX: [(u8, u64, MessageId); 4] =
+        [(b'c', 7, 1), (b'c', 7, 2), (b's', 10, 1), (b's', 10, 1_500)];
+
+    fn write_legacy(db: &sled::Db) {
+        let idx = db.open_tree("msgidx:zulip").unwrap();
+        for (tag, owner, id) in LEGACY_IDX {
+            let mut key = vec![tag];
+            key.extend_from_slice(&be(owner));
+            key.extend_from_slice(&be(id));
+            idx.insert(key, &[][..]).unwrap();
+        }
+        let (um, unread) = (
+            db.open_tree("um:zulip").unwrap(),
+            db.open_tree("unread:zulip").unwrap(),
+        );
+        for (user, id, bits) in LEGACY {
+            um.insert(user_key(user, id), &bits.to_le_bytes()[..])
+                .unwrap();
+            if bits & flags::READ == 0 {
+                unread.insert(user_key(user, id), &[][..]).unwrap();
+            }
+        }
+    }
+
+    fn scan(t: &Trees, user: UserId, kind: u8) -> Vec<MessageId> {
+        bit_ids(&t.bits, user, kind, 0, u64::MAX, false)
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    /// Every user's flags on every message, received and unread sets, as the legacy rows say.
+    fn assert_as_legacy(t: &Trees) {
+        for user in [10, 11, 12, 13] {
+            for id in [1, 2, 3, 1_500, 2_048, 4_000] {
+                let expected = LEGACY
+                    .iter()
+                    .find(|(u, i, _)| (*u, *i) == (user, id))
+                    .map(|(_, _, bits)| *bits);
+                assert_eq!(
+                    user_flags(t, user, id).unwrap(),
+                    expected,
+                    "user {user}, id {id}"
+                );
+            }
+            let of = |unread: bool| -> Vec<MessageId> {
+                let mut ids: Vec<_> = LEGACY
+                    .iter()
+                    .filter(|(u, _, bits)| *u == user && (!unread || bits & flags::READ == 0))
+                    .map(|(_, id, _)| *id)
+                    .collect();
+                ids.sort_unstable();
+                ids
+            };
+            assert_eq!(scan(t, user, RECEIVED), of(false), "user {user}");
+            assert_eq!(scan(t, user, UNREAD), of(true), "user {user}");
+        }
+        assert_eq!(scan(t, 7, CHANNEL), [1, 2]);
+        assert_eq!(scan(t, 10, SENT), [1, 1_500]);
+        assert_eq!(
+            t.idx.len(),
+            0,
+            "the old channel and sender entries are gone"
+        );
+    }
+
+    /// The migration to bitmaps keeps every user's flags, and a crash after any number
+    /// of its writes (sled recovers a prefix of its log: a run cut short there) leaves
+    /// a database that the next run migrates to the same result.
+    #[test]
+    fn the_layout_migration_survives_a_crash_at_every_write() {
+        let mut writes = 0;
+        for budget in 1.. {
+            let dir = tempfile::tempdir().unwrap();
+            let (db, t) = open(dir.path());
+            write_legacy(&db);
+            let cut = migrate_layout(&db, budget).unwrap();
+            let done = migrate_layout(&db, usize::MAX).unwrap();
+            assert_as_legacy(&t);
+            let names = db.tree_names();
+            assert!(
+                !names
+                    .iter()
+                    .any(|n| n.starts_with(b"um:") || n.starts_with(b"unread:")),
+                "budget {budget}"
+            );
+            assert_eq!(
+                migrate_layout(&db, usize::MAX).unwrap(),
+                Some(Migrated::default())
+            );
+            writes += 1;
+            if let Some(first) = cut {
+                assert_eq!(first.realms, 1);
+                assert_eq!(done, Some(Migrated::default()));
+                break;
+            }
+        }
+        // Five exceptions, eleven bitmap chunks, four index entries removed and two
+        // trees dropped: 22 writes, a crash before each and none.
+        assert_eq!(writes, 23);
+    }
+
+    /// Undo-log entries written by the layout before bitmaps put back the bits and
+    /// exceptions their keys stood for.
+    #[test]
+    fn a_legacy_undo_entry_is_undone_as_bits() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = open(dir.path());
+        write_legacy(&db);
+        migrate_layout(&db, usize::MAX).unwrap();
+        // Lost record 5 had starred message 1 for user 11 and read it; record 6 had
+        // added a historical row for user 13.
+        let entry = |befores: Vec<Before>| codec::encode_versioned(UNDO_SCHEMA, &befores).unwrap();
+        let five = vec![
+            Before {
+                tree: Tag::Um,
+                key: user_key(11, 1).to_vec(),
+                value: Some(0u32.to_le_bytes().to_vec()),
+            },
+            Before {
+                tree: Tag::Unread,
+                key: user_key(11, 1).to_vec(),
+                value: Some(Vec::new()),
+            },
+        ];
+        // Record 6 had also moved message 2 out of channel 7 into channel 8.
+        let entry_of = |tag: u8, owner: u64, id: MessageId| {
+            let mut key = vec![tag];
+            key.extend_from_slice(&be(owner));
+            key.extend_from_slice(&be(id));
+            key
+        };
+        let six = vec![
+            Before {
+                tree: Tag::Um,
+                key: user_key(13, 4_000).to_vec(),
+                value: None,
+            },
+            Before {
+                tree: Tag::Idx,
+                key: entry_of(b'c', 7, 2),
+                value: Some(Vec::new()),
+            },
+            Before {
+                tree: Tag::Idx,
+                key: entry_of(b'c', 8, 2),
+                value: None,
+            },
+        ];
+        write_bit(&t, CHANNEL, 7, 2, false).unwrap();
+        write_bit(&t, CHANNEL, 8, 2, true).unwrap();
+        t.undo.insert([be(5), be(0)].concat(), entry(five)).unwrap();
+        t.undo.insert([be(6), be(0)].concat(), entry(six)).unwrap();
+        write_bit(&t, UNREAD, 11, 1, false).unwrap();
+        write_extra(&t, user_key(11, 1), flags::STARRED).unwrap();
+        write_bit(&t, RECEIVED, 13, 4_000, true).unwrap();
+        write_extra(&t, user_key(13, 4_000), flags::HISTORICAL | flags::READ).unwrap();
+        assert_eq!(
+            user_flags(&t, 11, 1).unwrap(),
+            Some(flags::READ | flags::STARRED)
+        );
+        apply(&t, Op::Undo { after: 4 }).unwrap();
+        assert_as_legacy(&t);
+        assert!(scan(&t, 8, CHANNEL).is_empty());
+        assert!(t.flags.get(user_key(13, 4_000)).unwrap().is_none());
     }
 }

@@ -26,6 +26,7 @@ mod lifecycle;
 mod limits;
 mod linkifiers;
 mod message_events;
+mod message_layout;
 mod message_rules;
 mod messages;
 mod metrics;
