@@ -254,4 +254,60 @@ impl AdminClient {
         let realm = body["realm"].as_str().unwrap_or_default().to_owned();
         Ok((realm, Self::position(&body)))
     }
+
+    /// `GET /admin/files`: the names of the realm's stored files.
+    pub async fn files(&self, realm: &str) -> Result<Vec<String>, String> {
+        let res = self
+            .http
+            .get(format!("{}/admin/files", self.base))
+            .query(&[("realm", realm)])
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .map_err(|e| format!("{}: {e}", self.base))?;
+        let body = self.answer(res).await?;
+        serde_json::from_value(body["files"].clone()).map_err(|e| e.to_string())
+    }
+
+    /// Copies the files `from` has for `realm` and this node lacks to this node (the
+    /// realm staged here); how many.
+    pub async fn copy_files_from(&self, from: &AdminClient, realm: &str) -> Result<usize, String> {
+        let have: std::collections::HashSet<String> =
+            self.files(realm).await?.into_iter().collect();
+        let mut copied = 0;
+        for name in from.files(realm).await? {
+            if have.contains(&name) {
+                continue;
+            }
+            let res = from
+                .http
+                .get(format!("{}/admin/file", from.base))
+                .query(&[("realm", realm), ("sha256", &name)])
+                .bearer_auth(&from.token)
+                .send()
+                .await
+                .map_err(|e| format!("{}: {e}", from.base))?;
+            if !res.status().is_success() {
+                from.answer(res).await?;
+                continue;
+            }
+            let bytes = res
+                .bytes()
+                .await
+                .map_err(|e| format!("{}: {e}", from.base))?;
+            let res = self
+                .http
+                .post(format!("{}/admin/file", self.base))
+                .query(&[("realm", realm), ("sha256", &name)])
+                .bearer_auth(&self.token)
+                .header("content-type", "application/octet-stream")
+                .body(bytes)
+                .send()
+                .await
+                .map_err(|e| format!("{}: {e}", self.base))?;
+            self.answer(res).await?;
+            copied += 1;
+        }
+        Ok(copied)
+    }
 }

@@ -28,6 +28,9 @@
 //! | `GET /admin/wal?realm=S&after=N` | | `application/octet-stream`: the records after N up to the last durable one (header `x-hearth-position`), framed as below |
 //! | `POST /admin/wal?realm=S` | the same bytes | appends them to the STAGED realm S; the first must follow its position (a gap or an overlap is a 409); `position` |
 //! | `POST /admin/export` | `{"realm"}` | `application/octet-stream`: the realm's archive (`crate::archive`) written from the actor's last record while writes go on (header `x-hearth-position`: its WAL position) |
+//! | `GET /admin/files?realm=S` | | `files`: the names (SHA-256) of the realm's stored files (uploads, emoji) |
+//! | `GET /admin/file?realm=S&sha256=H` | | `application/octet-stream`: that file |
+//! | `POST /admin/file?realm=S` | a file | stores it for the STAGED realm S under its SHA-256; `sha256` (files uploaded on the source after its export travel this way, not in the WAL) |
 //! | `POST /admin/import` | an archive | imports it STAGED (never served before `activate`); `realm`, `position` |
 //! | `POST /admin/activate` | `{"realm"}` | loads the staged realm (snapshot + WAL replay), serves it, unstages it; `position` |
 //! | `POST /admin/drop` | `{"realm"}` | takes the realm out (its Host then answers as an unknown realm; its queues' polls `BAD_EVENT_QUEUE_ID`), stops its actor, removes its data |
@@ -307,6 +310,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/wal", web::get().to(ship))
         .route("/admin/wal", web::post().to(append))
         .route("/admin/export", web::post().to(export))
+        .route("/admin/files", web::get().to(files))
+        .route("/admin/file", web::get().to(file_get))
+        .route("/admin/file", web::post().to(file_put))
         .route("/admin/import", web::post().to(import))
         .route("/admin/activate", web::post().to(activate))
         .route("/admin/drop", web::post().to(drop_realm));
@@ -619,6 +625,89 @@ async fn import(state: web::Data<AdminState>, mut payload: web::Payload) -> Admi
     Ok(ok(
         json!({"realm": imported.subdomain, "position": imported.seq}),
     ))
+}
+
+/// `?realm=S&sha256=H`.
+#[derive(Deserialize)]
+struct FileQuery {
+    realm: String,
+    sha256: Option<String>,
+}
+
+/// A realm this node has, served or staged.
+fn known(state: &AdminState, realm: &str) -> Result<(), AdminError> {
+    if state.app.registry.get(realm).is_none() && !state.store.is_staged(realm) {
+        return Err(AdminError::no_realm(realm));
+    }
+    Ok(())
+}
+
+/// # `GET /admin/files?realm=S`
+async fn files(state: web::Data<AdminState>, q: web::Query<FileQuery>) -> AdminResult {
+    let realm = q.into_inner().realm;
+    known(&state, &realm)?;
+    let dir = state.uploads.realm_dir(&realm);
+    let names = web::block(move || -> std::io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(names),
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            if crate::storage::uploads::is_hash(&name) {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    })
+    .await
+    .map_err(AdminError::internal)?
+    .map_err(AdminError::internal)?;
+    Ok(ok(json!({"realm": realm, "files": names})))
+}
+
+/// # `GET /admin/file?realm=S&sha256=H`
+async fn file_get(state: web::Data<AdminState>, q: web::Query<FileQuery>) -> AdminResult {
+    let FileQuery { realm, sha256 } = q.into_inner();
+    known(&state, &realm)?;
+    let sha256 = sha256.ok_or_else(|| AdminError::bad("missing 'sha256'"))?;
+    let uploads = state.uploads.clone();
+    let name = sha256.clone();
+    let bytes = web::block(move || uploads.read(&realm, &name))
+        .await
+        .map_err(AdminError::internal)?
+        .map_err(AdminError::internal)?
+        .ok_or_else(|| AdminError::new(StatusCode::NOT_FOUND, format!("no file {sha256}")))?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/octet-stream")
+        .body(bytes))
+}
+
+/// # `POST /admin/file?realm=S`
+async fn file_put(
+    state: web::Data<AdminState>,
+    q: web::Query<FileQuery>,
+    body: web::Bytes,
+) -> AdminResult {
+    let FileQuery { realm, sha256 } = q.into_inner();
+    staged_only(&state, &realm)?;
+    let uploads = state.uploads.clone();
+    let name = realm.clone();
+    let stored = web::block(move || uploads.put(&name, &body).map(|held| held.sha256.clone()))
+        .await
+        .map_err(AdminError::internal)?
+        .map_err(AdminError::internal)?;
+    if let Some(expected) = sha256 {
+        if expected != stored {
+            return Err(AdminError::bad(format!(
+                "the file's SHA-256 is {stored}, not {expected}"
+            )));
+        }
+    }
+    Ok(ok(json!({"realm": realm, "sha256": stored})))
 }
 
 /// A realm that is staged here and not served.

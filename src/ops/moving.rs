@@ -12,7 +12,9 @@
 //!    the staged realm, a few rounds, so that what is left for the freeze is small;
 //! 4. **freeze** the source (durably: a restart keeps it frozen): writes answer 503
 //!    with `Retry-After`; its answer `F` bounds every acknowledged write;
-//! 5. ship and append the rest, up to `F`;
+//! 5. ship and append the rest, up to `F`, and copy the files uploaded since the export
+//!    (stored files are not in the WAL; they are named by their SHA-256, so a copy is
+//!    never wrong, only sometimes not needed);
 //! 6. **activate** on the target (its start's recovery: snapshot plus the shipped
 //!    records);
 //! 7. rewrite the placement (atomically) when one is given, and reload the router
@@ -223,8 +225,11 @@ async fn transfer(
             break;
         }
     }
+    // Files uploaded since the export: they are not in the WAL (content-addressed, so
+    // copying one twice is harmless); most now, the rest in the freeze.
+    let files = target.copy_files_from(source, realm).await?;
     report.say(format!(
-        "caught up to record {at} ({} records shipped while writes went on)",
+        "caught up to record {at} ({} records and {files} files shipped while writes went on)",
         report.shipped_before_freeze
     ));
     let frozen = Instant::now();
@@ -247,12 +252,13 @@ async fn transfer(
             "the target is at record {at}, past the source's freeze at {frozen_at}"
         ));
     }
+    let files = target.copy_files_from(source, realm).await?;
     let active = target.activate(realm).await?;
     let freeze = frozen.elapsed();
     report.freeze = Some(freeze);
     report.say(format!(
-        "froze the source at record {frozen_at}, shipped {} more records, activated on {} \
-         at record {active}: writes waited {} ms",
+        "froze the source at record {frozen_at}, shipped {} more records and {files} files, \
+         activated on {} at record {active}: writes waited {} ms",
         report.shipped_in_freeze,
         req.to,
         freeze.as_millis()

@@ -1469,6 +1469,7 @@ fn a_move_cut_short_is_finished_by_running_it_again() {
     let http = reqwest::Client::new();
     let mut ledger = Vec::new();
     let archive = dir.path().join("acme.archive");
+    let mut late_uri = String::new();
     rt.block_on(async {
         for i in 0..5 {
             let text = format!("first {i}");
@@ -1520,6 +1521,26 @@ fn a_move_cut_short_is_finished_by_running_it_again() {
         std::fs::remove_file(&archive).unwrap();
         let at = b.admin.export("acme", &archive).await.unwrap();
         a.admin.import(&archive).await.unwrap();
+        // A file uploaded after the export: not in the archive, not in the WAL; the
+        // move copies it (`copy_files_from`, which it runs before and in the freeze).
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(b"uploaded after the export".to_vec())
+                .file_name("late.txt"),
+        );
+        let res = http
+            .post(format!("{}/api/v1/user_uploads", b.url()))
+            .header("host", host("acme"))
+            .basic_auth(who.0, Some(who.1))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let uploaded: Value = res.json().await.unwrap();
+        late_uri = uploaded["url"].as_str().unwrap().to_owned();
+        assert_eq!(a.admin.copy_files_from(&b.admin, "acme").await.unwrap(), 1);
+        assert_eq!(a.admin.copy_files_from(&b.admin, "acme").await.unwrap(), 0);
         let frozen = b.admin.freeze("acme").await.unwrap();
         if frozen > at {
             let tail = b.admin.ship("acme", at).await.unwrap();
@@ -1550,6 +1571,18 @@ fn a_move_cut_short_is_finished_by_running_it_again() {
         assert_eq!(
             ledger_messages(&http, &a.url(), &host("acme"), who).await,
             ledger
+        );
+        let res = http
+            .get(format!("{}{late_uri}", a.url()))
+            .header("host", host("acme"))
+            .basic_auth(who.0, Some(who.1))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{late_uri}");
+        assert_eq!(
+            &res.bytes().await.unwrap()[..],
+            b"uploaded after the export"
         );
     });
 }
