@@ -432,6 +432,9 @@ fn write_realm(
     let presence = db
         .open_tree(format!("{PRESENCE_PREFIX}{subdomain}"))
         .map_err(StorageError::from)?;
+    // Rows are written straight to the open message database: while it opens they
+    // would queue in memory (all of them) and its first sync would outwait its bound.
+    wait_for_messages(store)?;
     // The presence tree marks a begun import (`Store::discard_remains`): durable first.
     store.durability.flush_now().map_err(StorageError::from)?;
     let mut reader = ArchiveReader::open(archive)?;
