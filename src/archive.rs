@@ -87,6 +87,24 @@ pub enum Fault {
     Abort(PartKind),
 }
 
+impl Fault {
+    /// `HEARTH_ARCHIVE_FAULT=abort:<part>` (`realm`, `messages`, `uploads`, `presence`,
+    /// `manifest`): an import ends its process at the first part of that kind, as
+    /// `kill -9` would (the crash tests of `hearth realm import` and of a move).
+    pub fn from_env() -> Option<Fault> {
+        let f = std::env::var("HEARTH_ARCHIVE_FAULT").ok()?;
+        let kind = match f.strip_prefix("abort:")? {
+            "realm" => PartKind::Realm,
+            "messages" => PartKind::Messages,
+            "uploads" => PartKind::Uploads,
+            "presence" => PartKind::Presence,
+            "manifest" => PartKind::Manifest,
+            _ => return None,
+        };
+        Some(Fault::Abort(kind))
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // The message trees: the only code that reads or writes them.
 

@@ -176,19 +176,7 @@ fn export(e: &cli::ExportArgs) -> Result<(), String> {
 /// `hearth realm import`. `HEARTH_ARCHIVE_FAULT=abort:<part>` ends the process at the
 /// first part of that kind, as `kill -9` would (the crash tests).
 fn import(i: &cli::ImportArgs) -> Result<(), String> {
-    use hearth::ops::archive::Fault;
-    use hearth::storage::archive::PartKind;
-    let fault = std::env::var("HEARTH_ARCHIVE_FAULT").ok().and_then(|f| {
-        let kind = match f.strip_prefix("abort:")? {
-            "realm" => PartKind::Realm,
-            "messages" => PartKind::Messages,
-            "uploads" => PartKind::Uploads,
-            "presence" => PartKind::Presence,
-            "manifest" => PartKind::Manifest,
-            _ => return None,
-        };
-        Some(Fault::Abort(kind))
-    });
+    let fault = hearth::ops::archive::Fault::from_env();
     if let Some(url) = &i.admin {
         let client = admin_client(url, i.admin_token_file.as_deref())?;
         let (realm, position) = actix_web::rt::System::new().block_on(client.import(&i.archive))?;

@@ -602,7 +602,8 @@ async fn import(state: web::Data<AdminState>, mut payload: web::Payload) -> Admi
                 )));
             }
             store.stage(&subdomain)?;
-            match crate::archive::import_verified(&store, &path, checked, None) {
+            let fault = crate::archive::Fault::from_env();
+            match crate::archive::import_verified(&store, &path, checked, fault) {
                 Ok(imported) => Ok(imported),
                 Err(e) => {
                     // Nothing of the realm is left (the import removes what it wrote).

@@ -1200,6 +1200,35 @@ impl Node {
         }
     }
 
+    /// `start` with environment variables for the node.
+    fn start_env(data: &Path, envs: &[(&str, &str)]) -> Node {
+        let args = [
+            "--data",
+            data.to_str().unwrap(),
+            "--admin-bind",
+            "127.0.0.1:0",
+        ];
+        let mut all = vec![("RUST_LOG", "info")];
+        all.extend_from_slice(envs);
+        let server = ChildServer::up(&args, &all);
+        let admin_addr = server
+            .log()
+            .iter()
+            .find_map(|l| {
+                let at = l.find("admin on http://")? + "admin on http://".len();
+                Some(l[at..].split('/').next()?.to_owned())
+            })
+            .expect("the admin listener's address in the log");
+        let http = server.url.trim_start_matches("http://").to_owned();
+        let admin = AdminClient::with_token_file(&admin_addr, &data.join("admin-token")).unwrap();
+        Node {
+            server: Some(server),
+            http,
+            admin,
+            admin_addr,
+        }
+    }
+
     fn token_file(data: &Path) -> String {
         data.join("admin-token").to_str().unwrap().to_owned()
     }
@@ -1584,5 +1613,71 @@ fn a_move_cut_short_is_finished_by_running_it_again() {
             &res.bytes().await.unwrap()[..],
             b"uploaded after the export"
         );
+    });
+}
+
+#[test]
+fn a_move_whose_target_dies_while_importing_is_redone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    let acme = create_realm(&a_dir, "acme", "http://acme.cluster.test");
+    std::fs::create_dir(&b_dir).unwrap();
+    let who = (acme.0.as_str(), acme.1.as_str());
+    let a = Node::start(&a_dir, &[]);
+    // The target ends itself, as kill -9 would, in the middle of the import's messages.
+    let mut b = Node::start_env(&b_dir, &[("HEARTH_ARCHIVE_FAULT", "abort:messages")]);
+    let rt = runtime();
+    let http = reqwest::Client::new();
+    let mut ledger = Vec::new();
+    rt.block_on(async {
+        for i in 0..5 {
+            let text = format!("before {i}");
+            let (status, _, body) = send(&http, &a.url(), &host("acme"), who, &text).await;
+            assert_eq!(status, 200, "{body}");
+            ledger.push(text);
+        }
+    });
+    let out = run_owned(&move_args((&a, &a_dir), (&b, &b_dir)));
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "the target died: {said}");
+    eprintln!("{said}");
+    assert!(said.contains("the move of realm 'acme' failed"), "{said}");
+    b.kill_9();
+    rt.block_on(async {
+        // The source was never frozen: it serves and takes writes as before.
+        let on_a = a.admin.status().await.unwrap();
+        assert_eq!(on_a[0].state, "active", "{on_a:?}");
+        let (status, _, body) = send(&http, &a.url(), &host("acme"), who, "between").await;
+        assert_eq!(status, 200, "{body}");
+        ledger.push("between".into());
+    });
+    // The target comes back with what the import left (never served), and the move
+    // run again replaces it.
+    let b = Node::start(&b_dir, &[]);
+    rt.block_on(async {
+        let (status, _, _) = call(
+            &http,
+            reqwest::Method::GET,
+            &format!("{}/api/v1/users/me", b.url()),
+            &host("acme"),
+            Some(who),
+            &[],
+        )
+        .await;
+        assert_eq!(status, 404, "a half-imported realm is not served");
+    });
+    let out = run_owned(&move_args((&a, &a_dir), (&b, &b_dir)));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    rt.block_on(async {
+        assert_eq!(
+            ledger_messages(&http, &b.url(), &host("acme"), who).await,
+            ledger
+        );
+        assert!(a.admin.status().await.unwrap().is_empty());
     });
 }
