@@ -2,7 +2,7 @@
 //! of the development realm plus N messages (the functions the commands run), timed,
 //! with the archive's size against the data folder's.
 //!
-//! The messages are seeded in-process as `benches/messages.rs` seeds them (WAL record,
+//! The messages are seeded in-process as `benches/messages.rs` seeds them (`benches/common/seed.rs`: WAL record,
 //! `MessageStore::project`, `apply`, in decisions of 10 000 sends, then a snapshot): to
 //! channel `Rome` (5 subscribers, so 5 flag entries a message) over 1 000 topics, from
 //! one sender, ~60 bytes of content each.
@@ -15,60 +15,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use hearth::realm::messages::{Message, MessageChange, Recipient, Wildcard};
-use hearth::realm::{dev, Change, Cx};
-use hearth::storage::{DurabilityMode, Store};
-
-const SENDER: &str = "desdemona@zulip.com";
-const TOPICS: u64 = 1_000;
-const BATCH: usize = 10_000;
-
-/// The development realm plus `n` messages in `Rome`.
-fn seed(dir: &Path, n: u64) {
-    let store = Store::open(dir, DurabilityMode::Never).expect("store");
-    let mut rs = store.realm(hearth::DEV_SUBDOMAIN).expect("realm store");
-    let mut cx = Cx::seeded(1_700_000_000_000, 7);
-    let changes = dev::dev_realm_changes(&mut cx).expect("dev realm");
-    let mut realm = hearth::actor::create_realm(&mut rs, &changes).expect("create");
-    let rome = realm.channel_by_name("Rome").expect("Rome").id;
-    let sender = realm.user_by_delivery_email(SENDER).expect("sender").id;
-    let mut batch: Vec<Change> = Vec::with_capacity(BATCH);
-    for i in 0..n {
-        let content = format!("message {i}: the quick brown fox jumps over the lazy dog");
-        let m = Message {
-            id: realm.messages.next_id + batch.len() as u64,
-            sender_id: sender,
-            recipient: Recipient::Channel {
-                channel_id: rome,
-                topic: format!("topic {}", i % TOPICS),
-            },
-            rendered_content: format!("<p>{content}</p>"),
-            content,
-            timestamp: 1_700_000_000 + i as i64,
-            client: "bench".into(),
-            is_me_message: false,
-            mentioned: Vec::new(),
-            wildcard: Wildcard::None,
-            sender_read: true,
-            edits: Vec::new(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-            reactions: Vec::new(),
-        };
-        batch.push(Change::Message(MessageChange::Sent(Box::new(m))));
-        if batch.len() == BATCH || i + 1 == n {
-            rs.append(&batch).expect("append");
-            for c in &batch {
-                rs.messages().project(&realm, c, None).expect("project");
-                realm.apply(c);
-            }
-            batch.clear();
-        }
-    }
-    rs.snapshot(&realm).expect("snapshot");
-    store.durability.flush_now().expect("flush");
-    store.durability.shutdown();
-}
+#[path = "common/seed.rs"]
+mod common;
+use common::seed;
 
 fn dir_bytes(dir: &Path) -> u64 {
     let mut total = 0;

@@ -465,9 +465,7 @@ async fn release(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult 
 async fn ship(state: web::Data<AdminState>, q: web::Query<WalQuery>) -> AdminResult {
     let WalQuery { realm, after } = q.into_inner();
     let after = after.ok_or_else(|| AdminError::bad("missing 'after' (a WAL position)"))?;
-    if state.app.registry.get(&realm).is_none() && !state.store.is_staged(&realm) {
-        return Err(AdminError::no_realm(&realm));
-    }
+    known(&state, &realm)?;
     let store = state.store.clone();
     let (records, upto) = web::block(move || store.wal_tail(&realm, after))
         .await

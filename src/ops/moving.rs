@@ -148,7 +148,8 @@ pub async fn move_realm(req: &MoveRequest) -> Result<MoveReport, String> {
         }
         (Some(_), None) => {}
     }
-    match transfer(req, &source, &target, &mut report).await {
+    let present = at_source.map_or(0, |s| s.position);
+    match transfer(req, &source, &target, present, &mut report).await {
         Ok(()) => {}
         Err(e) => {
             // Undo what this run began; each step is harmless when it has nothing to undo.
@@ -178,16 +179,16 @@ pub async fn move_realm(req: &MoveRequest) -> Result<MoveReport, String> {
 }
 
 /// Steps 1–6: from the hold to the target's activation.
+/// `present`: the source's position when the move looked (the hold keeps every record
+/// after it, so every record after the export's later position too).
 async fn transfer(
     req: &MoveRequest,
     source: &AdminClient,
     target: &AdminClient,
+    present: u64,
     report: &mut MoveReport,
 ) -> Result<(), String> {
     let realm = req.subdomain.as_str();
-    let present = find(&source.status().await?, realm)
-        .map(|r| r.position)
-        .ok_or_else(|| format!("no realm '{realm}' on {}", req.from))?;
     source.hold(realm, present).await?;
     let scratch = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
     let archive = scratch.path().join(format!("{realm}.archive"));

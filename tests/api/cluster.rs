@@ -112,6 +112,15 @@ struct Node {
 
 impl Node {
     fn start(data: &Path, extra: &[&str]) -> Node {
+        Node::start_with(data, extra, &[])
+    }
+
+    /// `start` with environment variables for the node.
+    fn start_env(data: &Path, envs: &[(&str, &str)]) -> Node {
+        Node::start_with(data, &[], envs)
+    }
+
+    fn start_with(data: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Node {
         let mut args = vec![
             "--data",
             data.to_str().unwrap(),
@@ -121,7 +130,9 @@ impl Node {
             "127.0.0.1",
         ];
         args.extend_from_slice(extra);
-        let server = ChildServer::up(&args, &[("RUST_LOG", "info")]);
+        let mut all = vec![("RUST_LOG", "info")];
+        all.extend_from_slice(envs);
+        let server = ChildServer::up(&args, &all);
         let admin_addr = server
             .log()
             .iter()
@@ -1214,35 +1225,6 @@ impl Node {
     fn kill_9(&mut self) {
         if let Some(s) = self.server.take() {
             s.kill_9();
-        }
-    }
-
-    /// `start` with environment variables for the node.
-    fn start_env(data: &Path, envs: &[(&str, &str)]) -> Node {
-        let args = [
-            "--data",
-            data.to_str().unwrap(),
-            "--admin-bind",
-            "127.0.0.1:0",
-        ];
-        let mut all = vec![("RUST_LOG", "info")];
-        all.extend_from_slice(envs);
-        let server = ChildServer::up(&args, &all);
-        let admin_addr = server
-            .log()
-            .iter()
-            .find_map(|l| {
-                let at = l.find("admin on http://")? + "admin on http://".len();
-                Some(l[at..].split('/').next()?.to_owned())
-            })
-            .expect("the admin listener's address in the log");
-        let http = server.url.trim_start_matches("http://").to_owned();
-        let admin = AdminClient::with_token_file(&admin_addr, &data.join("admin-token")).unwrap();
-        Node {
-            server: Some(server),
-            http,
-            admin,
-            admin_addr,
         }
     }
 
