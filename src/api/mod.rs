@@ -582,6 +582,31 @@ async fn read_limited(mut payload: Payload) -> ApiResult<Vec<u8>> {
 
 /// Parts with a file name are files (Zulip's `request.FILES`), the others parameters.
 async fn read_multipart(req: &HttpRequest, payload: Payload) -> ApiResult<Body> {
+    // A form with no fields (zulip-js's `queues.register({})`) is sent as a body
+    // holding only the closing boundary, or nothing at all; Django reads either as
+    // an empty form, where actix-multipart refuses it. A short body is read whole
+    // and looked at first.
+    let headers = req.headers();
+    let short = match headers.get(actix_web::http::header::CONTENT_LENGTH) {
+        Some(length) => length
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .is_some_and(|n| n <= EMPTY_FORM_MAX),
+        // Neither a length nor chunks: no body at all.
+        None => !headers.contains_key(actix_web::http::header::TRANSFER_ENCODING),
+    };
+    if short {
+        let bytes = read_limited(payload).await?;
+        if is_empty_form(req, &bytes) {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let stream = futures_util::stream::once(async move {
+            Ok::<_, actix_web::error::PayloadError>(bytes::Bytes::from(bytes))
+        });
+        let mut form = actix_multipart::Multipart::new(req.headers(), stream);
+        return read_parts(&mut form).await;
+    }
     // Every byte counts, part headers and boundaries included.
     let (payload, over) = middleware::limits::counted(payload, MULTIPART_LIMIT);
     let mut form = actix_multipart::Multipart::new(req.headers(), payload);
@@ -590,6 +615,27 @@ async fn read_multipart(req: &HttpRequest, payload: Payload) -> ApiResult<Body> 
         return Err(too_large());
     }
     result
+}
+
+/// Bodies up to this length are read whole before parsing (see `read_multipart`).
+const EMPTY_FORM_MAX: usize = 256;
+
+/// Whether a multipart body holds no part at all: empty, or only the closing
+/// delimiter `--BOUNDARY--` (blank lines around it allowed, as RFC 2046's
+/// preamble and epilogue).
+fn is_empty_form(req: &HttpRequest, body: &[u8]) -> bool {
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => text.trim(),
+        Err(_) => return false,
+    };
+    if text.is_empty() {
+        return true;
+    }
+    let boundary = actix_web::HttpMessage::mime_type(req)
+        .ok()
+        .flatten()
+        .and_then(|m| m.get_param("boundary").map(|b| b.as_str().to_owned()));
+    boundary.is_some_and(|b| text == format!("--{b}--"))
 }
 
 async fn read_parts(form: &mut actix_multipart::Multipart) -> ApiResult<Body> {

@@ -424,6 +424,31 @@ async fn multipart_bodies_count_every_byte() {
     );
 }
 
+/// zulip-js sends `queues.register({})` as a multipart form with no field: the
+/// closing delimiter alone (or an empty body). Django reads that as an empty form.
+#[actix_web::test]
+async fn a_multipart_form_with_no_field_is_an_empty_form() {
+    let app = TestApp::spawn().await;
+    let key = app.api_key("iago@zulip.com").await;
+    let post = |body: &'static [u8]| {
+        app.client
+            .post(format!("{}/api/v1/register", app.url))
+            .header("Authorization", basic("iago@zulip.com", &key))
+            .header("Content-Type", "multipart/form-data; boundary=XyZzY")
+            .body(body)
+    };
+    for body in [&b"--XyZzY--\r\n"[..], b"", b"\r\n--XyZzY--\r\n\r\n"] {
+        let (status, _, reply) = send(post(body)).await;
+        assert_eq!(status, 200, "{body:?}: {reply}");
+        assert!(reply["queue_id"].is_string(), "{reply}");
+    }
+    // Anything else that is not a form stays refused, short or not.
+    for body in [&b"--XyZzY\r\n"[..], b"--Other--\r\n", b"garbage"] {
+        let r = send(post(body)).await;
+        assert_error(&r, 400, "BAD_REQUEST", "Malformed multipart body");
+    }
+}
+
 #[actix_web::test]
 async fn a_large_body_is_refused_before_it_is_read() {
     let app = TestApp::spawn().await;

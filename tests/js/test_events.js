@@ -29,6 +29,11 @@ async function main() {
   check(Number.isInteger(queue.max_message_id), `max_message_id: ${show(queue.max_message_id)}`);
   check(!('ignored_parameters_unsupported' in queue), `register ignored: ${show(queue.ignored_parameters_unsupported)}`);
 
+  // queues.register({}): no parameters, sent as a multipart form with no field.
+  const everything = await hamlet.queues.register({});
+  check(everything.result === 'success' && typeof everything.queue_id === 'string', `register({}): ${show(everything)}`);
+  check(Array.isArray(everything.subscriptions), `register({}) state: ${show(Object.keys(everything))}`);
+
   // events.retrieve: a long poll (GET /events, dont_block=false) answered by a message
   // sent while it waits. Markdown is not applied: /register's default.
   const poll = hamlet.events.retrieve({ queue_id: queue.queue_id, last_event_id: -1, dont_block: false });
