@@ -7,6 +7,7 @@
 //! made the driver, not the server, the limit. Here a request is a path, an
 //! `Authorization` header and a form body written on a connection of its own.
 
+use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -95,7 +96,9 @@ impl Req {
 pub struct Http {
     addr: SocketAddr,
     host: HeaderValue,
-    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    /// Idle connections by driver shard (`driver::shard()`): a connection's task runs
+    /// on the runtime that opened it, so a request takes one of its own thread's.
+    idle: Mutex<HashMap<usize, Vec<SendRequest<Full<Bytes>>>>>,
     /// CPU burnt after each answer: a deliberately slow driver (`--driver-spin`), to
     /// check that the report knows a driver-bound run when it sees one.
     spin: Duration,
@@ -122,7 +125,7 @@ impl Http {
         Ok(Http {
             addr,
             host,
-            idle: Mutex::new(Vec::new()),
+            idle: Mutex::new(HashMap::new()),
             spin,
             opened: AtomicU64::new(0),
         })
@@ -130,6 +133,7 @@ impl Http {
 
     fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let idle = idle.entry(super::driver::shard()).or_default();
         while let Some(conn) = idle.pop() {
             if !conn.is_closed() {
                 return Some(conn);
@@ -200,6 +204,8 @@ impl Http {
             self.idle
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
+                .entry(super::driver::shard())
+                .or_default()
                 .push(conn);
         }
         Ok((status, body))

@@ -8,10 +8,11 @@
 //! (coordinated omission corrected). Closed loop (`--connections`) measures each
 //! request from the moment it is sent.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -179,19 +180,77 @@ impl Pacing {
     }
 }
 
+/// The request loops' runtimes: one single-threaded tokio runtime per driver thread
+/// (wrk's shape: an event loop per thread). On the multi-threaded runtime a request
+/// crossed from its loop's task to hyper's connection task, each free to run on either
+/// thread, and every hand-over between threads was a futex wake-up and a context
+/// switch: two threads reached no more requests than one (RESULTS §17). A loop, the
+/// connections it opens (their tasks are spawned on the loop's runtime) and its
+/// connection pool (`client::Http` keeps one per shard) stay on one thread.
+static SHARDS: OnceLock<Vec<tokio::runtime::Handle>> = OnceLock::new();
+
+thread_local! {
+    /// Which shard this thread runs (1..=n); 0 off the shards.
+    static SHARD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The shard of the calling thread: 1..=n on a shard's thread, 0 elsewhere.
+pub fn shard() -> usize {
+    SHARD.with(Cell::get)
+}
+
+/// Starts `n` shard threads (once per process; later calls keep the first ones).
+pub fn start_shards(n: usize) -> Result<(), String> {
+    if SHARDS.get().is_some() {
+        return Ok(());
+    }
+    let mut handles = Vec::with_capacity(n.max(1));
+    for i in 0..n.max(1) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("{THREAD_NAME}-shard-{i}"))
+            .spawn(move || {
+                SHARD.with(|s| s.set(i + 1));
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => {
+                        let _ = tx.send(Ok(runtime.handle().clone()));
+                        // Runs the tasks spawned on it until the process ends.
+                        runtime.block_on(std::future::pending::<()>());
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(format!("driver shard runtime: {e}")));
+                    }
+                }
+            })
+            .map_err(|e| format!("driver shard thread: {e}"))?;
+        handles.push(rx.recv().map_err(|e| e.to_string())??);
+    }
+    let _ = SHARDS.set(handles);
+    Ok(())
+}
+
 /// Runs `pacing.connections()` request loops from `start` until `until`. `request`
 /// gets the connection number and the request's sequence number on it, sends one
-/// request and records it with the intended start it is given.
+/// request and records it with the intended start it is given. The loops are spread
+/// over the shards (`start_shards`) when there are any.
 pub async fn run_loops<F, Fut>(pacing: Pacing, start: Instant, until: Instant, request: F)
 where
     F: Fn(usize, u64, Instant) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = ()> + Send,
+    Fut: Future<Output = ()> + Send + 'static,
 {
     let connections = pacing.connections().max(1);
+    let shards = SHARDS.get();
     let mut tasks = Vec::with_capacity(connections);
     for c in 0..connections {
         let request = request.clone();
-        tasks.push(tokio::spawn(async move {
+        let spawn = |fut| match shards.filter(|s| !s.is_empty()) {
+            Some(s) => s[c % s.len()].spawn(fut),
+            None => tokio::spawn(fut),
+        };
+        tasks.push(spawn(async move {
             // Open loop: this connection's schedule, offset so that the connections'
             // requests interleave evenly.
             let interval = match pacing {
@@ -258,9 +317,16 @@ pub fn cpu_seconds() -> Option<(f64, f64)> {
 /// (tokio's own count: a worker is busy from when it wakes until it parks again, so a
 /// driver that cannot keep up with the answers shows near 100 % of its threads' time,
 /// even when the machine gives its threads less CPU than that).
+/// The shards' runtimes count too.
 pub fn busy() -> Duration {
-    let m = tokio::runtime::Handle::current().metrics();
-    (0..m.num_workers())
-        .map(|w| m.worker_total_busy_duration(w))
-        .sum()
+    let busy_of = |h: &tokio::runtime::Handle| -> Duration {
+        let m = h.metrics();
+        (0..m.num_workers())
+            .map(|w| m.worker_total_busy_duration(w))
+            .sum()
+    };
+    let shards: Duration = SHARDS
+        .get()
+        .map_or(Duration::ZERO, |s| s.iter().map(busy_of).sum());
+    busy_of(&tokio::runtime::Handle::current()) + shards
 }

@@ -299,6 +299,7 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
         .metrics_url
         .clone()
         .or_else(|| server.as_ref().and_then(|s| s.metrics_url.clone()));
+    driver::start_shards(threads)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
         .thread_name(driver::THREAD_NAME)
