@@ -114,7 +114,13 @@ struct Node {
 impl Node {
     fn start(data: &Path) -> Node {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-            .args(["serve", "--bind", "127.0.0.1:0", "--admin-bind", "127.0.0.1:0"])
+            .args([
+                "serve",
+                "--bind",
+                "127.0.0.1:0",
+                "--admin-bind",
+                "127.0.0.1:0",
+            ])
             .args(["--rate-limit", "off", "--trusted-proxy", "127.0.0.1"])
             .arg("--data")
             .arg(data)
@@ -157,7 +163,10 @@ impl Node {
                 };
             }
             if let Some(status) = child.try_wait().unwrap() {
-                panic!("hearth serve ended ({status}): {:#?}", lines.lock().unwrap());
+                panic!(
+                    "hearth serve ended ({status}): {:#?}",
+                    lines.lock().unwrap()
+                );
             }
             assert!(Instant::now() < deadline, "hearth serve does not start");
             std::thread::sleep(Duration::from_millis(20));
@@ -410,7 +419,11 @@ fn main() {
                 .get(format!("http://{}/api/v1/messages", a.http))
                 .header("host", format!("{}.{DOMAIN}", hearth::DEV_SUBDOMAIN))
                 .basic_auth(SENDER, Some(&key))
-                .query(&[("anchor", "newest"), ("num_before", "1"), ("num_after", "0")])
+                .query(&[
+                    ("anchor", "newest"),
+                    ("num_before", "1"),
+                    ("num_after", "0"),
+                ])
                 .send()
                 .await;
             if r.is_ok_and(|r| r.status() == 200) {
@@ -455,7 +468,9 @@ fn main() {
 
     // 3: the move under writes.
     let nginx = nginx();
-    let router = nginx.as_deref().map(|n| Router::start(n, &[("a", &a), ("b", &b)]));
+    let router = nginx
+        .as_deref()
+        .map(|n| Router::start(n, &[("a", &a), ("b", &b)]));
     let url = match &router {
         Some(_) => format!("http://127.0.0.1:{ROUTER_PORT}"),
         None => {
@@ -498,7 +513,11 @@ fn main() {
         "move under {writers} writers{}: {:.1} s in all; freeze (freeze to activation) {} ms; \
          {} records shipped before the freeze, {} in it; {} writes acknowledged, their wait \
          p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-        if router.is_some() { " through nginx" } else { "" },
+        if router.is_some() {
+            " through nginx"
+        } else {
+            ""
+        },
         took.as_secs_f64(),
         report.freeze.map_or(0, |f| f.as_millis()),
         report.shipped_before_freeze,

@@ -191,7 +191,10 @@ impl AdminClient {
         let body = self
             .post("/admin/settle", json!({ "realm": realm }))
             .await?;
-        Ok((Self::position(&body), body["replayed"].as_u64().unwrap_or(0)))
+        Ok((
+            Self::position(&body),
+            body["replayed"].as_u64().unwrap_or(0),
+        ))
     }
 
     /// `POST /admin/activate`: its position once served.

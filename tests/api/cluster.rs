@@ -265,7 +265,12 @@ pub(crate) fn host(realm: &str) -> String {
     }
 }
 
-pub(crate) fn write_placement(path: &Path, port: u16, nodes: &[(&str, &Node)], realms: &[(&str, &str)]) {
+pub(crate) fn write_placement(
+    path: &Path,
+    port: u16,
+    nodes: &[(&str, &Node)],
+    realms: &[(&str, &str)],
+) {
     let mut text = format!("[router]\nlisten = \"127.0.0.1:{port}\"\ndomain = \"{DOMAIN}\"\n\n");
     for (name, node) in nodes {
         text += &format!(
@@ -1789,7 +1794,10 @@ fn a_large_archive_streams_to_a_running_node_and_a_damaged_one_is_refused() {
     rt.block_on(async {
         let on_b = b.admin.status().await.unwrap();
         assert_eq!(on_b.len(), 1);
-        assert_eq!((on_b[0].realm.as_str(), on_b[0].state.as_str()), ("acme", "staged"));
+        assert_eq!(
+            (on_b[0].realm.as_str(), on_b[0].state.as_str()),
+            ("acme", "staged")
+        );
         b.admin.activate("acme").await.unwrap();
         let res = http
             .get(format!("{}{uri}", b.url()))
@@ -1799,6 +1807,9 @@ fn a_large_archive_streams_to_a_running_node_and_a_damaged_one_is_refused() {
             .await
             .unwrap();
         assert_eq!(res.status(), 200);
-        assert!(res.bytes().await.unwrap()[..] == big[..], "the file differs");
+        assert!(
+            res.bytes().await.unwrap()[..] == big[..],
+            "the file differs"
+        );
     });
 }

@@ -259,7 +259,10 @@ fn run_case(c: Case) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!out.status.success(), "{what}: the move was not cut: {said}");
+    assert!(
+        !out.status.success(),
+        "{what}: the move was not cut: {said}"
+    );
     if command_dies {
         // Ended by the fault (SIGABRT), so at that step: not by an error before it.
         assert_eq!(out.status.signal(), Some(6), "{what}: {said}");
@@ -293,7 +296,10 @@ fn run_case(c: Case) {
     rt.block_on(async {
         let (on_a, on_b) = (state_of(&a).await, state_of(&b).await);
         let states = format!("{what}: source {on_a:?}, target {on_b:?}");
-        assert!(on_a.is_some() || on_b.is_some(), "{states}: the realm is gone");
+        assert!(
+            on_a.is_some() || on_b.is_some(),
+            "{states}: the realm is gone"
+        );
         let a_writes = on_a.as_deref() == Some("active");
         let b_writes = on_b.as_deref() == Some("active");
         assert!(!(a_writes && b_writes), "{states}: both nodes take writes");
@@ -307,8 +313,7 @@ fn run_case(c: Case) {
         };
         if let Some(node) = writable {
             assert_complete(&node.url(), who, &ledger, &states).await;
-            let (status, _, body) =
-                send(&http, &node.url(), &host("acme"), who, "between").await;
+            let (status, _, body) = send(&http, &node.url(), &host("acme"), who, "between").await;
             assert_eq!(status, 200, "{states}: {body}");
             ledger.push("between".into());
         }
