@@ -59,6 +59,7 @@ impl<Q: Send + 'static, A: Send + 'static> Message for SystemWrite<Q, A> {
 }
 
 /// Asks the actor for a snapshot job of its current state (shutdown); the caller runs it.
+/// The state is shared with the version the last commit staged, not copied.
 pub struct TakeSnapshot;
 
 impl Message for TakeSnapshot {
@@ -75,8 +76,9 @@ impl Message for DeliverScheduled {
 
 /// The point an online export of the realm starts from: the last WAL record appended
 /// and the working state after it (every record up to it applied, its message rows
-/// projected). The caller makes that record durable before it relies on it
-/// (`archive::export_running`).
+/// projected), shared, not copied: the version the last commit staged for the hub,
+/// which becomes the published one once that record is durable. The caller makes the
+/// record durable before it relies on it (`archive::export_running`).
 pub struct ExportPoint;
 
 impl Message for ExportPoint {
@@ -146,6 +148,10 @@ pub struct RealmActor {
     rows: Arc<dyn MessageRows + Send + Sync>,
     /// In a write freeze (`Freeze`): every write is refused.
     frozen: bool,
+    /// `realm` shared, exactly as after the WAL's last record: the version the last
+    /// commit staged, or one copy made for a snapshot or an export since a start or a
+    /// reset. Snapshots and exports take it instead of copying the realm (`version`).
+    version: Option<Arc<Realm>>,
 }
 
 impl RealmActor {
@@ -169,6 +175,21 @@ impl RealmActor {
             snapshot_every,
             snapshotting: Arc::new(AtomicBool::new(false)),
             frozen: false,
+            version: None,
+        }
+    }
+
+    /// The working state after the WAL's last record (`store.last_seq()`), shared: the
+    /// version the last commit staged (no copy), or, the first time after a start or a
+    /// reset, one copy, kept until the next commit.
+    fn version(&mut self) -> Arc<Realm> {
+        match &self.version {
+            Some(v) => v.clone(),
+            None => {
+                let v = Arc::new(self.realm.clone());
+                self.version = Some(v.clone());
+                v
+            }
         }
     }
 
@@ -213,6 +234,8 @@ impl RealmActor {
         if !run.is_empty() {
             steps.push((run, Arc::new(self.realm.clone())));
         }
+        // The last step's version is the working state after record `seq`.
+        self.version = steps.last().map(|(_, v)| v.clone());
         self.hub.stage(ticket, seq, steps);
         // The release task may have woken for this ticket before it was staged: a
         // decision no request handler releases (a scheduled delivery, a sweep) would
@@ -244,7 +267,7 @@ impl RealmActor {
                 return;
             }
         };
-        let version = Arc::new(self.realm.clone());
+        let version = self.version();
         let running = self.snapshotting.clone();
         let subdomain = self.realm.settings.subdomain.clone();
         let spawned = std::thread::Builder::new()
@@ -286,6 +309,7 @@ impl RealmActor {
             None => self.store.last_seq(),
         };
         self.realm = (*self.hub.current()).clone();
+        self.version = None;
         self.since_snapshot = 0;
         let subdomain = &self.realm.settings.subdomain;
         tracing::warn!(
@@ -399,12 +423,8 @@ impl Handler<TakeSnapshot> for RealmActor {
         if self.store.needs_reset() {
             self.reset_after_fault();
         }
-        MessageResult(
-            self.store
-                .snapshot_job()
-                .map(|job| (job, Arc::new(self.realm.clone())))
-                .map_err(|e| e.to_string()),
-        )
+        let job = self.store.snapshot_job().map_err(|e| e.to_string());
+        MessageResult(job.map(|job| (job, self.version())))
     }
 }
 
@@ -418,8 +438,8 @@ impl Handler<ExportPoint> for RealmActor {
         if self.store.needs_reset() {
             return MessageResult(Err("the store failed; try again".into()));
         }
-        // Structurally shared: the clone costs the derived indexes, as `TakeSnapshot`.
-        MessageResult(Ok((self.store.last_seq(), Arc::new(self.realm.clone()))))
+        // The version the last commit staged: no copy of the realm on the actor.
+        MessageResult(Ok((self.store.last_seq(), self.version())))
     }
 }
 

@@ -185,6 +185,18 @@ impl AdminClient {
         Ok(Self::position(&self.answer(res).await?))
     }
 
+    /// `POST /admin/settle`: the staged realm's snapshot brought up to its last
+    /// appended record; its position and how many records that replayed.
+    pub async fn settle(&self, realm: &str) -> Result<(u64, u64), String> {
+        let body = self
+            .post("/admin/settle", json!({ "realm": realm }))
+            .await?;
+        Ok((
+            Self::position(&body),
+            body["replayed"].as_u64().unwrap_or(0),
+        ))
+    }
+
     /// `POST /admin/activate`: its position once served.
     pub async fn activate(&self, realm: &str) -> Result<u64, String> {
         Ok(Self::position(
@@ -239,14 +251,19 @@ impl AdminClient {
 
     /// `POST /admin/import`: imports the archive at `path` staged; its realm and WAL
     /// position.
+    ///
+    /// The file is streamed from the disk as it is sent, never read whole into memory.
     pub async fn import(&self, path: &Path) -> Result<(String, u64), String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let at = |e: std::io::Error| format!("{}: {e}", path.display());
+        let file = tokio::fs::File::open(path).await.map_err(at)?;
+        let len = file.metadata().await.map_err(at)?.len();
         let res = self
             .http
             .post(format!("{}/admin/import", self.base))
             .bearer_auth(&self.token)
             .header("content-type", "application/octet-stream")
-            .body(bytes)
+            .header("content-length", len)
+            .body(reqwest::Body::from(file))
             .send()
             .await
             .map_err(|e| format!("{}: {e}", self.base))?;

@@ -32,6 +32,7 @@
 //! | `GET /admin/file?realm=S&sha256=H` | | `application/octet-stream`: that file |
 //! | `POST /admin/file?realm=S` | a file | stores it for the STAGED realm S under its SHA-256; `sha256` (files uploaded on the source after its export travel this way, not in the WAL) |
 //! | `POST /admin/import` | an archive | imports it STAGED (never served before `activate`); `realm`, `position` |
+//! | `POST /admin/settle` | `{"realm"}` | the STAGED realm S recovered (snapshot + the records appended) and snapshotted again at its last record, so that its activation replays only what is appended after; `position` |
 //! | `POST /admin/activate` | `{"realm"}` | loads the staged realm (snapshot + WAL replay), serves it, unstages it; `position` |
 //! | `POST /admin/drop` | `{"realm"}` | takes the realm out (its Host then answers as an unknown realm; its queues' polls `BAD_EVENT_QUEUE_ID`), stops its actor, removes its data |
 //!
@@ -43,6 +44,16 @@
 //! `Vec<Change>`, see `storage::codec`), each preceded by its sequence number (u64,
 //! big-endian) and its length (u32, big-endian): `encode_records` / `decode_records`.
 //! `client::AdminClient` speaks this protocol.
+//!
+//! # A node killed in the middle of an operation (tests)
+//!
+//! `HEARTH_ADMIN_FAULT=after:<op>` ends the node's process, as `kill -9` would, once
+//! the first admin request of that kind has done its work and before it answers (what it
+//! made durable stays; its caller sees the connection close): `op` is one of `status`,
+//! `freeze`, `unfreeze`, `hold`, `release`, `ship` (`GET /admin/wal`), `append` (`POST
+//! /admin/wal`), `export`, `files`, `file-get`, `file-put`, `import`, `settle`, `activate`,
+//! `drop`. The crash tests of a move (`tests/api/cluster_faults.rs`) kill the source or
+//! the target at each of its steps this way.
 
 pub mod client;
 
@@ -196,6 +207,27 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, AdminError> {
     serde_json::from_slice(body).map_err(|e| AdminError::bad(format!("bad JSON body: {e}")))
 }
 
+/// The admin operations `HEARTH_ADMIN_FAULT` names.
+const FAULT_OPS: &[&str] = &[
+    "status", "freeze", "unfreeze", "hold", "release", "ship", "append", "export", "files",
+    "file-get", "file-put", "import", "settle", "activate", "drop",
+];
+
+/// Marks the admin operation `op` done: ends the process there (before the answer) when
+/// `HEARTH_ADMIN_FAULT=after:<op>` names it.
+fn done(op: &'static str) {
+    static OP: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    let named = *OP.get_or_init(|| {
+        let f = std::env::var("HEARTH_ADMIN_FAULT").ok()?;
+        let op = f.strip_prefix("after:")?;
+        FAULT_OPS.iter().copied().find(|o| *o == op)
+    });
+    if named == Some(op) {
+        tracing::warn!("HEARTH_ADMIN_FAULT: the node ends its process after '{op}'");
+        std::process::abort();
+    }
+}
+
 /// Frames WAL records for shipping (see the module doc).
 pub fn encode_records(records: &[(u64, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::with_capacity(records.iter().map(|(_, b)| b.len() + 12).sum());
@@ -314,6 +346,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/file", web::get().to(file_get))
         .route("/admin/file", web::post().to(file_put))
         .route("/admin/import", web::post().to(import))
+        .route("/admin/settle", web::post().to(settle))
         .route("/admin/activate", web::post().to(activate))
         .route("/admin/drop", web::post().to(drop_realm));
 }
@@ -378,6 +411,7 @@ async fn status(state: web::Data<AdminState>) -> AdminResult {
     .await
     .map_err(AdminError::internal)??;
     realms.extend(staged);
+    done("status");
     Ok(ok(json!({ "realms": realms })))
 }
 
@@ -410,6 +444,7 @@ async fn set_frozen(state: &AdminState, realm: &str, on: bool) -> AdminResult {
         "realm '{realm}': {} at record {position}",
         if on { "frozen" } else { "unfrozen" }
     );
+    done(if on { "freeze" } else { "unfreeze" });
     Ok(ok(json!({"realm": realm, "position": position})))
 }
 
@@ -441,6 +476,7 @@ async fn hold(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
         .send(HoldWal(Some(arg.after)))
         .await
         .map_err(actor_gone)?;
+    done("hold");
     Ok(ok(json!({"realm": arg.realm, "after": arg.after})))
 }
 
@@ -458,6 +494,7 @@ async fn release(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult 
         .send(HoldWal(None))
         .await
         .map_err(actor_gone)?;
+    done("release");
     Ok(ok(json!({"realm": arg.realm})))
 }
 
@@ -470,6 +507,7 @@ async fn ship(state: web::Data<AdminState>, q: web::Query<WalQuery>) -> AdminRes
     let (records, upto) = web::block(move || store.wal_tail(&realm, after))
         .await
         .map_err(AdminError::internal)??;
+    done("ship");
     Ok(HttpResponse::Ok()
         .content_type("application/octet-stream")
         .insert_header(("x-hearth-position", upto.to_string()))
@@ -492,6 +530,7 @@ async fn append(
     let position = web::block(move || store.realm(&name)?.append_shipped(&records))
         .await
         .map_err(AdminError::internal)??;
+    done("append");
     Ok(ok(json!({"realm": realm, "position": position})))
 }
 
@@ -545,6 +584,7 @@ async fn export(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
         manifest.seq,
         len
     );
+    done("export");
     // The folder lives as long as the stream (the file is removed with it).
     let pieces = stream::unfold(Some((file, dir)), |st| async move {
         let (mut file, dir) = st?;
@@ -573,19 +613,10 @@ async fn export(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
 /// Takes an archive (streamed to the data folder's scratch space) and imports its realm
 /// STAGED: marked before its first tree is written, so no restart serves it before
 /// `activate`. Refuses a realm this node has (served, staged or in its folder).
-async fn import(state: web::Data<AdminState>, mut payload: web::Payload) -> AdminResult {
-    use futures_util::StreamExt;
-    use std::io::Write;
+async fn import(state: web::Data<AdminState>, payload: web::Payload) -> AdminResult {
     let dir = scratch(&state)?;
     let path = dir.path().join("realm.archive");
-    let mut file = std::fs::File::create(&path).map_err(AdminError::internal)?;
-    // The admin listener's one worker writes the pieces as they come (its own thread).
-    while let Some(piece) = payload.next().await {
-        let piece = piece.map_err(|e| AdminError::bad(format!("reading the archive: {e}")))?;
-        file.write_all(&piece).map_err(AdminError::internal)?;
-    }
-    file.sync_all().map_err(AdminError::internal)?;
-    drop(file);
+    receive(payload, &path).await?;
     let _busy = state.busy.lock().await;
     let store = state.store.clone();
     let served = state.app.registry.subdomains();
@@ -621,9 +652,33 @@ async fn import(state: web::Data<AdminState>, mut payload: web::Payload) -> Admi
         imported.subdomain,
         imported.seq
     );
+    done("import");
     Ok(ok(
         json!({"realm": imported.subdomain, "position": imported.seq}),
     ))
+}
+
+/// Writes an upload to `path` as its pieces come, never holding more than a few pieces
+/// in memory, and makes it durable; the writes run on tokio's blocking threads, so the
+/// admin listener's one worker goes on answering (`GET /admin/status`) meanwhile.
+async fn receive(mut payload: web::Payload, path: &Path) -> Result<u64, AdminError> {
+    use futures_util::StreamExt;
+    use tokio::io::AsyncWriteExt;
+    let file = tokio::fs::File::create(path)
+        .await
+        .map_err(AdminError::internal)?;
+    // Pieces are gathered up to 1 MiB per write: one blocking hop per MiB, not per piece.
+    let mut out = tokio::io::BufWriter::with_capacity(1 << 20, file);
+    let mut total = 0u64;
+    while let Some(piece) = payload.next().await {
+        let piece = piece.map_err(|e| AdminError::bad(format!("reading the archive: {e}")))?;
+        total += piece.len() as u64;
+        out.write_all(&piece).await.map_err(AdminError::internal)?;
+    }
+    out.flush().await.map_err(AdminError::internal)?;
+    let file = out.into_inner();
+    file.sync_all().await.map_err(AdminError::internal)?;
+    Ok(total)
 }
 
 /// `?realm=S&sha256=H`.
@@ -665,6 +720,7 @@ async fn files(state: web::Data<AdminState>, q: web::Query<FileQuery>) -> AdminR
     .await
     .map_err(AdminError::internal)?
     .map_err(AdminError::internal)?;
+    done("files");
     Ok(ok(json!({"realm": realm, "files": names})))
 }
 
@@ -680,6 +736,7 @@ async fn file_get(state: web::Data<AdminState>, q: web::Query<FileQuery>) -> Adm
         .map_err(AdminError::internal)?
         .map_err(AdminError::internal)?
         .ok_or_else(|| AdminError::new(StatusCode::NOT_FOUND, format!("no file {sha256}")))?;
+    done("file-get");
     Ok(HttpResponse::Ok()
         .content_type("application/octet-stream")
         .body(bytes))
@@ -706,6 +763,7 @@ async fn file_put(
             )));
         }
     }
+    done("file-put");
     Ok(ok(json!({"realm": realm, "sha256": stored})))
 }
 
@@ -723,6 +781,39 @@ fn staged_only(state: &AdminState, realm: &str) -> Result<(), AdminError> {
         ));
     }
     Ok(())
+}
+
+/// # `POST /admin/settle`
+///
+/// Brings a staged realm's snapshot up to its last appended record: the recovery an
+/// activation would run (the snapshot, then every shipped record replayed and its
+/// message rows projected), then a snapshot of the result. A move settles the target's
+/// copy after its catch-up rounds, before the freeze, so that the activation inside
+/// the freeze replays only the records shipped in it, not all those written while the
+/// archive was exported and imported.
+async fn settle(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
+    let arg: RealmArg = parse(&body)?;
+    let _busy = state.busy.lock().await;
+    staged_only(&state, &arg.realm)?;
+    let store = state.store.clone();
+    let name = arg.realm.clone();
+    let (position, replayed) = web::block(move || -> Result<(u64, u64), StorageError> {
+        let (mut realm_store, recovered) = registry::recover(&store, &name)?;
+        if recovered.replayed > 0 {
+            realm_store.snapshot(&recovered.realm)?;
+        }
+        Ok((realm_store.last_seq(), recovered.replayed))
+    })
+    .await
+    .map_err(AdminError::internal)??;
+    tracing::info!(
+        "realm '{}': settled at record {position} ({replayed} records replayed)",
+        arg.realm
+    );
+    done("settle");
+    Ok(ok(
+        json!({"realm": arg.realm, "position": position, "replayed": replayed}),
+    ))
 }
 
 /// # `POST /admin/activate`
@@ -765,6 +856,7 @@ pub async fn activate_realm(state: &AdminState, realm: &str) -> AdminResult {
     .map_err(AdminError::internal)??;
     state.app.registry.insert(realm, handle);
     tracing::info!("realm '{realm}': activated at record {position}");
+    done("activate");
     Ok(ok(json!({"realm": realm, "position": position})))
 }
 
@@ -798,5 +890,6 @@ async fn drop_realm(state: web::Data<AdminState>, body: web::Bytes) -> AdminResu
         .await
         .map_err(AdminError::internal)??;
     tracing::info!("realm '{realm}': dropped from this node");
+    done("drop");
     Ok(ok(json!({"realm": realm, "position": position})))
 }

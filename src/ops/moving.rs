@@ -10,6 +10,8 @@
 //!    restart, until activated);
 //! 3. **catch up** without a freeze: ship the records after `P` and append them to
 //!    the staged realm, a few rounds, so that what is left for the freeze is small;
+//!    then **settle** the staged realm (`POST /admin/settle`: replayed and snapshotted
+//!    at its last record), so that the activation replays only the freeze's records;
 //! 4. **freeze** the source (durably: a restart keeps it frozen): writes answer 503
 //!    with `Retry-After`; its answer `F` bounds every acknowledged write;
 //! 5. ship and append the rest, up to `F`, and copy the files uploaded since the export
@@ -27,7 +29,8 @@
 //!    does the rest.
 //!
 //! The freeze lasts steps 4–6: the tail written since the last catch-up round, not the
-//! realm's size.
+//! realm's size, nor the records written while the archive was exported and imported
+//! (step 3's settle replayed those on the target before the freeze).
 //!
 //! # Failures and a second run
 //!
@@ -42,6 +45,20 @@
 //! - staged on the target: that copy is dropped and the move starts over (a frozen
 //!   source is exported as it is);
 //! - on neither node, or only on the target: nothing to move.
+//!
+//! A failure at the activation (the target died, or its answer was lost) leaves the
+//! source frozen unless the target answers that it does not serve the realm: the
+//! target may have activated it before it died, and a source taking writes again beside
+//! it would acknowledge writes the target never sees. Running the move again settles
+//! it either way.
+//!
+//! # Cutting a move short on purpose
+//!
+//! `HEARTH_MOVE_FAULT=after:<step>` ends the command's process, as `kill -9` would (no
+//! undo, no output), right after the step of `STEPS` named: the crash tests of a move
+//! (`tests/api/cluster_faults.rs`) cut it there, kill a node or not, and check that one
+//! node takes the realm's writes and that running the move again finishes it. The nodes'
+//! own hook is `HEARTH_ADMIN_FAULT` (`crate::admin`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -97,6 +114,50 @@ const CATCH_UP_ROUNDS: usize = 4;
 /// A tail this small is left for the freeze.
 const SMALL_TAIL: usize = 64;
 
+/// The steps of a move, in order, by the names `HEARTH_MOVE_FAULT=after:<step>` uses:
+/// `look` (both nodes' status read), `drop-staged` (a staged copy of an earlier run
+/// dropped from the target), `hold`, `export`, `import`, `catch-up` (the rounds before
+/// the freeze), `settle` (the target's copy snapshotted), `files` (copied before the
+/// freeze), `freeze`, `ship` (the rest of the
+/// tail, in the freeze), `files-in-freeze`, `activate`, `placement` (rewritten),
+/// `reload` (the reload command ran), `drain` (waited), `drop` (the source's copy).
+pub const STEPS: &[&str] = &[
+    "look",
+    "drop-staged",
+    "hold",
+    "export",
+    "import",
+    "catch-up",
+    "settle",
+    "files",
+    "freeze",
+    "ship",
+    "files-in-freeze",
+    "activate",
+    "placement",
+    "reload",
+    "drain",
+    "drop",
+];
+
+/// The step `HEARTH_MOVE_FAULT` names, read once.
+fn fault_step() -> Option<&'static str> {
+    static STEP: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    *STEP.get_or_init(|| {
+        let f = std::env::var("HEARTH_MOVE_FAULT").ok()?;
+        let step = f.strip_prefix("after:")?;
+        STEPS.iter().copied().find(|s| *s == step)
+    })
+}
+
+/// Marks `step` done: ends the process there when `HEARTH_MOVE_FAULT` names it.
+fn done(step: &'static str) {
+    if fault_step() == Some(step) {
+        tracing::warn!("HEARTH_MOVE_FAULT: the move ends its process after step '{step}'");
+        std::process::abort();
+    }
+}
+
 fn find<'a>(realms: &'a [RealmStatus], realm: &str) -> Option<&'a RealmStatus> {
     realms.iter().find(|r| r.realm == realm)
 }
@@ -116,6 +177,7 @@ pub async fn move_realm(req: &MoveRequest) -> Result<MoveReport, String> {
     let on_target = target.status().await?;
     let at_source = find(&on_source, realm).cloned();
     let at_target = find(&on_target, realm).cloned();
+    done("look");
     match (&at_source, &at_target) {
         (_, Some(t)) if t.state != "staged" => {
             // Activated on the target by an earlier run.
@@ -145,37 +207,73 @@ pub async fn move_realm(req: &MoveRequest) -> Result<MoveReport, String> {
                 req.to
             ));
             target.drop_realm(realm).await?;
+            done("drop-staged");
         }
         (Some(_), None) => {}
     }
     let present = at_source.map_or(0, |s| s.position);
-    match transfer(req, &source, &target, present, &mut report).await {
+    let mut activating = false;
+    match transfer(req, &source, &target, present, &mut activating, &mut report).await {
         Ok(()) => {}
         Err(e) => {
-            // Undo what this run began; each step is harmless when it has nothing to undo.
-            let mut undo = Vec::new();
-            if let Err(u) = target.drop_realm(realm).await {
-                undo.push(u);
-            }
-            if let Err(u) = source.unfreeze(realm).await {
-                undo.push(u);
-            }
-            if let Err(u) = source.release(realm).await {
-                undo.push(u);
-            }
-            let left = if undo.is_empty() {
-                "the source serves the realm as before".to_owned()
-            } else {
-                format!(
-                    "undoing it also failed ({}); run the move again",
-                    undo.join("; ")
-                )
-            };
+            let left = undo(req, &source, &target, activating).await;
             return Err(format!("the move of realm '{realm}' failed: {e}; {left}"));
         }
     }
     finish(req, &source, placement, true, &mut report).await?;
     Ok(report)
+}
+
+/// Undoes what a failed transfer began; says what is left. Before the activation was
+/// asked for, the target's copy is only staged (never served, even after a restart):
+/// the source is unfrozen whatever becomes of that copy. Once it was asked for, the
+/// target may serve the realm (its answer lost, or it died after activating): the
+/// source is unfrozen only when the target answers that it does not serve it.
+async fn undo(
+    req: &MoveRequest,
+    source: &AdminClient,
+    target: &AdminClient,
+    activating: bool,
+) -> String {
+    let realm = req.subdomain.as_str();
+    let mut failed = Vec::new();
+    if activating {
+        let target_serves = match target.status().await {
+            Ok(on_target) => find(&on_target, realm).is_some_and(|t| t.state != "staged"),
+            Err(e) => {
+                return format!(
+                    "the target may have activated the realm ({e}): the source stays frozen \
+                     so that no write is acknowledged on both; run the move again once {} \
+                     answers",
+                    req.to
+                );
+            }
+        };
+        if target_serves {
+            return format!(
+                "{} serves the realm: the source stays frozen; run the move again to finish it",
+                req.to
+            );
+        }
+    }
+    // Each step is harmless when it has nothing to undo.
+    if let Err(u) = target.drop_realm(realm).await {
+        failed.push(u);
+    }
+    if let Err(u) = source.unfreeze(realm).await {
+        failed.push(u);
+    }
+    if let Err(u) = source.release(realm).await {
+        failed.push(u);
+    }
+    if failed.is_empty() {
+        "the source serves the realm as before".to_owned()
+    } else {
+        format!(
+            "undoing it also failed ({}); run the move again",
+            failed.join("; ")
+        )
+    }
 }
 
 /// Steps 1–6: from the hold to the target's activation.
@@ -186,15 +284,18 @@ async fn transfer(
     source: &AdminClient,
     target: &AdminClient,
     present: u64,
+    activating: &mut bool,
     report: &mut MoveReport,
 ) -> Result<(), String> {
     let realm = req.subdomain.as_str();
     source.hold(realm, present).await?;
+    done("hold");
     let scratch = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
     let archive = scratch.path().join(format!("{realm}.archive"));
     let began = Instant::now();
     let exported = source.export(realm, &archive).await?;
     let size = std::fs::metadata(&archive).map(|m| m.len()).unwrap_or(0);
+    done("export");
     report.exported_at = Some(exported);
     report.say(format!(
         "exported realm '{realm}' from {} at record {exported} ({size} bytes) in {} ms",
@@ -210,6 +311,7 @@ async fn transfer(
         ));
     }
     drop(scratch);
+    done("import");
     report.say(format!(
         "imported it on {}, staged at record {at}, in {} ms",
         req.to,
@@ -226,15 +328,29 @@ async fn transfer(
             break;
         }
     }
+    done("catch-up");
+    // The target's copy replayed and snapshotted now, while writes go on: the activation
+    // in the freeze then replays only what the freeze ships.
+    let (settled, replayed) = target.settle(realm).await?;
+    if settled != at {
+        return Err(format!(
+            "{} settled the staged realm at record {settled}, not at {at}",
+            req.to
+        ));
+    }
+    done("settle");
     // Files uploaded since the export: they are not in the WAL (content-addressed, so
     // copying one twice is harmless); most now, the rest in the freeze.
     let files = target.copy_files_from(source, realm).await?;
+    done("files");
     report.say(format!(
-        "caught up to record {at} ({} records and {files} files shipped while writes went on)",
+        "caught up to record {at} ({} records and {files} files shipped while writes went on; \
+         {replayed} replayed into the target's snapshot)",
         report.shipped_before_freeze
     ));
     let frozen = Instant::now();
     let frozen_at = source.freeze(realm).await?;
+    done("freeze");
     report.frozen_at = Some(frozen_at);
     // Everything up to the freeze's position is durable on the source: ship it all.
     while at < frozen_at {
@@ -248,14 +364,18 @@ async fn transfer(
         at = target.append(realm, &tail).await?;
         report.shipped_in_freeze += tail.records;
     }
+    done("ship");
     if at != frozen_at {
         return Err(format!(
             "the target is at record {at}, past the source's freeze at {frozen_at}"
         ));
     }
     let files = target.copy_files_from(source, realm).await?;
+    done("files-in-freeze");
+    *activating = true;
     let active = target.activate(realm).await?;
     let freeze = frozen.elapsed();
+    done("activate");
     report.freeze = Some(freeze);
     report.say(format!(
         "froze the source at record {frozen_at}, shipped {} more records and {files} files, \
@@ -286,6 +406,7 @@ async fn finish(
         })?;
         placement.place(realm, &node)?;
         placement.write(&path)?;
+        done("placement");
         report.say(format!(
             "placement {}: realm '{realm}' on node '{node}'",
             path.display()
@@ -306,12 +427,14 @@ async fn finish(
                         req.to
                     ));
                 }
+                done("reload");
                 report.say(format!(
                     "reloaded the router; the source stays frozen {} ms more for the \
                      router's old connections",
                     req.drain.as_millis()
                 ));
                 tokio::time::sleep(req.drain).await;
+                done("drain");
             }
             None if drop_source => {
                 report.say(format!(
@@ -329,6 +452,7 @@ async fn finish(
     }
     if drop_source {
         source.drop_realm(realm).await?;
+        done("drop");
         report.say(format!(
             "dropped realm '{realm}' from {}: its clients register again on the target",
             req.from

@@ -43,7 +43,7 @@ fn nginx() -> Option<PathBuf> {
     found
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
@@ -60,7 +60,7 @@ fn free_port() -> u16 {
 }
 
 /// `hearth realm create` on a stopped node's folder; the owner's API key.
-fn create_realm(data: &Path, subdomain: &str, url: &str) -> (String, String) {
+pub(crate) fn create_realm(data: &Path, subdomain: &str, url: &str) -> (String, String) {
     let email = format!(
         "boss@{}.test",
         if subdomain.is_empty() {
@@ -102,16 +102,16 @@ fn create_realm(data: &Path, subdomain: &str, url: &str) -> (String, String) {
 }
 
 /// One node: a `hearth serve` on its own folder with its admin listener.
-struct Node {
+pub(crate) struct Node {
     server: Option<ChildServer>,
     /// `127.0.0.1:port` of its API.
-    http: String,
-    admin: AdminClient,
-    admin_addr: String,
+    pub(crate) http: String,
+    pub(crate) admin: AdminClient,
+    pub(crate) admin_addr: String,
 }
 
 impl Node {
-    fn start(data: &Path, extra: &[&str]) -> Node {
+    pub(crate) fn start(data: &Path, extra: &[&str]) -> Node {
         Node::start_with(data, extra, &[])
     }
 
@@ -120,7 +120,7 @@ impl Node {
         Node::start_with(data, &[], envs)
     }
 
-    fn start_with(data: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Node {
+    pub(crate) fn start_with(data: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Node {
         let mut args = vec![
             "--data",
             data.to_str().unwrap(),
@@ -151,7 +151,7 @@ impl Node {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.http)
     }
 
@@ -257,7 +257,7 @@ impl Drop for Router {
     }
 }
 
-fn host(realm: &str) -> String {
+pub(crate) fn host(realm: &str) -> String {
     if realm.is_empty() {
         DOMAIN.to_owned()
     } else {
@@ -265,7 +265,12 @@ fn host(realm: &str) -> String {
     }
 }
 
-fn write_placement(path: &Path, port: u16, nodes: &[(&str, &Node)], realms: &[(&str, &str)]) {
+pub(crate) fn write_placement(
+    path: &Path,
+    port: u16,
+    nodes: &[(&str, &Node)],
+    realms: &[(&str, &str)],
+) {
     let mut text = format!("[router]\nlisten = \"127.0.0.1:{port}\"\ndomain = \"{DOMAIN}\"\n\n");
     for (name, node) in nodes {
         text += &format!(
@@ -297,7 +302,7 @@ fn generate(placement: &Path, conf: &Path) {
 }
 
 /// A request with a Host, Basic credentials, through `client`.
-async fn call(
+pub(crate) async fn call(
     client: &reqwest::Client,
     method: reqwest::Method,
     url: &str,
@@ -340,7 +345,7 @@ async fn call(
 }
 
 /// Sends a message to `general` as `who` and returns its id.
-async fn send(
+pub(crate) async fn send(
     client: &reqwest::Client,
     url: &str,
     host: &str,
@@ -364,7 +369,7 @@ async fn send(
 }
 
 /// The contents of the messages of topic "ledger".
-async fn ledger_messages(
+pub(crate) async fn ledger_messages(
     client: &reqwest::Client,
     url: &str,
     host: &str,
@@ -1222,13 +1227,13 @@ fn an_empty_node_starts_with_its_admin_listener_to_receive_a_realm() {
 // `hearth realm move`: the whole move, under writes, and a move cut short.
 
 impl Node {
-    fn kill_9(&mut self) {
+    pub(crate) fn kill_9(&mut self) {
         if let Some(s) = self.server.take() {
             s.kill_9();
         }
     }
 
-    fn token_file(data: &Path) -> String {
+    pub(crate) fn token_file(data: &Path) -> String {
         data.join("admin-token").to_str().unwrap().to_owned()
     }
 }
@@ -1270,7 +1275,7 @@ async fn send_until_acknowledged(
 }
 
 /// The move command's arguments for acme from `a` to `b`.
-fn move_args(a: (&Node, &Path), b: (&Node, &Path)) -> Vec<String> {
+pub(crate) fn move_args(a: (&Node, &Path), b: (&Node, &Path)) -> Vec<String> {
     vec![
         "realm".into(),
         "move".into(),
@@ -1680,5 +1685,131 @@ fn a_move_whose_target_dies_while_importing_is_redone() {
             ledger
         );
         assert!(a.admin.status().await.unwrap().is_empty());
+    });
+}
+
+/// `hearth realm import --admin` streams the archive from its file to the node, which
+/// writes it to disk as it comes (`POST /admin/import`): here an archive of more than
+/// 12 MiB (an uploaded file of that size), imported whole, and a copy damaged in its
+/// middle refused, naming the part, with nothing of the realm left on the node.
+#[test]
+fn a_large_archive_streams_to_a_running_node_and_a_damaged_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    let (email, key) = create_realm(&a_dir, "acme", "http://acme.cluster.test");
+    std::fs::create_dir(&b_dir).unwrap();
+    let a = Node::start(&a_dir, &[]);
+    let b = Node::start(&b_dir, &[]);
+    let rt = runtime();
+    let http = reqwest::Client::new();
+    // 12 MiB that do not repeat (an xorshift stream).
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let big: Vec<u8> = (0..12 * 1024 * 1024 / 8)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()
+        })
+        .collect();
+    let uri = rt.block_on(async {
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(big.clone()).file_name("big.bin"),
+        );
+        let res = http
+            .post(format!("{}/api/v1/user_uploads", a.url()))
+            .header("host", host("acme"))
+            .basic_auth(&email, Some(&key))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let body: Value = res.json().await.unwrap();
+        body["url"].as_str().unwrap().to_owned()
+    });
+    let archive = dir.path().join("acme.archive");
+    let out = run(&[
+        "realm",
+        "export",
+        "--admin",
+        &a.admin_addr,
+        "--admin-token-file",
+        &Node::token_file(&a_dir),
+        "--subdomain",
+        "acme",
+        "--out",
+        archive.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&archive).unwrap();
+    assert!(bytes.len() > big.len(), "{} bytes", bytes.len());
+    let import = |path: &Path| {
+        run(&[
+            "realm",
+            "import",
+            "--admin",
+            &b.admin_addr,
+            "--admin-token-file",
+            &Node::token_file(&b_dir),
+            "--archive",
+            path.to_str().unwrap(),
+        ])
+    };
+
+    // One byte changed in the middle of the file's pieces.
+    let damaged = dir.path().join("damaged.archive");
+    let mut changed = bytes.clone();
+    let middle = changed.len() / 2;
+    changed[middle] ^= 0x55;
+    std::fs::write(&damaged, &changed).unwrap();
+    let out = import(&damaged);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "a damaged archive imported");
+    assert!(said.contains("400"), "{said}");
+    assert!(said.contains("part 'uploads'"), "{said}");
+    rt.block_on(async {
+        assert_eq!(b.admin.status().await.unwrap(), vec![]);
+    });
+    // The node kept nothing of it: no realm, no upload of the archive left behind.
+    let left: Vec<String> = std::fs::read_dir(&b_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("admin-archive-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // The intact archive: imported staged, activated, its file served whole.
+    let out = import(&archive);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    rt.block_on(async {
+        let on_b = b.admin.status().await.unwrap();
+        assert_eq!(on_b.len(), 1);
+        assert_eq!(
+            (on_b[0].realm.as_str(), on_b[0].state.as_str()),
+            ("acme", "staged")
+        );
+        b.admin.activate("acme").await.unwrap();
+        let res = http
+            .get(format!("{}{uri}", b.url()))
+            .header("host", host("acme"))
+            .basic_auth(&email, Some(&key))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert!(
+            res.bytes().await.unwrap()[..] == big[..],
+            "the file differs"
+        );
     });
 }

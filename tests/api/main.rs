@@ -12,6 +12,7 @@ mod authz;
 mod channel_roles;
 mod channels;
 mod cluster;
+mod cluster_faults;
 mod compression;
 mod events;
 mod faults;
