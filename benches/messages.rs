@@ -73,7 +73,12 @@ impl Server {
     /// Starts the binary and waits for its first answer; returns it and the time that
     /// took. See `first_read` for the first message read.
     fn start(data: &Path, durability: &str) -> (Server, Duration) {
-        let (server, took, _) = Server::start_and_read(data, durability, None);
+        Server::start_with(data, durability, "writer")
+    }
+
+    /// `start` with `--message-projection projection`.
+    fn start_with(data: &Path, durability: &str, projection: &str) -> (Server, Duration) {
+        let (server, took, _) = Server::start_and_read(data, durability, projection, None);
         (server, took)
     }
 
@@ -82,6 +87,7 @@ impl Server {
     fn start_and_read(
         data: &Path,
         durability: &str,
+        projection: &str,
         auth: Option<&str>,
     ) -> (Server, Duration, Duration) {
         let port = TcpListener::bind("127.0.0.1:0")
@@ -94,6 +100,7 @@ impl Server {
             .env("HEARTH_METRICS_BIND", "off")
             .env("HEARTH_ADMIN_BIND", "off")
             .args(["serve", "--dev", "--durability", durability])
+            .args(["--message-projection", projection])
             .arg("--data")
             .arg(data)
             .arg("--bind")
@@ -227,8 +234,9 @@ fn topic_reads(url: &str, auth: &str, samples: usize) -> (Duration, Duration, us
     (percentile(&times, 0.5), percentile(&times, 0.99), got)
 }
 
-/// Messages per second sent by 64 concurrent clients for `secs` seconds.
-fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64) {
+/// Messages per second sent by 64 concurrent clients for `secs` seconds, errors, and
+/// the p50 and p99 of a send's answer time over those seconds.
+fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64, Duration, Duration) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -239,14 +247,19 @@ fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64) {
         let sent = Arc::new(AtomicU64::new(0));
         let errors = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
+        // Answer times are kept while this is set: the measured seconds only.
+        let timing = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::new();
         for c in 0..64 {
             let (http, url, auth) = (http.clone(), url.to_owned(), auth.to_owned());
             let (sent, errors, stop) = (sent.clone(), errors.clone(), stop.clone());
+            let timing = timing.clone();
             tasks.push(tokio::spawn(async move {
                 let mut i = 0u64;
+                let mut times = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
                     let content = format!("load {c} {i}");
+                    let started = Instant::now();
                     let r = http
                         .post(format!("{url}/api/v1/messages"))
                         .header("Authorization", &auth)
@@ -261,6 +274,9 @@ fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64) {
                     match r {
                         Ok(r) if r.status().is_success() => {
                             sent.fetch_add(1, Ordering::Relaxed);
+                            if timing.load(Ordering::Relaxed) {
+                                times.push(started.elapsed());
+                            }
                         }
                         _ => {
                             errors.fetch_add(1, Ordering::Relaxed);
@@ -268,19 +284,29 @@ fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64) {
                     }
                     i += 1;
                 }
+                times
             }));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         let base = sent.load(Ordering::Relaxed);
+        timing.store(true, Ordering::Relaxed);
         let started = Instant::now();
         tokio::time::sleep(Duration::from_secs(secs)).await;
         let done = sent.load(Ordering::Relaxed) - base;
         let took = started.elapsed().as_secs_f64();
+        timing.store(false, Ordering::Relaxed);
         stop.store(true, Ordering::Relaxed);
+        let mut times = Vec::new();
         for t in tasks {
-            let _ = t.await;
+            times.extend(t.await.unwrap_or_default());
         }
-        (done as f64 / took, errors.load(Ordering::Relaxed))
+        times.sort();
+        let (p50, p99) = if times.is_empty() {
+            (Duration::ZERO, Duration::ZERO)
+        } else {
+            (percentile(&times, 0.5), percentile(&times, 0.99))
+        };
+        (done as f64 / took, errors.load(Ordering::Relaxed), p50, p99)
     })
 }
 
@@ -332,7 +358,7 @@ fn main() {
         let (first_server, first) = Server::start(data, "always");
         drop(first_server);
         println!("  {label}: first start after seeding {:.0} ms", ms(first));
-        let (server, took, read) = Server::start_and_read(data, "always", Some(&auth));
+        let (server, took, read) = Server::start_and_read(data, "always", "writer", Some(&auth));
         let (p50, p99, got) = topic_reads(&server.url, &auth, 200);
         let rss = server.rss_kib();
         // What the start spent where, from the server's own log.
@@ -382,17 +408,45 @@ fn main() {
         f.3.as_secs_f64() / e.3.as_secs_f64()
     );
     let secs = if quick { 3 } else { 10 };
-    let mut rates = Vec::new();
-    for mode in ["always", "never"] {
-        let (server, _) = Server::start(&full, mode);
-        let (rate, errors) = send_throughput(&server.url, &auth, secs);
-        rates.push(rate);
-        println!("| sends/s, 64 clients, `{mode}` (at {n}) | | {rate:.0} ({errors} errors) | |");
+    // Each durability mode with the rows written on the realm actor (`inline`, as
+    // before the writer thread) and on the message database's writer thread, one
+    // after the other on the same folder (`HEARTH_BENCH_PROJECTIONS=writer` for one).
+    let projections: Vec<String> = std::env::var("HEARTH_BENCH_PROJECTIONS")
+        .unwrap_or_else(|_| "inline,writer".into())
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    println!("\n| sends, 64 clients (at {n}) | sends/s | p50 | p99 | errors |");
+    println!("| --- | --- | --- | --- | --- |");
+    let mut rates = std::collections::BTreeMap::new();
+    for projection in &projections {
+        for mode in ["always", "never"] {
+            let (server, _) = Server::start_with(&full, mode, projection);
+            let (rate, errors, p50, p99) = send_throughput(&server.url, &auth, secs);
+            rates.insert((projection.clone(), mode), rate);
+            println!(
+                "| `{mode}`, `--message-projection {projection}` | {rate:.0} | {:.1} ms | {:.1} ms | {errors} |",
+                ms(p50),
+                ms(p99)
+            );
+        }
     }
-    println!(
-        "| `always` / `never` send throughput | | {:.2} | |",
-        rates[0] / rates[1]
-    );
+    for projection in &projections {
+        let (a, n) = (
+            rates[&(projection.clone(), "always")],
+            rates[&(projection.clone(), "never")],
+        );
+        println!(
+            "| `always` / `never`, `{projection}` | {:.2} | | | |",
+            a / n
+        );
+    }
+    if let (Some(i), Some(w)) = (
+        rates.get(&("inline".to_owned(), "always")),
+        rates.get(&("writer".to_owned(), "always")),
+    ) {
+        println!("| `always`: `writer` / `inline` | {:.2} | | | |", w / i);
+    }
     // A real restart: the server before it wrote messages since its own start and was
     // stopped cleanly (SIGTERM), so sled reads the log written since that start too.
     let (_server, took) = Server::start(&full, "always");

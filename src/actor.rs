@@ -27,6 +27,7 @@ use crate::realm::messages::fetch::MessageRows;
 use crate::realm::{
     Change, Clock, Cx, Decided, DurabilityClass, Realm, Rule, SystemRule, User, UserId,
 };
+use crate::storage::messages::{MessageStore, Projection};
 use crate::storage::{Durability, RealmStore, SnapshotJob};
 
 /// One write sent to a realm: the caller (authenticated on the HTTP worker), the request
@@ -164,7 +165,9 @@ impl RealmActor {
         snapshot_every: u64,
         replayed: u64,
     ) -> Self {
-        let rows = Arc::new(store.messages().clone());
+        // Every commit's rows written before a rule reads any (the writer thread may
+        // still hold some: `MessageStore::for_actor`).
+        let rows = Arc::new(store.messages().for_actor());
         RealmActor {
             realm,
             rows,
@@ -218,16 +221,16 @@ impl RealmActor {
         // structurally shared and each later mutation copies only the paths it touches.
         let mut steps: Vec<Step> = Vec::new();
         let mut run: Vec<Change> = Vec::new();
+        let mut rows = Projection::default();
         for (place, change) in (0u32..).zip(changes) {
             if run.last().is_some_and(|r| !r.batches_with(&change)) {
                 steps.push((std::mem::take(&mut run), Arc::new(self.realm.clone())));
             }
-            // Message rows follow the WAL record; a failed write fails the message
-            // database only (logged there), and a restart writes the rows again.
-            let _ = self
-                .store
+            // Message rows follow the WAL record, computed from the state before the
+            // change.
+            self.store
                 .messages()
-                .project(&self.realm, &change, Some((seq, place)));
+                .add(&mut rows, &self.realm, &change, (seq, place));
             self.realm.apply(&change);
             run.push(change);
         }
@@ -236,6 +239,10 @@ impl RealmActor {
         }
         // The last step's version is the working state after record `seq`.
         self.version = steps.last().map(|(_, v)| v.clone());
+        // Written by the message database's writer thread, off this one; the hub
+        // releases the decision only once they are (a failed write fails the message
+        // database only, logged there, and a restart writes the rows again).
+        self.store.messages().commit(rows, ticket);
         self.hub.stage(ticket, seq, steps);
         // The release task may have woken for this ticket before it was staged: a
         // decision no request handler releases (a scheduled delivery, a sweep) would
@@ -298,6 +305,8 @@ impl RealmActor {
             return;
         }
         let durability = self.store.durability().clone();
+        // What becomes visible below must be readable: the rows of every commit first.
+        self.store.messages().caught_up();
         let released = match durability.mode() {
             crate::storage::DurabilityMode::Always => durability.durable(),
             _ => durability.visible(),
@@ -438,6 +447,9 @@ impl Handler<ExportPoint> for RealmActor {
         if self.store.needs_reset() {
             return MessageResult(Err("the store failed; try again".into()));
         }
+        // The point's message rows written (the writer thread may hold the last ones):
+        // the export reads them.
+        self.store.messages().caught_up();
         // The version the last commit staged: no copy of the realm on the actor.
         MessageResult(Ok((self.store.last_seq(), self.version())))
     }
@@ -534,14 +546,22 @@ pub struct RealmClient {
     addr: Addr<RealmActor>,
     hub: Arc<EventHub>,
     durability: Arc<Durability>,
+    /// The realm's message store: an answer waits for its commit's rows too.
+    messages: MessageStore,
 }
 
 impl RealmClient {
-    pub fn new(addr: Addr<RealmActor>, hub: Arc<EventHub>, durability: Arc<Durability>) -> Self {
+    pub fn new(
+        addr: Addr<RealmActor>,
+        hub: Arc<EventHub>,
+        durability: Arc<Durability>,
+        messages: MessageStore,
+    ) -> Self {
         RealmClient {
             addr,
             hub,
             durability,
+            messages,
         }
     }
 
@@ -589,13 +609,15 @@ impl RealmClient {
         })?
     }
 
-    /// Awaits the durability of `ticket` and releases what became durable.
+    /// Awaits the durability of `ticket` and the writing of its message rows (which
+    /// run side by side), and releases what became durable.
     async fn settle(&self, ticket: Option<u64>) -> ApiResult<()> {
         if let Some(ticket) = ticket {
             self.durability.wait(ticket).await.map_err(|e| {
                 tracing::error!("a write was not made durable: {e}");
                 ApiError::storage_failed()
             })?;
+            self.messages.projected(ticket).await;
         }
         // Read-your-writes: what this answer acknowledges is visible before it is sent.
         self.hub.release(self.durability.visible());

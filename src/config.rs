@@ -10,6 +10,15 @@ use clap::{Args, ValueEnum};
 
 use crate::storage::DurabilityMode;
 
+/// Where message rows are written (`serve --message-projection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MessageProjection {
+    /// The message database's writer thread, batched, off the realm actors.
+    Writer,
+    /// Each realm's actor, one change at a time.
+    Inline,
+}
+
 /// When acknowledged writes reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DurabilityArg {
@@ -70,6 +79,16 @@ pub struct ServeConfig {
     /// few dozen bytes per key, comes on top.
     #[arg(long, env = "HEARTH_MESSAGE_CACHE_MB", default_value_t = crate::storage::message_db::DEFAULT_CACHE_MB)]
     pub message_cache_mb: u64,
+    /// Where the realm actors' message rows are written: on the message database's
+    /// writer thread, batched (`writer`), or on each realm's actor, one change at a
+    /// time (`inline`, as before the writer thread; for comparison).
+    #[arg(
+        long,
+        env = "HEARTH_MESSAGE_PROJECTION",
+        value_enum,
+        default_value = "writer"
+    )]
+    pub message_projection: MessageProjection,
     /// Public URL of the development realm (default: http://<bind>).
     #[arg(long, env = "HEARTH_URL")]
     pub url: Option<String>,
@@ -163,6 +182,7 @@ impl ServeConfig {
             flush_interval_ms: 1000,
             snapshot_every: 10_000,
             message_cache_mb: crate::storage::message_db::DEFAULT_CACHE_MB,
+            message_projection: MessageProjection::Writer,
             url: None,
             workers: Some(2),
             max_file_upload_size_mib: 100,

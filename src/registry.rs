@@ -169,6 +169,9 @@ pub fn start(
             None
         })
     }));
+    // A decision becomes visible only once its message rows are written.
+    let written = messages.clone();
+    hub.bound_release(Arc::new(move || written.projected_upto()));
     let presence = store.presence(subdomain);
     hub.presence().attach(presence.clone(), presence.load()?);
     let actor = RealmActor::new(
@@ -181,7 +184,12 @@ pub fn start(
     );
     let addr = RealmActor::start_in_arbiter(arbiter, move |_| actor);
     Ok(RealmHandle {
-        client: RealmClient::new(addr, hub.clone(), store.durability.clone()),
+        client: RealmClient::new(
+            addr,
+            hub.clone(),
+            store.durability.clone(),
+            messages.clone(),
+        ),
         hub,
         clock,
         server_url: runtime.server_url.clone(),

@@ -375,6 +375,9 @@ struct Bound {
 /// another process holds it. `None` when there is no folder yet.
 fn lock_existing_folder(config: &ServeConfig) -> Result<Option<(Store, bool)>, StartError> {
     storage::message_db::set_cache_mb(config.message_cache_mb);
+    storage::message_db::set_inline_projection(
+        config.message_projection == crate::config::MessageProjection::Inline,
+    );
     if !config.data.exists() {
         return Ok(None);
     }
@@ -666,10 +669,19 @@ fn spawn_upload_sweeper(state: &web::Data<AppState>) {
 /// their own decision before answering, so this is only the safety net.
 fn spawn_release_task(state: &web::Data<AppState>, durability: &storage::Durability) {
     let mut visible = durability.subscribe_visible();
+    // Message rows written by the writer thread let a durable decision out too.
+    let mut written = durability.message_db().subscribe_progress();
     // Weak: the task ends with the server instead of keeping its state alive.
     let weak = Arc::downgrade(&state.clone().into_inner());
     actix_web::rt::spawn(async move {
-        while visible.changed().await.is_ok() {
+        loop {
+            let changed = tokio::select! {
+                v = visible.changed() => v,
+                w = written.changed() => w,
+            };
+            if changed.is_err() {
+                break;
+            }
             let upto = *visible.borrow_and_update();
             let Some(state) = weak.upgrade() else { break };
             for realm in state.registry.all() {

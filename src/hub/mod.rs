@@ -41,7 +41,7 @@ mod queues;
 mod tests;
 
 pub use log::{FlagReader, MAX_LOG_EVENTS};
-pub use published::Step;
+pub use published::{ReleaseBound, Step};
 pub use queues::{
     bad_queue, Queue, QueueOptions, HEARTBEAT_MS, LONGPOLL_TIMEOUT_SECS, MAX_PENDING_EVENTS,
     MAX_QUEUES_PER_USER, MAX_QUEUE_TIMEOUT_SECS, QUEUE_TIMEOUT_MS,
@@ -102,6 +102,9 @@ pub struct EventHub {
     presence: Arc<RealmPresence>,
     /// `Renderer::flags`.
     flags: Arc<OnceLock<FlagReader>>,
+    /// The highest ticket `release` may reach beyond durability: the realm's message
+    /// store's (`EventHub::bound_release`); unbounded when not set.
+    bound: OnceLock<ReleaseBound>,
 }
 
 impl EventHub {
@@ -136,6 +139,7 @@ impl EventHub {
             closed: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
             flags: Arc::new(OnceLock::new()),
+            bound: OnceLock::new(),
         };
         let woken = hub.head.clone();
         // The thread ends when the hub (the only sender) is dropped.

@@ -14,6 +14,10 @@ use crate::realm::{Change, Realm};
 /// from it): one change, or a run of changes that batch (`Change::batches_with`).
 pub type Step = (Vec<Change>, Arc<Realm>);
 
+/// The highest ticket whose decision may be released (its message rows are written),
+/// read at each `release` (`EventHub::bound_release`).
+pub type ReleaseBound = Arc<dyn Fn() -> u64 + Send + Sync>;
+
 /// One decision applied by the realm actor and not yet visible.
 pub(super) struct Staged {
     /// The durability ticket of its WAL record.
@@ -60,6 +64,10 @@ impl EventHub {
     /// runs on the caller's thread (an HTTP worker that awaited its ticket, or the
     /// release task), never on the realm actor. Idempotent.
     pub fn release(&self, durable: u64) {
+        let durable = match self.bound.get() {
+            Some(bound) => durable.min(bound()),
+            None => durable,
+        };
         let mut staged = lock(&self.staged);
         let mut job: RenderJob = Vec::new();
         while staged.front().is_some_and(|s| s.ticket <= durable) {
@@ -77,6 +85,15 @@ impl EventHub {
                 // No renderer thread: render here rather than lose the events.
                 self.renderer().render(job);
             }
+        }
+    }
+
+    /// Bounds every later `release` by `bound` (set once, at start-up): a decision is
+    /// released only once what it wrote beside its WAL record (message rows) is
+    /// readable.
+    pub fn bound_release(&self, bound: ReleaseBound) {
+        if self.bound.set(bound).is_err() {
+            tracing::warn!("the event hub's release bound is already set");
         }
     }
 

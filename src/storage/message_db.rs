@@ -21,6 +21,38 @@
 //! actor blocks; any other reader (the event renderer thread, tools) blocks in
 //! `trees` with the same bound.
 //!
+//! # The writer thread: rows off the realm actors' path
+//!
+//! Once open, the rows of a realm actor's commit (`write_commit`: the projections of
+//! its changes, computed on the actor from the state of their moment) go to one writer
+//! thread, which takes everything queued at once and writes it in order: consecutive
+//! commits of a realm together, a run of sends setting each bitmap chunk once
+//! (`messages::apply_all`; a send sets about ten bits in chunks a thousand messages
+//! share). The actor only queues: its cost per send no longer includes sled's.
+//!
+//! A commit's durability ticket is marked in its realm's `Projected` once its rows
+//! are written. The event hub releases a decision only up to that mark
+//! (`EventHub::bound_release`), and the answer to a write waits for it beside the
+//! flush (`RealmClient::settle`): what an answer acknowledges, and every event a
+//! client receives, is readable, as before. While the database opens, commits are
+//! queued as any write (readers wait for the open, which writes the queue first) and
+//! marked at once; once failed, dropped and marked at once.
+//!
+//! Every other write (`write`: recovery's replay, repairs, the undo log's trim,
+//! imports) and `sync` first wait for what the writer thread holds (`drain`), so
+//! everything reaches sled in the order it was handed over, and a snapshot still
+//! covers only rows on disk. The realm actor's own reads (`MessageStore::for_actor`)
+//! drain first too, so a rule sees the rows of every earlier decision; sends read no
+//! rows (but for a topic wildcard mention or an upload link), so they never wait.
+//!
+//! Crash safety is unchanged: rows were already written before their WAL record was
+//! durable and re-projected from the WAL at start when lost; they are now written a
+//! little later, still before the answer. Within a batch a send's bits are written
+//! after its row (sled recovers a prefix of its log), so a bit never outlives its row.
+//!
+//! `serve --message-projection inline` writes commits on the actor instead (as hearth
+//! did before), to compare.
+//!
 //! # Durability: the WAL stays the truth until a snapshot covers it
 //!
 //! A flush of the main database does not flush this one: the rows of a record are
@@ -56,11 +88,12 @@
 //! `messages-db`) then says that this folder keeps its messages here, so a start that
 //! finds the marker but no `messages/` refuses rather than start without them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -69,7 +102,7 @@ use super::durability::{flush_durably, sync_blob_files, Durability};
 use super::manifest::META_TREE;
 #[cfg(test)]
 use super::messages::UNDO_CHUNK_BYTES;
-use super::messages::{apply, migrate_layout, Op, Trees};
+use super::messages::{apply, apply_all, migrate_layout, Op, Trees};
 use super::StorageError;
 use crate::locks::{lock, wait_timeout_while};
 
@@ -107,6 +140,60 @@ struct Queued {
     op: Op,
 }
 
+/// How far the realm actor's commits of one realm are written (see the module doc):
+/// shared by its `MessageStore`, the writer thread and the event hub's release bound.
+#[derive(Default)]
+pub(super) struct Projected {
+    /// Every commit with a ticket up to this one is where readers find it.
+    upto: AtomicU64,
+    /// Commits handed to the writer thread and not written yet.
+    pending: AtomicU64,
+}
+
+impl Projected {
+    pub(super) fn upto(&self) -> u64 {
+        self.upto.load(Ordering::SeqCst)
+    }
+
+    fn reached(&self, ticket: u64) {
+        self.upto.fetch_max(ticket, Ordering::SeqCst);
+    }
+}
+
+/// One commit's rows (or, without `mark`, one other write) for the writer thread.
+struct Work {
+    names: Arc<[String; 5]>,
+    ops: Vec<Op>,
+    /// The realm's progress and the commit's ticket, set once its rows are written.
+    mark: Option<(Arc<Projected>, u64)>,
+}
+
+/// The writer thread's queue.
+#[derive(Default)]
+struct Writer {
+    queue: VecDeque<Work>,
+    /// Work handed over and work written so far, counted alike: a caller that saw
+    /// `pushed` at N knows everything it handed over is written once `written` is N.
+    pushed: u64,
+    written: u64,
+    /// The thread runs (else commits are written on the caller's thread).
+    running: bool,
+    stop: bool,
+}
+
+/// Most commits the writer thread takes at once.
+const WRITE_BATCH: usize = 1024;
+
+/// Whether commits are written on the realm actor's thread (`serve
+/// --message-projection inline`, for comparison) instead of the writer thread.
+static INLINE: AtomicBool = AtomicBool::new(false);
+
+/// Chooses where the realm actors' message rows are written from now on: on their own
+/// thread (`true`, as hearth did before the writer thread) or on the writer thread.
+pub fn set_inline_projection(inline: bool) {
+    INLINE.store(inline, Ordering::SeqCst);
+}
+
 enum State {
     Opening(Vec<Queued>),
     Open {
@@ -132,6 +219,14 @@ pub struct MessageDb {
     /// The opening's log lines, held back until the server's start is over: a start
     /// that fails says only why (its error line is the last and only one).
     start_log: Mutex<StartLog>,
+    /// The realm actors' commits waiting for the writer thread (see the module doc).
+    writer: Mutex<Writer>,
+    /// The writer thread waits here for work.
+    work: Condvar,
+    /// Callers of `drain` wait here for the writer.
+    written: Condvar,
+    /// Bumped after each batch the writer wrote: `projected` waits on it.
+    progress: watch::Sender<u64>,
 }
 
 /// See `MessageDb::start_log`.
@@ -209,7 +304,7 @@ pub fn open_sled(data: &Path) -> Result<sled::Db, sled::Error> {
 
 impl MessageDb {
     pub(super) fn new(data: &Path) -> Arc<MessageDb> {
-        Arc::new(MessageDb {
+        let db = Arc::new(MessageDb {
             dir: data.join(FOLDER),
             state: Mutex::new(State::Opening(Vec::new())),
             syncing: Mutex::new(()),
@@ -218,7 +313,204 @@ impl MessageDb {
             repairs_queued: AtomicUsize::new(0),
             repaired: AtomicBool::new(false),
             start_log: Mutex::new(StartLog::default()),
-        })
+            writer: Mutex::new(Writer::default()),
+            work: Condvar::new(),
+            written: Condvar::new(),
+            progress: watch::channel(0).0,
+        });
+        // Weak: a database dropped without `close` ends its writer at its next wait.
+        let weak = Arc::downgrade(&db);
+        let spawned = std::thread::Builder::new()
+            .name("hearth-messages-write".into())
+            .spawn(move || MessageDb::run_writer(&weak));
+        match spawned {
+            Ok(_) => lock(&db.writer).running = true,
+            Err(e) => tracing::error!(
+                "no message writer thread ({e}): the realm actors write message rows"
+            ),
+        }
+        db
+    }
+
+    /// The writer thread: takes what the realm actors handed over, in order, a batch
+    /// at a time, writes it (`apply_all`: a run of sends sets each bitmap chunk once),
+    /// then marks each commit written.
+    fn run_writer(this: &Weak<MessageDb>) {
+        loop {
+            let Some(db) = this.upgrade() else { return };
+            let batch: Vec<Work> = {
+                let mut writer = wait_timeout_while(
+                    &db.work,
+                    lock(&db.writer),
+                    Duration::from_millis(500),
+                    |w| w.queue.is_empty() && !w.stop,
+                );
+                if writer.queue.is_empty() {
+                    if writer.stop {
+                        writer.running = false;
+                        return;
+                    }
+                    continue;
+                }
+                let n = writer.queue.len().min(WRITE_BATCH);
+                writer.queue.drain(..n).collect()
+            };
+            db.write_batch(batch);
+        }
+    }
+
+    /// Writes a batch of work in order, consecutive work of one realm together; then
+    /// marks its commits written and wakes who waits for them.
+    fn write_batch(&self, batch: Vec<Work>) {
+        let n = batch.len() as u64;
+        let mut marks = Vec::with_capacity(batch.len());
+        let mut run: Option<(Arc<[String; 5]>, Vec<Op>)> = None;
+        for work in batch {
+            marks.extend(work.mark);
+            match &mut run {
+                Some((names, ops)) if *names == work.names => ops.extend(work.ops),
+                _ => {
+                    if let Some((names, ops)) = run.take() {
+                        self.apply_now(&names, ops);
+                    }
+                    run = Some((work.names, work.ops));
+                }
+            }
+        }
+        if let Some((names, ops)) = run {
+            self.apply_now(&names, ops);
+        }
+        for (projected, ticket) in marks {
+            projected.reached(ticket);
+            projected.pending.fetch_sub(1, Ordering::SeqCst);
+        }
+        lock(&self.writer).written += n;
+        self.written.notify_all();
+        self.progress.send_modify(|p| *p += 1);
+    }
+
+    /// Writes `ops` of one realm now, on this thread, if the database is open (see
+    /// `write`: one that fails fails the database).
+    fn apply_now(&self, names: &Arc<[String; 5]>, ops: Vec<Op>) {
+        if ops.is_empty() {
+            return;
+        }
+        let trees = {
+            let mut state = lock(&self.state);
+            match &mut *state {
+                State::Open { db, trees } => trees_of(db, trees, names),
+                // Dropped: see `write`.
+                State::Opening(_) | State::Failed(_) => return,
+            }
+        };
+        // A panic in a write fails the database like an error (the writer goes on).
+        let written = trees.map_err(StorageError::from).and_then(|t| {
+            catch_unwind(AssertUnwindSafe(|| apply_all(&t, ops)))
+                .unwrap_or_else(|_| Err(StorageError::Invalid("a message write panicked".into())))
+        });
+        match written {
+            Ok(true) => self.repaired.store(true, Ordering::SeqCst),
+            Ok(false) => {}
+            Err(e) => self.fail(format!(
+                "the message database {} cannot be written: {e}; restart hearth \
+                 (the rows are written again from the WAL), or run `hearth check`",
+                self.dir.display()
+            )),
+        }
+    }
+
+    /// Blocks until everything handed to the writer thread before this call is
+    /// written.
+    pub(super) fn drain(&self) {
+        let mut writer = lock(&self.writer);
+        let target = writer.pushed;
+        while writer.written < target && writer.running {
+            writer = wait_timeout_while(&self.written, writer, READY_WAIT, |w| {
+                w.written < target && w.running
+            });
+        }
+    }
+
+    /// Hands the rows of one realm actor commit (ticket `ticket`) to the writer thread;
+    /// see the module doc. Never blocks on sled.
+    pub(super) fn write_commit(
+        &self,
+        names: &Arc<[String; 5]>,
+        ops: Vec<Op>,
+        projected: &Arc<Projected>,
+        ticket: u64,
+    ) {
+        let open = matches!(&*lock(&self.state), State::Open { .. });
+        if !open || INLINE.load(Ordering::Relaxed) {
+            // Opening: queued, and readers wait for the queue to be written; failed:
+            // dropped (the WAL keeps the records); inline: written now.
+            for op in ops {
+                let _ = self.write(names, op);
+            }
+            if projected.pending.load(Ordering::SeqCst) == 0 {
+                projected.reached(ticket);
+                return;
+            }
+            // Earlier commits still with the writer: marked after them.
+            self.push(Work {
+                names: names.clone(),
+                ops: Vec::new(),
+                mark: Some((projected.clone(), ticket)),
+            });
+            return;
+        }
+        if ops.is_empty() && projected.pending.load(Ordering::SeqCst) == 0 {
+            projected.reached(ticket);
+            return;
+        }
+        self.push(Work {
+            names: names.clone(),
+            ops,
+            mark: Some((projected.clone(), ticket)),
+        });
+    }
+
+    /// Queues work for the writer thread (written here if there is none).
+    fn push(&self, work: Work) {
+        let mut writer = lock(&self.writer);
+        if !writer.running {
+            drop(writer);
+            self.write_batch_inline(work);
+            return;
+        }
+        if let Some((projected, _)) = &work.mark {
+            projected.pending.fetch_add(1, Ordering::SeqCst);
+        }
+        writer.pushed += 1;
+        writer.queue.push_back(work);
+        drop(writer);
+        self.work.notify_one();
+    }
+
+    /// `push` without a writer thread: written and marked on the caller's thread.
+    fn write_batch_inline(&self, work: Work) {
+        self.apply_now(&work.names, work.ops);
+        if let Some((projected, ticket)) = work.mark {
+            projected.reached(ticket);
+        }
+        self.progress.send_modify(|p| *p += 1);
+    }
+
+    /// Waits until the commit with `ticket` of the realm whose progress is `projected`
+    /// is written (`MessageStore::projected`).
+    pub(super) async fn projected(&self, projected: &Projected, ticket: u64) {
+        let mut progress = self.progress.subscribe();
+        while projected.upto() < ticket {
+            if progress.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// A receiver that changes whenever the writer thread wrote a batch (the release
+    /// task releases what it made readable).
+    pub fn subscribe_progress(&self) -> watch::Receiver<u64> {
+        self.progress.subscribe()
     }
 
     /// A line of the opening (`error` or info): written now once the start is over,
@@ -411,6 +703,8 @@ impl MessageDb {
             State::Open { db, trees } => {
                 let t = trees_of(db, trees, names);
                 drop(state);
+                // After what the writer thread holds: in order with the commits.
+                self.drain();
                 let written = t.map_err(StorageError::from).and_then(|t| apply(&t, op));
                 if let Ok(true) = written {
                     self.repaired.store(true, Ordering::SeqCst);
@@ -487,6 +781,8 @@ impl MessageDb {
     /// flushes and `fsync`s it (waiting for it to open), and returns the count, which
     /// the manifest then records. A snapshot is written only after this.
     pub fn sync(&self) -> Result<u64, StorageError> {
+        // Every commit handed to the writer thread so far is written first.
+        self.drain();
         let _one = lock(&self.syncing);
         let db = self.db()?;
         let meta = db.open_tree(META_TREE)?;
@@ -529,6 +825,8 @@ impl MessageDb {
     /// Drops a realm's trees (`names`, from `messages::tree_names`): out of the cache
     /// and out of the database (a realm dropped from this node).
     pub fn drop_realm(&self, names: &[String; 5]) -> Result<(), StorageError> {
+        // Nothing of the realm left with the writer thread to write them again.
+        self.drain();
         let key = Arc::new(names.clone());
         self.when_open(|db, trees| {
             trees.remove(&key);
@@ -557,6 +855,7 @@ impl MessageDb {
                 self.changed.notify_all();
                 self.ready
                     .send_replace(Readiness::Failed("the message database is closed".into()));
+                self.stop_writer();
                 return;
             }
         }
@@ -574,6 +873,14 @@ impl MessageDb {
             self.ready
                 .send_replace(Readiness::Failed("the message database is closed".into()));
         }
+        self.stop_writer();
+    }
+
+    /// Ends the writer thread once its queue is empty; later commits are written (or,
+    /// closed, dropped) on their caller's thread.
+    fn stop_writer(&self) {
+        lock(&self.writer).stop = true;
+        self.work.notify_all();
     }
 }
 
@@ -1088,5 +1395,162 @@ mod tests {
         db.close();
         assert!(matches!(db.readiness(), Readiness::Failed(_)));
         assert!(store.flags(7, 1).is_err(), "closed: reads fail, never hang");
+    }
+
+    /// Every tree of a message database, key and value.
+    fn contents(db: &sled::Db) -> Vec<(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)> {
+        let mut names = db.tree_names();
+        names.sort();
+        names
+            .into_iter()
+            .filter(|n| is_message_tree(n))
+            .map(|n| {
+                let t = db.open_tree(&n).unwrap();
+                let kv = t
+                    .iter()
+                    .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+                    .collect();
+                (n.to_vec(), kv)
+            })
+            .collect()
+    }
+
+    fn channel_message(id: u64, sender: u64, topic: &str) -> crate::realm::messages::Message {
+        let mut m = message(id, sender, sender);
+        m.recipient = crate::realm::messages::Recipient::Channel {
+            channel_id: 3,
+            topic: topic.into(),
+        };
+        m
+    }
+
+    /// The sends, flag changes and edits the writer thread writes as a batch (bitmap
+    /// chunks set once per run of sends) leave every tree as writing them one by one
+    /// does, across chunk boundaries and with flags between the sends.
+    #[test]
+    fn a_batch_writes_what_its_writes_one_by_one_write() {
+        let ops = || {
+            let mut ops = Vec::new();
+            for id in 1000..1100u64 {
+                let m = if id % 3 == 0 {
+                    message(id, 10, 11)
+                } else {
+                    channel_message(id, 10 + id % 2, if id % 2 == 0 { "a" } else { "b" })
+                };
+                let mut recipients = vec![(10, flags::READ), (11, 0), (12, 0)];
+                if id % 7 == 0 {
+                    recipients.push((13, flags::MENTIONED));
+                }
+                ops.push(Op::Sent {
+                    message: m,
+                    recipients,
+                });
+                if id % 25 == 0 {
+                    ops.push(Op::Flags {
+                        user_id: 11,
+                        flag: flags::READ,
+                        add: true,
+                        ids: (id - 5..=id).collect(),
+                    });
+                    ops.push(Op::Logged {
+                        seq: id,
+                        change: 0,
+                        op: Box::new(Op::Flags {
+                            user_id: 12,
+                            flag: flags::STARRED,
+                            add: true,
+                            ids: vec![id - 1, id],
+                        }),
+                    });
+                }
+            }
+            ops
+        };
+        let (one, all) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let names = Arc::new(super::super::messages::tree_names("zulip"));
+        let (db1, db2) = (
+            open_sled(one.path()).unwrap(),
+            open_sled(all.path()).unwrap(),
+        );
+        let mut cache = HashMap::new();
+        let t1 = trees_of(&db1, &mut cache, &names).unwrap();
+        for op in ops() {
+            apply(&t1, op).unwrap();
+        }
+        let mut cache = HashMap::new();
+        let t2 = trees_of(&db2, &mut cache, &names).unwrap();
+        apply_all(&t2, ops()).unwrap();
+        assert_eq!(contents(&db1), contents(&db2));
+        assert!(t2.rows.len() == 100 && !t2.bits.is_empty() && !t2.undo.is_empty());
+    }
+
+    /// A commit handed to the writer thread is readable once its ticket is marked, in
+    /// order with the writes after it; while the database opens a commit is marked at
+    /// once (readers wait for the opening, which writes it first); a sync covers every
+    /// commit handed over before it.
+    #[test]
+    fn a_commit_is_marked_once_its_rows_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = MessageDb::new(dir.path());
+        let store = MessageStore::new("zulip", db.clone());
+        let names = Arc::new(super::super::messages::tree_names("zulip"));
+        let progress = Arc::new(Projected::default());
+        let sent = |id| Op::Sent {
+            message: message(id, 10, 11),
+            recipients: vec![(10, flags::READ), (11, 0)],
+        };
+        db.write_commit(&names, vec![sent(1)], &progress, 1);
+        assert_eq!(progress.upto(), 1, "opening: marked at once");
+        db.settle(open_sled(dir.path()).map_err(Into::into), Instant::now());
+        assert!(store.get(1).unwrap().is_some(), "written by the opening");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for ticket in 2..200u64 {
+            db.write_commit(&names, vec![sent(ticket)], &progress, ticket);
+        }
+        // A commit without rows waits for the earlier ones of its realm.
+        db.write_commit(&names, Vec::new(), &progress, 200);
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), db.projected(&progress, 200))
+                .await
+                .expect("marked")
+        });
+        for id in 1..200 {
+            assert!(store.get(id).unwrap().is_some(), "message {id} written");
+            assert_eq!(store.flags(11, id).unwrap(), Some(0));
+        }
+        // A write after commits comes after them: the flags land on written rows.
+        for ticket in 200..300u64 {
+            db.write_commit(&names, vec![sent(ticket)], &progress, ticket);
+        }
+        db.write(
+            &names,
+            Op::Flags {
+                user_id: 11,
+                flag: flags::READ,
+                add: true,
+                ids: (200..300).collect(),
+            },
+        )
+        .unwrap();
+        assert!(
+            progress.upto() >= 299,
+            "a write waits for the commits before it"
+        );
+        assert_eq!(store.flags(11, 299).unwrap(), Some(flags::READ));
+        for ticket in 300..400u64 {
+            db.write_commit(&names, vec![sent(ticket)], &progress, ticket);
+        }
+        db.sync().unwrap();
+        assert!(
+            progress.upto() >= 399,
+            "a sync covers the commits before it"
+        );
+        db.close();
+        // Closed: a commit is dropped (its records stay in the WAL) and marked at once.
+        db.write_commit(&names, vec![sent(400)], &progress, 400);
+        assert!(progress.upto() >= 400);
     }
 }

@@ -42,9 +42,10 @@
 //!
 //! # Writing
 //!
-//! Rows are written by `project`, which the realm actor calls for each change right
-//! after appending its WAL record and before applying it (recovery calls it the same
-//! way while replaying); a replay writes them again, idempotently. The WAL record is the
+//! Rows are computed for each change from the realm state right before it, after its
+//! WAL record was appended: the realm actor hands a commit's rows to the message
+//! database's writer thread (`add`, `commit`; see `message_db`), recovery writes them
+//! while replaying (`project`); a replay writes them again, idempotently. The WAL record is the
 //! truth until a snapshot covers it: a snapshot is written only after the message
 //! database was made durable (`sync`), and every record after it is projected again at
 //! start, so a row lost with an unflushed tail of this database is written again.
@@ -76,7 +77,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::message_db::MessageDb;
+use super::message_db::{MessageDb, Projected};
 use super::{codec, StorageError};
 use crate::realm::channels::ChannelId;
 use crate::realm::messages::fetch::{MessageRows, RowsError, RowsResult, Source};
@@ -110,6 +111,8 @@ pub struct MessageStore {
 struct Inner {
     names: Arc<[String; 5]>,
     db: Arc<MessageDb>,
+    /// How far the realm actor's commits are written (`commit`).
+    projected: Arc<Projected>,
 }
 
 fn be(n: u64) -> [u8; 8] {
@@ -788,6 +791,92 @@ fn plan_writes(p: &mut Plan<'_>, op: Op) -> Result<(), StorageError> {
     Ok(())
 }
 
+/// Bitmap chunks that a run of sends sets bits in, each read once and written once
+/// (`apply_all`): a send sets about ten bits, in chunks that a thousand messages share.
+#[derive(Default)]
+struct Chunks(BTreeMap<[u8; 17], (bool, Vec<u8>)>);
+
+impl Chunks {
+    /// Sets `id`'s bit in `owner`'s `kind` bitmap (read from disk the first time).
+    fn set(&mut self, t: &Trees, kind: u8, owner: u64, id: MessageId) -> Result<(), StorageError> {
+        let key = bits_key(owner, kind, chunk_of(id).0);
+        let (changed, v) = match self.0.entry(key) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let old = t.bits.get(key)?.map(|v| v.to_vec()).unwrap_or_default();
+                e.insert((false, old))
+            }
+        };
+        if !bit_in(Some(v.as_slice()), id) {
+            set_bit(v, id, true);
+            *changed = true;
+        }
+        Ok(())
+    }
+
+    /// Writes the chunks that changed.
+    fn write(self, t: &Trees) -> Result<(), StorageError> {
+        for (key, (changed, v)) in self.0 {
+            if changed {
+                t.bits.insert(key, v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A send's row, index entry and exceptions, and its bits into `chunks` (written by
+/// the caller after the rows: a bit on disk always has its row).
+fn write_sent(
+    t: &Trees,
+    m: &Message,
+    recipients: &[(UserId, u32)],
+    chunks: &mut Chunks,
+) -> Result<(), StorageError> {
+    t.rows.insert(be(m.id), encode_message(m)?)?;
+    for k in index_keys(m) {
+        t.idx.insert(k, &[][..])?;
+    }
+    for (kind, owner) in index_bits(m) {
+        chunks.set(t, kind, owner, m.id)?;
+    }
+    // A bit in each recipient's received chunk (and unread one), and an exception key
+    // only for flags beyond `read`. A replay sets the same bits; an exception a later
+    // record removed is removed again by its replay.
+    for &(user, bits) in recipients {
+        chunks.set(t, RECEIVED, user, m.id)?;
+        if bits & flags::READ == 0 {
+            chunks.set(t, UNREAD, user, m.id)?;
+        }
+        if bits & !flags::READ != 0 {
+            write_extra(t, user_key(user, m.id), bits)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes projections in order, as `apply` each would; a run of sends sets its bits
+/// in each bitmap chunk once (`Chunks`), after the run's rows. Returns whether a
+/// repair among them changed rows.
+pub(super) fn apply_all(t: &Trees, ops: Vec<Op>) -> Result<bool, StorageError> {
+    let mut chunks = Chunks::default();
+    let mut repaired = false;
+    for op in ops {
+        match op {
+            Op::Sent {
+                message,
+                recipients,
+            } => write_sent(t, &message, &recipients, &mut chunks)?,
+            op => {
+                std::mem::take(&mut chunks).write(t)?;
+                repaired |= apply(t, op)?;
+            }
+        }
+    }
+    chunks.write(t)?;
+    Ok(repaired)
+}
+
 /// Writes one projection. Idempotent: a replay writes the same keys again. Returns
 /// whether it was a repair that changed rows (see `message_db`'s module doc).
 pub(super) fn apply(t: &Trees, op: Op) -> Result<bool, StorageError> {
@@ -796,25 +885,9 @@ pub(super) fn apply(t: &Trees, op: Op) -> Result<bool, StorageError> {
             message: m,
             recipients,
         } => {
-            t.rows.insert(be(m.id), encode_message(&m)?)?;
-            for k in index_keys(&m) {
-                t.idx.insert(k, &[][..])?;
-            }
-            for (kind, owner) in index_bits(&m) {
-                write_bit(t, kind, owner, m.id, true)?;
-            }
-            // A bit in each recipient's received chunk (and unread one), and an
-            // exception key only for flags beyond `read`. A replay sets the same bits;
-            // an exception a later record removed is removed again by its replay.
-            for (user, bits) in recipients {
-                write_bit(t, RECEIVED, user, m.id, true)?;
-                if bits & flags::READ == 0 {
-                    write_bit(t, UNREAD, user, m.id, true)?;
-                }
-                if bits & !flags::READ != 0 {
-                    write_extra(t, user_key(user, m.id), bits)?;
-                }
-            }
+            let mut chunks = Chunks::default();
+            write_sent(t, &m, &recipients, &mut chunks)?;
+            chunks.write(t)?;
         }
         Op::Logged { seq, change, op } => {
             let mut plan = Plan::new(t);
@@ -928,6 +1001,7 @@ impl MessageStore {
             inner: Arc::new(Inner {
                 names: Arc::new(tree_names(subdomain)),
                 db,
+                projected: Arc::default(),
             }),
         }
     }
@@ -960,79 +1034,156 @@ impl MessageStore {
         change: &Change,
         at: Option<(u64, u32)>,
     ) -> Result<(), StorageError> {
-        let Change::Message(change) = change else {
-            return Ok(());
-        };
-        let op = match change {
-            MessageChange::Sent(_) | MessageChange::Notice { .. } => {
-                let Some((m, recipients)) = realm.delivery(change) else {
-                    return Ok(());
-                };
-                Op::Sent {
-                    message: m.clone(),
-                    recipients,
-                }
-            }
-            MessageChange::FlagsChanged {
-                user_id,
-                flag,
-                add,
-                ids,
-            } => Op::Flags {
-                user_id: *user_id,
-                flag: *flag,
-                add: *add,
-                ids: ids.clone(),
-            },
-            MessageChange::Edited { pairs, .. } => Op::Edited {
-                pairs: pairs.clone(),
-                mentions: pairs
-                    .iter()
-                    .filter(|(b, a)| b.mentioned != a.mentioned || b.wildcard != a.wildcard)
-                    .map(|(before, after)| realm.edit_mentions(before, after))
-                    .chain(
-                        pairs
-                            .iter()
-                            .filter_map(|(before, after)| realm.edit_alert_words(before, after)),
-                    )
-                    .collect(),
-            },
-            MessageChange::ReactionAdded {
-                message_id,
-                reaction,
-                ..
-            } => Op::Reaction {
-                message_id: *message_id,
-                reaction: reaction.clone(),
-                add: true,
-            },
-            MessageChange::ReactionRemoved {
-                message_id,
-                reaction,
-                ..
-            } => Op::Reaction {
-                message_id: *message_id,
-                reaction: reaction.clone(),
-                add: false,
-            },
-            MessageChange::ScheduledCreated(_)
-            | MessageChange::ScheduledUpdated(_)
-            | MessageChange::ScheduledDeleted { .. }
-            | MessageChange::ScheduledDelivered { .. }
-            | MessageChange::ScheduledFailed { .. } => return Ok(()),
-            MessageChange::Deleted { messages, .. } => Op::Deleted(messages.clone()),
-        };
-        let op = match (at, op) {
-            (_, op @ Op::Sent { .. }) | (None, op) => op,
-            (Some((seq, change)), op) => Op::Logged {
-                seq,
-                change,
-                op: Box::new(op),
-            },
-        };
-        self.inner.db.write(&self.inner.names, op)
+        match op_for(realm, change, at) {
+            Some(op) => self.inner.db.write(&self.inner.names, op),
+            None => Ok(()),
+        }
     }
 
+    /// Adds the rows a change implies to `p` (as `project` would write them), for
+    /// `commit`.
+    pub fn add(&self, p: &mut Projection, realm: &Realm, change: &Change, at: (u64, u32)) {
+        p.0.extend(op_for(realm, change, Some(at)));
+    }
+
+    /// Hands the rows of the realm actor's commit whose durability ticket is `ticket`
+    /// to the message database's writer thread (see `message_db`'s module doc):
+    /// written in order with every other write, after this call returns. Readers see
+    /// the commit once `projected_upto` reaches `ticket`.
+    pub fn commit(&self, p: Projection, ticket: u64) {
+        self.inner
+            .db
+            .write_commit(&self.inner.names, p.0, &self.inner.projected, ticket);
+    }
+
+    /// The ticket up to which every commit's rows are where readers find them (the
+    /// event hub releases no further).
+    pub fn projected_upto(&self) -> u64 {
+        self.inner.projected.upto()
+    }
+
+    /// Waits until the rows of the commit with `ticket` are where readers find them.
+    pub async fn projected(&self, ticket: u64) {
+        self.inner.db.projected(&self.inner.projected, ticket).await;
+    }
+
+    /// Blocks until every write handed over so far is written (the realm actor before
+    /// it reads rows or drops undurable decisions).
+    pub fn caught_up(&self) {
+        self.inner.db.drain();
+    }
+
+    /// The rows as the realm actor reads them: every commit it handed over written
+    /// first (`caught_up`), so a rule sees the rows of every earlier decision.
+    pub fn for_actor(&self) -> ActorRows {
+        ActorRows(self.clone())
+    }
+}
+
+/// The rows of one commit of the realm actor, in order (`MessageStore::add`).
+#[derive(Default)]
+pub struct Projection(Vec<Op>);
+
+/// `MessageStore::for_actor`.
+pub struct ActorRows(MessageStore);
+
+impl MessageRows for ActorRows {
+    fn row(&self, id: MessageId) -> RowsResult<Option<Message>> {
+        self.0.caught_up();
+        self.0.row(id)
+    }
+
+    fn user_flags(&self, user: UserId, id: MessageId) -> RowsResult<Option<u32>> {
+        self.0.caught_up();
+        MessageRows::user_flags(&self.0, user, id)
+    }
+
+    fn scan<'a>(
+        &'a self,
+        source: &Source,
+        from: MessageId,
+        to: MessageId,
+        reverse: bool,
+    ) -> RowsResult<Box<dyn Iterator<Item = RowsResult<MessageId>> + 'a>> {
+        self.0.caught_up();
+        self.0.scan(source, from, to, reverse)
+    }
+}
+
+/// What a change writes (`None`: nothing, it is not about message rows); see
+/// `MessageStore::project`.
+fn op_for(realm: &Realm, change: &Change, at: Option<(u64, u32)>) -> Option<Op> {
+    let Change::Message(change) = change else {
+        return None;
+    };
+    let op = match change {
+        MessageChange::Sent(_) | MessageChange::Notice { .. } => {
+            let (m, recipients) = realm.delivery(change)?;
+            Op::Sent {
+                message: m.clone(),
+                recipients,
+            }
+        }
+        MessageChange::FlagsChanged {
+            user_id,
+            flag,
+            add,
+            ids,
+        } => Op::Flags {
+            user_id: *user_id,
+            flag: *flag,
+            add: *add,
+            ids: ids.clone(),
+        },
+        MessageChange::Edited { pairs, .. } => Op::Edited {
+            pairs: pairs.clone(),
+            mentions: pairs
+                .iter()
+                .filter(|(b, a)| b.mentioned != a.mentioned || b.wildcard != a.wildcard)
+                .map(|(before, after)| realm.edit_mentions(before, after))
+                .chain(
+                    pairs
+                        .iter()
+                        .filter_map(|(before, after)| realm.edit_alert_words(before, after)),
+                )
+                .collect(),
+        },
+        MessageChange::ReactionAdded {
+            message_id,
+            reaction,
+            ..
+        } => Op::Reaction {
+            message_id: *message_id,
+            reaction: reaction.clone(),
+            add: true,
+        },
+        MessageChange::ReactionRemoved {
+            message_id,
+            reaction,
+            ..
+        } => Op::Reaction {
+            message_id: *message_id,
+            reaction: reaction.clone(),
+            add: false,
+        },
+        MessageChange::ScheduledCreated(_)
+        | MessageChange::ScheduledUpdated(_)
+        | MessageChange::ScheduledDeleted { .. }
+        | MessageChange::ScheduledDelivered { .. }
+        | MessageChange::ScheduledFailed { .. } => return None,
+        MessageChange::Deleted { messages, .. } => Op::Deleted(messages.clone()),
+    };
+    Some(match (at, op) {
+        (_, op @ Op::Sent { .. }) | (None, op) => op,
+        (Some((seq, change)), op) => Op::Logged {
+            seq,
+            change,
+            op: Box::new(op),
+        },
+    })
+}
+
+impl MessageStore {
     /// Puts back the rows that the changes of WAL records after `seq` replaced (see
     /// `project`): after a storage fault dropped them, or at start when they were lost
     /// with the WAL's unflushed tail. Queued in order with the other writes.

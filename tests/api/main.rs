@@ -49,6 +49,7 @@ mod readpath;
 mod realm_settings;
 mod scheduled;
 mod schemathesis;
+mod sends;
 mod server;
 mod settings;
 mod snapshots;
