@@ -710,8 +710,9 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn every_head_the_screen_accepts_actix_accepts() {
+    // actix-http's decoder needs a runtime (its date service).
+    #[actix_web::test]
+    async fn every_head_the_screen_accepts_actix_accepts() {
         let mut accepted = 0;
         for head in heads() {
             let shown = String::from_utf8_lossy(&head[..head.len().min(80)]).into_owned();
@@ -793,8 +794,9 @@ mod tests {
     }
 
     /// A request actix-http refuses, after screened ones, reaches the decoder whole.
-    #[test]
-    fn a_refused_request_after_screened_ones_reaches_the_decoder() {
+    // actix-http's decoder needs a runtime (its date service).
+    #[actix_web::test]
+    async fn a_refused_request_after_screened_ones_reaches_the_decoder() {
         let mut light = Light::default();
         let stream = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /a HTTP/1.1\r\n\r\n";
         let from = light.feed(stream).map(|b| b.to_vec()).unwrap_or_default();
