@@ -105,7 +105,7 @@ async fn own_user_follows_the_user_the_profile_and_the_messages() {
         me["ignored_parameters_unsupported"],
         json!(["bogus", "client_gravatar"])
     );
-    let keys = keys(&me);
+    let keys = keys_in_order(&me);
     assert_eq!(
         keys.last().map(String::as_str),
         Some("ignored_parameters_unsupported")
@@ -134,7 +134,13 @@ async fn own_user_of_a_user_who_changed_their_email_visibility_or_was_deactivate
 async fn shared_and_shaped_events_read_alike() {
     let s = TestApp::spawn().await;
     let plain = s
-        .register(OTHELLO, &[("event_types", r#"["message","user_status"]"#)])
+        .register(
+            OTHELLO,
+            &[
+                ("event_types", r#"["message","user_status"]"#),
+                ("apply_markdown", "true"),
+            ],
+        )
         .await;
     let markdown = s
         .register(
