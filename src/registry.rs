@@ -74,6 +74,10 @@ impl Registry {
 
     /// The realm for a host name (see `subdomain_for_host`).
     pub fn for_host(&self, host: &str) -> Option<RealmHandle> {
+        if self.realms.len() == 1 && self.departed.is_empty() {
+            // The only realm (`subdomain_for_host`), without copying its name.
+            return self.realms.iter().next().map(|e| e.value().clone());
+        }
         let subdomain = self.subdomain_for_host(host)?;
         self.realms.get(&subdomain).map(|e| e.value().clone())
     }

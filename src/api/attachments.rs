@@ -113,10 +113,12 @@ fn realm_of(req: &HttpRequest, state: &AppState) -> ApiResult<RealmHandle> {
 fn bodyless_request(req: &HttpRequest) -> ApiResult<ApiRequest> {
     let state = state_of(req)?;
     let handle = realm_of(req, &state)?;
+    let (credentials, checked) = super::credentials_of(req);
     Ok(ApiRequest {
         realm: handle.client,
         hub: handle.hub,
-        credentials: auth::credentials(req),
+        credentials,
+        checked,
         params: Params::default(),
         files: Vec::new(),
         state,

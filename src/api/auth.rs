@@ -4,9 +4,12 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::{HttpMessage, HttpRequest};
 use base64::Engine;
 
+use std::sync::Arc;
+
 use super::middleware::logging::LoggedUser;
 use super::Credentials;
 use crate::error::ApiError;
+use crate::realm::{Realm, UserId};
 
 /// Reads `Authorization: Basic base64(email:api_key)` with Zulip's error texts.
 pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
@@ -32,6 +35,37 @@ pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
         api_key: api_key.to_owned(),
         logged,
     })
+}
+
+/// Credentials already found valid for a request (by the rate limit, which keys a
+/// request by its user) against one version of the realm: the handler, when it
+/// authenticates against that same version, takes the user from here rather than
+/// comparing the key again. Against another version it authenticates as usual.
+pub struct Authenticated {
+    pub credentials: Credentials,
+    pub version: Arc<Realm>,
+    pub user_id: UserId,
+}
+
+impl Authenticated {
+    /// Records valid credentials in the request's extensions.
+    pub fn record(
+        req: &HttpRequest,
+        credentials: Credentials,
+        version: Arc<Realm>,
+        user_id: UserId,
+    ) {
+        req.extensions_mut().insert(Authenticated {
+            credentials,
+            version,
+            user_id,
+        });
+    }
+
+    /// Takes what `record` left, if anything.
+    pub fn take(req: &HttpRequest) -> Option<Authenticated> {
+        req.extensions_mut().remove::<Authenticated>()
+    }
 }
 
 fn invalid_header() -> ApiError {

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use actix_web::HttpResponse;
 use serde_json::{Map, Value};
 
 use super::Outcome;
@@ -172,6 +173,10 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
 }
 
 /// # `GET /events`
+///
+/// The answer is written as bytes (`result`, `msg`, `queue_id` when this poll
+/// registered the queue, `events`, then any ignored parameters): the events come
+/// encoded from the hub, most of them copies of one encoding shared by every queue.
 pub async fn get_events(req: ApiRequest) -> ApiResponse {
     let user_id = req.caller()?;
     let (hub, p) = (req.hub, req.params);
@@ -181,25 +186,39 @@ pub async fn get_events(req: ApiRequest) -> ApiResponse {
     let version = hub.current();
     let me = version.user(user_id).ok_or_else(ApiError::internal)?;
     check_all_public_streams(me, p.bool_or("all_public_streams", false)?)?;
-    let mut body = Map::new();
+    let encode_failed = |_| ApiError::internal();
+    let mut body = Vec::with_capacity(256);
+    body.extend_from_slice(br#"{"result":"success","msg":"","#);
     let events = match queue_id {
         Some(queue_id) => {
             if last_event_id.is_none() {
                 return Err(ApiError::missing("last_event_id"));
             }
-            hub.get_events(user_id, &queue_id, last_event_id, dont_block)
+            drop(version);
+            hub.poll_events(user_id, &queue_id, last_event_id, dont_block)
                 .await?
         }
         None if dont_block => {
             let (queue_id, _) = hub.register(user_id, queue_options(&p)?);
-            let events = hub.get_events(user_id, &queue_id, None, true).await?;
-            body.insert("queue_id".into(), queue_id.into());
+            let events = hub.poll_events(user_id, &queue_id, None, true).await?;
+            body.extend_from_slice(br#""queue_id":"#);
+            serde_json::to_writer(&mut body, &queue_id).map_err(encode_failed)?;
+            body.push(b',');
             events
         }
         None => return Err(ApiError::missing("queue_id")),
     };
-    body.insert("events".into(), events.into());
-    Ok(success(with_ignored(body, p.unused())))
+    body.extend_from_slice(br#""events":"#);
+    body.extend_from_slice(&events);
+    let ignored = p.unused();
+    if !ignored.is_empty() {
+        body.extend_from_slice(br#","ignored_parameters_unsupported":"#);
+        serde_json::to_writer(&mut body, &ignored).map_err(encode_failed)?;
+    }
+    body.push(b'}');
+    Ok(HttpResponse::Ok()
+        .content_type(actix_web::http::header::ContentType::json())
+        .body(body))
 }
 
 /// # `DELETE /events`

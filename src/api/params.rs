@@ -48,8 +48,13 @@ impl Params {
     }
 
     fn raw(&self, name: &str) -> Option<&str> {
-        self.used.borrow_mut().insert(name.to_owned());
-        self.values.get(name).map(String::as_str)
+        // Only names that were sent matter to `unused`.
+        let value = self.values.get(name)?;
+        let mut used = self.used.borrow_mut();
+        if !used.contains(name) {
+            used.insert(name.to_owned());
+        }
+        Some(value.as_str())
     }
 
     /// A value without marking it read (handlers that prepare work off the actor).

@@ -1,13 +1,16 @@
 //! Users: own user, user listings, single users, user creation.
 
-use actix_web::web;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use actix_web::{web, HttpResponse};
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
 use super::Outcome;
-use super::{success, ApiRequest, ApiResponse, CallOpts, Parsed};
-use crate::error::ApiError;
+use super::{success, success_value, ApiRequest, ApiResponse, CallOpts, Parsed};
+use crate::error::{ApiError, ApiResult};
 use crate::realm::users::{password_is_strong, CreateUser, UserView};
-use crate::realm::Realm;
+use crate::realm::{Realm, User};
 
 fn view_opts(c: &super::Ctx<'_>) -> Result<UserView, ApiError> {
     Ok(UserView {
@@ -23,16 +26,60 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
 }
 
 /// # `GET /users/me`
+///
+/// The body but `max_message_id` is rendered once per user and kept while the user,
+/// the email visibility and the profile fields are unchanged (`hub::answers`); the
+/// newest message id is read from the message store for each request.
 pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
     let store = req.message_store().await?;
-    req.read(CallOpts::USER, move |c| {
-        let me = c.me()?;
-        let mut body = c.realm.own_user_json(me);
-        c.realm.fill_max_message_id(&store, me, &mut body)?;
-        Ok(Outcome::read(body))
-    })
-    .await
-    .map(success)
+    let version = req.hub.current();
+    let me = req.authenticate(&version)?;
+    let user = version.users.get(&me.id).ok_or_else(ApiError::internal)?;
+    let head = req
+        .hub
+        .own_user_bodies()
+        .get_or_render(&version, user, || own_user_head(&version, me))?;
+    let newest = version.max_message_id(&store, me)?;
+    let ignored = req.params.unused();
+    let mut body = Vec::with_capacity(head.len() + 64);
+    body.extend_from_slice(&head);
+    match newest {
+        Some(id) => body.extend_from_slice(id.to_string().as_bytes()),
+        None => body.extend_from_slice(b"-1"),
+    }
+    if !ignored.is_empty() {
+        body.extend_from_slice(b",\"ignored_parameters_unsupported\":");
+        serde_json::to_writer(&mut body, &ignored).map_err(|_| ApiError::internal())?;
+    }
+    body.push(b'}');
+    Ok(HttpResponse::Ok()
+        .content_type(actix_web::http::header::ContentType::json())
+        .body(body))
+}
+
+/// The success answer of `GET /users/me` up to `max_message_id`'s value: the
+/// encoding of `success(own_user_json)`, whose last key is `max_message_id`, without
+/// its placeholder value and the closing brace.
+fn own_user_head(version: &Realm, me: &User) -> ApiResult<Bytes> {
+    const TAIL: &[u8] = b"\"max_message_id\":-1}";
+    let rendered = catch_unwind(AssertUnwindSafe(|| {
+        serde_json::to_vec(&success_value(version.own_user_json(me)))
+    }))
+    .map_err(|_| {
+        tracing::error!("rendering /users/me panicked");
+        ApiError::internal()
+    })?
+    .map_err(|_| ApiError::internal())?;
+    match rendered.strip_suffix(TAIL) {
+        Some(head) => {
+            let keep = head.len() + TAIL.len() - 3;
+            Ok(Bytes::from(rendered).slice(..keep))
+        }
+        None => {
+            tracing::error!("/users/me does not end with max_message_id");
+            Err(ApiError::internal())
+        }
+    }
 }
 
 /// # `GET /users`

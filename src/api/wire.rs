@@ -5,10 +5,12 @@
 //! body instead of an empty one.
 //!
 //! actix-http answers those requests from inside its dispatcher, with no hook. `Guarded`
-//! runs a second copy of actix-http's own request decoder over the bytes it reads, so
-//! it knows, at the same point as the dispatcher, which request failed and why; it then
-//! replaces the dispatcher's bodiless error response, when that is written, with a JSON
-//! one. Each refusal is logged once, at debug level (`hearth::wire`), never as an error
+//! follows the requests it reads: while each is one actix-http's decoder accepts for
+//! sure (`screen`: the decoder's own `httparse` parse and its checks, no copy), it only
+//! frames them (`Light`); from the first request it is not sure of, it runs a second
+//! copy of actix-http's own request decoder over the bytes, so it knows, at the same
+//! point as the dispatcher, which request failed and why; it then replaces the
+//! dispatcher's bodiless error response, when that is written, with a JSON one. Each refusal is logged once, at debug level (`hearth::wire`), never as an error
 //! line a client could flood the log with.
 
 use std::future::Future;
@@ -159,6 +161,178 @@ pub fn start(
     Ok(server)
 }
 
+/// How a connection's requests are followed.
+enum Shadow {
+    /// Framed cheaply (`Light`): every request so far is one actix-http accepts.
+    Light(Light),
+    /// actix-http's own decoder (`Codec`) and what it has not consumed, from the first
+    /// request `Light` was not sure of, on (a connection stays here).
+    Full(Codec, BytesMut),
+}
+
+/// The part of a head `Light` waits for before it leaves the head to the decoder (far
+/// below actix-http's limit, `MAX_BUFFER_SIZE`, 128 KiB: the decoder sees every byte
+/// of a head that large).
+const LIGHT_HEAD_BYTES: usize = 16 * 1024;
+/// actix-http's limit on the headers of a request (`MAX_HEADERS`).
+const MAX_HEADERS: usize = 96;
+
+/// A request framer that costs a parse of each head with `httparse` (what actix-http's
+/// decoder runs first) and no copy: a request whose head passes `screen` is one
+/// actix-http's decoder accepts, so only its length matters (the head's, then the
+/// `Content-Length` body's). The first request `screen` is not sure of, with
+/// everything after it, goes to the decoder (`Shadow::Full`), which then tells a
+/// refusal as before; so does a head longer than `LIGHT_HEAD_BYTES`.
+#[derive(Default)]
+struct Light {
+    /// A head begun in an earlier read.
+    head: BytesMut,
+    /// Bytes of the current request's body still to come.
+    body_left: u64,
+}
+
+/// What `screen` says of the bytes at the start of a head.
+#[derive(Debug, PartialEq, Eq)]
+enum Screened {
+    /// A whole head actix-http accepts: its length, and its body's.
+    Accepted { head: usize, body: u64 },
+    /// Not a whole head yet, nothing wrong so far.
+    Partial,
+    /// Anything else: the decoder decides.
+    Unsure,
+}
+
+impl Light {
+    /// Follows `bytes`; returns the bytes from the start of the request it is not sure
+    /// of, if it met one (the caller's decoder takes over from there).
+    fn feed(&mut self, mut bytes: &[u8]) -> Option<BytesMut> {
+        loop {
+            if self.body_left > 0 {
+                let n = usize::try_from(self.body_left)
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                self.body_left -= n as u64;
+                bytes = &bytes[n..];
+            }
+            if bytes.is_empty() {
+                return None;
+            }
+            let continued = !self.head.is_empty();
+            if continued {
+                self.head.extend_from_slice(bytes);
+            }
+            let verdict = screen(if continued { &self.head } else { bytes });
+            match verdict {
+                Screened::Accepted { head, body } => {
+                    if continued {
+                        // What of `bytes` follows the head.
+                        let after = self.head.len() - head;
+                        bytes = &bytes[bytes.len() - after..];
+                        self.head = BytesMut::new();
+                    } else {
+                        bytes = &bytes[head..];
+                    }
+                    self.body_left = body;
+                }
+                Screened::Partial => {
+                    if !continued {
+                        self.head.extend_from_slice(bytes);
+                    }
+                    if self.head.len() > LIGHT_HEAD_BYTES {
+                        return Some(std::mem::take(&mut self.head));
+                    }
+                    return None;
+                }
+                Screened::Unsure => {
+                    return Some(if continued {
+                        std::mem::take(&mut self.head)
+                    } else {
+                        BytesMut::from(bytes)
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Whether `buf` starts with a request head actix-http's decoder accepts for sure
+/// (`h1::decoder`: the same `httparse` parse, then its checks of the method, the URI,
+/// `Content-Length`, `Transfer-Encoding`, `Host` and the HTTP version), and how long
+/// it and its body are. Anything unusual is `Unsure`: HTTP/1.0, a method other than
+/// the usual ones, `Transfer-Encoding`, `Upgrade`, a second `Host` or
+/// `Content-Length`, a length that is not plain digits, a URI the `http` crate
+/// refuses or that is not an absolute path.
+fn screen(buf: &[u8]) -> Screened {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let head = match req.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Screened::Partial,
+        Err(_) => return Screened::Unsure,
+    };
+    let usual_method = matches!(
+        req.method,
+        Some("GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD" | "OPTIONS")
+    );
+    if req.version != Some(1) || !usual_method || !req.path.is_some_and(accepted_uri) {
+        return Screened::Unsure;
+    }
+    let (mut host, mut length) = (false, None);
+    for h in req.headers.iter() {
+        let name = h.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let digits = h.value.trim_ascii();
+            let plain =
+                !digits.is_empty() && digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit);
+            if length.is_some() || !plain {
+                return Screened::Unsure;
+            }
+            length = Some(
+                digits
+                    .iter()
+                    .fold(0u64, |n, d| n * 10 + u64::from(d - b'0')),
+            );
+        } else if name.eq_ignore_ascii_case("host") {
+            if host {
+                return Screened::Unsure;
+            }
+            host = true;
+        } else if name.eq_ignore_ascii_case("transfer-encoding")
+            || name.eq_ignore_ascii_case("upgrade")
+            || (name.eq_ignore_ascii_case("connection")
+                && h.value
+                    .windows(7)
+                    .any(|w| w.eq_ignore_ascii_case(b"upgrade")))
+        {
+            return Screened::Unsure;
+        }
+    }
+    if !host {
+        // HTTP/1.1 without a Host: refused.
+        return Screened::Unsure;
+    }
+    Screened::Accepted {
+        head,
+        body: length.unwrap_or(0),
+    }
+}
+
+/// Whether the `http` crate takes this request target as a URI for sure: an absolute
+/// path (and query) of characters every part of a URI allows, not too long.
+fn plain_uri(target: &str) -> bool {
+    target.starts_with('/')
+        && target.len() < MAX_URI_LEN
+        && target
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b))
+}
+
+/// Whether actix-http takes this request target as its URI: `plain_uri`, else the
+/// `http` crate's own parse (what the decoder runs), for a target starting with `/`.
+fn accepted_uri(target: &str) -> bool {
+    plain_uri(target) || (target.starts_with('/') && actix_web::http::Uri::try_from(target).is_ok())
+}
+
 /// Why actix-http refused a request, as Zulip's error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refusal {
@@ -216,8 +390,8 @@ const MAX_URI_LEN: usize = 65_534;
 pub struct Guarded {
     io: TcpStream,
     peer: Option<SocketAddr>,
-    /// The shadow decoder and what it has not consumed; `None` once a refusal is known.
-    shadow: Option<(Codec, BytesMut)>,
+    /// What follows the requests read so far; `None` once a refusal is known.
+    shadow: Option<Shadow>,
     /// Set once the shadow decoder failed, with the status actix-http answers it with:
     /// the next bodiless error response with that status is replaced.
     refusal: Option<(Refusal, u16)>,
@@ -240,7 +414,7 @@ impl Guarded {
         Guarded {
             io,
             peer,
-            shadow: Some((Codec::new(ServiceConfig::default()), BytesMut::new())),
+            shadow: Some(Shadow::Light(Light::default())),
             refusal: None,
             held: Vec::new(),
             out: Vec::new(),
@@ -249,9 +423,33 @@ impl Guarded {
         }
     }
 
-    /// Feeds what actix-http just read to the shadow decoder.
+    /// Follows what actix-http just read: framed by `Light` while every request is one
+    /// actix-http accepts, else decoded by the shadow decoder.
     fn observe(&mut self, bytes: &[u8]) {
-        let Some((codec, buf)) = self.shadow.as_mut() else {
+        let escalated = match self.shadow.as_mut() {
+            None => return,
+            Some(Shadow::Full(..)) => None,
+            Some(Shadow::Light(light)) => match light.feed(bytes) {
+                None => return,
+                Some(from_boundary) => Some(from_boundary),
+            },
+        };
+        match escalated {
+            // From the start of the request `Light` is not sure of, on.
+            Some(from_boundary) => {
+                self.shadow = Some(Shadow::Full(
+                    Codec::new(ServiceConfig::default()),
+                    from_boundary,
+                ));
+                self.decode(&[]);
+            }
+            None => self.decode(bytes),
+        }
+    }
+
+    /// Feeds bytes to the shadow decoder.
+    fn decode(&mut self, bytes: &[u8]) {
+        let Some(Shadow::Full(codec, buf)) = self.shadow.as_mut() else {
             return;
         };
         buf.extend_from_slice(bytes);
@@ -445,5 +643,165 @@ impl AsyncWrite for Guarded {
             Poll::Ready(Ok(())) => Pin::new(&mut this.io).poll_shutdown(cx),
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// actix-http's decoder on `buf`: the head's length when it accepts a head there.
+    fn actix_accepts(buf: &[u8]) -> Option<usize> {
+        let mut codec = Codec::new(ServiceConfig::default());
+        let mut bytes = BytesMut::from(buf);
+        match codec.decode(&mut bytes) {
+            Ok(Some(Message::Item(_))) => Some(buf.len() - bytes.len()),
+            _ => None,
+        }
+    }
+
+    /// Requests as hearth's clients send them.
+    const PLAIN: usize = 8;
+
+    fn heads() -> Vec<Vec<u8>> {
+        let long = format!("/api/v1/{}", "a".repeat(70_000));
+        let many: String = (0..100).map(|i| format!("x-h{i}: v\r\n")).collect();
+        let plain: &[&str] = &[
+            "GET /api/v1/users/me HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\n\r\n",
+            "\r\nGET /api/v1/users/me HTTP/1.1\r\nHost: a\r\n\r\n",
+            "POST /api/v1/users/me/presence HTTP/1.1\r\nHost: a\r\nContent-Length: 28\r\n\r\nstatus=active&ping_only=true",
+            "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length:  0 \r\n\r\n",
+            "DELETE /x?a=1&b=%20 HTTP/1.1\r\nhost: a\r\nExpect: 100-continue\r\n\r\n",
+            "GET /x?narrow=[{%22a%22:1}] HTTP/1.1\r\nHost: a\r\n\r\n",
+            "GET /x HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, close\r\n\r\n",
+            "GET /x HTTP/1.1\r\nHost: a\r\nX: caf\u{e9}\r\n\r\n",
+        ];
+        let odd: Vec<String> = vec![
+            "GET /x HTTP/1.0\r\n\r\n".into(),
+            "POST /x HTTP/1.0\r\n\r\n".into(),
+            "GET /x HTTP/1.1\r\n\r\n".into(),
+            "GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n".into(),
+            "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx".into(),
+            "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\nx".into(),
+            "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\nx".into(),
+            "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n".into(),
+            "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".into(),
+            "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n".into(),
+            "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n".into(),
+            "GET /x HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n".into(),
+            "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+            "BREW /x HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+            "GET /x{y} HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+            "GET /x\"y HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+            "GET /x#y HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+            "GET http://a/x HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+            "GET * HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+            "GET /x HTTP/2.0\r\nHost: a\r\n\r\n".into(),
+            "GET /x HTTP/1.1\r\nHost: a\r\nBad Header: v\r\n\r\n".into(),
+            "GET /x HTTP/1.1\r\nHost: a\r\nX: a\u{1}b\r\n\r\n".into(),
+            "G@T /x HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+            format!("GET {long} HTTP/1.1\r\nHost: a\r\n\r\n"),
+            format!("GET /x HTTP/1.1\r\nHost: a\r\n{many}\r\n"),
+        ];
+        plain
+            .iter()
+            .map(|h| h.as_bytes().to_vec())
+            .chain(odd.into_iter().map(String::into_bytes))
+            .collect()
+    }
+
+    // actix-http's decoder needs a runtime (its date service).
+    #[actix_web::test]
+    async fn every_head_the_screen_accepts_actix_accepts() {
+        let mut accepted = 0;
+        for head in heads() {
+            let shown = String::from_utf8_lossy(&head[..head.len().min(80)]).into_owned();
+            if let Screened::Accepted { head: len, .. } = screen(&head) {
+                accepted += 1;
+                assert_eq!(actix_accepts(&head), Some(len), "{shown}");
+            }
+        }
+        // The usual requests are screened cheaply; the others are left to the decoder.
+        for head in heads().iter().take(PLAIN) {
+            assert!(matches!(screen(head), Screened::Accepted { .. }));
+        }
+        assert!(accepted < heads().len() - 10);
+    }
+
+    #[test]
+    fn plain_uri_characters_are_uris() {
+        for c in b"-._~!$&'()*+,;=:@/?%".iter().chain(b"aZ09".iter()) {
+            let c = char::from(*c);
+            let target = format!("/a{c}b?x{c}y");
+            assert!(plain_uri(&target));
+            assert!(
+                actix_web::http::Uri::try_from(target.as_str()).is_ok(),
+                "{c}"
+            );
+        }
+        assert!(!plain_uri("/a b"));
+        assert!(!plain_uri("/a\u{e9}"));
+    }
+
+    /// A stream of requests, fed in every split: framed to the end without the decoder.
+    #[test]
+    fn light_frames_pipelined_requests_in_any_split() {
+        let stream = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n\
+            POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello\
+            GET /c HTTP/1.1\r\nHost: a\r\n\r\n";
+        for cut in 0..=stream.len() {
+            for cut2 in cut..=stream.len() {
+                let mut light = Light::default();
+                assert!(light.feed(&stream[..cut]).is_none(), "{cut}");
+                assert!(light.feed(&stream[cut..cut2]).is_none(), "{cut} {cut2}");
+                assert!(light.feed(&stream[cut2..]).is_none(), "{cut} {cut2}");
+                assert!(light.head.is_empty() && light.body_left == 0);
+            }
+        }
+    }
+
+    /// The first request the screen is not sure of goes to the decoder from its start.
+    #[test]
+    fn light_hands_over_at_the_request_it_is_not_sure_of() {
+        let good = b"POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello".to_vec();
+        let chunked = b"POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+        let mut stream = good.clone();
+        stream.extend_from_slice(chunked);
+        for cut in 0..=stream.len() {
+            let mut light = Light::default();
+            let first = light.feed(&stream[..cut]);
+            let handed = match first {
+                Some(h) => {
+                    let mut h = h.to_vec();
+                    h.extend_from_slice(&stream[cut..]);
+                    h
+                }
+                None => light
+                    .feed(&stream[cut..])
+                    .map(|h| h.to_vec())
+                    .unwrap_or_default(),
+            };
+            assert_eq!(handed, chunked.to_vec(), "{cut}");
+        }
+        // A head too long for the screen goes to the decoder whole.
+        let mut light = Light::default();
+        let big = format!(
+            "GET /x HTTP/1.1\r\nHost: a\r\nX: {}",
+            "v".repeat(LIGHT_HEAD_BYTES)
+        );
+        let handed = light.feed(big.as_bytes()).map(|h| h.to_vec());
+        assert_eq!(handed, Some(big.into_bytes()));
+    }
+
+    /// A request actix-http refuses, after screened ones, reaches the decoder whole.
+    // actix-http's decoder needs a runtime (its date service).
+    #[actix_web::test]
+    async fn a_refused_request_after_screened_ones_reaches_the_decoder() {
+        let mut light = Light::default();
+        let stream = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /a HTTP/1.1\r\n\r\n";
+        let from = light.feed(stream).map(|b| b.to_vec()).unwrap_or_default();
+        assert_eq!(from, b"GET /a HTTP/1.1\r\n\r\n".to_vec());
+        let mut codec = Codec::new(ServiceConfig::default());
+        assert!(codec.decode(&mut BytesMut::from(&from[..])).is_err());
     }
 }

@@ -32,6 +32,20 @@ pub type FlagReader = Arc<dyn Fn(UserId, MessageId) -> Option<u32> + Send + Sync
 pub(super) struct Shared {
     pub body: Map<String, Value>,
     pub shape: Option<MessageShape>,
+    /// The event's JSON as every queue that does not reshape it sends it, up to its
+    /// `id` (`queues::encode_events`): encoded by the first poll that answers it, then
+    /// copied by the others.
+    pub encoded: OnceLock<bytes::Bytes>,
+}
+
+impl Shared {
+    pub fn new(body: Map<String, Value>, shape: Option<MessageShape>) -> Self {
+        Shared {
+            body,
+            shape,
+            encoded: OnceLock::new(),
+        }
+    }
 }
 
 /// One logged event.
@@ -167,10 +181,10 @@ pub(super) fn append(
     let now = clock.now_ms();
     let mut log = write(log);
     log.entries.extend(events.into_iter().map(|mut event| {
-        let shared = Arc::new(Shared {
-            body: std::mem::take(&mut event.body),
-            shape: event.shape.take(),
-        });
+        let shared = Arc::new(Shared::new(
+            std::mem::take(&mut event.body),
+            event.shape.take(),
+        ));
         LogEntry {
             at_ms: now,
             ticket,

@@ -33,6 +33,7 @@
 //! (a panic while holding it) never drops events: every lock here guards data that
 //! stays consistent, so the guard is recovered (`crate::locks`).
 
+pub mod answers;
 mod log;
 pub mod presence;
 mod published;
@@ -105,6 +106,8 @@ pub struct EventHub {
     /// The highest ticket `release` may reach beyond durability: the realm's message
     /// store's (`EventHub::bound_release`); unbounded when not set.
     bound: OnceLock<ReleaseBound>,
+    /// Each user's `GET /users/me` body, kept while its inputs are unchanged.
+    own_user: answers::OwnUserBodies,
 }
 
 impl EventHub {
@@ -140,6 +143,7 @@ impl EventHub {
             parked: AtomicUsize::new(0),
             flags: Arc::new(OnceLock::new()),
             bound: OnceLock::new(),
+            own_user: answers::OwnUserBodies::default(),
         };
         let woken = hub.head.clone();
         // The thread ends when the hub (the only sender) is dropped.
@@ -176,6 +180,11 @@ impl EventHub {
     /// The realm's presence (soft state beside the published version).
     pub fn presence(&self) -> &Arc<RealmPresence> {
         &self.presence
+    }
+
+    /// The kept `GET /users/me` bodies (`answers`).
+    pub fn own_user_bodies(&self) -> &answers::OwnUserBodies {
+        &self.own_user
     }
 
     /// Answers every parked poll (with what it has) and parks no more: server shutdown.

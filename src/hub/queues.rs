@@ -396,9 +396,7 @@ impl EventHub {
         Ok(())
     }
 
-    /// `GET /events`: acknowledges up to `last_event_id`, then answers the queue's events,
-    /// at once when there are some or `dont_block`, else when one arrives, a newer poll
-    /// supersedes this one, or a heartbeat is due.
+    /// `poll_events`, decoded.
     pub async fn get_events(
         &self,
         user_id: UserId,
@@ -406,6 +404,22 @@ impl EventHub {
         last_event_id: Option<i64>,
         dont_block: bool,
     ) -> ApiResult<Vec<Value>> {
+        let encoded = self
+            .poll_events(user_id, queue_id, last_event_id, dont_block)
+            .await?;
+        serde_json::from_slice(&encoded).map_err(|_| ApiError::internal())
+    }
+
+    /// `GET /events`: acknowledges up to `last_event_id`, then answers the queue's events
+    /// (a JSON list, encoded), at once when there are some or `dont_block`, else when one
+    /// arrives, a newer poll supersedes this one, or a heartbeat is due.
+    pub async fn poll_events(
+        &self,
+        user_id: UserId,
+        queue_id: &str,
+        last_event_id: Option<i64>,
+        dont_block: bool,
+    ) -> ApiResult<Vec<u8>> {
         let q = self.queue_of(user_id, queue_id)?;
         // Read-your-writes for events: a write answered before this poll has its events
         // in the log before the poll reads it.
@@ -434,16 +448,16 @@ impl EventHub {
                 st.last_active_ms = self.clock.now_ms();
                 self.pull(&q, &mut st)?;
                 if !st.pending.is_empty() || dont_block {
-                    return Ok(render(&st.pending, &q.options));
+                    return encode_events(&st.pending, &q.options);
                 }
                 if self.clock.now_ms() - parked_at >= HEARTBEAT_MS {
                     Queue::push(&mut st, Arc::new(heartbeat()));
-                    return Ok(render(&st.pending, &q.options));
+                    return encode_events(&st.pending, &q.options);
                 }
             }
             let superseded = q.superseded.notified();
             if q.polls.load(Ordering::SeqCst) != poll || self.closed.load(Ordering::SeqCst) {
-                return Ok(Vec::new());
+                return Ok(b"[]".to_vec());
             }
             self.parked.fetch_add(1, Ordering::SeqCst);
             let _parked = Connected(&self.parked);
@@ -489,34 +503,80 @@ impl EventHub {
 }
 
 fn heartbeat() -> Shared {
-    Shared {
-        body: match json!({"type": "heartbeat"}) {
+    Shared::new(
+        match json!({"type": "heartbeat"}) {
             Value::Object(m) => m,
             _ => Map::new(),
         },
-        shape: None,
-    }
+        None,
+    )
 }
 
-/// The pending events as this queue asked for them, each with its `id`.
-fn render(pending: &VecDeque<(i64, Arc<Shared>)>, options: &QueueOptions) -> Vec<Value> {
-    pending
-        .iter()
-        .map(|(id, event)| {
-            let body = &event.body;
-            let mut m = Map::with_capacity(body.len() + 1);
-            m.insert(
-                "type".into(),
-                body.get("type").cloned().unwrap_or(Value::Null),
-            );
-            for (k, v) in body.iter() {
-                m.insert(k.clone(), v.clone());
+/// One pending event as this queue asked for it, with its `id`: `type` first, then the
+/// body's keys, then `id`.
+fn render(id: i64, event: &Shared, options: &QueueOptions) -> Map<String, Value> {
+    let body = &event.body;
+    let mut m = Map::with_capacity(body.len() + 1);
+    m.insert(
+        "type".into(),
+        body.get("type").cloned().unwrap_or(Value::Null),
+    );
+    for (k, v) in body.iter() {
+        m.insert(k.clone(), v.clone());
+    }
+    shape_message(&mut m, event.shape.as_ref(), options);
+    m.insert("id".into(), id.into());
+    m
+}
+
+/// Whether this queue sends `event` as every queue that does not reshape it does: no
+/// message reshaped (`shape_message`), no `id` of its own in the body.
+fn unshaped(event: &Shared, options: &QueueOptions) -> bool {
+    let shaped = event.shape.as_ref().is_some_and(|shape| {
+        !options.apply_markdown || (options.client_gravatar && shape.gravatar)
+    });
+    !shaped && !event.body.contains_key("id")
+}
+
+/// The pending events as this queue asked for them, each with its `id`, as a JSON
+/// list: the same bytes as encoding `render`'s maps. An event most queues send alike is
+/// encoded once (`Shared::encoded`: its JSON up to the `id`), and each answer copies it.
+fn encode_events(
+    pending: &VecDeque<(i64, Arc<Shared>)>,
+    options: &QueueOptions,
+) -> ApiResult<Vec<u8>> {
+    let encode_failed = |e: serde_json::Error| {
+        tracing::error!("cannot encode an event: {e}");
+        ApiError::internal()
+    };
+    let mut out = Vec::with_capacity(64 + pending.len() * 256);
+    out.push(b'[');
+    for (n, (id, event)) in pending.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        if !unshaped(event, options) {
+            serde_json::to_writer(&mut out, &render(*id, event, options)).map_err(encode_failed)?;
+            continue;
+        }
+        let head = match event.encoded.get() {
+            Some(head) => head,
+            None => {
+                // `render` without `id`, its closing brace left off.
+                let mut m = render(*id, event, options);
+                m.shift_remove("id");
+                let mut head = serde_json::to_vec(&m).map_err(encode_failed)?;
+                head.pop();
+                event.encoded.get_or_init(|| head.into())
             }
-            shape_message(&mut m, event.shape.as_ref(), options);
-            m.insert("id".into(), (*id).into());
-            Value::Object(m)
-        })
-        .collect()
+        };
+        out.extend_from_slice(head);
+        out.extend_from_slice(b",\"id\":");
+        out.extend_from_slice(id.to_string().as_bytes());
+        out.push(b'}');
+    }
+    out.push(b']');
+    Ok(out)
 }
 
 /// A `message` event as this queue asked for it: raw Markdown without

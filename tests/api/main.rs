@@ -47,6 +47,7 @@ mod python_client;
 mod read_state;
 mod readpath;
 mod realm_settings;
+mod reqpath;
 mod scheduled;
 mod schemathesis;
 mod sends;

@@ -46,28 +46,32 @@ pub async fn rate_limit(
     let headers = res.headers_mut();
     let reset = chrono::Utc::now().timestamp() + decision.secs_to_full.ceil() as i64;
     for (name, value) in [
-        ("x-ratelimit-limit", decision.limit.to_string()),
-        ("x-ratelimit-remaining", decision.remaining.to_string()),
-        ("x-ratelimit-reset", reset.to_string()),
+        ("x-ratelimit-limit", i64::from(decision.limit)),
+        ("x-ratelimit-remaining", i64::from(decision.remaining)),
+        ("x-ratelimit-reset", reset),
     ] {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            headers.insert(HeaderName::from_static(name), value);
-        }
+        headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
     }
     Ok(res)
 }
 
 /// The caller's user when its credentials are valid for the realm of its Host, else its
-/// address.
+/// address. A valid caller is recorded in the request's extensions (`Authenticated`),
+/// so the handler does not authenticate the same credentials against the same version
+/// again.
 fn rate_key(state: &AppState, req: &actix_web::HttpRequest) -> RateKey {
     let host = auth::host(req);
-    if let (Some(handle), Some(subdomain), Ok(c)) = (
-        state.registry.for_host(&host),
+    if let (Some(subdomain), Ok(c)) = (
         state.registry.subdomain_for_host(&host),
         auth::credentials(req),
     ) {
-        if let Ok(user) = handle.hub.current().authenticate(&c.email, &c.api_key) {
-            return RateKey::User(subdomain.into(), user.id);
+        if let Some(handle) = state.registry.get(&subdomain) {
+            let version = handle.hub.current();
+            if let Ok(user) = version.authenticate(&c.email, &c.api_key) {
+                let key = RateKey::User(subdomain.into(), user.id);
+                auth::Authenticated::record(req, c, version.clone(), user.id);
+                return key;
+            }
         }
     }
     RateKey::Ip(auth::client_ip(req, &state.trusted_proxies))

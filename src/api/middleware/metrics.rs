@@ -25,7 +25,7 @@ pub async fn record_request(
         .request()
         .match_pattern()
         .unwrap_or_else(|| "unmatched".to_owned());
-    let status = res.status().as_u16().to_string();
+    let status = res.status();
     HTTP_REQUESTS
         .with_label_values(&[route.as_str(), method.as_str(), status.as_str()])
         .inc();
