@@ -56,9 +56,10 @@
 //! `messages-db`) then says that this folder keeps its messages here, so a start that
 //! finds the marker but no `messages/` refuses rather than start without them.
 //!
-//! # A fresh database for a folder of the old layout
+//! # A fresh database for a folder of an older layout
 //!
-//! A message database of the layout before bitmaps (`messages` module doc) is not
+//! A message database of an older layout (a key per user and message, or bitmaps of
+//! 1 024 ids a chunk: `messages` module doc) is not
 //! rewritten in place: sled 0.34 never frees the tree nodes that removals empty, nor
 //! shrinks its file, so a folder rewritten in place kept its old size, page table and
 //! open time. Instead its trees are copied, rewritten on the way
@@ -103,11 +104,11 @@ pub const READY_WAIT: Duration = Duration::from_secs(60);
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// Queued writes applied per hold of the state lock while settling.
 const SETTLE_BATCH: usize = 256;
-/// The prefixes of message trees, in either database.
 /// The prefixes of message trees, in either database: today's, then the per-user trees
-/// of the layout before bitmaps (`messages::LEGACY_USER_TREES`).
-pub const TREE_PREFIXES: [&str; 7] = [
-    "msg:", "msgidx:", "uflags:", "ubits:", "msgundo:", "um:", "unread:",
+/// of the layout before bitmaps (`messages::LEGACY_USER_TREES`) and the bitmaps of
+/// 1 024 ids a chunk (`messages::LEGACY_BITS_TREE`).
+pub const TREE_PREFIXES: [&str; 8] = [
+    "msg:", "msgidx:", "uflags:", "ubits128:", "msgundo:", "um:", "unread:", "ubits:",
 ];
 
 /// Whether the database is usable yet.
@@ -292,8 +293,8 @@ impl MessageDb {
         }
     }
 
-    /// Rewrites a database of the layout before bitmaps into a fresh one and swaps it
-    /// in (see "A fresh database for a folder of the old layout" in the module doc);
+    /// Rewrites a database of an older layout into a fresh one and swaps it in (see "A
+    /// fresh database for a folder of an older layout" in the module doc);
     /// returns the database to use: `db` when there is nothing to rewrite, else the
     /// fresh one.
     fn migrate_layout(&self, db: sled::Db) -> Result<sled::Db, StorageError> {
@@ -322,7 +323,7 @@ impl MessageDb {
             false,
             format!(
                 "rewrote the message database {} of {} realms into a fresh one in {} ms: \
-                 {} keys of the layout before bitmaps read, {} keys written",
+                 {} keys of the older layouts read, {} keys written",
                 self.dir.display(),
                 done.realms,
                 started.elapsed().as_millis(),

@@ -7,7 +7,7 @@
 //! |------------------|---------------------------------------------|-------|
 //! | `msg:<realm>`    | message id (u64 BE)                         | framed `Message` |
 //! | `msgidx:<realm>` | `t` channel, topic, id / `d` conversation, id   | empty |
-//! | `ubits:<realm>`  | owner, kind, id / 1024 (u64 BE each but the kind) | bitmap of ids |
+//! | `ubits128:<realm>` | owner, kind, id / 128 (u64 BE each but the kind) | bitmap of ids |
 //! | `uflags:<realm>` | user id, message id                         | flag bits but `read` (u32 LE), when any |
 //! | `msgundo:<realm>` | WAL record, ordinal (u64 BE each)          | framed `Vec<Before>`: what a logged write replaced |
 //!
@@ -18,20 +18,32 @@
 //! # Bitmaps: per-user flags, channels and senders
 //!
 //! A set of message ids that grows with nearly every message of its owner is kept as
-//! bitmaps of 1 024 ids a key in `ubits`: kind `c`, a channel's messages (owner: the
+//! bitmaps of 128 ids a key in `ubits128`: kind `c`, a channel's messages (owner: the
 //! channel id); `s`, a sender's; `r` and `u`, a user's received and unread ones (below).
 //! Topics and conversations keep a key per message in `msgidx`: a topic is too sparse
 //! among a realm's ids for bitmaps to pay.
 //!
 //! A user's messages (Zulip's user-message rows) are two sets of ids kept as bitmaps of
-//! 1 024 ids a key (`ubits`, bit `i` of byte `j` of chunk `c` is id `c·1024 + 8j + i`,
+//! 128 ids a key (`ubits128`, bit `i` of byte `j` of chunk `c` is id `c·128 + 8j + i`,
 //! trailing zero bytes dropped, an empty chunk removed): `r`, the messages the user
 //! received (has flags on), and `u`, those of them unread. The `read` flag is "received
 //! and not unread"; every other flag (starred, mentioned, historical, ...) is an
 //! exception kept per (user, message) in `uflags`, only when the message has one. A
 //! message to a channel of five subscribers that mentions nobody thus adds two keys,
-//! its row and its topic entry, and sets a bit in chunks that a thousand messages share
-//! (its channel's, its sender's, and each recipient's). `flags` reads the two bits and
+//! its row and its topic entry, and sets a bit in chunks that a hundred messages share
+//! (its channel's, its sender's, and each recipient's).
+//!
+//! # Why chunks of 128 ids
+//!
+//! sled writes every insert to its log as the key and its whole new value, and every
+//! tenth change of a tree node as the whole node; a send changes eleven chunks (for a
+//! channel of five), so the log grows by about eleven chunks and one node of chunks
+//! per message, and what it replaced stays on disk until sled's cleaner reclaims the
+//! segment (only once it is at most half live). Chunks of 1 024 ids (up to 128 bytes,
+//! `ubits:<realm>` until this layout) made that most of the bytes on disk per message;
+//! chunks of 128 ids (up to 16 bytes) cost ~0.09 keys per message instead of ~0.01
+//! and a third of the log (`benches/RESULTS.md` §17). A database with `ubits:` trees is
+//! rewritten at its first start (`migrate_layout`), as the layout before bitmaps is. `flags` reads the two bits and
 //! the exception; `Source::User`, `Unread`, `Channel` and `Sender` scan chunks.
 //!
 //! Before this layout (hearth up to 341b372) a user's flags were a key per (user,
@@ -158,8 +170,12 @@ fn user_key(user: UserId, id: MessageId) -> [u8; 16] {
     k
 }
 
-/// The ids one `ubits` key covers: 2^10.
-const CHUNK_SHIFT: u32 = 10;
+/// The ids one `ubits128` key covers: 2^7.
+const CHUNK_SHIFT: u32 = 7;
+/// The ids one key of the bitmaps before (`ubits:<realm>`) covered: 2^10.
+const LEGACY_CHUNK_SHIFT: u32 = 10;
+/// The prefix of the bitmap trees of 1 024 ids a chunk (see the module doc).
+pub const LEGACY_BITS_TREE: &str = "ubits:";
 /// The bitmap of the messages a user received (has flags on).
 pub(super) const RECEIVED: u8 = b'r';
 /// The bitmap of the messages a user received and has not read.
@@ -209,7 +225,12 @@ pub(super) fn set_bit(v: &mut Vec<u8>, id: MessageId, on: bool) {
 
 /// The ids set in chunk `chunk`'s bitmap `v`, ascending.
 fn ids_in(chunk: u64, v: &[u8]) -> Vec<MessageId> {
-    let base = chunk << CHUNK_SHIFT;
+    ids_in_chunks_of(CHUNK_SHIFT, chunk, v)
+}
+
+/// `ids_in` for chunks of 2^`shift` ids.
+fn ids_in_chunks_of(shift: u32, chunk: u64, v: &[u8]) -> Vec<MessageId> {
+    let base = chunk << shift;
     let mut ids = Vec::new();
     for (i, b) in v.iter().enumerate() {
         for bit in 0..8 {
@@ -302,7 +323,7 @@ pub fn tree_names(subdomain: &str) -> [String; 5] {
         format!("msg:{subdomain}"),
         format!("msgidx:{subdomain}"),
         format!("uflags:{subdomain}"),
-        format!("ubits:{subdomain}"),
+        format!("ubits128:{subdomain}"),
         format!("msgundo:{subdomain}"),
     ]
 }
@@ -1290,13 +1311,16 @@ pub(super) struct Migrated {
     pub written: u64,
 }
 
-/// Whether `db` still holds anything of the layout before bitmaps (see the module doc):
-/// a per-user tree `um:<realm>` or `unread:<realm>`, or a channel or sender entry in a
-/// `msgidx:<realm>`.
+/// Whether `db` still holds anything of a layout before this one (see the module doc):
+/// a per-user tree `um:<realm>` or `unread:<realm>`, a channel or sender entry in a
+/// `msgidx:<realm>`, or bitmaps of 1 024 ids a chunk (`ubits:<realm>`).
 pub(super) fn needs_layout_migration(db: &sled::Db) -> Result<bool, StorageError> {
     let [um_prefix, unread_prefix] = LEGACY_USER_TREES;
     for name in db.tree_names() {
-        if name.starts_with(um_prefix.as_bytes()) || name.starts_with(unread_prefix.as_bytes()) {
+        if [um_prefix, unread_prefix, LEGACY_BITS_TREE]
+            .iter()
+            .any(|p| name.starts_with(p.as_bytes()))
+        {
             return Ok(true);
         }
         if name.starts_with(b"msgidx:") {
@@ -1317,7 +1341,8 @@ pub(super) fn needs_layout_migration(db: &sled::Db) -> Result<bool, StorageError
 /// the layout before bitmaps kept a key per message for (see the module doc): the
 /// per-user trees `um:<realm>` and `unread:<realm>` become bits in `ubits` and
 /// exceptions in `uflags`, the channel and sender entries of `msgidx` (`c` channel, id
-/// and `s` sender, id) bits in `ubits`; everything else is copied as it is (undo-log
+/// and `s` sender, id) bits in `ubits128`, and so do the bits of chunks of 1 024 ids
+/// (`ubits:<realm>`); everything else is copied as it is (undo-log
 /// entries of the old layout too: `Tag::Um`, `Tag::Unread` are undone as bits, and
 /// `Tag::Idx` entries of channel and sender keys name keys no reader looks at any
 /// more). `old` is only read, so a crash in the middle leaves it as it was; the caller
@@ -1353,6 +1378,21 @@ pub(super) fn migrate_layout(old: &sled::Db, new: &sled::Db) -> Result<Migrated,
                 if extra != 0 {
                     exceptions.insert(key.as_ref(), &extra.to_le_bytes()[..])?;
                     done.written += 1;
+                }
+                done.keys += 1;
+            }
+            realms.insert(sub.to_owned());
+            continue;
+        }
+        if let Some(sub) = text.strip_prefix(LEGACY_BITS_TREE) {
+            for item in from.iter() {
+                let (key, value) = item?;
+                if key.len() != 17 {
+                    continue;
+                }
+                let (owner, kind, chunk) = (id_at_end(&key[..8]), key[8], id_at_end(&key));
+                for id in ids_in_chunks_of(LEGACY_CHUNK_SHIFT, chunk, &value) {
+                    mark(sub, kind, owner, id);
                 }
                 done.keys += 1;
             }
@@ -1521,6 +1561,11 @@ mod tests {
         write_bit(&old_trees, RECEIVED, 13, 4_000, true).unwrap();
         write_bit(&old_trees, RECEIVED, 13, 4_000, false).unwrap();
         write_bit(&old_trees, CHANNEL, 7, 5, true).unwrap();
+        // Bitmaps of 1 024 ids a chunk: channel 7's message 1 030 (chunk 1, byte 0, bit
+        // 6) and sender 10's message 1 (already an index entry of the older layout).
+        let wide = old.open_tree("ubits:zulip").unwrap();
+        wide.insert(bits_key(7, CHANNEL, 1), &[0x40u8][..]).unwrap();
+        wide.insert(bits_key(10, SENT, 0), &[0x02u8][..]).unwrap();
         assert!(needs_layout_migration(&old).unwrap());
         let old_len = |db: &sled::Db| -> usize {
             db.tree_names().iter().map(|n| db.open_tree(n).unwrap().len()).sum()
@@ -1529,17 +1574,18 @@ mod tests {
         let (new, t) = open(new_dir.path());
         let done = migrate_layout(&old, &new).unwrap();
         assert_eq!(done.realms, 1);
-        // Eight per-user rows, three unread ones, four index entries.
-        assert_eq!(done.keys, 15);
+        // Eight per-user rows, three unread ones, four index entries, two wide chunks.
+        assert_eq!(done.keys, 17);
         assert_eq!(old_len(&old), before, "the old database is only read");
         assert!(needs_layout_migration(&old).unwrap());
         assert!(!needs_layout_migration(&new).unwrap());
+        assert_eq!(scan(&t, 7, CHANNEL), [1, 2, 5, 1_030]);
         write_bit(&t, CHANNEL, 7, 5, false).unwrap();
+        write_bit(&t, CHANNEL, 7, 1_030, false).unwrap();
         assert_as_legacy(&t);
-        assert!(!new
-            .tree_names()
-            .iter()
-            .any(|n| n.starts_with(b"um:") || n.starts_with(b"unread:")));
+        assert!(!new.tree_names().iter().any(|n| n.starts_with(b"um:")
+            || n.starts_with(b"unread:")
+            || n.starts_with(b"ubits:")));
         assert_eq!(t.rows.get(be(1)).unwrap().as_deref(), Some(&b"row one"[..]));
         assert_eq!(t.undo.len(), 1);
         assert_eq!(

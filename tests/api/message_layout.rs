@@ -124,11 +124,11 @@ async fn flags_of_the_layout_before_bitmaps_are_kept() {
             for leftover in [FRESH, REPLACED] {
                 assert!(!app.dir.path().join(leftover).exists(), "{leftover}");
             }
-            assert!(names.iter().any(|n| n == "ubits:zulip"), "{names:?}");
+            assert!(names.iter().any(|n| n == "ubits128:zulip"), "{names:?}");
             assert!(
-                !names
-                    .iter()
-                    .any(|n| n.starts_with("um:") || n.starts_with("unread:")),
+                !names.iter().any(|n| n.starts_with("um:")
+                    || n.starts_with("unread:")
+                    || n.starts_with("ubits:")),
                 "{names:?}"
             );
             app.start().await;
@@ -213,7 +213,7 @@ async fn a_crash_in_the_middle_of_the_rewrite_loses_nothing() {
         assert!(!fresh.exists() && !replaced.exists(), "{step}");
         let names = tree_names(&current);
         assert!(
-            names.iter().any(|n| n == "ubits:zulip")
+            names.iter().any(|n| n == "ubits128:zulip")
                 && !names.iter().any(|n| n.starts_with("um:") || n.starts_with("unread:")),
             "{step}: {names:?}"
         );
