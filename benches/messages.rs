@@ -67,7 +67,10 @@ fn copy_fresh(data: &Path, to: &Path) -> Duration {
         .open()
         .expect("fresh database");
     for name in db.tree_names() {
-        let (from, into) = (db.open_tree(&name).unwrap(), fresh.open_tree(&name).unwrap());
+        let (from, into) = (
+            db.open_tree(&name).unwrap(),
+            fresh.open_tree(&name).unwrap(),
+        );
         for item in from.iter() {
             let (k, v) = item.unwrap();
             into.insert(k, v).unwrap();

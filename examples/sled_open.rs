@@ -147,7 +147,11 @@ fn bits(dir: &Path, n: u64, shift: u32, seg: usize) {
             let mut k = be(*owner).to_vec();
             k.push(*kind);
             k.extend_from_slice(&be(id >> shift));
-            let mut v = bits.get(&k).unwrap().map(|v| v.to_vec()).unwrap_or_default();
+            let mut v = bits
+                .get(&k)
+                .unwrap()
+                .map(|v| v.to_vec())
+                .unwrap_or_default();
             if v.len() <= at / 8 {
                 v.resize(at / 8 + 1, 0);
             }

@@ -108,7 +108,14 @@ const SETTLE_BATCH: usize = 256;
 /// of the layout before bitmaps (`messages::LEGACY_USER_TREES`) and the bitmaps of
 /// 1 024 ids a chunk (`messages::LEGACY_BITS_TREE`).
 pub const TREE_PREFIXES: [&str; 8] = [
-    "msg:", "msgidx:", "uflags:", "ubits128:", "msgundo:", "um:", "unread:", "ubits:",
+    "msg:",
+    "msgidx:",
+    "uflags:",
+    "ubits128:",
+    "msgundo:",
+    "um:",
+    "unread:",
+    "ubits:",
 ];
 
 /// Whether the database is usable yet.

@@ -40,10 +40,12 @@
 //! channel of five), so the log grows by about eleven chunks and one node of chunks
 //! per message, and what it replaced stays on disk until sled's cleaner reclaims the
 //! segment (only once it is at most half live). Chunks of 1 024 ids (up to 128 bytes,
-//! `ubits:<realm>` until this layout) made that most of the bytes on disk per message;
-//! chunks of 128 ids (up to 16 bytes) cost ~0.09 keys per message instead of ~0.01
-//! and a third of the log (`benches/RESULTS.md` §17). A database with `ubits:` trees is
-//! rewritten at its first start (`migrate_layout`), as the layout before bitmaps is. `flags` reads the two bits and
+//! `ubits:<realm>` until this layout) are most of what a send writes to the log (eleven
+//! values of up to 128 bytes against one ~200-byte row and one ~30-byte topic key), so
+//! most of the garbage on disk; chunks of 128 ids (up to 16 bytes) cost ~0.09 keys per
+//! message instead of ~0.01. The bytes on disk it saves are not measured yet
+//! (`benches/RESULTS.md` §17 says how). A database with `ubits:` trees is rewritten at
+//! its first start (`migrate_layout`), as the layout before bitmaps is. `flags` reads the two bits and
 //! the exception; `Source::User`, `Unread`, `Channel` and `Sender` scan chunks.
 //!
 //! Before this layout (hearth up to 341b372) a user's flags were a key per (user,
@@ -1358,7 +1360,9 @@ pub(super) fn migrate_layout(old: &sled::Db, new: &sled::Db) -> Result<Migrated,
             None => chunks.entry(sub.to_owned()).or_default(),
         };
         set_bit(
-            realm.entry(bits_key(owner, kind, chunk_of(id).0)).or_default(),
+            realm
+                .entry(bits_key(owner, kind, chunk_of(id).0))
+                .or_default(),
             id,
             true,
         );
@@ -1555,8 +1559,14 @@ mod tests {
         let (old, old_trees) = open(old_dir.path());
         write_legacy(&old);
         old_trees.rows.insert(be(1), &b"row one"[..]).unwrap();
-        old_trees.undo.insert([be(3), be(0)].concat(), &b"undo"[..]).unwrap();
-        old.open_tree("hearth:meta").unwrap().insert("synced", &be(4)[..]).unwrap();
+        old_trees
+            .undo
+            .insert([be(3), be(0)].concat(), &b"undo"[..])
+            .unwrap();
+        old.open_tree("hearth:meta")
+            .unwrap()
+            .insert("synced", &be(4)[..])
+            .unwrap();
         // A bit written after a start of the new layout, before the folder was rewritten.
         write_bit(&old_trees, RECEIVED, 13, 4_000, true).unwrap();
         write_bit(&old_trees, RECEIVED, 13, 4_000, false).unwrap();
@@ -1568,7 +1578,10 @@ mod tests {
         wide.insert(bits_key(10, SENT, 0), &[0x02u8][..]).unwrap();
         assert!(needs_layout_migration(&old).unwrap());
         let old_len = |db: &sled::Db| -> usize {
-            db.tree_names().iter().map(|n| db.open_tree(n).unwrap().len()).sum()
+            db.tree_names()
+                .iter()
+                .map(|n| db.open_tree(n).unwrap().len())
+                .sum()
         };
         let before = old_len(&old);
         let (new, t) = open(new_dir.path());
@@ -1589,7 +1602,11 @@ mod tests {
         assert_eq!(t.rows.get(be(1)).unwrap().as_deref(), Some(&b"row one"[..]));
         assert_eq!(t.undo.len(), 1);
         assert_eq!(
-            new.open_tree("hearth:meta").unwrap().get("synced").unwrap().as_deref(),
+            new.open_tree("hearth:meta")
+                .unwrap()
+                .get("synced")
+                .unwrap()
+                .as_deref(),
             Some(&be(4)[..])
         );
     }

@@ -139,7 +139,10 @@ impl Store {
         }
         message_db::finish_swap(dir).map_err(|e| {
             damaged(
-                &format!("the message database {} swapped in", dir.join(message_db::FOLDER).display()),
+                &format!(
+                    "the message database {} swapped in",
+                    dir.join(message_db::FOLDER).display()
+                ),
                 e.to_string(),
             )
         })?;

@@ -214,7 +214,9 @@ async fn a_crash_in_the_middle_of_the_rewrite_loses_nothing() {
         let names = tree_names(&current);
         assert!(
             names.iter().any(|n| n == "ubits128:zulip")
-                && !names.iter().any(|n| n.starts_with("um:") || n.starts_with("unread:")),
+                && !names
+                    .iter()
+                    .any(|n| n.starts_with("um:") || n.starts_with("unread:")),
             "{step}: {names:?}"
         );
     }
