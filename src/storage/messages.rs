@@ -1355,17 +1355,18 @@ pub(super) fn migrate_layout(old: &sled::Db, new: &sled::Db) -> Result<Migrated,
     // Per realm: its bitmap chunks rebuilt from the old keys.
     let mut chunks: BTreeMap<String, BTreeMap<[u8; 17], Vec<u8>>> = BTreeMap::new();
     let mut mark = |sub: &str, kind: u8, owner: u64, id: MessageId| {
-        let realm = match chunks.get_mut(sub) {
-            Some(c) => c,
-            None => chunks.entry(sub.to_owned()).or_default(),
-        };
-        set_bit(
-            realm
-                .entry(bits_key(owner, kind, chunk_of(id).0))
-                .or_default(),
-            id,
-            true,
-        );
+        if !chunks.contains_key(sub) {
+            chunks.insert(sub.to_owned(), BTreeMap::new());
+        }
+        if let Some(realm) = chunks.get_mut(sub) {
+            set_bit(
+                realm
+                    .entry(bits_key(owner, kind, chunk_of(id).0))
+                    .or_default(),
+                id,
+                true,
+            );
+        }
     };
     let owner_id = |key: &[u8]| (id_at_end(&key[..key.len().min(8)]), id_at_end(key));
     let mut realms = std::collections::BTreeSet::new();
