@@ -34,19 +34,69 @@ mod common;
 use common::{seed, SENDER, TOPICS};
 use hearth::realm::Realm;
 
-/// The message database's keys, per kind of tree (`msg:`, `msgidx:`, ...), after a seed.
-fn count_keys(data: &Path) -> Vec<(String, u64)> {
+/// The message database's keys and their bytes (keys and values), per kind of tree
+/// (`msg:`, `msgidx:`, ...), after a seed.
+fn count_keys(data: &Path) -> Vec<(String, u64, u64)> {
     let db = hearth::storage::message_db::open_sled(data).expect("message database");
-    let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut counts: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
     for name in db.tree_names() {
         let name = String::from_utf8_lossy(&name).into_owned();
         let Some(kind) = name.split_once(':').map(|(k, _)| k.to_owned()) else {
             continue;
         };
         let tree = db.open_tree(&name).expect("tree");
-        *counts.entry(kind).or_default() += tree.len() as u64;
+        let at = counts.entry(kind).or_default();
+        for item in tree.iter() {
+            let (k, v) = item.expect("item");
+            at.0 += 1;
+            at.1 += (k.len() + v.len()) as u64;
+        }
     }
-    counts.into_iter().collect()
+    counts.into_iter().map(|(k, (n, b))| (k, n, b)).collect()
+}
+
+/// Copies the message database of `data` into a fresh sled database in `to` (every
+/// tree, key by key, as `hearth`'s rewrite of an old layout does); returns how long
+/// the copy took.
+fn copy_fresh(data: &Path, to: &Path) -> Duration {
+    let started = Instant::now();
+    let db = hearth::storage::message_db::open_sled(data).expect("message database");
+    let fresh = sled::Config::new()
+        .path(to)
+        .flush_every_ms(None)
+        .open()
+        .expect("fresh database");
+    for name in db.tree_names() {
+        let (from, into) = (
+            db.open_tree(&name).unwrap(),
+            fresh.open_tree(&name).unwrap(),
+        );
+        for item in from.iter() {
+            let (k, v) = item.unwrap();
+            into.insert(k, v).unwrap();
+        }
+    }
+    fresh.flush().unwrap();
+    started.elapsed()
+}
+
+/// How long sled takes to open the database in `dir` (the best of three, after one
+/// that writes its snapshot).
+fn open_ms(dir: &Path) -> f64 {
+    let open = || {
+        let started = Instant::now();
+        let db = sled::Config::new()
+            .path(dir)
+            .flush_every_ms(None)
+            .cache_capacity(64 << 20)
+            .open()
+            .expect("open");
+        let took = started.elapsed();
+        drop(db);
+        took
+    };
+    open();
+    (0..3).map(|_| ms(open())).fold(f64::MAX, f64::min)
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -336,16 +386,41 @@ fn main() {
     let (empty_bytes, full_bytes) = (dir_bytes(&empty), dir_bytes(&full));
     let messages_bytes = dir_bytes(&full.join(hearth::storage::message_db::FOLDER));
     let keys = count_keys(&full);
-    let total: u64 = keys.iter().map(|(_, k)| k).sum();
+    let total: u64 = keys.iter().map(|(_, k, _)| k).sum();
+    let live: u64 = keys.iter().map(|(_, _, b)| b).sum();
     println!(
         "message database after the seed: {total} keys ({:.2} per message: {}), {:.0} bytes per message",
         total as f64 / n as f64,
         keys.iter()
-            .map(|(kind, k)| format!("{kind} {:.3}", *k as f64 / n as f64))
+            .map(|(kind, k, _)| format!("{kind} {:.3}", *k as f64 / n as f64))
             .collect::<Vec<_>>()
             .join(", "),
         messages_bytes as f64 / n as f64
     );
+    println!(
+        "live keys and values: {:.0} bytes per message ({}); sled's files {:.2}x that",
+        live as f64 / n as f64,
+        keys.iter()
+            .map(|(kind, _, b)| format!("{kind} {:.0}", *b as f64 / n as f64))
+            .collect::<Vec<_>>()
+            .join(", "),
+        messages_bytes as f64 / live.max(1) as f64
+    );
+    // The same trees copied into a fresh database: what sled needs for the live data
+    // without the garbage of its log, and how long each opens.
+    let copy = root_path.join("copy");
+    let took = copy_fresh(&full, &copy);
+    let copy_bytes = dir_bytes(&copy);
+    println!(
+        "a fresh copy of the message database: {:.0} bytes per message ({:.2}x the live \
+         data), copied in {:.1} s; sled open: seeded {:.0} ms, fresh copy {:.0} ms",
+        copy_bytes as f64 / n as f64,
+        copy_bytes as f64 / live.max(1) as f64,
+        took.as_secs_f64(),
+        open_ms(&full.join(hearth::storage::message_db::FOLDER)),
+        open_ms(&copy)
+    );
+    let _ = std::fs::remove_dir_all(&copy);
 
     println!("\n| measure | 0 messages | {n} messages | ratio |");
     println!("| --- | --- | --- | --- |");

@@ -4,7 +4,11 @@
 //! ```text
 //! cargo run --release --example sled_open -- write DIR N [SEG] [MODE] [close|kill] [KEYS]
 //! cargo run --release --example sled_open -- open DIR [SEG] [CACHE_MB] [MODE]
+//! cargo run --release --example sled_open -- bits DIR N SHIFT [SEG]
 //! ```
+//!
+//! `bits` writes N messages in today's layout (a row, a topic key, eleven bitmap chunks
+//! of 2^SHIFT ids changed per message) and prints the bytes on disk per message.
 //!
 //! `write` adds N messages in hearth's shapes to four trees (a ~250-byte row, three
 //! index keys, five 4-byte flag keys, four unread keys: 13 keys), flushing every 1 000
@@ -115,6 +119,64 @@ fn write(dir: &Path, n: u64, seg: usize, mode: &str, kill: bool, keys: &str) {
     drop(db);
 }
 
+/// Today's layout (`storage::messages`): per message a ~200-byte row, a topic key, and a
+/// bit set in eleven bitmap chunks of 2^`shift` ids (the channel's, the sender's, five
+/// recipients' received and four recipients' unread), each chunk read, changed and
+/// written back as `apply` does; plain inserts, a flush every 1 000 messages.
+fn bits(dir: &Path, n: u64, shift: u32, seg: usize) {
+    let db = config(dir, seg, 0, "").open().unwrap();
+    let rows = db.open_tree("msg:zulip").unwrap();
+    let idx = db.open_tree("msgidx:zulip").unwrap();
+    let bits = db.open_tree("ubits:zulip").unwrap();
+    let t = Instant::now();
+    let row = vec![7u8; 200];
+    let mut owners: Vec<(u64, u8)> = vec![(3, b'c'), (11, b's')];
+    owners.extend([8u64, 9, 10, 11, 12].map(|u| (u, b'r')));
+    owners.extend([8u64, 9, 10, 12].map(|u| (u, b'u')));
+    for id in 1..=n {
+        rows.insert(be(id), &row[..]).unwrap();
+        let topic = format!("topic {}", id % 1000);
+        let mut k = vec![b't'];
+        k.extend_from_slice(&be(3));
+        k.extend_from_slice(&(topic.len() as u16).to_be_bytes());
+        k.extend_from_slice(topic.as_bytes());
+        k.extend_from_slice(&be(id));
+        idx.insert(k, &[][..]).unwrap();
+        let at = (id & ((1 << shift) - 1)) as usize;
+        for (owner, kind) in &owners {
+            let mut k = be(*owner).to_vec();
+            k.push(*kind);
+            k.extend_from_slice(&be(id >> shift));
+            let mut v = bits
+                .get(&k)
+                .unwrap()
+                .map(|v| v.to_vec())
+                .unwrap_or_default();
+            if v.len() <= at / 8 {
+                v.resize(at / 8 + 1, 0);
+            }
+            v[at / 8] |= 1 << (at % 8);
+            bits.insert(k, v).unwrap();
+        }
+        if id % 1000 == 0 {
+            db.flush().unwrap();
+        }
+    }
+    db.flush().unwrap();
+    let bytes: u64 = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    println!(
+        "wrote {n} messages in {:.1} s ({:.0} bytes per message); {}",
+        t.elapsed().as_secs_f64(),
+        bytes as f64 / n as f64,
+        sizes(dir)
+    );
+}
+
 fn sizes(dir: &Path) -> String {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
@@ -171,6 +233,7 @@ fn main() {
             arg(6),
         ),
         "open" => open(dir, num(2) as usize, num(3), arg(4)),
+        "bits" => bits(dir, num(2), num(3) as u32, num(4) as usize),
         _ => println!("usage: sled_open write|open DIR ..."),
     }
 }

@@ -87,6 +87,24 @@
 //! again, over identical values. A marker in the main database (`hearth:meta`,
 //! `messages-db`) then says that this folder keeps its messages here, so a start that
 //! finds the marker but no `messages/` refuses rather than start without them.
+//!
+//! # A fresh database for a folder of an older layout
+//!
+//! A message database of an older layout (a key per user and message, or bitmaps of
+//! 1 024 ids a chunk: `messages` module doc) is not
+//! rewritten in place: sled 0.34 never frees the tree nodes that removals empty, nor
+//! shrinks its file, so a folder rewritten in place kept its old size, page table and
+//! open time. Instead its trees are copied, rewritten on the way
+//! (`messages::migrate_layout`), into a fresh database `<data>/messages.new/`, which
+//! is made durable and marked complete (a file `hearth-complete` in it, `fsync`ed with
+//! its folder), then swapped in: `messages/` renamed to `messages.old/`, the fresh one
+//! renamed to `messages/`, each rename made durable before the next, and the old one
+//! removed. The old database is only read until the swap, so a crash (`kill -9`)
+//! anywhere leaves a folder that `finish_swap` (at the start, before anything opens
+//! it) completes: before the first rename the old database is still in place and the
+//! fresh copy is removed (this start rewrites it again); between the renames the
+//! complete fresh copy is moved in. Message reads wait for the rewrite as for any
+//! opening (at most `READY_WAIT`).
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -102,7 +120,7 @@ use super::durability::{flush_durably, sync_blob_files, Durability};
 use super::manifest::META_TREE;
 #[cfg(test)]
 use super::messages::UNDO_CHUNK_BYTES;
-use super::messages::{apply, apply_all, migrate_layout, Op, Trees};
+use super::messages::{apply, apply_all, migrate_layout, needs_layout_migration, Op, Trees};
 use super::StorageError;
 use crate::locks::{lock, wait_timeout_while};
 
@@ -119,11 +137,18 @@ pub const READY_WAIT: Duration = Duration::from_secs(60);
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// Queued writes applied per hold of the state lock while settling.
 const SETTLE_BATCH: usize = 256;
-/// The prefixes of message trees, in either database.
 /// The prefixes of message trees, in either database: today's, then the per-user trees
-/// of the layout before bitmaps (`messages::LEGACY_USER_TREES`).
-pub const TREE_PREFIXES: [&str; 7] = [
-    "msg:", "msgidx:", "uflags:", "ubits:", "msgundo:", "um:", "unread:",
+/// of the layout before bitmaps (`messages::LEGACY_USER_TREES`) and the bitmaps of
+/// 1 024 ids a chunk (`messages::LEGACY_BITS_TREE`).
+pub const TREE_PREFIXES: [&str; 8] = [
+    "msg:",
+    "msgidx:",
+    "uflags:",
+    "ubits128:",
+    "msgundo:",
+    "um:",
+    "unread:",
+    "ubits:",
 ];
 
 /// Whether the database is usable yet.
@@ -295,8 +320,13 @@ pub fn set_cache_mb(mb: u64) {
 /// Opens the message database of `data` (sled, with hearth's flush policy and the
 /// page cache `set_cache_mb` chose).
 pub fn open_sled(data: &Path) -> Result<sled::Db, sled::Error> {
+    open_sled_at(&data.join(FOLDER))
+}
+
+/// `open_sled` for the database in `dir`.
+fn open_sled_at(dir: &Path) -> Result<sled::Db, sled::Error> {
     sled::Config::new()
-        .path(data.join(FOLDER))
+        .path(dir)
         .flush_every_ms(None)
         .cache_capacity(CACHE_MB.load(Ordering::Relaxed).saturating_mul(1024 * 1024))
         .open()
@@ -548,7 +578,7 @@ impl MessageDb {
                     File::open(&this.dir)?.sync_all()?;
                     File::open(durability.dir())?.sync_all()?;
                     migrate(&durability, &db, &this.dir)?;
-                    this.migrate_layout(&db)?;
+                    let db = this.migrate_layout(db)?;
                     let expected = durability.marks().loaded().map_or(0, |m| m.messages_synced);
                     if let Some(lost) = lost_writes(&db, expected)? {
                         return Err(StorageError::Invalid(lost));
@@ -562,29 +592,45 @@ impl MessageDb {
         }
     }
 
-    /// Rewrites per-user trees of the layout before bitmaps (`messages::migrate_layout`)
-    /// and makes the result durable, before the queue is applied.
-    fn migrate_layout(&self, db: &sled::Db) -> Result<(), StorageError> {
-        let started = Instant::now();
-        let Some(done) = migrate_layout(db, usize::MAX)? else {
-            return Err(StorageError::Invalid(
-                "the message layout migration stopped".into(),
-            ));
-        };
-        if done.realms > 0 {
-            flush_durably(db, &self.dir)?;
-            self.say(
-                false,
-                format!(
-                    "rewrote the per-user message flags of {} realms ({} keys) as bitmaps \
-                     and exceptions in {} ms",
-                    done.realms,
-                    done.keys,
-                    started.elapsed().as_millis()
-                ),
-            );
+    /// Rewrites a database of an older layout into a fresh one and swaps it in (see "A
+    /// fresh database for a folder of an older layout" in the module doc);
+    /// returns the database to use: `db` when there is nothing to rewrite, else the
+    /// fresh one.
+    fn migrate_layout(&self, db: sled::Db) -> Result<sled::Db, StorageError> {
+        if !needs_layout_migration(&db)? {
+            return Ok(db);
         }
-        Ok(())
+        let started = Instant::now();
+        let data = self.dir.parent().unwrap_or(Path::new("."));
+        let fresh = data.join(FRESH);
+        if fresh.exists() {
+            std::fs::remove_dir_all(&fresh)?;
+        }
+        let new = open_sled_at(&fresh)?;
+        let done = migrate_layout(&db, &new)?;
+        flush_durably(&new, &fresh)?;
+        drop(new);
+        sync_blob_files(&fresh)?;
+        File::open(fresh.join("conf"))?.sync_all()?;
+        fault("copied");
+        File::create(fresh.join(COMPLETE))?.sync_all()?;
+        File::open(&fresh)?.sync_all()?;
+        drop(db);
+        swap_in(data)?;
+        let db = self.open_with_retries()?;
+        self.say(
+            false,
+            format!(
+                "rewrote the message database {} of {} realms into a fresh one in {} ms: \
+                 {} keys of the older layouts read, {} keys written",
+                self.dir.display(),
+                done.realms,
+                started.elapsed().as_millis(),
+                done.keys,
+                done.written,
+            ),
+        );
+        Ok(db)
     }
 
     fn open_with_retries(&self) -> Result<sled::Db, StorageError> {
@@ -882,6 +928,75 @@ impl MessageDb {
         lock(&self.writer).stop = true;
         self.work.notify_all();
     }
+}
+
+/// Where a fresh message database is written before it is swapped in.
+pub const FRESH: &str = "messages.new";
+/// Where the message database a swap replaces goes until it is removed.
+pub const REPLACED: &str = "messages.old";
+/// The file saying that the fresh database is complete and durable.
+const COMPLETE: &str = "hearth-complete";
+
+/// `HEARTH_MESSAGES_FAULT=abort:<step>` ends the process at that step of the rewrite
+/// into a fresh database (`copied`: the copy is durable but not marked complete;
+/// `replaced`: the old database moved aside, the fresh one not yet in its place), as
+/// `kill -9` would (the crash tests of the rewrite).
+fn fault(step: &str) {
+    let wanted = std::env::var("HEARTH_MESSAGES_FAULT").ok();
+    if wanted.as_deref().and_then(|f| f.strip_prefix("abort:")) == Some(step) {
+        std::process::abort();
+    }
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Puts the complete fresh database `messages.new` in the place of `messages`: moves
+/// `messages` aside to `messages.old`, moves the fresh one in, removes the old one,
+/// each rename made durable before the next step (see `finish_swap` for a crash in
+/// between).
+fn swap_in(data: &Path) -> std::io::Result<()> {
+    let (current, fresh, replaced) = (data.join(FOLDER), data.join(FRESH), data.join(REPLACED));
+    if replaced.exists() {
+        std::fs::remove_dir_all(&replaced)?;
+    }
+    std::fs::rename(&current, &replaced)?;
+    sync_dir(data)?;
+    fault("replaced");
+    std::fs::rename(&fresh, &current)?;
+    sync_dir(data)?;
+    std::fs::remove_file(current.join(COMPLETE))?;
+    std::fs::remove_dir_all(&replaced)?;
+    sync_dir(data)
+}
+
+/// Ends a swap a crash interrupted, before anything opens the message database of
+/// `data`: with `messages` in place, a fresh copy not yet swapped in (`messages.new`,
+/// complete or not) and a replaced database left behind (`messages.old`) are removed,
+/// and the next start redoes the rewrite; with `messages` moved aside and the fresh one
+/// complete, the fresh one is moved in; with only `messages.old`, it is moved back.
+pub fn finish_swap(data: &Path) -> std::io::Result<()> {
+    let (current, fresh, replaced) = (data.join(FOLDER), data.join(FRESH), data.join(REPLACED));
+    if !fresh.exists() && !replaced.exists() {
+        return Ok(());
+    }
+    if !current.exists() {
+        if fresh.join(COMPLETE).is_file() {
+            std::fs::rename(&fresh, &current)?;
+            sync_dir(data)?;
+            std::fs::remove_file(current.join(COMPLETE))?;
+        } else if replaced.exists() {
+            std::fs::rename(&replaced, &current)?;
+        }
+        sync_dir(data)?;
+    }
+    for leftover in [fresh, replaced] {
+        if leftover.exists() {
+            std::fs::remove_dir_all(&leftover)?;
+        }
+    }
+    sync_dir(data)
 }
 
 /// How many syncs the message database `db` holds (see `MessageDb::sync`).

@@ -7,7 +7,7 @@
 //! |------------------|---------------------------------------------|-------|
 //! | `msg:<realm>`    | message id (u64 BE)                         | framed `Message` |
 //! | `msgidx:<realm>` | `t` channel, topic, id / `d` conversation, id   | empty |
-//! | `ubits:<realm>`  | owner, kind, id / 1024 (u64 BE each but the kind) | bitmap of ids |
+//! | `ubits128:<realm>` | owner, kind, id / 128 (u64 BE each but the kind) | bitmap of ids |
 //! | `uflags:<realm>` | user id, message id                         | flag bits but `read` (u32 LE), when any |
 //! | `msgundo:<realm>` | WAL record, ordinal (u64 BE each)          | framed `Vec<Before>`: what a logged write replaced |
 //!
@@ -18,27 +18,42 @@
 //! # Bitmaps: per-user flags, channels and senders
 //!
 //! A set of message ids that grows with nearly every message of its owner is kept as
-//! bitmaps of 1 024 ids a key in `ubits`: kind `c`, a channel's messages (owner: the
+//! bitmaps of 128 ids a key in `ubits128`: kind `c`, a channel's messages (owner: the
 //! channel id); `s`, a sender's; `r` and `u`, a user's received and unread ones (below).
 //! Topics and conversations keep a key per message in `msgidx`: a topic is too sparse
 //! among a realm's ids for bitmaps to pay.
 //!
 //! A user's messages (Zulip's user-message rows) are two sets of ids kept as bitmaps of
-//! 1 024 ids a key (`ubits`, bit `i` of byte `j` of chunk `c` is id `c·1024 + 8j + i`,
+//! 128 ids a key (`ubits128`, bit `i` of byte `j` of chunk `c` is id `c·128 + 8j + i`,
 //! trailing zero bytes dropped, an empty chunk removed): `r`, the messages the user
 //! received (has flags on), and `u`, those of them unread. The `read` flag is "received
 //! and not unread"; every other flag (starred, mentioned, historical, ...) is an
 //! exception kept per (user, message) in `uflags`, only when the message has one. A
 //! message to a channel of five subscribers that mentions nobody thus adds two keys,
-//! its row and its topic entry, and sets a bit in chunks that a thousand messages share
-//! (its channel's, its sender's, and each recipient's). `flags` reads the two bits and
+//! its row and its topic entry, and sets a bit in chunks that a hundred messages share
+//! (its channel's, its sender's, and each recipient's).
+//!
+//! # Why chunks of 128 ids
+//!
+//! sled writes every insert to its log as the key and its whole new value, and every
+//! tenth change of a tree node as the whole node; a send changes eleven chunks (for a
+//! channel of five), so the log grows by about eleven chunks and one node of chunks
+//! per message, and what it replaced stays on disk until sled's cleaner reclaims the
+//! segment (only once it is at most half live). Chunks of 1 024 ids (up to 128 bytes,
+//! `ubits:<realm>` until this layout) are most of what a send writes to the log (eleven
+//! values of up to 128 bytes against one ~200-byte row and one ~30-byte topic key), so
+//! most of the garbage on disk; chunks of 128 ids (up to 16 bytes) cost ~0.09 keys per
+//! message instead of ~0.01. The bytes on disk it saves are not measured yet
+//! (`benches/RESULTS.md` §17 says how). A database with `ubits:` trees is rewritten at
+//! its first start (`migrate_layout`), as the layout before bitmaps is. `flags` reads the two bits and
 //! the exception; `Source::User`, `Unread`, `Channel` and `Sender` scan chunks.
 //!
 //! Before this layout (hearth up to 341b372) a user's flags were a key per (user,
 //! message) in `um:<realm>` (all bits) and an empty key per unread one in
 //! `unread:<realm>`, and the channel and sender indexes a key per message in `msgidx`:
-//! 13 keys for such a message. `migrate_layout` rewrites them at the first start
-//! (idempotently: a crash in the middle does it again).
+//! 13 keys for such a message. `migrate_layout` rewrites them at the first start,
+//! copying the database into a fresh one that is then swapped in (`message_db`), so
+//! that the removed keys leave no emptied nodes behind.
 //!
 //! # Writing
 //!
@@ -160,8 +175,12 @@ fn user_key(user: UserId, id: MessageId) -> [u8; 16] {
     k
 }
 
-/// The ids one `ubits` key covers: 2^10.
-const CHUNK_SHIFT: u32 = 10;
+/// The ids one `ubits128` key covers: 2^7.
+const CHUNK_SHIFT: u32 = 7;
+/// The ids one key of the bitmaps before (`ubits:<realm>`) covered: 2^10.
+const LEGACY_CHUNK_SHIFT: u32 = 10;
+/// The prefix of the bitmap trees of 1 024 ids a chunk (see the module doc).
+pub const LEGACY_BITS_TREE: &str = "ubits:";
 /// The bitmap of the messages a user received (has flags on).
 pub(super) const RECEIVED: u8 = b'r';
 /// The bitmap of the messages a user received and has not read.
@@ -211,7 +230,12 @@ pub(super) fn set_bit(v: &mut Vec<u8>, id: MessageId, on: bool) {
 
 /// The ids set in chunk `chunk`'s bitmap `v`, ascending.
 fn ids_in(chunk: u64, v: &[u8]) -> Vec<MessageId> {
-    let base = chunk << CHUNK_SHIFT;
+    ids_in_chunks_of(CHUNK_SHIFT, chunk, v)
+}
+
+/// `ids_in` for chunks of 2^`shift` ids.
+fn ids_in_chunks_of(shift: u32, chunk: u64, v: &[u8]) -> Vec<MessageId> {
+    let base = chunk << shift;
     let mut ids = Vec::new();
     for (i, b) in v.iter().enumerate() {
         for bit in 0..8 {
@@ -304,7 +328,7 @@ pub fn tree_names(subdomain: &str) -> [String; 5] {
         format!("msg:{subdomain}"),
         format!("msgidx:{subdomain}"),
         format!("uflags:{subdomain}"),
-        format!("ubits:{subdomain}"),
+        format!("ubits128:{subdomain}"),
         format!("msgundo:{subdomain}"),
     ]
 }
@@ -1436,101 +1460,135 @@ pub(super) struct Migrated {
     pub realms: usize,
     /// Keys of the old trees read.
     pub keys: u64,
+    /// Keys written into the fresh database.
+    pub written: u64,
 }
 
-/// Rewrites what the layout before bitmaps kept a key per message for (see the module
-/// doc) as bitmaps: the per-user trees `um:<realm>` and `unread:<realm>` into `ubits`
-/// and `uflags`, then drops them; the channel and sender entries of `msgidx` (`c`
-/// channel, id and `s` sender, id) into `ubits`, then removes them. Idempotent, so a
-/// crash anywhere in it is harmless: bits are OR-ed into the chunks a cut-short run
-/// wrote, exceptions are written over, and what is old goes last (sled recovers a
-/// prefix of its log), so a database that still has any of it gets it rewritten again
-/// at its next start. Undo-log entries of the old layout stay as they are (`Tag::Um`,
-/// `Tag::Unread`: undone as bits; `Tag::Idx` entries of channel and sender keys name
-/// keys no reader looks at any more). `budget`: sled writes allowed (tests cut it
-/// short as a crash would); `None` once it ran out.
-pub(super) fn migrate_layout(
-    db: &sled::Db,
-    mut budget: usize,
-) -> Result<Option<Migrated>, StorageError> {
+/// Whether `db` still holds anything of a layout before this one (see the module doc):
+/// a per-user tree `um:<realm>` or `unread:<realm>`, a channel or sender entry in a
+/// `msgidx:<realm>`, or bitmaps of 1 024 ids a chunk (`ubits:<realm>`).
+pub(super) fn needs_layout_migration(db: &sled::Db) -> Result<bool, StorageError> {
     let [um_prefix, unread_prefix] = LEGACY_USER_TREES;
-    let names: Vec<String> = db
-        .tree_names()
-        .iter()
-        .filter_map(|n| std::str::from_utf8(n).ok().map(str::to_owned))
-        .collect();
-    let mut subdomains = std::collections::BTreeSet::new();
-    for name in &names {
-        for prefix in [um_prefix, unread_prefix, "msgidx:"] {
-            if let Some(sub) = name.strip_prefix(prefix) {
-                subdomains.insert(sub.to_owned());
-            }
-        }
-    }
-    let mut done = Migrated::default();
-    let mut step = || {
-        budget = budget.saturating_sub(1);
-        budget > 0
-    };
-    for sub in subdomains {
-        let tree_names = tree_names(&sub);
-        let (exceptions, bits) = (db.open_tree(&tree_names[2])?, db.open_tree(&tree_names[3])?);
-        let idx = db.open_tree(&tree_names[1])?;
-        let legacy: Vec<String> = [um_prefix, unread_prefix]
+    for name in db.tree_names() {
+        if [um_prefix, unread_prefix, LEGACY_BITS_TREE]
             .iter()
-            .map(|p| format!("{p}{sub}"))
-            .filter(|n| names.contains(n))
-            .collect();
-        let mut old_idx = Vec::new();
-        for (tag, kind) in [(b'c', CHANNEL), (b's', SENT)] {
-            for key in idx.range([tag]..[tag + 1]).keys() {
-                let key = key?;
-                if key.len() == 17 {
-                    old_idx.push((kind, key));
+            .any(|p| name.starts_with(p.as_bytes()))
+        {
+            return Ok(true);
+        }
+        if name.starts_with(b"msgidx:") {
+            let idx = db.open_tree(&name)?;
+            for tag in [b'c', b's'] {
+                if let Some(item) = idx.range([tag]..[tag + 1]).keys().next() {
+                    if item?.len() == 17 {
+                        return Ok(true);
+                    }
                 }
             }
         }
-        if legacy.is_empty() && old_idx.is_empty() {
-            continue;
+    }
+    Ok(false)
+}
+
+/// Copies every tree of `old` into the empty database `new`, rewriting on the way what
+/// the layout before bitmaps kept a key per message for (see the module doc): the
+/// per-user trees `um:<realm>` and `unread:<realm>` become bits in `ubits` and
+/// exceptions in `uflags`, the channel and sender entries of `msgidx` (`c` channel, id
+/// and `s` sender, id) bits in `ubits128`, and so do the bits of chunks of 1 024 ids
+/// (`ubits:<realm>`); everything else is copied as it is (undo-log
+/// entries of the old layout too: `Tag::Um`, `Tag::Unread` are undone as bits, and
+/// `Tag::Idx` entries of channel and sender keys name keys no reader looks at any
+/// more). `old` is only read, so a crash in the middle leaves it as it was; the caller
+/// swaps `new` in once it is durable (`message_db`).
+pub(super) fn migrate_layout(old: &sled::Db, new: &sled::Db) -> Result<Migrated, StorageError> {
+    let [um_prefix, unread_prefix] = LEGACY_USER_TREES;
+    let mut done = Migrated::default();
+    // Per realm: its bitmap chunks rebuilt from the old keys.
+    let mut chunks: BTreeMap<String, BTreeMap<[u8; 17], Vec<u8>>> = BTreeMap::new();
+    let mut mark = |sub: &str, kind: u8, owner: u64, id: MessageId| {
+        if !chunks.contains_key(sub) {
+            chunks.insert(sub.to_owned(), BTreeMap::new());
         }
-        let mut chunks: BTreeMap<[u8; 17], Vec<u8>> = BTreeMap::new();
-        let mut mark = |kind: u8, owner: u64, id: MessageId| {
+        if let Some(realm) = chunks.get_mut(sub) {
             set_bit(
-                chunks
+                realm
                     .entry(bits_key(owner, kind, chunk_of(id).0))
                     .or_default(),
                 id,
                 true,
             );
-        };
-        let owner_id = |key: &[u8]| (id_at_end(&key[..key.len().min(8)]), id_at_end(key));
-        for (kind, key) in &old_idx {
-            mark(*kind, id_at_end(&key[..9]), id_at_end(key));
-            done.keys += 1;
         }
-        if legacy.iter().any(|n| n.starts_with(um_prefix)) {
-            for item in db.open_tree(format!("{um_prefix}{sub}"))?.iter() {
+    };
+    let owner_id = |key: &[u8]| (id_at_end(&key[..key.len().min(8)]), id_at_end(key));
+    let mut realms = std::collections::BTreeSet::new();
+    for name in old.tree_names() {
+        let from = old.open_tree(&name)?;
+        let text = String::from_utf8_lossy(&name).into_owned();
+        if let Some(sub) = text.strip_prefix(um_prefix) {
+            let exceptions = new.open_tree(&tree_names(sub)[2])?;
+            for item in from.iter() {
                 let (key, value) = item?;
                 let (user, id) = owner_id(&key);
-                mark(RECEIVED, user, id);
+                mark(sub, RECEIVED, user, id);
                 let extra = bits_of(&value) & !flags::READ;
                 if extra != 0 {
-                    if !step() {
-                        return Ok(None);
-                    }
                     exceptions.insert(key.as_ref(), &extra.to_le_bytes()[..])?;
+                    done.written += 1;
                 }
                 done.keys += 1;
             }
+            realms.insert(sub.to_owned());
+            continue;
         }
-        if legacy.iter().any(|n| n.starts_with(unread_prefix)) {
-            for key in db.open_tree(format!("{unread_prefix}{sub}"))?.iter().keys() {
-                let (user, id) = owner_id(&key?);
-                mark(UNREAD, user, id);
+        if let Some(sub) = text.strip_prefix(LEGACY_BITS_TREE) {
+            for item in from.iter() {
+                let (key, value) = item?;
+                if key.len() != 17 {
+                    continue;
+                }
+                let (owner, kind, chunk) = (id_at_end(&key[..8]), key[8], id_at_end(&key));
+                for id in ids_in_chunks_of(LEGACY_CHUNK_SHIFT, chunk, &value) {
+                    mark(sub, kind, owner, id);
+                }
                 done.keys += 1;
             }
+            realms.insert(sub.to_owned());
+            continue;
         }
+        if let Some(sub) = text.strip_prefix(unread_prefix) {
+            for key in from.iter().keys() {
+                let (user, id) = owner_id(&key?);
+                mark(sub, UNREAD, user, id);
+                done.keys += 1;
+            }
+            realms.insert(sub.to_owned());
+            continue;
+        }
+        let sub = text.strip_prefix("msgidx:");
+        let to = new.open_tree(&name)?;
+        for item in from.iter() {
+            let (key, value) = item?;
+            if let Some(sub) = sub {
+                let kind = match key.first() {
+                    Some(b'c') => Some(CHANNEL),
+                    Some(b's') => Some(SENT),
+                    _ => None,
+                };
+                if let (Some(kind), 17) = (kind, key.len()) {
+                    mark(sub, kind, id_at_end(&key[..9]), id_at_end(&key));
+                    realms.insert(sub.to_owned());
+                    done.keys += 1;
+                    continue;
+                }
+            }
+            to.insert(key, value)?;
+            done.written += 1;
+        }
+    }
+    for (sub, chunks) in chunks {
+        let bits = new.open_tree(&tree_names(&sub)[3])?;
         for (key, mut v) in chunks {
+            // Bits a store of the new layout already wrote (copied above).
             if let Some(old) = bits.get(key)? {
                 if v.len() < old.len() {
                     v.resize(old.len(), 0);
@@ -1541,26 +1599,12 @@ pub(super) fn migrate_layout(
                     }
                 }
             }
-            if !step() {
-                return Ok(None);
-            }
             bits.insert(key, v)?;
+            done.written += 1;
         }
-        for (_, key) in old_idx {
-            if !step() {
-                return Ok(None);
-            }
-            idx.remove(key)?;
-        }
-        for name in legacy {
-            if !step() {
-                return Ok(None);
-            }
-            db.drop_tree(name)?;
-        }
-        done.realms += 1;
     }
-    Ok(Some(done))
+    done.realms = realms.len();
+    Ok(done)
 }
 
 #[cfg(test)]
@@ -1658,50 +1702,76 @@ mod tests {
         );
     }
 
-    /// The migration to bitmaps keeps every user's flags, and a crash after any number
-    /// of its writes (sled recovers a prefix of its log: a run cut short there) leaves
-    /// a database that the next run migrates to the same result.
+    /// The rewrite into a fresh database keeps every user's flags as bits and
+    /// exceptions, copies every other tree as it is, and leaves the old database as it
+    /// was (a crash in the middle of it loses nothing: the old one stays in use).
     #[test]
-    fn the_layout_migration_survives_a_crash_at_every_write() {
-        let mut writes = 0;
-        for budget in 1.. {
-            let dir = tempfile::tempdir().unwrap();
-            let (db, t) = open(dir.path());
-            write_legacy(&db);
-            let cut = migrate_layout(&db, budget).unwrap();
-            let done = migrate_layout(&db, usize::MAX).unwrap();
-            assert_as_legacy(&t);
-            let names = db.tree_names();
-            assert!(
-                !names
-                    .iter()
-                    .any(|n| n.starts_with(b"um:") || n.starts_with(b"unread:")),
-                "budget {budget}"
-            );
-            assert_eq!(
-                migrate_layout(&db, usize::MAX).unwrap(),
-                Some(Migrated::default())
-            );
-            writes += 1;
-            if let Some(first) = cut {
-                assert_eq!(first.realms, 1);
-                assert_eq!(done, Some(Migrated::default()));
-                break;
-            }
-        }
-        // Five exceptions, eleven bitmap chunks, four index entries removed and two
-        // trees dropped: 22 writes, a crash before each and none.
-        assert_eq!(writes, 23);
+    fn the_layout_migration_copies_into_a_fresh_database() {
+        let (old_dir, new_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (old, old_trees) = open(old_dir.path());
+        write_legacy(&old);
+        old_trees.rows.insert(be(1), &b"row one"[..]).unwrap();
+        old_trees
+            .undo
+            .insert([be(3), be(0)].concat(), &b"undo"[..])
+            .unwrap();
+        old.open_tree("hearth:meta")
+            .unwrap()
+            .insert("synced", &be(4)[..])
+            .unwrap();
+        // A bit written after a start of the new layout, before the folder was rewritten.
+        write_bit(&old_trees, RECEIVED, 13, 4_000, true).unwrap();
+        write_bit(&old_trees, RECEIVED, 13, 4_000, false).unwrap();
+        write_bit(&old_trees, CHANNEL, 7, 5, true).unwrap();
+        // Bitmaps of 1 024 ids a chunk: channel 7's message 1 030 (chunk 1, byte 0, bit
+        // 6) and sender 10's message 1 (already an index entry of the older layout).
+        let wide = old.open_tree("ubits:zulip").unwrap();
+        wide.insert(bits_key(7, CHANNEL, 1), &[0x40u8][..]).unwrap();
+        wide.insert(bits_key(10, SENT, 0), &[0x02u8][..]).unwrap();
+        assert!(needs_layout_migration(&old).unwrap());
+        let old_len = |db: &sled::Db| -> usize {
+            db.tree_names()
+                .iter()
+                .map(|n| db.open_tree(n).unwrap().len())
+                .sum()
+        };
+        let before = old_len(&old);
+        let (new, t) = open(new_dir.path());
+        let done = migrate_layout(&old, &new).unwrap();
+        assert_eq!(done.realms, 1);
+        // Eight per-user rows, three unread ones, four index entries, two wide chunks.
+        assert_eq!(done.keys, 17);
+        assert_eq!(old_len(&old), before, "the old database is only read");
+        assert!(needs_layout_migration(&old).unwrap());
+        assert!(!needs_layout_migration(&new).unwrap());
+        assert_eq!(scan(&t, 7, CHANNEL), [1, 2, 5, 1_030]);
+        write_bit(&t, CHANNEL, 7, 5, false).unwrap();
+        write_bit(&t, CHANNEL, 7, 1_030, false).unwrap();
+        assert_as_legacy(&t);
+        assert!(!new.tree_names().iter().any(|n| n.starts_with(b"um:")
+            || n.starts_with(b"unread:")
+            || n.starts_with(b"ubits:")));
+        assert_eq!(t.rows.get(be(1)).unwrap().as_deref(), Some(&b"row one"[..]));
+        assert_eq!(t.undo.len(), 1);
+        assert_eq!(
+            new.open_tree("hearth:meta")
+                .unwrap()
+                .get("synced")
+                .unwrap()
+                .as_deref(),
+            Some(&be(4)[..])
+        );
     }
 
     /// Undo-log entries written by the layout before bitmaps put back the bits and
     /// exceptions their keys stood for.
     #[test]
     fn a_legacy_undo_entry_is_undone_as_bits() {
-        let dir = tempfile::tempdir().unwrap();
+        let (old_dir, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (old, _) = open(old_dir.path());
+        write_legacy(&old);
         let (db, t) = open(dir.path());
-        write_legacy(&db);
-        migrate_layout(&db, usize::MAX).unwrap();
+        migrate_layout(&old, &db).unwrap();
         // Lost record 5 had starred message 1 for user 11 and read it; record 6 had
         // added a historical row for user 13.
         let entry = |befores: Vec<Before>| codec::encode_versioned(UNDO_SCHEMA, &befores).unwrap();

@@ -137,6 +137,15 @@ impl Store {
                 dir.display()
             );
         }
+        message_db::finish_swap(dir).map_err(|e| {
+            damaged(
+                &format!(
+                    "the message database {} swapped in",
+                    dir.join(message_db::FOLDER).display()
+                ),
+                e.to_string(),
+            )
+        })?;
         if message_db::has_marker(&db)? && !message_db::exists(dir) {
             return Err(damaged(
                 &format!(

@@ -11,8 +11,10 @@
 //! received messages (id, flags, content) and their `is:unread`, `is:starred` and
 //! `is:mentioned` narrows.
 //!
-//! That a crash in the middle of the rewrite is harmless is tested where the rewrite
-//! is (`storage::messages`' unit tests cut it after each of its writes).
+//! The rewrite copies the old database into a fresh one and swaps it in
+//! (`storage::message_db`): the first start leaves no old tree behind, and a `kill -9`
+//! in the middle of it (`HEARTH_MESSAGES_FAULT`: after the copy, and between the two
+//! renames of the swap) leaves a folder the next start serves in full.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,7 +22,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::common::child::{ChildServer, Started};
 use crate::common::*;
+use hearth::storage::message_db::{FOLDER, FRESH, REPLACED};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -117,11 +121,14 @@ async fn flags_of_the_layout_before_bitmaps_are_kept() {
                 .map(|n| String::from_utf8_lossy(n).into_owned())
                 .collect();
             drop(db);
-            assert!(names.iter().any(|n| n == "ubits:zulip"), "{names:?}");
+            for leftover in [FRESH, REPLACED] {
+                assert!(!app.dir.path().join(leftover).exists(), "{leftover}");
+            }
+            assert!(names.iter().any(|n| n == "ubits128:zulip"), "{names:?}");
             assert!(
-                !names
-                    .iter()
-                    .any(|n| n.starts_with("um:") || n.starts_with("unread:")),
+                !names.iter().any(|n| n.starts_with("um:")
+                    || n.starts_with("unread:")
+                    || n.starts_with("ubits:")),
                 "{names:?}"
             );
             app.start().await;
@@ -150,4 +157,67 @@ async fn flags_of_the_layout_before_bitmaps_are_kept() {
         after["all"].as_array().unwrap().len(),
         hamlet.as_array().unwrap().len()
     );
+}
+
+fn tree_names(dir: &std::path::Path) -> Vec<String> {
+    let db = sled::Config::new().path(dir).open().unwrap();
+    let names = db
+        .tree_names()
+        .iter()
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .collect();
+    drop(db);
+    names
+}
+
+/// A `kill -9` in the middle of the rewrite into a fresh database: after the copy (not
+/// yet marked complete), the old database is still in place and the next start
+/// rewrites it again; between the renames of the swap, the complete fresh copy is
+/// moved in. Either way every user sees what the old hearth answered.
+#[actix_web::test]
+async fn a_crash_in_the_middle_of_the_rewrite_loses_nothing() {
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("data-341b372.expected.json")).unwrap(),
+    )
+    .unwrap();
+    for step in ["copied", "replaced"] {
+        let (_tmp, dir) = unpack();
+        let data = dir.path().to_str().unwrap().to_owned();
+        let fault = format!("abort:{step}");
+        let status = match ChildServer::start(
+            &["--dev", "--data", &data],
+            &[("HEARTH_MESSAGES_FAULT", &fault)],
+        ) {
+            Started::Up(mut server) => server.wait_exit(std::time::Duration::from_secs(60)),
+            Started::Refused(status, _) => status,
+        };
+        assert!(!status.success(), "{step}: {status}");
+        let (current, fresh, replaced) = (
+            dir.path().join(FOLDER),
+            dir.path().join(FRESH),
+            dir.path().join(REPLACED),
+        );
+        assert!(fresh.join("conf").is_file(), "{step}: the copy was written");
+        if step == "copied" {
+            assert!(!replaced.exists());
+            let names = tree_names(&current);
+            assert!(names.iter().any(|n| n == "um:zulip"), "{step}: {names:?}");
+        } else {
+            assert!(!current.exists() && replaced.exists(), "{step}");
+        }
+        let mut app = TestApp::spawn_in(dir).await;
+        for (who, want) in expected.as_object().unwrap() {
+            assert_eq!(&seen(&app, who).await, want, "{step}: {who}");
+        }
+        app.stop().await;
+        assert!(!fresh.exists() && !replaced.exists(), "{step}");
+        let names = tree_names(&current);
+        assert!(
+            names.iter().any(|n| n == "ubits128:zulip")
+                && !names
+                    .iter()
+                    .any(|n| n.starts_with("um:") || n.starts_with("unread:")),
+            "{step}: {names:?}"
+        );
+    }
 }

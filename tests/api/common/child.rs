@@ -103,6 +103,18 @@ impl ChildServer {
         self.child.wait().expect("reaped");
     }
 
+    /// Waits (at most `within`) for the process to exit on its own; its exit.
+    pub fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "no exit within {within:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// What it wrote to stderr so far.
     pub fn log(&self) -> Vec<String> {
         self.stderr.lock().unwrap().clone()
