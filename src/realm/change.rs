@@ -19,6 +19,7 @@ pub use super::linkifiers::LinkifierChange;
 use super::messages::reminders::{Reminder, ReminderId};
 use super::messages::MessageChange;
 use super::navigation::NavigationView;
+pub use super::realm_export::ExportChange;
 pub use super::profile_fields::ProfileFieldChange;
 use super::push::{PushToken, PushTokenKind};
 use super::saved_snippets::{SavedSnippet, SnippetId};
@@ -45,6 +46,8 @@ pub enum Change {
     Personal(PersonalChange),
     Status(StatusChange),
     Emoji(EmojiChange),
+    /// Data exports (`/export/realm`).
+    Export(ExportChange),
 }
 
 /// Facts about the realm itself.
@@ -355,7 +358,8 @@ impl Change {
             | Change::Attachment(_)
             | Change::Personal(_)
             | Change::Status(_)
-            | Change::Emoji(_) => DurabilityClass::Durable,
+            | Change::Emoji(_)
+            | Change::Export(_) => DurabilityClass::Durable,
         }
     }
 }

@@ -45,6 +45,7 @@ mod push;
 mod python_client;
 mod read_state;
 mod readpath;
+mod realm_export;
 mod realm_settings;
 mod scheduled;
 mod schemathesis;
