@@ -110,14 +110,11 @@ async fn write_export(client: RealmClient, subdomain: String, id: ExportId, file
         None => Err("no folder".to_owned()),
     };
     let written = match made {
-        Ok(()) => crate::archive::export_running(
-            durability.clone(),
-            client.addr(),
-            &subdomain,
-            &out,
-        )
-        .await
-        .map_err(|e| e.to_string()),
+        Ok(()) => {
+            crate::archive::export_running(durability.clone(), client.addr(), &subdomain, &out)
+                .await
+                .map_err(|e| e.to_string())
+        }
         Err(e) => Err(e),
     };
     let size = match written {

@@ -80,9 +80,7 @@ impl ExportType {
                 (_, false) => Err(invalid()),
                 (_, true) => Err(ApiError::bad_request("export_type is not an integer")),
             },
-            Value::String(s) if s == "public" || s == "full_with_consent" => {
-                ExportType::parse(&s)
-            }
+            Value::String(s) if s == "public" || s == "full_with_consent" => ExportType::parse(&s),
             Value::String(_) => Err(invalid()),
             _ => Err(ApiError::bad_request("export_type is not an integer")),
         }
@@ -346,9 +344,10 @@ impl Realm {
 
     /// The succeeded export whose file is `file` (`<token>/<name>`): the download.
     pub fn export_by_file(&self, file: &str) -> Option<&RealmExport> {
-        self.exports.by_id.values().find(|e| {
-            e.file == file && matches!(e.status, ExportStatus::Succeeded { .. })
-        })
+        self.exports
+            .by_id
+            .values()
+            .find(|e| e.file == file && matches!(e.status, ExportStatus::Succeeded { .. }))
     }
 
     /// `export_consents` of `GET /export/realm/consents`: each active human user, whether
@@ -448,7 +447,10 @@ mod tests {
     #[test]
     fn export_type_values() {
         assert_eq!(ExportType::parse("1").ok(), Some(ExportType::Public));
-        assert_eq!(ExportType::parse("2").ok(), Some(ExportType::FullWithConsent));
+        assert_eq!(
+            ExportType::parse("2").ok(),
+            Some(ExportType::FullWithConsent)
+        );
         assert_eq!(ExportType::parse("public").ok(), Some(ExportType::Public));
         assert_eq!(
             ExportType::parse("full_with_consent").ok(),

@@ -668,9 +668,9 @@ pub mod v5 {
     use crate::realm::settings::RealmProperties;
     use crate::realm::user_settings::UserSettingsMap;
     use crate::realm::{
-        attachments, drafts, emoji, invites, linkifiers, messages, muted_users,
-        navigation, playgrounds, profile_fields, push, saved_snippets, status, user_topics,
-        RealmSettings, User, UserId,
+        attachments, drafts, emoji, invites, linkifiers, messages, muted_users, navigation,
+        playgrounds, profile_fields, push, saved_snippets, status, user_topics, RealmSettings,
+        User, UserId,
     };
 
     /// The snapshot's realm as schema 5 stored it (its serialized fields, in order).

@@ -1222,12 +1222,10 @@ fn cases() -> Vec<Case> {
                 _ => not_admin(),
             }),
     );
-    c.push(
-        case("GET", "/api/v1/export/realm").want(|_, w| match w {
-            Admin | Owner | Foreign => ok(),
-            _ => not_admin(),
-        }),
-    );
+    c.push(case("GET", "/api/v1/export/realm").want(|_, w| match w {
+        Admin | Owner | Foreign => ok(),
+        _ => not_admin(),
+    }));
     c.push(
         case("GET", "/api/v1/export/realm/consents").want(|_, w| match w {
             Admin | Owner | Foreign => ok(),

@@ -550,7 +550,12 @@ async fn golden_snapshot_of_schema_6_decodes() {
     let mut ids = Vec::new();
     for (who, export_type) in [(IAGO, "1"), (DESDEMONA, "2")] {
         let id = app
-            .ok("POST", "/api/v1/export/realm", who, &[("export_type", export_type)])
+            .ok(
+                "POST",
+                "/api/v1/export/realm",
+                who,
+                &[("export_type", export_type)],
+            )
             .await["id"]
             .as_u64()
             .unwrap();

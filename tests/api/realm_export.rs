@@ -136,12 +136,14 @@ async fn an_export_downloads_and_imports_back_into_the_realm() {
     assert_eq!(after, before);
     // The imported realm's own copy of the export was being written at its position:
     // its new server marks it failed, as after a stop.
-    let there = poll(Duration::from_secs(30), "the copy marked failed", || async {
-        let list = exports(&back, IAGO).await;
-        list.iter()
-            .all(|x| x["pending"] == false)
-            .then_some(list)
-    })
+    let there = poll(
+        Duration::from_secs(30),
+        "the copy marked failed",
+        || async {
+            let list = exports(&back, IAGO).await;
+            list.iter().all(|x| x["pending"] == false).then_some(list)
+        },
+    )
     .await;
     assert_eq!(there.len(), 1);
     assert!(there[0]["failed_timestamp"].is_i64(), "{there:?}");
@@ -171,14 +173,18 @@ async fn the_archive_holds_uploads_but_not_earlier_exports() {
     assert_eq!(second["export_type"], "full_with_consent");
     assert_eq!(second["acting_user_id"], DESDEMONA_ID);
     let work = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
     for (name, e) in [("first", &first), ("second", &second)] {
         let (status, bytes) = download(e["export_url"].as_str().unwrap()).await;
         assert_eq!(status, StatusCode::OK);
         let file = work.path().join(name);
         std::fs::write(&file, bytes).unwrap();
         let (_, manifest) = hearth::storage::archive::verify(&file).expect("sound");
-        assert_eq!(manifest.counts.files, 1, "{name}: the upload, no export");
+        files.push(manifest.counts.files);
     }
+    // The upload and the development realm's emoji image, in both; the second holds
+    // no copy of the first export.
+    assert_eq!(files, [2, 2]);
     // The upload sweep keeps the exports (they are not uploads).
     app.server().sweep_uploads().await;
     let (status, _) = download(first["export_url"].as_str().unwrap()).await;
@@ -260,7 +266,11 @@ async fn five_exports_a_week() {
     let app = TestApp::spawn_with_clock(clock.clone()).await;
     let mut ids = Vec::new();
     for _ in 0..5 {
-        ids.push(app.ok("POST", EXPORTS, IAGO, &[]).await["id"].as_u64().unwrap());
+        ids.push(
+            app.ok("POST", EXPORTS, IAGO, &[]).await["id"]
+                .as_u64()
+                .unwrap(),
+        );
     }
     app.bad("POST", EXPORTS, DESDEMONA, &[], "Exceeded rate limit.")
         .await;
@@ -273,7 +283,9 @@ async fn five_exports_a_week() {
     app.bad("POST", EXPORTS, IAGO, &[], "Exceeded rate limit.")
         .await;
     clock.advance_ms(7 * 24 * 3600 * 1000 + 1000);
-    let id = app.ok("POST", EXPORTS, IAGO, &[]).await["id"].as_u64().unwrap();
+    let id = app.ok("POST", EXPORTS, IAGO, &[]).await["id"]
+        .as_u64()
+        .unwrap();
     assert_eq!(id, 6);
     finished(&app, id).await;
 }
@@ -306,7 +318,11 @@ async fn administrators_hear_of_each_step() {
         // Pending, written (its URL), deleted.
         assert_eq!(
             steps,
-            [(true, false, false), (false, true, false), (false, false, true)],
+            [
+                (true, false, false),
+                (false, true, false),
+                (false, false, true)
+            ],
             "{}: {got:#?}",
             queue_of.0
         );
@@ -437,16 +453,20 @@ async fn an_export_cut_off_by_a_stop_is_marked_failed() {
 
     let server = ChildServer::up(&args, &[]);
     let key = child_key(&server.url, IAGO).await;
-    let list = poll(Duration::from_secs(30), "the export marked failed", || async {
-        let (_, _, body) = send(
-            client()
-                .get(format!("{}{EXPORTS}", server.url))
-                .header("Authorization", basic(IAGO, &key)),
-        )
-        .await;
-        let list = body["exports"].as_array().cloned().unwrap_or_default();
-        (list.len() == 1 && list[0]["pending"] == false).then_some(list)
-    })
+    let list = poll(
+        Duration::from_secs(30),
+        "the export marked failed",
+        || async {
+            let (_, _, body) = send(
+                client()
+                    .get(format!("{}{EXPORTS}", server.url))
+                    .header("Authorization", basic(IAGO, &key)),
+            )
+            .await;
+            let list = body["exports"].as_array().cloned().unwrap_or_default();
+            (list.len() == 1 && list[0]["pending"] == false).then_some(list)
+        },
+    )
     .await;
     assert!(list[0]["failed_timestamp"].is_i64(), "{list:?}");
     assert_eq!(list[0]["export_url"], Value::Null);
