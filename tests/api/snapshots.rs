@@ -351,6 +351,9 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
                 | "edit_timestamp"
                 | "active_timestamp"
                 | "idle_timestamp"
+                | "export_time"
+                | "deleted_timestamp"
+                | "failed_timestamp"
                 | "last_updated",
             ),
             Value::Number(_),
