@@ -3,7 +3,8 @@
 //! of a written export. Administrators only, checked before any parameter (Zulip's
 //! `require_realm_admin`); the rules are in `realm/realm_export.rs`.
 //!
-//! An export is a realm archive (`crate::archive::export_running`): the request records
+//! An export is a realm archive (`crate::archive::export_running_filtered`) holding
+//! the messages its type keeps (`Realm::export_filter`): the request records
 //! it as pending on the actor and answers; a task then writes the archive on a blocking
 //! thread (the actor only hands over its published point, O(1)) and records the
 //! outcome with a second write. The file goes into the realm's upload folder,
@@ -85,15 +86,22 @@ pub async fn export_realm(req: ApiRequest) -> ApiResponse {
             url,
         })
     })?;
-    let file = parsed.req.file.clone();
+    let (file, kind) = (parsed.req.file.clone(), parsed.req.export_type);
     let id = req.commit(parsed, Realm::decide_request_export).await?;
     let subdomain = req.hub.current().settings.subdomain.clone();
-    actix_web::rt::spawn(write_export(req.writer(), subdomain, id, file));
+    actix_web::rt::spawn(write_export(req.writer(), subdomain, id, file, kind));
     req.reply(one("id", Value::from(id)))
 }
 
-/// Writes export `id`'s archive off the actor, then records how it ended.
-async fn write_export(client: RealmClient, subdomain: String, id: ExportId, file: String) {
+/// Writes export `id`'s archive off the actor (the messages its type `kind` keeps,
+/// `Realm::export_filter`), then records how it ended.
+async fn write_export(
+    client: RealmClient,
+    subdomain: String,
+    id: ExportId,
+    file: String,
+    kind: ExportType,
+) {
     let durability = client.durability();
     let dir = exports_dir(durability.dir(), &subdomain);
     let out = dir.join(&file);
@@ -110,11 +118,15 @@ async fn write_export(client: RealmClient, subdomain: String, id: ExportId, file
         None => Err("no folder".to_owned()),
     };
     let written = match made {
-        Ok(()) => {
-            crate::archive::export_running(durability.clone(), client.addr(), &subdomain, &out)
-                .await
-                .map_err(|e| e.to_string())
-        }
+        Ok(()) => crate::archive::export_running_filtered(
+            durability.clone(),
+            client.addr(),
+            &subdomain,
+            &out,
+            Some(kind),
+        )
+        .await
+        .map_err(|e| e.to_string()),
         Err(e) => Err(e),
     };
     let size = match written {

@@ -14,8 +14,10 @@
 //! export it sees again ("possible OOM during export?").
 //!
 //! Administrators (owners included) may do everything, both export types included:
-//! Zulip's view is `require_realm_admin` for every endpoint. hearth's archive holds
-//! the whole realm whatever the type; the type is recorded and listed as Zulip does.
+//! Zulip's view is `require_realm_admin` for every endpoint. The type chooses the
+//! messages the archive holds (`Realm::export_filter`, after Zulip's
+//! `export_partial_message_files`): `public` only those of public channels,
+//! `full_with_consent` those and the private ones of the users who consented.
 //!
 //! | Change | Events | To |
 //! |--------|--------|----|
@@ -25,12 +27,18 @@ use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::channels::ChannelId;
 use super::events::{Audience, Event};
+use super::messages::{Message, Recipient};
 use super::user_settings::{setting, SettingValue};
 use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult};
 
 pub type ExportId = u64;
+
+/// Which message rows a data export's archive holds: called with a row and every
+/// user's flag bits on it (`(user, bits)`, as the archive holds them).
+pub type ExportFilter = Box<dyn Fn(&Message, &[(UserId, u32)]) -> bool + Send + Sync>;
 
 /// Zulip's `EXPORT_LIMIT`: exports requested per `EXPORT_WINDOW_SECS`.
 pub const EXPORT_LIMIT: usize = 5;
@@ -375,6 +383,55 @@ impl Realm {
     pub fn consents_to_export(&self, user: &User) -> bool {
         setting("allow_private_data_export")
             .is_some_and(|st| self.user_setting(user, st) == SettingValue::Bool(true))
+    }
+
+    /// The messages an export of type `kind` holds, chosen from the realm as it is at
+    /// the export's position (Zulip's `export_partial_message_files`):
+    ///
+    /// - `public`: the messages of public (not invite-only) channels, nothing else: no
+    ///   direct or group-direct message, no message of a private channel.
+    /// - `full_with_consent`: those, and the private messages of the consenting users
+    ///   (active humans with `allow_private_data_export`, Zulip's
+    ///   `get_consented_user_ids`): every direct or group-direct message one of them
+    ///   takes part in (sent or received: Zulip's `messages_we_received` of their
+    ///   personal and group recipients, with `messages_we_sent_to_them`), and the
+    ///   messages of a private channel a consenting user is subscribed to, all of
+    ///   them when its history is public to subscribers, else those a consenting
+    ///   user has (Zulip's protected-history rule: a `UserMessage` row).
+    ///
+    /// A message of a channel that no longer exists is left out.
+    pub fn export_filter(&self, kind: ExportType) -> ExportFilter {
+        let with_consent = kind == ExportType::FullWithConsent;
+        let consenting: std::collections::HashSet<UserId> = if with_consent {
+            self.users
+                .values()
+                .filter(|u| u.is_active && !u.is_bot() && self.consents_to_export(u))
+                .map(|u| u.id)
+                .collect()
+        } else {
+            Default::default()
+        };
+        // Per channel: `None` public; `Some(true)` private with every message kept
+        // (a consenting subscriber, shared history); `Some(false)` private, only what
+        // a consenting user has. Private channels no consenting user is in: absent.
+        let mut channels: std::collections::HashMap<ChannelId, Option<bool>> = Default::default();
+        for ch in self.channels.values() {
+            if !ch.invite_only {
+                channels.insert(ch.id, None);
+            } else if consenting.iter().any(|u| ch.is_subscribed(*u)) {
+                channels.insert(ch.id, Some(ch.history_public_to_subscribers));
+            }
+        }
+        Box::new(move |m, flags| match &m.recipient {
+            Recipient::Channel { channel_id, .. } => match channels.get(channel_id) {
+                Some(None) | Some(Some(true)) => true,
+                Some(Some(false)) => flags.iter().any(|(u, _)| consenting.contains(u)),
+                None => false,
+            },
+            Recipient::Direct { users } => {
+                consenting.contains(&m.sender_id) || users.iter().any(|u| consenting.contains(u))
+            }
+        })
     }
 
     /// Active human administrators (Zulip's `get_human_admin_users`).

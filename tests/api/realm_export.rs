@@ -490,3 +490,192 @@ async fn an_export_cut_off_by_a_stop_is_marked_failed() {
         "{log:#?}"
     );
 }
+
+/// Uploads `bytes` as `who`; the file's URL.
+async fn upload(app: &TestApp, who: &str, bytes: &[u8]) -> String {
+    let key = app.api_key(who).await;
+    let part = reqwest::multipart::Part::bytes(bytes.to_vec())
+        .file_name("f.txt")
+        .mime_str("text/plain")
+        .unwrap();
+    let up = send(
+        app.request(
+            reqwest::Method::POST,
+            "/api/v1/user_uploads",
+            Auth::Basic(who, &key),
+        )
+        .multipart(reqwest::multipart::Form::new().part("file", part)),
+    )
+    .await;
+    assert_success(&up)["url"].as_str().unwrap().to_owned()
+}
+
+/// Sends a direct message from `who` to the users `to` (ids); its id.
+async fn send_direct(app: &TestApp, who: &str, to: &[i64], content: &str) -> u64 {
+    let to = serde_json::to_string(to).unwrap();
+    app.ok(
+        "POST",
+        "/api/v1/messages",
+        who,
+        &[("type", "private"), ("to", &to), ("content", content)],
+    )
+    .await["id"]
+        .as_u64()
+        .expect("id")
+}
+
+/// Creates private channel `name` with `members` (ids) as `who`.
+async fn private_channel(app: &TestApp, who: &str, name: &str, members: &[i64], shared: bool) {
+    app.ok(
+        "POST",
+        "/api/v1/users/me/subscriptions",
+        who,
+        &[
+            ("subscriptions", &format!(r#"[{{"name": "{name}"}}]"#)),
+            ("principals", &serde_json::to_string(members).unwrap()),
+            ("invite_only", "true"),
+            ("history_public_to_subscribers", &shared.to_string()),
+        ],
+    )
+    .await;
+}
+
+/// Downloads export `e`, imports it into a new data folder and serves that.
+async fn import_export(e: &Value) -> (TestApp, hearth::storage::archive::Manifest) {
+    let (status, bytes) = download(e["export_url"].as_str().unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("export.archive");
+    std::fs::write(&file, &bytes).unwrap();
+    let (_, manifest) = hearth::storage::archive::verify(&file).expect("sound");
+    let target = tempfile::tempdir().unwrap();
+    let o = output(hearth().args([
+        "realm",
+        "import",
+        "--data",
+        target.path().to_str().unwrap(),
+        "--archive",
+        file.to_str().unwrap(),
+    ]));
+    assert!(o.status.success(), "import: {}", text(&o.stderr));
+    (TestApp::spawn_in(target).await, manifest)
+}
+
+/// Whether `who` finds message `id` (its content) in `app`.
+async fn found(app: &TestApp, who: &str, id: u64) -> Option<String> {
+    let got = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            who,
+            &[
+                ("anchor", &id.to_string()),
+                ("num_before", "0"),
+                ("num_after", "0"),
+            ],
+        )
+        .await;
+    got["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == id)
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+}
+
+/// The private data of a realm in its exports: a `public` export holds the messages
+/// of public channels only; `full_with_consent` adds the direct and group-direct
+/// messages a consenting user takes part in and the private channels they are
+/// subscribed to; the uploads only left-out messages link stay out.
+#[actix_web::test]
+async fn exports_hold_private_data_only_with_consent() {
+    let app = TestApp::spawn().await;
+    app.ok(
+        "PATCH",
+        "/api/v1/settings",
+        HAMLET,
+        &[("allow_private_data_export", "true")],
+    )
+    .await;
+    private_channel(&app, HAMLET, "with hamlet", &[HAMLET_ID, OTHELLO_ID], true).await;
+    private_channel(&app, CORDELIA, "without", &[CORDELIA_ID, OTHELLO_ID], true).await;
+    let public_file = upload(&app, HAMLET, b"public file").await;
+    let private_file = upload(&app, CORDELIA, b"private file").await;
+    let public = send_stream(&app, HAMLET, "Denmark", "t", &format!("[p]({public_file})")).await;
+    let hamlets_channel = send_stream(&app, OTHELLO, "with hamlet", "t", "in hamlet's").await;
+    let other_channel = send_stream(&app, OTHELLO, "without", "t", "not hamlet's").await;
+    let hamlet_sent = send_direct(&app, HAMLET, &[OTHELLO_ID], "from hamlet").await;
+    let hamlet_got = send_direct(&app, CORDELIA, &[HAMLET_ID], "to hamlet").await;
+    let hamlet_group = send_direct(
+        &app,
+        CORDELIA,
+        &[HAMLET_ID, OTHELLO_ID],
+        "group with hamlet",
+    )
+    .await;
+    let others = send_direct(
+        &app,
+        CORDELIA,
+        &[OTHELLO_ID],
+        &format!("[s]({private_file})"),
+    )
+    .await;
+    let others_group =
+        send_direct(&app, CORDELIA, &[OTHELLO_ID, PROSPERO_ID], "group without").await;
+    let private = [
+        hamlets_channel,
+        other_channel,
+        hamlet_sent,
+        hamlet_got,
+        hamlet_group,
+        others,
+        others_group,
+    ];
+
+    // The realm holds them all; a public export only the public channel's.
+    assert!(found(&app, OTHELLO, others).await.is_some());
+    let e = exported(&app, IAGO, &[("export_type", "1")]).await;
+    assert_eq!(e["export_type"], "public");
+    let (back, manifest) = import_export(&e).await;
+    assert!(found(&back, HAMLET, public).await.is_some());
+    for id in private {
+        for who in [HAMLET, OTHELLO, CORDELIA, PROSPERO] {
+            assert_eq!(found(&back, who, id).await, None, "message {id} as {who}");
+        }
+    }
+    // The public channel's message, and the realm's other files but the one only a
+    // direct message links (the development realm's emoji image, the public upload).
+    let public_count = manifest.counts.messages;
+    assert_eq!(manifest.counts.files, 2);
+    // The imported realm serves and takes new messages.
+    send_stream(&back, HAMLET, "Denmark", "t", "after").await;
+    drop(back);
+
+    // With consent: Hamlet's direct and group-direct messages and his private
+    // channel's; not Cordelia's with others, nor the channel Hamlet is not in.
+    let e = exported(&app, IAGO, &[("export_type", "2")]).await;
+    let (back, manifest) = import_export(&e).await;
+    for id in [public, hamlets_channel] {
+        assert!(found(&back, OTHELLO, id).await.is_some(), "message {id}");
+    }
+    assert_eq!(
+        found(&back, OTHELLO, hamlet_sent).await.as_deref(),
+        Some("<p>from hamlet</p>")
+    );
+    assert!(found(&back, HAMLET, hamlet_got).await.is_some());
+    assert!(found(&back, OTHELLO, hamlet_group).await.is_some());
+    for id in [other_channel, others, others_group] {
+        for who in [OTHELLO, CORDELIA, PROSPERO] {
+            assert_eq!(found(&back, who, id).await, None, "message {id} as {who}");
+        }
+    }
+    assert_eq!(manifest.counts.files, 2);
+    // The four kept private messages more than the public export (any the development
+    // realm holds of Hamlet's too).
+    assert!(
+        manifest.counts.messages >= public_count + 4,
+        "{} {public_count}",
+        manifest.counts.messages
+    );
+    drop(back);
+}
