@@ -14,7 +14,9 @@
 //! A data export of the organization (`api::realm_export`) writes a filtered archive
 //! (`export_running_filtered`): only the message rows its type keeps
 //! (`Realm::export_filter`), with their flags, and none of the uploaded files that
-//! only left-out messages link. Its realm part is whole (users, channels, settings);
+//! only left-out messages link. Its realm part (`Realm::export_state`) lacks the
+//! drafts, scheduled messages and reminders of the users whose private data it does
+//! not hold, and is otherwise whole (users, channels, settings, attachment records);
 //! it imports as any archive, into a realm without the left-out messages. The format
 //! does not say an archive is filtered (its header and manifest are positional
 //! bincode with a golden fixture): the manifest's message count is the kept rows'.
@@ -436,8 +438,14 @@ pub async fn export_running_filtered(
         // holds what a crash of the source could take back.
         store.durability.flush_now().map_err(StorageError::from)?;
         wait_for_messages(&store)?;
-        let keep = kind.map(|k| realm.export_filter(k));
-        write_archive_filtered(&store, &subdomain, seq, &realm, &out, keep.as_ref())
+        match kind {
+            None => write_archive(&store, &subdomain, seq, &realm, &out),
+            Some(kind) => {
+                let keep = realm.export_filter(kind);
+                let part = realm.export_state(kind);
+                write_archive_filtered(&store, &subdomain, seq, &part, &out, Some(&keep))
+            }
+        }
     })
     .await
     .map_err(|e| ArchiveError::Refused(format!("the export thread failed: {e}")))?

@@ -401,16 +401,7 @@ impl Realm {
     ///
     /// A message of a channel that no longer exists is left out.
     pub fn export_filter(&self, kind: ExportType) -> ExportFilter {
-        let with_consent = kind == ExportType::FullWithConsent;
-        let consenting: std::collections::HashSet<UserId> = if with_consent {
-            self.users
-                .values()
-                .filter(|u| u.is_active && !u.is_bot() && self.consents_to_export(u))
-                .map(|u| u.id)
-                .collect()
-        } else {
-            Default::default()
-        };
+        let consenting = self.exportable_users(kind);
         // Per channel: `None` public; `Some(true)` private with every message kept
         // (a consenting subscriber, shared history); `Some(false)` private, only what
         // a consenting user has. Private channels no consenting user is in: absent.
@@ -432,6 +423,44 @@ impl Realm {
                 consenting.contains(&m.sender_id) || users.iter().any(|u| consenting.contains(u))
             }
         })
+    }
+
+    /// The users whose private data an export of type `kind` holds (Zulip's
+    /// `exportable_user_ids`): none for `public`; the consenting active humans for
+    /// `full_with_consent`.
+    fn exportable_users(&self, kind: ExportType) -> std::collections::HashSet<UserId> {
+        match kind {
+            ExportType::Public => Default::default(),
+            ExportType::FullWithConsent => self
+                .users
+                .values()
+                .filter(|u| u.is_active && !u.is_bot() && self.consents_to_export(u))
+                .map(|u| u.id)
+                .collect(),
+        }
+    }
+
+    /// The realm part of an export of type `kind`: the realm without the drafts,
+    /// scheduled messages and reminders of the users whose private data it does not
+    /// hold (Zulip exports `zerver_draft`, `zerver_scheduledmessage` and the reminders
+    /// of `exportable_user_ids` only). Only encoded: the indexes derived from those
+    /// (rebuilt on loading) are left as they are.
+    pub fn export_state(&self, kind: ExportType) -> Realm {
+        let keep = self.exportable_users(kind);
+        let mut out = self.clone();
+        fn kept<K: Ord + Copy, V: Clone>(
+            map: &OrdMap<K, V>,
+            keep: impl Fn(&K, &V) -> bool,
+        ) -> OrdMap<K, V> {
+            map.iter()
+                .filter(|(k, v)| keep(k, v))
+                .map(|(k, v)| (*k, v.clone()))
+                .collect()
+        }
+        out.drafts.by_user = kept(&self.drafts.by_user, |u, _| keep.contains(u));
+        out.messages.scheduled = kept(&self.messages.scheduled, |_, m| keep.contains(&m.sender_id));
+        out.reminders.by_id = kept(&self.reminders.by_id, |_, r| keep.contains(&r.user_id));
+        out
     }
 
     /// Active human administrators (Zulip's `get_human_admin_users`).

@@ -561,7 +561,21 @@ async fn import_export(e: &Value) -> (TestApp, hearth::storage::archive::Manifes
     (TestApp::spawn_in(target).await, manifest)
 }
 
-/// Whether `who` finds message `id` (its content) in `app`.
+/// How many drafts and scheduled messages `who` has in `app`.
+async fn personal(app: &TestApp, who: &str) -> (usize, usize) {
+    let drafts = app.ok("GET", "/api/v1/drafts", who, &[]).await["drafts"]
+        .as_array()
+        .unwrap()
+        .len();
+    let scheduled = app.ok("GET", "/api/v1/scheduled_messages", who, &[]).await
+        ["scheduled_messages"]
+        .as_array()
+        .unwrap()
+        .len();
+    (drafts, scheduled)
+}
+
+/// Message `id`'s content, if `who` finds it in `app`.
 async fn found(app: &TestApp, who: &str, id: u64) -> Option<String> {
     let got = app
         .ok(
@@ -622,6 +636,37 @@ async fn exports_hold_private_data_only_with_consent() {
     .await;
     let others_group =
         send_direct(&app, CORDELIA, &[OTHELLO_ID, PROSPERO_ID], "group without").await;
+    // Drafts and scheduled messages: private data too.
+    for who in [HAMLET, CORDELIA] {
+        app.ok(
+            "POST",
+            "/api/v1/drafts",
+            who,
+            &[(
+                "drafts",
+                r#"[{"type": "private", "to": [12], "topic": "", "content": "a draft"}]"#,
+            )],
+        )
+        .await;
+        let at = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 3600)
+            .to_string();
+        app.ok(
+            "POST",
+            "/api/v1/scheduled_messages",
+            who,
+            &[
+                ("type", "direct"),
+                ("to", "[12]"),
+                ("content", "later"),
+                ("scheduled_delivery_timestamp", &at),
+            ],
+        )
+        .await;
+    }
     let private = [
         hamlets_channel,
         other_channel,
@@ -642,6 +687,10 @@ async fn exports_hold_private_data_only_with_consent() {
         for who in [HAMLET, OTHELLO, CORDELIA, PROSPERO] {
             assert_eq!(found(&back, who, id).await, None, "message {id} as {who}");
         }
+    }
+    for who in [HAMLET, CORDELIA] {
+        assert_eq!(personal(&app, who).await, (1, 1), "{who}");
+        assert_eq!(personal(&back, who).await, (0, 0), "{who}");
     }
     // The public channel's message, and the realm's other files but the one only a
     // direct message links (the development realm's emoji image, the public upload).
@@ -669,6 +718,8 @@ async fn exports_hold_private_data_only_with_consent() {
             assert_eq!(found(&back, who, id).await, None, "message {id} as {who}");
         }
     }
+    assert_eq!(personal(&back, HAMLET).await, (1, 1));
+    assert_eq!(personal(&back, CORDELIA).await, (0, 0));
     assert_eq!(manifest.counts.files, 2);
     // The four kept private messages more than the public export (any the development
     // realm holds of Hamlet's too).
