@@ -570,6 +570,11 @@ impl RealmClient {
         &self.addr
     }
 
+    /// The server's durability (its data folder; an export's flush).
+    pub fn durability(&self) -> std::sync::Arc<Durability> {
+        self.durability.clone()
+    }
+
     /// Decides `req` with `decide` as `me` on the actor; once what it wrote is durable,
     /// releases it and returns the rule's answer.
     pub async fn commit<Q, A>(&self, me: UserId, req: Q, decide: Rule<Q, A>) -> ApiResult<A>

@@ -11,6 +11,17 @@
 //! projected again when the tail is replayed on the target (a projection writes the
 //! same keys again, in record order), so the rows end as the source's.
 //!
+//! A data export of the organization (`api::realm_export`) writes a filtered archive
+//! (`export_running_filtered`): only the message rows its type keeps
+//! (`Realm::export_filter`), with their flags, and none of the uploaded files that
+//! only left-out messages link. Its realm part (`Realm::export_state`) lacks the
+//! drafts, scheduled messages and reminders of the users whose private data it does
+//! not hold, and is otherwise whole (users, channels, settings, attachment records);
+//! it imports as any archive, into a realm without the left-out messages. The format
+//! does not say an archive is filtered (its header and manifest are positional
+//! bincode with a golden fixture): the manifest's message count is the kept rows'.
+//! The operator's `hearth realm export` commands write the whole realm.
+//!
 //! An import writes everything of the realm but its WAL tree (message rows, files,
 //! presence, then the snapshot at the archive's position), makes it durable, and only
 //! then creates the WAL tree: that write makes the realm exist (`Store::realm_subdomains`
@@ -29,6 +40,7 @@ use crate::actor::{ExportPoint, RealmActor};
 use crate::realm::messages::fetch::Source;
 use crate::realm::messages::MessageId;
 use crate::realm::presence::PresenceEntry;
+use crate::realm::realm_export::{ExportFilter, ExportType};
 use crate::realm::{Realm, UserId};
 use crate::storage::archive::{
     unframe, verify, ArchiveReader, ArchiveWriter, ArchivedMessage, Counts, FilePiece, FormatError,
@@ -110,12 +122,14 @@ impl Fault {
 
 /// The messages with ids in `[from, to]` as logical records: each row with every
 /// user's flag bits on it, by user id. `users`: every user of the realm (each message
-/// has its sender's index entry; each flag is a user's).
+/// has its sender's index entry; each flag is a user's). `keep`: the rows to hold
+/// (`None`: all); a left-out row goes with its flags (reactions are in the row).
 fn read_messages(
     rows: &MessageStore,
     users: &[UserId],
     from: MessageId,
     to: MessageId,
+    keep: Option<&ExportFilter>,
 ) -> Result<Vec<ArchivedMessage>, StorageError> {
     let mut found: BTreeMap<MessageId, Vec<(UserId, u32)>> = BTreeMap::new();
     for &user in users {
@@ -133,6 +147,9 @@ fn read_messages(
     for (id, flags) in found {
         // A deleted message leaves its per-user rows behind: no row, no record.
         if let Some(m) = rows.get(id)? {
+            if keep.is_some_and(|keep| !keep(&m, &flags)) {
+                continue;
+            }
             out.push(ArchivedMessage {
                 id,
                 row: encode_message(&m)?,
@@ -202,10 +219,23 @@ pub fn write_archive(
     realm: &Realm,
     out: &Path,
 ) -> Result<Manifest, ArchiveError> {
+    write_archive_filtered(store, subdomain, seq, realm, out, None)
+}
+
+/// `write_archive` holding only the message rows `keep` keeps (`None`: all) and none
+/// of the uploaded files only left-out messages link.
+pub fn write_archive_filtered(
+    store: &Store,
+    subdomain: &str,
+    seq: u64,
+    realm: &Realm,
+    out: &Path,
+    keep: Option<&ExportFilter>,
+) -> Result<Manifest, ArchiveError> {
     refuse_existing(out)?;
     let partial = partial_path(out);
     let _ = fs::remove_file(&partial);
-    let written = write_parts(store, subdomain, seq, realm, &partial).and_then(|manifest| {
+    let written = write_parts(store, subdomain, seq, realm, &partial, keep).and_then(|manifest| {
         // A hard link does not replace an existing file, as a rename would.
         fs::hard_link(&partial, out).map_err(io_at(out))?;
         let _ = fs::remove_file(&partial);
@@ -228,6 +258,7 @@ fn write_parts(
     seq: u64,
     realm: &Realm,
     path: &Path,
+    keep: Option<&ExportFilter>,
 ) -> Result<Manifest, ArchiveError> {
     let mut w = ArchiveWriter::create(path)?;
     let mut counts = Counts {
@@ -258,10 +289,25 @@ fn write_parts(
     let users: Vec<UserId> = realm.users.keys().copied().collect();
     let span = id_span(users.len());
     let last = realm.messages.next_id.saturating_sub(1);
+    // Filtered: whether each message some attachment links was kept (bounded by the
+    // attachments' links, never by the realm's messages).
+    let mut linked: std::collections::HashMap<MessageId, bool> = match keep {
+        Some(_) => realm
+            .attachments
+            .values()
+            .flat_map(|a| a.messages.keys().map(|id| (*id, false)))
+            .collect(),
+        None => Default::default(),
+    };
     let mut from = 1;
     while from <= last {
         let to = from.saturating_add(span - 1).min(last);
-        let batch = read_messages(&rows, &users, from, to)?;
+        let batch = read_messages(&rows, &users, from, to, keep)?;
+        for m in &batch {
+            if let Some(kept) = linked.get_mut(&m.id) {
+                *kept = true;
+            }
+        }
         counts.messages += batch.len() as u64;
         counts.user_messages += batch.iter().map(|m| m.flags.len() as u64).sum::<u64>();
         for chunk in batch.chunks(512) {
@@ -282,6 +328,20 @@ fn write_parts(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(io_at(&dir)(e)),
     };
+    if keep.is_some() {
+        // Left out: a file whose every attachment links messages, none of them kept
+        // (a file no message links, a custom emoji's image, stays).
+        let emoji = realm.emoji.image_shas();
+        let mut held: std::collections::HashSet<&str> = emoji.iter().map(String::as_str).collect();
+        let mut attached = std::collections::HashSet::new();
+        for a in realm.attachments.values() {
+            attached.insert(a.sha256.as_str());
+            if a.messages.is_empty() || a.messages.keys().any(|id| linked.get(id) == Some(&true)) {
+                held.insert(a.sha256.as_str());
+            }
+        }
+        names.retain(|n| held.contains(n.as_str()) || !attached.contains(n.as_str()));
+    }
     names.sort();
     let mut buffer = vec![0u8; FILE_PIECE];
     for name in names {
@@ -352,6 +412,18 @@ pub async fn export_running(
     subdomain: &str,
     out: &Path,
 ) -> Result<Manifest, ArchiveError> {
+    export_running_filtered(durability, actor, subdomain, out, None).await
+}
+
+/// `export_running` of a data export of type `kind` (`None`: the whole realm): the
+/// messages `Realm::export_filter` chooses from the state at the point.
+pub async fn export_running_filtered(
+    durability: Arc<Durability>,
+    actor: &actix::Addr<RealmActor>,
+    subdomain: &str,
+    out: &Path,
+    kind: Option<ExportType>,
+) -> Result<Manifest, ArchiveError> {
     refuse_existing(out)?;
     let (seq, realm) = actor
         .send(ExportPoint)
@@ -366,7 +438,14 @@ pub async fn export_running(
         // holds what a crash of the source could take back.
         store.durability.flush_now().map_err(StorageError::from)?;
         wait_for_messages(&store)?;
-        write_archive(&store, &subdomain, seq, &realm, &out)
+        match kind {
+            None => write_archive(&store, &subdomain, seq, &realm, &out),
+            Some(kind) => {
+                let keep = realm.export_filter(kind);
+                let part = realm.export_state(kind);
+                write_archive_filtered(&store, &subdomain, seq, &part, &out, Some(&keep))
+            }
+        }
     })
     .await
     .map_err(|e| ArchiveError::Refused(format!("the export thread failed: {e}")))?

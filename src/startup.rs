@@ -346,6 +346,18 @@ pub async fn spawn_with_clock(
         None => None,
     };
     start_tasks(&state, &store.durability, config.tick);
+    // Data exports cut off by the last stop are marked failed (as Zulip's worker does).
+    for realm in state.registry.all() {
+        let version = realm.hub.current();
+        if let Some(up_to) = version.last_pending_export() {
+            let subdomain = version.settings.subdomain.clone();
+            actix_web::rt::spawn(crate::api::realm_export::fail_interrupted(
+                realm.client.clone(),
+                subdomain,
+                up_to,
+            ));
+        }
+    }
     // Started: the message database's opening may speak now.
     store.durability.message_db().start_finished();
     Ok(Running {

@@ -26,6 +26,7 @@ pub mod presence;
 pub mod profile_fields;
 pub mod push;
 pub mod realm;
+pub mod realm_export;
 pub mod reminders;
 pub mod rule;
 pub mod saved_snippets;
@@ -211,6 +212,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(endpoint!("/messages/{message_id}/report", post => messages::report_message))
             .service(endpoint!("/realm/playgrounds", post => playgrounds::add_playground))
             .service(endpoint!("/realm/playgrounds/{playground_id}", delete => playgrounds::remove_playground))
+            // Data exports of the organization (realm archives).
+            .service(endpoint!("/export/realm", get => realm_export::get_realm_exports, post => realm_export::export_realm))
+            .service(endpoint!("/export/realm/consents", get => realm_export::get_export_consents))
+            .service(endpoint!("/export/realm/{export_id}", delete => realm_export::delete_realm_export))
             .service(endpoint!("/calls/bigbluebutton/create", get => calls::create_bigbluebutton_call))
             .service(endpoint!("/calls/constructorgroups/create", post => calls::create_constructor_groups_call))
             .service(endpoint!("/mobile_push/test_notification", post => push::test_notification))
@@ -225,6 +230,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/user_avatars/{realm}/emoji/images/{file_name}")
             .route(web::get().to(emoji::emoji_image)),
+    )
+    .service(
+        web::resource("/user_avatars/exports/{realm}/{token}/{file_name}")
+            .route(web::get().to(realm_export::download)),
     )
     .default_service(web::to(error::not_found));
 }

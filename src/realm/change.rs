@@ -21,6 +21,7 @@ use super::messages::MessageChange;
 use super::navigation::NavigationView;
 pub use super::profile_fields::ProfileFieldChange;
 use super::push::{PushToken, PushTokenKind};
+pub use super::realm_export::ExportChange;
 use super::saved_snippets::{SavedSnippet, SnippetId};
 use super::settings::RealmProperty;
 use super::status::StatusChange;
@@ -45,6 +46,8 @@ pub enum Change {
     Personal(PersonalChange),
     Status(StatusChange),
     Emoji(EmojiChange),
+    /// Data exports (`/export/realm`).
+    Export(ExportChange),
 }
 
 /// Facts about the realm itself.
@@ -355,7 +358,8 @@ impl Change {
             | Change::Attachment(_)
             | Change::Personal(_)
             | Change::Status(_)
-            | Change::Emoji(_) => DurabilityClass::Durable,
+            | Change::Emoji(_)
+            | Change::Export(_) => DurabilityClass::Durable,
         }
     }
 }

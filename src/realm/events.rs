@@ -200,6 +200,7 @@ impl Realm {
                 json!({"type": "realm_emoji", "op": "update", "realm_emoji": self.view_realm_emoji()}),
                 Audience::users(self.active_users(false)),
             )],
+            Change::Export(_) => self.export_events(),
         }
     }
 

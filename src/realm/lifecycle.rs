@@ -400,9 +400,9 @@ impl Realm {
                         .filter(|u| u.is_active && u.is_admin() && !u.is_bot())
                         .map(|u| u.id)
                         .collect();
-                    // hearth has no `allow_private_data_export` setting: always false.
+                    let consented = self.consents_to_export(user);
                     out.push(Event::new(
-                        json!({"type": "realm_export_consent", "user_id": user.id, "consented": false}),
+                        json!({"type": "realm_export_consent", "user_id": user.id, "consented": consented}),
                         Audience::users(admins),
                     ));
                 }

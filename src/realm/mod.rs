@@ -27,6 +27,7 @@ pub mod playgrounds;
 pub mod presence;
 pub mod profile_fields;
 pub mod push;
+pub mod realm_export;
 pub mod register;
 pub mod saved_snippets;
 pub mod settings;
@@ -301,6 +302,9 @@ pub struct Realm {
     /// Code playgrounds (`POST /realm/playgrounds`).
     #[serde(default)]
     pub playgrounds: playgrounds::PlaygroundState,
+    /// Data exports (`/export/realm`), by id (snapshot schema 6).
+    #[serde(default)]
+    pub exports: realm_export::ExportState,
 }
 
 impl Realm {
@@ -356,6 +360,7 @@ impl Realm {
             invites: invites::InviteState::default(),
             channel_email_tokens: Default::default(),
             playgrounds: Default::default(),
+            exports: Default::default(),
         }
     }
 
@@ -516,6 +521,7 @@ impl Realm {
             },
             Change::Status(c) => self.apply_status_change(c),
             Change::Emoji(c) => self.apply_emoji_change(c),
+            Change::Export(c) => self.apply_export_change(c),
         }
     }
 

@@ -20,7 +20,7 @@
 //!
 //! | Change | Events | To |
 //! |--------|--------|----|
-//! | `SettingSet` | `user_settings` `update` `{property, value}` (+ `language_name`); legacy `update_global_notifications` / `update_display_settings` for queues without `user_settings_object` (settings of those legacy groups, and `timezone`); `timezone`: also `realm_user` `update` `{person: {email, user_id, timezone}}` | the user; the user; every active user |
+//! | `SettingSet` | `user_settings` `update` `{property, value}` (+ `language_name`); legacy `update_global_notifications` / `update_display_settings` for queues without `user_settings_object` (settings of those legacy groups, and `timezone`); `timezone`: also `realm_user` `update` `{person: {email, user_id, timezone}}`; `allow_private_data_export` of a human: also `realm_export_consent` `{user_id, consented}` | the user; the user; every active user; active human administrators |
 //! | `UserSettingDefaultSet` | `realm_user_settings_defaults` `update` `{property, value}` | every active user |
 //! | `PasswordChanged` | none (Zulip sends none) | - |
 
@@ -964,6 +964,13 @@ impl Realm {
         };
         if let Some(e) = legacy {
             out.push(Event::new(e, me).for_capability("user_settings_object", false));
+        }
+        // Zulip's `do_change_user_setting`: administrators see a change of consent.
+        if name == "allow_private_data_export" && !user.is_bot() {
+            out.push(Event::new(
+                json!({"type": "realm_export_consent", "user_id": user.id, "consented": value.json()}),
+                Audience::users(self.human_admins()),
+            ));
         }
         if name == "timezone" {
             out.push(Event::new(

@@ -274,6 +274,8 @@ impl UploadStore {
 
     /// Removes stray files: a realm's files nothing of the realm names (and no upload
     /// holds), and temporary files older than `tmp_age`. Returns how many were removed.
+    /// Only files named by a hash are the store's: the realm's `exports/` folder (its
+    /// data exports) is not.
     pub fn remove_strays(
         &self,
         subdomain: &str,
@@ -285,6 +287,7 @@ impl UploadStore {
             let names: Vec<String> = entries
                 .filter_map(Result::ok)
                 .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| is_hash(n))
                 .collect();
             removed += self.remove_unreferenced(subdomain, &names, referenced);
         }

@@ -281,6 +281,8 @@ struct Fx {
     othello_queue: String,
     /// The image URL of othello's shared emoji.
     emoji_image: String,
+    /// The path of a written data export of iago's.
+    export_download: String,
     /// Per caller: a member to deactivate and reactivate, a bot of the bot owner to
     /// deactivate, a channel to archive, a message of othello to delete, groups of
     /// othello to deactivate and to add as subgroups, othello's emoji, linkifiers and
@@ -508,6 +510,17 @@ fn cases() -> Vec<Case> {
             .want(|_, w| match w {
                 Foreign => err(404, "NOT_FOUND", "Not Found"),
                 _ => Want::Page(200, "PNG"),
+            }),
+    );
+    // A data export downloads without credentials (its token is the secret), on its
+    // realm's host only.
+    c.push(
+        case("GET", "/user_avatars/exports/{realm}/{token}/{file_name}")
+            .at(|f, _| f.export_download.clone())
+            .all_callers()
+            .want(|_, w| match w {
+                Foreign => err(404, "NOT_FOUND", "Not Found"),
+                _ => Want::Page(200, "HEARTHAR"),
             }),
     );
     // Othello's upload, linked from no message: only he may read it.
@@ -1194,6 +1207,36 @@ fn cases() -> Vec<Case> {
             .at(|_, _| "/api/v1/realm/playgrounds/999999".to_owned())
             .want(|_, w| match w {
                 Admin | Owner | Foreign => bad("Invalid playground"),
+                _ => not_admin(),
+            }),
+    );
+    // Data exports: administrators and owners (`require_realm_admin`), both types.
+    c.push(
+        case("POST", "/api/v1/export/realm")
+            .with(|_, w| {
+                let t = if w == Owner { "2" } else { "1" };
+                vec![("export_type", t.to_owned())]
+            })
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => ok(),
+                _ => not_admin(),
+            }),
+    );
+    c.push(case("GET", "/api/v1/export/realm").want(|_, w| match w {
+        Admin | Owner | Foreign => ok(),
+        _ => not_admin(),
+    }));
+    c.push(
+        case("GET", "/api/v1/export/realm/consents").want(|_, w| match w {
+            Admin | Owner | Foreign => ok(),
+            _ => not_admin(),
+        }),
+    );
+    c.push(
+        case("DELETE", "/api/v1/export/realm/{export_id}")
+            .at(|_, _| "/api/v1/export/realm/999999".to_owned())
+            .want(|_, w| match w {
+                Admin | Owner | Foreign => bad("Invalid data export ID"),
                 _ => not_admin(),
             }),
     );
@@ -2534,6 +2577,24 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         .expect("source_url")
         .to_owned();
 
+    // A written data export, downloaded by its URL's path.
+    let export_id = s.ok("POST", "/api/v1/export/realm", IAGO, &[]).await["id"].clone();
+    let export_download = poll(
+        std::time::Duration::from_secs(60),
+        "the fixture's data export",
+        || async {
+            let listed = s.ok("GET", "/api/v1/export/realm", IAGO, &[]).await;
+            listed["exports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["id"] == export_id)
+                .and_then(|e| e["export_url"].as_str())
+                .map(|u| u[u.find("/user_avatars/").unwrap()..].to_owned())
+        },
+    )
+    .await;
+
     let linkifier_ids =
         ids_of(&s.ok("GET", "/api/v1/realm/linkifiers", IAGO, &[]).await["linkifiers"]);
     let field_ids =
@@ -2679,6 +2740,7 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         reminder,
         othello_queue,
         emoji_image,
+        export_download,
         targets,
         bots,
         archive,

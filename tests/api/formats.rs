@@ -1,5 +1,5 @@
 //! Stored formats stay readable: golden bytes of every schema version (WAL records of
-//! schemas 1 to 3, snapshots of schemas 1 to 5), and a data folder written by an earlier
+//! schemas 1 to 3, snapshots of schemas 1 to 6), and a data folder written by an earlier
 //! hearth.
 //!
 //! `UPDATE_FIXTURES=1 cargo test --test api formats::` writes the golden records of
@@ -538,4 +538,78 @@ async fn golden_snapshot_of_schema_5_decodes() {
             "the snapshot encoding changed without a new schema version"
         );
     }
+}
+
+/// Schema 6 added the realm's data exports (`Realm::exports`). The fixture holds one
+/// written export of each type, the second deleted; it decodes with them, and (while
+/// schema 6 is today's) encodes back to the same bytes.
+#[actix_web::test]
+async fn golden_snapshot_of_schema_6_decodes() {
+    use hearth::realm::realm_export::{ExportStatus, ExportType};
+    let app = TestApp::spawn().await;
+    let mut ids = Vec::new();
+    for (who, export_type) in [(IAGO, "1"), (DESDEMONA, "2")] {
+        let id = app
+            .ok(
+                "POST",
+                "/api/v1/export/realm",
+                who,
+                &[("export_type", export_type)],
+            )
+            .await["id"]
+            .as_u64()
+            .unwrap();
+        poll(std::time::Duration::from_secs(60), "the export", || async {
+            let listed = app.ok("GET", "/api/v1/export/realm", IAGO, &[]).await;
+            listed["exports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["id"] == id && e["export_url"].is_string())
+                .then_some(())
+        })
+        .await;
+        ids.push(id);
+    }
+    app.ok(
+        "DELETE",
+        &format!("/api/v1/export/realm/{}", ids[1]),
+        IAGO,
+        &[],
+    )
+    .await;
+    let realm = app.server().hub("localhost").unwrap().current();
+    let stored = golden(
+        "snapshot-v6-dev-realm.bin",
+        6,
+        &codec::encode_realm(&realm).unwrap(),
+    );
+    assert_eq!(stored[0], 6, "schema 6 fixture");
+    let mut back = codec::decode_realm(&stored).unwrap();
+    back.rebuild_indexes();
+    let exports: Vec<_> = back.exports.by_id.values().collect();
+    assert_eq!(exports.len(), 2);
+    assert_eq!(exports[0].export_type, ExportType::Public);
+    assert!(matches!(exports[0].status, ExportStatus::Succeeded { size, .. } if size > 0));
+    assert_eq!(exports[1].export_type, ExportType::FullWithConsent);
+    assert!(matches!(exports[1].status, ExportStatus::Deleted { .. }));
+    assert_eq!(exports[1].acting_user_id, DESDEMONA_ID as u64);
+    assert_eq!(back.exports.next_id, 3);
+    if codec::REALM_SCHEMA == 6 {
+        assert_eq!(
+            codec::encode_realm(&back).unwrap(),
+            stored,
+            "the snapshot encoding changed without a new schema version"
+        );
+    }
+}
+
+/// A snapshot of schema 5 (before the exports) decodes with none.
+#[test]
+fn a_snapshot_of_schema_5_has_no_exports() {
+    let stored = std::fs::read(fixture("snapshot-v5-dev-realm.bin")).unwrap();
+    assert_eq!(stored[0], 5);
+    let back = codec::decode_realm(&stored).unwrap();
+    assert!(back.exports.by_id.is_empty());
+    assert_eq!(back.exports.next_id, 0);
 }

@@ -46,6 +46,7 @@ mod push;
 mod python_client;
 mod read_state;
 mod readpath;
+mod realm_export;
 mod realm_settings;
 mod reqpath;
 mod scheduled;

@@ -28,16 +28,6 @@ const NOT_SERVED: [(&str, &str); 4] = [
     ("POST", "/remotes/push/e2ee/register"),
 ];
 
-/// Zulip's realm export: its archive would be hearth's realm archive (`crate::archive`,
-/// `hearth realm export`), but the list of a realm's exports is realm state that needs
-/// the next snapshot schema. Listed so that the day it is served, this list must shrink
-/// (`every_operation_is_in_the_route_table` checks both ways).
-const WITH_THE_REALM_ARCHIVE: [(&str, &str); 3] = [
-    ("GET", "/export/realm"),
-    ("POST", "/export/realm"),
-    ("GET", "/export/realm/consents"),
-];
-
 const OWNER: &str = "desdemona@zulip.com";
 
 /// The description, as JSON.
@@ -130,7 +120,7 @@ fn operations(spec: &Value) -> Vec<Operation> {
 
 fn served(op: &Operation) -> bool {
     let key = (op.method.as_str(), op.path.as_str());
-    !NOT_SERVED.contains(&key) && !WITH_THE_REALM_ARCHIVE.contains(&key)
+    !NOT_SERVED.contains(&key)
 }
 
 /// `{name}` segments as `{}`, as the route table writes them.
@@ -174,17 +164,11 @@ fn every_operation_is_in_the_route_table() {
         missing.is_empty(),
         "operations of the description hearth does not serve: {missing:#?}"
     );
-    for (method, path) in NOT_SERVED.iter().chain(&WITH_THE_REALM_ARCHIVE) {
+    for (method, path) in NOT_SERVED.iter() {
         assert!(
             ops.iter()
                 .any(|op| op.method == *method && op.path == *path),
             "{method} {path} is not in the description any more"
-        );
-    }
-    for (method, path) in WITH_THE_REALM_ARCHIVE {
-        assert!(
-            !table.contains(&(method.to_owned(), shape(path))),
-            "{method} {path} is served now: take it off WITH_THE_REALM_ARCHIVE"
         );
     }
 }

@@ -302,6 +302,13 @@ fn redact_text(s: &str) -> String {
             out.replace_range(start.., &path);
         }
     }
+    // A data export's random token and file name.
+    if let Some(at) = out.find("/user_avatars/exports/") {
+        let start = at + "/user_avatars/exports/".len();
+        if let Some(slash) = out[start..].find('/') {
+            out.replace_range(start + slash + 1.., "<token>/<name>");
+        }
+    }
     // An invitation link's random key, and a sign-up form's token.
     let mut from = 0;
     while let Some(at) = out[from..].find("/join/").map(|i| from + i) {
@@ -344,6 +351,9 @@ fn redact(key: Option<&str>, v: &Value) -> Value {
                 | "edit_timestamp"
                 | "active_timestamp"
                 | "idle_timestamp"
+                | "export_time"
+                | "deleted_timestamp"
+                | "failed_timestamp"
                 | "last_updated",
             ),
             Value::Number(_),
