@@ -491,10 +491,16 @@ async fn snapshots_match() {
             // A step with `"retry": true` is repeated until it succeeds (something the
             // server does in the background, such as registering a push device).
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            // A step with `"until": "/json/pointer"` is repeated until that field of its
+            // answer is there and not null (work the server finishes in the background,
+            // such as a data export).
+            let until = step.get("until").and_then(Value::as_str);
             let (status, _, body) = loop {
                 let reply = perform(&app, &vars, &step).await;
-                let retry = step.get("retry") == Some(&Value::Bool(true));
-                if reply.0.is_success() || !retry || std::time::Instant::now() > deadline {
+                let retry = step.get("retry") == Some(&Value::Bool(true)) || until.is_some();
+                let done = reply.0.is_success()
+                    && until.is_none_or(|p| reply.2.pointer(p).is_some_and(|v| !v.is_null()));
+                if done || !retry || std::time::Instant::now() > deadline {
                     break reply;
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
