@@ -129,7 +129,7 @@ fn bits(dir: &Path, n: u64, shift: u32, seg: usize) {
     let idx = db.open_tree("msgidx:zulip").unwrap();
     let bits = db.open_tree("ubits:zulip").unwrap();
     let t = Instant::now();
-    let row = vec![7u8; 200];
+    let row = [7u8; 200];
     let mut owners: Vec<(u64, u8)> = vec![(3, b'c'), (11, b's')];
     owners.extend([8u64, 9, 10, 11, 12].map(|u| (u, b'r')));
     owners.extend([8u64, 9, 10, 12].map(|u| (u, b'u')));

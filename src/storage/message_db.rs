@@ -1512,8 +1512,11 @@ mod tests {
         assert!(store.flags(7, 1).is_err(), "closed: reads fail, never hang");
     }
 
+    /// A tree's name and its keys and values.
+    type TreeContents = (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>);
+
     /// Every tree of a message database, key and value.
-    fn contents(db: &sled::Db) -> Vec<(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)> {
+    fn contents(db: &sled::Db) -> Vec<TreeContents> {
         let mut names = db.tree_names();
         names.sort();
         names

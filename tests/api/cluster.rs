@@ -252,6 +252,15 @@ impl Router {
 
 impl Drop for Router {
     fn drop(&mut self) {
+        // SIGTERM: nginx's master stops its workers, then itself. A SIGKILL would
+        // leave the workers running, listening on the router's port.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
