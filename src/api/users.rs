@@ -29,7 +29,8 @@ fn one(key: &str, value: Value) -> Map<String, Value> {
 ///
 /// The body but `max_message_id` is rendered once per user and kept while the user,
 /// the email visibility and the profile fields are unchanged (`hub::answers`); the
-/// newest message id is read from the message store for each request.
+/// newest message id is kept while no row was written and no newer message became
+/// visible.
 pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
     let store = req.message_store().await?;
     let version = req.hub.current();
@@ -39,7 +40,13 @@ pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
         .hub
         .own_user_bodies()
         .get_or_render(&version, user, || own_user_head(&version, me))?;
-    let newest = version.max_message_id(&store, me)?;
+    // The generation first: a write after it bumps it, so what is kept is never
+    // taken for a later state.
+    let key = (store.generation(), version.messages.max_visible());
+    let newest = req
+        .hub
+        .own_user_bodies()
+        .newest_received(me.id, key, || version.max_message_id(&store, me))?;
     let ignored = req.params.unused();
     let mut body = Vec::with_capacity(head.len() + 64);
     body.extend_from_slice(&head);

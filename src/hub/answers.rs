@@ -7,7 +7,9 @@
 //! An entry keeps those inputs as it rendered them (the user's `Arc`, the maps' roots:
 //! the versions share them structurally, so keeping them costs a pointer each) and is
 //! used only while the version asked about has the same ones; otherwise it is rendered
-//! again. `max_message_id` is not in it: it comes from the message store per request.
+//! again. `max_message_id` is not in it: it is kept apart, per user, with the message
+//! store's write generation and the newest visible message id it was read under
+//! (`newest_received`), and read again once either moved.
 //!
 //! In debug builds every hit is compared with a fresh rendering (`hearth`'s test suite
 //! runs them), so an input this list misses shows up as a failed test, not a stale
@@ -65,7 +67,14 @@ struct Entry {
 #[derive(Default)]
 pub struct OwnUserBodies {
     entries: DashMap<UserId, Arc<Entry>>,
+    /// Per user: (write generation, newest visible id) → the newest message received.
+    newest: DashMap<UserId, (NewestKey, Option<u64>)>,
 }
+
+/// What a user's newest received message was read under: the message store's write
+/// generation (`MessageStore::generation`, read before the rows) and the version's
+/// newest visible message id.
+pub type NewestKey = (u64, u64);
 
 impl OwnUserBodies {
     /// `user`'s body as `render` makes it from `realm`: the kept one when its inputs
@@ -99,6 +108,35 @@ impl OwnUserBodies {
             }),
         );
         Ok(body)
+    }
+
+    /// `user`'s newest received message as `read` finds it under `key`: the kept one
+    /// when it was read under the same key, else `read`'s (then kept). `read` failing
+    /// keeps nothing.
+    pub fn newest_received<E>(
+        &self,
+        user: UserId,
+        key: NewestKey,
+        read: impl FnOnce() -> Result<Option<u64>, E>,
+    ) -> Result<Option<u64>, E> {
+        let kept = self.newest.get(&user).map(|e| *e.value());
+        if let Some((_, newest)) = kept.filter(|(k, _)| *k == key) {
+            #[cfg(debug_assertions)]
+            if let Ok(fresh) = read() {
+                debug_assert_eq!(
+                    fresh, newest,
+                    "a kept max_message_id differs from a fresh one: a write did not \
+                     bump the message store's generation"
+                );
+            }
+            return Ok(newest);
+        }
+        let newest = read()?;
+        if self.newest.len() >= OWN_USER_ENTRIES {
+            self.newest.clear();
+        }
+        self.newest.insert(user, (key, newest));
+        Ok(newest)
     }
 
     /// Number of bodies kept.

@@ -351,9 +351,33 @@ pub(super) fn lines_of(data: &Path, c: &Checked) -> Vec<String> {
 
 /// `hearth check --data DIR`: writes the per-realm report to `out`; an error (one line)
 /// when the folder is damaged or cannot be checked.
+/// Ends a swap of the message database that a crash cut (`message_db::finish_swap`),
+/// as the next start would, so that what follows sees the folder a start sees; says so
+/// when there was one.
+pub fn finish_message_swap(data: &Path, out: &mut dyn Write) -> Result<(), String> {
+    let finished = message_db::finish_swap(data).map_err(|e| {
+        format!(
+            "data folder {}: the message database's interrupted swap cannot be finished: \
+             {e}",
+            data.display()
+        )
+    })?;
+    if finished {
+        writeln!(
+            out,
+            "finished an interrupted swap of the message database into {} (as a start \
+             would)",
+            data.join(message_db::FOLDER).display()
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 pub fn check_command(args: &CheckArgs, out: &mut dyn Write) -> Result<(), String> {
     let data = &args.data;
     let _lock = lock_folder(data)?;
+    finish_message_swap(data, out)?;
     let scratch = open_scratch(data).map_err(|e| {
         format!(
             "data folder {} is damaged: {e}. Nothing can be read from it: restore a backup \

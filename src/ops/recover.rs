@@ -253,6 +253,7 @@ pub fn recover_command(args: &RecoverArgs, out: &mut dyn Write) -> Result<(), St
         ));
     }
     let lock = lock_folder(data)?;
+    super::check::finish_message_swap(data, out)?;
     let scratch = open_scratch(data).map_err(|e| {
         format!(
             "cannot recover {}: {e}. Nothing was changed; restore a backup (`hearth restore \

@@ -252,6 +252,9 @@ pub struct MessageDb {
     written: Condvar,
     /// Bumped after each batch the writer wrote: `projected` waits on it.
     progress: watch::Sender<u64>,
+    /// Bumped after every write of any realm's rows, once readers see it
+    /// (`generation`).
+    generation: AtomicU64,
 }
 
 /// See `MessageDb::start_log`.
@@ -347,6 +350,7 @@ impl MessageDb {
             work: Condvar::new(),
             written: Condvar::new(),
             progress: watch::channel(0).0,
+            generation: AtomicU64::new(0),
         });
         // Weak: a database dropped without `close` ends its writer at its next wait.
         let weak = Arc::downgrade(&db);
@@ -438,6 +442,7 @@ impl MessageDb {
             catch_unwind(AssertUnwindSafe(|| apply_all(&t, ops)))
                 .unwrap_or_else(|_| Err(StorageError::Invalid("a message write panicked".into())))
         });
+        self.wrote();
         match written {
             Ok(true) => self.repaired.store(true, Ordering::SeqCst),
             Ok(false) => {}
@@ -682,6 +687,7 @@ impl MessageDb {
                 }
                 applied += 1;
             }
+            self.wrote();
         });
         let readiness = match outcome {
             Ok(()) if !matches!(&*lock(&self.state), State::Open { .. }) => return,
@@ -752,6 +758,7 @@ impl MessageDb {
                 // After what the writer thread holds: in order with the commits.
                 self.drain();
                 let written = t.map_err(StorageError::from).and_then(|t| apply(&t, op));
+                self.wrote();
                 if let Ok(true) = written {
                     self.repaired.store(true, Ordering::SeqCst);
                 }
@@ -879,8 +886,22 @@ impl MessageDb {
             for name in names {
                 db.drop_tree(name.as_bytes())?;
             }
+            self.wrote();
             Ok(())
         })
+    }
+
+    /// Marks that rows changed (after the write, so that an answer derived from the
+    /// rows and kept under an earlier `generation` is never taken for a later one).
+    pub(super) fn wrote(&self) {
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// A number that changes after every write to any realm's rows: an answer
+    /// computed from the rows after reading it stays right while it is unchanged
+    /// (a write that lands meanwhile bumps it again once readers see it).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// The open database, waiting for it (tools).
@@ -976,10 +997,12 @@ fn swap_in(data: &Path) -> std::io::Result<()> {
 /// complete or not) and a replaced database left behind (`messages.old`) are removed,
 /// and the next start redoes the rewrite; with `messages` moved aside and the fresh one
 /// complete, the fresh one is moved in; with only `messages.old`, it is moved back.
-pub fn finish_swap(data: &Path) -> std::io::Result<()> {
+/// `true`: there was a swap to finish. `hearth serve`, `check` and `recover` run it
+/// first, so each sees the folder a start would.
+pub fn finish_swap(data: &Path) -> std::io::Result<bool> {
     let (current, fresh, replaced) = (data.join(FOLDER), data.join(FRESH), data.join(REPLACED));
     if !fresh.exists() && !replaced.exists() {
-        return Ok(());
+        return Ok(false);
     }
     if !current.exists() {
         if fresh.join(COMPLETE).is_file() {
@@ -996,7 +1019,8 @@ pub fn finish_swap(data: &Path) -> std::io::Result<()> {
             std::fs::remove_dir_all(&leftover)?;
         }
     }
-    sync_dir(data)
+    sync_dir(data)?;
+    Ok(true)
 }
 
 /// How many syncs the message database `db` holds (see `MessageDb::sync`).

@@ -1045,6 +1045,12 @@ impl MessageStore {
         self.inner.db.is_open()
     }
 
+    /// See `MessageDb::generation`: read it before reading the rows an answer kept
+    /// under it is computed from.
+    pub fn generation(&self) -> u64 {
+        self.inner.db.generation()
+    }
+
     /// Writes the rows a change implies (nothing for changes that are not about
     /// messages); while the message database opens they are queued. `realm` is the
     /// state right before the change. Idempotent. `at`: the change's WAL record and
@@ -1422,6 +1428,10 @@ impl MessageStorePort for MessageStore {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
         Box::pin(MessageStore::ready(self))
     }
+
+    fn generation(&self) -> u64 {
+        MessageStore::generation(self)
+    }
 }
 
 /// The realm archive's writes (`ops::archive`): a message as an archive holds it, and
@@ -1447,10 +1457,11 @@ impl MessageStore {
     /// is not served).
     pub fn clear(&self) -> Result<(), StorageError> {
         let t = self.trees()?;
-        for tree in [&t.rows, &t.idx, &t.flags, &t.bits, &t.undo] {
-            tree.clear()?;
-        }
-        Ok(())
+        let cleared = [&t.rows, &t.idx, &t.flags, &t.bits, &t.undo]
+            .into_iter()
+            .try_for_each(|tree| tree.clear());
+        self.inner.db.wrote();
+        Ok(cleared?)
     }
 }
 

@@ -205,6 +205,22 @@ async fn a_crash_in_the_middle_of_the_rewrite_loses_nothing() {
         } else {
             assert!(!current.exists() && replaced.exists(), "{step}");
         }
+        // `hearth check` sees what a start would: the swap finished first.
+        let check = std::process::Command::new(HEARTH)
+            .args(["check", "--data", &data])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&check.stdout);
+        assert!(check.status.success(), "{step}: {said}");
+        assert!(
+            said.contains("finished an interrupted swap"),
+            "{step}: {said}"
+        );
+        assert!(said.trim_end().ends_with("sound"), "{step}: {said}");
+        assert!(
+            current.join("conf").is_file() && !fresh.exists() && !replaced.exists(),
+            "{step}"
+        );
         let mut app = TestApp::spawn_in(dir).await;
         for (who, want) in expected.as_object().unwrap() {
             assert_eq!(&seen(&app, who).await, want, "{step}: {who}");

@@ -73,7 +73,8 @@ async fn own_user_follows_the_user_the_profile_and_the_messages() {
         .get("9")
         .is_none());
 
-    // max_message_id is read per request: a message Hamlet receives moves it.
+    // max_message_id is kept per user while no row is written and no newer message
+    // is visible: a message Hamlet receives moves it, its deletion moves it back.
     let before = s.ok("GET", ME, HAMLET, &[]).await["max_message_id"].clone();
     let sent = s
         .ok(
@@ -91,6 +92,34 @@ async fn own_user_follows_the_user_the_profile_and_the_messages() {
     let after = s.ok("GET", ME, HAMLET, &[]).await["max_message_id"].clone();
     assert_ne!(before, after);
     assert_eq!(after, sent);
+    assert_eq!(s.ok("GET", ME, HAMLET, &[]).await["max_message_id"], sent);
+    let in_channel = s
+        .ok(
+            "POST",
+            "/api/v1/messages",
+            IAGO,
+            &[
+                ("type", "stream"),
+                ("to", "Verona"),
+                ("topic", "kept"),
+                ("content", "hello"),
+            ],
+        )
+        .await["id"]
+        .clone();
+    assert_eq!(
+        s.ok("GET", ME, HAMLET, &[]).await["max_message_id"],
+        in_channel
+    );
+    s.ok(
+        "DELETE",
+        &format!("/api/v1/messages/{in_channel}"),
+        IAGO,
+        &[],
+    )
+    .await;
+    let deleted = s.ok("GET", ME, HAMLET, &[]).await["max_message_id"].clone();
+    assert_eq!(deleted, sent, "the deleted message is no longer the newest");
 
     // Parameters it does not read are listed after it, as before.
     let me = s

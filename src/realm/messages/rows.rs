@@ -84,6 +84,9 @@ pub trait MessageRows {
 pub trait MessageStorePort: MessageRows + Send + Sync {
     /// Waits (bounded) until rows can be read without blocking; `Err`: why not.
     fn ready(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
+    /// A number that changes after every write to the rows, once readers see it: an
+    /// answer computed from rows read after it stays right while it is unchanged.
+    fn generation(&self) -> u64;
 }
 
 /// The realm's message rows, shared by the HTTP workers: cheap to clone.
@@ -99,6 +102,11 @@ impl MessageRowsHandle {
     /// block their thread; `Err`: why it is not.
     pub async fn ready(&self) -> Result<(), String> {
         self.0.ready().await
+    }
+
+    /// See `MessageStorePort::generation`.
+    pub fn generation(&self) -> u64 {
+        self.0.generation()
     }
 }
 
