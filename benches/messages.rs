@@ -524,10 +524,40 @@ fn main() {
     }
     // A real restart: the server before it wrote messages since its own start and was
     // stopped cleanly (SIGTERM), so sled reads the log written since that start too.
-    let (_server, took) = Server::start(&full, "always");
+    let (server, took) = Server::start(&full, "always");
     println!(
         "| restart after the sends and a clean shutdown | | {:.0} ms | {:.2}x the 0-message start |",
         ms(took),
         took.as_secs_f64() / e.1.as_secs_f64()
     );
+    // The folder after the seed and the sends (ids are dense: the newest id is the
+    // number of messages), and what each message sent through the server added.
+    let newest = newest_id(&server.url, &auth);
+    drop(server);
+    let after = dir_bytes(&full);
+    let sent = newest.saturating_sub(n);
+    println!(
+        "| data folder after the sends | | {:.1} MiB for {newest} messages: {:.0} bytes/message \
+         | {sent} sent: {:.0} bytes each |",
+        after as f64 / 1048576.0,
+        after.saturating_sub(empty_bytes) as f64 / newest.max(1) as f64,
+        after.saturating_sub(full_bytes) as f64 / sent.max(1) as f64
+    );
+}
+
+/// The id of the newest message `auth`'s user can read.
+fn newest_id(url: &str, auth: &str) -> u64 {
+    let r: serde_json::Value = reqwest::blocking::Client::new()
+        .get(format!("{url}/api/v1/messages"))
+        .header("Authorization", auth)
+        .query(&[
+            ("anchor", "newest"),
+            ("num_before", "1"),
+            ("num_after", "0"),
+        ])
+        .send()
+        .expect("newest")
+        .json()
+        .expect("json");
+    r["messages"][0]["id"].as_u64().unwrap_or(0)
 }

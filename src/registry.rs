@@ -2,8 +2,10 @@
 //! up from its storage (`recover`, `start`), at start-up and when the admin listener
 //! activates a realm moved in.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use arc_swap::ArcSwapOption;
 
 use actix::{Actor, ArbiterHandle};
 use dashmap::{DashMap, DashSet};
@@ -38,21 +40,43 @@ pub struct Registry {
     /// realms (never as another realm of the node), and their event queues' polls
     /// `BAD_EVENT_QUEUE_ID`.
     departed: DashSet<String>,
+    /// The only realm, while there is one and none left this node (every host selects
+    /// it): one pointer load per request instead of counting the maps' shards.
+    only: ArcSwapOption<(String, RealmHandle)>,
+    /// Held while the maps change, so that `only` follows them.
+    changing: Mutex<()>,
 }
 
 impl Registry {
     pub fn insert(&self, subdomain: &str, handle: RealmHandle) {
+        let _changing = self.changing.lock().unwrap_or_else(|e| e.into_inner());
         self.departed.remove(subdomain);
         self.realms.insert(subdomain.to_owned(), handle);
+        self.settle_only();
     }
 
     /// Takes a realm out (dropped from this node): from now on its Host finds nothing.
     pub fn remove(&self, subdomain: &str) -> Option<RealmHandle> {
+        let _changing = self.changing.lock().unwrap_or_else(|e| e.into_inner());
         let removed = self.realms.remove(subdomain).map(|(_, h)| h);
         if removed.is_some() {
             self.departed.insert(subdomain.to_owned());
         }
+        self.settle_only();
         removed
+    }
+
+    /// Sets `only` from the maps (under `changing`).
+    fn settle_only(&self) {
+        let only = (self.realms.len() == 1 && self.departed.is_empty())
+            .then(|| {
+                self.realms
+                    .iter()
+                    .next()
+                    .map(|e| Arc::new((e.key().clone(), e.value().clone())))
+            })
+            .flatten();
+        self.only.store(only);
     }
 
     /// The subdomain of the realm a host name selects: the only realm when there is one
@@ -63,8 +87,8 @@ impl Registry {
         if self.departed.contains(label) {
             return None;
         }
-        if self.realms.len() == 1 && self.departed.is_empty() {
-            return self.realms.iter().next().map(|e| e.key().clone());
+        if let Some(only) = &*self.only.load() {
+            return Some(only.0.clone());
         }
         [label, ""]
             .into_iter()
@@ -74,9 +98,9 @@ impl Registry {
 
     /// The realm for a host name (see `subdomain_for_host`).
     pub fn for_host(&self, host: &str) -> Option<RealmHandle> {
-        if self.realms.len() == 1 && self.departed.is_empty() {
+        if let Some(only) = &*self.only.load() {
             // The only realm (`subdomain_for_host`), without copying its name.
-            return self.realms.iter().next().map(|e| e.value().clone());
+            return Some(only.1.clone());
         }
         let subdomain = self.subdomain_for_host(host)?;
         self.realms.get(&subdomain).map(|e| e.value().clone())

@@ -103,10 +103,17 @@ pub fn client_ip(req: &HttpRequest, trusted: &[ipnet::IpNet]) -> std::net::IpAdd
     client
 }
 
-/// The host name of a request, without the port.
+/// The host name of a request, without the port: its `Host` header (else its URI's
+/// authority, else the server's configured host), as Django's `get_host` reads it
+/// with `USE_X_FORWARDED_HOST` off: `X-Forwarded-Host` and `Forwarded` are not
+/// believed (a router in front sets `Host`; see the README's nginx configuration).
 pub fn host(req: &HttpRequest) -> String {
-    let info = req.connection_info();
-    let host = info.host();
+    let host = req
+        .headers()
+        .get(actix_web::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()))
+        .unwrap_or_else(|| req.app_config().host());
     let name = match host.rsplit_once(':') {
         Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
         _ => host,
