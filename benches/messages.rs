@@ -493,32 +493,50 @@ fn main() {
         .collect();
     println!("\n| sends, 64 clients (at {n}) | sends/s | p50 | p99 | errors |");
     println!("| --- | --- | --- | --- | --- |");
-    let mut rates = std::collections::BTreeMap::new();
+    // `HEARTH_BENCH_ROUNDS=N`: each mode N times, alternating (one 10 s run of each is
+    // at the mercy of the machine's moment); the ratios are of the means.
+    let rounds: usize = std::env::var("HEARTH_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let mut rates: std::collections::BTreeMap<(String, &str), Vec<f64>> = Default::default();
+    for round in 1..=rounds {
+        for projection in &projections {
+            for mode in ["always", "never"] {
+                let (server, _) = Server::start_with(&full, mode, projection);
+                let (rate, errors, p50, p99) = send_throughput(&server.url, &auth, secs);
+                rates
+                    .entry((projection.clone(), mode))
+                    .or_default()
+                    .push(rate);
+                println!(
+                    "| `{mode}`, `--message-projection {projection}` (round {round}) | {rate:.0} | {:.1} ms | {:.1} ms | {errors} |",
+                    ms(p50),
+                    ms(p99)
+                );
+            }
+        }
+    }
+    let mean = |key: (String, &str)| {
+        rates
+            .get(&key)
+            .map(|r| r.iter().sum::<f64>() / r.len() as f64)
+    };
     for projection in &projections {
-        for mode in ["always", "never"] {
-            let (server, _) = Server::start_with(&full, mode, projection);
-            let (rate, errors, p50, p99) = send_throughput(&server.url, &auth, secs);
-            rates.insert((projection.clone(), mode), rate);
+        if let (Some(a), Some(n)) = (
+            mean((projection.clone(), "always")),
+            mean((projection.clone(), "never")),
+        ) {
             println!(
-                "| `{mode}`, `--message-projection {projection}` | {rate:.0} | {:.1} ms | {:.1} ms | {errors} |",
-                ms(p50),
-                ms(p99)
+                "| `always` / `never`, `{projection}` (means: {a:.0} / {n:.0}) | {:.2} | | | |",
+                a / n
             );
         }
     }
-    for projection in &projections {
-        let (a, n) = (
-            rates[&(projection.clone(), "always")],
-            rates[&(projection.clone(), "never")],
-        );
-        println!(
-            "| `always` / `never`, `{projection}` | {:.2} | | | |",
-            a / n
-        );
-    }
     if let (Some(i), Some(w)) = (
-        rates.get(&("inline".to_owned(), "always")),
-        rates.get(&("writer".to_owned(), "always")),
+        mean(("inline".to_owned(), "always")),
+        mean(("writer".to_owned(), "always")),
     ) {
         println!("| `always`: `writer` / `inline` | {:.2} | | | |", w / i);
     }

@@ -1,7 +1,8 @@
 //! The seeding both message benches share (`benches/messages.rs`, `benches/archive.rs`):
 //! the development realm plus `n` messages, written in-process through the same path
 //! the realm actor takes (a WAL record per send, `MessageStore::project`, `apply`), in
-//! batches of 10 000 sends, then a snapshot; to channel `Rome` (5 subscribers) over 1 000 topics,
+//! batches of 10 000 sends, each followed by a snapshot (as the actor's default
+//! `--snapshot-every`); to channel `Rome` (5 subscribers) over 1 000 topics,
 //! from one sender, ~60 bytes of content each.
 
 use std::path::Path;
@@ -63,6 +64,9 @@ pub fn seed(dir: &Path, n: u64) -> Realm {
                 realm.apply(c);
             }
             batch.clear();
+            // A snapshot every 10 000 records, as `serve --snapshot-every`'s default:
+            // the WAL never holds more (its records are deleted by the snapshot).
+            rs.snapshot(&realm).expect("snapshot");
         }
     }
     rs.snapshot(&realm).expect("snapshot");
