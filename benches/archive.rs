@@ -31,7 +31,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -44,6 +44,9 @@ use hearth::storage::{DurabilityMode, Store};
 #[path = "common/seed.rs"]
 mod common;
 use common::{seed, SENDER};
+#[path = "common/nginx.rs"]
+mod nginx;
+use nginx::Nginx;
 
 /// The router's port in this bench (the bench's own range).
 const ROUTER_PORT: u16 = 32080;
@@ -188,12 +191,9 @@ impl Drop for Node {
     }
 }
 
-/// nginx in front of two nodes, from `hearth cluster nginx`.
+/// nginx in front of the two nodes (`common/nginx.rs`).
 struct Router {
-    nginx: PathBuf,
-    prefix: tempfile::TempDir,
-    placement: PathBuf,
-    child: Child,
+    nginx: Nginx,
 }
 
 fn write_placement(path: &Path, nodes: &[(&str, &Node)], on: &str) {
@@ -210,78 +210,15 @@ fn write_placement(path: &Path, nodes: &[(&str, &Node)], on: &str) {
 }
 
 impl Router {
-    fn start(nginx: &Path, nodes: &[(&str, &Node)]) -> Router {
-        use std::os::unix::fs::PermissionsExt;
-        let prefix = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(prefix.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let placement = prefix.path().join("placement.toml");
-        write_placement(&placement, nodes, "a");
-        let conf = prefix.path().join("nginx.conf");
-        let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
-            .args(["cluster", "nginx", "--placement"])
-            .arg(&placement)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        std::fs::write(&conf, &out.stdout).unwrap();
-        let child = Command::new(nginx)
-            .arg("-p")
-            .arg(prefix.path())
-            .arg("-c")
-            .arg(&conf)
-            .args(["-g", "daemon off;"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", ROUTER_PORT)).is_err() {
-            assert!(Instant::now() < deadline, "nginx does not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Router {
-            nginx: nginx.to_owned(),
-            prefix,
-            placement,
-            child,
-        }
+    fn start(binary: &Path, nodes: &[(&str, &Node)]) -> Router {
+        let nginx = Nginx::start(
+            binary,
+            Path::new(env!("CARGO_BIN_EXE_hearth")),
+            ROUTER_PORT,
+            |placement| write_placement(placement, nodes, "a"),
+        );
+        Router { nginx }
     }
-
-    /// The move's `--reload-command`.
-    fn reload_command(&self) -> String {
-        let conf = self.prefix.path().join("nginx.conf");
-        format!(
-            "{} cluster nginx --placement {} > {c}.new && mv {c}.new {c} && {} -p {} -c {c} -s reload",
-            env!("CARGO_BIN_EXE_hearth"),
-            self.placement.display(),
-            self.nginx.display(),
-            self.prefix.path().display(),
-            c = conf.display(),
-        )
-    }
-}
-
-impl Drop for Router {
-    fn drop(&mut self) {
-        // SIGTERM: nginx's master stops its workers, then itself. A SIGKILL would
-        // leave the workers running, listening on the router's port.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn nginx() -> Option<PathBuf> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file())
 }
 
 /// One writer: sends to `Rome` until `stop`, each write retried on 503 (`Retry-After`)
@@ -476,7 +413,7 @@ fn main() {
     std::fs::remove_file(&archive).unwrap();
 
     // 3: the move under writes.
-    let nginx = nginx();
+    let nginx = nginx::find();
     let router = nginx
         .as_deref()
         .map(|n| Router::start(n, &[("a", &a), ("b", &b)]));
@@ -499,8 +436,8 @@ fn main() {
         from_token_file: token(&source),
         to: b.admin_addr.clone(),
         to_token_file: token(&target),
-        placement: router.as_ref().map(|r| r.placement.clone()),
-        reload_command: router.as_ref().map(Router::reload_command),
+        placement: router.as_ref().map(|r| r.nginx.placement()),
+        reload_command: router.as_ref().map(|r| r.nginx.reload_command()),
         drain: Duration::from_secs(2),
     };
     let started = Instant::now();

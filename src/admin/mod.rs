@@ -417,11 +417,7 @@ async fn status(state: web::Data<AdminState>) -> AdminResult {
 
 /// Freezes (`on`) or unfreezes a served realm; answers its last WAL record, durable.
 async fn set_frozen(state: &AdminState, realm: &str, on: bool) -> AdminResult {
-    let handle = state
-        .app
-        .registry
-        .get(realm)
-        .ok_or_else(|| AdminError::no_realm(realm))?;
+    let handle = served(state, realm)?;
     let position = handle
         .client
         .addr()
@@ -465,11 +461,7 @@ async fn unfreeze(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult
 /// # `POST /admin/hold`
 async fn hold(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
     let arg: HoldArg = parse(&body)?;
-    let handle = state
-        .app
-        .registry
-        .get(&arg.realm)
-        .ok_or_else(|| AdminError::no_realm(&arg.realm))?;
+    let handle = served(&state, &arg.realm)?;
     handle
         .client
         .addr()
@@ -483,11 +475,7 @@ async fn hold(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
 /// # `POST /admin/release`
 async fn release(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
     let arg: RealmArg = parse(&body)?;
-    let handle = state
-        .app
-        .registry
-        .get(&arg.realm)
-        .ok_or_else(|| AdminError::no_realm(&arg.realm))?;
+    let handle = served(&state, &arg.realm)?;
     handle
         .client
         .addr()
@@ -561,11 +549,7 @@ async fn export(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
     use futures_util::stream;
     use std::io::Read;
     let arg: RealmArg = parse(&body)?;
-    let handle = state
-        .app
-        .registry
-        .get(&arg.realm)
-        .ok_or_else(|| AdminError::no_realm(&arg.realm))?;
+    let handle = served(&state, &arg.realm)?;
     let dir = scratch(&state)?;
     let out = dir.path().join("realm.archive");
     let manifest = crate::archive::export_running(
@@ -686,6 +670,15 @@ async fn receive(mut payload: web::Payload, path: &Path) -> Result<u64, AdminErr
 struct FileQuery {
     realm: String,
     sha256: Option<String>,
+}
+
+/// The handle of a realm this node serves (not a staged one).
+fn served(state: &AdminState, realm: &str) -> Result<crate::registry::RealmHandle, AdminError> {
+    state
+        .app
+        .registry
+        .get(realm)
+        .ok_or_else(|| AdminError::no_realm(realm))
 }
 
 /// A realm this node has, served or staged.

@@ -11,28 +11,23 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hearth::admin::client::AdminClient;
 use reqwest::StatusCode;
 use serde_json::Value;
-use tempfile::TempDir;
 
 use crate::common::child::ChildServer;
 use crate::common::{open_store, run};
+use crate::nginx::Nginx;
 
 /// The domain of the placements here; `<realm>.cluster.test` is a realm's Host.
 const DOMAIN: &str = "cluster.test";
 
 /// nginx, or `None` (with the reason printed) when it is missing outside CI.
 fn nginx() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|d| d.join("nginx"))
-        .find(|p| p.is_file());
+    let found = crate::nginx::find();
     if found.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -162,82 +157,28 @@ impl Node {
     }
 }
 
-/// nginx running a generated configuration under its own prefix.
+/// nginx running a generated configuration under its own prefix
+/// (`benches/common/nginx.rs`, shared with the archive bench).
 struct Router {
-    prefix: TempDir,
-    child: Child,
-    nginx: PathBuf,
+    nginx: Nginx,
     port: u16,
-    placement: PathBuf,
 }
 
 impl Router {
     /// Writes the placement (`realms`: subdomain -> node name), generates the
     /// configuration with `hearth cluster nginx` and starts nginx with it.
     fn start(nginx: &Path, nodes: &[(&str, &Node)], realms: &[(&str, &str)]) -> Router {
-        let prefix = tempfile::tempdir().unwrap();
-        // nginx's workers (`nobody` when the master runs as root) use its folders.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(prefix.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let port = free_port();
-        let placement = prefix.path().join("placement.toml");
-        write_placement(&placement, port, nodes, realms);
-        let conf = prefix.path().join("nginx.conf");
-        generate(&placement, &conf);
-        let test = Command::new(nginx)
-            .args(["-t", "-p"])
-            .arg(prefix.path())
-            .arg("-c")
-            .arg(&conf)
-            .output()
-            .unwrap();
-        assert!(
-            test.status.success(),
-            "nginx -t: {}",
-            String::from_utf8_lossy(&test.stderr)
-        );
-        let child = Command::new(nginx)
-            .arg("-p")
-            .arg(prefix.path())
-            .arg("-c")
-            .arg(&conf)
-            .args(["-g", "daemon off;"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nginx does not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Router {
-            prefix,
-            child,
-            nginx: nginx.to_owned(),
-            port,
-            placement,
-        }
+        let nginx = Nginx::start(nginx, Path::new(crate::common::HEARTH), port, |placement| {
+            write_placement(placement, port, nodes, realms)
+        });
+        Router { nginx, port }
     }
 
     /// A new placement, its configuration, and `nginx -s reload`.
     fn reload(&self, nodes: &[(&str, &Node)], realms: &[(&str, &str)]) {
-        write_placement(&self.placement, self.port, nodes, realms);
-        let conf = self.prefix.path().join("nginx.conf");
-        generate(&self.placement, &conf);
-        let out = Command::new(&self.nginx)
-            .arg("-p")
-            .arg(self.prefix.path())
-            .arg("-c")
-            .arg(&conf)
-            .args(["-s", "reload"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "reload: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        write_placement(&self.nginx.placement(), self.port, nodes, realms);
+        self.nginx.reload();
     }
 
     /// The site of a realm through the router.
@@ -247,22 +188,6 @@ impl Router {
 
     fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-impl Drop for Router {
-    fn drop(&mut self) {
-        // SIGTERM: nginx's master stops its workers, then itself. A SIGKILL would
-        // leave the workers running, listening on the router's port.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -292,22 +217,6 @@ pub(crate) fn write_placement(
         text += &format!("\"{realm}\" = \"{node}\"\n");
     }
     std::fs::write(path, text).unwrap();
-}
-
-/// `hearth cluster nginx --placement P > conf`.
-fn generate(placement: &Path, conf: &Path) {
-    let out = run(&[
-        "cluster",
-        "nginx",
-        "--placement",
-        placement.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(conf, &out.stdout).unwrap();
 }
 
 /// A request with a Host, Basic credentials, through `client`.
@@ -1323,18 +1232,7 @@ fn hearth_realm_move_loses_no_acknowledged_write_and_clients_follow() {
         &[("a", &a), ("b", &b)],
         &[("acme", "a"), ("keep", "a")],
     );
-    let conf = router.prefix.path().join("nginx.conf");
-    let reload = format!(
-        "{} cluster nginx --placement {} > {}.new && mv {}.new {} && {} -p {} -c {} -s reload",
-        env!("CARGO_BIN_EXE_hearth"),
-        router.placement.display(),
-        conf.display(),
-        conf.display(),
-        conf.display(),
-        nginx.display(),
-        router.prefix.path().display(),
-        conf.display()
-    );
+    let reload = router.nginx.reload_command();
     let rt = runtime();
     let http = reqwest::Client::new();
     let url = router.url("");
@@ -1435,7 +1333,7 @@ fn hearth_realm_move_loses_no_acknowledged_write_and_clients_follow() {
     let mut args = move_args((&a, &a_dir), (&b, &b_dir));
     args.extend([
         "--placement".into(),
-        router.placement.to_str().unwrap().into(),
+        router.nginx.placement().to_str().unwrap().into(),
         "--reload-command".into(),
         reload,
     ]);
@@ -1469,7 +1367,7 @@ fn hearth_realm_move_loses_no_acknowledged_write_and_clients_follow() {
         let mut acknowledged = ledger.clone();
         acknowledged.sort();
         assert_eq!(stored, acknowledged);
-        let placement = std::fs::read_to_string(&router.placement).unwrap();
+        let placement = std::fs::read_to_string(router.nginx.placement()).unwrap();
         assert!(placement.contains("acme = \"b\""), "{placement}");
         // a no longer has acme; b serves it, active.
         assert!(a

@@ -5,6 +5,9 @@
 //! Run one module with a filter: `cargo test --test api groups::`.
 
 mod common;
+// nginx as the router, shared with `benches/archive.rs`.
+#[path = "../../benches/common/nginx.rs"]
+mod nginx;
 
 mod archive;
 mod auth;
