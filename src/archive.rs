@@ -16,7 +16,8 @@
 //! (`Realm::export_filter`), with their flags, and none of the uploaded files that
 //! only left-out messages link. Its realm part (`Realm::export_state`) lacks the
 //! drafts, scheduled messages and reminders of the users whose private data it does
-//! not hold, and is otherwise whole (users, channels, settings, attachment records);
+//! not hold, and the attachment records of left-out messages (Zulip's
+//! `fetch_attachment_data`), and is otherwise whole (users, channels, settings);
 //! it imports as any archive, into a realm without the left-out messages. The format
 //! does not say an archive is filtered (its header and manifest are positional
 //! bincode with a golden fixture): the manifest's message count is the kept rows'.
@@ -222,30 +223,38 @@ pub fn write_archive(
     write_archive_filtered(store, subdomain, seq, realm, out, None)
 }
 
-/// `write_archive` holding only the message rows `keep` keeps (`None`: all) and none
-/// of the uploaded files only left-out messages link.
+/// What a data export leaves out: the message rows `keep` refuses, and the uploaded
+/// files of the attachment records its realm part dropped
+/// (`Realm::export_left_out_files`).
+pub struct Filter<'a> {
+    pub keep: &'a ExportFilter,
+    pub left_out: &'a std::collections::HashSet<String>,
+}
+
+/// `write_archive` leaving out what `filter` says (`None`: nothing).
 pub fn write_archive_filtered(
     store: &Store,
     subdomain: &str,
     seq: u64,
     realm: &Realm,
     out: &Path,
-    keep: Option<&ExportFilter>,
+    filter: Option<&Filter>,
 ) -> Result<Manifest, ArchiveError> {
     refuse_existing(out)?;
     let partial = partial_path(out);
     let _ = fs::remove_file(&partial);
-    let written = write_parts(store, subdomain, seq, realm, &partial, keep).and_then(|manifest| {
-        // A hard link does not replace an existing file, as a rename would.
-        fs::hard_link(&partial, out).map_err(io_at(out))?;
-        let _ = fs::remove_file(&partial);
-        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io_at(dir))?;
-        }
-        Ok(manifest)
-    });
+    let written =
+        write_parts(store, subdomain, seq, realm, &partial, filter).and_then(|manifest| {
+            // A hard link does not replace an existing file, as a rename would.
+            fs::hard_link(&partial, out).map_err(io_at(out))?;
+            let _ = fs::remove_file(&partial);
+            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+                fs::File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(io_at(dir))?;
+            }
+            Ok(manifest)
+        });
     if written.is_err() {
         let _ = fs::remove_file(&partial);
     }
@@ -258,8 +267,9 @@ fn write_parts(
     seq: u64,
     realm: &Realm,
     path: &Path,
-    keep: Option<&ExportFilter>,
+    filter: Option<&Filter>,
 ) -> Result<Manifest, ArchiveError> {
+    let keep = filter.map(|f| f.keep);
     let mut w = ArchiveWriter::create(path)?;
     let mut counts = Counts {
         users: realm.users.len() as u64,
@@ -289,25 +299,10 @@ fn write_parts(
     let users: Vec<UserId> = realm.users.keys().copied().collect();
     let span = id_span(users.len());
     let last = realm.messages.next_id.saturating_sub(1);
-    // Filtered: whether each message some attachment links was kept (bounded by the
-    // attachments' links, never by the realm's messages).
-    let mut linked: std::collections::HashMap<MessageId, bool> = match keep {
-        Some(_) => realm
-            .attachments
-            .values()
-            .flat_map(|a| a.messages.keys().map(|id| (*id, false)))
-            .collect(),
-        None => Default::default(),
-    };
     let mut from = 1;
     while from <= last {
         let to = from.saturating_add(span - 1).min(last);
         let batch = read_messages(&rows, &users, from, to, keep)?;
-        for m in &batch {
-            if let Some(kept) = linked.get_mut(&m.id) {
-                *kept = true;
-            }
-        }
         counts.messages += batch.len() as u64;
         counts.user_messages += batch.iter().map(|m| m.flags.len() as u64).sum::<u64>();
         for chunk in batch.chunks(512) {
@@ -328,19 +323,8 @@ fn write_parts(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(io_at(&dir)(e)),
     };
-    if keep.is_some() {
-        // Left out: a file whose every attachment links messages, none of them kept
-        // (a file no message links, a custom emoji's image, stays).
-        let emoji = realm.emoji.image_shas();
-        let mut held: std::collections::HashSet<&str> = emoji.iter().map(String::as_str).collect();
-        let mut attached = std::collections::HashSet::new();
-        for a in realm.attachments.values() {
-            attached.insert(a.sha256.as_str());
-            if a.messages.is_empty() || a.messages.keys().any(|id| linked.get(id) == Some(&true)) {
-                held.insert(a.sha256.as_str());
-            }
-        }
-        names.retain(|n| held.contains(n.as_str()) || !attached.contains(n.as_str()));
+    if let Some(filter) = filter {
+        names.retain(|n| !filter.left_out.contains(n));
     }
     names.sort();
     let mut buffer = vec![0u8; FILE_PIECE];
@@ -442,8 +426,17 @@ pub async fn export_running_filtered(
             None => write_archive(&store, &subdomain, seq, &realm, &out),
             Some(kind) => {
                 let keep = realm.export_filter(kind);
-                let part = realm.export_state(kind);
-                write_archive_filtered(&store, &subdomain, seq, &part, &out, Some(&keep))
+                let rows = store.messages(&subdomain);
+                let kept_links = realm
+                    .export_kept_links(&rows, kind)
+                    .map_err(|e| StorageError::Invalid(e.to_string()))?;
+                let part = realm.export_state(kind, &kept_links);
+                let left_out = realm.export_left_out_files(&part);
+                let filter = Filter {
+                    keep: &keep,
+                    left_out: &left_out,
+                };
+                write_archive_filtered(&store, &subdomain, seq, &part, &out, Some(&filter))
             }
         }
     })

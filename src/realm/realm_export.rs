@@ -29,7 +29,8 @@ use serde_json::{json, Value};
 
 use super::channels::ChannelId;
 use super::events::{Audience, Event};
-use super::messages::{Message, Recipient};
+use super::messages::rows::{MessageRows, RowsResult};
+use super::messages::{Message, MessageId, Recipient};
 use super::user_settings::{setting, SettingValue};
 use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult};
@@ -440,12 +441,54 @@ impl Realm {
         }
     }
 
-    /// The realm part of an export of type `kind`: the realm without the drafts,
-    /// scheduled messages and reminders of the users whose private data it does not
-    /// hold (Zulip exports `zerver_draft`, `zerver_scheduledmessage` and the reminders
-    /// of `exportable_user_ids` only). Only encoded: the indexes derived from those
-    /// (rebuilt on loading) are left as they are.
-    pub fn export_state(&self, kind: ExportType) -> Realm {
+    /// The messages linking an attachment that an export of type `kind` holds
+    /// (`export_filter`, given the flags of the users whose private data it holds,
+    /// the only ones the filter reads). Bounded by the attachments' links, never by
+    /// the realm's messages.
+    pub fn export_kept_links(
+        &self,
+        rows: &dyn MessageRows,
+        kind: ExportType,
+    ) -> RowsResult<std::collections::HashSet<MessageId>> {
+        let keep = self.export_filter(kind);
+        let holders = self.exportable_users(kind);
+        let linked: std::collections::BTreeSet<MessageId> = self
+            .attachments
+            .values()
+            .flat_map(|a| a.messages.keys().copied())
+            .collect();
+        let mut kept = std::collections::HashSet::new();
+        for id in linked {
+            // A deleted message has no row: nothing of it is exported.
+            let Some(m) = rows.row(id)? else { continue };
+            let mut flags = Vec::new();
+            for &user in &holders {
+                if let Some(bits) = rows.user_flags(user, id)? {
+                    flags.push((user, bits));
+                }
+            }
+            if keep(&m, &flags) {
+                kept.insert(id);
+            }
+        }
+        Ok(kept)
+    }
+
+    /// The realm part of an export of type `kind`, `kept_links` its
+    /// `export_kept_links`: the realm without the drafts, scheduled messages and
+    /// reminders of the users whose private data it does not hold (Zulip exports
+    /// `zerver_draft`, `zerver_scheduledmessage` and the reminders of
+    /// `exportable_user_ids` only), and with the attachment records of the exported
+    /// messages only (Zulip's `fetch_attachment_data`): each record lists only its
+    /// kept messages, and one left with none is dropped, unless it never linked a
+    /// message and its owner's private data is held (an upload in their drafts or
+    /// scheduled messages). Only encoded: the indexes derived from those (rebuilt on
+    /// loading) are left as they are.
+    pub fn export_state(
+        &self,
+        kind: ExportType,
+        kept_links: &std::collections::HashSet<MessageId>,
+    ) -> Realm {
         let keep = self.exportable_users(kind);
         let mut out = self.clone();
         fn kept<K: Ord + Copy, V: Clone>(
@@ -460,7 +503,45 @@ impl Realm {
         out.drafts.by_user = kept(&self.drafts.by_user, |u, _| keep.contains(u));
         out.messages.scheduled = kept(&self.messages.scheduled, |_, m| keep.contains(&m.sender_id));
         out.reminders.by_id = kept(&self.reminders.by_id, |_, r| keep.contains(&r.user_id));
+        out.attachments = self
+            .attachments
+            .iter()
+            .filter_map(|(id, a)| {
+                let messages: OrdMap<MessageId, i64> = a
+                    .messages
+                    .iter()
+                    .filter(|(m, _)| kept_links.contains(m))
+                    .map(|(m, at)| (*m, *at))
+                    .collect();
+                let unsent = a.messages.is_empty() && keep.contains(&a.owner);
+                (!messages.is_empty() || unsent).then(|| {
+                    let mut a = a.clone();
+                    a.messages = messages;
+                    (*id, a)
+                })
+            })
+            .collect();
         out
+    }
+
+    /// The uploaded files (`sha256`) an export whose realm part is `part` leaves
+    /// out: those of this realm's attachment records that no record of `part` and no
+    /// custom emoji holds. A file no record names (an avatar, an upload not recorded
+    /// yet) is not left out by this.
+    pub fn export_left_out_files(&self, part: &Realm) -> std::collections::HashSet<String> {
+        let mut held: std::collections::HashSet<&str> = part
+            .attachments
+            .values()
+            .map(|a| a.sha256.as_str())
+            .collect();
+        let emoji = self.emoji.image_shas();
+        held.extend(emoji.iter().map(String::as_str));
+        self.attachments
+            .values()
+            .map(|a| a.sha256.as_str())
+            .filter(|sha| !held.contains(sha))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// Active human administrators (Zulip's `get_human_admin_users`).

@@ -575,6 +575,29 @@ async fn personal(app: &TestApp, who: &str) -> (usize, usize) {
     (drafts, scheduled)
 }
 
+/// `who`'s attachment records in `app`: each one's URL path and the messages linking
+/// it, by path.
+async fn attachments(app: &TestApp, who: &str) -> Vec<(String, Vec<u64>)> {
+    let got = app.ok("GET", "/api/v1/attachments", who, &[]).await;
+    let mut out: Vec<(String, Vec<u64>)> = got["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let path = format!("/user_uploads/{}", a["path_id"].as_str().unwrap());
+            let ids = a["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_u64().unwrap())
+                .collect();
+            (path, ids)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// Message `id`'s content, if `who` finds it in `app`.
 async fn found(app: &TestApp, who: &str, id: u64) -> Option<String> {
     let got = app
@@ -615,6 +638,8 @@ async fn exports_hold_private_data_only_with_consent() {
     private_channel(&app, CORDELIA, "without", &[CORDELIA_ID, OTHELLO_ID], true).await;
     let public_file = upload(&app, HAMLET, b"public file").await;
     let private_file = upload(&app, CORDELIA, b"private file").await;
+    // Uploaded, never sent: private data of its owner.
+    let unsent_file = upload(&app, HAMLET, b"unsent file").await;
     let public = send_stream(&app, HAMLET, "Denmark", "t", &format!("[p]({public_file})")).await;
     let hamlets_channel = send_stream(&app, OTHELLO, "with hamlet", "t", "in hamlet's").await;
     let other_channel = send_stream(&app, OTHELLO, "without", "t", "not hamlet's").await;
@@ -696,6 +721,15 @@ async fn exports_hold_private_data_only_with_consent() {
     // direct message links (the development realm's emoji image, the public upload).
     let public_count = manifest.counts.messages;
     assert_eq!(manifest.counts.files, 2);
+    // Attachment records: only those of exported messages, listing only those
+    // (Zulip's `fetch_attachment_data`); Cordelia's upload, which only her direct
+    // message links, and Hamlet's unsent one are not there.
+    assert_eq!(
+        attachments(&back, HAMLET).await,
+        [(public_file.clone(), vec![public])]
+    );
+    assert_eq!(attachments(&back, CORDELIA).await, []);
+    assert_eq!(attachments(&app, CORDELIA).await.len(), 1);
     // The imported realm serves and takes new messages.
     send_stream(&back, HAMLET, "Denmark", "t", "after").await;
     drop(back);
@@ -720,7 +754,12 @@ async fn exports_hold_private_data_only_with_consent() {
     }
     assert_eq!(personal(&back, HAMLET).await, (1, 1));
     assert_eq!(personal(&back, CORDELIA).await, (0, 0));
-    assert_eq!(manifest.counts.files, 2);
+    // Hamlet consented: his unsent upload comes along (it may be in his drafts).
+    assert_eq!(manifest.counts.files, 3);
+    let mut hamlets = vec![(public_file.clone(), vec![public]), (unsent_file, vec![])];
+    hamlets.sort();
+    assert_eq!(attachments(&back, HAMLET).await, hamlets);
+    assert_eq!(attachments(&back, CORDELIA).await, []);
     // The four kept private messages more than the public export (any the development
     // realm holds of Hamlet's too).
     assert!(
