@@ -108,7 +108,7 @@ pub(super) fn open_scratch(data: &Path) -> Result<Scratch, String> {
     copy_tree(data, dir.path(), false, &is_sled_file)
         .map_err(|e| format!("cannot copy {} to a scratch folder: {e}", data.display()))?;
     let open = |path: PathBuf, what: &str| match std::panic::catch_unwind(move || {
-        sled::Config::new().path(path).flush_every_ms(None).open()
+        crate::storage::folder::sled_config(&path).open()
     }) {
         Ok(Ok(db)) => Ok(db),
         Ok(Err(e)) => Err(format!("sled cannot open {what} ({e})")),

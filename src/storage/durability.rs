@@ -590,10 +590,7 @@ impl Durability {
     /// Reopens the database and writes the resets, durably; the database is dropped
     /// again (closed) on any error.
     fn reopen_and_reset(&self, resets: &[Reset]) -> Result<sled::Db, sled::Error> {
-        let db = sled::Config::new()
-            .path(&self.dir)
-            .flush_every_ms(None)
-            .open()?;
+        let db = super::folder::sled_config(&self.dir).open()?;
         let probe = db.open_tree("hearth:probe")?;
         probe.insert("probe", &self.failures().to_be_bytes())?;
         flush_durably(&db, &self.dir)?;

@@ -36,3 +36,89 @@ pub fn open_error(path: &Path, e: sled::Error) -> FolderError {
         FolderError::unusable(path, e)
     }
 }
+
+/// sled's configuration for the database in `dir`, as hearth opens each one (hearth
+/// decides when to flush), after `remove_torn_snapshots`: what every open of a sled
+/// database in a data folder starts from.
+pub fn sled_config(dir: &Path) -> sled::Config {
+    if let Err(e) = remove_torn_snapshots(dir) {
+        // sled's own open then says what is wrong with the folder.
+        tracing::warn!(
+            "cannot look for unfinished sled snapshots in {}: {e}",
+            dir.display()
+        );
+    }
+    sled::Config::new().path(dir).flush_every_ms(None)
+}
+
+/// Removes the snapshot files sled was still writing when its process ended
+/// (`snap.<lsn>.generating`) from the database in `dir`. sled 0.34 writes its snapshot
+/// (the page table, written at every open) into such a file and then renames it, but
+/// it also takes such a file for the newest snapshot, and one left empty or cut by a
+/// crash makes it refuse the whole database as corrupt. Without it sled reads the
+/// previous snapshot, which it keeps until the rename, and the log after it. Done only
+/// while holding the database's lock (sled's `flock` on its `db` file), since a
+/// process that holds it may be writing one right now; a held lock leaves everything
+/// as it is (sled's open then reports the folder in use).
+pub fn remove_torn_snapshots(dir: &Path) -> std::io::Result<Vec<String>> {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("db"))
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(Vec::new()),
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    let mut removed = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name.starts_with("snap.") && name.ends_with(".generating") {
+            std::fs::remove_file(dir.join(&name))?;
+            tracing::warn!(
+                "removed {name} from {}: a sled snapshot its process did not finish",
+                dir.display()
+            );
+            removed.push(name);
+        }
+    }
+    // Closing the file releases the lock, for sled's open.
+    drop(file);
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A snapshot file a crash left unfinished: sled alone refuses the database; after
+    /// `remove_torn_snapshots` it opens with everything it held.
+    #[test]
+    fn an_unfinished_sled_snapshot_is_removed_before_opening() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let db = sled_config(dir.path()).open().expect("open");
+            db.insert("kept", "yes").expect("insert");
+            db.flush().expect("flush");
+        }
+        std::fs::write(dir.path().join("snap.FFFFFFFFFFFFFFFF.generating"), b"").expect("write");
+        let refused = sled::Config::new().path(dir.path()).open();
+        assert!(
+            matches!(refused, Err(sled::Error::Corruption { .. })),
+            "sled 0.34 takes the unfinished file for its snapshot: {refused:?}"
+        );
+        // A lock held elsewhere (another process's sled) leaves it alone.
+        let held = std::fs::File::open(dir.path().join("db")).expect("db");
+        held.lock().expect("lock");
+        assert!(remove_torn_snapshots(dir.path()).expect("look").is_empty());
+        drop(held);
+        let db = sled_config(dir.path()).open().expect("opens again");
+        assert_eq!(db.get("kept").expect("get").as_deref(), Some(&b"yes"[..]));
+        assert!(!dir.path().join("snap.FFFFFFFFFFFFFFFF.generating").exists());
+    }
+}

@@ -328,9 +328,7 @@ pub fn open_sled(data: &Path) -> Result<sled::Db, sled::Error> {
 
 /// `open_sled` for the database in `dir`.
 fn open_sled_at(dir: &Path) -> Result<sled::Db, sled::Error> {
-    sled::Config::new()
-        .path(dir)
-        .flush_every_ms(None)
+    super::folder::sled_config(dir)
         .cache_capacity(CACHE_MB.load(Ordering::Relaxed).saturating_mul(1024 * 1024))
         .open()
 }

@@ -103,7 +103,7 @@ impl Store {
             }))
         };
         // hearth decides when to flush (group commit); sled's own timer would only blur that.
-        let db = match sled::Config::new().path(dir).flush_every_ms(None).open() {
+        let db = match folder::sled_config(dir).open() {
             Ok(db) => db,
             Err(
                 e @ (sled::Error::Corruption { .. }
