@@ -8,7 +8,8 @@
 //!    every write the server acknowledged and when;
 //! 2. kills the server with `SIGKILL` at a random point (with `--snapshot-every` small,
 //!    many kills land while a snapshot is being written);
-//! 3. restarts it, and checks the cycle's ledger against what the server now answers. In
+//! 3. starts it and kills it again within `--max-start-kill-ms` (a crash while it opens
+//!    its databases and recovers), then restarts it, and checks the cycle's ledger against what the server now answers. In
 //!    `always` every acknowledged write must be there; in `interval` every write
 //!    acknowledged more than the loss bound (`--flush-interval-ms` plus
 //!    `--interval-slack-ms`) before the kill; in `never` losses are only counted;
@@ -66,6 +67,11 @@ pub struct TortureArgs {
     /// Each cycle writes for a random time up to this many milliseconds, then kills.
     #[arg(long, default_value_t = 1500)]
     pub max_run_ms: u64,
+    /// After each kill, the server is also started once and killed again within a
+    /// random time up to this many milliseconds (while it opens its databases and
+    /// recovers) before the start that is checked; 0: never.
+    #[arg(long, default_value_t = 60)]
+    pub max_start_kill_ms: u64,
     /// Random seed (default: from the clock); printed, so a run can be repeated.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -163,57 +169,8 @@ struct Server {
 
 impl Server {
     async fn start(args: &TortureArgs, dir: &Path, log_name: &str) -> Result<Server, String> {
-        let exe = server_binary(args)?;
-        let durability = match args.durability {
-            DurabilityArg::Always => "always",
-            DurabilityArg::Interval => "interval",
-            DurabilityArg::Never => "never",
-        };
         for _ in 0..5 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map_err(|e| format!("no free port: {e}"))?
-                .port();
-            let log_path = dir.join(log_name);
-            let log = std::fs::File::create(&log_path)
-                .map_err(|e| format!("{}: {e}", log_path.display()))?;
-            let err = log.try_clone().map_err(|e| e.to_string())?;
-            let child = Command::new(&exe)
-                .args([
-                    "serve",
-                    "--dev",
-                    "--workers",
-                    "2",
-                    "--durability",
-                    durability,
-                ])
-                .arg("--flush-interval-ms")
-                .arg(args.flush_interval_ms.to_string())
-                .arg("--snapshot-every")
-                .arg(args.snapshot_every.to_string())
-                .arg("--data")
-                .arg(dir.join("data"))
-                .arg("--bind")
-                .arg(format!("127.0.0.1:{port}"))
-                .args([
-                    "--metrics-bind",
-                    "off",
-                    "--admin-bind",
-                    "off",
-                    "--rate-limit",
-                    "off",
-                ])
-                .env("RUST_LOG", "warn")
-                .env_remove("HEARTH_URL")
-                .stdin(Stdio::null())
-                .stdout(log)
-                .stderr(err)
-                .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
-            let mut server = Server {
-                child,
-                url: format!("http://127.0.0.1:{port}"),
-            };
+            let (mut server, log_path) = Server::spawn(args, dir, log_name)?;
             match server.wait_ready().await {
                 Ok(()) => return Ok(server),
                 Err(exited) => {
@@ -226,6 +183,76 @@ impl Server {
             }
         }
         Err("no free port for the server".into())
+    }
+
+    /// Starts the server and kills it with SIGKILL `after` its start, whatever it is
+    /// doing then (opening its databases, writing sled's snapshot, recovering).
+    async fn start_and_kill(
+        args: &TortureArgs,
+        dir: &Path,
+        log_name: &str,
+        after: Duration,
+    ) -> Result<(), String> {
+        let (mut server, _) = Server::spawn(args, dir, log_name)?;
+        tokio::time::sleep(after).await;
+        server.kill_9();
+        Ok(())
+    }
+
+    /// Starts the server process on a free port (not waiting for it); returns it and
+    /// its log's path.
+    fn spawn(args: &TortureArgs, dir: &Path, log_name: &str) -> Result<(Server, PathBuf), String> {
+        let exe = server_binary(args)?;
+        let durability = match args.durability {
+            DurabilityArg::Always => "always",
+            DurabilityArg::Interval => "interval",
+            DurabilityArg::Never => "never",
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free port: {e}"))?
+            .port();
+        let log_path = dir.join(log_name);
+        let log =
+            std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+        let err = log.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new(&exe)
+            .args([
+                "serve",
+                "--dev",
+                "--workers",
+                "2",
+                "--durability",
+                durability,
+            ])
+            .arg("--flush-interval-ms")
+            .arg(args.flush_interval_ms.to_string())
+            .arg("--snapshot-every")
+            .arg(args.snapshot_every.to_string())
+            .arg("--data")
+            .arg(dir.join("data"))
+            .arg("--bind")
+            .arg(format!("127.0.0.1:{port}"))
+            .args([
+                "--metrics-bind",
+                "off",
+                "--admin-bind",
+                "off",
+                "--rate-limit",
+                "off",
+            ])
+            .env("RUST_LOG", "warn")
+            .env_remove("HEARTH_URL")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let server = Server {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        Ok((server, log_path))
     }
 
     async fn wait_ready(&mut self) -> Result<(), String> {
@@ -451,6 +478,11 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
         let writes = cycle.writes.load(Ordering::SeqCst);
         let cycle_ledger = std::mem::take(&mut *lock(&cycle.ledger));
 
+        // A second crash, in the middle of the next start.
+        if args.max_start_kill_ms > 0 {
+            let after = Duration::from_millis(rng.gen_range(0..=args.max_start_kill_ms));
+            Server::start_and_kill(args, dir, &format!("server-{number}-cut.log"), after).await?;
+        }
         // Recover from the crash and check the ledger.
         server = Server::start(args, dir, &format!("server-{number}.log")).await?;
         let admin = with_url(&cast.admin, &server.url);
