@@ -546,8 +546,6 @@ fn archive_error(e: crate::archive::ArchiveError) -> AdminError {
 /// Writes the archive into the data folder's scratch space while the realm keeps
 /// taking writes, then streams it back in pieces; the file goes with the answer.
 async fn export(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
-    use futures_util::stream;
-    use std::io::Read;
     let arg: RealmArg = parse(&body)?;
     let handle = served(&state, &arg.realm)?;
     let dir = scratch(&state)?;
@@ -570,22 +568,7 @@ async fn export(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
     );
     done("export");
     // The folder lives as long as the stream (the file is removed with it).
-    let pieces = stream::unfold(Some((file, dir)), |st| async move {
-        let (mut file, dir) = st?;
-        let read = web::block(move || {
-            let mut buf = vec![0u8; 1 << 20];
-            let n = file.read(&mut buf)?;
-            buf.truncate(n);
-            Ok::<_, std::io::Error>((file, buf))
-        })
-        .await;
-        match read {
-            Ok(Ok((_, buf))) if buf.is_empty() => None,
-            Ok(Ok((file, buf))) => Some((Ok(web::Bytes::from(buf)), Some((file, dir)))),
-            Ok(Err(e)) => Some((Err(e), None)),
-            Err(e) => Some((Err(std::io::Error::other(e.to_string())), None)),
-        }
-    });
+    let pieces = crate::api::file_pieces(file, dir);
     Ok(HttpResponse::Ok()
         .content_type("application/octet-stream")
         .insert_header(("x-hearth-position", manifest.seq.to_string()))

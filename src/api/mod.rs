@@ -311,6 +311,32 @@ fn client_name(req: &HttpRequest) -> String {
         .collect()
 }
 
+/// A file as a response body, read a megabyte at a time on the blocking pool (memory
+/// holds one piece); `held` lives as long as the stream (a scratch folder the file is
+/// in, say).
+pub(crate) fn file_pieces<T: Send + 'static>(
+    file: std::fs::File,
+    held: T,
+) -> impl futures_util::Stream<Item = Result<web::Bytes, std::io::Error>> {
+    futures_util::stream::unfold(Some((file, held)), |st| async move {
+        let (mut file, held) = st?;
+        let read = web::block(move || {
+            use std::io::Read;
+            let mut buf = vec![0u8; 1 << 20];
+            let n = file.read(&mut buf)?;
+            buf.truncate(n);
+            Ok::<_, std::io::Error>((file, buf))
+        })
+        .await;
+        match read {
+            Ok(Ok((_, buf))) if buf.is_empty() => None,
+            Ok(Ok((file, buf))) => Some((Ok(web::Bytes::from(buf)), Some((file, held)))),
+            Ok(Err(e)) => Some((Err(e), None)),
+            Err(e) => Some((Err(std::io::Error::other(e.to_string())), None)),
+        }
+    })
+}
+
 /// A write's typed request, parsed on the worker, and its authenticated caller.
 pub struct Parsed<Q> {
     pub me: UserId,

@@ -13,7 +13,6 @@
 //! `<realm URL>/user_avatars/exports/<realm>/<token>/<name>` (the random token, 18
 //! bytes as Zulip's `secrets.token_urlsafe(18)`, is the secret).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
@@ -300,23 +299,7 @@ pub async fn download(req: HttpRequest, path: web::Path<(String, String, String)
         }
         Err(_) => return ApiError::internal().error_response(),
     };
-    // Streamed a piece at a time on the blocking pool: memory holds one piece.
-    let pieces = futures_util::stream::unfold(Some(file), |st| async move {
-        let mut file = st?;
-        let read = web::block(move || {
-            let mut buf = vec![0u8; 1 << 20];
-            let n = file.read(&mut buf)?;
-            buf.truncate(n);
-            Ok::<_, std::io::Error>((file, buf))
-        })
-        .await;
-        match read {
-            Ok(Ok((_, buf))) if buf.is_empty() => None,
-            Ok(Ok((file, buf))) => Some((Ok(web::Bytes::from(buf)), Some(file))),
-            Ok(Err(e)) => Some((Err(e), None)),
-            Err(e) => Some((Err(std::io::Error::other(e.to_string())), None)),
-        }
-    });
+    let pieces = super::file_pieces(file, ());
     HttpResponse::Ok()
         .content_type("application/octet-stream")
         .insert_header((
