@@ -989,18 +989,6 @@ async fn invitations_survive_a_restart() {
     assert_eq!(ids, vec![1, 3]);
 }
 
-/// A key of the development realm from the child server.
-async fn child_key(url: &str, email: &str) -> String {
-    let (status, _, body) = send(
-        client()
-            .post(format!("{url}/api/v1/dev_fetch_api_key"))
-            .form(&[("username", email)]),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["api_key"].as_str().unwrap().to_owned()
-}
-
 #[actix_web::test]
 async fn acknowledged_invitations_survive_kill_9() {
     let dir = tempfile::tempdir().unwrap();
@@ -1009,7 +997,7 @@ async fn acknowledged_invitations_survive_kill_9() {
     let args = ["--dev", "--data", data, "--durability", "always"];
     let server = ChildServer::up(&args, &[]);
     let client = client();
-    let key = child_key(&server.url, IAGO).await;
+    let key = dev_key_at(&server.url, IAGO).await;
     let auth = basic(IAGO, &key);
     let (status, _, body) = send(
         client
@@ -1050,7 +1038,7 @@ async fn acknowledged_invitations_survive_kill_9() {
     assert_eq!(status, StatusCode::OK, "{body}");
     server.kill_9();
     let server = ChildServer::up(&args, &[]);
-    let key = child_key(&server.url, IAGO).await;
+    let key = dev_key_at(&server.url, IAGO).await;
     let (status, _, body) = send(
         client
             .get(format!("{}/api/v1/invites", server.url))

@@ -53,20 +53,6 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
-/// The development realm's API key of `email`.
-async fn dev_key(url: &str, email: &str) -> String {
-    let reply = send(
-        http()
-            .post(format!("{url}/api/v1/dev_fetch_api_key"))
-            .form(&[("username", email)]),
-    )
-    .await;
-    assert_success(&reply)["api_key"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 // ---------------------------------------------------------------------------------
 // 1. Error bodies
 
@@ -355,7 +341,7 @@ fn one_json_line_per_request_without_secrets() {
     );
     let url = server.url.clone();
     let (key, me_id) = block_on(async {
-        let key = dev_key(&url, ADMIN).await;
+        let key = dev_key_at(&url, ADMIN).await;
         let reply = send(
             http()
                 .get(format!(
@@ -588,7 +574,7 @@ fn backup_restore_start_and_find_the_data() {
     let server = start_server(&["--dev", "--data", data], &[]);
     let url = server.url.clone();
     block_on(async {
-        let key = dev_key(&url, ADMIN).await;
+        let key = dev_key_at(&url, ADMIN).await;
         let reply = send(
             http()
                 .post(format!("{url}/api/v1/users"))
@@ -639,7 +625,7 @@ fn backup_restore_start_and_find_the_data() {
     let server = start_server(&["--dev", "--data", restored], &[]);
     let url = server.url.clone();
     block_on(async {
-        let key = dev_key(&url, ADMIN).await;
+        let key = dev_key_at(&url, ADMIN).await;
         let reply = send(
             http()
                 .get(format!("{url}/api/v1/users/kept@zulip.com"))

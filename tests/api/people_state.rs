@@ -1034,16 +1034,6 @@ async fn topic_moves_carry_visibility_policies() {
 
 // ---------------------------------------------------------------- kill -9
 
-async fn key_of(url: &str, email: &str) -> String {
-    let (_, _, body) = send(
-        client()
-            .post(format!("{url}/api/v1/dev_fetch_api_key"))
-            .form(&[("username", email)]),
-    )
-    .await;
-    body["api_key"].as_str().unwrap().to_owned()
-}
-
 async fn call(
     url: &str,
     method: reqwest::Method,
@@ -1077,7 +1067,7 @@ async fn topics_mutes_and_alert_words_survive_kill_9() {
     let envs = [("HEARTH_METRICS_BIND", "off")];
     let server = ChildServer::up(&args, &envs);
     let url = server.url.clone();
-    let key = key_of(&url, HAMLET).await;
+    let key = dev_key_at(&url, HAMLET).await;
     let fetch = r#"["user_topic", "muted_users", "alert_words"]"#;
     let (_, _, verona) = send(
         client()

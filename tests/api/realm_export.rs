@@ -411,17 +411,6 @@ async fn exports_survive_a_restart() {
     assert_eq!(&bytes[..8], b"HEARTHAR");
 }
 
-async fn child_key(url: &str, email: &str) -> String {
-    let (status, _, body) = send(
-        client()
-            .post(format!("{url}/api/v1/dev_fetch_api_key"))
-            .form(&[("username", email)]),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["api_key"].as_str().unwrap().to_owned()
-}
-
 /// An export cut off by the server's end (here `kill -9` right after it was recorded):
 /// the next start marks it failed, as Zulip's worker marks an export it sees again,
 /// and removes what was written of it.
@@ -432,7 +421,7 @@ async fn an_export_cut_off_by_a_stop_is_marked_failed() {
     let data_s = data.to_str().unwrap();
     let args = ["--dev", "--data", data_s, "--durability", "always"];
     let server = ChildServer::up(&args, &[("HEARTH_REALM_EXPORT_FAULT", "abort")]);
-    let key = child_key(&server.url, IAGO).await;
+    let key = dev_key_at(&server.url, IAGO).await;
     // The answer may or may not arrive before the process ends: the record is durable
     // before either.
     let _ = client()
@@ -452,7 +441,7 @@ async fn an_export_cut_off_by_a_stop_is_marked_failed() {
     drop(server);
 
     let server = ChildServer::up(&args, &[]);
-    let key = child_key(&server.url, IAGO).await;
+    let key = dev_key_at(&server.url, IAGO).await;
     let list = poll(
         Duration::from_secs(30),
         "the export marked failed",

@@ -247,6 +247,19 @@ pub fn basic(email: &str, key: &str) -> String {
 }
 
 /// Sends a request and reads its JSON body (panics if the body is not JSON).
+/// A development-realm user's API key from a server at `url` (a child server's,
+/// say), through `POST /api/v1/dev_fetch_api_key`.
+pub async fn dev_key_at(url: &str, email: &str) -> String {
+    let (status, _, body) = send(
+        client()
+            .post(format!("{url}/api/v1/dev_fetch_api_key"))
+            .form(&[("username", email)]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "dev_fetch_api_key {email}: {body}");
+    body["api_key"].as_str().expect("api_key").to_owned()
+}
+
 pub async fn send(rb: RequestBuilder) -> Reply {
     let resp = rb.send().await.expect("request sent");
     let status = resp.status();
