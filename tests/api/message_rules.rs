@@ -35,20 +35,6 @@ async fn one(app: &TestApp, who: &str, id: u64, params: &[(&str, &str)]) -> (Val
     )
 }
 
-/// Sends a direct message from `who` to the users `to` (ids); its id.
-async fn send_direct(app: &TestApp, who: &str, to: &[i64], content: &str) -> u64 {
-    let to = serde_json::to_string(to).unwrap();
-    app.ok(
-        "POST",
-        "/api/v1/messages",
-        who,
-        &[("type", "direct"), ("to", &to), ("content", content)],
-    )
-    .await["id"]
-        .as_u64()
-        .expect("id")
-}
-
 /// The edit history of a message, as `who` sees it.
 async fn history(app: &TestApp, who: &str, id: u64, params: &[(&str, &str)]) -> Value {
     app.ok(

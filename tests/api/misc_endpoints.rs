@@ -147,19 +147,6 @@ async fn members(app: &TestApp, channel: i64) -> Vec<i64> {
         .collect()
 }
 
-async fn send_direct(app: &TestApp, who: &str, to: &[i64], content: &str) -> u64 {
-    let to = json!(to).to_string();
-    let body = app
-        .ok(
-            "POST",
-            "/api/v1/messages",
-            who,
-            &[("type", "direct"), ("to", &to), ("content", content)],
-        )
-        .await;
-    body["id"].as_u64().unwrap()
-}
-
 // ---- POST /messages/{message_id}/typing ------------------------------------------------
 
 const EDIT_TYPING: &[(&str, &str)] = &[("event_types", r#"["typing_edit_message"]"#)];

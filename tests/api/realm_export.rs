@@ -102,33 +102,11 @@ async fn an_export_downloads_and_imports_back_into_the_realm() {
     assert_eq!(download(&other).await.0, StatusCode::NOT_FOUND);
 
     // `hearth realm import` of the downloaded file gives the realm back.
-    let work = tempfile::tempdir().unwrap();
-    let file = work.path().join("downloaded.archive");
-    std::fs::write(&file, &bytes).unwrap();
-    let target = tempfile::tempdir().unwrap();
-    let o = output(hearth().args([
-        "realm",
-        "import",
-        "--data",
-        target.path().to_str().unwrap(),
-        "--archive",
-        file.to_str().unwrap(),
-    ]));
-    assert!(o.status.success(), "import: {}", text(&o.stderr));
-    let back = TestApp::spawn_in(target).await;
-    let got = back
-        .ok(
-            "GET",
-            "/api/v1/messages",
-            HAMLET,
-            &[
-                ("anchor", &kept.to_string()),
-                ("num_before", "0"),
-                ("num_after", "0"),
-            ],
-        )
-        .await;
-    assert_eq!(got["messages"][0]["content"], "<p>in the archive</p>");
+    let (back, _) = import_export(&e).await;
+    assert_eq!(
+        found(&back, HAMLET, kept).await.as_deref(),
+        Some("<p>in the archive</p>")
+    );
     let after = back.ok("GET", "/api/v1/users", IAGO, &[]).await["members"]
         .as_array()
         .unwrap()
@@ -497,20 +475,6 @@ async fn upload(app: &TestApp, who: &str, bytes: &[u8]) -> String {
     )
     .await;
     assert_success(&up)["url"].as_str().unwrap().to_owned()
-}
-
-/// Sends a direct message from `who` to the users `to` (ids); its id.
-async fn send_direct(app: &TestApp, who: &str, to: &[i64], content: &str) -> u64 {
-    let to = serde_json::to_string(to).unwrap();
-    app.ok(
-        "POST",
-        "/api/v1/messages",
-        who,
-        &[("type", "private"), ("to", &to), ("content", content)],
-    )
-    .await["id"]
-        .as_u64()
-        .expect("id")
 }
 
 /// Creates private channel `name` with `members` (ids) as `who`.

@@ -1118,6 +1118,20 @@ pub async fn run_cases(s: &TestApp, method: &str, path: &str, table: &[Case]) {
     }
 }
 
+/// Sends a direct message from `who` to the users `to` (ids); the new message's id.
+pub async fn send_direct(app: &TestApp, who: &str, to: &[i64], content: &str) -> u64 {
+    let to = serde_json::to_string(to).expect("ids");
+    app.ok(
+        "POST",
+        "/api/v1/messages",
+        who,
+        &[("type", "direct"), ("to", &to), ("content", content)],
+    )
+    .await["id"]
+        .as_u64()
+        .expect("id")
+}
+
 /// Sends `content` to channel `to`, topic `topic`, as `who`; the new message's id.
 pub async fn send_stream(app: &TestApp, who: &str, to: &str, topic: &str, content: &str) -> u64 {
     let body = app
