@@ -80,7 +80,10 @@ pub fn remove_torn_snapshots(dir: &Path) -> std::io::Result<Vec<String>> {
         let name = entry?.file_name().to_string_lossy().into_owned();
         if name.starts_with("snap.") && name.ends_with(".generating") {
             std::fs::remove_file(dir.join(&name))?;
-            tracing::warn!(
+            // Routine: sled writes one at every open in a thread a short-lived process
+            // (a CLI command) may outlive, so this is no warning, and a command's stderr
+            // stays its one line of result.
+            tracing::debug!(
                 "removed {name} from {}: a sled snapshot its process did not finish",
                 dir.display()
             );

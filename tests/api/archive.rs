@@ -96,7 +96,8 @@ fn import_cli(data: &Path, archive: &Path, envs: &[(&str, &str)]) -> std::proces
 fn failure(o: &std::process::Output) -> String {
     assert!(!o.status.success(), "succeeded: {}", text(&o.stdout));
     let err = text(&o.stderr);
-    assert!(err.starts_with("hearth: error: "), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("hearth: error: "), "{err}");
     err
 }
 
