@@ -374,6 +374,23 @@ pub fn finish_message_swap(data: &Path, out: &mut dyn Write) -> Result<(), Strin
     Ok(())
 }
 
+/// What a folder's journal held, when it held anything: its records are read as part
+/// of the WAL, as a start reads them.
+pub(super) fn journal_line(j: &crate::storage::journal::Replayed) -> Option<String> {
+    if j.records == 0 && j.torn.is_none() {
+        return None;
+    }
+    Some(format!(
+        "journal: {} WAL records since the last checkpoint, read with the WAL (as a start \
+         would){}",
+        j.records,
+        j.torn
+            .as_deref()
+            .map(|t| format!("; it ends in {t} (what a crash during a write leaves)"))
+            .unwrap_or_default()
+    ))
+}
+
 pub fn check_command(args: &CheckArgs, out: &mut dyn Write) -> Result<(), String> {
     let data = &args.data;
     let _lock = lock_folder(data)?;
@@ -388,6 +405,9 @@ pub fn check_command(args: &CheckArgs, out: &mut dyn Write) -> Result<(), String
     })?;
     let checked = check_db(data, &scratch);
     let w = |e: io::Error| e.to_string();
+    if let Some(line) = journal_line(&scratch.journal) {
+        writeln!(out, "{line}").map_err(w)?;
+    }
     for line in lines_of(data, &checked) {
         writeln!(out, "{line}").map_err(w)?;
     }

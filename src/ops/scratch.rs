@@ -8,6 +8,7 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::storage::journal::{self, Replayed};
 use crate::storage::manifest::{self, Manifest, ManifestError, RealmMark};
 use crate::storage::{message_db, messages};
 use crate::storage::{SNAP_PREFIX, WAL_PREFIX};
@@ -37,7 +38,10 @@ pub(super) fn lock_folder(data: &Path) -> Result<FolderLock, String> {
 
 /// Whether a file or folder of the data folder belongs to sled.
 pub(super) fn is_sled_file(name: &str) -> bool {
-    matches!(name, "conf" | "db" | "blobs" | message_db::FOLDER) || name.starts_with("snap.")
+    matches!(
+        name,
+        "conf" | "db" | "blobs" | message_db::FOLDER | journal::JOURNAL_FILE
+    ) || name.starts_with("snap.")
 }
 
 /// Copies a folder tree; `sync`: each file and folder fsynced.
@@ -80,6 +84,8 @@ pub(super) struct Scratch {
     pub msgs_refused: Option<String>,
     /// Whether the main database says the folder keeps its messages in `msgs`.
     pub msgs_expected: bool,
+    /// What the folder's journal held, copied into `db`'s WAL trees as a start would.
+    pub journal: Replayed,
     _dir: tempfile::TempDir,
 }
 
@@ -117,6 +123,8 @@ pub(super) fn open_scratch(data: &Path) -> Result<Scratch, String> {
         )),
     };
     let db = open(dir.path().to_path_buf(), "it")?;
+    let journal = journal::replay(&db, dir.path())
+        .map_err(|e| format!("cannot copy its journal into the WAL ({e})"))?;
     let (msgs, msgs_refused) = if message_db::exists(dir.path()) {
         match open(dir.path().join(message_db::FOLDER), "its message database") {
             Ok(db) => (Some(db), None),
@@ -131,6 +139,7 @@ pub(super) fn open_scratch(data: &Path) -> Result<Scratch, String> {
         msgs,
         msgs_refused,
         msgs_expected,
+        journal,
         _dir: dir,
     })
 }

@@ -1,8 +1,12 @@
 //! Group commit: writers take a ticket after appending; one flusher thread makes the
-//! database durable and publishes "durable up to ticket N" in a watch channel.
+//! records durable and publishes "durable up to ticket N" in a watch channel.
 //!
 //! Under load one `fsync` covers every write appended before it started; idle, a write
 //! costs one `fsync`. The realm actor never waits: handlers await their ticket.
+//!
+//! The flusher's commit appends the records to the journal (`storage::journal`) with
+//! one `pwrite` and one `fdatasync`; sled itself is flushed by `flush_now`, a
+//! checkpoint, which then empties the journal.
 //!
 //! A second watch channel, `visible`, says up to which ticket the mode lets readers see
 //! writes: in `always` the durable ticket, in `interval` and `never` every ticket at
@@ -42,8 +46,10 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::journal::{Journal, CHECKPOINT_BYTES};
 use super::manifest::{Manifest, Marks};
 use super::message_db::MessageDb;
+use super::StorageError;
 use crate::locks::{lock, read, wait_timeout_while, write};
 
 /// When an acknowledged write reaches the disk.
@@ -142,6 +148,8 @@ pub struct Durability {
     marks: Marks,
     /// The message database (`message_db`), closed after the main one at shutdown.
     messages: Arc<MessageDb>,
+    /// The WAL records appended since the last checkpoint (`storage::journal`).
+    journal: Journal,
 }
 
 /// Makes what sled holds of the database in `dir` durable: its log (sled's `flush`
@@ -184,6 +192,7 @@ impl Durability {
     ) -> io::Result<Arc<Durability>> {
         let marks = Marks::default();
         marks.load(manifest);
+        let journal = Journal::create(dir)?;
         let (durable, _) = watch::channel(0);
         let d = Arc::new(Durability {
             mode,
@@ -205,6 +214,7 @@ impl Durability {
             thread: Mutex::new(None),
             marks,
             messages: MessageDb::new(dir),
+            journal,
         });
         if mode != DurabilityMode::Never {
             // Weak: a store dropped without `shutdown` still releases the database
@@ -240,6 +250,16 @@ impl Durability {
     /// The durable marks and the manifest.
     pub fn marks(&self) -> &Marks {
         &self.marks
+    }
+
+    /// Called by a realm store after putting record `seq` of `realm` in its WAL tree,
+    /// before it takes its ticket: the record goes into the next commit's journal
+    /// write. In `never` nothing is journaled (the checkpoints make sled durable).
+    pub fn journal(&self, realm: &str, seq: u64, record: &[u8]) -> Result<(), StorageError> {
+        if self.mode != DurabilityMode::Never {
+            self.journal.push(realm, seq, record)?;
+        }
+        Ok(())
     }
 
     /// Called by a realm actor after appending a record: the ticket to wait for.
@@ -421,38 +441,88 @@ impl Durability {
         }
     }
 
-    /// Flushes now, on the caller's thread: sled's log, then an `fsync` of its file.
-    /// When records were appended since the last flush, repairs of the message
-    /// database go first (`MessageDb::sync_repairs`): the records this flush makes
-    /// durable may reuse the numbers and ids of records whose rows they repaired.
+    /// Flushes now, on the caller's thread: sled's log, then an `fsync` of its file,
+    /// then the journal is emptied (a checkpoint: sled holds all it held). When records
+    /// were appended since the last flush, repairs of the message database go first
+    /// (`repairs_first`).
     pub fn flush_now(&self) -> Result<(), sled::Error> {
-        // Only a flush that makes new records durable waits: the start's own flush
-        // (what recovery read) must not wait for the message database to open.
+        self.repairs_first();
+        self.flush_main()
+    }
+
+    /// Repairs of the message database (`MessageDb::sync_repairs`) before a flush that
+    /// makes new records durable: those records may reuse the numbers and ids of
+    /// records whose rows they repaired. Only such a flush waits: the start's own flush
+    /// (what recovery read) must not wait for the message database to open.
+    fn repairs_first(&self) {
         if self.written.load(Ordering::SeqCst) > *self.durable.borrow() {
             if let Some(n) = self.messages.sync_repairs() {
                 self.marks.messages_synced(n);
             }
         }
-        self.flush_main()
+    }
+
+    /// The flusher's group commit: the records appended since the last commit go to
+    /// the journal's end, one `pwrite` and one `fdatasync`. A journal past
+    /// `CHECKPOINT_BYTES` gets a checkpoint (`flush_now`) instead.
+    fn commit(&self) -> Result<(), sled::Error> {
+        if self.journal.tail().len() >= CHECKPOINT_BYTES {
+            return self.flush_now();
+        }
+        self.repairs_first();
+        let mut tail = self.journal.tail();
+        let target = self.written.load(Ordering::SeqCst);
+        // Records appended by now are queued: this commit covers them.
+        let appended = self.marks.appended();
+        let started = std::time::Instant::now();
+        if self.db().is_none() {
+            return Err(closed());
+        }
+        let taken = self.journal.take();
+        if let Err(e) = tail.append(&taken) {
+            self.journal.put_back(taken);
+            return Err(e.into());
+        }
+        self.published(target, &appended, started)
     }
 
     /// `flush_now` without the message database's repairs: for the message database's
-    /// own opening, which they wait for.
+    /// own opening, which they wait for. Holds the journal through the flush, so no
+    /// commit writes to it between the frames taken here and its emptying.
     pub(super) fn flush_main(&self) -> Result<(), sled::Error> {
+        let mut tail = self.journal.tail();
         let target = self.written.load(Ordering::SeqCst);
         // Records appended by now are in the trees: this flush covers them.
         let appended = self.marks.appended();
         let started = std::time::Instant::now();
         let db = self.db().ok_or_else(closed)?;
-        flush_durably(&db, &self.dir)?;
+        // Every frame queued by now is of a record already in its tree, so in what
+        // this flush writes.
+        let taken = self.journal.take();
+        if let Err(e) = flush_durably(&db, &self.dir) {
+            self.journal.put_back(taken);
+            return Err(e);
+        }
         drop(db);
+        tail.clear()?;
+        self.published(target, &appended, started)
+    }
+
+    /// After a commit or a flush covering ticket `target` and the marks `appended`:
+    /// publishes them (under the journal's lock, so they only ever move forward).
+    fn published(
+        &self,
+        target: u64,
+        appended: &[(String, u64)],
+        started: std::time::Instant,
+    ) -> Result<(), sled::Error> {
         // Under `failed`: a failure that closed the database meanwhile wins, and none of
         // these tickets is declared durable after `clear_failure` settled them.
         let failed = lock(&self.failed);
         if failed.is_some() {
             return Err(closed());
         }
-        self.marks.flushed(&appended);
+        self.marks.flushed(appended);
         // `visible` first: a writer woken by `durable` releases up to `visible`, which
         // must already cover its own ticket (read-your-writes).
         if self.mode == DurabilityMode::Always {
@@ -509,7 +579,7 @@ impl Durability {
     fn flush_with_retries(&self) {
         let mut last = String::new();
         for attempt in 1..=FLUSH_ATTEMPTS {
-            match self.flush_now() {
+            match self.commit() {
                 Ok(()) => return,
                 Err(e) => {
                     tracing::warn!("flush failed (attempt {attempt} of {FLUSH_ATTEMPTS}): {e}");
@@ -614,6 +684,9 @@ impl Durability {
         }
         flush_durably(&db, &self.dir)?;
         self.sync_blobs()?;
+        // The journal may hold the failed decisions' records: gone with them.
+        self.journal.discard_pending();
+        self.journal.tail().clear()?;
         Ok(db)
     }
 
@@ -672,6 +745,7 @@ impl crate::health::StoreHealth for Durability {
 
 #[cfg(test)]
 mod tests {
+    use super::super::journal::JOURNAL_FILE;
     use super::super::{DurabilityMode, Store};
     use crate::realm::dev::dev_realm_changes;
     use crate::realm::{Cx, Realm};
@@ -778,5 +852,58 @@ mod tests {
         let next = rs.append(&changes[..1]).expect("writes again");
         assert!(!d.is_dead(next));
         assert_eq!(rs.last_seq(), durable_seq + 1);
+    }
+
+    /// The folder as `kill -9` leaves it right after acknowledged commits (the files as
+    /// written, sled's unflushed buffers lost): the journal brings every record back,
+    /// and the start empties it only after sled holds them.
+    #[actix_web::test]
+    async fn acknowledged_records_come_back_from_the_journal_after_a_crash() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path(), DurabilityMode::Always).expect("open");
+        let d = store.durability.clone();
+        let mut rs = store.realm("zulip").expect("realm");
+        let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
+        let mut tickets = Vec::new();
+        for _ in 0..5 {
+            tickets.push(rs.append(&changes).expect("append"));
+        }
+        for ticket in tickets {
+            let waited = tokio::time::timeout(std::time::Duration::from_secs(30), d.wait(ticket));
+            waited.await.expect("no hang").expect("durable");
+        }
+        let journal = std::fs::metadata(dir.path().join(JOURNAL_FILE))
+            .expect("journal")
+            .len();
+        assert!(journal > 0, "the commits went to the journal");
+        // What the disk holds now, copied while the server still runs.
+        let crashed = tempfile::tempdir().expect("tempdir");
+        fn copy(from: &std::path::Path, to: &std::path::Path) {
+            std::fs::create_dir_all(to).expect("mkdir");
+            for entry in std::fs::read_dir(from).expect("list") {
+                let entry = entry.expect("entry");
+                let target = to.join(entry.file_name());
+                if entry.file_type().expect("type").is_dir() {
+                    copy(&entry.path(), &target);
+                } else {
+                    std::fs::copy(entry.path(), target).expect("copy");
+                }
+            }
+        }
+        copy(dir.path(), crashed.path());
+        let after = Store::open(crashed.path(), DurabilityMode::Always).expect("reopen");
+        let mut again = after.realm("zulip").expect("realm");
+        assert_eq!(
+            again.wal_len(),
+            5,
+            "every acknowledged record is in the WAL"
+        );
+        assert_eq!(again.last_seq(), rs.last_seq());
+        let len = std::fs::metadata(crashed.path().join(JOURNAL_FILE))
+            .expect("journal")
+            .len();
+        assert_eq!(len, 0, "emptied once sled holds the records");
+        after.durability.shutdown();
+        d.shutdown();
     }
 }

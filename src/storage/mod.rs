@@ -44,6 +44,7 @@ pub mod codec;
 pub mod durability;
 pub mod folder;
 pub mod integrity;
+pub mod journal;
 pub mod legacy;
 pub mod manifest;
 pub mod message_db;
@@ -154,6 +155,23 @@ impl Store {
                 ),
                 "none, though the database says the folder keeps its messages there".into(),
             ));
+        }
+        // What the journal made durable since the last checkpoint goes into the WAL
+        // trees, durably, before anything reads them and before the journal is emptied
+        // (`Durability::start`).
+        let replayed = journal::replay(&db, dir)?;
+        if replayed.records > 0 || replayed.torn.is_some() {
+            durability::flush_durably(&db, dir)?;
+            tracing::info!(
+                "the journal held {} WAL records ({} not yet in the database){}",
+                replayed.records,
+                replayed.written,
+                replayed
+                    .torn
+                    .as_deref()
+                    .map(|t| format!("; it ends in {t} (what a crash during a write leaves)"))
+                    .unwrap_or_default()
+            );
         }
         let durability = Durability::start(db.clone(), dir, mode, found)
             .map_err(|e| StorageError::Invalid(format!("cannot start the flusher: {e}")))?;

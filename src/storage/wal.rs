@@ -238,7 +238,10 @@ impl RealmStore {
         let bytes = codec::encode_changes(changes)?;
         let seq = self.last_seq + 1;
         let (wal, _) = self.trees()?;
-        wal.insert(seq.to_be_bytes(), bytes)?;
+        wal.insert(seq.to_be_bytes(), bytes.as_slice())?;
+        // In the tree first: a checkpoint that takes the journal's frame then flushes
+        // a sled that holds the record.
+        self.durability.journal(&self.subdomain, seq, &bytes)?;
         self.last_seq = seq;
         self.appended.set(seq);
         Ok(self.durability.ticket())
