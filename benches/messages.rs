@@ -494,7 +494,9 @@ fn main() {
     println!("\n| sends, 64 clients (at {n}) | sends/s | p50 | p99 | errors |");
     println!("| --- | --- | --- | --- | --- |");
     // `HEARTH_BENCH_ROUNDS=N`: each mode N times, alternating (one 10 s run of each is
-    // at the mercy of the machine's moment); the ratios are of the means.
+    // at the mercy of the machine's moment); the ratios are of the means. Even rounds
+    // run `never` first (always, never, never, always, ...), so neither mode always
+    // takes the first run on a folder, or the last.
     let rounds: usize = std::env::var("HEARTH_BENCH_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -503,7 +505,19 @@ fn main() {
     let mut rates: std::collections::BTreeMap<(String, &str), Vec<f64>> = Default::default();
     for round in 1..=rounds {
         for projection in &projections {
-            for mode in ["always", "never"] {
+            let order = if round % 2 == 1 {
+                ["always", "never"]
+            } else {
+                ["never", "always"]
+            };
+            for mode in order {
+                // What the previous run left dirty in the page cache (`never` leaves a
+                // lot) goes to disk first, not during this run's own `fdatasync`s.
+                let synced = Command::new("sync").status();
+                assert!(
+                    synced.as_ref().is_ok_and(|s| s.success()),
+                    "sync: {synced:?}"
+                );
                 let (server, _) = Server::start_with(&full, mode, projection);
                 let (rate, errors, p50, p99) = send_throughput(&server.url, &auth, secs);
                 rates

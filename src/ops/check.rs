@@ -211,6 +211,8 @@ pub(super) struct Checked {
     pub found: Found,
     pub realms: Vec<RealmCheck>,
     pub bad_uploads: Vec<PathBuf>,
+    /// The journal is damaged before its end (`storage::journal::Replayed::damaged`).
+    pub journal_damage: Option<String>,
 }
 
 impl Checked {
@@ -223,6 +225,13 @@ impl Checked {
                 manifest::path(data).display()
             )),
             _ => {}
+        }
+        if let Some(why) = &self.journal_damage {
+            p.push(format!(
+                "the journal {} has {why}, with whole frames after it: the WAL records \
+                 from there on are lost",
+                data.join(crate::storage::journal::JOURNAL_FILE).display()
+            ));
         }
         if !self.bad_uploads.is_empty() {
             p.push(format!(
@@ -276,6 +285,7 @@ pub(super) fn check_db(data: &Path, scratch: &Scratch) -> Checked {
         found,
         realms,
         bad_uploads: bad_uploads(data),
+        journal_damage: scratch.journal.damaged.clone(),
     }
 }
 

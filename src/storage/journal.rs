@@ -2,12 +2,13 @@
 //! `interval` without flushing sled.
 //!
 //! A group commit used to end in sled's `flush`, which costs ~1.5× a plain `pwrite` +
-//! `fdatasync` of the same bytes at the median and ~2× at p90 (`cargo bench --bench
-//! wal_commit`, `benches/RESULTS.md` §24), and that was the gap between `always` and
-//! `never`. Now a realm's record still goes into its sled WAL tree (every reader of the
-//! WAL, from recovery to `hearth check` to a move's shipped tail, reads the tree as
+//! `fdatasync` of the same bytes at the median and ~2× at p90, and ~2.5× an
+//! `fdatasync` of a file whose blocks are already written (`cargo bench --bench
+//! wal_commit`, `benches/RESULTS.md` §24 and §26): that was the gap between `always`
+//! and `never`. Now a realm's record still goes into its sled WAL tree (every reader of
+//! the WAL, from recovery to `hearth check` to a move's shipped tail, reads the tree as
 //! before), and also into this file; the flusher makes a group durable with one
-//! `pwrite` at the file's end and one `fdatasync` (`Durability::commit`).
+//! `pwrite` and one `fdatasync` (`Durability::commit`).
 //!
 //! sled itself is made durable by a *checkpoint*: every full flush
 //! (`Durability::flush_now`: snapshots, presence, imports, moves, shutdown) flushes
@@ -21,12 +22,26 @@
 //! records into the WAL trees (`replay`), so every reader sees what was acknowledged;
 //! the server then flushes sled and empties the journal before it writes anything.
 //!
-//! Frame: `[length of the rest: u32 LE][codec frame of (realm, seq, record)]`, the
-//! record being the WAL record's own framed bytes. A frame cut short or failing its
-//! checksum ends the journal: that is what `kill -9` during a `pwrite` leaves, and its
-//! records were never acknowledged (the `fdatasync` after them had not returned).
-//! Anything the manifest counts durable and the journal lacks is then missing from the
-//! trees, and the start refuses as for any other loss (`integrity::judge`).
+//! # Layout
+//!
+//! The file keeps its blocks: it is written with zeros ahead of use (`CHUNK` at a time,
+//! synced once) and never shrinks, so a commit's `fdatasync` has no size or block
+//! allocation to make durable, only the bytes. Emptying it is writing a new
+//! *generation* in its header, not truncating it:
+//!
+//! - header (`HEADER` bytes): `b"hjnl"`, the generation (u64 LE), a crc32 of both;
+//! - then frames: `[length of the rest: u32 LE][codec frame of (generation, realm, seq,
+//!   record)]`, the record being the WAL record's own framed bytes, encoded by the
+//!   flusher with the generation it writes under.
+//!
+//! Reading stops at zeros (never written), at a frame of another generation (left from
+//! before the last checkpoint), or at a frame cut short or failing its checksum: what
+//! `kill -9` during a `pwrite` leaves at the end, whose records were never acknowledged
+//! (the `fdatasync` after them had not returned). A frame that does not decode with a
+//! whole frame of the same generation after it is damage, not a crash: the start
+//! refuses it (`Replayed::damaged`). Anything else the manifest counts durable and the
+//! journal lacks is missing from the trees, and the start refuses as for any other loss
+//! (`integrity::judge`).
 //!
 //! Replay is idempotent: a record is written into its realm's WAL tree under its own
 //! sequence number, and only when no snapshot of the realm covers it already (a
@@ -49,37 +64,82 @@ pub const JOURNAL_FILE: &str = "journal";
 /// of appending: a bound on the file and on what a start replays.
 pub const CHECKPOINT_BYTES: u64 = 64 << 20;
 
+/// The file grows by this much at a time, written with zeros and synced.
+pub const CHUNK: u64 = 4 << 20;
+
+/// The header's bytes: magic, generation, checksum.
+pub const HEADER: u64 = 16;
+const MAGIC: &[u8; 4] = b"hjnl";
+
+/// The header of generation `generation`.
+fn header(generation: u64) -> [u8; HEADER as usize] {
+    let mut h = [0u8; HEADER as usize];
+    h[..4].copy_from_slice(MAGIC);
+    h[4..12].copy_from_slice(&generation.to_le_bytes());
+    let crc = crc32fast::hash(&h[..12]);
+    h[12..].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// The generation a header names, if it is one.
+fn read_header(bytes: &[u8]) -> Option<u64> {
+    let h = bytes.get(..HEADER as usize)?;
+    let crc = u32::from_le_bytes([h[12], h[13], h[14], h[15]]);
+    (&h[..4] == MAGIC && crc32fast::hash(&h[..12]) == crc)
+        .then(|| u64::from_le_bytes(h[4..12].try_into().unwrap_or_default()))
+}
+
+/// A record waiting for the next commit.
+struct Pending {
+    realm: String,
+    seq: u64,
+    record: Vec<u8>,
+}
+
 /// The journal of one data folder: records waiting for the next commit, and the file.
 pub struct Journal {
     path: PathBuf,
-    /// Frames appended since the last commit took them, in append order.
-    pending: Mutex<Vec<u8>>,
-    /// The file and its length; held through a commit and through a checkpoint.
+    /// Records appended since the last commit took them, in append order.
+    pending: Mutex<Vec<Pending>>,
+    /// The file; held through a commit and through a checkpoint.
     file: Mutex<Tail>,
 }
 
-/// The journal's file and the length of what it holds.
+/// Records a commit took, to be written (or put back).
+pub struct Taken(Vec<Pending>);
+
+/// The journal's file, where the next frame goes, and its generation.
 pub struct Tail {
     file: File,
+    /// Where the next frame goes (the header included).
     len: u64,
-    /// A write failed: bytes past `len` may be in the file until it is cleared.
+    /// Bytes of the file written so far (zeros past `len`, or older frames).
+    allocated: u64,
+    generation: u64,
+    /// A write failed: frames of this generation may lie past `len` until the next.
     dirty: bool,
 }
 
 impl Tail {
-    /// Writes `bytes` at the end and makes them durable. On failure the length stays:
-    /// a retry writes over whatever part reached the file.
-    pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if bytes.is_empty() {
+    /// Encodes `taken` under this generation, writes it at `len` and makes it durable.
+    /// On failure `len` stays: a retry writes over whatever part reached the file.
+    pub fn append(&mut self, taken: &Taken) -> io::Result<()> {
+        if taken.0.is_empty() {
             return Ok(());
         }
+        let mut bytes = Vec::with_capacity(taken.0.iter().map(|p| p.record.len() + 64).sum());
+        for p in &taken.0 {
+            frame(&mut bytes, self.generation, &p.realm, p.seq, &p.record)
+                .map_err(io::Error::other)?;
+        }
+        let end = self.len + bytes.len() as u64;
         let written = self
-            .file
-            .write_all_at(bytes, self.len)
+            .grow(end)
+            .and_then(|()| self.file.write_all_at(&bytes, self.len))
             .and_then(|()| self.file.sync_data());
         match written {
             Ok(()) => {
-                self.len += bytes.len() as u64;
+                self.len = end;
                 Ok(())
             }
             Err(e) => {
@@ -89,57 +149,88 @@ impl Tail {
         }
     }
 
-    /// Empties the file, durably (after a checkpoint made sled hold everything in it).
-    pub fn clear(&mut self) -> io::Result<()> {
-        if self.len == 0 && !self.dirty {
+    /// Writes zeros up to at least `end`, in `CHUNK`s, and syncs the file's new size.
+    fn grow(&mut self, end: u64) -> io::Result<()> {
+        if end <= self.allocated {
             return Ok(());
         }
-        self.file.set_len(0)?;
-        self.file.sync_all()?;
-        self.len = 0;
+        let target = end.div_ceil(CHUNK) * CHUNK;
+        let zeros = vec![0u8; 1 << 20];
+        while self.allocated < target {
+            let n = (target - self.allocated).min(zeros.len() as u64) as usize;
+            self.file.write_all_at(&zeros[..n], self.allocated)?;
+            self.allocated += n as u64;
+        }
+        self.file.sync_all()
+    }
+
+    /// Empties the journal, durably (after a checkpoint made sled hold everything in
+    /// it): the next generation in the header; its frames then start at `HEADER`.
+    pub fn clear(&mut self) -> io::Result<()> {
+        if self.len == HEADER && !self.dirty {
+            return Ok(());
+        }
+        let next = self.generation + 1;
+        self.file.write_all_at(&header(next), 0)?;
+        self.file.sync_data()?;
+        self.generation = next;
+        self.len = HEADER;
         self.dirty = false;
         Ok(())
     }
 
-    /// Bytes in the file.
+    /// Bytes of frames in the journal.
     pub fn len(&self) -> u64 {
-        self.len
+        self.len - HEADER
     }
 
-    /// Whether the file is empty.
+    /// Whether the journal holds no frame.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len == HEADER
     }
 }
 
 /// One record read back from the journal.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Entry {
+    generation: u64,
     realm: String,
     seq: u64,
     #[serde(with = "serde_bytes")]
     record: Vec<u8>,
 }
 
-/// The frame of one record, as `push` appends it.
-fn frame(realm: &str, seq: u64, record: &[u8]) -> Result<Vec<u8>, codec::CodecError> {
+/// Appends the frame of one record to `out`.
+fn frame(
+    out: &mut Vec<u8>,
+    generation: u64,
+    realm: &str,
+    seq: u64,
+    record: &[u8],
+) -> Result<(), codec::CodecError> {
     #[derive(serde::Serialize)]
     struct EntryRef<'a> {
+        generation: u64,
         realm: &'a str,
         seq: u64,
         #[serde(with = "serde_bytes")]
         record: &'a [u8],
     }
-    let body = codec::encode(&EntryRef { realm, seq, record })?;
-    let mut out = Vec::with_capacity(4 + body.len());
+    let body = codec::encode(&EntryRef {
+        generation,
+        realm,
+        seq,
+        record,
+    })?;
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(&body);
-    Ok(out)
+    Ok(())
 }
 
 impl Journal {
     /// Opens the journal of the folder `dir` empty (its records must have been replayed
-    /// and made durable in sled first: `replay`, then a flush), creating it durably.
+    /// and made durable in sled first: `replay`, then a flush): the next generation of
+    /// the one it holds, or a new file. Durable when it returns.
     pub fn create(dir: &Path) -> io::Result<Journal> {
         let path = dir.join(JOURNAL_FILE);
         let existed = path.exists();
@@ -149,19 +240,40 @@ impl Journal {
             .create(true)
             .truncate(false)
             .open(&path)?;
-        file.set_len(0)?;
-        file.sync_all()?;
+        let mut head = [0u8; HEADER as usize];
+        let size = file.metadata()?.len();
+        let found = if size >= HEADER {
+            file.read_exact_at(&mut head, 0)?;
+            read_header(&head)
+        } else {
+            None
+        };
+        let (generation, allocated) = match found {
+            Some(generation) => (generation + 1, size),
+            // No header (new, or unreadable): no frame of it is read again, so the
+            // file starts over with generation 1 and no older frame in it.
+            None => {
+                file.set_len(0)?;
+                (1, 0)
+            }
+        };
+        let mut tail = Tail {
+            file,
+            len: HEADER,
+            allocated,
+            generation,
+            dirty: false,
+        };
+        tail.grow(CHUNK)?;
+        tail.file.write_all_at(&header(generation), 0)?;
+        tail.file.sync_all()?;
         if !existed {
             File::open(dir)?.sync_all()?;
         }
         Ok(Journal {
             path,
             pending: Mutex::new(Vec::new()),
-            file: Mutex::new(Tail {
-                file,
-                len: 0,
-                dirty: false,
-            }),
+            file: Mutex::new(tail),
         })
     }
 
@@ -171,23 +283,25 @@ impl Journal {
     }
 
     /// Queues record `seq` of `realm` (already in its WAL tree) for the next commit.
-    pub fn push(&self, realm: &str, seq: u64, record: &[u8]) -> Result<(), codec::CodecError> {
-        let bytes = frame(realm, seq, record)?;
-        lock(&self.pending).extend_from_slice(&bytes);
-        Ok(())
+    pub fn push(&self, realm: &str, seq: u64, record: Vec<u8>) {
+        lock(&self.pending).push(Pending {
+            realm: realm.to_owned(),
+            seq,
+            record,
+        });
     }
 
     /// Takes everything queued so far.
-    pub fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *lock(&self.pending))
+    pub fn take(&self) -> Taken {
+        Taken(std::mem::take(&mut *lock(&self.pending)))
     }
 
     /// Puts back what `take` returned, ahead of what was queued since (a failed write:
     /// the next attempt writes it again, in order).
-    pub fn put_back(&self, taken: Vec<u8>) {
+    pub fn put_back(&self, taken: Taken) {
         let mut pending = lock(&self.pending);
-        let later = std::mem::replace(&mut *pending, taken);
-        pending.extend_from_slice(&later);
+        let later = std::mem::replace(&mut *pending, taken.0);
+        pending.extend(later);
     }
 
     /// Drops everything queued (a storage fault: those records are dead).
@@ -208,51 +322,120 @@ pub struct Replayed {
     pub records: usize,
     /// Records written into a WAL tree (the others a snapshot already covered).
     pub written: usize,
-    /// Why reading stopped before the file's end: a torn or damaged frame.
+    /// Why reading stopped before the journal's end: a frame cut short or failing its
+    /// checksum, as a crash during a write leaves at the end.
     pub torn: Option<String>,
+    /// A frame (or the header) that does not decode with a whole frame of the same
+    /// generation after it: not what a crash leaves but damage, and acknowledged
+    /// records may follow it. A start refuses such a folder; `hearth recover
+    /// --accept-loss` keeps what comes before.
+    pub damaged: Option<String>,
 }
 
-/// Reads the frames of a journal's bytes up to the first torn or damaged one.
-fn read_frames(bytes: &[u8]) -> (Vec<Entry>, Option<String>) {
+/// The frame at `at`: `None` when the bytes end before it does or it is zeros (never
+/// written), else its entry or why it does not decode, and where the next one starts.
+fn frame_at(bytes: &[u8], at: usize) -> Option<(Result<Entry, codec::CodecError>, usize)> {
+    let head = bytes.get(at..at.checked_add(4)?)?;
+    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    if len == 0 {
+        return None;
+    }
+    let next = at.checked_add(4)?.checked_add(len)?;
+    let body = bytes.get(at + 4..next)?;
+    Some((codec::decode::<Entry>(body), next))
+}
+
+/// How reading a journal ended before its last byte.
+#[derive(Debug, PartialEq, Eq)]
+enum Stop {
+    /// A frame cut short or failing its checksum, and nothing of this generation after.
+    Torn(String),
+    /// The same, with a whole frame of this generation after it (or a bad header with
+    /// frames after it).
+    Damaged(String),
+}
+
+/// Reads the frames of a journal's bytes (header first) up to zeros, a frame of another
+/// generation, or a torn or damaged frame.
+fn read_frames(bytes: &[u8]) -> (Vec<Entry>, Option<Stop>) {
     let mut out = Vec::new();
-    let mut at = 0usize;
-    while at < bytes.len() {
-        let Some(head) = bytes.get(at..at + 4) else {
-            return (out, Some(format!("a frame cut short at byte {at}")));
+    let first = HEADER as usize;
+    let Some(generation) = read_header(bytes) else {
+        let framed = matches!(frame_at(bytes, first), Some((Ok(_), _)));
+        return match (bytes.iter().any(|b| *b != 0), framed) {
+            (_, true) => (
+                out,
+                Some(Stop::Damaged("a header that does not decode".into())),
+            ),
+            (true, false) if bytes.len() >= first => (
+                out,
+                Some(Stop::Torn("a header that does not decode".into())),
+            ),
+            _ => (out, None),
         };
-        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-        let Some(body) = bytes.get(at + 4..at + 4 + len) else {
-            return (out, Some(format!("a frame cut short at byte {at}")));
-        };
-        match codec::decode::<Entry>(body) {
-            Ok(entry) => out.push(entry),
-            Err(e) => {
-                return (
-                    out,
-                    Some(format!("a frame that does not decode at byte {at} ({e})")),
-                )
+    };
+    let ours = |f: &Option<(Result<Entry, codec::CodecError>, usize)>| matches!(f, Some((Ok(e), _)) if e.generation == generation);
+    let mut at = first;
+    loop {
+        match frame_at(bytes, at) {
+            None => {
+                // Zeros, or the file's end: clean; a length running past the end is a
+                // frame cut short.
+                let cut = bytes
+                    .get(at..)
+                    .is_some_and(|rest| rest.iter().take(4).any(|b| *b != 0));
+                let stop = cut.then(|| Stop::Torn(format!("a frame cut short at byte {at}")));
+                return (out, stop);
+            }
+            Some((Ok(entry), next)) => {
+                if entry.generation != generation {
+                    return (out, None);
+                }
+                out.push(entry);
+                at = next;
+            }
+            Some((Err(e), next)) => {
+                let why = format!("a frame that does not decode at byte {at} ({e})");
+                let stop = if ours(&frame_at(bytes, next)) {
+                    Stop::Damaged(why)
+                } else {
+                    Stop::Torn(why)
+                };
+                return (out, Some(stop));
             }
         }
-        at += 4 + len;
     }
-    (out, None)
+}
+
+/// The records of the journal in the folder `dir` (none without one), and how reading
+/// ended.
+fn read(dir: &Path) -> io::Result<(Vec<Entry>, Option<Stop>)> {
+    match std::fs::read(dir.join(JOURNAL_FILE)) {
+        Ok(bytes) => Ok(read_frames(&bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((Vec::new(), None)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The number of records the journal in the folder `dir` holds (tests and tools).
+pub fn count(dir: &Path) -> io::Result<usize> {
+    Ok(read(dir)?.0.len())
 }
 
 /// Copies the records of the journal in the folder `dir` into the WAL trees of `db`
 /// (see the module doc); a folder without a journal has nothing to replay. The caller
 /// makes them durable (a sled flush) before the journal is emptied.
 pub fn replay(db: &sled::Db, dir: &Path) -> Result<Replayed, StorageError> {
-    let bytes = match std::fs::read(dir.join(JOURNAL_FILE)) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Replayed::default()),
-        Err(e) => return Err(e.into()),
-    };
-    let (entries, torn) = read_frames(&bytes);
+    let (entries, stop) = read(dir)?;
     let mut replayed = Replayed {
         records: entries.len(),
-        written: 0,
-        torn,
+        ..Replayed::default()
     };
+    match stop {
+        Some(Stop::Damaged(why)) => replayed.damaged = Some(why),
+        Some(Stop::Torn(why)) => replayed.torn = Some(why),
+        None => {}
+    }
     // Per realm: its WAL tree and the newest snapshot's sequence number.
     let mut realms: HashMap<String, (sled::Tree, u64)> = HashMap::new();
     for entry in entries {
@@ -276,42 +459,92 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
-    fn entries(bytes: &[u8]) -> Vec<(String, u64, Vec<u8>)> {
-        read_frames(bytes)
-            .0
-            .into_iter()
-            .map(|e| (e.realm, e.seq, e.record))
-            .collect()
+    fn seqs(bytes: &[u8]) -> Vec<u64> {
+        read_frames(bytes).0.into_iter().map(|e| e.seq).collect()
+    }
+
+    /// A journal of generation 3 with five frames; their ends.
+    fn five() -> (Vec<u8>, Vec<usize>) {
+        let mut bytes = header(3).to_vec();
+        let mut ends = Vec::new();
+        for seq in 1..=5u64 {
+            frame(
+                &mut bytes,
+                3,
+                "zulip",
+                seq,
+                &vec![seq as u8; seq as usize * 7],
+            )
+            .unwrap();
+            ends.push(bytes.len());
+        }
+        (bytes, ends)
     }
 
     #[test]
     fn frames_read_back_and_a_cut_anywhere_keeps_the_whole_ones_before_it() {
-        let mut bytes = Vec::new();
-        let mut ends = Vec::new();
-        for seq in 1..=5u64 {
-            bytes.extend(frame("zulip", seq, &vec![seq as u8; seq as usize * 7]).unwrap());
-            ends.push(bytes.len());
-        }
-        let all = entries(&bytes);
+        let (bytes, ends) = five();
+        let (all, stop) = read_frames(&bytes);
+        assert_eq!(stop, None);
         assert_eq!(all.len(), 5);
-        assert_eq!(all[2], ("zulip".to_owned(), 3, vec![3u8; 21]));
-        assert_eq!(read_frames(&bytes).1, None);
-        for cut in 0..bytes.len() {
-            let (read, torn) = read_frames(&bytes[..cut]);
+        assert_eq!((all[2].seq, all[2].record.clone()), (3, vec![3u8; 21]));
+        for cut in HEADER as usize..bytes.len() {
+            let (read, stop) = read_frames(&bytes[..cut]);
             let whole = ends.iter().filter(|&&e| e <= cut).count();
             assert_eq!(read.len(), whole, "cut at {cut}");
+            let at_end = ends.contains(&cut) || cut == HEADER as usize;
+            assert_eq!(stop.is_some(), !at_end, "cut at {cut}");
+            assert!(
+                !matches!(stop, Some(Stop::Damaged(_))),
+                "a cut is no damage"
+            );
+            // The same cut followed by zeros (the file's preallocated blocks).
+            let mut padded = bytes[..cut].to_vec();
+            padded.resize(bytes.len() + 64, 0);
             assert_eq!(
-                torn.is_some(),
-                !ends.contains(&cut) && cut > 0,
-                "cut at {cut}"
+                read_frames(&padded).0.len(),
+                whole,
+                "cut at {cut}, zeros after"
             );
         }
-        // A flipped byte ends the journal at its frame.
+        // A flipped byte ends the journal at its frame; whole frames of the generation
+        // after it make it damage, not a torn end.
         let mut damaged = bytes.clone();
         damaged[ends[1] + 9] ^= 0x40;
-        let (read, torn) = read_frames(&damaged);
+        let (read, stop) = read_frames(&damaged);
         assert_eq!(read.len(), 2);
-        assert!(torn.expect("damage").contains("does not decode"));
+        assert!(matches!(stop, Some(Stop::Damaged(why)) if why.contains("does not decode")));
+        // The same flip in the last frame is a torn end.
+        let mut last = bytes.clone();
+        last[ends[3] + 9] ^= 0x40;
+        let (read, stop) = read_frames(&last);
+        assert_eq!(read.len(), 4);
+        assert!(matches!(stop, Some(Stop::Torn(_))));
+        // A damaged header with frames after it is damage; zeros are an empty journal.
+        let mut head = bytes.clone();
+        head[5] ^= 1;
+        assert!(matches!(read_frames(&head).1, Some(Stop::Damaged(_))));
+        assert_eq!(read_frames(&[0u8; 64]), (Vec::new(), None));
+    }
+
+    #[test]
+    fn frames_of_an_older_generation_end_the_journal() {
+        let (old, _) = five();
+        // Generation 4 writes two frames over the start of generation 3's.
+        let mut bytes = old.clone();
+        bytes[..HEADER as usize].copy_from_slice(&header(4));
+        let mut newer = Vec::new();
+        frame(&mut newer, 4, "zulip", 9, b"nine").unwrap();
+        frame(&mut newer, 4, "zulip", 10, b"ten").unwrap();
+        bytes[HEADER as usize..HEADER as usize + newer.len()].copy_from_slice(&newer);
+        let (read, stop) = read_frames(&bytes);
+        assert_eq!(read.iter().map(|e| e.seq).collect::<Vec<_>>(), [9, 10]);
+        // What follows is generation 3's (cut in the middle, or whole): no damage.
+        assert!(!matches!(stop, Some(Stop::Damaged(_))), "{stop:?}");
+        // Emptied: nothing of generation 3 is read.
+        let mut emptied = old.clone();
+        emptied[..HEADER as usize].copy_from_slice(&header(4));
+        assert_eq!(seqs(&emptied), Vec::<u64>::new());
     }
 
     #[test]
@@ -323,9 +556,16 @@ mod tests {
             .unwrap()
             .insert(3u64.to_be_bytes(), &b"snapshot"[..])
             .unwrap();
-        let mut bytes = Vec::new();
+        let mut bytes = header(1).to_vec();
         for (realm, seq) in [("a", 3u64), ("a", 4), ("b", 1), ("a", 5), ("b", 2)] {
-            bytes.extend(frame(realm, seq, format!("{realm}{seq}").as_bytes()).unwrap());
+            frame(
+                &mut bytes,
+                1,
+                realm,
+                seq,
+                format!("{realm}{seq}").as_bytes(),
+            )
+            .unwrap();
         }
         bytes.extend_from_slice(&[9, 0, 0]);
         std::fs::write(dir.path().join(JOURNAL_FILE), &bytes).unwrap();
@@ -346,25 +586,41 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_write_is_written_again_over_its_partial_bytes() {
+    fn commits_checkpoints_and_a_failed_write_written_again() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(JOURNAL_FILE), b"left from before").unwrap();
         let journal = Journal::create(dir.path()).unwrap();
         assert!(journal.tail().is_empty(), "created empty");
-        journal.push("z", 1, b"one").unwrap();
+        let size = std::fs::metadata(journal.path()).unwrap().len();
+        assert_eq!(size, CHUNK, "its first blocks written ahead");
+        journal.push("z", 1, b"one".to_vec());
         let taken = journal.take();
-        journal.push("z", 2, b"two").unwrap();
+        journal.push("z", 2, b"two".to_vec());
         // The write of `taken` failed: it goes back ahead of record 2.
         journal.put_back(taken);
         let mut tail = journal.tail();
         // A partial write reached the file; the retry writes over it.
-        tail.file.write_all_at(b"garbage", 0).unwrap();
+        tail.file.write_all_at(b"garbage", HEADER).unwrap();
         tail.append(&journal.take()).unwrap();
         drop(tail);
-        let bytes = std::fs::read(journal.path()).unwrap();
-        let seqs: Vec<u64> = entries(&bytes).into_iter().map(|e| e.1).collect();
-        assert_eq!(seqs, [1, 2]);
+        assert_eq!(count(dir.path()).unwrap(), 2);
+        // Past its blocks the file grows by a chunk, synced once.
+        journal.push("z", 3, vec![7u8; CHUNK as usize]);
+        journal.tail().append(&journal.take()).unwrap();
+        assert_eq!(std::fs::metadata(journal.path()).unwrap().len(), 2 * CHUNK);
+        assert_eq!(count(dir.path()).unwrap(), 3);
+        // A checkpoint empties it without shrinking it; the next frames are read alone.
         journal.tail().clear().unwrap();
-        assert_eq!(std::fs::metadata(journal.path()).unwrap().len(), 0);
+        assert_eq!(count(dir.path()).unwrap(), 0);
+        journal.push("z", 4, b"four".to_vec());
+        journal.tail().append(&journal.take()).unwrap();
+        let bytes = std::fs::read(journal.path()).unwrap();
+        assert_eq!(seqs(&bytes), [4]);
+        assert_eq!(bytes.len() as u64, 2 * CHUNK);
+        // Opened again: the next generation, nothing of the last one read.
+        drop(journal);
+        let again = Journal::create(dir.path()).unwrap();
+        assert_eq!(count(dir.path()).unwrap(), 0);
+        assert_eq!(again.tail().generation, 3);
     }
 }

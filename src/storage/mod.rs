@@ -160,6 +160,15 @@ impl Store {
         // trees, durably, before anything reads them and before the journal is emptied
         // (`Durability::start`).
         let replayed = journal::replay(&db, dir)?;
+        if let Some(why) = replayed.damaged {
+            return Err(damaged(
+                &format!(
+                    "a journal ({}) whose frames all decode",
+                    dir.join(journal::JOURNAL_FILE).display()
+                ),
+                format!("{why}, with whole frames after it"),
+            ));
+        }
         if replayed.records > 0 || replayed.torn.is_some() {
             durability::flush_durably(&db, dir)?;
             tracing::info!(

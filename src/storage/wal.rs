@@ -238,10 +238,19 @@ impl RealmStore {
         let bytes = codec::encode_changes(changes)?;
         let seq = self.last_seq + 1;
         let (wal, _) = self.trees()?;
-        wal.insert(seq.to_be_bytes(), bytes.as_slice())?;
+        if let Err(e) = wal.insert(seq.to_be_bytes(), bytes.as_slice()) {
+            // sled keeps a failed write's error (a full disk met while writing out its
+            // buffer): only the store's fault path (reset, reopen) writes again.
+            self.durability.fail(format!(
+                "cannot write the WAL of realm '{}' in {}: {e}",
+                self.subdomain,
+                self.durability.dir().display()
+            ));
+            return Err(e.into());
+        }
         // In the tree first: a checkpoint that takes the journal's frame then flushes
         // a sled that holds the record.
-        self.durability.journal(&self.subdomain, seq, &bytes)?;
+        self.durability.journal(&self.subdomain, seq, bytes);
         self.last_seq = seq;
         self.appended.set(seq);
         Ok(self.durability.ticket())

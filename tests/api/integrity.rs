@@ -735,3 +735,70 @@ fn a_message_database_that_lost_writes_or_went_missing_is_never_silent() {
         }
     }
 }
+
+/// The journal after `kill -9` holds the acknowledged records since the last checkpoint;
+/// a start reads them. A frame damaged before the journal's end (whole frames after it)
+/// is not a torn write: the start refuses, `hearth check` names the journal, and
+/// `hearth recover --accept-loss` rebuilds from what comes before it.
+#[test]
+fn a_journal_damaged_before_its_end_is_refused_and_check_and_recover_agree() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let server = up(&data, &[]);
+    let key = admin_key(&server.url);
+    let client = http();
+    for i in 0..12 {
+        assert!(create_channel(&client, &server.url, &key, &format!("j{i}")));
+    }
+    let acknowledged = channel_names(&server.url);
+    server.kill_9();
+    let journal = data.join(hearth::storage::journal::JOURNAL_FILE);
+    assert!(
+        hearth::storage::journal::count(&data).unwrap() >= 12,
+        "the acknowledged writes are in the journal"
+    );
+
+    // Read as it is: every acknowledged channel is there.
+    let copy = root.path().join("copy");
+    copy_tree(&data, &copy);
+    let check = run(&["check", "--data", copy.to_str().unwrap()]);
+    assert!(check.status.success(), "{}", text(&check.stdout));
+    assert!(
+        text(&check.stdout).contains("journal: "),
+        "{}",
+        text(&check.stdout)
+    );
+    let server = up(&copy, &[]);
+    assert_eq!(channel_names(&server.url), acknowledged);
+    server.stop();
+
+    // A flipped byte in the first frame's body (past the header and its length).
+    flip(&journal, hearth::storage::journal::HEADER as usize + 12, 1);
+    let Started::Refused(status, lines) = start(&data, &[]) else {
+        panic!("a damaged journal started");
+    };
+    let line = assert_refusal(status, &lines, &data);
+    assert!(line.contains("journal"), "{line}");
+    let check = run(&["check", "--data", data.to_str().unwrap()]);
+    assert!(!check.status.success());
+    let report = text(&check.stdout);
+    assert!(
+        report.contains("problem: the journal") && report.contains("whole frames after it"),
+        "{report}"
+    );
+    let out = run(&["recover", "--data", data.to_str().unwrap(), "--accept-loss"]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let server = up(&data, &[]);
+    let now = channel_names(&server.url);
+    assert!(now.is_subset(&acknowledged));
+    assert!(
+        !now.contains("j11"),
+        "the records from the damage on are gone"
+    );
+    server.stop();
+}
