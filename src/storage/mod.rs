@@ -1,5 +1,7 @@
 //! Persistence: one sled database per server; per realm a WAL tree of decided changes,
-//! a snapshots tree of whole realms and a tree of coalesced presence; the message rows
+//! a snapshots tree of whole realms and a tree of coalesced presence; beside it the
+//! WAL's commit journal (`journal`: what a group commit writes and `fdatasync`s, read
+//! back into the WAL trees by every open, emptied by every full flush); the message rows
 //! in a second sled database beside it (`message_db`), opened in the background so that
 //! their number does not hold up a start; uploaded files (attachments, custom emoji
 //! images) beside both, one folder per realm (`uploads`). See `design.md`,
