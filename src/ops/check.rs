@@ -228,7 +228,7 @@ impl Checked {
         }
         if let Some(why) = &self.journal_damage {
             p.push(format!(
-                "the journal {} has {why}, with whole frames after it: the WAL records \
+                "the journal {} has {why}, with a later commit's frames after it: the WAL records \
                  from there on are lost",
                 data.join(crate::storage::journal::JOURNAL_FILE).display()
             ));

@@ -502,6 +502,11 @@ impl Durability {
             return Err(e);
         }
         drop(db);
+        if !tail.is_empty() {
+            // sled never syncs its blob files (records too large for its pages): they
+            // must be durable before the journal's copies of those records go.
+            sync_blob_files(&self.dir)?;
+        }
         tail.clear()?;
         self.published(target, &appended, started)
     }
@@ -662,6 +667,14 @@ impl Durability {
         let probe = db.open_tree("hearth:probe")?;
         probe.insert("probe", &self.failures().to_be_bytes())?;
         flush_durably(&db, &self.dir)?;
+        // The journal holds what was acknowledged since the last checkpoint (the failed
+        // instance never flushed it) and maybe records of the failed decisions: a reset
+        // marker per realm, then a replay into the reopened database, keeps the first
+        // and drops the second, at any crash point (`storage::journal`).
+        let markers: Vec<(String, u64)> = resets.iter().map(|r| (r.realm.clone(), r.seq)).collect();
+        self.journal.write_resets(&markers)?;
+        super::journal::replay(&db, &self.dir)
+            .map_err(|e| sled::Error::Io(io::Error::other(e.to_string())))?;
         for reset in resets {
             let wal = db.open_tree(&reset.wal)?;
             let snaps = db.open_tree(&reset.snaps)?;
@@ -682,8 +695,6 @@ impl Durability {
         }
         flush_durably(&db, &self.dir)?;
         self.sync_blobs()?;
-        // The journal may hold the failed decisions' records: gone with them.
-        self.journal.discard_pending();
         self.journal.tail().clear()?;
         Ok(db)
     }

@@ -30,22 +30,34 @@
 //! *generation* in its header, not truncating it:
 //!
 //! - header (`HEADER` bytes): `b"hjnl"`, the generation (u64 LE), a crc32 of both;
-//! - then frames: `[length of the rest: u32 LE][codec frame of (generation, realm, seq,
-//!   record)]`, the record being the WAL record's own framed bytes, encoded by the
-//!   flusher with the generation it writes under.
+//! - then frames: `[length of the rest: u32 LE][codec frame of (generation, commit,
+//!   last, realm, seq, record)]`, the record being the WAL record's own framed bytes,
+//!   encoded by the flusher with the generation it writes under, the number of its
+//!   commit (one `pwrite`) in that generation and whether it ends that commit.
 //!
 //! Reading stops at zeros (never written), at a frame of another generation (left from
 //! before the last checkpoint), or at a frame cut short or failing its checksum: what
 //! `kill -9` during a `pwrite` leaves at the end, whose records were never acknowledged
-//! (the `fdatasync` after them had not returned). A frame that does not decode with a
-//! whole frame of the same generation after it is damage, not a crash: the start
-//! refuses it (`Replayed::damaged`). Anything else the manifest counts durable and the
+//! (the `fdatasync` after them had not returned). A power loss can also keep a later
+//! page of one `pwrite` and lose an earlier one, so a whole frame of the *same* commit
+//! after a bad one is still a torn write. A whole frame of a *later* commit anywhere
+//! after it (searched byte by byte, since a damaged length hides where the next frame
+//! starts) is damage: that commit was written after the bad frame's `fdatasync`
+//! returned. The start refuses it (`Replayed::damaged`). Anything else the manifest counts durable and the
 //! journal lacks is missing from the trees, and the start refuses as for any other loss
 //! (`integrity::judge`).
 //!
 //! Replay is idempotent: a record is written into its realm's WAL tree under its own
 //! sequence number, and only when no snapshot of the realm covers it already (a
 //! snapshot job deletes the records it covers, and they must stay deleted).
+//!
+//! A storage fault's recovery (`Durability::reopen_and_reset`) first appends a *reset
+//! marker* per realm (a frame with an empty record at the sequence number the realm
+//! went back to), then replays the journal into the reopened database, writes the
+//! resets and only then empties the journal. A replay removes a realm's records after
+//! its marker's number, so the failed decisions' records never come back, and the
+//! acknowledged records of the journal (sled's failed instance never flushed them)
+//! are kept, whatever the moment of a crash.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -118,6 +130,11 @@ pub struct Tail {
     generation: u64,
     /// A write failed: frames of this generation may lie past `len` until the next.
     dirty: bool,
+    /// `generation` is not yet durable in the header (a checkpoint's header write
+    /// failed): no frame of it is written before it is.
+    header_pending: bool,
+    /// Commits written in this generation (frames carry their commit's number).
+    commits: u64,
 }
 
 impl Tail {
@@ -127,10 +144,18 @@ impl Tail {
         if taken.0.is_empty() {
             return Ok(());
         }
+        if self.header_pending {
+            self.write_header()?;
+        }
         let mut bytes = Vec::with_capacity(taken.0.iter().map(|p| p.record.len() + 64).sum());
-        for p in &taken.0 {
-            frame(&mut bytes, self.generation, &p.realm, p.seq, &p.record)
-                .map_err(io::Error::other)?;
+        let commit = self.commits + 1;
+        for (i, p) in taken.0.iter().enumerate() {
+            let at = At {
+                generation: self.generation,
+                commit,
+                last: i + 1 == taken.0.len(),
+            };
+            frame(&mut bytes, at, &p.realm, p.seq, &p.record).map_err(io::Error::other)?;
         }
         let end = self.len + bytes.len() as u64;
         let written = self
@@ -140,6 +165,7 @@ impl Tail {
         match written {
             Ok(()) => {
                 self.len = end;
+                self.commits = commit;
                 Ok(())
             }
             Err(e) => {
@@ -166,16 +192,30 @@ impl Tail {
 
     /// Empties the journal, durably (after a checkpoint made sled hold everything in
     /// it): the next generation in the header; its frames then start at `HEADER`.
+    ///
+    /// The new generation counts at once: should its header not reach the disk, no
+    /// frame is written before it does (`append` writes it first), so the file never
+    /// holds frames its header disowns.
     pub fn clear(&mut self) -> io::Result<()> {
-        if self.len == HEADER && !self.dirty {
+        if self.len == HEADER && !self.dirty && !self.header_pending {
             return Ok(());
         }
-        let next = self.generation + 1;
-        self.file.write_all_at(&header(next), 0)?;
-        self.file.sync_data()?;
-        self.generation = next;
+        self.generation = self
+            .generation
+            .checked_add(1)
+            .ok_or_else(|| io::Error::other("the journal's generations ran out"))?;
         self.len = HEADER;
+        self.commits = 0;
         self.dirty = false;
+        self.header_pending = true;
+        self.write_header()
+    }
+
+    /// Writes this generation's header and makes it durable.
+    fn write_header(&mut self) -> io::Result<()> {
+        self.file.write_all_at(&header(self.generation), 0)?;
+        self.file.sync_data()?;
+        self.header_pending = false;
         Ok(())
     }
 
@@ -194,16 +234,28 @@ impl Tail {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Entry {
     generation: u64,
+    /// The commit (one `pwrite`) the frame was written in, counted from 1 in its
+    /// generation, and whether it is that commit's last frame.
+    commit: u64,
+    last: bool,
     realm: String,
     seq: u64,
     #[serde(with = "serde_bytes")]
     record: Vec<u8>,
 }
 
+/// Where a frame is written: its generation, its commit, whether it ends the commit.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    generation: u64,
+    commit: u64,
+    last: bool,
+}
+
 /// Appends the frame of one record to `out`.
 fn frame(
     out: &mut Vec<u8>,
-    generation: u64,
+    at: At,
     realm: &str,
     seq: u64,
     record: &[u8],
@@ -211,13 +263,17 @@ fn frame(
     #[derive(serde::Serialize)]
     struct EntryRef<'a> {
         generation: u64,
+        commit: u64,
+        last: bool,
         realm: &'a str,
         seq: u64,
         #[serde(with = "serde_bytes")]
         record: &'a [u8],
     }
     let body = codec::encode(&EntryRef {
-        generation,
+        generation: at.generation,
+        commit: at.commit,
+        last: at.last,
         realm,
         seq,
         record,
@@ -248,8 +304,8 @@ impl Journal {
         } else {
             None
         };
-        let (generation, allocated) = match found {
-            Some(generation) => (generation + 1, size),
+        let (generation, allocated) = match found.and_then(|g| g.checked_add(1)) {
+            Some(generation) => (generation, size),
             // No header (new, or unreadable): no frame of it is read again, so the
             // file starts over with generation 1 and no older frame in it.
             None => {
@@ -263,6 +319,8 @@ impl Journal {
             allocated,
             generation,
             dirty: false,
+            header_pending: false,
+            commits: 0,
         };
         tail.grow(CHUNK)?;
         tail.file.write_all_at(&header(generation), 0)?;
@@ -304,9 +362,20 @@ impl Journal {
         pending.extend(later);
     }
 
-    /// Drops everything queued (a storage fault: those records are dead).
-    pub fn discard_pending(&self) {
+    /// After a storage fault: drops everything queued (those records are dead) and
+    /// appends a reset marker for each `(realm, seq)` the realms went back to, durably
+    /// (see the module doc).
+    pub fn write_resets(&self, resets: &[(String, u64)]) -> io::Result<()> {
         lock(&self.pending).clear();
+        let markers = resets
+            .iter()
+            .map(|(realm, seq)| Pending {
+                realm: realm.clone(),
+                seq: *seq,
+                record: Vec::new(),
+            })
+            .collect();
+        self.tail().append(&Taken(markers))
     }
 
     /// The file, held: commits and checkpoints take it in turn.
@@ -325,9 +394,9 @@ pub struct Replayed {
     /// Why reading stopped before the journal's end: a frame cut short or failing its
     /// checksum, as a crash during a write leaves at the end.
     pub torn: Option<String>,
-    /// A frame (or the header) that does not decode with a whole frame of the same
-    /// generation after it: not what a crash leaves but damage, and acknowledged
-    /// records may follow it. A start refuses such a folder; `hearth recover
+    /// A frame (or the header) that does not decode with a whole frame of a later
+    /// commit of the same generation after it: not what a crash leaves but damage,
+    /// and acknowledged records may follow it. A start refuses such a folder; `hearth recover
     /// --accept-loss` keeps what comes before.
     pub damaged: Option<String>,
 }
@@ -348,17 +417,28 @@ fn frame_at(bytes: &[u8], at: usize) -> Option<(Result<Entry, codec::CodecError>
 /// How reading a journal ended before its last byte.
 #[derive(Debug, PartialEq, Eq)]
 enum Stop {
-    /// A frame cut short or failing its checksum, and nothing of this generation after.
+    /// A frame cut short or failing its checksum, and no later commit of this
+    /// generation after it: what a crash during a write leaves.
     Torn(String),
-    /// The same, with a whole frame of this generation after it (or a bad header with
-    /// frames after it).
+    /// The same with a whole frame of a later commit of this generation after it: that
+    /// commit was written after this one's `fdatasync` returned, so this one was
+    /// acknowledged and is damaged (or a bad header with frames after it).
     Damaged(String),
+}
+
+/// The first whole frame of `generation` anywhere after byte `from` (a damaged length
+/// hides where the next frame starts), if any.
+fn next_whole(bytes: &[u8], from: usize, generation: u64) -> Option<Entry> {
+    (from..bytes.len()).find_map(|at| match frame_at(bytes, at) {
+        Some((Ok(e), _)) if e.generation == generation => Some(e),
+        _ => None,
+    })
 }
 
 /// Reads the frames of a journal's bytes (header first) up to zeros, a frame of another
 /// generation, or a torn or damaged frame.
 fn read_frames(bytes: &[u8]) -> (Vec<Entry>, Option<Stop>) {
-    let mut out = Vec::new();
+    let mut out: Vec<Entry> = Vec::new();
     let first = HEADER as usize;
     let Some(generation) = read_header(bytes) else {
         let framed = matches!(frame_at(bytes, first), Some((Ok(_), _)));
@@ -374,9 +454,8 @@ fn read_frames(bytes: &[u8]) -> (Vec<Entry>, Option<Stop>) {
             _ => (out, None),
         };
     };
-    let ours = |f: &Option<(Result<Entry, codec::CodecError>, usize)>| matches!(f, Some((Ok(e), _)) if e.generation == generation);
     let mut at = first;
-    loop {
+    let why = loop {
         match frame_at(bytes, at) {
             None => {
                 // Zeros, or the file's end: clean; a length running past the end is a
@@ -384,8 +463,10 @@ fn read_frames(bytes: &[u8]) -> (Vec<Entry>, Option<Stop>) {
                 let cut = bytes
                     .get(at..)
                     .is_some_and(|rest| rest.iter().take(4).any(|b| *b != 0));
-                let stop = cut.then(|| Stop::Torn(format!("a frame cut short at byte {at}")));
-                return (out, stop);
+                if !cut {
+                    return (out, None);
+                }
+                break format!("a frame cut short at byte {at}");
             }
             Some((Ok(entry), next)) => {
                 if entry.generation != generation {
@@ -394,17 +475,21 @@ fn read_frames(bytes: &[u8]) -> (Vec<Entry>, Option<Stop>) {
                 out.push(entry);
                 at = next;
             }
-            Some((Err(e), next)) => {
-                let why = format!("a frame that does not decode at byte {at} ({e})");
-                let stop = if ours(&frame_at(bytes, next)) {
-                    Stop::Damaged(why)
-                } else {
-                    Stop::Torn(why)
-                };
-                return (out, Some(stop));
-            }
+            Some((Err(e), _)) => break format!("a frame that does not decode at byte {at} ({e})"),
         }
-    }
+    };
+    // The commit the bad frame belongs to: the last good frame's, or the next one when
+    // that frame ended its commit.
+    let bad = match out.last() {
+        Some(e) if e.last => e.commit + 1,
+        Some(e) => e.commit,
+        None => 1,
+    };
+    let stop = match next_whole(bytes, at + 1, generation) {
+        Some(later) if later.commit > bad => Stop::Damaged(why),
+        _ => Stop::Torn(why),
+    };
+    (out, Some(stop))
 }
 
 /// The records of the journal in the folder `dir` (none without one), and how reading
@@ -446,7 +531,12 @@ pub fn replay(db: &sled::Db, dir: &Path) -> Result<Replayed, StorageError> {
             realms.insert(entry.realm.clone(), (tree, covered));
         }
         let (tree, covered) = &realms[&entry.realm];
-        if entry.seq > *covered {
+        if entry.record.is_empty() {
+            // A reset marker: nothing of the realm after it survives.
+            for key in tree.range((entry.seq + 1).to_be_bytes()..).keys() {
+                tree.remove(key?)?;
+            }
+        } else if entry.seq > *covered {
             tree.insert(entry.seq.to_be_bytes(), entry.record)?;
             replayed.written += 1;
         }
@@ -463,19 +553,23 @@ mod tests {
         read_frames(bytes).0.into_iter().map(|e| e.seq).collect()
     }
 
-    /// A journal of generation 3 with five frames; their ends.
+    fn at(generation: u64, commit: u64, last: bool) -> At {
+        At {
+            generation,
+            commit,
+            last,
+        }
+    }
+
+    /// A journal of generation 3 with five frames in three commits (1 and 2, 3, 4 and
+    /// 5); their ends.
     fn five() -> (Vec<u8>, Vec<usize>) {
         let mut bytes = header(3).to_vec();
         let mut ends = Vec::new();
-        for seq in 1..=5u64 {
-            frame(
-                &mut bytes,
-                3,
-                "zulip",
-                seq,
-                &vec![seq as u8; seq as usize * 7],
-            )
-            .unwrap();
+        let commits = [(1, false), (1, true), (2, true), (3, false), (3, true)];
+        for (seq, (commit, last)) in (1..=5u64).zip(commits) {
+            let record = vec![seq as u8; seq as usize * 7];
+            frame(&mut bytes, at(3, commit, last), "zulip", seq, &record).unwrap();
             ends.push(bytes.len());
         }
         (bytes, ends)
@@ -514,6 +608,19 @@ mod tests {
         let (read, stop) = read_frames(&damaged);
         assert_eq!(read.len(), 2);
         assert!(matches!(stop, Some(Stop::Damaged(why)) if why.contains("does not decode")));
+        // A frame of a commit whose later frame reached the disk is what a power loss
+        // can leave inside one `pwrite`: torn, not damage.
+        let mut inside = bytes.clone();
+        inside[ends[2] + 9] ^= 0x40;
+        let (read, stop) = read_frames(&inside);
+        assert_eq!(read.len(), 3);
+        assert!(matches!(stop, Some(Stop::Torn(_))), "{stop:?}");
+        // A damaged length hides where the next frame starts: still damage.
+        let mut length = bytes.clone();
+        length[ends[1] + 3] = 0x7f;
+        let (read, stop) = read_frames(&length);
+        assert_eq!(read.len(), 2);
+        assert!(matches!(stop, Some(Stop::Damaged(_))), "{stop:?}");
         // The same flip in the last frame is a torn end.
         let mut last = bytes.clone();
         last[ends[3] + 9] ^= 0x40;
@@ -534,8 +641,8 @@ mod tests {
         let mut bytes = old.clone();
         bytes[..HEADER as usize].copy_from_slice(&header(4));
         let mut newer = Vec::new();
-        frame(&mut newer, 4, "zulip", 9, b"nine").unwrap();
-        frame(&mut newer, 4, "zulip", 10, b"ten").unwrap();
+        frame(&mut newer, at(4, 1, true), "zulip", 9, b"nine").unwrap();
+        frame(&mut newer, at(4, 2, true), "zulip", 10, b"ten").unwrap();
         bytes[HEADER as usize..HEADER as usize + newer.len()].copy_from_slice(&newer);
         let (read, stop) = read_frames(&bytes);
         assert_eq!(read.iter().map(|e| e.seq).collect::<Vec<_>>(), [9, 10]);
@@ -558,14 +665,8 @@ mod tests {
             .unwrap();
         let mut bytes = header(1).to_vec();
         for (realm, seq) in [("a", 3u64), ("a", 4), ("b", 1), ("a", 5), ("b", 2)] {
-            frame(
-                &mut bytes,
-                1,
-                realm,
-                seq,
-                format!("{realm}{seq}").as_bytes(),
-            )
-            .unwrap();
+            let record = format!("{realm}{seq}");
+            frame(&mut bytes, at(1, seq, true), realm, seq, record.as_bytes()).unwrap();
         }
         bytes.extend_from_slice(&[9, 0, 0]);
         std::fs::write(dir.path().join(JOURNAL_FILE), &bytes).unwrap();
@@ -622,5 +723,68 @@ mod tests {
         let again = Journal::create(dir.path()).unwrap();
         assert_eq!(count(dir.path()).unwrap(), 0);
         assert_eq!(again.tail().generation, 3);
+    }
+
+    #[test]
+    fn a_reset_marker_drops_what_follows_its_number_until_new_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        let journal = Journal::create(dir.path()).unwrap();
+        for seq in 1..=5u64 {
+            journal.push("a", seq, format!("old{seq}").into_bytes());
+        }
+        journal.push("b", 1, b"b1".to_vec());
+        journal.tail().append(&journal.take()).unwrap();
+        // Records 4 and 5 of `a` were failed decisions: the realm went back to 3.
+        journal.push("a", 6, b"dead, queued".to_vec());
+        journal.write_resets(&[("a".to_owned(), 3)]).unwrap();
+        // After the recovery, record 4 is a new decision.
+        journal.push("a", 4, b"new4".to_vec());
+        journal.tail().append(&journal.take()).unwrap();
+        for _ in 0..2 {
+            replay(&db, dir.path()).unwrap();
+            let a = db.open_tree("wal:a").unwrap();
+            let got: Vec<(u64, Vec<u8>)> = a
+                .iter()
+                .map(|kv| {
+                    let (k, v) = kv.unwrap();
+                    (wal::key_seq(&k), v.to_vec())
+                })
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (1, b"old1".to_vec()),
+                    (2, b"old2".to_vec()),
+                    (3, b"old3".to_vec()),
+                    (4, b"new4".to_vec())
+                ]
+            );
+            assert_eq!(db.open_tree("wal:b").unwrap().len(), 1);
+        }
+    }
+
+    #[test]
+    fn frames_wait_for_a_header_that_did_not_reach_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::create(dir.path()).unwrap();
+        journal.push("z", 1, b"one".to_vec());
+        journal.tail().append(&journal.take()).unwrap();
+        {
+            // As after a checkpoint whose header write failed.
+            let mut tail = journal.tail();
+            tail.generation += 1;
+            tail.len = HEADER;
+            tail.header_pending = true;
+        }
+        assert_eq!(
+            count(dir.path()).unwrap(),
+            1,
+            "the file still says the old one"
+        );
+        journal.push("z", 2, b"two".to_vec());
+        journal.tail().append(&journal.take()).unwrap();
+        let bytes = std::fs::read(journal.path()).unwrap();
+        assert_eq!(seqs(&bytes), [2], "the header went first");
     }
 }

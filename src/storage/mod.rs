@@ -168,11 +168,12 @@ impl Store {
                     "a journal ({}) whose frames all decode",
                     dir.join(journal::JOURNAL_FILE).display()
                 ),
-                format!("{why}, with whole frames after it"),
+                format!("{why}, with a later commit's frames after it"),
             ));
         }
         if replayed.records > 0 || replayed.torn.is_some() {
             durability::flush_durably(&db, dir)?;
+            durability::sync_blob_files(dir)?;
             tracing::info!(
                 "the journal held {} WAL records ({} not yet in the database){}",
                 replayed.records,

@@ -737,7 +737,7 @@ fn a_message_database_that_lost_writes_or_went_missing_is_never_silent() {
 }
 
 /// The journal after `kill -9` holds the acknowledged records since the last checkpoint;
-/// a start reads them. A frame damaged before the journal's end (whole frames after it)
+/// a start reads them. A frame damaged before the journal's end (a later commit after it)
 /// is not a torn write: the start refuses, `hearth check` names the journal, and
 /// `hearth recover --accept-loss` rebuilds from what comes before it.
 #[test]
@@ -783,7 +783,7 @@ fn a_journal_damaged_before_its_end_is_refused_and_check_and_recover_agree() {
     assert!(!check.status.success());
     let report = text(&check.stdout);
     assert!(
-        report.contains("problem: the journal") && report.contains("whole frames after it"),
+        report.contains("problem: the journal") && report.contains("a later commit"),
         "{report}"
     );
     let out = run(&["recover", "--data", data.to_str().unwrap(), "--accept-loss"]);
