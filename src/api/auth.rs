@@ -4,6 +4,7 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::{HttpMessage, HttpRequest};
 use base64::Engine;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::middleware::logging::LoggedUser;
@@ -26,13 +27,16 @@ pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
         .map_err(|_| invalid_header())?;
-    let text = String::from_utf8(decoded).map_err(|_| invalid_header())?;
-    let (email, api_key) = text.split_once(':').ok_or_else(invalid_header)?;
+    // The decoded bytes become the email: only the key is copied.
+    let mut email = String::from_utf8(decoded).map_err(|_| invalid_header())?;
+    let colon = email.find(':').ok_or_else(invalid_header)?;
+    let api_key = email[colon + 1..].to_owned();
+    email.truncate(colon);
     let logged = LoggedUser::default();
     req.extensions_mut().insert(logged.clone());
     Ok(Credentials {
-        email: email.to_owned(),
-        api_key: api_key.to_owned(),
+        email,
+        api_key,
         logged,
     })
 }
@@ -107,7 +111,7 @@ pub fn client_ip(req: &HttpRequest, trusted: &[ipnet::IpNet]) -> std::net::IpAdd
 /// authority, else the server's configured host), as Django's `get_host` reads it
 /// with `USE_X_FORWARDED_HOST` off: `X-Forwarded-Host` and `Forwarded` are not
 /// believed (a router in front sets `Host`; see the README's nginx configuration).
-pub fn host(req: &HttpRequest) -> String {
+pub fn host(req: &HttpRequest) -> Cow<'_, str> {
     let host = req
         .headers()
         .get(actix_web::http::header::HOST)
@@ -118,5 +122,10 @@ pub fn host(req: &HttpRequest) -> String {
         Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
         _ => host,
     };
-    name.to_lowercase()
+    // Clients send it in lower case: no copy then.
+    if name.bytes().any(|b| b.is_ascii_uppercase()) || !name.is_ascii() {
+        Cow::Owned(name.to_lowercase())
+    } else {
+        Cow::Borrowed(name)
+    }
 }

@@ -42,7 +42,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use actix_web::dev::Payload;
-use actix_web::http::header::CONTENT_TYPE;
+use actix_web::http::header::{HeaderValue, CONTENT_TYPE};
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
 use futures_util::future::LocalBoxFuture;
 use futures_util::{StreamExt, TryStreamExt};
@@ -102,140 +102,144 @@ macro_rules! endpoint {
 
 /// The route table: every endpoint in one place.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(endpoint!("/health", get => server::health))
+    // The API first, each path in full. The router tries the services in order, and
+    // a pattern with a parameter (`/join/{key}/`) costs a regex match for every request
+    // it is tried on; a scope for `/api/v1` would be one more layer to route through (a
+    // match of its prefix and a boxed call) for every API request.
+    cfg
+        // What every client sends all day (presence pings, long-polls, messages, its
+        // own user), first: each place before a route costs its requests a match.
+        .service(endpoint!("/api/v1/users/me/presence", post => presence::update_presence))
+        .service(endpoint!("/api/v1/events", get => events::get_events, delete => events::delete_events))
+        .service(endpoint!("/api/v1/messages", get => messages::get_messages, post => messages::send_message))
+        .service(endpoint!("/api/v1/users/me", get => users::get_own_user, delete => lifecycle::deactivate_own_user))
+        .service(endpoint!("/api/v1/register", post => events::register))
+        .service(endpoint!("/api/v1/messages/flags", post => messages::update_flags))
+        .service(endpoint!("/api/v1/typing", post => messages::set_typing_status))
+        // The rest of the API.
+        .service(endpoint!("/api/v1/server_settings", get => server::server_settings))
+        .service(endpoint!("/api/v1/dev_fetch_api_key", post => server::dev_fetch_api_key))
+        .service(endpoint!("/api/v1/fetch_api_key", post => server::fetch_api_key))
+        .service(endpoint!("/api/v1/users", get => users::get_users, post => users::create_user))
+        .service(endpoint!("/api/v1/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, patch => channels::update_subscriptions, delete => channels::unsubscribe))
+        .service(endpoint!("/api/v1/users/me/subscriptions/properties", post => channels::update_subscription_properties))
+        .service(endpoint!("/api/v1/users/me/apns_device_token", post => push::add_apns_device_token, delete => push::remove_apns_device_token))
+        .service(endpoint!("/api/v1/users/me/android_gcm_reg_id", post => push::add_android_reg_id, delete => push::remove_android_reg_id))
+        .service(endpoint!("/api/v1/mobile_push/register", post => push::register_push_device))
+        .service(endpoint!("/api/v1/mobile_push/e2ee/test_notification", post => push::e2ee_test_notification))
+        .service(endpoint!("/api/v1/users/me/status", post => status::update_status))
+        // Topics and people: topic visibility, muted users, alert words.
+        .service(endpoint!("/api/v1/user_topics", post => user_topics::update_user_topic))
+        .service(endpoint!("/api/v1/users/me/subscriptions/muted_topics", patch => user_topics::update_muted_topic))
+        .service(endpoint!("/api/v1/users/me/muted_users/{muted_user_id}", post => muted_users::mute_user, delete => muted_users::unmute_user))
+        .service(endpoint!("/api/v1/users/me/alert_words", get => alert_words::get_alert_words, post => alert_words::add_alert_words, delete => alert_words::remove_alert_words))
+        .service(endpoint!("/api/v1/users/{user_id_or_email}/presence", get => presence::get_user_presence))
+        .service(endpoint!("/api/v1/users/{user_id}/status", get => status::get_user_status, post => status::update_user_status_admin))
+        .service(endpoint!("/api/v1/realm/presence", get => presence::get_realm_presence))
+        .service(endpoint!("/api/v1/realm/emoji", get => emoji::get_realm_emoji))
+        .service(endpoint!("/api/v1/realm/emoji/{emoji_name:.+}", post => emoji::upload_emoji, delete => emoji::deactivate_emoji))
+        .service(endpoint!("/api/v1/users/{user_id}/subscriptions/{stream_id}", get => channels::get_subscription_status))
+        .service(endpoint!("/api/v1/users/{user}", get => users::get_user, patch => lifecycle::update_user, delete => lifecycle::deactivate_user))
+        .service(endpoint!("/api/v1/users/{user_id}/reactivate", post => lifecycle::reactivate_user))
+        .service(endpoint!("/api/v1/channels/create", post => channels::create_channel))
+        .service(endpoint!("/api/v1/streams", get => channels::get_streams))
+        .service(endpoint!("/api/v1/streams/{stream_id}", get => channels::get_stream, patch => channels::update_stream, delete => channels::archive_stream))
+        .service(endpoint!("/api/v1/streams/{stream_id}/members", get => channels::get_stream_members))
+        .service(endpoint!("/api/v1/get_stream_id", get => channels::get_stream_id))
+        .service(endpoint!("/api/v1/default_streams", post => channels::add_default_stream, delete => channels::remove_default_stream))
+        .service(endpoint!("/api/v1/channel_folders/create", post => channels::create_channel_folder))
+        .service(endpoint!("/api/v1/channel_folders", get => channels::get_channel_folders, patch => channels::reorder_channel_folders))
+        .service(endpoint!("/api/v1/channel_folders/{channel_folder_id}", patch => channels::update_channel_folder))
+        .service(endpoint!("/api/v1/bots", post => bots::create_bot, get => bots::get_bots))
+        .service(endpoint!("/api/v1/bots/{bot_id}", delete => lifecycle::deactivate_bot))
+        .service(endpoint!("/api/v1/messages/flags/narrow", post => messages::update_flags_for_narrow))
+        .service(endpoint!("/api/v1/messages/render", post => messages::render_message))
+        .service(endpoint!("/api/v1/messages/matches_narrow", get => messages::messages_match_narrow))
+        .service(endpoint!("/api/v1/mark_all_as_read", post => messages::mark_all_as_read))
+        .service(endpoint!("/api/v1/mark_stream_as_read", post => messages::mark_stream_as_read))
+        .service(endpoint!("/api/v1/mark_topic_as_read", post => messages::mark_topic_as_read))
+        .service(endpoint!("/api/v1/messages/{message_id}", get => messages::get_message, patch => messages::update_message, delete => messages::delete_message))
+        .service(endpoint!("/api/v1/messages/{message_id}/history", get => messages::get_message_history))
+        .service(endpoint!("/api/v1/messages/{message_id}/reactions", post => messages::add_reaction, delete => messages::remove_reaction))
+        .service(endpoint!("/api/v1/users/me/{stream_id}/topics", get => messages::get_topics))
+        .service(endpoint!("/api/v1/scheduled_messages", get => messages::get_scheduled_messages, post => messages::create_scheduled_message))
+        .service(endpoint!("/api/v1/scheduled_messages/{scheduled_message_id}", patch => messages::update_scheduled_message, delete => messages::delete_scheduled_message))
+        .service(endpoint!("/api/v1/user_groups/create", post => groups::create_user_group))
+        .service(endpoint!("/api/v1/user_groups", get => groups::get_user_groups))
+        .service(endpoint!("/api/v1/user_groups/{user_group_id}", patch => groups::update_user_group))
+        .service(endpoint!("/api/v1/user_groups/{user_group_id}/members", get => groups::get_user_group_members, post => groups::update_user_group_members))
+        .service(endpoint!("/api/v1/user_groups/{user_group_id}/members/{user_id}", get => groups::get_is_user_group_member))
+        .service(endpoint!("/api/v1/user_groups/{user_group_id}/subgroups", get => groups::get_user_group_subgroups, post => groups::update_user_group_subgroups))
+        .service(endpoint!("/api/v1/user_groups/{user_group_id}/deactivate", post => groups::deactivate_user_group))
+        .service(endpoint!("/api/v1/realm", patch => realm::update_realm))
+        // Onboarding: the Welcome Bot's custom message, as a test.
+        .service(endpoint!("/api/v1/realm/test_welcome_bot_custom_message", post => realm::test_welcome_bot_custom_message))
+        .service(endpoint!("/api/v1/navigation_views", get => navigation::get_navigation_views, post => navigation::add_navigation_view))
+        .service(endpoint!("/api/v1/navigation_views/{fragment:.*}", patch => navigation::update_navigation_view, delete => navigation::remove_navigation_view))
+        // Personal data: drafts, saved snippets, message reminders.
+        .service(endpoint!("/api/v1/drafts", get => drafts::get_drafts, post => drafts::create_drafts))
+        .service(endpoint!("/api/v1/drafts/{draft_id}", patch => drafts::edit_draft, delete => drafts::delete_draft))
+        .service(endpoint!("/api/v1/saved_snippets", get => saved_snippets::get_saved_snippets, post => saved_snippets::create_saved_snippet))
+        .service(endpoint!("/api/v1/saved_snippets/{saved_snippet_id}", patch => saved_snippets::edit_saved_snippet, delete => saved_snippets::delete_saved_snippet))
+        .service(endpoint!("/api/v1/reminders", get => reminders::get_reminders, post => reminders::create_reminder))
+        .service(endpoint!("/api/v1/reminders/{reminder_id}", delete => reminders::delete_reminder))
+        .service(endpoint!("/api/v1/realm/linkifiers", get => linkifiers::get_linkifiers, patch => linkifiers::reorder_linkifiers))
+        .service(endpoint!("/api/v1/realm/filters", post => linkifiers::add_linkifier))
+        .service(endpoint!("/api/v1/realm/filters/{filter_id}", patch => linkifiers::update_linkifier, delete => linkifiers::remove_linkifier))
+        .service(endpoint!("/api/v1/realm/profile_fields", get => profile_fields::get_profile_fields, post => profile_fields::create_profile_field, patch => profile_fields::reorder_profile_fields))
+        .service(endpoint!("/api/v1/realm/profile_fields/{field_id}", patch => profile_fields::update_profile_field, delete => profile_fields::delete_profile_field))
+        .service(endpoint!("/api/v1/users/me/profile_data", patch => profile_fields::update_profile_data, delete => profile_fields::remove_profile_data))
+        .service(endpoint!("/api/v1/user_uploads", post => attachments::upload_file))
+        .service(endpoint!("/api/v1/user_uploads/{realm_id}/{path:.*}", get => attachments::get_file_temporary_url))
+        .service(endpoint!("/api/v1/attachments", get => attachments::get_attachments))
+        .service(endpoint!("/api/v1/attachments/{attachment_id}", delete => attachments::remove_attachment))
+        // Personal settings, their realm defaults, and read receipts.
+        .service(endpoint!("/api/v1/settings", patch => settings::update_settings))
+        .service(endpoint!("/api/v1/settings/display", patch => settings::update_settings))
+        .service(endpoint!("/api/v1/settings/notifications", patch => settings::update_settings))
+        .service(endpoint!("/api/v1/realm/user_settings_defaults", patch => settings::update_settings_defaults))
+        .service(endpoint!("/api/v1/messages/{message_id}/read_receipts", get => messages::get_read_receipts))
+        // Invitations.
+        .service(endpoint!("/api/v1/invites", get => invites::get_invites, post => invites::invite_users))
+        .service(endpoint!("/api/v1/invites/multiuse", post => invites::create_invite_link))
+        .service(endpoint!("/api/v1/invites/multiuse/{invite_id}", delete => invites::revoke_invite_link))
+        .service(endpoint!("/api/v1/invites/{invite_id}", delete => invites::revoke_invite))
+        .service(endpoint!("/api/v1/invites/{invite_id}/resend", post => invites::resend_invite))
+        // Smaller endpoints: edit typing, topic deletion, reports, playgrounds, calls, push test.
+        .service(endpoint!("/api/v1/messages/{message_id}/typing", post => messages::set_typing_status_for_edit))
+        .service(endpoint!("/api/v1/streams/{stream_id}/delete_topic", post => channels::delete_topic))
+        .service(endpoint!("/api/v1/users/{user_id}/channels", get => channels::get_user_channels))
+        .service(endpoint!("/api/v1/bots/{bot_id}/api_key", get => bots::get_bot_api_key))
+        .service(endpoint!("/api/v1/streams/{stream_id}/email_address", get => channels::get_stream_email_address))
+        .service(endpoint!("/api/v1/messages/{message_id}/report", post => messages::report_message))
+        .service(endpoint!("/api/v1/realm/playgrounds", post => playgrounds::add_playground))
+        .service(endpoint!("/api/v1/realm/playgrounds/{playground_id}", delete => playgrounds::remove_playground))
+        // Data exports of the organization (realm archives).
+        .service(endpoint!("/api/v1/export/realm", get => realm_export::get_realm_exports, post => realm_export::export_realm))
+        .service(endpoint!("/api/v1/export/realm/consents", get => realm_export::get_export_consents))
+        .service(endpoint!("/api/v1/export/realm/{export_id}", delete => realm_export::delete_realm_export))
+        .service(endpoint!("/api/v1/calls/bigbluebutton/create", get => calls::create_bigbluebutton_call))
+        .service(endpoint!("/api/v1/calls/constructorgroups/create", post => calls::create_constructor_groups_call))
+        .service(endpoint!("/api/v1/mobile_push/test_notification", post => push::test_notification))
+        .service(endpoint!("/health", get => server::health))
         .service(endpoint!("/health/ready", get => server::ready))
         // The sign-up page of invitation links (HTML).
-        .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit));
-    cfg.service(
-        web::scope("/api/v1")
-            .service(endpoint!("/server_settings", get => server::server_settings))
-            .service(endpoint!("/dev_fetch_api_key", post => server::dev_fetch_api_key))
-            .service(endpoint!("/fetch_api_key", post => server::fetch_api_key))
-            .service(endpoint!("/users/me", get => users::get_own_user, delete => lifecycle::deactivate_own_user))
-            .service(endpoint!("/users", get => users::get_users, post => users::create_user))
-            .service(endpoint!("/users/me/subscriptions", get => channels::get_subscriptions, post => channels::subscribe, patch => channels::update_subscriptions, delete => channels::unsubscribe))
-            .service(endpoint!("/users/me/subscriptions/properties", post => channels::update_subscription_properties))
-            .service(endpoint!("/users/me/apns_device_token", post => push::add_apns_device_token, delete => push::remove_apns_device_token))
-            .service(endpoint!("/users/me/android_gcm_reg_id", post => push::add_android_reg_id, delete => push::remove_android_reg_id))
-            .service(endpoint!("/mobile_push/register", post => push::register_push_device))
-            .service(endpoint!("/mobile_push/e2ee/test_notification", post => push::e2ee_test_notification))
-            .service(endpoint!("/users/me/presence", post => presence::update_presence))
-            .service(endpoint!("/users/me/status", post => status::update_status))
-            // Topics and people: topic visibility, muted users, alert words.
-            .service(endpoint!("/user_topics", post => user_topics::update_user_topic))
-            .service(endpoint!("/users/me/subscriptions/muted_topics", patch => user_topics::update_muted_topic))
-            .service(endpoint!("/users/me/muted_users/{muted_user_id}", post => muted_users::mute_user, delete => muted_users::unmute_user))
-            .service(endpoint!("/users/me/alert_words", get => alert_words::get_alert_words, post => alert_words::add_alert_words, delete => alert_words::remove_alert_words))
-            .service(endpoint!("/users/{user_id_or_email}/presence", get => presence::get_user_presence))
-            .service(endpoint!("/users/{user_id}/status", get => status::get_user_status, post => status::update_user_status_admin))
-            .service(endpoint!("/realm/presence", get => presence::get_realm_presence))
-            .service(endpoint!("/realm/emoji", get => emoji::get_realm_emoji))
-            .service(endpoint!("/realm/emoji/{emoji_name:.+}", post => emoji::upload_emoji, delete => emoji::deactivate_emoji))
-            .service(endpoint!("/users/{user_id}/subscriptions/{stream_id}", get => channels::get_subscription_status))
-            .service(endpoint!("/users/{user}", get => users::get_user, patch => lifecycle::update_user, delete => lifecycle::deactivate_user))
-            .service(endpoint!("/users/{user_id}/reactivate", post => lifecycle::reactivate_user))
-            .service(endpoint!("/channels/create", post => channels::create_channel))
-            .service(endpoint!("/streams", get => channels::get_streams))
-            .service(endpoint!("/streams/{stream_id}", get => channels::get_stream, patch => channels::update_stream, delete => channels::archive_stream))
-            .service(endpoint!("/streams/{stream_id}/members", get => channels::get_stream_members))
-            .service(endpoint!("/get_stream_id", get => channels::get_stream_id))
-            .service(endpoint!("/default_streams", post => channels::add_default_stream, delete => channels::remove_default_stream))
-            .service(endpoint!("/channel_folders/create", post => channels::create_channel_folder))
-            .service(endpoint!("/channel_folders", get => channels::get_channel_folders, patch => channels::reorder_channel_folders))
-            .service(endpoint!("/channel_folders/{channel_folder_id}", patch => channels::update_channel_folder))
-            .service(endpoint!("/bots", post => bots::create_bot, get => bots::get_bots))
-            .service(endpoint!("/bots/{bot_id}", delete => lifecycle::deactivate_bot))
-            .service(endpoint!("/messages", get => messages::get_messages, post => messages::send_message))
-            .service(endpoint!("/messages/flags", post => messages::update_flags))
-            .service(endpoint!("/messages/flags/narrow", post => messages::update_flags_for_narrow))
-            .service(endpoint!("/messages/render", post => messages::render_message))
-            .service(endpoint!("/messages/matches_narrow", get => messages::messages_match_narrow))
-            .service(endpoint!("/mark_all_as_read", post => messages::mark_all_as_read))
-            .service(endpoint!("/mark_stream_as_read", post => messages::mark_stream_as_read))
-            .service(endpoint!("/mark_topic_as_read", post => messages::mark_topic_as_read))
-            .service(endpoint!("/messages/{message_id}", get => messages::get_message, patch => messages::update_message, delete => messages::delete_message))
-            .service(endpoint!("/messages/{message_id}/history", get => messages::get_message_history))
-            .service(endpoint!("/messages/{message_id}/reactions", post => messages::add_reaction, delete => messages::remove_reaction))
-            .service(endpoint!("/users/me/{stream_id}/topics", get => messages::get_topics))
-            .service(endpoint!("/typing", post => messages::set_typing_status))
-            .service(endpoint!("/scheduled_messages", get => messages::get_scheduled_messages, post => messages::create_scheduled_message))
-            .service(endpoint!("/scheduled_messages/{scheduled_message_id}", patch => messages::update_scheduled_message, delete => messages::delete_scheduled_message))
-            .service(endpoint!("/user_groups/create", post => groups::create_user_group))
-            .service(endpoint!("/user_groups", get => groups::get_user_groups))
-            .service(endpoint!("/user_groups/{user_group_id}", patch => groups::update_user_group))
-            .service(endpoint!("/user_groups/{user_group_id}/members", get => groups::get_user_group_members, post => groups::update_user_group_members))
-            .service(endpoint!("/user_groups/{user_group_id}/members/{user_id}", get => groups::get_is_user_group_member))
-            .service(endpoint!("/user_groups/{user_group_id}/subgroups", get => groups::get_user_group_subgroups, post => groups::update_user_group_subgroups))
-            .service(endpoint!("/user_groups/{user_group_id}/deactivate", post => groups::deactivate_user_group))
-            .service(endpoint!("/realm", patch => realm::update_realm))
-            // Onboarding: the Welcome Bot's custom message, as a test.
-            .service(endpoint!("/realm/test_welcome_bot_custom_message", post => realm::test_welcome_bot_custom_message))
-            .service(endpoint!("/navigation_views", get => navigation::get_navigation_views, post => navigation::add_navigation_view))
-            .service(endpoint!("/navigation_views/{fragment:.*}", patch => navigation::update_navigation_view, delete => navigation::remove_navigation_view))
-            // Personal data: drafts, saved snippets, message reminders.
-            .service(endpoint!("/drafts", get => drafts::get_drafts, post => drafts::create_drafts))
-            .service(endpoint!("/drafts/{draft_id}", patch => drafts::edit_draft, delete => drafts::delete_draft))
-            .service(endpoint!("/saved_snippets", get => saved_snippets::get_saved_snippets, post => saved_snippets::create_saved_snippet))
-            .service(endpoint!("/saved_snippets/{saved_snippet_id}", patch => saved_snippets::edit_saved_snippet, delete => saved_snippets::delete_saved_snippet))
-            .service(endpoint!("/reminders", get => reminders::get_reminders, post => reminders::create_reminder))
-            .service(endpoint!("/reminders/{reminder_id}", delete => reminders::delete_reminder))
-            .service(endpoint!("/register", post => events::register))
-            .service(endpoint!("/events", get => events::get_events, delete => events::delete_events))
-            .service(endpoint!("/realm/linkifiers", get => linkifiers::get_linkifiers, patch => linkifiers::reorder_linkifiers))
-            .service(endpoint!("/realm/filters", post => linkifiers::add_linkifier))
-            .service(endpoint!("/realm/filters/{filter_id}", patch => linkifiers::update_linkifier, delete => linkifiers::remove_linkifier))
-            .service(endpoint!("/realm/profile_fields", get => profile_fields::get_profile_fields, post => profile_fields::create_profile_field, patch => profile_fields::reorder_profile_fields))
-            .service(endpoint!("/realm/profile_fields/{field_id}", patch => profile_fields::update_profile_field, delete => profile_fields::delete_profile_field))
-            .service(endpoint!("/users/me/profile_data", patch => profile_fields::update_profile_data, delete => profile_fields::remove_profile_data))
-            .service(endpoint!("/user_uploads", post => attachments::upload_file))
-            .service(endpoint!("/user_uploads/{realm_id}/{path:.*}", get => attachments::get_file_temporary_url))
-            .service(endpoint!("/attachments", get => attachments::get_attachments))
-            .service(endpoint!("/attachments/{attachment_id}", delete => attachments::remove_attachment))
-            // Personal settings, their realm defaults, and read receipts.
-            .service(endpoint!("/settings", patch => settings::update_settings))
-            .service(endpoint!("/settings/display", patch => settings::update_settings))
-            .service(endpoint!("/settings/notifications", patch => settings::update_settings))
-            .service(endpoint!("/realm/user_settings_defaults", patch => settings::update_settings_defaults))
-            .service(endpoint!("/messages/{message_id}/read_receipts", get => messages::get_read_receipts))
-            // Invitations.
-            .service(endpoint!("/invites", get => invites::get_invites, post => invites::invite_users))
-            .service(endpoint!("/invites/multiuse", post => invites::create_invite_link))
-            .service(endpoint!("/invites/multiuse/{invite_id}", delete => invites::revoke_invite_link))
-            .service(endpoint!("/invites/{invite_id}", delete => invites::revoke_invite))
-            .service(endpoint!("/invites/{invite_id}/resend", post => invites::resend_invite))
-            // Smaller endpoints: edit typing, topic deletion, reports, playgrounds, calls, push test.
-            .service(endpoint!("/messages/{message_id}/typing", post => messages::set_typing_status_for_edit))
-            .service(endpoint!("/streams/{stream_id}/delete_topic", post => channels::delete_topic))
-            .service(endpoint!("/users/{user_id}/channels", get => channels::get_user_channels))
-            .service(endpoint!("/bots/{bot_id}/api_key", get => bots::get_bot_api_key))
-            .service(endpoint!("/streams/{stream_id}/email_address", get => channels::get_stream_email_address))
-            .service(endpoint!("/messages/{message_id}/report", post => messages::report_message))
-            .service(endpoint!("/realm/playgrounds", post => playgrounds::add_playground))
-            .service(endpoint!("/realm/playgrounds/{playground_id}", delete => playgrounds::remove_playground))
-            // Data exports of the organization (realm archives).
-            .service(endpoint!("/export/realm", get => realm_export::get_realm_exports, post => realm_export::export_realm))
-            .service(endpoint!("/export/realm/consents", get => realm_export::get_export_consents))
-            .service(endpoint!("/export/realm/{export_id}", delete => realm_export::delete_realm_export))
-            .service(endpoint!("/calls/bigbluebutton/create", get => calls::create_bigbluebutton_call))
-            .service(endpoint!("/calls/constructorgroups/create", post => calls::create_constructor_groups_call))
-            .service(endpoint!("/mobile_push/test_notification", post => push::test_notification))
-            .default_service(web::to(error::not_found)),
-    )
-    .service(web::scope("/json").default_service(web::to(error::session_required)))
-    .service(
-        web::scope("/user_uploads")
-            .service(endpoint!("/temporary/{token}/{filename}", get => attachments::serve_temporary))
-            .service(endpoint!("/{realm_id}/{path:.*}", get => attachments::serve_file)),
-    )
-    .service(
-        web::resource("/user_avatars/{realm}/emoji/images/{file_name}")
-            .route(web::get().to(emoji::emoji_image)),
-    )
-    .service(
-        web::resource("/user_avatars/exports/{realm}/{token}/{file_name}")
-            .route(web::get().to(realm_export::download)),
-    )
-    .default_service(web::to(error::not_found));
+        .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit))
+        .service(web::scope("/json").default_service(web::to(error::session_required)))
+        .service(
+            web::scope("/user_uploads")
+                .service(endpoint!("/temporary/{token}/{filename}", get => attachments::serve_temporary))
+                .service(endpoint!("/{realm_id}/{path:.*}", get => attachments::serve_file)),
+        )
+        .service(
+            web::resource("/user_avatars/{realm}/emoji/images/{file_name}")
+                .route(web::get().to(emoji::emoji_image)),
+        )
+        .service(
+            web::resource("/user_avatars/exports/{realm}/{token}/{file_name}")
+                .route(web::get().to(realm_export::download)),
+        )
+        .default_service(web::to(error::not_found));
 }
 
 /// A file part of a multipart body (Zulip's `request.FILES`): not a parameter.
@@ -305,10 +309,16 @@ fn client_name(req: &HttpRequest) -> String {
         .and_then(|v| v.to_str().ok())
         .and_then(|ua| ua.split(['/', ' ']).next())
         .filter(|s| !s.is_empty())
-        .unwrap_or("Unspecified")
-        .chars()
-        .take(30)
-        .collect()
+        .map_or_else(
+            || "Unspecified".to_owned(),
+            |name| {
+                // At most 30 characters, cut on a character boundary.
+                match name.char_indices().nth(30) {
+                    Some((end, _)) => name[..end].to_owned(),
+                    None => name.to_owned(),
+                }
+            },
+        )
 }
 
 /// A file as a response body, read a megabyte at a time on the blocking pool (memory
@@ -501,7 +511,7 @@ impl ApiRequest {
         .await
         .map_err(|_| ApiError::internal())??;
         Ok(HttpResponse::Ok()
-            .content_type(actix_web::http::header::ContentType::json())
+            .insert_header(crate::api::json_content_type())
             .body(bytes))
     }
 }
@@ -531,10 +541,16 @@ pub fn success(body: Map<String, Value>) -> HttpResponse {
     if body.is_empty() {
         // The same bytes the encoding below makes, without making them.
         return HttpResponse::Ok()
-            .content_type(actix_web::http::header::ContentType::json())
+            .insert_header(crate::api::json_content_type())
             .body(web::Bytes::from_static(SUCCESS_EMPTY));
     }
     HttpResponse::Ok().json(success_value(body))
+}
+
+/// `Content-Type: application/json`, as a header ready to insert: a builder's
+/// `content_type` would parse and check the text again for every answer.
+pub fn json_content_type() -> (actix_web::http::header::HeaderName, HeaderValue) {
+    (CONTENT_TYPE, HeaderValue::from_static("application/json"))
 }
 
 /// A handler's result.
@@ -567,8 +583,7 @@ impl FromRequest for ApiRequest {
                 }
                 ApiError::new(404, ErrorCode::NonexistentSubdomain, "Invalid subdomain")
             })?;
-            let query = serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
-                .map_err(|_| ApiError::bad_request("Malformed query string"))?;
+            let query = form_pairs(req.query_string().as_bytes());
             let (body, files) = if req.method() == actix_web::http::Method::GET {
                 (Vec::new(), Vec::new())
             } else {
@@ -615,22 +630,33 @@ type Body = (Vec<(String, String)>, Vec<UploadedFile>);
 
 /// Reads form parameters (and files) from an urlencoded or multipart body.
 async fn read_body(req: &HttpRequest, payload: Payload) -> ApiResult<Body> {
-    let content_type = req
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    if content_type.starts_with("multipart/form-data") {
+    if is_multipart(req) {
         return read_multipart(req, payload).await;
     }
     let bytes = read_limited(payload).await?;
     if bytes.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let params = serde_urlencoded::from_bytes(&bytes)
-        .map_err(|_| ApiError::bad_request("Malformed request body"))?;
-    Ok((params, Vec::new()))
+    Ok((form_pairs(&bytes), Vec::new()))
+}
+
+/// Whether the request's `Content-Type` is `multipart/form-data` (in any case).
+pub(crate) fn is_multipart(req: &HttpRequest) -> bool {
+    const MULTIPART: &str = "multipart/form-data";
+    req.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.as_bytes().get(..MULTIPART.len()))
+        .is_some_and(|start| start.eq_ignore_ascii_case(MULTIPART.as_bytes()))
+}
+
+/// The name-value pairs of a query string or urlencoded body: `+` is a space, escapes
+/// are decoded, and bytes that are not UTF-8 become U+FFFD (as `serde_urlencoded`
+/// reads pairs: no input is refused).
+fn form_pairs(input: &[u8]) -> Vec<(String, String)> {
+    if input.is_empty() {
+        return Vec::new();
+    }
+    form_urlencoded::parse(input).into_owned().collect()
 }
 
 pub(crate) fn too_large() -> ApiError {

@@ -3,8 +3,7 @@
 //! record of which keys were read, so the rest can be reported in
 //! `ignored_parameters_unsupported`.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::Cell;
 
 use serde_json::Value;
 
@@ -18,22 +17,43 @@ pub const MAX_LIST_ITEMS: usize = 10_000;
 /// The parameters of one request.
 #[derive(Debug, Default, Clone)]
 pub struct Params {
-    /// Name -> value. Body values win over query-string ones (Django reads POST first).
-    values: BTreeMap<String, String>,
-    /// Names a rule asked for, present or not.
-    used: RefCell<BTreeSet<String>>,
+    /// Name -> value, sorted by name, one value a name. Body values win over
+    /// query-string ones (Django reads POST first), and a later value over an earlier
+    /// one. A request sends a handful: a sorted list is found by bisection, with no
+    /// allocation beyond its own.
+    values: Vec<(String, String)>,
+    /// Whether a rule asked for each of `values` (for `unused`).
+    used: Vec<Cell<bool>>,
 }
 
 impl Params {
     /// Builds the bag: query-string pairs first, then body pairs over them.
     pub fn new(query: Vec<(String, String)>, body: Vec<(String, String)>) -> Self {
-        let mut values = BTreeMap::new();
-        values.extend(query);
-        values.extend(body);
-        Params {
-            values,
-            used: RefCell::new(BTreeSet::new()),
+        let mut pairs = query;
+        pairs.extend(body);
+        // A stable sort keeps the pairs of one name in the order they came.
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut values: Vec<(String, String)> = Vec::with_capacity(pairs.len());
+        for (name, value) in pairs {
+            match values.last_mut() {
+                Some(last) if last.0 == name => last.1 = value,
+                _ => values.push((name, value)),
+            }
         }
+        let used = vec![Cell::new(false); values.len()];
+        Params { values, used }
+    }
+
+    /// The place of `name` in `values`.
+    fn find(&self, name: &str) -> Option<usize> {
+        self.values
+            .binary_search_by(|(k, _)| k.as_str().cmp(name))
+            .ok()
+    }
+
+    /// The value of `name`, without marking it read.
+    fn value(&self, name: &str) -> Option<&String> {
+        self.find(name).map(|i| &self.values[i].1)
     }
 
     /// Builds a bag from literal pairs (tests, internal calls).
@@ -49,26 +69,23 @@ impl Params {
 
     fn raw(&self, name: &str) -> Option<&str> {
         // Only names that were sent matter to `unused`.
-        let value = self.values.get(name)?;
-        let mut used = self.used.borrow_mut();
-        if !used.contains(name) {
-            used.insert(name.to_owned());
-        }
-        Some(value.as_str())
+        let i = self.find(name)?;
+        self.used[i].set(true);
+        Some(self.values[i].1.as_str())
     }
 
     /// A value without marking it read (handlers that prepare work off the actor).
     pub fn peek(&self, name: &str) -> Option<String> {
-        self.values.get(name).cloned()
+        self.value(name).cloned()
     }
 
     /// Sorted names that were sent but never read.
     pub fn unused(&self) -> Vec<String> {
-        let used = self.used.borrow();
         self.values
-            .keys()
-            .filter(|k| !used.contains(*k))
-            .cloned()
+            .iter()
+            .zip(&self.used)
+            .filter(|(_, used)| !used.get())
+            .map(|((k, _), _)| k.clone())
             .collect()
     }
 
@@ -104,6 +121,11 @@ impl Params {
 
     /// An optional JSON boolean: `x is not a boolean`.
     pub fn opt_bool(&self, name: &str) -> ApiResult<Option<bool>> {
+        // The usual texts, without a JSON parse (the same answer as one).
+        if let Some(text @ ("true" | "false")) = self.value(name).map(String::as_str) {
+            self.raw(name);
+            return Ok(Some(text == "true"));
+        }
         self.opt_json(name)?
             .map(|v| {
                 v.as_bool()
@@ -116,7 +138,7 @@ impl Params {
     /// read: for parameters hearth accepts but does not act on, so a well-formed value
     /// is still reported in `ignored_parameters_unsupported`.
     pub fn check_unread_bool(&self, name: &str) -> ApiResult<()> {
-        let Some(s) = self.values.get(name) else {
+        let Some(s) = self.value(name) else {
             return Ok(());
         };
         let v: Value = parse_json(name, s)?;
@@ -129,7 +151,7 @@ impl Params {
 
     /// Checks an optional JSON list without marking it read (see `check_unread_bool`).
     pub fn check_unread_list(&self, name: &str) -> ApiResult<()> {
-        let Some(s) = self.values.get(name) else {
+        let Some(s) = self.value(name) else {
             return Ok(());
         };
         let v: Value = parse_json(name, s)?;

@@ -49,7 +49,7 @@ async fn presence_response(
     tail.push(b'}');
     let len = (head.len() + listing.presences.len() + tail.len()) as u64;
     let mut response = HttpResponse::Ok();
-    response.content_type(actix_web::http::header::ContentType::json());
+    response.insert_header(crate::api::json_content_type());
     if len >= compress::MIN_BYTES {
         response.insert_header((VARY, "accept-encoding"));
     }

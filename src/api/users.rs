@@ -60,7 +60,7 @@ pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
     }
     body.push(b'}');
     Ok(HttpResponse::Ok()
-        .content_type(actix_web::http::header::ContentType::json())
+        .insert_header(crate::api::json_content_type())
         .body(body))
 }
 

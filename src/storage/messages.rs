@@ -1429,6 +1429,10 @@ impl MessageStorePort for MessageStore {
         Box::pin(MessageStore::ready(self))
     }
 
+    fn is_open(&self) -> bool {
+        MessageStore::is_open(self)
+    }
+
     fn generation(&self) -> u64 {
         MessageStore::generation(self)
     }

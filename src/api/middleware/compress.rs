@@ -6,13 +6,12 @@
 //! compressed copy from the handler, already encoded, and pass through untouched.
 
 use actix_web::body::{BodySize, BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::dev::ServiceResponse;
 use actix_web::http::header::{
     AcceptEncoding, Encoding, Header, HeaderMap, HeaderValue, ACCEPT_ENCODING, CONTENT_ENCODING,
     CONTENT_TYPE, VARY,
 };
 use actix_web::http::StatusCode;
-use actix_web::middleware::Next;
 use actix_web::{web, Error, HttpRequest};
 
 use crate::gzip;
@@ -65,12 +64,10 @@ pub fn vary(headers: &mut HeaderMap) {
     }
 }
 
-/// Middleware: compresses large JSON and text answers for clients that take gzip.
-pub async fn gzip_answers(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
+/// Compresses a large JSON or text answer for a client that takes gzip.
+pub async fn gzip_answer(
+    mut res: ServiceResponse<BoxBody>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
-    let mut res = next.call(req).await?.map_into_boxed_body();
     if !compressible(res.status(), res.headers(), res.response().body().size()) {
         return Ok(res);
     }

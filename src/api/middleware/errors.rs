@@ -1,25 +1,19 @@
 //! Zulip's JSON error body for the refusals actix-web answers by itself.
 
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::body::BoxBody;
+use actix_web::dev::ServiceResponse;
 use actix_web::http::header::CONTENT_TYPE;
-use actix_web::middleware::Next;
-use actix_web::{Error, HttpResponse, ResponseError};
+use actix_web::{HttpResponse, ResponseError};
 
 use crate::error::{ApiError, ErrorCode};
 
-/// Middleware: an error answer without a JSON body (actix-web's own: an extractor's,
-/// a payload's, a routing error) gets Zulip's `result`/`msg`/`code` body, with its
-/// status kept.
-pub async fn json_errors(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, Error> {
-    // Handlers' and extractors' errors arrive here as responses.
-    let res = next.call(req).await?.map_into_boxed_body();
+/// An error answer without a JSON body (actix-web's own: an extractor's, a payload's,
+/// a routing error) gets Zulip's `result`/`msg`/`code` body, with its status kept.
+/// Handlers' and extractors' errors arrive here as responses.
+pub async fn json_body(res: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let status = res.status();
     if !(status.is_client_error() || status.is_server_error()) {
-        return Ok(res);
+        return res;
     }
     // actix's own refusals are bodiless or plain text; anything else (JSON, or the
     // HTML pages Zulip answers file downloads with) is a handler's deliberate answer.
@@ -29,7 +23,7 @@ pub async fn json_errors(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| !v.starts_with("text/plain"));
     if deliberate {
-        return Ok(res);
+        return res;
     }
     let (request, response) = res.into_parts();
     let text = actix_web::body::to_bytes_limited(response.into_body(), 4096)
@@ -54,5 +48,5 @@ pub async fn json_errors(
     };
     let error = ApiError::new(status.as_u16(), code, msg);
     let response: HttpResponse = error.error_response();
-    Ok(ServiceResponse::new(request, response))
+    ServiceResponse::new(request, response)
 }

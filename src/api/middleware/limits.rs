@@ -3,46 +3,38 @@
 
 use std::time::Instant;
 
-use actix_web::body::{BoxBody, MessageBody};
+use actix_web::body::BoxBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
-use actix_web::middleware::Next;
-use actix_web::{web, Error, ResponseError};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::ResponseError;
 
 use crate::api::{auth, AppState};
 use crate::error::{ApiError, ApiResult};
-use crate::limits::RateKey;
+use crate::limits::{RateDecision, RateKey};
 use crate::registry::RealmHandle;
 
-/// Middleware: counts each `/api/v1` request against its user (valid credentials) or
-/// its IP address (none, or invalid ones), answers 429 `RATE_LIMIT_HIT` beyond the
-/// limit, and adds Zulip's `X-RateLimit-*` headers to the answer.
-pub async fn rate_limit(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, Error> {
-    let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
-        return next
-            .call(req)
-            .await
-            .map(ServiceResponse::map_into_boxed_body);
-    };
+/// Counts an `/api/v1` request against its user (valid credentials) or its IP address
+/// (none, or invalid ones), when rate limits are on: `None` when they are off or the
+/// request is not an API request. A decision that is not `allowed` is answered by
+/// `refusal`, and every answer to a counted request gets `add_headers`.
+pub fn count(state: &AppState, req: &ServiceRequest) -> Option<RateDecision> {
     if !state.rate_limits.enabled() || !req.path().starts_with("/api/v1/") {
-        return next
-            .call(req)
-            .await
-            .map(ServiceResponse::map_into_boxed_body);
+        return None;
     }
-    let key = rate_key(&state, req.request());
-    let decision = state.rate_limits.check(key, Instant::now());
-    let mut res = if decision.allowed {
-        next.call(req).await?.map_into_boxed_body()
-    } else {
-        // Whole seconds, as Zulip's `retry-after` (a float) rounds up for the header.
-        let secs = (decision.retry_after * 1000.0).ceil() / 1000.0;
-        let response = ApiError::rate_limited(secs).error_response();
-        req.into_response(response)
-    };
+    let key = rate_key(state, req.request());
+    Some(state.rate_limits.check(key, Instant::now()))
+}
+
+/// The 429 `RATE_LIMIT_HIT` answer of a request over its limit.
+pub fn refusal(req: ServiceRequest, decision: &RateDecision) -> ServiceResponse<BoxBody> {
+    // Whole seconds, as Zulip's `retry-after` (a float) rounds up for the header.
+    let secs = (decision.retry_after * 1000.0).ceil() / 1000.0;
+    let response = ApiError::rate_limited(secs).error_response();
+    req.into_response(response)
+}
+
+/// Zulip's `X-RateLimit-*` headers of a counted request's answer.
+pub fn add_headers(res: &mut ServiceResponse<BoxBody>, decision: &RateDecision) {
     let headers = res.headers_mut();
     let reset = chrono::Utc::now().timestamp() + decision.secs_to_full.ceil() as i64;
     for (name, value) in [
@@ -52,7 +44,6 @@ pub async fn rate_limit(
     ] {
         headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
     }
-    Ok(res)
 }
 
 /// The caller's user when its credentials are valid for the realm of its Host, else its
@@ -93,10 +84,7 @@ const ANONYMOUS_ENDPOINTS: &[&str] = &[
 pub fn check_before_body(req: &actix_web::HttpRequest, handle: &RealmHandle) -> ApiResult<()> {
     use actix_web::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
     let headers = req.headers();
-    let multipart = headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"));
+    let multipart = crate::api::is_multipart(req);
     let limit = if multipart {
         crate::api::MULTIPART_LIMIT
     } else {

@@ -7,12 +7,10 @@
 //! (`metrics::record_request`) whatever the log keeps.
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::Next;
-use actix_web::{web, Error, HttpMessage};
+use actix_web::dev::ServiceResponse;
+use actix_web::{web, HttpMessage};
 
 use crate::api::{auth, AppState};
 use crate::config::AccessLog;
@@ -54,31 +52,28 @@ impl AccessLogPolicy {
     }
 }
 
-/// Middleware: an `info` line on `hearth::http` for the requests `--access-log` asks
-/// for, written when the response is ready (a long-poll is logged when it answers).
-pub async fn log_request(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, Error> {
-    let policy = req
-        .app_data::<web::Data<AppState>>()
-        .map(|state| state.access_log);
-    let Some(policy) = policy.filter(|p| p.mode != AccessLog::Off) else {
-        return next.call(req).await;
-    };
-    if !tracing::enabled!(target: HTTP_TARGET, tracing::Level::INFO) {
-        return next.call(req).await;
+/// Whether `--access-log` asks for any line at all (and the log takes them): read
+/// before the request, so that a server that logs nothing does no work for it.
+pub fn wanted(state: Option<&AppState>) -> Option<AccessLogPolicy> {
+    let policy = state.map(|state| state.access_log)?;
+    if policy.mode == AccessLog::Off
+        || !tracing::enabled!(target: HTTP_TARGET, tracing::Level::INFO)
+    {
+        return None;
     }
-    let start = Instant::now();
-    let res = next.call(req).await?;
-    let took = start.elapsed();
+    Some(policy)
+}
+
+/// An `info` line on `hearth::http` for an answer `--access-log` asks for, written when
+/// the response is ready (a long-poll is logged when it answers).
+pub fn log_answer<B>(policy: AccessLogPolicy, res: &ServiceResponse<B>, took: Duration) {
     let request = res.request();
     let method = request.method();
     if policy.mode == AccessLog::Notable {
         let long_poll =
             method == actix_web::http::Method::GET && request.path() == "/api/v1/events";
         if !policy.notable(res.status().as_u16(), took, long_poll) {
-            return Ok(res);
+            return;
         }
     }
     // The route pattern (`/api/v1/users/{user}`), never the path's values; an unknown
@@ -105,5 +100,4 @@ pub async fn log_request(
         user_id,
         "request"
     );
-    Ok(res)
 }

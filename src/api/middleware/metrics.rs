@@ -1,38 +1,73 @@
-//! The HTTP side of the metrics (`crate::metrics`): the middleware that counts and times
+//! The HTTP side of the metrics (`crate::metrics`): the step that counts and times
 //! every request, and `GET /metrics`, served on a listener of its own
 //! (`--metrics-bind`, loopback by default), never on the API port.
 
-use std::time::Instant;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::Next;
-use actix_web::{web, Error, HttpResponse};
+use actix_web::dev::ServiceResponse;
+use actix_web::http::{Method, StatusCode};
+use actix_web::{web, HttpResponse};
+use prometheus::{Histogram, IntCounter};
 
 use crate::api::AppState;
 use crate::metrics::{HTTP_REQUESTS, HTTP_SECONDS};
 
-/// Middleware: counts every request by route pattern and status, and times it.
-pub async fn record_request(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, Error> {
-    let start = Instant::now();
-    let method = req.method().clone();
-    let res = next.call(req).await?;
-    // The pattern only: an unknown path is not a label (it could hold anything).
-    let route = res
-        .request()
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_owned());
+/// How many paths each HTTP worker keeps the metrics of (`record_answer`).
+const KEPT_PATHS: usize = 1024;
+
+/// A path's counters, by method and status.
+type PathMetrics = Vec<(Method, StatusCode, IntCounter, Histogram)>;
+
+thread_local! {
+    /// The counters of the paths that are their own route pattern (`/api/v1/users/me`,
+    /// no parameter), on this worker: finding a request's pattern walks the route
+    /// table again, and finding its counters hashes three labels under a lock, where
+    /// this is one lookup by path. Bounded: a path with parameters is never kept.
+    static KEPT: RefCell<HashMap<Box<str>, PathMetrics, foldhash::fast::RandomState>> =
+        RefCell::new(HashMap::default());
+}
+
+/// Counts an answered request by route pattern and status, and times it.
+pub fn record_answer<B>(res: &ServiceResponse<B>, method: &Method, took: Duration) {
+    let request = res.request();
     let status = res.status();
-    HTTP_REQUESTS
-        .with_label_values(&[route.as_str(), method.as_str(), status.as_str()])
-        .inc();
-    HTTP_SECONDS
-        .with_label_values(&[route.as_str(), method.as_str()])
-        .observe(start.elapsed().as_secs_f64());
-    Ok(res)
+    let path = request.path();
+    let kept = KEPT.with(|kept| {
+        let kept = kept.borrow();
+        let found = kept
+            .get(path)?
+            .iter()
+            .find(|(m, s, ..)| m == method && *s == status);
+        found.map(|(_, _, count, time)| (count.clone(), time.clone()))
+    });
+    let (count, time) = match kept {
+        Some(handles) => handles,
+        None => {
+            // The pattern only: an unknown path is not a label (it could hold anything).
+            let route = request.match_pattern();
+            let label = route.as_deref().unwrap_or("unmatched");
+            let count = HTTP_REQUESTS.with_label_values(&[label, method.as_str(), status.as_str()]);
+            let time = HTTP_SECONDS.with_label_values(&[label, method.as_str()]);
+            if route.as_deref() == Some(path) {
+                KEPT.with(|kept| {
+                    let mut kept = kept.borrow_mut();
+                    if kept.len() < KEPT_PATHS || kept.contains_key(path) {
+                        kept.entry(path.into()).or_default().push((
+                            method.clone(),
+                            status,
+                            count.clone(),
+                            time.clone(),
+                        ));
+                    }
+                });
+            }
+            (count, time)
+        }
+    };
+    count.inc();
+    time.observe(took.as_secs_f64());
 }
 
 /// Every metric in the text format, with the state gauges read now.

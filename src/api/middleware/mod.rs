@@ -1,16 +1,62 @@
-//! What every request goes through around its handler, outermost first: the metrics
-//! count (`metrics::record_request`), the request log line (`logging::log_request`),
-//! the rate limit (`limits::rate_limit`), gzip for large answers
-//! (`compress::gzip_answers`) and the JSON error body of actix-web's own refusals
-//! (`errors::json_errors`); and the checks made before a body is read
+//! What every request goes through around its handler, in one layer (`around`), in
+//! this order from the outside in: the metrics count (`metrics::record_answer`), the
+//! request log line (`logging::log_answer`), the rate limit (`limits::count`), gzip for
+//! large answers (`compress::gzip_answer`) and the JSON error body of actix-web's own
+//! refusals (`errors::json_body`); and the checks made before a body is read
 //! (`limits::check_before_body`). The `/metrics` endpoint of the metrics listener is
 //! here too (`metrics::metrics`).
 //!
+//! They were five middlewares, each a layer of its own: a boxed future, a service
+//! call and a response conversion per request each. As steps of one layer they do
+//! the same work in the same order (`benches/RESULTS.md` §27 measures the difference).
+//!
 //! The state these read is below HTTP: the counters in `crate::metrics`, the buckets in
 //! `crate::limits`, the log set-up in `crate::logging`.
+
+use std::time::Instant;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::{web, Error};
+
+use crate::api::AppState;
 
 pub mod compress;
 pub mod errors;
 pub mod limits;
 pub mod logging;
 pub mod metrics;
+
+/// Middleware: the steps above around the handler. A request over its rate limit is
+/// answered 429 without reaching the handler (nor gzip and the JSON error body, which
+/// its answer does not need); every answer is logged as `--access-log` asks and
+/// counted. An error the handler did not turn into a response passes through
+/// untouched, as it did through each middleware.
+pub async fn around(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let start = Instant::now();
+    let method = req.method().clone();
+    let state = req.app_data::<web::Data<AppState>>().cloned();
+    let state = state.as_ref().map(|data| data.get_ref());
+    let log = logging::wanted(state);
+    let limit = state.and_then(|state| limits::count(state, &req));
+    let mut res = match &limit {
+        Some(decision) if !decision.allowed => limits::refusal(req, decision),
+        _ => {
+            let res = next.call(req).await?.map_into_boxed_body();
+            compress::gzip_answer(errors::json_body(res).await).await?
+        }
+    };
+    if let Some(decision) = &limit {
+        limits::add_headers(&mut res, decision);
+    }
+    let took = start.elapsed();
+    if let Some(policy) = log {
+        logging::log_answer(policy, &res, took);
+    }
+    metrics::record_answer(&res, &method, took);
+    Ok(res)
+}

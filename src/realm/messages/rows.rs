@@ -84,6 +84,9 @@ pub trait MessageRows {
 pub trait MessageStorePort: MessageRows + Send + Sync {
     /// Waits (bounded) until rows can be read without blocking; `Err`: why not.
     fn ready(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
+    /// Whether rows can be read now, without waiting: once the store is open this
+    /// stays true, and a request checks it before building `ready`'s wait.
+    fn is_open(&self) -> bool;
     /// A number that changes after every write to the rows, once readers see it: an
     /// answer computed from rows read after it stays right while it is unchanged.
     fn generation(&self) -> u64;
@@ -101,6 +104,9 @@ impl MessageRowsHandle {
     /// Waits (bounded) until the store is open, so that reads on this task do not
     /// block their thread; `Err`: why it is not.
     pub async fn ready(&self) -> Result<(), String> {
+        if self.0.is_open() {
+            return Ok(());
+        }
         self.0.ready().await
     }
 
