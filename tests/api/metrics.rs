@@ -108,3 +108,72 @@ async fn metrics_parse_and_count_requests_flushes_pings_and_queues() {
     // No user data: no email, no API key, no message content.
     assert!(!text.contains("@zulip.com") && !text.contains("hello"));
 }
+
+/// The value of one `hearth_http_requests_total` series (0 when absent), read from the
+/// text itself: `prometheus_parse` drops samples whose label values hold braces, as
+/// route patterns with parameters (`/api/v1/users/{user}`) do.
+fn requests_of(text: &str, route: &str, method: &str, status: &str) -> f64 {
+    let wanted = [
+        format!("route=\"{route}\""),
+        format!("method=\"{method}\""),
+        format!("status=\"{status}\""),
+    ];
+    text.lines()
+        .filter_map(|line| line.strip_prefix("hearth_http_requests_total{"))
+        .filter_map(|rest| rest.rsplit_once("} "))
+        .filter(|(labels, _)| {
+            let labels: Vec<&str> = labels.split(',').collect();
+            wanted.iter().all(|w| labels.contains(&w.as_str()))
+        })
+        .map(|(_, value)| value.trim().parse::<f64>().expect("a counter's value"))
+        .sum()
+}
+
+/// A path that is its own route pattern is counted through the counters each worker
+/// keeps for it (`middleware::metrics::record_answer`): every request once, under its
+/// own method and status, even when the same path was answered before with another
+/// method or status; a path with parameters is counted under its pattern.
+#[actix_web::test]
+async fn every_request_is_counted_once_under_its_route_method_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = TestApp::spawn_configured(dir, |c| {
+        c.metrics_bind = hearth::config::MetricsBind(Some(SocketAddr::from(([127, 0, 0, 1], 0))));
+    })
+    .await;
+    let url = app.server().metrics_url().expect("metrics listener");
+    let text = || async { reqwest::get(&url).await.unwrap().text().await.unwrap() };
+    let path = "/api/v1/users/me/alert_words";
+    // Metrics are the process's: other tests count too, so the series this test alone
+    // makes (a method the path does not take) are compared exactly, the others at least.
+    let iago = format!("/api/v1/users/{}", app.user_id("iago@zulip.com").await);
+    let before = text().await;
+    for _ in 0..3 {
+        app.ok("GET", path, "hamlet@zulip.com", &[]).await;
+        let (status, _) = app.call("PUT", path, "hamlet@zulip.com", &[]).await;
+        assert_eq!(status, 405);
+    }
+    let (status, _) = app.call("PUT", path, "hamlet@zulip.com", &[]).await;
+    assert_eq!(status, 405);
+    // The same path and method with another status.
+    for _ in 0..2 {
+        let (status, ..) = app.get(path, Auth::None, &[]).await;
+        assert_eq!(status.as_u16(), 401);
+    }
+    app.ok("GET", &iago, "hamlet@zulip.com", &[]).await;
+    let after = text().await;
+    let delta = |route: &str, method: &str, status: &str| {
+        requests_of(&after, route, method, status) - requests_of(&before, route, method, status)
+    };
+    assert_eq!(delta(path, "PUT", "405"), 4.0, "each refused PUT once");
+    assert!(delta(path, "GET", "200") >= 3.0, "each GET");
+    assert!(
+        delta(path, "GET", "401") >= 2.0,
+        "each GET without credentials"
+    );
+    assert!(delta("/api/v1/users/{user}", "GET", "200") >= 1.0);
+    assert_eq!(
+        requests_of(&after, &iago, "GET", "200"),
+        0.0,
+        "a path with parameters is labelled by its pattern"
+    );
+}
