@@ -17,19 +17,31 @@ pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
     let Some(header) = req.headers().get(AUTHORIZATION) else {
         return Err(ApiError::not_logged_in());
     };
-    let value = header.to_str().map_err(|_| invalid_header())?;
-    let (scheme, encoded) = value.trim().split_once(' ').unwrap_or((value.trim(), ""));
-    if !scheme.eq_ignore_ascii_case("basic") {
+    // Visible ASCII (`to_str`), then read as bytes: the only whitespace left to trim is
+    // ASCII, and a byte search needs no searcher set up per call.
+    let value = header
+        .to_str()
+        .map_err(|_| invalid_header())?
+        .as_bytes()
+        .trim_ascii();
+    let (scheme, encoded) = match value.iter().position(|&b| b == b' ') {
+        Some(space) => (&value[..space], &value[space + 1..]),
+        None => (value, &b""[..]),
+    };
+    if !scheme.eq_ignore_ascii_case(b"basic") {
         return Err(ApiError::bad_request(
             "This endpoint requires HTTP basic authentication.",
         ));
     }
     let decoded = base64::engine::general_purpose::STANDARD
-        .decode(encoded.trim())
+        .decode(encoded.trim_ascii())
         .map_err(|_| invalid_header())?;
     // The decoded bytes become the email: only the key is copied.
     let mut email = String::from_utf8(decoded).map_err(|_| invalid_header())?;
-    let colon = email.find(':').ok_or_else(invalid_header)?;
+    let colon = email
+        .bytes()
+        .position(|b| b == b':')
+        .ok_or_else(invalid_header)?;
     let api_key = email[colon + 1..].to_owned();
     email.truncate(colon);
     let logged = LoggedUser::default();
@@ -118,8 +130,10 @@ pub fn host(req: &HttpRequest) -> Cow<'_, str> {
         .and_then(|v| v.to_str().ok())
         .or_else(|| req.uri().authority().map(|a| a.as_str()))
         .unwrap_or_else(|| req.app_config().host());
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+    let name = match host.bytes().rposition(|b| b == b':') {
+        Some(colon) if host.as_bytes()[colon + 1..].iter().all(u8::is_ascii_digit) => {
+            &host[..colon]
+        }
         _ => host,
     };
     // Clients send it in lower case: no copy then.

@@ -34,40 +34,38 @@ pub fn record_answer<B>(res: &ServiceResponse<B>, method: &Method, took: Duratio
     let request = res.request();
     let status = res.status();
     let path = request.path();
-    let kept = KEPT.with(|kept| {
+    let secs = took.as_secs_f64();
+    let counted = KEPT.with(|kept| {
         let kept = kept.borrow();
         let found = kept
             .get(path)?
             .iter()
             .find(|(m, s, ..)| m == method && *s == status);
-        found.map(|(_, _, count, time)| (count.clone(), time.clone()))
+        found.map(|(_, _, count, time)| {
+            count.inc();
+            time.observe(secs);
+        })
     });
-    let (count, time) = match kept {
-        Some(handles) => handles,
-        None => {
-            // The pattern only: an unknown path is not a label (it could hold anything).
-            let route = request.match_pattern();
-            let label = route.as_deref().unwrap_or("unmatched");
-            let count = HTTP_REQUESTS.with_label_values(&[label, method.as_str(), status.as_str()]);
-            let time = HTTP_SECONDS.with_label_values(&[label, method.as_str()]);
-            if route.as_deref() == Some(path) {
-                KEPT.with(|kept| {
-                    let mut kept = kept.borrow_mut();
-                    if kept.len() < KEPT_PATHS || kept.contains_key(path) {
-                        kept.entry(path.into()).or_default().push((
-                            method.clone(),
-                            status,
-                            count.clone(),
-                            time.clone(),
-                        ));
-                    }
-                });
-            }
-            (count, time)
-        }
-    };
+    if counted.is_some() {
+        return;
+    }
+    // The pattern only: an unknown path is not a label (it could hold anything).
+    let route = request.match_pattern();
+    let label = route.as_deref().unwrap_or("unmatched");
+    let count = HTTP_REQUESTS.with_label_values(&[label, method.as_str(), status.as_str()]);
+    let time = HTTP_SECONDS.with_label_values(&[label, method.as_str()]);
     count.inc();
-    time.observe(took.as_secs_f64());
+    time.observe(secs);
+    if route.as_deref() == Some(path) {
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            if kept.len() < KEPT_PATHS || kept.contains_key(path) {
+                kept.entry(path.into())
+                    .or_default()
+                    .push((method.clone(), status, count, time));
+            }
+        });
+    }
 }
 
 /// Every metric in the text format, with the state gauges read now.
