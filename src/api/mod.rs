@@ -645,6 +645,8 @@ pub(crate) fn is_multipart(req: &HttpRequest) -> bool {
     const MULTIPART: &str = "multipart/form-data";
     req.headers()
         .get(CONTENT_TYPE)
+        // Visible ASCII only, as before: a value with other bytes is not multipart.
+        .filter(|v| v.to_str().is_ok())
         .and_then(|v| v.as_bytes().get(..MULTIPART.len()))
         .is_some_and(|start| start.eq_ignore_ascii_case(MULTIPART.as_bytes()))
 }
@@ -796,8 +798,27 @@ async fn read_parts(form: &mut actix_multipart::Multipart) -> ApiResult<Body> {
 
 #[cfg(test)]
 mod tests {
-    use super::form_pairs;
+    use super::{form_pairs, is_multipart};
+    use actix_web::http::header::{HeaderValue, CONTENT_TYPE};
     use proptest::prelude::*;
+
+    #[test]
+    fn multipart_is_told_by_a_visible_ascii_content_type_in_any_case() {
+        let with = |value: &[u8]| {
+            let req = actix_web::test::TestRequest::default()
+                .insert_header((CONTENT_TYPE, HeaderValue::from_bytes(value).unwrap()))
+                .to_http_request();
+            is_multipart(&req)
+        };
+        assert!(with(b"multipart/form-data; boundary=x"));
+        assert!(with(b"Multipart/Form-Data; boundary=x"));
+        assert!(!with(b"application/x-www-form-urlencoded"));
+        assert!(!with(b"multipart/form"));
+        // Not visible ASCII: read as a form, as a `to_str` check always did.
+        assert!(!with(b"multipart/form-data; boundary=\xe9"));
+        let none = actix_web::test::TestRequest::default().to_http_request();
+        assert!(!is_multipart(&none));
+    }
 
     fn decoded(input: &[u8]) -> Vec<(String, String)> {
         form_urlencoded::parse(input).into_owned().collect()

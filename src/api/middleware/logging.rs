@@ -4,7 +4,7 @@
 //! carries the method, the route pattern (never the query string, a path parameter, a
 //! body or a key), the status, the time taken, the realm and, once the caller is
 //! authenticated, the user id. Every request is counted and timed in the metrics
-//! (`metrics::record_request`) whatever the log keeps.
+//! (`metrics::record_answer`) whatever the log keeps.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

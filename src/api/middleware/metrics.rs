@@ -16,6 +16,9 @@ use crate::metrics::{HTTP_REQUESTS, HTTP_SECONDS};
 
 /// How many paths each HTTP worker keeps the metrics of (`record_answer`).
 const KEPT_PATHS: usize = 1024;
+/// How many method and status pairs it keeps per path: actix-http takes any token as
+/// a method, and each answers 405 under the path's own pattern.
+const KEPT_PER_PATH: usize = 16;
 
 /// A path's counters, by method and status.
 type PathMetrics = Vec<(Method, StatusCode, IntCounter, Histogram)>;
@@ -24,7 +27,8 @@ thread_local! {
     /// The counters of the paths that are their own route pattern (`/api/v1/users/me`,
     /// no parameter), on this worker: finding a request's pattern walks the route
     /// table again, and finding its counters hashes three labels under a lock, where
-    /// this is one lookup by path. Bounded: a path with parameters is never kept.
+    /// this is one lookup by path. Bounded (`KEPT_PATHS`, `KEPT_PER_PATH`); a path with
+    /// parameters is never kept.
     static KEPT: RefCell<HashMap<Box<str>, PathMetrics, foldhash::fast::RandomState>> =
         RefCell::new(HashMap::default());
 }
@@ -60,9 +64,10 @@ pub fn record_answer<B>(res: &ServiceResponse<B>, method: &Method, took: Duratio
         KEPT.with(|kept| {
             let mut kept = kept.borrow_mut();
             if kept.len() < KEPT_PATHS || kept.contains_key(path) {
-                kept.entry(path.into())
-                    .or_default()
-                    .push((method.clone(), status, count, time));
+                let pairs = kept.entry(path.into()).or_default();
+                if pairs.len() < KEPT_PER_PATH {
+                    pairs.push((method.clone(), status, count, time));
+                }
             }
         });
     }

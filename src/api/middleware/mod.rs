@@ -53,10 +53,10 @@ pub async fn around(
     if let Some(decision) = &limit {
         limits::add_headers(&mut res, decision);
     }
-    let took = start.elapsed();
     if let Some(policy) = log {
-        logging::log_answer(policy, &res, took);
+        logging::log_answer(policy, &res, start.elapsed());
     }
-    metrics::record_answer(&res, &method, took);
+    // Timed after the log line, as when the metrics were the outermost layer.
+    metrics::record_answer(&res, &method, start.elapsed());
     Ok(res)
 }

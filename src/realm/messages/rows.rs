@@ -84,8 +84,8 @@ pub trait MessageRows {
 pub trait MessageStorePort: MessageRows + Send + Sync {
     /// Waits (bounded) until rows can be read without blocking; `Err`: why not.
     fn ready(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
-    /// Whether rows can be read now, without waiting: once the store is open this
-    /// stays true, and a request checks it before building `ready`'s wait.
+    /// Whether rows can be read now, without waiting: a request checks it before
+    /// building `ready`'s wait.
     fn is_open(&self) -> bool;
     /// A number that changes after every write to the rows, once readers see it: an
     /// answer computed from rows read after it stays right while it is unchanged.
