@@ -136,10 +136,5 @@ pub fn host(req: &HttpRequest) -> Cow<'_, str> {
         }
         _ => host,
     };
-    // Clients send it in lower case: no copy then.
-    if name.bytes().any(|b| b.is_ascii_uppercase()) || !name.is_ascii() {
-        Cow::Owned(name.to_lowercase())
-    } else {
-        Cow::Borrowed(name)
-    }
+    crate::realm::lowercased(name)
 }

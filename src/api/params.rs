@@ -122,9 +122,11 @@ impl Params {
     /// An optional JSON boolean: `x is not a boolean`.
     pub fn opt_bool(&self, name: &str) -> ApiResult<Option<bool>> {
         // The usual texts, without a JSON parse (the same answer as one).
-        if let Some(text @ ("true" | "false")) = self.value(name).map(String::as_str) {
-            self.raw(name);
-            return Ok(Some(text == "true"));
+        if let Some(i) = self.find(name) {
+            if let text @ ("true" | "false") = self.values[i].1.as_str() {
+                self.used[i].set(true);
+                return Ok(Some(text == "true"));
+            }
         }
         self.opt_json(name)?
             .map(|v| {

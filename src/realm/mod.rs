@@ -532,11 +532,7 @@ impl Realm {
     /// Looks a user up by real (delivery) email, case-insensitively.
     pub fn user_by_delivery_email(&self, email: &str) -> Option<&User> {
         // Most clients send the address as stored, in lower case: no copy then.
-        let id = if email.bytes().any(|b| b.is_ascii_uppercase()) || !email.is_ascii() {
-            self.by_email.get(&email.to_lowercase())
-        } else {
-            self.by_email.get(email)
-        };
+        let id = self.by_email.get(lowercased(email).as_ref());
         id.and_then(|id| self.user(*id))
     }
 
@@ -590,5 +586,15 @@ impl Realm {
         } else {
             Err(ApiError::must_be_admin())
         }
+    }
+}
+
+/// `s.to_lowercase()`, copied only when it changes anything: what clients send (an
+/// email, a host name) is usually lower case already.
+pub fn lowercased(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.bytes().any(|b| b.is_ascii_uppercase()) || !s.is_ascii() {
+        std::borrow::Cow::Owned(s.to_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(s)
     }
 }
