@@ -550,7 +550,7 @@ fn write_realm(
         match part.kind {
             PartKind::Header | PartKind::Manifest => {}
             PartKind::Realm => {
-                let realm = codec::decode_realm(&part.bytes).map_err(|e| damaged(&e))?;
+                let mut realm = codec::decode_realm(&part.bytes).map_err(|e| damaged(&e))?;
                 if realm.settings.subdomain != *subdomain {
                     return Err(damaged(&format!(
                         "the realm's subdomain is '{}', the header's '{subdomain}'",
@@ -558,7 +558,15 @@ fn write_realm(
                     ))
                     .into());
                 }
-                snapshot = Some(part.bytes);
+                // A data export holds no API keys (`Realm::strip_secrets`): its users
+                // get new ones here, never the source's. A realm archive holds them
+                // all and is written as it came.
+                let mut cx = crate::realm::Cx::new(&crate::realm::cx::SystemClock);
+                snapshot = Some(if realm.issue_missing_api_keys(&mut cx) > 0 {
+                    codec::encode_realm(&realm).map_err(StorageError::from)?
+                } else {
+                    part.bytes
+                });
             }
             PartKind::Messages => {
                 let batch: Vec<ArchivedMessage> = unframe(&part.bytes).map_err(|e| damaged(&e))?;

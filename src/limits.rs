@@ -69,32 +69,64 @@ pub struct RateLimiter {
 /// attempt counts, for unknown usernames too (Zulip counts before it authenticates),
 /// so guessing is limited per account whatever the addresses it comes from; the
 /// per-IP rule of unauthenticated calls limits it per address on top.
+///
+/// The table is keyed by a digest of the realm and the lower-cased username, never the
+/// username itself (a client chooses it, of any length, and it is kept for the window),
+/// and holds at most `LOGIN_TABLE_MAX` usernames.
 pub struct LoginAttempts {
     window: Duration,
     max: usize,
-    /// (realm URL, lowercased username) -> times of the attempts in the window.
-    seen: DashMap<(Arc<str>, String), VecDeque<Instant>>,
+    /// `username_key(realm URL, username)` -> times of the attempts in the window.
+    seen: DashMap<[u8; 16], VecDeque<Instant>>,
     inserted: AtomicUsize,
+    /// The most usernames held.
+    capacity: usize,
 }
 
 /// `authenticate_by_username`: `(1800, 5)`.
 pub const LOGIN_WINDOW: Duration = Duration::from_secs(1800);
 pub const LOGIN_ATTEMPTS: usize = 5;
+/// The most usernames `LoginAttempts` holds (~100 bytes each): when full, the
+/// usernames not locked out leave first (`make_room`).
+pub const LOGIN_TABLE_MAX: usize = 100_000;
+
+/// The key of a realm's username: SHA-256 of both (the username lower-cased), cut to
+/// 128 bits. Fixed size whatever was sent; collisions cannot be aimed at.
+fn username_key(realm: &str, username: &str) -> [u8; 16] {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    digest.update((realm.len() as u64).to_be_bytes());
+    digest.update(realm.as_bytes());
+    digest.update(username.to_lowercase().as_bytes());
+    let full = digest.finalize();
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&full[..16]);
+    key
+}
 
 impl LoginAttempts {
     pub fn new(window: Duration, max: usize) -> Self {
+        Self::with_capacity(window, max, LOGIN_TABLE_MAX)
+    }
+
+    /// `new` holding at most `capacity` usernames.
+    pub fn with_capacity(window: Duration, max: usize, capacity: usize) -> Self {
         LoginAttempts {
             window,
             max: max.max(1),
             seen: DashMap::new(),
             inserted: AtomicUsize::new(0),
+            capacity: capacity.max(1),
         }
     }
 
     /// Counts an attempt; `Err(seconds)` when the username has used its attempts, with
     /// the time until the oldest one leaves the window (the attempt is not counted).
     pub fn attempt(&self, realm: &Arc<str>, username: &str, now: Instant) -> Result<(), f64> {
-        let key = (realm.clone(), username.to_lowercase());
+        let key = username_key(realm, username);
+        if self.seen.len() >= self.capacity && !self.seen.contains_key(&key) {
+            self.make_room(now);
+        }
         let mut fresh = false;
         let result = {
             let mut times = self.seen.entry(key).or_insert_with(|| {
@@ -126,9 +158,38 @@ impl LoginAttempts {
         result
     }
 
+    /// A full table makes room for a new username: first the usernames whose attempts
+    /// all left the window, then those not locked out (fewer than `max` attempts: they
+    /// lose only their count), and only when every username held is locked out, the
+    /// half locked out the longest.
+    fn make_room(&self, now: Instant) {
+        self.seen.retain(|_, times| {
+            times
+                .back()
+                .is_some_and(|t| now.saturating_duration_since(*t) < self.window)
+        });
+        if self.seen.len() < self.capacity {
+            return;
+        }
+        self.seen.retain(|_, times| times.len() >= self.max);
+        if self.seen.len() < self.capacity {
+            return;
+        }
+        let mut oldest: Vec<Instant> = self
+            .seen
+            .iter()
+            .filter_map(|e| e.value().back().copied())
+            .collect();
+        oldest.sort_unstable();
+        if let Some(&cut) = oldest.get(oldest.len() / 2) {
+            self.seen
+                .retain(|_, times| times.back().is_some_and(|t| *t > cut));
+        }
+    }
+
     /// A successful login clears the username's attempts.
     pub fn succeeded(&self, realm: &Arc<str>, username: &str) {
-        self.seen.remove(&(realm.clone(), username.to_lowercase()));
+        self.seen.remove(&username_key(realm, username));
     }
 
     /// Usernames with attempts held (tests).
@@ -219,5 +280,73 @@ impl RateLimiter {
     /// Number of buckets held (tests).
     pub fn buckets(&self) -> usize {
         self.buckets.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn realm() -> Arc<str> {
+        Arc::from("http://zulip.localhost")
+    }
+
+    #[test]
+    fn a_username_is_counted_case_insensitively_per_realm() {
+        let logins = LoginAttempts::new(LOGIN_WINDOW, 2);
+        let now = Instant::now();
+        assert!(logins.attempt(&realm(), "Iago@zulip.com", now).is_ok());
+        assert!(logins.attempt(&realm(), "iago@ZULIP.com", now).is_ok());
+        assert!(logins.attempt(&realm(), "iago@zulip.com", now).is_err());
+        let other: Arc<str> = Arc::from("http://other.localhost");
+        assert!(logins.attempt(&other, "iago@zulip.com", now).is_ok());
+        logins.succeeded(&realm(), "IAGO@zulip.com");
+        assert!(logins.attempt(&realm(), "iago@zulip.com", now).is_ok());
+    }
+
+    #[test]
+    fn the_table_holds_a_digest_of_a_username_of_any_length() {
+        let logins = LoginAttempts::new(LOGIN_WINDOW, 5);
+        let now = Instant::now();
+        let long = "x".repeat(2 * 1024 * 1024);
+        assert!(logins.attempt(&realm(), &long, now).is_ok());
+        // What is held is 16 bytes, whatever the username's size.
+        let held: Vec<usize> = logins.seen.iter().map(|e| e.key().len()).collect();
+        assert_eq!(held, vec![16]);
+    }
+
+    #[test]
+    fn a_full_table_drops_the_unlocked_usernames_first_and_keeps_its_bound() {
+        let logins = LoginAttempts::with_capacity(LOGIN_WINDOW, 2, 10);
+        let now = Instant::now();
+        // Two usernames locked out.
+        for name in ["a@x.test", "b@x.test"] {
+            for _ in 0..2 {
+                assert!(logins.attempt(&realm(), name, now).is_ok());
+            }
+            assert!(logins.attempt(&realm(), name, now).is_err());
+        }
+        for i in 0..1000 {
+            let _ = logins.attempt(&realm(), &format!("guess{i}@x.test"), now);
+            assert!(logins.held() <= 10, "{}", logins.held());
+        }
+        // The lockouts are still there.
+        assert!(logins.attempt(&realm(), "a@x.test", now).is_err());
+        assert!(logins.attempt(&realm(), "b@x.test", now).is_err());
+    }
+
+    #[test]
+    fn a_table_of_lockouts_only_drops_the_oldest_half() {
+        let logins = LoginAttempts::with_capacity(LOGIN_WINDOW, 1, 4);
+        let start = Instant::now();
+        for i in 0..4u64 {
+            let at = start + Duration::from_secs(i);
+            assert!(logins.attempt(&realm(), &format!("{i}@x.test"), at).is_ok());
+        }
+        let later = start + Duration::from_secs(10);
+        assert!(logins.attempt(&realm(), "new@x.test", later).is_ok());
+        assert!(logins.held() <= 4);
+        // The newest lockout stays.
+        assert!(logins.attempt(&realm(), "3@x.test", later).is_err());
     }
 }

@@ -18,6 +18,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    hearth::storage::folder::private_files();
     hearth::logging::init(cli.log_format);
     let result = match cli.command {
         Command::Serve(config) => actix_web::rt::System::new().block_on(serve(config)),

@@ -432,7 +432,7 @@ async fn send_file(state: &AppState, realm: &Realm, att: &Attachment) -> HttpRes
         }
     };
     let inline = INLINE_MIME_TYPES.contains(&att.content_type.as_str());
-    HttpResponse::Ok()
+    crate::api::user_content(&mut HttpResponse::Ok())
         .content_type(att.content_type.clone())
         .insert_header((header::CONTENT_DISPOSITION, disposition(inline, &att.name)))
         .insert_header((header::CACHE_CONTROL, "private, immutable"))

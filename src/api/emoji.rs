@@ -95,7 +95,7 @@ pub async fn emoji_image(req: HttpRequest, path: web::Path<(String, String)>) ->
     let subdomain = realm.settings.subdomain.clone();
     let store = state.uploads.store.clone();
     match web::block(move || store.read(&subdomain, &sha)).await {
-        Ok(Ok(Some(bytes))) => HttpResponse::Ok()
+        Ok(Ok(Some(bytes))) => crate::api::user_content(&mut HttpResponse::Ok())
             .content_type(served_content_type(&file_name))
             .insert_header(("Cache-Control", "public, max-age=31536000, immutable"))
             .body(bytes),

@@ -553,6 +553,26 @@ pub fn json_content_type() -> (actix_web::http::header::HeaderName, HeaderValue)
     (CONTENT_TYPE, HeaderValue::from_static("application/json"))
 }
 
+/// The `Content-Security-Policy` of every answer whose bytes a user chose (uploads,
+/// custom emoji, data exports), as Zulip serves user content: nothing it holds runs or
+/// loads anything, and opened as a page it is a sandbox of its own origin.
+pub const USER_CONTENT_CSP: &str = "default-src 'none'; sandbox";
+
+/// Marks an answer as user content: `X-Content-Type-Options: nosniff` (the browser
+/// keeps to the type it is given, so an upload said to be an image is never run as
+/// a page or a script) and `USER_CONTENT_CSP`.
+pub fn user_content(
+    builder: &mut actix_web::HttpResponseBuilder,
+) -> &mut actix_web::HttpResponseBuilder {
+    use actix_web::http::header::{CONTENT_SECURITY_POLICY, X_CONTENT_TYPE_OPTIONS};
+    builder
+        .insert_header((X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .insert_header((
+            CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(USER_CONTENT_CSP),
+        ))
+}
+
 /// A handler's result.
 pub type ApiResponse = ApiResult<HttpResponse>;
 

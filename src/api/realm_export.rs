@@ -300,7 +300,7 @@ pub async fn download(req: HttpRequest, path: web::Path<(String, String, String)
         Err(_) => return ApiError::internal().error_response(),
     };
     let pieces = super::file_pieces(file, ());
-    HttpResponse::Ok()
+    super::user_content(&mut HttpResponse::Ok())
         .content_type("application/octet-stream")
         .insert_header((
             "Content-Disposition",

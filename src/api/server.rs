@@ -16,6 +16,7 @@ pub async fn server_settings(req: ApiRequest) -> ApiResponse {
     let dev = req.state.dev;
     req.read(CallOpts::ANONYMOUS, move |c| {
         let s = &c.realm.settings;
+        let dev = dev && s.dev;
         let url = c.realm.url(c.server_url);
         let body = json!({
             "authentication_methods": {
@@ -52,6 +53,9 @@ fn object(v: Value) -> Map<String, Value> {
 }
 
 /// # `POST /dev_fetch_api_key`
+///
+/// A `--dev` server's development realm only; any other realm answers as a
+/// production server does.
 pub async fn dev_fetch_api_key(req: ApiRequest) -> ApiResponse {
     let dev = req.state.dev;
     req.read(CallOpts::ANONYMOUS, move |c| {
@@ -60,6 +64,11 @@ pub async fn dev_fetch_api_key(req: ApiRequest) -> ApiResponse {
             return Err(ApiError::bad_request(
                 "Endpoint not available in production.",
             ));
+        }
+        // The development realm only: a `--dev` server may also serve a realm made by
+        // `realm create`, whose keys need a password (Zulip's `dev_auth_enabled(realm)`).
+        if !c.realm.settings.dev {
+            return Err(ApiError::bad_request("DevAuthBackend not enabled."));
         }
         let user = c.realm.view_login(&username)?;
         Ok(Outcome::read(Realm::api_key_body(user)))
@@ -86,6 +95,15 @@ pub async fn fetch_api_key(req: ApiRequest) -> ApiResponse {
     let username = req.params.peek("username");
     let state = req.state.clone();
     let realm_url = req.server_url();
+    // No account has a longer address (Zulip's `EmailField`, 254): such a username
+    // is refused as any unknown one, before it is counted or looked up.
+    if username
+        .as_ref()
+        .is_some_and(|u| u.len() > crate::realm::users::MAX_EMAIL_LENGTH)
+        && password.is_some()
+    {
+        return Err(auth_failed());
+    }
     if let (Some(logins), Some(username), Some(_)) =
         (state.rate_limits.logins(), &username, &password)
     {

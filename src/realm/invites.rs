@@ -119,6 +119,14 @@ pub struct InviteState {
 }
 
 impl InviteState {
+    /// Drops every invitation (a data export holds none); the ids go on from where
+    /// they were.
+    pub fn clear(&mut self) {
+        self.email = OrdMap::new();
+        self.multiuse = OrdMap::new();
+        self.by_key.clear();
+    }
+
     pub fn rebuild_index(&mut self) {
         self.by_key = self
             .email

@@ -23,6 +23,8 @@
 //! |--------|--------|----|
 //! | `ExportChange::*` | `realm_export` `{exports}` (every export, as `GET /export/realm`) | active human administrators |
 
+use std::sync::Arc;
+
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -484,6 +486,9 @@ impl Realm {
     /// message and its owner's private data is held (an upload in their drafts or
     /// scheduled messages). Only encoded: the indexes derived from those (rebuilt on
     /// loading) are left as they are.
+    ///
+    /// It holds no secret (`strip_secrets`): whoever holds a data export must not hold
+    /// the realm with it.
     pub fn export_state(
         &self,
         kind: ExportType,
@@ -521,7 +526,49 @@ impl Realm {
                 })
             })
             .collect();
+        out.strip_secrets();
         out
+    }
+
+    /// Takes out of a realm every credential it holds, for a data export (Zulip leaves
+    /// `api_key` and `password` out of its exports): the users' API keys (left empty:
+    /// an import gives each user a new one, `issue_missing_api_keys`) and password
+    /// hashes (users set a new password), the invitations and their link keys, the
+    /// channels' email-gateway tokens, the push registrations (tokens and the E2EE
+    /// devices' keys) and the export records (their download paths). The operator's
+    /// archive of a realm (`hearth realm export`, a move) keeps them all: it is the
+    /// realm itself.
+    pub fn strip_secrets(&mut self) {
+        let ids: Vec<UserId> = self.users.keys().copied().collect();
+        for id in ids {
+            if let Some(user) = self.users.get_mut(&id) {
+                let user = Arc::make_mut(user);
+                user.api_key.clear();
+                user.password_hash = None;
+            }
+        }
+        self.invites.clear();
+        self.channel_email_tokens.clear();
+        self.push_tokens.clear();
+        self.push_devices.clear();
+        self.exports.by_id.clear();
+    }
+
+    /// Gives every user without an API key (an imported data export's) a new one.
+    /// Returns how many were given.
+    pub fn issue_missing_api_keys(&mut self, cx: &mut Cx) -> usize {
+        let keyless: Vec<UserId> = self
+            .users
+            .values()
+            .filter(|u| u.api_key.is_empty())
+            .map(|u| u.id)
+            .collect();
+        for id in &keyless {
+            if let Some(user) = self.users.get_mut(id) {
+                Arc::make_mut(user).api_key = cx.api_key();
+            }
+        }
+        keyless.len()
     }
 
     /// The uploaded files (`sha256`) an export whose realm part is `part` leaves

@@ -41,6 +41,7 @@ pub fn open_error(path: &Path, e: sled::Error) -> FolderError {
 /// decides when to flush), after `remove_torn_snapshots`: what every open of a sled
 /// database in a data folder starts from.
 pub fn sled_config(dir: &Path) -> sled::Config {
+    keep_private(dir);
     if let Err(e) = remove_torn_snapshots(dir) {
         // sled's own open then says what is wrong with the folder.
         tracing::warn!(
@@ -49,6 +50,36 @@ pub fn sled_config(dir: &Path) -> sled::Config {
         );
     }
     sled::Config::new().path(dir).flush_every_ms(None)
+}
+
+/// Makes every file and folder this process creates its owner's alone (umask 077:
+/// folders 0700, files 0600): a data folder holds API keys and password hashes, and
+/// so do its backups and realm archives. Called first by every command.
+pub fn private_files() {
+    use rustix::fs::Mode;
+    rustix::process::umask(Mode::from_raw_mode(0o077));
+}
+
+/// Closes a folder of a data folder to everyone but its owner (0700), when group or
+/// others may enter it: a folder made before files were private keeps working, and
+/// what it holds is out of other users' reach whatever the files' own modes.
+pub fn keep_private(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(dir) else {
+        // Not made yet: sled makes it, under the umask.
+        return;
+    };
+    let mode = meta.permissions().mode();
+    if meta.is_dir() && mode & 0o077 != 0 {
+        let private = std::fs::Permissions::from_mode(mode & 0o700);
+        if let Err(e) = std::fs::set_permissions(dir, private) {
+            tracing::warn!(
+                "cannot make {} private to its owner (mode {:o}): {e}",
+                dir.display(),
+                mode & 0o777
+            );
+        }
+    }
 }
 
 /// Removes the snapshot files sled was still writing when its process ended

@@ -288,3 +288,45 @@ async fn concurrent_wrong_password_fetches_are_401_or_429() {
         .await;
     assert_eq!(assert_success(&reply)["email"], "burst@zulip.com");
 }
+
+/// A `--dev` server may serve a realm made by `realm create` beside the development
+/// realm: its keys are never handed out without a password, and its
+/// `/server_settings` does not offer the development login.
+#[actix_web::test]
+async fn dev_fetch_api_key_serves_the_development_realm_only() {
+    let (app, other) = TestApp::spawn_two_realms("acme", "boss@acme.test", |_| {}).await;
+    let reply = send(
+        app.request_on(
+            &other.host,
+            Method::POST,
+            "/api/v1/dev_fetch_api_key",
+            Auth::None,
+        )
+        .form(&[("username", other.owner_email.as_str())]),
+    )
+    .await;
+    assert_error(&reply, 400, "BAD_REQUEST", "DevAuthBackend not enabled.");
+    assert!(
+        !reply.2.to_string().contains(&other.owner_key),
+        "the owner's key"
+    );
+    let settings = send(app.request_on(
+        &other.host,
+        Method::GET,
+        "/api/v1/server_settings",
+        Auth::None,
+    ))
+    .await;
+    assert_eq!(settings.2["authentication_methods"]["dev"], false);
+    // The development realm's still works.
+    let dev = app
+        .post(
+            "/api/v1/dev_fetch_api_key",
+            Auth::None,
+            &[("username", ADMIN)],
+        )
+        .await;
+    assert_eq!(dev.0, StatusCode::OK, "{:?}", dev.2);
+    let settings = app.get("/api/v1/server_settings", Auth::None, &[]).await;
+    assert_eq!(settings.2["authentication_methods"]["dev"], true);
+}

@@ -481,11 +481,9 @@ fn cases() -> Vec<Case> {
             .with(|_, _| p(&[("username", HAMLET)]))
             .all_callers()
             .want(|f, w| match w {
-                Foreign => err(
-                    401,
-                    "AUTHENTICATION_FAILED",
-                    "Your username or password is incorrect",
-                ),
+                // The other realm is not a development realm: no key without a
+                // password there, whoever asks.
+                Foreign => err(400, "BAD_REQUEST", "DevAuthBackend not enabled."),
                 _ => ok_with("/user_id", json!(f.id(Member))),
             }),
     );

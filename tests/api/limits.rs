@@ -626,3 +626,52 @@ fn the_connection_cap_fits_under_the_open_files_limit() {
         assert!(huge < usize::MAX);
     }
 }
+
+/// A username no account can have (longer than an address may be) is refused as an
+/// unknown one and never counted: the table of attempts keeps nothing of it, so a
+/// client cannot fill the memory with megabyte usernames, and no lockout follows.
+#[actix_web::test]
+async fn an_overlong_username_is_refused_and_not_kept() {
+    use hearth::config::Switch;
+    let app = TestApp::spawn_configured(tempfile::tempdir().unwrap(), |c| {
+        c.rate_limit = Some(Switch::On);
+        c.rate_limit_per_ip = 1000;
+    })
+    .await;
+    let long = format!("{}@zulip.com", "a".repeat(512 * 1024));
+    for _ in 0..7 {
+        let r = app
+            .post(
+                "/api/v1/fetch_api_key",
+                Auth::None,
+                &[("username", &long), ("password", "x")],
+            )
+            .await;
+        assert_error(
+            &r,
+            401,
+            "AUTHENTICATION_FAILED",
+            "Your username or password is incorrect",
+        );
+    }
+}
+
+/// A request whose method is not one of HTTP's is counted against its address on any
+/// path, not only under `/api/v1/`.
+#[actix_web::test]
+async fn an_unknown_method_is_rate_limited_on_any_path() {
+    use hearth::config::Switch;
+    let app = TestApp::spawn_configured(tempfile::tempdir().unwrap(), |c| {
+        c.rate_limit = Some(Switch::On);
+        c.rate_limit_per_ip = 3;
+    })
+    .await;
+    let method = reqwest::Method::from_bytes(b"BREW").unwrap();
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        let r = send(app.request(method.clone(), "/no/such/page", Auth::None)).await;
+        statuses.push(r.0.as_u16());
+    }
+    assert_eq!(statuses[..3], [404, 404, 404], "{statuses:?}");
+    assert_eq!(statuses[3..], [429, 429], "{statuses:?}");
+}

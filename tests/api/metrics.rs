@@ -177,3 +177,42 @@ async fn every_request_is_counted_once_under_its_route_method_and_status() {
         "a path with parameters is labelled by its pattern"
     );
 }
+
+/// A method is a label only when it is one of HTTP's standard methods; any other is
+/// `other`. actix-http takes any token as a method: before, each became a counter and
+/// a 21-bucket histogram for good, so a client grew `/metrics` and the memory at will.
+#[actix_web::test]
+async fn a_method_outside_the_standard_set_is_one_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = TestApp::spawn_configured(dir, |c| {
+        c.metrics_bind = hearth::config::MetricsBind(Some(SocketAddr::from(([127, 0, 0, 1], 0))));
+    })
+    .await;
+    let url = app.server().metrics_url().expect("metrics listener");
+    let text = || async { reqwest::get(&url).await.unwrap().text().await.unwrap() };
+    let path = "/api/v1/users/me";
+    let before = text().await;
+    let mut sent = Vec::new();
+    for i in 0..20 {
+        let name = format!("X{i:02}{}", "M".repeat(4000));
+        let method = reqwest::Method::from_bytes(name.as_bytes()).unwrap();
+        let r = send(app.request(method, path, Auth::None)).await;
+        assert!(r.0.is_client_error(), "{:?}", r.0);
+        sent.push((name, r.0.as_str().to_owned()));
+    }
+    let after = text().await;
+    for (name, _) in &sent {
+        assert!(!after.contains(&name[..40]), "a method became a label");
+    }
+    let status = &sent[0].1;
+    let delta =
+        requests_of(&after, path, "other", status) - requests_of(&before, path, "other", status);
+    assert_eq!(delta, 20.0, "each under `other`");
+    // Twenty methods of 4 KB each would have added over 80 KB per series.
+    assert!(
+        after.len() < before.len() + 16 * 1024,
+        "{} -> {} bytes",
+        before.len(),
+        after.len()
+    );
+}

@@ -637,3 +637,75 @@ fn backup_restore_start_and_find_the_data() {
     let log = server.stop();
     assert!(!log.iter().any(|l| l.contains("seeded")), "{log:#?}");
 }
+
+/// Every file and folder under a path, with its permission bits.
+fn modes(root: &Path) -> Vec<(std::path::PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        out.push((path.clone(), meta.permissions().mode() & 0o777));
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                stack.push(entry.unwrap().path());
+            }
+        }
+    }
+    out
+}
+
+/// A data folder holds API keys and password hashes, and so do its backups and realm
+/// archives: every folder hearth makes is 0700 and every file 0600, and a folder made
+/// open by an older hearth is closed (0700) when it is next opened.
+#[test]
+fn data_folders_backups_and_archives_are_their_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = create_realm(dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let data = dir.path().join("data");
+    let backup = dir.path().join("backup");
+    let archive = dir.path().join("acme.archive");
+    let out = run(&[
+        "backup",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        backup.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&[
+        "realm",
+        "export",
+        "--data",
+        data.to_str().unwrap(),
+        "--subdomain",
+        "",
+        "--out",
+        archive.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for root in [&data, &backup, &archive] {
+        for (path, mode) in modes(root) {
+            let want = if path.is_dir() { 0o700 } else { 0o600 };
+            assert_eq!(mode, want, "{} is {mode:o}", path.display());
+        }
+    }
+    // A folder left open (as an older hearth made them): closed at the next open.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let again = dir.path().join("again.archive");
+    let out = run(&[
+        "realm",
+        "export",
+        "--data",
+        data.to_str().unwrap(),
+        "--subdomain",
+        "",
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{mode:o}");
+}

@@ -823,3 +823,40 @@ async fn messages_claim_uploads_and_share_them_with_their_readers() {
         StatusCode::NOT_FOUND
     );
 }
+
+/// What a user uploaded is served as user content (Zulip's): the type the uploader
+/// chose is kept, never sniffed, and opened as a page it runs nothing.
+#[actix_web::test]
+async fn uploads_are_served_as_user_content_that_runs_nothing() {
+    let app = TestApp::spawn().await;
+    let page = b"<script>document.title='ran'</script>";
+    let key = app.api_key(MEMBER).await;
+    let part = reqwest::multipart::Part::bytes(page.to_vec())
+        .file_name("page.html")
+        .mime_str("text/html")
+        .unwrap();
+    let form = reqwest::multipart::Form::new().part("file", part);
+    let reply = send(
+        app.request(Method::POST, UPLOADS, Auth::Basic(MEMBER, &key))
+            .multipart(form),
+    )
+    .await;
+    let url = assert_success(&reply)["url"].as_str().unwrap().to_owned();
+    let temporary = app.ok("GET", &format!("/api/v1{url}"), MEMBER, &[]).await["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (path, auth) in [
+        (url.as_str(), Auth::Basic(MEMBER, &key)),
+        (temporary.as_str(), Auth::None),
+    ] {
+        let (status, headers, got) = fetch(&app, path, auth).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(got, page);
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(
+            headers["content-security-policy"], "default-src 'none'; sandbox",
+            "{path}"
+        );
+    }
+}

@@ -15,10 +15,15 @@ use crate::registry::RealmHandle;
 
 /// Counts an `/api/v1` request against its user (valid credentials) or its IP address
 /// (none, or invalid ones), when rate limits are on: `None` when they are off or the
-/// request is not an API request. A decision that is not `allowed` is answered by
-/// `refusal`, and every answer to a counted request gets `add_headers`.
+/// request is not an API request. A request whose method is not one of HTTP's standard
+/// ones is counted on any path: nothing answers it but a refusal. A decision that is
+/// not `allowed` is answered by `refusal`, and every answer to a counted request gets
+/// `add_headers`.
 pub fn count(state: &AppState, req: &ServiceRequest) -> Option<RateDecision> {
-    if !state.rate_limits.enabled() || !req.path().starts_with("/api/v1/") {
+    if !state.rate_limits.enabled()
+        || !(req.path().starts_with("/api/v1/")
+            || super::metrics::method_label(req.method()) == "other")
+    {
         return None;
     }
     let key = rate_key(state, req.request());

@@ -18,6 +18,24 @@ use crate::config::AccessLog;
 /// Target of the per-request lines (`RUST_LOG=hearth::http=warn` silences them).
 pub const HTTP_TARGET: &str = "hearth::http";
 
+/// The most of a method a line holds (the longest standard one, `OPTIONS`, is 7).
+const LOGGED_METHOD_BYTES: usize = 16;
+/// The most of an unknown path a line holds.
+const LOGGED_PATH_BYTES: usize = 128;
+
+/// `text` whole when it is at most `max` bytes, else its first `max` bytes (at a char
+/// boundary) and `…`.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 /// The caller's user id, filled in by the realm actor once it has authenticated the
 /// request's credentials; the request log reads it. Shared by the clones of one
 /// request's credentials.
@@ -77,10 +95,14 @@ pub fn log_answer<B>(policy: AccessLogPolicy, res: &ServiceResponse<B>, took: Du
         }
     }
     // The route pattern (`/api/v1/users/{user}`), never the path's values; an unknown
-    // path has none and is logged as sent, without its query string.
+    // path has none and is logged as sent, without its query string, cut to
+    // `LOGGED_PATH_BYTES` (a client chooses it, and a line is kept).
     let path = request
         .match_pattern()
-        .unwrap_or_else(|| request.path().to_owned());
+        .unwrap_or_else(|| cut(request.path(), LOGGED_PATH_BYTES));
+    // Any token is a method to actix-http: one outside HTTP's standard set is logged
+    // cut, as sent (the metrics count it as `other`).
+    let method = cut(method.as_str(), LOGGED_METHOD_BYTES);
     let realm = request
         .app_data::<web::Data<AppState>>()
         .and_then(|state| state.registry.subdomain_for_host(&auth::host(request)));
@@ -100,4 +122,20 @@ pub fn log_answer<B>(policy: AccessLogPolicy, res: &ServiceResponse<B>, took: Du
         user_id,
         "request"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut;
+
+    #[test]
+    fn a_logged_text_is_cut_at_a_char_boundary() {
+        assert_eq!(cut("GET", 16), "GET");
+        assert_eq!(
+            cut(&"M".repeat(100_000), 16),
+            format!("{}…", "M".repeat(16))
+        );
+        // 'é' is two bytes: the cut never splits it.
+        assert_eq!(cut("ééé", 3), "é…");
+    }
 }

@@ -33,6 +33,25 @@ thread_local! {
         RefCell::new(HashMap::default());
 }
 
+/// The label of a request's method: its name when it is one of HTTP's standard
+/// methods, else `other`. actix-http takes any token as a method, and a label is kept
+/// for good (a counter and a histogram per value): one taken from a request as sent
+/// would let any client grow the memory and `/metrics` without bound.
+pub fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PATCH => "PATCH",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
+}
+
 /// Counts an answered request by route pattern and status, and times it.
 pub fn record_answer<B>(res: &ServiceResponse<B>, method: &Method, took: Duration) {
     let request = res.request();
@@ -56,11 +75,12 @@ pub fn record_answer<B>(res: &ServiceResponse<B>, method: &Method, took: Duratio
     // The pattern only: an unknown path is not a label (it could hold anything).
     let route = request.match_pattern();
     let label = route.as_deref().unwrap_or("unmatched");
-    let count = HTTP_REQUESTS.with_label_values(&[label, method.as_str(), status.as_str()]);
-    let time = HTTP_SECONDS.with_label_values(&[label, method.as_str()]);
+    let method_label = method_label(method);
+    let count = HTTP_REQUESTS.with_label_values(&[label, method_label, status.as_str()]);
+    let time = HTTP_SECONDS.with_label_values(&[label, method_label]);
     count.inc();
     time.observe(secs);
-    if route.as_deref() == Some(path) {
+    if route.as_deref() == Some(path) && method_label != "other" {
         KEPT.with(|kept| {
             let mut kept = kept.borrow_mut();
             if kept.len() < KEPT_PATHS || kept.contains_key(path) {
