@@ -366,6 +366,10 @@ fn one_json_line_per_request_without_secrets() {
         assert_eq!(reply.0, StatusCode::UNAUTHORIZED);
         let reply = send(http().get(format!("{url}/api/v1/no_such_thing?k=v"))).await;
         assert_eq!(reply.0, StatusCode::NOT_FOUND);
+        // A method of 5 000 characters, and a page path holding a key.
+        let long = reqwest::Method::from_bytes("M".repeat(5000).as_bytes()).unwrap();
+        send(http().request(long, format!("{url}/api/v1/users/me"))).await;
+        send(http().get(format!("{url}/join/secretsecretsecretsecret"))).await;
         (key, me_id)
     });
     let log = server.stop();
@@ -377,7 +381,7 @@ fn one_json_line_per_request_without_secrets() {
         }
     }
     let fields: Vec<&Value> = requests.iter().map(|r| &r["fields"]).collect();
-    assert_eq!(fields.len(), 5, "one line per request: {fields:#?}");
+    assert_eq!(fields.len(), 7, "one line per request: {fields:#?}");
     for (f, r) in fields.iter().zip(&requests) {
         assert_eq!(r["level"], "INFO");
         assert_eq!(f["message"], "request");
@@ -415,6 +419,13 @@ fn one_json_line_per_request_without_secrets() {
             (s("GET"), s("/api/v1/users/{user}"), 200, Some(me_id)),
             (s("GET"), s("/api/v1/users/me"), 401, None),
             (s("GET"), s("/api/v1/no_such_thing"), 404, None),
+            (
+                format!("{}…", "M".repeat(16)),
+                s("/api/v1/users/me"),
+                405,
+                None
+            ),
+            (s("GET"), s("/join/…"), 404, None),
         ]
     );
 }

@@ -23,6 +23,23 @@ const LOGGED_METHOD_BYTES: usize = 16;
 /// The most of an unknown path a line holds.
 const LOGGED_PATH_BYTES: usize = 128;
 
+/// How an unknown path is logged: an API path (which holds no secret) as sent, cut
+/// to `LOGGED_PATH_BYTES`, without its query string; any other by its first segment
+/// only, since a mistyped page path may hold a key (`/join/<key>` without its slash, an
+/// upload's or an export's address).
+fn unknown_path(path: &str) -> String {
+    if path.starts_with("/api/") || path.starts_with("/json/") {
+        return cut(path, LOGGED_PATH_BYTES);
+    }
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    match rest.split_once('/') {
+        Some((first, more)) if !more.is_empty() => {
+            format!("/{}/…", cut(first, LOGGED_PATH_BYTES))
+        }
+        _ => format!("/{}", cut(rest, LOGGED_PATH_BYTES)),
+    }
+}
+
 /// `text` whole when it is at most `max` bytes, else its first `max` bytes (at a char
 /// boundary) and `…`.
 fn cut(text: &str, max: usize) -> String {
@@ -94,12 +111,10 @@ pub fn log_answer<B>(policy: AccessLogPolicy, res: &ServiceResponse<B>, took: Du
             return;
         }
     }
-    // The route pattern (`/api/v1/users/{user}`), never the path's values; an unknown
-    // path has none and is logged as sent, without its query string, cut to
-    // `LOGGED_PATH_BYTES` (a client chooses it, and a line is kept).
+    // The route pattern (`/api/v1/users/{user}`), never the path's values.
     let path = request
         .match_pattern()
-        .unwrap_or_else(|| cut(request.path(), LOGGED_PATH_BYTES));
+        .unwrap_or_else(|| unknown_path(request.path()));
     // Any token is a method to actix-http: one outside HTTP's standard set is logged
     // cut, as sent (the metrics count it as `other`).
     let method = cut(method.as_str(), LOGGED_METHOD_BYTES);
@@ -127,6 +142,18 @@ pub fn log_answer<B>(policy: AccessLogPolicy, res: &ServiceResponse<B>, took: Du
 #[cfg(test)]
 mod tests {
     use super::cut;
+
+    #[test]
+    fn an_unknown_page_path_is_logged_by_its_first_segment() {
+        use super::unknown_path;
+        assert_eq!(unknown_path("/join/abcdefghijklmnopqrstuvwx"), "/join/…");
+        assert_eq!(unknown_path("/join/abcdefghijklmnopqrstuvwx/x"), "/join/…");
+        assert_eq!(unknown_path("/favicon.ico"), "/favicon.ico");
+        assert_eq!(unknown_path("/join/"), "/join/");
+        assert_eq!(unknown_path("/api/v1/no_such"), "/api/v1/no_such");
+        let long = format!("/api/v1/{}", "x".repeat(1000));
+        assert!(unknown_path(&long).len() < 140);
+    }
 
     #[test]
     fn a_logged_text_is_cut_at_a_char_boundary() {
