@@ -90,6 +90,9 @@ pub struct ImportedRealm {
     /// The WAL position of its snapshot: the source's records after it are the tail.
     pub seq: u64,
     pub manifest: Manifest,
+    /// A data export's owners (active, human), with the API keys the import gave them:
+    /// the export held no key or password, and they are the realm's way back in.
+    pub new_owner_keys: Vec<(String, String)>,
 }
 
 /// A failure put in an import on purpose (tests): stop at the first part of this kind,
@@ -497,22 +500,24 @@ pub(crate) fn import_verified(
             tracing::error!("removing what a failed import of '{subdomain}' wrote: {e}");
         }
     }
-    let seq = written?;
+    let (seq, new_owner_keys) = written?;
     Ok(ImportedRealm {
         subdomain,
         seq,
         manifest,
+        new_owner_keys,
     })
 }
 
 /// Writes the archive's parts, makes them durable, then creates the WAL tree (the
-/// realm now exists) and names it in the manifest. Returns the snapshot's position.
+/// realm now exists) and names it in the manifest. Returns the snapshot's position,
+/// and the owners given new API keys (`ImportedRealm::new_owner_keys`).
 fn write_realm(
     store: &Store,
     header: &Header,
     archive: &Path,
     fault: Option<Fault>,
-) -> Result<u64, ArchiveError> {
+) -> Result<(u64, Vec<(String, String)>), ArchiveError> {
     let subdomain = &header.subdomain;
     let db = store
         .db()
@@ -529,6 +534,7 @@ fn write_realm(
     store.durability.flush_now().map_err(StorageError::from)?;
     let mut reader = ArchiveReader::open(archive)?;
     let mut snapshot: Option<Vec<u8>> = None;
+    let mut new_owner_keys = Vec::new();
     let mut receiving: Option<(String, uploads::Incoming)> = None;
     while let Some(part) = reader.next_part()? {
         match fault {
@@ -562,10 +568,17 @@ fn write_realm(
                 // get new ones here, never the source's. A realm archive holds them
                 // all and is written as it came.
                 let mut cx = crate::realm::Cx::new(&crate::realm::cx::SystemClock);
-                snapshot = Some(if realm.issue_missing_api_keys(&mut cx) > 0 {
-                    codec::encode_realm(&realm).map_err(StorageError::from)?
-                } else {
+                let issued = realm.issue_missing_api_keys(&mut cx);
+                new_owner_keys = issued
+                    .iter()
+                    .filter_map(|id| realm.users.get(id))
+                    .filter(|u| u.is_owner() && u.is_active && !u.is_bot())
+                    .map(|u| (u.delivery_email.clone(), u.api_key.clone()))
+                    .collect();
+                snapshot = Some(if issued.is_empty() {
                     part.bytes
+                } else {
+                    codec::encode_realm(&realm).map_err(StorageError::from)?
                 });
             }
             PartKind::Messages => {
@@ -655,7 +668,7 @@ fn write_realm(
         .durability
         .marks()
         .write_now(store.durability.dir(), Some(&db));
-    Ok(seq)
+    Ok((seq, new_owner_keys))
 }
 
 /// The archive format's own tests: what the archive module's reader accepts.

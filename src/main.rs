@@ -202,7 +202,17 @@ fn import(i: &cli::ImportArgs) -> Result<(), String> {
         c.messages,
         c.files
     )
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    // A data export holds no key or password: its owners get theirs here, as
+    // `realm create` prints its owner's, and every other user a new key.
+    for (email, key) in &r.new_owner_keys {
+        writeln!(
+            std::io::stdout().lock(),
+            "a data export: every user has a new API key and no password; owner {email}: {key}"
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// An admin listener's client, its token read from the node's token file.

@@ -555,8 +555,8 @@ impl Realm {
     }
 
     /// Gives every user without an API key (an imported data export's) a new one.
-    /// Returns how many were given.
-    pub fn issue_missing_api_keys(&mut self, cx: &mut Cx) -> usize {
+    /// Returns who was given one.
+    pub fn issue_missing_api_keys(&mut self, cx: &mut Cx) -> Vec<UserId> {
         let keyless: Vec<UserId> = self
             .users
             .values()
@@ -568,7 +568,7 @@ impl Realm {
                 Arc::make_mut(user).api_key = cx.api_key();
             }
         }
-        keyless.len()
+        keyless
     }
 
     /// The uploaded files (`sha256`) an export whose realm part is `part` leaves

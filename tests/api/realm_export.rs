@@ -485,6 +485,14 @@ async fn private_channel(app: &TestApp, who: &str, name: &str, members: &[i64], 
 
 /// Downloads export `e`, imports it into a new data folder and serves that.
 async fn import_export(e: &Value) -> (TestApp, hearth::storage::archive::Manifest) {
+    let (app, manifest, _) = import_export_printing(e).await;
+    (app, manifest)
+}
+
+/// `import_export`, with what the import printed on stdout.
+async fn import_export_printing(
+    e: &Value,
+) -> (TestApp, hearth::storage::archive::Manifest, String) {
     let (status, bytes) = download(e["export_url"].as_str().unwrap()).await;
     assert_eq!(status, StatusCode::OK);
     let work = tempfile::tempdir().unwrap();
@@ -501,7 +509,7 @@ async fn import_export(e: &Value) -> (TestApp, hearth::storage::archive::Manifes
         file.to_str().unwrap(),
     ]));
     assert!(o.status.success(), "import: {}", text(&o.stderr));
-    (TestApp::spawn_in(target).await, manifest)
+    (TestApp::spawn_in(target).await, manifest, text(&o.stdout))
 }
 
 /// How many drafts and scheduled messages `who` has in `app`.
@@ -818,7 +826,14 @@ async fn a_data_export_holds_no_credentials_and_its_import_takes_none_of_the_old
     assert!(realm.push_tokens.is_empty() && realm.push_devices.is_empty());
 
     // Imported, every user has a new key, and no old key or password opens it.
-    let (back, _) = import_export(&e).await;
+    let (back, _, printed) = import_export_printing(&e).await;
+    // The owner's new key is printed, and it is the one the realm holds.
+    let owner_key = printed
+        .lines()
+        .find_map(|l| l.split_once(&format!("owner {DESDEMONA}: ")))
+        .map(|(_, key)| key.trim().to_owned())
+        .unwrap_or_else(|| panic!("no owner key in {printed}"));
+    assert_eq!(owner_key, back.api_key(DESDEMONA).await);
     for (who, key) in &s.keys {
         let reply = send(back.request(
             reqwest::Method::GET,
