@@ -384,6 +384,8 @@ const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["fragment", "name", "is_pinned"],
     ),
     ("POST", "/users/me/apns_device_token", &["token", "appid"]),
+    ("POST", "/fetch_api_key", &["username", "password"]),
+    ("POST", "/dev_fetch_api_key", &["username"]),
 ];
 
 /// Generated requests per run (deterministic: the same ones every run).

@@ -155,6 +155,14 @@ mod tests {
         assert!(unknown_path(&long).len() < 140);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_path_is_logged_bounded(path in "(/[^/]{0,300}){0,6}") {
+            let logged = super::unknown_path(&path);
+            proptest::prop_assert!(logged.len() <= super::LOGGED_PATH_BYTES + 8, "{}", logged);
+        }
+    }
+
     #[test]
     fn a_logged_text_is_cut_at_a_char_boundary() {
         assert_eq!(cut("GET", 16), "GET");
