@@ -168,6 +168,10 @@ pub struct ServeConfig {
     /// inject a clock turn it off and tick by hand.
     #[arg(skip = true)]
     pub tick: bool,
+    /// Let `--dev` serve a folder that also holds production realms (tests that need
+    /// both in one server); never from the command line: `--dev` refuses such a folder.
+    #[arg(skip = false)]
+    pub dev_beside_production: bool,
 }
 
 impl ServeConfig {
@@ -203,6 +207,8 @@ impl ServeConfig {
             access_log: AccessLog::All,
             slow_request_ms: 1000,
             tick: true,
+            // The harness serves the development realm beside realms it creates.
+            dev_beside_production: true,
         }
     }
 

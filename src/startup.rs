@@ -48,8 +48,10 @@ pub enum StartError {
     Damaged(Box<storage::Damage>),
     #[error("{0}")]
     Realm(String),
-    #[error("cannot listen on {addr}: {source}")]
+    /// `listener` names the listener and its flag: "metrics listener (--metrics-bind)".
+    #[error("{listener} cannot listen on {addr}: {source}")]
     Bind {
+        listener: &'static str,
         addr: SocketAddr,
         source: std::io::Error,
     },
@@ -64,6 +66,13 @@ pub enum StartError {
     NoRealm(String),
     #[error("{0}")]
     Backup(String),
+    /// `--dev` on a folder that holds a realm `realm create` made.
+    #[error(
+        "data folder {path} holds realm '{subdomain}', which is not the development realm: \
+         --dev turns rate limits off and sends no email, so it serves a folder of its own; \
+         give it another folder (--data ./dev-data), or serve this one without --dev"
+    )]
+    DevBesideProduction { path: String, subdomain: String },
 }
 
 impl From<StorageError> for StartError {
@@ -338,6 +347,7 @@ pub async fn spawn_with_clock(
             let addr = listener.local_addr().ok();
             Some(
                 admin::start(listener, admin_state).map_err(|source| StartError::Bind {
+                    listener: "admin listener (--admin-bind)",
                     addr: addr.unwrap_or(config.bind),
                     source,
                 })?,
@@ -398,25 +408,23 @@ fn lock_existing_folder(config: &ServeConfig) -> Result<Option<(Store, bool)>, S
 
 /// Binds the API listener and the metrics listener.
 fn bind(config: &ServeConfig) -> Result<Bound, StartError> {
-    let bind_error = |source| StartError::Bind {
-        addr: config.bind,
-        source,
+    let listen = |listener: &'static str, addr: SocketAddr| {
+        let error = move |source| StartError::Bind {
+            listener,
+            addr,
+            source,
+        };
+        let l = TcpListener::bind(addr).map_err(error)?;
+        let bound = l.local_addr().map_err(error)?;
+        Ok::<_, StartError>((l, bound))
     };
-    let api = TcpListener::bind(config.bind).map_err(bind_error)?;
-    let addr = api.local_addr().map_err(bind_error)?;
+    let (api, addr) = listen("API listener (--bind)", config.bind)?;
     let metrics = match config.metrics_bind.0 {
-        Some(at) => {
-            let error = |source| StartError::Bind { addr: at, source };
-            let l = TcpListener::bind(at).map_err(error)?;
-            let bound = l.local_addr().map_err(error)?;
-            Some((l, bound))
-        }
+        Some(at) => Some(listen("metrics listener (--metrics-bind)", at)?),
         None => None,
     };
     let admin = match config.admin_bind.0 {
-        Some(at) => {
-            Some(TcpListener::bind(at).map_err(|source| StartError::Bind { addr: at, source })?)
-        }
+        Some(at) => Some(listen("admin listener (--admin-bind)", at)?.0),
         None => None,
     };
     Ok(Bound {
@@ -470,6 +478,18 @@ fn open_storage(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+    }
+    // Realms but no development realm: a production folder, where `--dev` must not seed
+    // one (a folder holding both is refused once the realms are read, `start_realms`).
+    if config.dev && !config.dev_beside_production {
+        if let Some(other) = subdomains.iter().find(|s| *s != DEV_SUBDOMAIN) {
+            if !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
+                return Err(StartError::DevBesideProduction {
+                    path: config.data.display().to_string(),
+                    subdomain: other.clone(),
+                });
+            }
+        }
     }
     if config.dev && !subdomains.iter().any(|s| s == DEV_SUBDOMAIN) {
         seed_dev_realm(
@@ -545,6 +565,12 @@ fn start_realms(
     let mut emoji_images = Vec::new();
     for (i, subdomain) in opened.subdomains.iter().enumerate() {
         let (realm_store, recovered) = registry::recover(&opened.store, subdomain)?;
+        if config.dev && !config.dev_beside_production && !recovered.realm.settings.dev {
+            return Err(StartError::DevBesideProduction {
+                path: config.data.display().to_string(),
+                subdomain: subdomain.clone(),
+            });
+        }
         if legacy_uploads {
             emoji_images.push((subdomain.clone(), recovered.realm.emoji.image_shas()));
         }
@@ -591,7 +617,11 @@ fn start_http(
         config.workers,
         closer.clone(),
     )
-    .map_err(|source| StartError::Bind { addr, source })?;
+    .map_err(|source| StartError::Bind {
+        listener: "API listener (--bind)",
+        addr,
+        source,
+    })?;
     let handle = server.handle();
     actix_web::rt::spawn(server);
     Ok((handle, closer))
@@ -615,6 +645,7 @@ fn start_metrics(
     .workers(1)
     .listen(listener)
     .map_err(|source| StartError::Bind {
+        listener: "metrics listener (--metrics-bind)",
         addr: bound,
         source,
     })?

@@ -222,6 +222,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(endpoint!("/api/v1/calls/constructorgroups/create", post => calls::create_constructor_groups_call))
         .service(endpoint!("/api/v1/mobile_push/test_notification", post => push::test_notification))
         .service(endpoint!("/health", get => server::health))
+        // The icon `realm_icon` names, and the browser's favicon.
+        .service(endpoint!("/static/images/logo/zulip-icon-128x128.png", get => server::icon))
+        .service(endpoint!("/favicon.ico", get => server::icon))
         .service(endpoint!("/health/ready", get => server::ready))
         // The sign-up page of invitation links (HTML).
         .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit))

@@ -150,6 +150,20 @@ pub async fn fetch_api_key(req: ApiRequest) -> ApiResponse {
     }
 }
 
+/// hearth's icon (128 px PNG): a realm's icon until it has its own.
+const ICON: &[u8] = include_bytes!("static/hearth-icon-128.png");
+
+/// # `GET /static/images/logo/zulip-icon-128x128.png`
+///
+/// Also `GET /favicon.ico`. The icon `realm_icon` and `realm_icon_url` name (at
+/// Zulip's path for its default icon, which clients ask for), cached for a day.
+pub async fn icon() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("image/png")
+        .insert_header(("Cache-Control", "public, max-age=86400"))
+        .body(ICON)
+}
+
 /// # `GET /health`
 ///
 /// Liveness, as Zulip's `/health` path: the server answers. No authentication, no

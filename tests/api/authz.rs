@@ -467,6 +467,14 @@ fn cases() -> Vec<Case> {
             }),
     );
     c.push(case("GET", "/health").all_callers());
+    // The icon: the same bytes for everyone, on every realm.
+    for route in ["/static/images/logo/zulip-icon-128x128.png", "/favicon.ico"] {
+        c.push(
+            case("GET", route)
+                .all_callers()
+                .want(|_, _| Want::Page(200, "PNG")),
+        );
+    }
     c.push(case("GET", "/health/ready").all_callers());
     c.push(
         case("GET", "/api/v1/server_settings")

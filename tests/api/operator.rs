@@ -198,7 +198,10 @@ fn second_server_on_one_folder_names_the_folder_before_busy_ports() {
     ]);
     assert_failed(
         &out,
-        &[&format!("cannot listen on {metrics_addr}"), "in use"],
+        &[
+            &format!("metrics listener (--metrics-bind) cannot listen on {metrics_addr}"),
+            "in use",
+        ],
     );
     drop(metrics);
 }
@@ -217,7 +220,13 @@ fn port_in_use_names_the_address_and_creates_no_folder() {
         "--data",
         data.to_str().unwrap(),
     ]);
-    assert_failed(&out, &[&format!("cannot listen on {addr}"), "in use"]);
+    assert_failed(
+        &out,
+        &[
+            &format!("API listener (--bind) cannot listen on {addr}"),
+            "in use",
+        ],
+    );
     assert!(!data.exists(), "a data folder was left behind");
 }
 
@@ -719,4 +728,41 @@ fn data_folders_backups_and_archives_are_their_owners_alone() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "{mode:o}");
+}
+
+/// `--dev` turns rate limits off and sends no email: a folder that holds a realm made
+/// by `realm create` is refused, with what to do, and nothing of it changes.
+#[test]
+fn dev_refuses_a_folder_with_a_production_realm() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = create_realm(dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let data = dir.path().join("data");
+    let out = run(&[
+        "serve",
+        "--dev",
+        "--bind",
+        "127.0.0.1:0",
+        "--metrics-bind",
+        "off",
+        "--admin-bind",
+        "off",
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert_failed(
+        &out,
+        &[
+            "holds realm '', which is not the development realm",
+            "serve this one without --dev",
+        ],
+    );
+    // No development realm was seeded into it.
+    let out = run(&["check", "--data", data.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("'zulip'"),
+        "{}",
+        text(&out.stdout)
+    );
 }

@@ -398,3 +398,29 @@ async fn json_api_answers_session_challenge() {
         assert_eq!(challenge(&reply), Some("Session realm=\"zulip\""), "{path}");
     }
 }
+
+/// The icon `/server_settings` and `/register` name is served (an image, not a 404),
+/// and so is the browser's favicon.
+#[actix_web::test]
+async fn the_realm_icon_and_the_favicon_are_served() {
+    let app = TestApp::spawn().await;
+    let settings = app.get("/api/v1/server_settings", Auth::None, &[]).await;
+    let icon = settings.2["realm_icon"].as_str().unwrap().to_owned();
+    let path = &icon[icon.find("/static/").expect("a static path")..];
+    for path in [path, "/favicon.ico"] {
+        let resp = app
+            .request(reqwest::Method::GET, path, Auth::None)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        assert_eq!(resp.headers()["content-type"], "image/png", "{path}");
+        let bytes = resp.bytes().await.unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{path}");
+        let (w, h) = (
+            u32::from_be_bytes(bytes[16..20].try_into().unwrap()),
+            u32::from_be_bytes(bytes[20..24].try_into().unwrap()),
+        );
+        assert_eq!((w, h), (128, 128));
+    }
+}
