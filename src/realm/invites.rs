@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 use super::channels::ChannelId;
 use super::events::{Audience, Event};
 use super::groups::{GroupId, GroupPermission, RealmSetting};
-use super::users::{check_full_name, email_is_valid, NewHuman};
+use super::users::{check_full_name, check_not_system_bot, email_is_valid, NewHuman};
 use super::{Change, Cx, Decided, Realm, RealmChange, Role, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
@@ -407,7 +407,7 @@ impl Realm {
         // `get_existing_user_errors`.
         let mut skipped = Vec::new();
         good.retain(|email| {
-            if email.eq_ignore_ascii_case(super::messages::moves::NOTIFICATION_BOT_EMAIL) {
+            if super::messages::moves::is_system_bot_email(email) {
                 skipped.push((email.clone(), "Reserved for system bots.".to_owned(), false));
                 return false;
             }
@@ -553,9 +553,8 @@ impl Realm {
         if !email_is_valid(&email) {
             return Err(ApiError::bad_request("Enter a valid email address."));
         }
-        if self.user_by_delivery_email(&email).is_some()
-            || email.eq_ignore_ascii_case(super::messages::moves::NOTIFICATION_BOT_EMAIL)
-        {
+        check_not_system_bot(&email)?;
+        if self.user_by_delivery_email(&email).is_some() {
             return Err(ApiError::bad_request(format!(
                 "{email} already has an account"
             )));

@@ -1320,3 +1320,103 @@ fn a_production_server_without_smtp_refuses_email_invitations_but_makes_links() 
     });
     server.stop();
 }
+
+// ---- system bot addresses ------------------------------------------------------------------
+
+#[actix_web::test]
+async fn system_bot_addresses_are_reserved_everywhere() {
+    let app = TestApp::spawn().await;
+    let url = link(&app, IAGO, &[]).await;
+    // Every one of Zulip's system bots, not only the two hearth runs.
+    for bot in [
+        "welcome-bot@zulip.com",
+        "Reminder-Bot@zulip.com",
+        "emailgateway@zulip.com",
+    ] {
+        let (status, html) = sign_up(
+            &url,
+            &[
+                ("email", bot),
+                ("full_name", "Not A Bot"),
+                ("password", STRONG),
+            ],
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+        assert_eq!(
+            element(&html, "error"),
+            format!("{bot} is reserved for system bots")
+        );
+    }
+    let (status, body) = invite(
+        &app,
+        HAMLET,
+        "welcome-bot@zulip.com, nagios-send-bot@zulip.com",
+        &[],
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["msg"], "We weren't able to invite anyone.");
+    assert_eq!(
+        body["errors"],
+        json!([
+            ["welcome-bot@zulip.com", "Reserved for system bots.", false],
+            [
+                "nagios-send-bot@zulip.com",
+                "Reserved for system bots.",
+                false
+            ]
+        ])
+    );
+    app.bad(
+        "POST",
+        "/api/v1/users",
+        IAGO,
+        &[
+            ("email", "welcome-bot@zulip.com"),
+            ("password", STRONG),
+            ("full_name", "Not A Bot"),
+        ],
+        "welcome-bot@zulip.com is reserved for system bots",
+    )
+    .await;
+    // No account took any of them; the Welcome Bot is still itself.
+    let (status, body) = app
+        .call("GET", "/api/v1/users/welcome-bot@zulip.com", IAGO, &[])
+        .await;
+    assert!(
+        status != 200 || body["user"]["is_bot"] == true,
+        "{status} {body}"
+    );
+    let listed = invites(&app, IAGO).await;
+    assert!(
+        listed.iter().all(|i| i["is_multiuse"] == true),
+        "{listed:?}"
+    );
+}
+
+#[test]
+fn realm_create_refuses_a_system_bot_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = hearth()
+        .args(["realm", "create", "--subdomain", "", "--name", "Acme"])
+        .args([
+            "--owner-email",
+            "welcome-bot@zulip.com",
+            "--owner-password",
+            STRONG,
+        ])
+        .arg("--data")
+        .arg(&data)
+        .args(["--url", "https://chat.acme.test"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("welcome-bot@zulip.com is reserved for system bots"),
+        "{stderr}"
+    );
+    assert!(!data.exists(), "a refused command leaves no data folder");
+}
