@@ -15,8 +15,9 @@
 //!   clears them), when rate limits are on;
 //! - the password must pass `realm create`'s rule (Zulip's: 6 characters, zxcvbn
 //!   10 000 guesses), on every server, the development one included;
-//! - a used (email), revoked or expired link, or one whose creator was deactivated,
-//!   gets a page saying so.
+//! - a used (email), revoked or expired link, or one whose creator was deactivated or
+//!   can no longer invite at the link's role (a demoted administrator), gets a page
+//!   saying so.
 //!
 //! The account is made by the realm's one rule for new humans (`decide_new_human`, as
 //! `POST /users`) with the invitation's role, channels and groups.
@@ -33,7 +34,7 @@ use sha2::Sha256;
 
 use super::{auth, AppState};
 use crate::limits::RateKey;
-use crate::realm::invites::{AcceptInvite, Invite, LINK_UNKNOWN};
+use crate::realm::invites::{AcceptInvite, Invite, LINK_CREATOR_CANNOT_GRANT, LINK_UNKNOWN};
 use crate::realm::messages::content::escape;
 use crate::realm::users::password_is_strong;
 use crate::realm::Realm;
@@ -183,10 +184,10 @@ fn form(
 
 /// The status of a refused link: an unknown key is not found, a spent one gone.
 fn refusal_status(why: &str) -> StatusCode {
-    if why == LINK_UNKNOWN {
-        StatusCode::NOT_FOUND
-    } else {
-        StatusCode::GONE
+    match why {
+        LINK_UNKNOWN => StatusCode::NOT_FOUND,
+        LINK_CREATOR_CANNOT_GRANT => StatusCode::FORBIDDEN,
+        _ => StatusCode::GONE,
     }
 }
 

@@ -271,6 +271,9 @@ pub fn invitation_error(msg: &str, errors: &[(String, String, bool)], sent: bool
 pub const LINK_EXPIRED: &str = "This invitation link has expired or been revoked.";
 /// An email invitation someone already signed up with.
 pub const LINK_USED: &str = "This invitation link has already been used.";
+/// An invitation whose creator has since lost the right to invite at its role.
+pub const LINK_CREATOR_CANNOT_GRANT: &str = "The person who sent this invitation can no \
+     longer invite users with this role. Ask them, or an administrator, for a new one.";
 /// A key no invitation has.
 pub const LINK_UNKNOWN: &str = "This invitation link is not valid.";
 
@@ -519,16 +522,31 @@ impl Realm {
         ))]))
     }
 
+    /// Whether `referrer` may still invite at `role` (the role limits of
+    /// `check_role_based_permissions` and `require_member_or_admin`, against the
+    /// creator's role of now). Zulip applies them when an invitation is made and not
+    /// again at sign-up, so a demoted administrator's links kept making
+    /// administrators; hearth refuses them instead.
+    fn may_grant(referrer: &User, role: Role) -> bool {
+        let require_admin = matches!(role, Role::Owner | Role::Administrator | Role::Moderator);
+        !referrer.is_guest()
+            && !referrer.is_bot()
+            && Self::check_invite_role(referrer, role, require_admin).is_ok()
+    }
+
     /// The invitation a sign-up key opens, or the text of the page that says why not.
     pub fn invite_for_signup(&self, key: &str, now: i64) -> Result<&Invite, &'static str> {
         let invite = self.invites.by_key(key).ok_or(LINK_UNKNOWN)?;
         match invite.status {
             InviteStatus::Used if !invite.is_multiuse() => Err(LINK_USED),
             InviteStatus::Active if !invite.expired(now) => {
-                if self.user(invite.referred_by).is_some_and(|u| u.is_active) {
+                let Some(referrer) = self.user(invite.referred_by).filter(|u| u.is_active) else {
+                    return Err(LINK_EXPIRED);
+                };
+                if Self::may_grant(referrer, invite.invited_as) {
                     Ok(invite)
                 } else {
-                    Err(LINK_EXPIRED)
+                    Err(LINK_CREATOR_CANNOT_GRANT)
                 }
             }
             _ => Err(LINK_EXPIRED),

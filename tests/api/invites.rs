@@ -1420,3 +1420,66 @@ fn realm_create_refuses_a_system_bot_address() {
     );
     assert!(!data.exists(), "a refused command leaves no data folder");
 }
+
+// ---- a demoted creator -----------------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_demoted_creator_s_link_no_longer_grants_its_role() {
+    let app = TestApp::spawn().await;
+    let admins = link(&app, IAGO, &[("invite_as", "200")]).await;
+    let client = client();
+    assert_eq!(page(&client, &admins, None).await.0, StatusCode::OK);
+    let (_, _, html) = page(&client, &admins, None).await;
+    let token = csrf(&html);
+    let demote = |role: &'static str| {
+        let app = &app;
+        async move {
+            app.ok(
+                "PATCH",
+                &format!("/api/v1/users/{IAGO_ID}"),
+                DESDEMONA,
+                &[("role", role)],
+            )
+            .await;
+        }
+    };
+    demote("400").await;
+    let cannot = "The person who sent this invitation can no longer invite users with this role.";
+    let (status, _, html) = page(&client, &admins, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{html}");
+    assert!(html.contains(cannot), "{html}");
+    // A form fetched before the demotion is refused too, and makes no account.
+    let (status, _, html) = page(
+        &client,
+        &admins,
+        Some(&[
+            ("csrf_token", token.as_str()),
+            ("email", "climber@zulip.test"),
+            ("full_name", "Climber"),
+            ("password", STRONG),
+        ]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{html}");
+    assert!(html.contains(cannot), "{html}");
+    let (status, _) = app
+        .call("GET", "/api/v1/users/climber@zulip.test", DESDEMONA, &[])
+        .await;
+    assert_ne!(status, 200);
+    // The check is of the creator's role now: promoted again, the link works again.
+    demote("200").await;
+    let (status, html) = sign_up(
+        &admins,
+        &[
+            ("email", "climber@zulip.test"),
+            ("full_name", "Climber"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    let user = app
+        .ok("GET", "/api/v1/users/climber@zulip.test", DESDEMONA, &[])
+        .await;
+    assert_eq!(user["user"]["role"], 200);
+}
