@@ -11,8 +11,9 @@
 //!   itself, `Referrer-Policy: no-referrer` (the key is in the URL) and
 //!   `Cache-Control: no-store` (the answer holds an API key);
 //! - submissions are rate limited as logins are: per client address (the limit of
-//!   calls without credentials) and 5 attempts per link in 30 minutes (a sign-up
-//!   clears them), when rate limits are on;
+//!   calls without credentials) and 5 attempts per link and address in 30 minutes (a
+//!   sign-up clears them), when rate limits are on; only forms with the right token
+//!   count, so a stranger's posts cannot lock a link;
 //! - the password must pass `realm create`'s rule (Zulip's: 6 characters, zxcvbn
 //!   10 000 guesses), on every server, the development one included;
 //! - a used (email), revoked or expired link, or one whose creator was deactivated or
@@ -243,11 +244,6 @@ pub async fn submit(
             return too_many(decision.retry_after);
         }
     }
-    if let Some(logins) = state.rate_limits.logins() {
-        if let Err(retry_after) = logins.attempt(&site_key, &format!("join:{key}"), now) {
-            return too_many(retry_after);
-        }
-    }
     let now_secs = handle.clock.now_ms().div_euclid(1000);
     let version = handle.hub.current();
     let invite = match version.invite_for_signup(&key, now_secs) {
@@ -262,6 +258,15 @@ pub async fn submit(
             Some("This form has expired or was not sent from this page. Please try again."),
             &typed,
         );
+    }
+    // Counted only past the form token, so that posts from elsewhere cannot spend a
+    // link's attempts; and per address, so that one visitor's guesses do not lock the
+    // link for the others it was shared with.
+    let attempts = attempts_key(&key, &invite, &typed);
+    if let Some(logins) = state.rate_limits.logins() {
+        if let Err(retry_after) = logins.attempt(&site_key, &attempts, now) {
+            return too_many(retry_after);
+        }
     }
     if let Err(e) = crate::realm::users::check_full_name(&typed.full_name) {
         return form(&version, &invite, &key, Some(&e.msg), &typed);
@@ -307,7 +312,7 @@ pub async fn submit(
     {
         Ok(account) => {
             if let Some(logins) = state.rate_limits.logins() {
-                logins.succeeded(&site_key, &format!("join:{key}"));
+                logins.succeeded(&site_key, &attempts);
             }
             welcome(&site, &account.email, &account.api_key)
         }
@@ -322,6 +327,19 @@ pub async fn submit(
             }
         }
     }
+}
+
+/// What the sign-up attempts of a link are counted under: the link and the address
+/// (an email invitation's own, or the one typed on a reusable link's form).
+fn attempts_key(key: &str, invite: &Invite, typed: &SignupForm) -> String {
+    let address = invite
+        .email()
+        .or(typed.email.as_deref())
+        .unwrap_or_default();
+    // An address is at most 254 characters (RFC 5321): longer input names no account
+    // and must not make the counter's keys long.
+    let address: String = address.trim().chars().take(254).collect();
+    format!("join:{key}:{}", crate::realm::lowercased(&address))
 }
 
 /// The answer of a sign-up: the API key and the zuliprc, shown and downloadable (a

@@ -1483,3 +1483,39 @@ async fn a_demoted_creator_s_link_no_longer_grants_its_role() {
         .await;
     assert_eq!(user["user"]["role"], 200);
 }
+
+// ---- form tokens and the attempt counter --------------------------------------------------
+
+#[actix_web::test]
+async fn posts_without_the_form_token_do_not_lock_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let app =
+        TestApp::spawn_configured(dir, |c| c.rate_limit = Some(hearth::config::Switch::On)).await;
+    let url = link(&app, IAGO, &[]).await;
+    let client = client();
+    for _ in 0..6 {
+        let (status, _, html) = page(
+            &client,
+            &url,
+            Some(&[
+                ("csrf_token", "bogus"),
+                ("email", "victim@zulip.test"),
+                ("full_name", "Victim"),
+                ("password", STRONG),
+            ]),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+        assert!(html.contains("This form has expired"), "{html}");
+    }
+    let (status, html) = sign_up(
+        &url,
+        &[
+            ("email", "victim@zulip.test"),
+            ("full_name", "Victim"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+}
