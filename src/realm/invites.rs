@@ -33,6 +33,18 @@ pub type InviteId = u64;
 /// Zulip's `INVITATION_LINK_VALIDITY_DAYS` (10) in minutes: the default expiry.
 pub const DEFAULT_VALIDITY_MINUTES: i64 = 10 * 24 * 60;
 
+/// Zulip's `max_invites` of a self-hosted realm: `get_default_max_invites_for_realm_plan_type`
+/// gives `PLAN_TYPE_SELF_HOSTED` none, and `Realm.max_invites` then answers
+/// `INVITES_DEFAULT_REALM_DAILY_MAX` (100). Email invitations a realm may send in a day,
+/// and so the most one request may carry.
+pub const MAX_INVITES: usize = 100;
+/// The day `max_invites` counts over (`estimate_recent_invites(days=1)`), in seconds.
+const INVITE_LIMIT_WINDOW_SECS: i64 = 24 * 60 * 60;
+/// Zulip's `check_invite_limit` text.
+pub const DAILY_LIMIT_REACHED: &str = "To protect users, Zulip limits the number of \
+     invitations you can send in one day. Because you have reached the limit, no \
+     invitations were sent.";
+
 /// Characters of a confirmation key (Zulip's `generate_key`: base32, lower case).
 const KEY_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567";
 /// Length of a confirmation key.
@@ -241,20 +253,31 @@ pub struct NewAccount {
 }
 
 /// Zulip's `get_invitee_emails_set`: split on commas and newlines, `Name <address>`
-/// keeps the address, each stripped; repeats dropped (first-seen order).
-pub fn invitee_emails(raw: &str) -> Vec<String> {
+/// keeps the address, each stripped; repeats dropped (first-seen order). Stops once it
+/// has `max + 1` addresses: a request with more is refused whatever the rest says, and
+/// a large body must not cost more than that to read.
+pub fn invitee_emails(raw: &str, max: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for part in raw.split([',', '\n']) {
         let email = match (part.find('<'), part.rfind('>')) {
             (Some(a), Some(b)) if a < b => &part[a + 1..b],
             _ => part,
         };
-        let email = email.trim().to_owned();
-        if !out.contains(&email) {
-            out.push(email);
+        let email = email.trim();
+        if seen.insert(email) {
+            out.push(email.to_owned());
+            if out.len() > max {
+                break;
+            }
         }
     }
     out
+}
+
+/// `check_invite_limit`'s refusal: an `InvitationError` with `daily_limit_reached`.
+pub fn daily_limit_error() -> ApiError {
+    invitation_error(DAILY_LIMIT_REACHED, &[], false).with("daily_limit_reached", true)
 }
 
 /// `InvitationError`: 400 `INVITATION_FAILED` with Zulip's data fields.
@@ -346,9 +369,32 @@ impl Realm {
     }
 
     /// The cheap checks of `POST /invites`, for the worker before anything costly.
-    pub fn check_invite_users(&self, me: &User, q: &InviteUsers) -> ApiResult<()> {
-        self.check_invite_spec(me, &q.spec, RealmSetting::CanInviteUsers, Some(&q.emails))
-            .map(|_| ())
+    pub fn check_invite_users(&self, me: &User, q: &InviteUsers, now: i64) -> ApiResult<()> {
+        self.check_invite_spec(me, &q.spec, RealmSetting::CanInviteUsers, Some(&q.emails))?;
+        self.check_invite_limit(q.emails.len(), now)
+    }
+
+    /// Email invitations made in the day before `now`, counted up to one past the
+    /// limit. They are the newest (ids grow with time), so this reads at most
+    /// `MAX_INVITES + 1` of them from the end whatever the realm's history; and it is
+    /// the stored invitations themselves, so the count holds across a restart.
+    fn invites_sent_recently(&self, now: i64) -> usize {
+        let since = now.saturating_sub(INVITE_LIMIT_WINDOW_SECS);
+        self.invites
+            .email
+            .values()
+            .rev()
+            .take_while(|i| i.invited_at > since)
+            .take(MAX_INVITES + 1)
+            .count()
+    }
+
+    /// Zulip's `check_invite_limit`: `invitees` more would pass `max_invites` in a day.
+    pub fn check_invite_limit(&self, invitees: usize, now: i64) -> ApiResult<()> {
+        if invitees > MAX_INVITES || invitees + self.invites_sent_recently(now) > MAX_INVITES {
+            return Err(daily_limit_error());
+        }
+        Ok(())
     }
 
     /// The cheap checks of `POST /invites/multiuse`.
@@ -398,6 +444,8 @@ impl Realm {
     ) -> ApiResult<Decided<InvitesSent>> {
         let (channels, groups) =
             self.check_invite_spec(me, &q.spec, RealmSetting::CanInviteUsers, Some(&q.emails))?;
+        // `do_invite_users` checks the limit first, with every address asked for.
+        self.check_invite_limit(q.emails.len(), cx.now_secs())?;
         let mut errors = Vec::new();
         let mut good = Vec::new();
         for email in &q.emails {
@@ -819,10 +867,15 @@ mod tests {
     #[test]
     fn invitee_emails_as_zulip_splits_them() {
         assert_eq!(
-            invitee_emails("a@x.com, B <b@x.com>\nc@x.com,a@x.com"),
+            invitee_emails("a@x.com, B <b@x.com>\nc@x.com,a@x.com", 10),
             vec!["a@x.com", "b@x.com", "c@x.com"]
         );
-        assert_eq!(invitee_emails(" "), vec![""]);
+        assert_eq!(invitee_emails(" ", 10), vec![""]);
+        // One past the limit is enough to refuse; repeats do not count.
+        assert_eq!(
+            invitee_emails("a@x.com,a@x.com,b@x.com,c@x.com,d@x.com", 2),
+            vec!["a@x.com", "b@x.com", "c@x.com"]
+        );
     }
 
     #[test]

@@ -1519,3 +1519,60 @@ async fn posts_without_the_form_token_do_not_lock_a_link() {
     .await;
     assert_eq!(status, StatusCode::OK, "{html}");
 }
+
+// ---- how many invitations ------------------------------------------------------------------
+
+/// `n` addresses `prefix-<i>@zulip.test`, comma-separated.
+fn addresses(prefix: &str, n: usize) -> String {
+    (0..n)
+        .map(|i| format!("{prefix}-{i}@zulip.test"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Asserts Zulip's `check_invite_limit` refusal.
+fn assert_daily_limit(status: u16, body: &Value) {
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], "INVITATION_FAILED");
+    assert_eq!(
+        body["msg"],
+        "To protect users, Zulip limits the number of invitations you can send in one day. \
+         Because you have reached the limit, no invitations were sent."
+    );
+    assert_eq!(body["daily_limit_reached"], true);
+    assert_eq!(body["sent_invitations"], false);
+    assert_eq!(body["errors"], json!([]));
+}
+
+#[actix_web::test]
+async fn invitations_are_limited_per_day_and_survive_a_restart() {
+    let clock = ManualClock::new(START_MS);
+    let mut app = TestApp::spawn_configured_with_clock(clock, |_| {}).await;
+    // One request of 2,000 addresses (Zulip's `max_invites` is 100): refused whole.
+    let (status, body) = invite(&app, HAMLET, &addresses("many", 2000), &[]).await;
+    assert_daily_limit(status, &body);
+    let (status, body) = invite(&app, HAMLET, &addresses("over", 101), &[]).await;
+    assert_daily_limit(status, &body);
+    assert!(invites(&app, IAGO).await.is_empty());
+    // 100 in a day, in any number of requests, by anyone.
+    let (status, body) = invite(&app, HAMLET, &addresses("a", 60), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = invite(&app, IAGO, &addresses("b", 40), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = invite(&app, IAGO, "one-more@zulip.test", &[]).await;
+    assert_daily_limit(status, &body);
+    // A resend is one more email (`do_send_user_invite_email` checks for one).
+    let (status, body) = app
+        .call("POST", "/api/v1/invites/1/resend", IAGO, &[])
+        .await;
+    assert_daily_limit(status, &body);
+    // The count is the stored invitations': a restart does not reset it.
+    app.restart().await;
+    let (status, body) = invite(&app, IAGO, "one-more@zulip.test", &[]).await;
+    assert_daily_limit(status, &body);
+    assert_eq!(invites(&app, IAGO).await.len(), 100);
+    // A day later there is room again.
+    app.clock().advance_ms(24 * 3600 * 1000 + 1000);
+    let (status, body) = invite(&app, IAGO, "one-more@zulip.test", &[]).await;
+    assert_eq!(status, 200, "{body}");
+}
