@@ -128,6 +128,11 @@ pub struct InviteState {
     /// Confirmation key -> (is multiuse, id). Derived; rebuilt after loading.
     #[serde(skip)]
     by_key: HashMap<String, (bool, InviteId)>,
+    /// Lower-cased address -> its email invitations, whatever their state. Derived;
+    /// rebuilt after loading. A sign-up asks for an address's invitations without a
+    /// scan.
+    #[serde(skip)]
+    by_email: HashMap<String, Vec<InviteId>>,
 }
 
 impl InviteState {
@@ -138,6 +143,24 @@ impl InviteState {
             .chain(self.multiuse.values())
             .map(|i| (i.key.clone(), (i.is_multiuse(), i.id)))
             .collect();
+        self.by_email = HashMap::new();
+        let emails: Vec<(String, InviteId)> = self
+            .email
+            .values()
+            .filter_map(|i| i.email().map(|e| (e.to_lowercase(), i.id)))
+            .collect();
+        for (email, id) in emails {
+            self.by_email.entry(email).or_default().push(id);
+        }
+    }
+
+    /// The email invitations to an address (any state).
+    fn to_address(&self, email: &str) -> impl Iterator<Item = &Invite> {
+        self.by_email
+            .get(email.to_lowercase().as_str())
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.email.get(id))
     }
 
     pub fn by_key(&self, key: &str) -> Option<&Invite> {
@@ -297,6 +320,9 @@ pub const LINK_USED: &str = "This invitation link has already been used.";
 /// An invitation whose creator has since lost the right to invite at its role.
 pub const LINK_CREATOR_CANNOT_GRANT: &str = "The person who sent this invitation can no \
      longer invite users with this role. Ask them, or an administrator, for a new one.";
+/// A reusable link's sign-up for an address that has an email invitation of its own.
+pub const INVITED_SEPARATELY: &str = "This address has an invitation of its own: sign \
+     up through the link in the email sent to it.";
 /// A key no invitation has.
 pub const LINK_UNKNOWN: &str = "This invitation link is not valid.";
 
@@ -582,6 +608,16 @@ impl Realm {
             && Self::check_invite_role(referrer, role, require_admin).is_ok()
     }
 
+    /// An email invitation to `email` that could still be accepted (valid, and its
+    /// creator active). A reusable link confirms no address: without a confirmation
+    /// by email, whoever holds the link could take this address, with the link's role
+    /// instead of the invitation's, and leave the invitation dead.
+    pub fn pending_invitation(&self, email: &str, now: i64) -> Option<&Invite> {
+        self.invites
+            .to_address(email)
+            .find(|i| i.is_valid(now) && self.user(i.referred_by).is_some_and(|u| u.is_active))
+    }
+
     /// The invitation a sign-up key opens, or the text of the page that says why not.
     pub fn invite_for_signup(&self, key: &str, now: i64) -> Result<&Invite, &'static str> {
         let invite = self.invites.by_key(key).ok_or(LINK_UNKNOWN)?;
@@ -618,6 +654,9 @@ impl Realm {
         };
         if !email_is_valid(&email) {
             return Err(ApiError::bad_request("Enter a valid email address."));
+        }
+        if invite.is_multiuse() && self.pending_invitation(&email, cx.now_secs()).is_some() {
+            return Err(ApiError::bad_request(INVITED_SEPARATELY));
         }
         check_not_system_bot(&email)?;
         if self.user_by_delivery_email(&email).is_some() {
@@ -787,6 +826,13 @@ impl Realm {
                         state.next_email_id = state.next_id(false).max(i.id + 1);
                     }
                     state.by_key.insert(i.key.clone(), (multiuse, i.id));
+                    if let Some(email) = i.email() {
+                        state
+                            .by_email
+                            .entry(email.to_lowercase())
+                            .or_default()
+                            .push(i.id);
+                    }
                     state.map_mut(multiuse).insert(i.id, i.clone());
                 }
             }
@@ -805,16 +851,11 @@ impl Realm {
                     return;
                 };
                 // Zulip's `process_new_human_user`: the invitation used, the address's
-                // other invitations revoked. The invitations are few, and this runs once
-                // per sign-up.
+                // other invitations revoked.
                 let others: Vec<InviteId> = self
                     .invites
-                    .email
-                    .values()
-                    .filter(|i| {
-                        i.status == InviteStatus::Active
-                            && i.email().is_some_and(|e| e.to_lowercase() == email)
-                    })
+                    .to_address(&email)
+                    .filter(|i| i.status == InviteStatus::Active)
                     .map(|i| i.id)
                     .collect();
                 for other in others {

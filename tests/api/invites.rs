@@ -1576,3 +1576,68 @@ async fn invitations_are_limited_per_day_and_survive_a_restart() {
     let (status, body) = invite(&app, IAGO, "one-more@zulip.test", &[]).await;
     assert_eq!(status, 200, "{body}");
 }
+
+// ---- an address with its own invitation ----------------------------------------------------
+
+#[actix_web::test]
+async fn a_reusable_link_does_not_take_an_invited_address() {
+    let mut app = TestApp::spawn().await;
+    let (status, body) = invite(&app, IAGO, "alice@corp.test", &[("invite_as", "200")]).await;
+    assert_eq!(status, 200, "{body}");
+    let url = link(&app, IAGO, &[]).await;
+    let (status, html) = sign_up(
+        &url,
+        &[
+            ("email", "Alice@corp.test"),
+            ("full_name", "Not Alice"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+    assert_eq!(
+        element(&html, "error"),
+        "This address has an invitation of its own: sign up through the link in the email \
+         sent to it."
+    );
+    // Nothing changed: no account, and Alice's invitation is still open.
+    let (status, _) = app
+        .call("GET", "/api/v1/users/alice@corp.test", IAGO, &[])
+        .await;
+    assert_ne!(status, 200);
+    let listed = invites(&app, IAGO).await;
+    assert!(
+        listed.iter().any(|i| i["email"] == "alice@corp.test"),
+        "{listed:?}"
+    );
+    // Still so after a restart (the index of addresses is rebuilt).
+    app.restart().await;
+    let path = join_path(&url);
+    let url = format!("{}{path}", app.url);
+    let (status, html) = sign_up(
+        &url,
+        &[
+            ("email", "alice@corp.test"),
+            ("full_name", "Not Alice"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+    // Once the invitation is revoked the address is free for the link.
+    app.ok("DELETE", "/api/v1/invites/1", IAGO, &[]).await;
+    let (status, html) = sign_up(
+        &url,
+        &[
+            ("email", "alice@corp.test"),
+            ("full_name", "Alice"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    let user = app
+        .ok("GET", "/api/v1/users/alice@corp.test", IAGO, &[])
+        .await;
+    assert_eq!(user["user"]["role"], 400);
+}
