@@ -45,6 +45,13 @@ pub const DAILY_LIMIT_REACHED: &str = "To protect users, Zulip limits the number
      invitations you can send in one day. Because you have reached the limit, no \
      invitations were sent.";
 
+/// Zulip's `CONFIRMATION_LINK_DEFAULT_VALIDITY_DAYS` (1) in seconds: how long the
+/// confirmation of a reusable link's sign-up stays valid.
+pub const CONFIRMATION_VALIDITY_SECS: i64 = 24 * 60 * 60;
+/// Sign-up confirmations through reusable links a realm sends in a day: as many as
+/// invitations, so that a link cannot be used to send email without bound.
+pub const MAX_CONFIRMATIONS: usize = MAX_INVITES;
+
 /// Characters of a confirmation key (Zulip's `generate_key`: base32, lower case).
 const KEY_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567";
 /// Length of a confirmation key.
@@ -60,6 +67,12 @@ pub enum InviteKind {
     },
     /// A reusable link.
     Multiuse,
+    /// The confirmation of an address typed on a reusable link's page (Zulip's
+    /// `PreregistrationUser` of a `MultiuseInvite`, with its `USER_REGISTRATION`
+    /// confirmation): emailed to that address, it signs up as an email invitation
+    /// does, with the link's role, channels and groups. Not an invitation: never listed,
+    /// no `invites_changed`.
+    Confirmation { email: String, link: InviteId },
 }
 
 /// Where an invitation stands (Zulip's confirmation `status`).
@@ -102,9 +115,19 @@ impl Invite {
     /// The address of an email invitation.
     pub fn email(&self) -> Option<&str> {
         match &self.kind {
-            InviteKind::Email { email, .. } => Some(email),
+            InviteKind::Email { email, .. } | InviteKind::Confirmation { email, .. } => Some(email),
             InviteKind::Multiuse => None,
         }
+    }
+
+    /// Whether this is an email invitation (made by `POST /invites`).
+    pub fn is_email_invitation(&self) -> bool {
+        matches!(self.kind, InviteKind::Email { .. })
+    }
+
+    /// Whether this is the confirmation of a reusable link's sign-up.
+    pub fn is_confirmation(&self) -> bool {
+        matches!(self.kind, InviteKind::Confirmation { .. })
     }
 
     pub fn expired(&self, now: i64) -> bool {
@@ -267,6 +290,15 @@ pub struct AcceptInvite {
     pub password_hash: String,
 }
 
+/// A reusable link's sign-up form on a server that sends email: the address to
+/// confirm, checked on the worker (`email_is_valid`, not a system bot's).
+#[derive(Debug, Clone)]
+pub struct ConfirmAddress {
+    /// The link's key.
+    pub key: String,
+    pub email: String,
+}
+
 /// The account the sign-up made.
 #[derive(Debug, Clone)]
 pub struct NewAccount {
@@ -323,6 +355,9 @@ pub const LINK_CREATOR_CANNOT_GRANT: &str = "The person who sent this invitation
 /// A reusable link's sign-up for an address that has an email invitation of its own.
 pub const INVITED_SEPARATELY: &str = "This address has an invitation of its own: sign \
      up through the link in the email sent to it.";
+/// Too many reusable-link confirmations today.
+pub const CONFIRMATIONS_LIMIT_REACHED: &str = "Too many sign-ups through invitation links \
+     today. Please try again tomorrow.";
 /// A key no invitation has.
 pub const LINK_UNKNOWN: &str = "This invitation link is not valid.";
 
@@ -405,14 +440,34 @@ impl Realm {
     /// `MAX_INVITES + 1` of them from the end whatever the realm's history; and it is
     /// the stored invitations themselves, so the count holds across a restart.
     fn invites_sent_recently(&self, now: i64) -> usize {
+        self.sent_recently(now).0
+    }
+
+    /// Email invitations and reusable-link confirmations made in the day before
+    /// `now`, each counted up to one past its limit. Both live in the email table, in
+    /// the order made; each kind is capped by its limit, so this reads at most both
+    /// limits' worth.
+    fn sent_recently(&self, now: i64) -> (usize, usize) {
         let since = now.saturating_sub(INVITE_LIMIT_WINDOW_SECS);
-        self.invites
+        let (mut invitations, mut confirmations) = (0, 0);
+        for i in self
+            .invites
             .email
             .values()
             .rev()
             .take_while(|i| i.invited_at > since)
-            .take(MAX_INVITES + 1)
-            .count()
+            .take(MAX_INVITES + MAX_CONFIRMATIONS + 2)
+        {
+            if i.is_confirmation() {
+                confirmations += 1;
+            } else {
+                invitations += 1;
+            }
+        }
+        (
+            invitations.min(MAX_INVITES + 1),
+            confirmations.min(MAX_CONFIRMATIONS + 1),
+        )
     }
 
     /// Zulip's `check_invite_limit`: `invitees` more would pass `max_invites` in a day.
@@ -440,10 +495,7 @@ impl Realm {
     ) -> Invite {
         let now = cx.now_secs();
         let bytes: [u8; KEY_LENGTH] = cx.random_bytes();
-        let key = bytes
-            .iter()
-            .map(|b| KEY_ALPHABET[usize::from(*b) % KEY_ALPHABET.len()] as char)
-            .collect();
+        let key = confirmation_key(&bytes);
         Invite {
             id,
             kind,
@@ -570,6 +622,7 @@ impl Realm {
         let invite = u64::try_from(id)
             .ok()
             .and_then(|id| self.invites.map(multiuse).get(&id))
+            .filter(|i| !i.is_confirmation())
             .ok_or_else(|| ApiError::bad_request("No such invitation"))?;
         if invite.referred_by != me.id {
             Self::check_invite_role(me, invite.invited_as, true)?;
@@ -613,9 +666,11 @@ impl Realm {
     /// by email, whoever holds the link could take this address, with the link's role
     /// instead of the invitation's, and leave the invitation dead.
     pub fn pending_invitation(&self, email: &str, now: i64) -> Option<&Invite> {
-        self.invites
-            .to_address(email)
-            .find(|i| i.is_valid(now) && self.user(i.referred_by).is_some_and(|u| u.is_active))
+        self.invites.to_address(email).find(|i| {
+            i.is_email_invitation()
+                && i.is_valid(now)
+                && self.user(i.referred_by).is_some_and(|u| u.is_active)
+        })
     }
 
     /// The invitation a sign-up key opens, or the text of the page that says why not.
@@ -627,7 +682,17 @@ impl Realm {
                 let Some(referrer) = self.user(invite.referred_by).filter(|u| u.is_active) else {
                     return Err(LINK_EXPIRED);
                 };
-                if Self::may_grant(referrer, invite.invited_as) {
+                let link_gone = match &invite.kind {
+                    InviteKind::Confirmation { link, .. } => self
+                        .invites
+                        .multiuse
+                        .get(link)
+                        .is_none_or(|l| !l.is_valid(now)),
+                    _ => false,
+                };
+                if link_gone {
+                    Err(LINK_EXPIRED)
+                } else if Self::may_grant(referrer, invite.invited_as) {
                     Ok(invite)
                 } else {
                     Err(LINK_CREATOR_CANNOT_GRANT)
@@ -699,7 +764,7 @@ impl Realm {
             } => *notify_referrer_on_join,
             // The sign-up of a reusable link makes a `PreregistrationUser` with the
             // field's default.
-            InviteKind::Multiuse => true,
+            InviteKind::Multiuse | InviteKind::Confirmation { .. } => true,
         };
         if notify && self.user(invite.referred_by).is_some_and(|u| u.is_active) {
             changes.push(self.referrer_notice(invite.referred_by, user_id, &changes, cx));
@@ -717,6 +782,58 @@ impl Realm {
                 api_key,
             },
         ))
+    }
+
+    /// A reusable link's sign-up on a server that sends email (Zulip's
+    /// `maybe_send_to_registration` with a `MultiuseInvite`): the address is not
+    /// taken yet; a confirmation with the link's role, channels and groups is made, to
+    /// be emailed to that address. The account is made only when its key is followed.
+    pub fn decide_confirm_address(
+        &self,
+        q: ConfirmAddress,
+        cx: &mut Cx,
+    ) -> ApiResult<Decided<Invite>> {
+        let now = cx.now_secs();
+        let link = self
+            .invite_for_signup(&q.key, now)
+            .map_err(ApiError::bad_request)?;
+        if !link.is_multiuse() {
+            return Err(ApiError::bad_request(LINK_UNKNOWN));
+        }
+        let email = q.email.trim().to_owned();
+        if !email_is_valid(&email) {
+            return Err(ApiError::bad_request("Enter a valid email address."));
+        }
+        check_not_system_bot(&email)?;
+        if self.user_by_delivery_email(&email).is_some() {
+            return Err(ApiError::bad_request(format!(
+                "{email} already has an account"
+            )));
+        }
+        if self.sent_recently(now).1 >= MAX_CONFIRMATIONS {
+            return Err(ApiError::bad_request(CONFIRMATIONS_LIMIT_REACHED));
+        }
+        let bytes: [u8; KEY_LENGTH] = cx.random_bytes();
+        let confirmation = Invite {
+            id: self.invites.next_id(false),
+            kind: InviteKind::Confirmation {
+                email,
+                link: link.id,
+            },
+            referred_by: link.referred_by,
+            invited_as: link.invited_as,
+            invited_at: now,
+            expiry: Some(now.saturating_add(CONFIRMATION_VALIDITY_SECS)),
+            stream_ids: link.stream_ids.clone(),
+            group_ids: link.group_ids.clone(),
+            include_realm_default_subscriptions: link.include_realm_default_subscriptions,
+            key: confirmation_key(&bytes),
+            status: InviteStatus::Active,
+        };
+        let change = Change::Realm(RealmChange::Invite(InviteChange::Created {
+            invites: vec![confirmation.clone()],
+        }));
+        Ok(Decided::new(vec![change], confirmation))
     }
 
     /// The Notification Bot's direct message to an invitation's creator once it is
@@ -781,7 +898,12 @@ impl Realm {
                 .is_none_or(|e| self.user_by_delivery_email(e).is_none())
         };
         let mut out: Vec<Value> = Vec::new();
-        for i in self.invites.email.values().filter(mine).filter(open) {
+        let invitations = self
+            .invites
+            .email
+            .values()
+            .filter(|i| i.is_email_invitation());
+        for i in invitations.filter(mine).filter(open) {
             let mut m = Map::new();
             m.insert("email".into(), i.email().unwrap_or_default().into());
             m.insert("invited_by_user_id".into(), i.referred_by.into());
@@ -875,6 +997,12 @@ impl Realm {
     /// `notify_invites_changed`: active administrators (bots included) and the
     /// invitation's creator.
     pub(super) fn invite_events(&self, c: &InviteChange) -> Vec<Event> {
+        // A confirmation is not an invitation: nobody's list of them changed.
+        if let InviteChange::Created { invites } = c {
+            if invites.first().is_some_and(Invite::is_confirmation) {
+                return Vec::new();
+            }
+        }
         let referrer = match c {
             InviteChange::Created { invites } => invites.first().map(|i| i.referred_by),
             InviteChange::Revoked { multiuse, id }
@@ -894,6 +1022,14 @@ impl Realm {
             Audience::users(ids),
         )]
     }
+}
+
+/// A confirmation key of random bytes (Zulip's `generate_key`).
+fn confirmation_key(bytes: &[u8; KEY_LENGTH]) -> String {
+    bytes
+        .iter()
+        .map(|b| KEY_ALPHABET[usize::from(*b) % KEY_ALPHABET.len()] as char)
+        .collect()
 }
 
 /// An invitation's link: `<realm url>/join/<key>/`.

@@ -1641,3 +1641,144 @@ async fn a_reusable_link_does_not_take_an_invited_address() {
         .await;
     assert_eq!(user["user"]["role"], 400);
 }
+
+#[actix_web::test]
+async fn with_email_a_reusable_link_confirms_the_address_first() {
+    let Some(smtp) = Receiver::start() else {
+        return;
+    };
+    let url = smtp.url();
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = TestApp::spawn_configured(dir, move |c| {
+        c.smtp_url = Some(url.clone());
+        c.smtp_from = Some("Zulip <noreply@zulip.test>".into());
+    })
+    .await;
+    let (status, body) = invite(&app, IAGO, "alice@corp.test", &[("invite_as", "200")]).await;
+    assert_eq!(status, 200, "{body}");
+    smtp.wait_for(1).await;
+    let members = link(&app, IAGO, &[]).await;
+    let admin_queue = app.register(IAGO, &[]).await;
+    // The link's page asks for the address only.
+    let client = client();
+    let (status, _, html) = page(&client, &members, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!html.contains("name=\"password\""), "{html}");
+    let token = csrf(&html);
+    let (status, _, html) = page(
+        &client,
+        &members,
+        Some(&[
+            ("csrf_token", token.as_str()),
+            ("email", "alice@corp.test"),
+            ("full_name", "Not Alice"),
+            ("password", STRONG),
+        ]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(html.contains("Check your email"), "{html}");
+    assert_eq!(element(&html, "email"), "alice@corp.test");
+    // No account yet, and Alice's own invitation is still open.
+    let (status, _) = app
+        .call("GET", "/api/v1/users/alice@corp.test", IAGO, &[])
+        .await;
+    assert_ne!(status, 200);
+    assert!(invites(&app, IAGO)
+        .await
+        .iter()
+        .any(|i| i["email"] == "alice@corp.test"));
+    // A confirmation is no invitation: not listed, no `invites_changed`.
+    assert_eq!(invites(&app, IAGO).await.len(), 2);
+    assert_eq!(invite_events(&app, IAGO, &admin_queue).await, 0);
+    let mails = smtp.wait_for(2).await;
+    let mail = mails
+        .iter()
+        .find(|m| m.contains("Subject: Activate your Zulip account"))
+        .expect("the confirmation");
+    assert!(mail.contains("To: alice@corp.test"), "{mail}");
+    let confirm_path = join_path(&link_in(mail));
+    // The confirmation is realm state: it outlives a restart.
+    app.restart().await;
+    let confirm = format!("{}{confirm_path}", app.url);
+    let (status, _, html) = page(&client, &confirm, None).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert_eq!(element(&html, "email"), "alice@corp.test");
+    let (status, html) = sign_up(&confirm, &[("full_name", "Alice"), ("password", STRONG)]).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert_eq!(element(&html, "email"), "alice@corp.test");
+    // The link's role; the address's own invitation is spent with it.
+    let user = app
+        .ok("GET", "/api/v1/users/alice@corp.test", IAGO, &[])
+        .await;
+    assert_eq!(user["user"]["role"], 400);
+    assert!(!invites(&app, IAGO)
+        .await
+        .iter()
+        .any(|i| i["email"] == "alice@corp.test"));
+    let (status, _, html) = page(&client, &confirm, None).await;
+    assert_eq!(status, StatusCode::GONE);
+    assert!(html.contains("already been used"), "{html}");
+}
+
+#[test]
+fn a_confirmation_survives_kill_9() {
+    let Some(smtp) = Receiver::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let smtp_url = smtp.url();
+    let args = [
+        "--dev",
+        "--data",
+        data,
+        "--durability",
+        "always",
+        "--smtp-url",
+        smtp_url.as_str(),
+    ];
+    let server = ChildServer::up(&args, &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let confirm_path = rt.block_on(async {
+        let client = client();
+        let key = dev_key_at(&server.url, IAGO).await;
+        let (status, _, body) = send(
+            client
+                .post(format!("{}/api/v1/invites/multiuse", server.url))
+                .header("Authorization", basic(IAGO, &key)),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let link = format!(
+            "{}{}",
+            server.url,
+            join_path(body["invite_link"].as_str().unwrap())
+        );
+        let (status, _, html) = page(&client, &link, None).await;
+        assert_eq!(status, StatusCode::OK, "{html}");
+        let token = csrf(&html);
+        let (status, _, html) = page(
+            &client,
+            &link,
+            Some(&[("csrf_token", token.as_str()), ("email", "k9c@zulip.test")]),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{html}");
+        let mails = smtp.wait_for(1).await;
+        join_path(&link_in(&mails[0]))
+    });
+    server.kill_9();
+    let server = ChildServer::up(&args, &[]);
+    rt.block_on(async {
+        let (status, html) = sign_up(
+            &format!("{}{confirm_path}", server.url),
+            &[("full_name", "K Nine C"), ("password", STRONG)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{html}");
+        assert_eq!(element(&html, "email"), "k9c@zulip.test");
+    });
+    server.stop();
+}
