@@ -1782,3 +1782,39 @@ fn a_confirmation_survives_kill_9() {
     });
     server.stop();
 }
+
+#[actix_web::test]
+async fn a_demoted_creator_s_email_invitation_no_longer_grants_its_role() {
+    let Some(smtp) = Receiver::start() else {
+        return;
+    };
+    let url = smtp.url();
+    let dir = tempfile::tempdir().unwrap();
+    let app = TestApp::spawn_configured(dir, move |c| {
+        c.smtp_url = Some(url.clone());
+    })
+    .await;
+    let (status, body) = invite(&app, IAGO, "boss@corp.test", &[("invite_as", "200")]).await;
+    assert_eq!(status, 200, "{body}");
+    let mails = smtp.wait_for(1).await;
+    let invitation = link_in(&mails[0]);
+    let client = client();
+    assert_eq!(page(&client, &invitation, None).await.0, StatusCode::OK);
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/users/{IAGO_ID}"),
+        DESDEMONA,
+        &[("role", "400")],
+    )
+    .await;
+    let (status, _, html) = page(&client, &invitation, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{html}");
+    assert!(
+        html.contains("can no longer invite users with this role"),
+        "{html}"
+    );
+    let (status, _) = app
+        .call("GET", "/api/v1/users/boss@corp.test", DESDEMONA, &[])
+        .await;
+    assert_ne!(status, 200);
+}
