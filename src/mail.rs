@@ -6,10 +6,13 @@
 //! credentials as `smtp://user:password@host`. Certificates are checked against the
 //! Mozilla roots (rustls). Each send is bounded by Zulip's `EMAIL_TIMEOUT` (15 s).
 //!
-//! Sending is always off the realm actor, after the write it follows is durable; a
-//! failure is logged and told to the caller, who decides what the client sees.
+//! Sending is always off the realm actor, after the write it follows is durable, through
+//! one bounded queue (`MailQueue`); a failure is logged.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::mpsc;
 
 use lettre::message::{header::ContentType, Mailbox};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
@@ -78,6 +81,11 @@ impl Mailer {
         }
     }
 
+    /// Whether mail really leaves the server (not only the development log).
+    pub fn is_smtp(&self) -> bool {
+        matches!(self.sink, Sink::Smtp(_))
+    }
+
     /// The `From` address for mail about a realm served at `site`.
     fn sender_for(&self, site: &str) -> String {
         self.from.clone().unwrap_or_else(|| {
@@ -124,6 +132,76 @@ impl Mailer {
                 );
                 Ok(())
             }
+        }
+    }
+}
+
+/// How many emails may wait for the sender: a day's invitations of a realm (Zulip's
+/// `max_invites`) several times over. When it is full, whoever queues waits.
+pub const QUEUE_CAPACITY: usize = 512;
+
+/// Outgoing email in order, through one sender: a bounded channel drained by one task
+/// (as Zulip's `email_senders` queue worker), so that no request can start work per
+/// address, and a slow SMTP server slows the queue, not the server.
+#[derive(Debug, Clone)]
+pub struct MailQueue {
+    mailer: Arc<Mailer>,
+    tx: mpsc::Sender<Queued>,
+}
+
+/// One email waiting, with the site it is about (the `From` default).
+struct Queued {
+    site: String,
+    email: Email,
+}
+
+impl MailQueue {
+    /// The queue of `mailer`, and its sender task on the current runtime.
+    pub fn start(mailer: Arc<Mailer>, capacity: usize) -> MailQueue {
+        let (tx, mut rx) = mpsc::channel::<Queued>(capacity.max(1));
+        let sender = mailer.clone();
+        actix_web::rt::spawn(async move {
+            while let Some(q) = rx.recv().await {
+                deliver(&sender, &q.site, &q.email).await;
+            }
+        });
+        MailQueue { mailer, tx }
+    }
+
+    /// The mailer the queue sends through.
+    pub fn mailer(&self) -> &Mailer {
+        &self.mailer
+    }
+
+    /// Queues `email`; waits while the queue is full. A queue whose sender is gone
+    /// (the server is stopping) logs the email as lost.
+    pub async fn send(&self, site: &str, email: Email) {
+        let queued = Queued {
+            site: site.to_owned(),
+            email,
+        };
+        if let Err(lost) = self.tx.send(queued).await {
+            tracing::error!(to = %lost.0.email.to, "email not sent: the mail queue is closed");
+        }
+    }
+}
+
+/// One delivery, tried three times (1 s, then 5 s apart); a failure is logged.
+async fn deliver(mailer: &Mailer, site: &str, email: &Email) {
+    let mut waits = [Duration::from_secs(1), Duration::from_secs(5)].into_iter();
+    loop {
+        match mailer.send(site, email).await {
+            Ok(()) => return,
+            Err(why) => match waits.next() {
+                Some(wait) => {
+                    tracing::warn!("email not sent yet: {why}; trying again");
+                    tokio::time::sleep(wait).await;
+                }
+                None => {
+                    tracing::error!("email not sent: {why}");
+                    return;
+                }
+            },
         }
     }
 }

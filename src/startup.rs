@@ -26,7 +26,7 @@ use crate::api::{attachments, wire, AppState};
 use crate::config::ServeConfig;
 use crate::hub::EventHub;
 use crate::limits::RateLimiter;
-use crate::mail::Mailer;
+use crate::mail::{MailQueue, Mailer, QUEUE_CAPACITY};
 use crate::push_relay::PushRelay;
 use crate::realm::{dev, Clock, Cx, SystemClock};
 use crate::registry::{self, RealmRuntime, Registry};
@@ -269,7 +269,8 @@ pub async fn spawn_with_clock(
         )),
         None if config.dev => Some(Arc::new(Mailer::log_only(config.smtp_from.clone()))),
         None => None,
-    };
+    }
+    .map(|m| MailQueue::start(m, QUEUE_CAPACITY));
     // An existing data folder is opened (locked) before listening: a second server on a
     // folder in use is told so even when its ports are taken too. A new folder is
     // created only once the listeners are bound: a busy port leaves none behind.

@@ -3,13 +3,11 @@
 //! after `require_member_or_admin`; the rules (`realm/invites.rs`) check the rest.
 //!
 //! Emails go out after the invitations are durable, off the realm actor, through
-//! `--smtp-url` (the log on a development server without it); a failed delivery is
-//! logged and tried again twice, and the request's answer does not wait for it, as
-//! Zulip's `email_senders` queue. A production server without SMTP refuses email
+//! `--smtp-url` (the log on a development server without it), queued for the server's
+//! one sender (`mail::MailQueue`, bounded; a request waits only while it is full); a
+//! failed delivery is logged and tried again twice, as Zulip's `email_senders` queue.
+//! A realm sends at most Zulip's `max_invites` (100) invitations a day. A production server without SMTP refuses email
 //! invitations (nothing is stored); links work everywhere.
-
-use std::sync::Arc;
-use std::time::Duration;
 
 use actix_web::web;
 use serde_json::{Map, Value};
@@ -17,10 +15,10 @@ use serde_json::{Map, Value};
 use super::params::{path_int, Params};
 use super::{success, ApiRequest, ApiResponse, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult};
-use crate::mail::{Email, Mailer};
+use crate::mail::{Email, MailQueue};
 use crate::realm::invites::{
     invitation_error, invite_link, invitee_emails, parse_invite_as, CreateInviteLink, Invite,
-    InviteSpec, InviteUsers, RevokeInvite, DEFAULT_VALIDITY_MINUTES,
+    InviteSpec, InviteUsers, RevokeInvite, DEFAULT_VALIDITY_MINUTES, MAX_INVITES,
 };
 use crate::realm::{Realm, Role, User};
 
@@ -75,8 +73,8 @@ pub async fn get_invites(req: ApiRequest) -> ApiResponse {
     .map(success)
 }
 
-/// The mailer, or Zulip's refusal for a server without email.
-fn mailer(req: &ApiRequest) -> ApiResult<Arc<Mailer>> {
+/// The mail queue, or Zulip's refusal for a server without email.
+fn mailer(req: &ApiRequest) -> ApiResult<MailQueue> {
     req.state
         .mailer
         .clone()
@@ -85,6 +83,7 @@ fn mailer(req: &ApiRequest) -> ApiResult<Arc<Mailer>> {
 
 /// # `POST /invites`
 pub async fn invite_users(req: ApiRequest) -> ApiResponse {
+    let now = req.now_secs();
     let parsed = req.parse(|realm: &Realm, me: &User, p: &Params| {
         realm.require_member_or_admin(me)?;
         let mut spec = spec_head(p)?;
@@ -96,20 +95,20 @@ pub async fn invite_users(req: ApiRequest) -> ApiResponse {
         let emails = if raw.is_empty() {
             Vec::new()
         } else {
-            invitee_emails(&raw)
+            invitee_emails(&raw, MAX_INVITES)
         };
         let q = InviteUsers {
             spec,
             emails,
             notify_referrer_on_join: notify,
         };
-        realm.check_invite_users(me, &q)?;
+        realm.check_invite_users(me, &q, now)?;
         Ok(q)
     })?;
     let mailer = mailer(&req)?;
     let me = parsed.me;
     let sent = req.commit(parsed, Realm::decide_invite_users).await?;
-    send_invitations(&req, &mailer, me, &sent.created);
+    send_invitations(&req, &mailer, me, &sent.created).await;
     if !sent.skipped.is_empty() {
         return Err(invitation_error(
             "Some of those addresses are already using Zulip, so we didn't send them an \
@@ -171,14 +170,17 @@ async fn revoke(req: ApiRequest, multiuse: bool, raw: &str) -> ApiResponse {
 /// only queues the email): a read of the published version, then the email.
 pub async fn resend_invite(req: ApiRequest, path: web::Path<String>) -> ApiResponse {
     let raw = path.into_inner();
+    let now = req.now_secs();
     let (me, invite) = req.check(|realm: &Realm, me: &User| {
         realm.require_member_or_admin(me)?;
         let id = path_int("invite_id", &raw)?;
         let invite = realm.access_invite(me, false, id)?.clone();
+        // `do_send_user_invite_email` checks the limit for one more.
+        realm.check_invite_limit(1, now)?;
         Ok((me.id, invite))
     })?;
     let mailer = mailer(&req)?;
-    send_invitations(&req, &mailer, me, &[invite]);
+    send_invitations(&req, &mailer, me, &[invite]).await;
     req.reply(Map::new())
 }
 
@@ -208,42 +210,23 @@ fn invitation_email(realm: &Realm, site: &str, referrer: &User, invite: &Invite)
     })
 }
 
-/// Sends each invitation's email on its own task: the answer does not wait.
-fn send_invitations(req: &ApiRequest, mailer: &Arc<Mailer>, referrer: u64, invites: &[Invite]) {
-    let version = req.hub.current();
-    let server_url = req.server_url();
-    let site = version.url(&server_url).trim_end_matches('/').to_owned();
-    let Some(referrer) = version.user(referrer) else {
-        return;
-    };
-    for invite in invites {
-        let Some(email) = invitation_email(&version, &site, referrer, invite) else {
-            continue;
+/// Queues each invitation's email; the answer waits only while the queue is full.
+async fn send_invitations(req: &ApiRequest, mailer: &MailQueue, referrer: u64, invites: &[Invite]) {
+    // The version is not held across the waits below.
+    let (site, emails) = {
+        let version = req.hub.current();
+        let server_url = req.server_url();
+        let site = version.url(&server_url).trim_end_matches('/').to_owned();
+        let Some(referrer) = version.user(referrer) else {
+            return;
         };
-        let mailer = mailer.clone();
-        let site = site.clone();
-        actix_web::rt::spawn(async move {
-            deliver(&mailer, &site, &email).await;
-        });
-    }
-}
-
-/// One delivery, tried three times (1 s, then 5 s apart); a failure is logged.
-async fn deliver(mailer: &Mailer, site: &str, email: &Email) {
-    let mut waits = [Duration::from_secs(1), Duration::from_secs(5)].into_iter();
-    loop {
-        match mailer.send(site, email).await {
-            Ok(()) => return,
-            Err(why) => match waits.next() {
-                Some(wait) => {
-                    tracing::warn!("invitation email not sent yet: {why}; trying again");
-                    tokio::time::sleep(wait).await;
-                }
-                None => {
-                    tracing::error!("invitation email not sent: {why}");
-                    return;
-                }
-            },
-        }
+        let emails: Vec<Email> = invites
+            .iter()
+            .filter_map(|invite| invitation_email(&version, &site, referrer, invite))
+            .collect();
+        (site, emails)
+    };
+    for email in emails {
+        mailer.send(&site, email).await;
     }
 }

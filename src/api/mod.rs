@@ -82,7 +82,7 @@ pub struct AppState {
     /// `--push-relay-url`: E2EE push devices and notifications.
     pub push_relay: Option<Arc<crate::push_relay::PushRelay>>,
     /// Outgoing email (`--smtp-url`; the log on a development server without it).
-    pub mailer: Option<Arc<crate::mail::Mailer>>,
+    pub mailer: Option<crate::mail::MailQueue>,
     /// API rate limits (`--rate-limit`).
     pub rate_limits: Arc<crate::limits::RateLimiter>,
     /// Reverse proxies whose `X-Forwarded-For` names the client (`--trusted-proxy`).

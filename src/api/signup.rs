@@ -11,12 +11,21 @@
 //!   itself, `Referrer-Policy: no-referrer` (the key is in the URL) and
 //!   `Cache-Control: no-store` (the answer holds an API key);
 //! - submissions are rate limited as logins are: per client address (the limit of
-//!   calls without credentials) and 5 attempts per link in 30 minutes (a sign-up
-//!   clears them), when rate limits are on;
+//!   calls without credentials) and 5 attempts per link and address in 30 minutes (a
+//!   sign-up clears them), when rate limits are on; only forms with the right token
+//!   count, so a stranger's posts cannot lock a link;
 //! - the password must pass `realm create`'s rule (Zulip's: 6 characters, zxcvbn
 //!   10 000 guesses), on every server, the development one included;
-//! - a used (email), revoked or expired link, or one whose creator was deactivated,
-//!   gets a page saying so.
+//! - a used (email), revoked or expired link, or one whose creator was deactivated or
+//!   can no longer invite at the link's role (a demoted administrator), gets a page
+//!   saying so.
+//!
+//! On a server that sends email (`--smtp-url`), a reusable link's page asks only for the
+//! address, and emails it a confirmation link (valid a day, as Zulip's
+//! `CONFIRMATION_LINK_DEFAULT_VALIDITY_DAYS`) that leads to the form of an email
+//! invitation to that address: a link's holder cannot take an address they do not
+//! own. Without email, a reusable link refuses an address that has a pending email
+//! invitation of its own.
 //!
 //! The account is made by the realm's one rule for new humans (`decide_new_human`, as
 //! `POST /users`) with the invitation's role, channels and groups.
@@ -33,7 +42,10 @@ use sha2::Sha256;
 
 use super::{auth, AppState};
 use crate::limits::RateKey;
-use crate::realm::invites::{AcceptInvite, Invite, LINK_UNKNOWN};
+use crate::mail::Email;
+use crate::realm::invites::{
+    invite_link, AcceptInvite, ConfirmAddress, Invite, LINK_CREATOR_CANNOT_GRANT, LINK_UNKNOWN,
+};
 use crate::realm::messages::content::escape;
 use crate::realm::users::password_is_strong;
 use crate::realm::Realm;
@@ -119,6 +131,14 @@ fn refused(status: StatusCode, why: &str) -> HttpResponse {
     )
 }
 
+/// Whether a reusable link's sign-up confirms the address by email first (a server
+/// whose mail leaves it; the development log is not a confirmation).
+fn confirms(req: &HttpRequest) -> bool {
+    req.app_data::<web::Data<AppState>>()
+        .and_then(|s| s.mailer.as_ref())
+        .is_some_and(|m| m.mailer().is_smtp())
+}
+
 /// The realm of the request's Host.
 fn realm_of(req: &HttpRequest) -> Option<RealmHandle> {
     let state = req.app_data::<web::Data<AppState>>()?;
@@ -129,6 +149,7 @@ fn realm_of(req: &HttpRequest) -> Option<RealmHandle> {
 fn form(
     realm: &Realm,
     invite: &Invite,
+    confirm: bool,
     key: &str,
     error: Option<&str>,
     typed: &SignupForm,
@@ -162,14 +183,21 @@ fn form(
             escape(typed.email.as_deref().unwrap_or_default())
         )),
     }
-    body.push_str(&format!(
-        "<label>Full name <input type=\"text\" name=\"full_name\" required maxlength=\"100\" \
+    if confirm && invite.is_multiuse() {
+        body.push_str(
+            "<p>We will email you a link to finish signing up.</p>\n\
+             <p><button type=\"submit\">Continue</button></p>\n</form>",
+        );
+    } else {
+        body.push_str(&format!(
+            "<label>Full name <input type=\"text\" name=\"full_name\" required maxlength=\"100\" \
          value=\"{}\"></label>\n\
          <label>Password <input type=\"password\" name=\"password\" required \
          autocomplete=\"new-password\"></label>\n\
          <p><button type=\"submit\">Sign up</button></p>\n</form>",
-        escape(&typed.full_name)
-    ));
+            escape(&typed.full_name)
+        ));
+    }
     page(
         if error.is_some() {
             StatusCode::BAD_REQUEST
@@ -183,10 +211,10 @@ fn form(
 
 /// The status of a refused link: an unknown key is not found, a spent one gone.
 fn refusal_status(why: &str) -> StatusCode {
-    if why == LINK_UNKNOWN {
-        StatusCode::NOT_FOUND
-    } else {
-        StatusCode::GONE
+    match why {
+        LINK_UNKNOWN => StatusCode::NOT_FOUND,
+        LINK_CREATOR_CANNOT_GRANT => StatusCode::FORBIDDEN,
+        _ => StatusCode::GONE,
     }
 }
 
@@ -199,7 +227,14 @@ pub async fn show(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
     let version = handle.hub.current();
     let now = handle.clock.now_ms().div_euclid(1000);
     match version.invite_for_signup(&key, now) {
-        Ok(invite) => form(&version, invite, &key, None, &SignupForm::default()),
+        Ok(invite) => form(
+            &version,
+            invite,
+            confirms(&req),
+            &key,
+            None,
+            &SignupForm::default(),
+        ),
         Err(why) => refused(refusal_status(why), why),
     }
 }
@@ -233,6 +268,7 @@ pub async fn submit(
         version.url(&handle.server_url).to_owned()
     };
     let site_key: std::sync::Arc<str> = site.as_str().into();
+    let confirm = confirms(&req);
     if state.rate_limits.enabled() {
         let decision = state.rate_limits.check(
             RateKey::Ip(crate::api::auth::client_ip(&req, &state.trusted_proxies)),
@@ -240,11 +276,6 @@ pub async fn submit(
         );
         if !decision.allowed {
             return too_many(decision.retry_after);
-        }
-    }
-    if let Some(logins) = state.rate_limits.logins() {
-        if let Err(retry_after) = logins.attempt(&site_key, &format!("join:{key}"), now) {
-            return too_many(retry_after);
         }
     }
     let now_secs = handle.clock.now_ms().div_euclid(1000);
@@ -257,13 +288,27 @@ pub async fn submit(
         return form(
             &version,
             &invite,
+            confirm,
             &key,
             Some("This form has expired or was not sent from this page. Please try again."),
             &typed,
         );
     }
+    // Counted only past the form token, so that posts from elsewhere cannot spend a
+    // link's attempts; and per address, so that one visitor's guesses do not lock the
+    // link for the others it was shared with.
+    let attempts = attempts_key(&key, &invite, &typed);
+    if let Some(logins) = state.rate_limits.logins() {
+        if let Err(retry_after) = logins.attempt(&site_key, &attempts, now) {
+            return too_many(retry_after);
+        }
+    }
+    if confirm && invite.is_multiuse() {
+        drop(version);
+        return confirm_address(&handle, state, &site, &key, &invite, typed).await;
+    }
     if let Err(e) = crate::realm::users::check_full_name(&typed.full_name) {
-        return form(&version, &invite, &key, Some(&e.msg), &typed);
+        return form(&version, &invite, confirm, &key, Some(&e.msg), &typed);
     }
     let password = typed.password.clone();
     let strong = web::block(move || password_is_strong(&password))
@@ -273,6 +318,7 @@ pub async fn submit(
         return form(
             &version,
             &invite,
+            confirm,
             &key,
             Some("The password is too weak."),
             &typed,
@@ -306,7 +352,7 @@ pub async fn submit(
     {
         Ok(account) => {
             if let Some(logins) = state.rate_limits.logins() {
-                logins.succeeded(&site_key, &format!("join:{key}"));
+                logins.succeeded(&site_key, &attempts);
             }
             welcome(&site, &account.email, &account.api_key)
         }
@@ -315,12 +361,98 @@ pub async fn submit(
             match version.invite_for_signup(&key, handle.clock.now_ms().div_euclid(1000)) {
                 Ok(invite) => {
                     let invite = invite.clone();
-                    form(&version, &invite, &key, Some(&e.msg), &typed)
+                    form(&version, &invite, confirm, &key, Some(&e.msg), &typed)
                 }
                 Err(why) => refused(refusal_status(why), why),
             }
         }
     }
+}
+
+/// A reusable link's form on a server that sends email: the address is checked, a
+/// confirmation stored (through the realm's log, so it outlives a restart) and its link
+/// emailed there; the account waits for that link (Zulip's `USER_REGISTRATION`
+/// confirmation).
+async fn confirm_address(
+    handle: &RealmHandle,
+    state: &web::Data<AppState>,
+    site: &str,
+    key: &str,
+    invite: &Invite,
+    typed: SignupForm,
+) -> HttpResponse {
+    let email = typed.email.as_deref().unwrap_or_default().trim().to_owned();
+    let checked = if crate::realm::users::email_is_valid(&email) {
+        crate::realm::users::check_not_system_bot(&email).map_err(|e| e.msg)
+    } else {
+        Err("Enter a valid email address.".to_owned())
+    };
+    if let Err(why) = checked {
+        let version = handle.hub.current();
+        return form(&version, invite, true, key, Some(&why), &typed);
+    }
+    let q = ConfirmAddress {
+        key: key.to_owned(),
+        email,
+    };
+    let confirmation = match handle
+        .client
+        .commit_system(q, Realm::decide_confirm_address)
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            let version = handle.hub.current();
+            let now = handle.clock.now_ms().div_euclid(1000);
+            return match version.invite_for_signup(key, now) {
+                Ok(invite) => {
+                    let invite = invite.clone();
+                    form(&version, &invite, true, key, Some(&e.msg), &typed)
+                }
+                Err(why) => refused(refusal_status(why), why),
+            };
+        }
+    };
+    let Some(to) = confirmation.email().map(str::to_owned) else {
+        return refused(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong.");
+    };
+    let realm_name = handle.hub.current().settings.name.clone();
+    let email = Email {
+        to: to.clone(),
+        subject: "Activate your Zulip account".to_owned(),
+        body: format!(
+            "Hi,\n\nSomeone, hopefully you, asked to join {realm_name} at {site} with this \
+             address.\n\nTo finish signing up, open this link and choose your name and \
+             password:\n\n    {}\n\nThe link works for 24 hours. If you did not ask for \
+             this, ignore this email.\n",
+            invite_link(site, &confirmation.key)
+        ),
+    };
+    if let Some(queue) = &state.mailer {
+        queue.send(site, email).await;
+    }
+    page(
+        StatusCode::OK,
+        "Check your email",
+        &format!(
+            "<h1>Check your email</h1>\n<p>We sent a link to <strong id=\"email\">{}</strong>. \
+             Open it to finish signing up.</p>",
+            escape(&to)
+        ),
+    )
+}
+
+/// What the sign-up attempts of a link are counted under: the link and the address
+/// (an email invitation's own, or the one typed on a reusable link's form).
+fn attempts_key(key: &str, invite: &Invite, typed: &SignupForm) -> String {
+    let address = invite
+        .email()
+        .or(typed.email.as_deref())
+        .unwrap_or_default();
+    // An address is at most 254 characters (RFC 5321): longer input names no account
+    // and must not make the counter's keys long.
+    let address: String = address.trim().chars().take(254).collect();
+    format!("join:{key}:{}", crate::realm::lowercased(&address))
 }
 
 /// The answer of a sign-up: the API key and the zuliprc, shown and downloadable (a

@@ -20,6 +20,7 @@ pub fn create_production_realm(c: &CreateRealm) -> Result<(String, u64), StartEr
             c.owner_email
         )));
     }
+    realm::users::check_not_system_bot(&c.owner_email).map_err(|e| StartError::Realm(e.msg))?;
     if let Some(pw) = &c.owner_password {
         if !realm::users::password_is_strong(pw) {
             return Err(StartError::Realm(format!(

@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 use super::channels::ChannelId;
 use super::events::{Audience, Event};
 use super::groups::{GroupId, GroupPermission, RealmSetting};
-use super::users::{check_full_name, email_is_valid, NewHuman};
+use super::users::{check_full_name, check_not_system_bot, email_is_valid, NewHuman};
 use super::{Change, Cx, Decided, Realm, RealmChange, Role, User, UserId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
@@ -32,6 +32,25 @@ pub type InviteId = u64;
 
 /// Zulip's `INVITATION_LINK_VALIDITY_DAYS` (10) in minutes: the default expiry.
 pub const DEFAULT_VALIDITY_MINUTES: i64 = 10 * 24 * 60;
+
+/// Zulip's `max_invites` of a self-hosted realm: `get_default_max_invites_for_realm_plan_type`
+/// gives `PLAN_TYPE_SELF_HOSTED` none, and `Realm.max_invites` then answers
+/// `INVITES_DEFAULT_REALM_DAILY_MAX` (100). Email invitations a realm may send in a day,
+/// and so the most one request may carry.
+pub const MAX_INVITES: usize = 100;
+/// The day `max_invites` counts over (`estimate_recent_invites(days=1)`), in seconds.
+const INVITE_LIMIT_WINDOW_SECS: i64 = 24 * 60 * 60;
+/// Zulip's `check_invite_limit` text.
+pub const DAILY_LIMIT_REACHED: &str = "To protect users, Zulip limits the number of \
+     invitations you can send in one day. Because you have reached the limit, no \
+     invitations were sent.";
+
+/// Zulip's `CONFIRMATION_LINK_DEFAULT_VALIDITY_DAYS` (1) in seconds: how long the
+/// confirmation of a reusable link's sign-up stays valid.
+pub const CONFIRMATION_VALIDITY_SECS: i64 = 24 * 60 * 60;
+/// Sign-up confirmations through reusable links a realm sends in a day: as many as
+/// invitations, so that a link cannot be used to send email without bound.
+pub const MAX_CONFIRMATIONS: usize = MAX_INVITES;
 
 /// Characters of a confirmation key (Zulip's `generate_key`: base32, lower case).
 const KEY_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567";
@@ -48,6 +67,12 @@ pub enum InviteKind {
     },
     /// A reusable link.
     Multiuse,
+    /// The confirmation of an address typed on a reusable link's page (Zulip's
+    /// `PreregistrationUser` of a `MultiuseInvite`, with its `USER_REGISTRATION`
+    /// confirmation): emailed to that address, it signs up as an email invitation
+    /// does, with the link's role, channels and groups. Not an invitation: never listed,
+    /// no `invites_changed`.
+    Confirmation { email: String, link: InviteId },
 }
 
 /// Where an invitation stands (Zulip's confirmation `status`).
@@ -90,9 +115,19 @@ impl Invite {
     /// The address of an email invitation.
     pub fn email(&self) -> Option<&str> {
         match &self.kind {
-            InviteKind::Email { email, .. } => Some(email),
+            InviteKind::Email { email, .. } | InviteKind::Confirmation { email, .. } => Some(email),
             InviteKind::Multiuse => None,
         }
+    }
+
+    /// Whether this is an email invitation (made by `POST /invites`).
+    pub fn is_email_invitation(&self) -> bool {
+        matches!(self.kind, InviteKind::Email { .. })
+    }
+
+    /// Whether this is the confirmation of a reusable link's sign-up.
+    pub fn is_confirmation(&self) -> bool {
+        matches!(self.kind, InviteKind::Confirmation { .. })
     }
 
     pub fn expired(&self, now: i64) -> bool {
@@ -116,6 +151,11 @@ pub struct InviteState {
     /// Confirmation key -> (is multiuse, id). Derived; rebuilt after loading.
     #[serde(skip)]
     by_key: HashMap<String, (bool, InviteId)>,
+    /// Lower-cased address -> its email invitations, whatever their state. Derived;
+    /// rebuilt after loading. A sign-up asks for an address's invitations without a
+    /// scan.
+    #[serde(skip)]
+    by_email: HashMap<String, Vec<InviteId>>,
 }
 
 impl InviteState {
@@ -134,6 +174,24 @@ impl InviteState {
             .chain(self.multiuse.values())
             .map(|i| (i.key.clone(), (i.is_multiuse(), i.id)))
             .collect();
+        self.by_email = HashMap::new();
+        let emails: Vec<(String, InviteId)> = self
+            .email
+            .values()
+            .filter_map(|i| i.email().map(|e| (e.to_lowercase(), i.id)))
+            .collect();
+        for (email, id) in emails {
+            self.by_email.entry(email).or_default().push(id);
+        }
+    }
+
+    /// The email invitations to an address (any state).
+    fn to_address(&self, email: &str) -> impl Iterator<Item = &Invite> {
+        self.by_email
+            .get(email.to_lowercase().as_str())
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.email.get(id))
     }
 
     pub fn by_key(&self, key: &str) -> Option<&Invite> {
@@ -240,6 +298,15 @@ pub struct AcceptInvite {
     pub password_hash: String,
 }
 
+/// A reusable link's sign-up form on a server that sends email: the address to
+/// confirm, checked on the worker (`email_is_valid`, not a system bot's).
+#[derive(Debug, Clone)]
+pub struct ConfirmAddress {
+    /// The link's key.
+    pub key: String,
+    pub email: String,
+}
+
 /// The account the sign-up made.
 #[derive(Debug, Clone)]
 pub struct NewAccount {
@@ -249,20 +316,31 @@ pub struct NewAccount {
 }
 
 /// Zulip's `get_invitee_emails_set`: split on commas and newlines, `Name <address>`
-/// keeps the address, each stripped; repeats dropped (first-seen order).
-pub fn invitee_emails(raw: &str) -> Vec<String> {
+/// keeps the address, each stripped; repeats dropped (first-seen order). Stops once it
+/// has `max + 1` addresses: a request with more is refused whatever the rest says, and
+/// a large body must not cost more than that to read.
+pub fn invitee_emails(raw: &str, max: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for part in raw.split([',', '\n']) {
         let email = match (part.find('<'), part.rfind('>')) {
             (Some(a), Some(b)) if a < b => &part[a + 1..b],
             _ => part,
         };
-        let email = email.trim().to_owned();
-        if !out.contains(&email) {
-            out.push(email);
+        let email = email.trim();
+        if seen.insert(email) {
+            out.push(email.to_owned());
+            if out.len() > max {
+                break;
+            }
         }
     }
     out
+}
+
+/// `check_invite_limit`'s refusal: an `InvitationError` with `daily_limit_reached`.
+pub fn daily_limit_error() -> ApiError {
+    invitation_error(DAILY_LIMIT_REACHED, &[], false).with("daily_limit_reached", true)
 }
 
 /// `InvitationError`: 400 `INVITATION_FAILED` with Zulip's data fields.
@@ -279,6 +357,15 @@ pub fn invitation_error(msg: &str, errors: &[(String, String, bool)], sent: bool
 pub const LINK_EXPIRED: &str = "This invitation link has expired or been revoked.";
 /// An email invitation someone already signed up with.
 pub const LINK_USED: &str = "This invitation link has already been used.";
+/// An invitation whose creator has since lost the right to invite at its role.
+pub const LINK_CREATOR_CANNOT_GRANT: &str = "The person who sent this invitation can no \
+     longer invite users with this role. Ask them, or an administrator, for a new one.";
+/// A reusable link's sign-up for an address that has an email invitation of its own.
+pub const INVITED_SEPARATELY: &str = "This address has an invitation of its own: sign \
+     up through the link in the email sent to it.";
+/// Too many reusable-link confirmations today.
+pub const CONFIRMATIONS_LIMIT_REACHED: &str = "Too many sign-ups through invitation links \
+     today. Please try again tomorrow.";
 /// A key no invitation has.
 pub const LINK_UNKNOWN: &str = "This invitation link is not valid.";
 
@@ -351,9 +438,52 @@ impl Realm {
     }
 
     /// The cheap checks of `POST /invites`, for the worker before anything costly.
-    pub fn check_invite_users(&self, me: &User, q: &InviteUsers) -> ApiResult<()> {
-        self.check_invite_spec(me, &q.spec, RealmSetting::CanInviteUsers, Some(&q.emails))
-            .map(|_| ())
+    pub fn check_invite_users(&self, me: &User, q: &InviteUsers, now: i64) -> ApiResult<()> {
+        self.check_invite_spec(me, &q.spec, RealmSetting::CanInviteUsers, Some(&q.emails))?;
+        self.check_invite_limit(q.emails.len(), now)
+    }
+
+    /// Email invitations made in the day before `now`, counted up to one past the
+    /// limit. They are the newest (ids grow with time), so this reads at most
+    /// `MAX_INVITES + 1` of them from the end whatever the realm's history; and it is
+    /// the stored invitations themselves, so the count holds across a restart.
+    fn invites_sent_recently(&self, now: i64) -> usize {
+        self.sent_recently(now).0
+    }
+
+    /// Email invitations and reusable-link confirmations made in the day before
+    /// `now`, each counted up to one past its limit. Both live in the email table, in
+    /// the order made; each kind is capped by its limit, so this reads at most both
+    /// limits' worth.
+    fn sent_recently(&self, now: i64) -> (usize, usize) {
+        let since = now.saturating_sub(INVITE_LIMIT_WINDOW_SECS);
+        let (mut invitations, mut confirmations) = (0, 0);
+        for i in self
+            .invites
+            .email
+            .values()
+            .rev()
+            .take_while(|i| i.invited_at > since)
+            .take(MAX_INVITES + MAX_CONFIRMATIONS + 2)
+        {
+            if i.is_confirmation() {
+                confirmations += 1;
+            } else {
+                invitations += 1;
+            }
+        }
+        (
+            invitations.min(MAX_INVITES + 1),
+            confirmations.min(MAX_CONFIRMATIONS + 1),
+        )
+    }
+
+    /// Zulip's `check_invite_limit`: `invitees` more would pass `max_invites` in a day.
+    pub fn check_invite_limit(&self, invitees: usize, now: i64) -> ApiResult<()> {
+        if invitees > MAX_INVITES || invitees + self.invites_sent_recently(now) > MAX_INVITES {
+            return Err(daily_limit_error());
+        }
+        Ok(())
     }
 
     /// The cheap checks of `POST /invites/multiuse`.
@@ -373,10 +503,7 @@ impl Realm {
     ) -> Invite {
         let now = cx.now_secs();
         let bytes: [u8; KEY_LENGTH] = cx.random_bytes();
-        let key = bytes
-            .iter()
-            .map(|b| KEY_ALPHABET[usize::from(*b) % KEY_ALPHABET.len()] as char)
-            .collect();
+        let key = confirmation_key(&bytes);
         Invite {
             id,
             kind,
@@ -403,6 +530,8 @@ impl Realm {
     ) -> ApiResult<Decided<InvitesSent>> {
         let (channels, groups) =
             self.check_invite_spec(me, &q.spec, RealmSetting::CanInviteUsers, Some(&q.emails))?;
+        // `do_invite_users` checks the limit first, with every address asked for.
+        self.check_invite_limit(q.emails.len(), cx.now_secs())?;
         let mut errors = Vec::new();
         let mut good = Vec::new();
         for email in &q.emails {
@@ -415,7 +544,7 @@ impl Realm {
         // `get_existing_user_errors`.
         let mut skipped = Vec::new();
         good.retain(|email| {
-            if email.eq_ignore_ascii_case(super::messages::moves::NOTIFICATION_BOT_EMAIL) {
+            if super::messages::moves::is_system_bot_email(email) {
                 skipped.push((email.clone(), "Reserved for system bots.".to_owned(), false));
                 return false;
             }
@@ -501,6 +630,7 @@ impl Realm {
         let invite = u64::try_from(id)
             .ok()
             .and_then(|id| self.invites.map(multiuse).get(&id))
+            .filter(|i| !i.is_confirmation())
             .ok_or_else(|| ApiError::bad_request("No such invitation"))?;
         if invite.referred_by != me.id {
             Self::check_invite_role(me, invite.invited_as, true)?;
@@ -527,16 +657,53 @@ impl Realm {
         ))]))
     }
 
+    /// Whether `referrer` may still invite at `role` (the role limits of
+    /// `check_role_based_permissions` and `require_member_or_admin`, against the
+    /// creator's role of now). Zulip applies them when an invitation is made and not
+    /// again at sign-up, so a demoted administrator's links kept making
+    /// administrators; hearth refuses them instead.
+    fn may_grant(referrer: &User, role: Role) -> bool {
+        let require_admin = matches!(role, Role::Owner | Role::Administrator | Role::Moderator);
+        !referrer.is_guest()
+            && !referrer.is_bot()
+            && Self::check_invite_role(referrer, role, require_admin).is_ok()
+    }
+
+    /// An email invitation to `email` that could still be accepted (valid, and its
+    /// creator active). A reusable link confirms no address: without a confirmation
+    /// by email, whoever holds the link could take this address, with the link's role
+    /// instead of the invitation's, and leave the invitation dead.
+    pub fn pending_invitation(&self, email: &str, now: i64) -> Option<&Invite> {
+        self.invites.to_address(email).find(|i| {
+            i.is_email_invitation()
+                && i.is_valid(now)
+                && self.user(i.referred_by).is_some_and(|u| u.is_active)
+        })
+    }
+
     /// The invitation a sign-up key opens, or the text of the page that says why not.
     pub fn invite_for_signup(&self, key: &str, now: i64) -> Result<&Invite, &'static str> {
         let invite = self.invites.by_key(key).ok_or(LINK_UNKNOWN)?;
         match invite.status {
             InviteStatus::Used if !invite.is_multiuse() => Err(LINK_USED),
             InviteStatus::Active if !invite.expired(now) => {
-                if self.user(invite.referred_by).is_some_and(|u| u.is_active) {
+                let Some(referrer) = self.user(invite.referred_by).filter(|u| u.is_active) else {
+                    return Err(LINK_EXPIRED);
+                };
+                let link_gone = match &invite.kind {
+                    InviteKind::Confirmation { link, .. } => self
+                        .invites
+                        .multiuse
+                        .get(link)
+                        .is_none_or(|l| !l.is_valid(now)),
+                    _ => false,
+                };
+                if link_gone {
+                    Err(LINK_EXPIRED)
+                } else if Self::may_grant(referrer, invite.invited_as) {
                     Ok(invite)
                 } else {
-                    Err(LINK_EXPIRED)
+                    Err(LINK_CREATOR_CANNOT_GRANT)
                 }
             }
             _ => Err(LINK_EXPIRED),
@@ -561,9 +728,11 @@ impl Realm {
         if !email_is_valid(&email) {
             return Err(ApiError::bad_request("Enter a valid email address."));
         }
-        if self.user_by_delivery_email(&email).is_some()
-            || email.eq_ignore_ascii_case(super::messages::moves::NOTIFICATION_BOT_EMAIL)
-        {
+        if invite.is_multiuse() && self.pending_invitation(&email, cx.now_secs()).is_some() {
+            return Err(ApiError::bad_request(INVITED_SEPARATELY));
+        }
+        check_not_system_bot(&email)?;
+        if self.user_by_delivery_email(&email).is_some() {
             return Err(ApiError::bad_request(format!(
                 "{email} already has an account"
             )));
@@ -603,7 +772,7 @@ impl Realm {
             } => *notify_referrer_on_join,
             // The sign-up of a reusable link makes a `PreregistrationUser` with the
             // field's default.
-            InviteKind::Multiuse => true,
+            InviteKind::Multiuse | InviteKind::Confirmation { .. } => true,
         };
         if notify && self.user(invite.referred_by).is_some_and(|u| u.is_active) {
             changes.push(self.referrer_notice(invite.referred_by, user_id, &changes, cx));
@@ -621,6 +790,58 @@ impl Realm {
                 api_key,
             },
         ))
+    }
+
+    /// A reusable link's sign-up on a server that sends email (Zulip's
+    /// `maybe_send_to_registration` with a `MultiuseInvite`): the address is not
+    /// taken yet; a confirmation with the link's role, channels and groups is made, to
+    /// be emailed to that address. The account is made only when its key is followed.
+    pub fn decide_confirm_address(
+        &self,
+        q: ConfirmAddress,
+        cx: &mut Cx,
+    ) -> ApiResult<Decided<Invite>> {
+        let now = cx.now_secs();
+        let link = self
+            .invite_for_signup(&q.key, now)
+            .map_err(ApiError::bad_request)?;
+        if !link.is_multiuse() {
+            return Err(ApiError::bad_request(LINK_UNKNOWN));
+        }
+        let email = q.email.trim().to_owned();
+        if !email_is_valid(&email) {
+            return Err(ApiError::bad_request("Enter a valid email address."));
+        }
+        check_not_system_bot(&email)?;
+        if self.user_by_delivery_email(&email).is_some() {
+            return Err(ApiError::bad_request(format!(
+                "{email} already has an account"
+            )));
+        }
+        if self.sent_recently(now).1 >= MAX_CONFIRMATIONS {
+            return Err(ApiError::bad_request(CONFIRMATIONS_LIMIT_REACHED));
+        }
+        let bytes: [u8; KEY_LENGTH] = cx.random_bytes();
+        let confirmation = Invite {
+            id: self.invites.next_id(false),
+            kind: InviteKind::Confirmation {
+                email,
+                link: link.id,
+            },
+            referred_by: link.referred_by,
+            invited_as: link.invited_as,
+            invited_at: now,
+            expiry: Some(now.saturating_add(CONFIRMATION_VALIDITY_SECS)),
+            stream_ids: link.stream_ids.clone(),
+            group_ids: link.group_ids.clone(),
+            include_realm_default_subscriptions: link.include_realm_default_subscriptions,
+            key: confirmation_key(&bytes),
+            status: InviteStatus::Active,
+        };
+        let change = Change::Realm(RealmChange::Invite(InviteChange::Created {
+            invites: vec![confirmation.clone()],
+        }));
+        Ok(Decided::new(vec![change], confirmation))
     }
 
     /// The Notification Bot's direct message to an invitation's creator once it is
@@ -685,7 +906,12 @@ impl Realm {
                 .is_none_or(|e| self.user_by_delivery_email(e).is_none())
         };
         let mut out: Vec<Value> = Vec::new();
-        for i in self.invites.email.values().filter(mine).filter(open) {
+        let invitations = self
+            .invites
+            .email
+            .values()
+            .filter(|i| i.is_email_invitation());
+        for i in invitations.filter(mine).filter(open) {
             let mut m = Map::new();
             m.insert("email".into(), i.email().unwrap_or_default().into());
             m.insert("invited_by_user_id".into(), i.referred_by.into());
@@ -730,6 +956,13 @@ impl Realm {
                         state.next_email_id = state.next_id(false).max(i.id + 1);
                     }
                     state.by_key.insert(i.key.clone(), (multiuse, i.id));
+                    if let Some(email) = i.email() {
+                        state
+                            .by_email
+                            .entry(email.to_lowercase())
+                            .or_default()
+                            .push(i.id);
+                    }
                     state.map_mut(multiuse).insert(i.id, i.clone());
                 }
             }
@@ -748,16 +981,11 @@ impl Realm {
                     return;
                 };
                 // Zulip's `process_new_human_user`: the invitation used, the address's
-                // other invitations revoked. The invitations are few, and this runs once
-                // per sign-up.
+                // other invitations revoked.
                 let others: Vec<InviteId> = self
                     .invites
-                    .email
-                    .values()
-                    .filter(|i| {
-                        i.status == InviteStatus::Active
-                            && i.email().is_some_and(|e| e.to_lowercase() == email)
-                    })
+                    .to_address(&email)
+                    .filter(|i| i.status == InviteStatus::Active)
                     .map(|i| i.id)
                     .collect();
                 for other in others {
@@ -777,6 +1005,12 @@ impl Realm {
     /// `notify_invites_changed`: active administrators (bots included) and the
     /// invitation's creator.
     pub(super) fn invite_events(&self, c: &InviteChange) -> Vec<Event> {
+        // A confirmation is not an invitation: nobody's list of them changed.
+        if let InviteChange::Created { invites } = c {
+            if invites.first().is_some_and(Invite::is_confirmation) {
+                return Vec::new();
+            }
+        }
         let referrer = match c {
             InviteChange::Created { invites } => invites.first().map(|i| i.referred_by),
             InviteChange::Revoked { multiuse, id }
@@ -798,6 +1032,14 @@ impl Realm {
     }
 }
 
+/// A confirmation key of random bytes (Zulip's `generate_key`).
+fn confirmation_key(bytes: &[u8; KEY_LENGTH]) -> String {
+    bytes
+        .iter()
+        .map(|b| KEY_ALPHABET[usize::from(*b) % KEY_ALPHABET.len()] as char)
+        .collect()
+}
+
 /// An invitation's link: `<realm url>/join/<key>/`.
 pub fn invite_link(realm_url: &str, key: &str) -> String {
     format!("{}/join/{key}/", realm_url.trim_end_matches('/'))
@@ -810,10 +1052,15 @@ mod tests {
     #[test]
     fn invitee_emails_as_zulip_splits_them() {
         assert_eq!(
-            invitee_emails("a@x.com, B <b@x.com>\nc@x.com,a@x.com"),
+            invitee_emails("a@x.com, B <b@x.com>\nc@x.com,a@x.com", 10),
             vec!["a@x.com", "b@x.com", "c@x.com"]
         );
-        assert_eq!(invitee_emails(" "), vec![""]);
+        assert_eq!(invitee_emails(" ", 10), vec![""]);
+        // One past the limit is enough to refuse; repeats do not count.
+        assert_eq!(
+            invitee_emails("a@x.com,a@x.com,b@x.com,c@x.com,d@x.com", 2),
+            vec!["a@x.com", "b@x.com", "c@x.com"]
+        );
     }
 
     #[test]

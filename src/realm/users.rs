@@ -132,6 +132,19 @@ pub fn email_is_valid(email: &str) -> bool {
             .is_ok_and(|e| e.domain() == "localhost")
 }
 
+/// Zulip's `email_reserved_for_system_bots_error`: an address no account may take,
+/// wherever accounts are made (`POST /users`, a bot, an invitation's sign-up,
+/// `realm create`).
+pub fn check_not_system_bot(email: &str) -> ApiResult<()> {
+    if super::messages::moves::is_system_bot_email(email) {
+        return Err(ApiError::bad_request(format!(
+            "{} is reserved for system bots",
+            email.trim()
+        )));
+    }
+    Ok(())
+}
+
 /// ISO 8601 at minute precision, as Zulip renders `date_joined`.
 pub fn iso_minutes(secs: i64) -> String {
     chrono::DateTime::from_timestamp(secs, 0)
@@ -223,6 +236,7 @@ impl Realm {
         if !email_is_valid(email) {
             return Err(ApiError::bad_request("Bad name or username"));
         }
+        check_not_system_bot(email)?;
         if self.user_by_delivery_email(email).is_some() {
             return Err(ApiError::bad_request("Email is already in use."));
         }
@@ -289,6 +303,9 @@ impl Realm {
         if short_name.is_empty() || !email_is_valid(&email) {
             return Err(ApiError::bad_request("Bad name or username"));
         }
+        // A bot domain of `zulip.com` would make `welcome-bot@zulip.com` of the short
+        // name `welcome`.
+        check_not_system_bot(&email)?;
         if self.user_by_delivery_email(&email).is_some() {
             return Err(ApiError::bad_request("Username already in use"));
         }

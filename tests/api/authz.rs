@@ -564,6 +564,22 @@ fn cases() -> Vec<Case> {
             .probe(|_, w| (IAGO, format!("/api/v1/users/new-{}@authz.test", w.label()))),
     );
     c.push(
+        case("POST", "/api/v1/users")
+            .with(|_, w| {
+                vec![
+                    ("email", "welcome-bot@zulip.com".to_owned()),
+                    ("password", PASSWORD.to_owned()),
+                    ("full_name", format!("Not A Bot {}", w.label())),
+                ]
+            })
+            .want(|_, w| match w {
+                // Past the role checks, no caller may take a system bot's address.
+                Admin | Foreign => bad("welcome-bot@zulip.com is reserved for system bots"),
+                Owner => bad("User not authorized to create users"),
+                _ => not_admin(),
+            }),
+    );
+    c.push(
         case("GET", "/api/v1/users/{user}")
             .at(|f, _| format!("/api/v1/users/{}", f.othello))
             .want(|f, w| match w {
@@ -1450,6 +1466,25 @@ fn cases() -> Vec<Case> {
             // `can_invite_users_group` is `role:members`.
             .want(|_, w| member_or_admin(w, ok()))
             .probe(|_, _| (IAGO, "/api/v1/invites".to_owned())),
+    );
+    c.push(
+        case("POST", "/api/v1/invites")
+            .with(|_, _| {
+                p(&[
+                    ("invitee_emails", "welcome-bot@zulip.com"),
+                    ("stream_ids", "[]"),
+                ])
+            })
+            .want(|_, w| {
+                member_or_admin(
+                    w,
+                    err(
+                        400,
+                        "INVITATION_FAILED",
+                        "We weren't able to invite anyone.",
+                    ),
+                )
+            }),
     );
     c.push(
         case("POST", "/api/v1/invites/multiuse")

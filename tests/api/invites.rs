@@ -1320,3 +1320,501 @@ fn a_production_server_without_smtp_refuses_email_invitations_but_makes_links() 
     });
     server.stop();
 }
+
+// ---- system bot addresses ------------------------------------------------------------------
+
+#[actix_web::test]
+async fn system_bot_addresses_are_reserved_everywhere() {
+    let app = TestApp::spawn().await;
+    let url = link(&app, IAGO, &[]).await;
+    // Every one of Zulip's system bots, not only the two hearth runs.
+    for bot in [
+        "welcome-bot@zulip.com",
+        "Reminder-Bot@zulip.com",
+        "emailgateway@zulip.com",
+    ] {
+        let (status, html) = sign_up(
+            &url,
+            &[
+                ("email", bot),
+                ("full_name", "Not A Bot"),
+                ("password", STRONG),
+            ],
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+        assert_eq!(
+            element(&html, "error"),
+            format!("{bot} is reserved for system bots")
+        );
+    }
+    let (status, body) = invite(
+        &app,
+        HAMLET,
+        "welcome-bot@zulip.com, nagios-send-bot@zulip.com",
+        &[],
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["msg"], "We weren't able to invite anyone.");
+    assert_eq!(
+        body["errors"],
+        json!([
+            ["welcome-bot@zulip.com", "Reserved for system bots.", false],
+            [
+                "nagios-send-bot@zulip.com",
+                "Reserved for system bots.",
+                false
+            ]
+        ])
+    );
+    app.bad(
+        "POST",
+        "/api/v1/users",
+        IAGO,
+        &[
+            ("email", "welcome-bot@zulip.com"),
+            ("password", STRONG),
+            ("full_name", "Not A Bot"),
+        ],
+        "welcome-bot@zulip.com is reserved for system bots",
+    )
+    .await;
+    // No account took any of them; the Welcome Bot is still itself.
+    let (status, body) = app
+        .call("GET", "/api/v1/users/welcome-bot@zulip.com", IAGO, &[])
+        .await;
+    assert!(
+        status != 200 || body["user"]["is_bot"] == true,
+        "{status} {body}"
+    );
+    let listed = invites(&app, IAGO).await;
+    assert!(
+        listed.iter().all(|i| i["is_multiuse"] == true),
+        "{listed:?}"
+    );
+}
+
+#[test]
+fn realm_create_refuses_a_system_bot_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = hearth()
+        .args(["realm", "create", "--subdomain", "", "--name", "Acme"])
+        .args([
+            "--owner-email",
+            "welcome-bot@zulip.com",
+            "--owner-password",
+            STRONG,
+        ])
+        .arg("--data")
+        .arg(&data)
+        .args(["--url", "https://chat.acme.test"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("welcome-bot@zulip.com is reserved for system bots"),
+        "{stderr}"
+    );
+    assert!(!data.exists(), "a refused command leaves no data folder");
+}
+
+// ---- a demoted creator -----------------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_demoted_creator_s_link_no_longer_grants_its_role() {
+    let app = TestApp::spawn().await;
+    let admins = link(&app, IAGO, &[("invite_as", "200")]).await;
+    let client = client();
+    assert_eq!(page(&client, &admins, None).await.0, StatusCode::OK);
+    let (_, _, html) = page(&client, &admins, None).await;
+    let token = csrf(&html);
+    let demote = |role: &'static str| {
+        let app = &app;
+        async move {
+            app.ok(
+                "PATCH",
+                &format!("/api/v1/users/{IAGO_ID}"),
+                DESDEMONA,
+                &[("role", role)],
+            )
+            .await;
+        }
+    };
+    demote("400").await;
+    let cannot = "The person who sent this invitation can no longer invite users with this role.";
+    let (status, _, html) = page(&client, &admins, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{html}");
+    assert!(html.contains(cannot), "{html}");
+    // A form fetched before the demotion is refused too, and makes no account.
+    let (status, _, html) = page(
+        &client,
+        &admins,
+        Some(&[
+            ("csrf_token", token.as_str()),
+            ("email", "climber@zulip.test"),
+            ("full_name", "Climber"),
+            ("password", STRONG),
+        ]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{html}");
+    assert!(html.contains(cannot), "{html}");
+    let (status, _) = app
+        .call("GET", "/api/v1/users/climber@zulip.test", DESDEMONA, &[])
+        .await;
+    assert_ne!(status, 200);
+    // The check is of the creator's role now: promoted again, the link works again.
+    demote("200").await;
+    let (status, html) = sign_up(
+        &admins,
+        &[
+            ("email", "climber@zulip.test"),
+            ("full_name", "Climber"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    let user = app
+        .ok("GET", "/api/v1/users/climber@zulip.test", DESDEMONA, &[])
+        .await;
+    assert_eq!(user["user"]["role"], 200);
+}
+
+// ---- form tokens and the attempt counter --------------------------------------------------
+
+#[actix_web::test]
+async fn posts_without_the_form_token_do_not_lock_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let app =
+        TestApp::spawn_configured(dir, |c| c.rate_limit = Some(hearth::config::Switch::On)).await;
+    let url = link(&app, IAGO, &[]).await;
+    let client = client();
+    for _ in 0..6 {
+        let (status, _, html) = page(
+            &client,
+            &url,
+            Some(&[
+                ("csrf_token", "bogus"),
+                ("email", "victim@zulip.test"),
+                ("full_name", "Victim"),
+                ("password", STRONG),
+            ]),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+        assert!(html.contains("This form has expired"), "{html}");
+    }
+    let (status, html) = sign_up(
+        &url,
+        &[
+            ("email", "victim@zulip.test"),
+            ("full_name", "Victim"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+}
+
+// ---- how many invitations ------------------------------------------------------------------
+
+/// `n` addresses `prefix-<i>@zulip.test`, comma-separated.
+fn addresses(prefix: &str, n: usize) -> String {
+    (0..n)
+        .map(|i| format!("{prefix}-{i}@zulip.test"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Asserts Zulip's `check_invite_limit` refusal.
+fn assert_daily_limit(status: u16, body: &Value) {
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], "INVITATION_FAILED");
+    assert_eq!(
+        body["msg"],
+        "To protect users, Zulip limits the number of invitations you can send in one day. \
+         Because you have reached the limit, no invitations were sent."
+    );
+    assert_eq!(body["daily_limit_reached"], true);
+    assert_eq!(body["sent_invitations"], false);
+    assert_eq!(body["errors"], json!([]));
+}
+
+#[actix_web::test]
+async fn invitations_are_limited_per_day_and_survive_a_restart() {
+    let clock = ManualClock::new(START_MS);
+    let mut app = TestApp::spawn_configured_with_clock(clock, |_| {}).await;
+    // One request of 2,000 addresses (Zulip's `max_invites` is 100): refused whole.
+    let (status, body) = invite(&app, HAMLET, &addresses("many", 2000), &[]).await;
+    assert_daily_limit(status, &body);
+    let (status, body) = invite(&app, HAMLET, &addresses("over", 101), &[]).await;
+    assert_daily_limit(status, &body);
+    assert!(invites(&app, IAGO).await.is_empty());
+    // 100 in a day, in any number of requests, by anyone.
+    let (status, body) = invite(&app, HAMLET, &addresses("a", 60), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = invite(&app, IAGO, &addresses("b", 40), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = invite(&app, IAGO, "one-more@zulip.test", &[]).await;
+    assert_daily_limit(status, &body);
+    // A resend is one more email (`do_send_user_invite_email` checks for one).
+    let (status, body) = app
+        .call("POST", "/api/v1/invites/1/resend", IAGO, &[])
+        .await;
+    assert_daily_limit(status, &body);
+    // The count is the stored invitations': a restart does not reset it.
+    app.restart().await;
+    let (status, body) = invite(&app, IAGO, "one-more@zulip.test", &[]).await;
+    assert_daily_limit(status, &body);
+    assert_eq!(invites(&app, IAGO).await.len(), 100);
+    // A day later there is room again.
+    app.clock().advance_ms(24 * 3600 * 1000 + 1000);
+    let (status, body) = invite(&app, IAGO, "one-more@zulip.test", &[]).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+// ---- an address with its own invitation ----------------------------------------------------
+
+#[actix_web::test]
+async fn a_reusable_link_does_not_take_an_invited_address() {
+    let mut app = TestApp::spawn().await;
+    let (status, body) = invite(&app, IAGO, "alice@corp.test", &[("invite_as", "200")]).await;
+    assert_eq!(status, 200, "{body}");
+    let url = link(&app, IAGO, &[]).await;
+    let (status, html) = sign_up(
+        &url,
+        &[
+            ("email", "Alice@corp.test"),
+            ("full_name", "Not Alice"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+    assert_eq!(
+        element(&html, "error"),
+        "This address has an invitation of its own: sign up through the link in the email \
+         sent to it."
+    );
+    // Nothing changed: no account, and Alice's invitation is still open.
+    let (status, _) = app
+        .call("GET", "/api/v1/users/alice@corp.test", IAGO, &[])
+        .await;
+    assert_ne!(status, 200);
+    let listed = invites(&app, IAGO).await;
+    assert!(
+        listed.iter().any(|i| i["email"] == "alice@corp.test"),
+        "{listed:?}"
+    );
+    // Still so after a restart (the index of addresses is rebuilt).
+    app.restart().await;
+    let path = join_path(&url);
+    let url = format!("{}{path}", app.url);
+    let (status, html) = sign_up(
+        &url,
+        &[
+            ("email", "alice@corp.test"),
+            ("full_name", "Not Alice"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+    // Once the invitation is revoked the address is free for the link.
+    app.ok("DELETE", "/api/v1/invites/1", IAGO, &[]).await;
+    let (status, html) = sign_up(
+        &url,
+        &[
+            ("email", "alice@corp.test"),
+            ("full_name", "Alice"),
+            ("password", STRONG),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    let user = app
+        .ok("GET", "/api/v1/users/alice@corp.test", IAGO, &[])
+        .await;
+    assert_eq!(user["user"]["role"], 400);
+}
+
+#[actix_web::test]
+async fn with_email_a_reusable_link_confirms_the_address_first() {
+    let Some(smtp) = Receiver::start() else {
+        return;
+    };
+    let url = smtp.url();
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = TestApp::spawn_configured(dir, move |c| {
+        c.smtp_url = Some(url.clone());
+        c.smtp_from = Some("Zulip <noreply@zulip.test>".into());
+    })
+    .await;
+    let (status, body) = invite(&app, IAGO, "alice@corp.test", &[("invite_as", "200")]).await;
+    assert_eq!(status, 200, "{body}");
+    smtp.wait_for(1).await;
+    let members = link(&app, IAGO, &[]).await;
+    let admin_queue = app.register(IAGO, &[]).await;
+    // The link's page asks for the address only.
+    let client = client();
+    let (status, _, html) = page(&client, &members, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!html.contains("name=\"password\""), "{html}");
+    let token = csrf(&html);
+    let (status, _, html) = page(
+        &client,
+        &members,
+        Some(&[
+            ("csrf_token", token.as_str()),
+            ("email", "alice@corp.test"),
+            ("full_name", "Not Alice"),
+            ("password", STRONG),
+        ]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(html.contains("Check your email"), "{html}");
+    assert_eq!(element(&html, "email"), "alice@corp.test");
+    // No account yet, and Alice's own invitation is still open.
+    let (status, _) = app
+        .call("GET", "/api/v1/users/alice@corp.test", IAGO, &[])
+        .await;
+    assert_ne!(status, 200);
+    assert!(invites(&app, IAGO)
+        .await
+        .iter()
+        .any(|i| i["email"] == "alice@corp.test"));
+    // A confirmation is no invitation: not listed, no `invites_changed`.
+    assert_eq!(invites(&app, IAGO).await.len(), 2);
+    assert_eq!(invite_events(&app, IAGO, &admin_queue).await, 0);
+    let mails = smtp.wait_for(2).await;
+    let mail = mails
+        .iter()
+        .find(|m| m.contains("Subject: Activate your Zulip account"))
+        .expect("the confirmation");
+    assert!(mail.contains("To: alice@corp.test"), "{mail}");
+    let confirm_path = join_path(&link_in(mail));
+    // The confirmation is realm state: it outlives a restart.
+    app.restart().await;
+    let confirm = format!("{}{confirm_path}", app.url);
+    let (status, _, html) = page(&client, &confirm, None).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert_eq!(element(&html, "email"), "alice@corp.test");
+    let (status, html) = sign_up(&confirm, &[("full_name", "Alice"), ("password", STRONG)]).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert_eq!(element(&html, "email"), "alice@corp.test");
+    // The link's role; the address's own invitation is spent with it.
+    let user = app
+        .ok("GET", "/api/v1/users/alice@corp.test", IAGO, &[])
+        .await;
+    assert_eq!(user["user"]["role"], 400);
+    assert!(!invites(&app, IAGO)
+        .await
+        .iter()
+        .any(|i| i["email"] == "alice@corp.test"));
+    let (status, _, html) = page(&client, &confirm, None).await;
+    assert_eq!(status, StatusCode::GONE);
+    assert!(html.contains("already been used"), "{html}");
+}
+
+#[test]
+fn a_confirmation_survives_kill_9() {
+    let Some(smtp) = Receiver::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let smtp_url = smtp.url();
+    let args = [
+        "--dev",
+        "--data",
+        data,
+        "--durability",
+        "always",
+        "--smtp-url",
+        smtp_url.as_str(),
+    ];
+    let server = ChildServer::up(&args, &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let confirm_path = rt.block_on(async {
+        let client = client();
+        let key = dev_key_at(&server.url, IAGO).await;
+        let (status, _, body) = send(
+            client
+                .post(format!("{}/api/v1/invites/multiuse", server.url))
+                .header("Authorization", basic(IAGO, &key)),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let link = format!(
+            "{}{}",
+            server.url,
+            join_path(body["invite_link"].as_str().unwrap())
+        );
+        let (status, _, html) = page(&client, &link, None).await;
+        assert_eq!(status, StatusCode::OK, "{html}");
+        let token = csrf(&html);
+        let (status, _, html) = page(
+            &client,
+            &link,
+            Some(&[("csrf_token", token.as_str()), ("email", "k9c@zulip.test")]),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{html}");
+        let mails = smtp.wait_for(1).await;
+        join_path(&link_in(&mails[0]))
+    });
+    server.kill_9();
+    let server = ChildServer::up(&args, &[]);
+    rt.block_on(async {
+        let (status, html) = sign_up(
+            &format!("{}{confirm_path}", server.url),
+            &[("full_name", "K Nine C"), ("password", STRONG)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{html}");
+        assert_eq!(element(&html, "email"), "k9c@zulip.test");
+    });
+    server.stop();
+}
+
+#[actix_web::test]
+async fn a_demoted_creator_s_email_invitation_no_longer_grants_its_role() {
+    let Some(smtp) = Receiver::start() else {
+        return;
+    };
+    let url = smtp.url();
+    let dir = tempfile::tempdir().unwrap();
+    let app = TestApp::spawn_configured(dir, move |c| {
+        c.smtp_url = Some(url.clone());
+    })
+    .await;
+    let (status, body) = invite(&app, IAGO, "boss@corp.test", &[("invite_as", "200")]).await;
+    assert_eq!(status, 200, "{body}");
+    let mails = smtp.wait_for(1).await;
+    let invitation = link_in(&mails[0]);
+    let client = client();
+    assert_eq!(page(&client, &invitation, None).await.0, StatusCode::OK);
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/users/{IAGO_ID}"),
+        DESDEMONA,
+        &[("role", "400")],
+    )
+    .await;
+    let (status, _, html) = page(&client, &invitation, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{html}");
+    assert!(
+        html.contains("can no longer invite users with this role"),
+        "{html}"
+    );
+    let (status, _) = app
+        .call("GET", "/api/v1/users/boss@corp.test", DESDEMONA, &[])
+        .await;
+    assert_ne!(status, 200);
+}

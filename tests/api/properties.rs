@@ -312,6 +312,18 @@ const OPERATIONS: &[(&str, &str, &[&str])] = &[
     ),
     ("POST", "/users", &["email", "password", "full_name"]),
     (
+        "POST",
+        "/invites",
+        &[
+            "invitee_emails",
+            "stream_ids",
+            "invite_as",
+            "invite_expires_in_minutes",
+            "notify_referrer_on_join",
+            "group_ids",
+        ],
+    ),
+    (
         "PATCH",
         "/users/{user}",
         &["full_name", "role", "profile_data"],

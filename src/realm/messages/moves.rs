@@ -64,6 +64,30 @@ pub static WELCOME_BOT: LazyLock<User> = LazyLock::new(|| User {
     ..NOTIFICATION_BOT.clone()
 });
 
+/// Every address Zulip reserves for its system bots, in `INTERNAL_BOT_DOMAIN`
+/// (`zulip.com`): `INTERNAL_BOTS` (with the two a production server adds),
+/// `REALM_INTERNAL_BOTS` (none) and `DISABLED_REALM_INTERNAL_BOTS`. hearth runs only two
+/// of them, but a person holding any other would receive what is meant for that bot
+/// once it exists, so none can be taken.
+pub const SYSTEM_BOT_EMAILS: [&str; 8] = [
+    NOTIFICATION_BOT_EMAIL,
+    "emailgateway@zulip.com",
+    "nagios-send-bot@zulip.com",
+    "nagios-receive-bot@zulip.com",
+    WELCOME_BOT_EMAIL,
+    "nagios-staging-send-bot@zulip.com",
+    "nagios-staging-receive-bot@zulip.com",
+    "reminder-bot@zulip.com",
+];
+
+/// Zulip's `is_cross_realm_bot_email` (case-insensitive, as addresses are compared).
+pub fn is_system_bot_email(email: &str) -> bool {
+    let email = email.trim();
+    SYSTEM_BOT_EMAILS
+        .iter()
+        .any(|bot| bot.eq_ignore_ascii_case(email))
+}
+
 /// Whether a user id is a system bot's.
 pub fn is_system_bot(id: UserId) -> bool {
     id == NOTIFICATION_BOT_ID || id == WELCOME_BOT_ID
