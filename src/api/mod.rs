@@ -228,6 +228,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(endpoint!("/health/ready", get => server::ready))
         // The sign-up page of invitation links (HTML).
         .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit))
+        .service(endpoint!("/join/{key}", get => signup::add_slash))
         .service(web::scope("/json").default_service(web::to(error::session_required)))
         .service(
             web::scope("/user_uploads")

@@ -218,6 +218,22 @@ fn refusal_status(why: &str) -> StatusCode {
     }
 }
 
+/// # `GET /join/{key}`
+///
+/// A link without its last slash (cut when pasted) goes to the page, as Django's
+/// `APPEND_SLASH` sends it: a permanent redirect to the same path with the slash.
+/// Routed, so the request log names the pattern, never the key.
+pub async fn add_slash(req: HttpRequest) -> HttpResponse {
+    let mut to = format!("{}/", req.path());
+    if !req.query_string().is_empty() {
+        to.push('?');
+        to.push_str(req.query_string());
+    }
+    HttpResponse::MovedPermanently()
+        .insert_header((actix_web::http::header::LOCATION, to))
+        .finish()
+}
+
 /// # `GET /join/{key}/`
 pub async fn show(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
     let key = path.into_inner();

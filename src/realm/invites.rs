@@ -164,7 +164,7 @@ impl InviteState {
     pub fn clear(&mut self) {
         self.email = OrdMap::new();
         self.multiuse = OrdMap::new();
-        self.by_key.clear();
+        self.rebuild_index();
     }
 
     pub fn rebuild_index(&mut self) {

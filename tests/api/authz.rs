@@ -1505,6 +1505,16 @@ fn cases() -> Vec<Case> {
             }),
     );
     c.push(
+        case("GET", "/join/{key}")
+            .at(|f, _| f.join_path.trim_end_matches('/').to_owned())
+            .all_callers()
+            // Followed to `/join/{key}/`, answered as there.
+            .want(|_, w| match w {
+                Foreign => Want::Page(404, "This invitation link is not valid."),
+                _ => Want::Page(200, "Iago invited you."),
+            }),
+    );
+    c.push(
         case("POST", "/join/{key}/")
             .at(|f, _| f.join_path.clone())
             .with(|_, _| p(&[("full_name", "Intruder"), ("password", PASSWORD)]))

@@ -1818,3 +1818,24 @@ async fn a_demoted_creator_s_email_invitation_no_longer_grants_its_role() {
         .await;
     assert_ne!(status, 200);
 }
+
+/// A link cut before its last slash (as pasted) is sent on to its page, and the
+/// request log names the route, never the key.
+#[actix_web::test]
+async fn a_link_without_its_last_slash_goes_to_its_page() {
+    let app = TestApp::spawn().await;
+    let link = link(&app, IAGO, &[]).await;
+    let path = join_path(&link);
+    let cut = path.trim_end_matches('/');
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let (status, headers, _) = page(&no_redirects, &format!("{}{cut}?x=1", app.url), None).await;
+    assert_eq!(status, StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(headers["location"], format!("{path}?x=1"));
+    // Followed, it is the page.
+    let (status, _, html) = page(&client(), &format!("{}{cut}", app.url), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("csrf_token"), "{html}");
+}
