@@ -137,7 +137,7 @@ impl Mailer {
 }
 
 /// How many emails may wait for the sender: a day's invitations of a realm (Zulip's
-/// `max_invites`) several times over. When it is full, whoever queues waits.
+/// `max_invites`) several times over. When it is full, an email is logged as not sent.
 pub const QUEUE_CAPACITY: usize = 512;
 
 /// Outgoing email in order, through one sender: a bounded channel drained by one task
@@ -173,15 +173,23 @@ impl MailQueue {
         &self.mailer
     }
 
-    /// Queues `email`; waits while the queue is full. A queue whose sender is gone
-    /// (the server is stopping) logs the email as lost.
+    /// Queues `email` at once, never waiting: a request that waited for room could be
+    /// dropped with its client, after its write, and its email with it, unseen. A full
+    /// queue (its SMTP server slow or gone) or a closed one (the server is stopping)
+    /// logs the email as not sent.
     pub async fn send(&self, site: &str, email: Email) {
         let queued = Queued {
             site: site.to_owned(),
             email,
         };
-        if let Err(lost) = self.tx.send(queued).await {
-            tracing::error!(to = %lost.0.email.to, "email not sent: the mail queue is closed");
+        match self.tx.try_send(queued) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(lost)) => {
+                tracing::error!(to = %lost.email.to, "email not sent: the mail queue is full");
+            }
+            Err(mpsc::error::TrySendError::Closed(lost)) => {
+                tracing::error!(to = %lost.email.to, "email not sent: the mail queue is closed");
+            }
         }
     }
 }
@@ -209,6 +217,23 @@ async fn deliver(mailer: &Mailer, site: &str, email: &Email) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Queuing never waits, full queue or not: a request's future may be dropped with
+    /// its client at any await, and an email waiting there would go unseen.
+    #[actix_rt::test]
+    async fn queuing_never_waits_for_room() {
+        let queue = MailQueue::start(Arc::new(Mailer::log_only(None)), 1);
+        for i in 0..3 {
+            let email = Email {
+                to: format!("a{i}@example.test"),
+                subject: "s".into(),
+                body: "b".into(),
+            };
+            // The sender task has not run yet: the queue is full after the first.
+            let queued = futures_util::FutureExt::now_or_never(queue.send("http://x", email));
+            assert!(queued.is_some(), "email {i} waited");
+        }
+    }
 
     #[test]
     fn urls_are_checked() {

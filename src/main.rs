@@ -180,13 +180,15 @@ fn import(i: &cli::ImportArgs) -> Result<(), String> {
     let fault = hearth::ops::archive::Fault::from_env();
     if let Some(url) = &i.admin {
         let client = admin_client(url, i.admin_token_file.as_deref())?;
-        let (realm, position) = actix_web::rt::System::new().block_on(client.import(&i.archive))?;
-        return writeln!(
+        let (realm, position, keys) =
+            actix_web::rt::System::new().block_on(client.import_with_keys(&i.archive))?;
+        writeln!(
             std::io::stdout().lock(),
             "imported realm '{realm}' at WAL record {position} into {url}, staged: \
              POST /admin/activate serves it"
         )
-        .map_err(|e| e.to_string());
+        .map_err(|e| e.to_string())?;
+        return print_owner_keys(&keys);
     }
     let data = i.data.as_deref().ok_or("--data or --admin is needed")?;
     let r =
@@ -203,9 +205,13 @@ fn import(i: &cli::ImportArgs) -> Result<(), String> {
         c.files
     )
     .map_err(|e| e.to_string())?;
-    // A data export holds no key or password: its owners get theirs here, as
-    // `realm create` prints its owner's, and every other user a new key.
-    for (email, key) in &r.new_owner_keys {
+    print_owner_keys(&r.new_owner_keys)
+}
+
+/// A data export holds no key or password: its owners get theirs here, as `realm
+/// create` prints its owner's (every other user has a new key too).
+fn print_owner_keys(keys: &[(String, String)]) -> Result<(), String> {
+    for (email, key) in keys {
         writeln!(
             std::io::stdout().lock(),
             "a data export: every user has a new API key and no password; owner {email}: {key}"

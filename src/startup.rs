@@ -69,7 +69,8 @@ pub enum StartError {
     /// `--dev` on a folder that holds a realm `realm create` made.
     #[error(
         "data folder {path} holds realm '{subdomain}', which is not the development realm: \
-         --dev turns rate limits off and sends no email, so it serves a folder of its own; \
+         --dev turns rate limits off and hands out API keys without a password, so it \
+         serves a folder of its own; \
          give it another folder (--data ./dev-data), or serve this one without --dev"
     )]
     DevBesideProduction { path: String, subdomain: String },

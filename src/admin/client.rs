@@ -254,6 +254,17 @@ impl AdminClient {
     ///
     /// The file is streamed from the disk as it is sent, never read whole into memory.
     pub async fn import(&self, path: &Path) -> Result<(String, u64), String> {
+        self.import_with_keys(path)
+            .await
+            .map(|(realm, at, _)| (realm, at))
+    }
+
+    /// `import`, with the owners' new API keys when the archive was a data export
+    /// (which holds none): `(email, key)`.
+    pub async fn import_with_keys(
+        &self,
+        path: &Path,
+    ) -> Result<(String, u64, Vec<(String, String)>), String> {
         let at = |e: std::io::Error| format!("{}: {e}", path.display());
         let file = tokio::fs::File::open(path).await.map_err(at)?;
         let len = file.metadata().await.map_err(at)?.len();
@@ -269,7 +280,8 @@ impl AdminClient {
             .map_err(|e| format!("{}: {e}", self.base))?;
         let body = self.answer(res).await?;
         let realm = body["realm"].as_str().unwrap_or_default().to_owned();
-        Ok((realm, Self::position(&body)))
+        let keys = serde_json::from_value(body["new_owner_keys"].clone()).unwrap_or_default();
+        Ok((realm, Self::position(&body), keys))
     }
 
     /// `GET /admin/files`: the names of the realm's stored files.

@@ -620,9 +620,12 @@ async fn import(state: web::Data<AdminState>, payload: web::Payload) -> AdminRes
         imported.seq
     );
     done("import");
-    Ok(ok(
-        json!({"realm": imported.subdomain, "position": imported.seq}),
-    ))
+    // A data export's owners get their new keys here (the export held none).
+    Ok(ok(json!({
+        "realm": imported.subdomain,
+        "position": imported.seq,
+        "new_owner_keys": imported.new_owner_keys,
+    })))
 }
 
 /// Writes an upload to `path` as its pieces come, never holding more than a few pieces

@@ -467,7 +467,11 @@ fn attempts_key(key: &str, invite: &Invite, typed: &SignupForm) -> String {
         .unwrap_or_default();
     // An address is at most 254 characters (RFC 5321): longer input names no account
     // and must not make the counter's keys long.
-    let address: String = address.trim().chars().take(254).collect();
+    let address: String = address
+        .trim()
+        .chars()
+        .take(crate::realm::users::MAX_EMAIL_LENGTH)
+        .collect();
     format!("join:{key}:{}", crate::realm::lowercased(&address))
 }
 

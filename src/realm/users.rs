@@ -119,10 +119,10 @@ pub fn check_full_name(raw: &str) -> ApiResult<String> {
     Ok(name.to_owned())
 }
 
-/// Whether `email` is a valid address (Django's `EmailValidator` role in Zulip's forms).
 /// The longest address an account has (Django's `EmailField`, as Zulip's user model).
 pub const MAX_EMAIL_LENGTH: usize = 254;
 
+/// Whether `email` is a valid address (Django's `EmailValidator` role in Zulip's forms).
 pub fn email_is_valid(email: &str) -> bool {
     email
         .parse::<email_address::EmailAddress>()

@@ -1720,3 +1720,84 @@ fn a_large_archive_streams_to_a_running_node_and_a_damaged_one_is_refused() {
         );
     });
 }
+
+/// A data export (`POST /export/realm`) imported through the admin listener: it held no
+/// key, so the import answers the owner's new one (and `realm import --admin` prints
+/// it), which opens the realm once it is served; the old key does not.
+#[test]
+fn a_data_export_imported_through_the_admin_listener_answers_the_owners_new_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    let (email, old_key) = create_realm(&a_dir, "acme", "http://acme.cluster.test");
+    std::fs::create_dir(&b_dir).unwrap();
+    let a = Node::start(&a_dir, &[]);
+    let b = Node::start(&b_dir, &[]);
+    let rt = runtime();
+    let http = reqwest::Client::new();
+    let archive = dir.path().join("export.archive");
+    rt.block_on(async {
+        let call = |method: reqwest::Method, path: &str, key: &str| {
+            http.request(method, format!("{}{path}", a.url()))
+                .header("Host", host("acme"))
+                .basic_auth(&email, Some(key))
+        };
+        let id = call(reqwest::Method::POST, "/api/v1/export/realm", &old_key)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()["id"]
+            .as_u64()
+            .expect("an export id");
+        let give_up = Instant::now() + Duration::from_secs(60);
+        let url = loop {
+            let list: Value = call(reqwest::Method::GET, "/api/v1/export/realm", &old_key)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let e = list["exports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["id"] == id)
+                .cloned()
+                .unwrap();
+            if let Some(url) = e["export_url"].as_str() {
+                break url.to_owned();
+            }
+            assert!(Instant::now() < give_up, "the export did not finish: {e}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        // The URL names the realm's public address; the node answers on its own.
+        let path = &url[url.find("/user_avatars/").unwrap()..];
+        let bytes = http
+            .get(format!("{}{path}", a.url()))
+            .header("Host", host("acme"))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        std::fs::write(&archive, &bytes).unwrap();
+
+        let (realm, _, keys) = b.admin.import_with_keys(&archive).await.unwrap();
+        assert_eq!(realm, "acme");
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        assert_eq!(keys[0].0, email);
+        assert_ne!(keys[0].1, old_key);
+        b.admin.activate("acme").await.unwrap();
+        let me = |key: String| {
+            http.get(format!("{}/api/v1/users/me", b.url()))
+                .header("Host", host("acme"))
+                .basic_auth(&email, Some(key))
+                .send()
+        };
+        assert_eq!(me(keys[0].1.clone()).await.unwrap().status(), 200);
+        assert_eq!(me(old_key.clone()).await.unwrap().status(), 401);
+    });
+}

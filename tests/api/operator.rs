@@ -378,7 +378,13 @@ fn one_json_line_per_request_without_secrets() {
         // A method of 5 000 characters, and a page path holding a key.
         let long = reqwest::Method::from_bytes("M".repeat(5000).as_bytes()).unwrap();
         send(http().request(long, format!("{url}/api/v1/users/me"))).await;
-        send(http().get(format!("{url}/join/secretsecretsecretsecret"))).await;
+        // An unknown page path (text, not JSON: read without `send`).
+        let page = http()
+            .get(format!("{url}/no_such_page/secretsecretsecretsecret"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), StatusCode::NOT_FOUND);
         (key, me_id)
     });
     let log = server.stop();
@@ -434,7 +440,7 @@ fn one_json_line_per_request_without_secrets() {
                 405,
                 None
             ),
-            (s("GET"), s("/join/…"), 404, None),
+            (s("GET"), s("/no_such_page/…"), 404, None),
         ]
     );
 }
