@@ -121,6 +121,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         let include_deactivated_groups = capability("include_deactivated_groups");
         let user_settings_object = capability("user_settings_object");
         let empty_topic_name = capability("empty_topic_name");
+        let notification_settings_null = capability("notification_settings_null");
         // The queue sees exactly the events published after `version`, the state
         // answered below (newer than or equal to the one `me` was authenticated in).
         let (queue_id, version) = c.hub.register(me.id, queue);
@@ -133,6 +134,8 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             user_avatar_url_field_optional,
             include_deactivated_groups,
             user_settings_object,
+            notification_settings_null,
+            empty_topic_name,
             longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
             realm_url: version.url(c.server_url).to_owned(),
             linkifier_url_template,

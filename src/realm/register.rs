@@ -36,6 +36,12 @@ pub struct RegisterOptions {
     pub user_avatar_url_field_optional: bool,
     /// The `include_deactivated_groups` client capability.
     pub include_deactivated_groups: bool,
+    /// The `empty_topic_name` client capability: the empty topic as `""`, else as the
+    /// realm's `empty_topic_display_name`.
+    pub empty_topic_name: bool,
+    /// The `notification_settings_null` client capability: channel notification
+    /// settings left to the user's defaults come as `null`, else as those defaults.
+    pub notification_settings_null: bool,
     /// The `user_settings_object` client capability: the settings come only in
     /// `user_settings`, never as the legacy top-level keys (Zulip's
     /// `fetch_initial_state_data`).
@@ -102,7 +108,11 @@ impl Realm {
             m.insert("realm_bots".into(), bots.into());
         }
         if o.wants("subscription") {
-            put(&mut m, self.subscription_state(me, o.include_subscribers));
+            let mut subs = self.subscription_state(me, o.include_subscribers);
+            if !o.notification_settings_null {
+                self.fill_notification_settings(me, &mut subs);
+            }
+            put(&mut m, subs);
         }
         if o.wants("stream") {
             let streams: Vec<Value> = self
@@ -191,7 +201,16 @@ impl Realm {
             m.insert("muted_topics".into(), self.view_muted_topics(me.id).into());
         }
         if o.wants("user_topic") {
-            m.insert("user_topics".into(), self.view_user_topics(me).into());
+            let mut topics = self.view_user_topics(me);
+            if !o.empty_topic_name {
+                for t in topics.iter_mut() {
+                    if let Some(Value::String(name)) = t.get_mut("topic_name") {
+                        let shown = self.topic_for_client(name, false);
+                        *name = shown;
+                    }
+                }
+            }
+            m.insert("user_topics".into(), topics.into());
         }
         if o.wants("muted_users") {
             m.insert("muted_users".into(), self.view_muted_users(me.id).into());
@@ -277,6 +296,39 @@ impl Realm {
             );
         }
         m
+    }
+
+    /// Zulip's answer to clients without the `notification_settings_null` capability:
+    /// a channel's notification setting left to the user's default is that default,
+    /// not `null`.
+    fn fill_notification_settings(&self, me: &User, subs: &mut Value) {
+        const DEFAULTS: [(&str, &str); 5] = [
+            (
+                "desktop_notifications",
+                "enable_stream_desktop_notifications",
+            ),
+            (
+                "audible_notifications",
+                "enable_stream_audible_notifications",
+            ),
+            ("push_notifications", "enable_stream_push_notifications"),
+            ("email_notifications", "enable_stream_email_notifications"),
+            ("wildcard_mentions_notify", "wildcard_mentions_notify"),
+        ];
+        let settings = self.user_settings_json(me);
+        for list in ["subscriptions", "unsubscribed"] {
+            let Some(Value::Array(items)) = subs.get_mut(list) else {
+                continue;
+            };
+            for sub in items.iter_mut().filter_map(Value::as_object_mut) {
+                for (field, default) in DEFAULTS {
+                    if sub.get(field).is_some_and(Value::is_null) {
+                        let value = settings.get(default).cloned().unwrap_or(Value::Null);
+                        sub.insert(field.into(), value);
+                    }
+                }
+            }
+        }
     }
 
     /// `subscriptions`, `unsubscribed` and `never_subscribed` (archived channels are left

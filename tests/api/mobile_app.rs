@@ -285,3 +285,39 @@ async fn server_emoji_data_is_served() {
     assert_eq!(data["code_to_names"]["1f697"][0], "car");
     assert!(data["code_to_names"].as_object().unwrap().len() > 1000);
 }
+
+/// Zulip's `notification_settings_null`: with it, a channel's notification settings
+/// left to the user's defaults are `null`; without it, they are those defaults.
+#[actix_web::test]
+async fn notification_settings_follow_the_capability() {
+    let app = TestApp::spawn().await;
+    let subscription = |capabilities: &'static str| {
+        let app = &app;
+        async move {
+            let body = app
+                .ok(
+                    "POST",
+                    "/api/v1/register",
+                    HAMLET,
+                    &[
+                        ("fetch_event_types", r#"["subscription"]"#),
+                        ("client_capabilities", capabilities),
+                    ],
+                )
+                .await;
+            body["subscriptions"][0].clone()
+        }
+    };
+    let modern = subscription(r#"{"notification_settings_null": true}"#).await;
+    let legacy = subscription("{}").await;
+    for field in [
+        "desktop_notifications",
+        "audible_notifications",
+        "push_notifications",
+        "email_notifications",
+        "wildcard_mentions_notify",
+    ] {
+        assert!(modern[field].is_null(), "{field}: {modern}");
+        assert!(legacy[field].is_boolean(), "{field}: {legacy}");
+    }
+}
