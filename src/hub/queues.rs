@@ -563,6 +563,11 @@ fn name_empty_topics(m: &mut Map<String, Value>, name: &str) {
                 *s = name.to_owned();
             }
             Value::Object(inner) => name_empty_topics(inner, name),
+            Value::Array(items) => {
+                for inner in items.iter_mut().filter_map(Value::as_object_mut) {
+                    name_empty_topics(inner, name);
+                }
+            }
             _ => {}
         }
     }

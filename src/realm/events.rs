@@ -407,20 +407,23 @@ impl Realm {
             }
             MessageChange::ScheduledCreated(s) => vec![Event::new(
                 json!({"type": "scheduled_messages", "op": "add",
-                       "scheduled_messages": [self.scheduled_json(s)]}),
+                       "scheduled_messages": [self.scheduled_json(s, true)]}),
                 Audience::users(vec![s.sender_id]),
-            )],
+            )
+            .with_topics(self, &[Realm::scheduled_topic(s)])],
             MessageChange::ScheduledUpdated(s) => vec![Event::new(
                 json!({"type": "scheduled_messages", "op": "update",
-                       "scheduled_message": self.scheduled_json(s)}),
+                       "scheduled_message": self.scheduled_json(s, true)}),
                 Audience::users(vec![s.sender_id]),
-            )],
+            )
+            .with_topics(self, &[Realm::scheduled_topic(s)])],
             MessageChange::ScheduledFailed { id } => match self.messages.scheduled.get(id) {
                 Some(s) => vec![Event::new(
                     json!({"type": "scheduled_messages", "op": "update",
-                           "scheduled_message": self.scheduled_json(s)}),
+                           "scheduled_message": self.scheduled_json(s, true)}),
                     Audience::users(vec![s.sender_id]),
-                )],
+                )
+                .with_topics(self, &[Realm::scheduled_topic(s)])],
                 None => Vec::new(),
             },
             MessageChange::ScheduledDeleted { id }

@@ -180,7 +180,10 @@ impl Realm {
             m.insert("channel_folders".into(), folders.into());
         }
         if o.wants("scheduled_messages") {
-            m.insert("scheduled_messages".into(), self.view_scheduled(me).into());
+            m.insert(
+                "scheduled_messages".into(),
+                self.view_scheduled(me, o.empty_topic_name).into(),
+            );
         }
         if o.wants("message") {
             // Filled from the message store by the caller (`api::messages`).

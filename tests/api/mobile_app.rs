@@ -321,3 +321,54 @@ async fn notification_settings_follow_the_capability() {
         assert!(legacy[field].is_boolean(), "{field}: {legacy}");
     }
 }
+
+/// Scheduled messages to the empty topic: `""` in `/register` and events for a client
+/// with `empty_topic_name`, the realm's display name for one without.
+#[actix_web::test]
+async fn scheduled_messages_name_the_empty_topic_by_capability() {
+    let app = TestApp::spawn().await;
+    let verona = app.stream_id("Verona").await.to_string();
+    let capable = app
+        .register(HAMLET, &[("client_capabilities", EMPTY_TOPIC)])
+        .await;
+    let plain = app.register(HAMLET, &[]).await;
+    app.ok(
+        "POST",
+        "/api/v1/scheduled_messages",
+        HAMLET,
+        &[
+            ("type", "stream"),
+            ("to", &verona),
+            ("topic", ""),
+            ("content", "later"),
+            ("scheduled_delivery_timestamp", "4000000000"),
+        ],
+    )
+    .await;
+    let topic_in = |events: Vec<Value>| events[0]["scheduled_messages"][0]["topic"].clone();
+    assert_eq!(
+        topic_in(events_of(&app, HAMLET, &capable, "scheduled_messages").await),
+        ""
+    );
+    assert_eq!(
+        topic_in(events_of(&app, HAMLET, &plain, "scheduled_messages").await),
+        "general chat"
+    );
+    for (capabilities, want) in [(EMPTY_TOPIC, ""), ("{}", "general chat")] {
+        let body = app
+            .ok(
+                "POST",
+                "/api/v1/register",
+                HAMLET,
+                &[
+                    ("fetch_event_types", r#"["scheduled_messages"]"#),
+                    ("client_capabilities", capabilities),
+                ],
+            )
+            .await;
+        assert_eq!(
+            body["scheduled_messages"][0]["topic"], want,
+            "{capabilities}"
+        );
+    }
+}
