@@ -607,13 +607,16 @@ const SENT: &[&str] = &[
     "default_streams",
     "delete_message",
     "drafts",
+    "invites_changed",
     "message",
+    "muted_topics",
     "muted_users",
     "navigation_view",
     "presence",
     "reaction",
     "realm",
     "realm_bot",
+    "realm_export_consent",
     "realm_linkifiers",
     "realm_playgrounds",
     "realm_user",
@@ -623,6 +626,7 @@ const SENT: &[&str] = &[
     "stream",
     "subscription",
     "typing",
+    "typing_edit_message",
     "update_message",
     "update_message_flags",
     "user_group",
@@ -642,6 +646,10 @@ async fn every_event_carries_its_described_fields() {
     let plain = json!({});
     let mobile: Value = serde_json::from_str(MOBILE_CAPABILITIES).unwrap();
     let linkifiers = json!({"linkifier_url_template": true});
+    // `muted_topics` goes only to queues that did not ask for `user_topic`.
+    let legacy_topics = app
+        .register(HAMLET, &[("event_types", r#"["muted_topics"]"#)])
+        .await;
     let mut queues = Vec::new();
     for (who, caps) in [
         (IAGO, &plain),
@@ -994,6 +1002,32 @@ async fn every_event_carries_its_described_fields() {
             reqwest::multipart::Part::bytes(b"text".to_vec()).file_name("a.txt"),
         ));
     assert_eq!(send_req(upload).await, 200);
+
+    app.ok(
+        "POST",
+        "/api/v1/invites",
+        IAGO,
+        &[
+            ("invitee_emails", "guest@example.com"),
+            ("stream_ids", "[]"),
+        ],
+    )
+    .await;
+    app.ok(
+        "POST",
+        &format!("/api/v1/messages/{m2}/typing"),
+        HAMLET,
+        &[("op", "start")],
+    )
+    .await;
+    app.ok(
+        "PATCH",
+        "/api/v1/settings",
+        HAMLET,
+        &[("allow_private_data_export", "true")],
+    )
+    .await;
+    queues.push((HAMLET, json!({}), legacy_topics));
 
     let schemas = Checker::new(level, json!({})).event_schemas();
     let mut errors = BTreeSet::new();
