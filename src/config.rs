@@ -89,7 +89,8 @@ pub struct ServeConfig {
         default_value = "writer"
     )]
     pub message_projection: MessageProjection,
-    /// Public URL of the development realm (default: http://<bind>).
+    /// The server's public URL, which clients store as the account's address
+    /// (`realm_url`) for realms without a URL of their own (default: http://<bind>).
     #[arg(long, env = "HEARTH_URL")]
     pub url: Option<String>,
     /// HTTP worker threads (default: the number of cores).

@@ -197,6 +197,13 @@ pub fn start(
             None
         })
     }));
+    let rows = messages.clone();
+    hub.attach_rows(Arc::new(move |id| {
+        rows.get(id).unwrap_or_else(|e| {
+            tracing::error!("message store read failed: {e}");
+            None
+        })
+    }));
     // A decision becomes visible only once its message rows are written.
     let written = messages.clone();
     hub.bound_release(Arc::new(move || written.projected_upto()));

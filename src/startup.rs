@@ -292,6 +292,7 @@ pub async fn spawn_with_clock(
         .clone()
         .unwrap_or_else(|| format!("http://{}", bound.addr))
         .into();
+    warn_if_private_url(&url, config.dev);
     let runtime = RealmRuntime {
         snapshot_every: config.snapshot_every,
         clock,
@@ -734,4 +735,65 @@ fn spawn_release_task(state: &web::Data<AppState>, durability: &storage::Durabil
             }
         }
     });
+}
+
+/// Clients store the server's public URL (`realm_url`) as the account's address: the
+/// mobile app keeps it for every later request. A loopback or wildcard address there
+/// works for nothing but a client on this machine, so a server that is not a
+/// development server says so at start.
+fn warn_if_private_url(url: &str, dev: bool) {
+    if dev || !url_is_private(url) {
+        return;
+    }
+    tracing::warn!(
+        url,
+        "the server's public URL is a loopback or wildcard address: clients elsewhere \
+         (the mobile app stores it as the account's address) cannot reach it; \
+         start the server with --url https://<your domain>"
+    );
+}
+
+/// Whether a URL's host is a loopback (`localhost`, `127.x`, `::1`) or wildcard
+/// (`0.0.0.0`, `::`) address.
+pub fn url_is_private(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    let host = host.to_ascii_lowercase();
+    if host == "localhost" || host.ends_with(".localhost") {
+        return true;
+    }
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback() || ip.is_unspecified(),
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::url_is_private;
+
+    #[test]
+    fn loopback_and_wildcard_addresses_are_private() {
+        for url in [
+            "http://127.0.0.1:9991",
+            "http://0.0.0.0:80",
+            "http://[::1]:9991",
+            "http://[::]:9991",
+            "http://localhost:9991",
+            "http://zulip.localhost:9991/",
+        ] {
+            assert!(url_is_private(url), "{url}");
+        }
+        for url in [
+            "https://chat.example.com",
+            "http://192.168.1.5:9991",
+            "http://[2001:db8::1]",
+        ] {
+            assert!(!url_is_private(url), "{url}");
+        }
+    }
 }

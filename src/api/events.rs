@@ -120,6 +120,8 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         let linkifier_url_template = capability("linkifier_url_template");
         let include_deactivated_groups = capability("include_deactivated_groups");
         let user_settings_object = capability("user_settings_object");
+        let empty_topic_name = capability("empty_topic_name");
+        let notification_settings_null = capability("notification_settings_null");
         // The queue sees exactly the events published after `version`, the state
         // answered below (newer than or equal to the one `me` was authenticated in).
         let (queue_id, version) = c.hub.register(me.id, queue);
@@ -132,6 +134,8 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
             user_avatar_url_field_optional,
             include_deactivated_groups,
             user_settings_object,
+            notification_settings_null,
+            empty_topic_name,
             longpoll_timeout_secs: LONGPOLL_TIMEOUT_SECS,
             realm_url: version.url(c.server_url).to_owned(),
             linkifier_url_template,
@@ -146,7 +150,7 @@ pub async fn register(req: ApiRequest) -> ApiResponse {
         body.insert("queue_id".into(), queue_id.into());
         body.insert("last_event_id".into(), (-1).into());
         body.extend(state);
-        version.register_message_state(&store, me, &mut body)?;
+        version.register_message_state(&store, me, empty_topic_name, &mut body)?;
         if wants_presence {
             // Read after the queue exists: a ping in between is in both (harmless for
             // presence), never in neither.

@@ -546,7 +546,7 @@ fn parse_schedule(p: &Params, create: bool, client: &str) -> ApiResult<ScheduleR
 pub async fn get_scheduled_messages(req: ApiRequest) -> ApiResponse {
     req.read(CallOpts::USER, |c| {
         let me = c.me()?;
-        let list = c.realm.view_scheduled(me);
+        let list = c.realm.view_scheduled(me, false);
         Ok(Outcome::read(one("scheduled_messages", list.into())))
     })
     .await

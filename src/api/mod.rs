@@ -118,6 +118,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(endpoint!("/api/v1/typing", post => messages::set_typing_status))
         // The rest of the API.
         .service(endpoint!("/api/v1/server_settings", get => server::server_settings))
+        .service(endpoint!("/static/generated/emoji/emoji_api.json", get => server::emoji_data))
         .service(endpoint!("/api/v1/dev_fetch_api_key", post => server::dev_fetch_api_key))
         .service(endpoint!("/api/v1/fetch_api_key", post => server::fetch_api_key))
         .service(endpoint!("/api/v1/users", get => users::get_users, post => users::create_user))

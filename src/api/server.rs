@@ -197,3 +197,14 @@ pub async fn ready(state: web::Data<AppState>) -> ApiResponse {
     }
     Ok(success(Map::new()))
 }
+
+/// # `GET /static/generated/emoji/emoji_api.json`
+///
+/// The Unicode emoji names `server_emoji_data_url` names: public, the same for every
+/// realm, cacheable (it changes only with hearth's own emoji table).
+pub async fn emoji_data() -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header(crate::api::json_content_type())
+        .insert_header(("Cache-Control", "public, max-age=86400"))
+        .body(crate::realm::emoji::emoji_data_json())
+}

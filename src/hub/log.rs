@@ -16,7 +16,7 @@ use super::queues::QUEUE_TIMEOUT_MS;
 use super::EventHub;
 use crate::locks::{lock, write};
 use crate::realm::events::{Audience, Event, MessageShape};
-use crate::realm::messages::{flags, MessageId};
+use crate::realm::messages::{flags, Message, MessageId, Recipient};
 use crate::realm::{Clock, Realm, UserId};
 
 /// At most this many events are kept in a realm's log; older ones are pruned.
@@ -27,11 +27,17 @@ pub const MAX_LOG_EVENTS: usize = 200_000;
 /// message database to open (it runs on the renderer thread, never the actor).
 pub type FlagReader = Arc<dyn Fn(UserId, MessageId) -> Option<u32> + Send + Sync>;
 
+/// A message row by id (`None`: no such message): the message store's `get`, given to
+/// the hub at start (`EventHub::attach_rows`), read on the renderer thread only.
+pub type RowReader = Arc<dyn Fn(MessageId) -> Option<Message> + Send + Sync>;
+
 /// What every queue that receives an event shares: its body, and how its message is
 /// shaped per queue (a `message` event).
 pub(super) struct Shared {
     pub body: Map<String, Value>,
     pub shape: Option<MessageShape>,
+    /// `Event::empty_topic`: the name queues without `empty_topic_name` get for `""`.
+    pub empty_topic: Option<String>,
     /// The event's JSON as every queue that does not reshape it sends it, up to its
     /// `id` (`queues::encode_events`): encoded by the first poll that answers it, then
     /// copied by the others.
@@ -43,6 +49,7 @@ impl Shared {
         Shared {
             body,
             shape,
+            empty_topic: None,
             encoded: OnceLock::new(),
         }
     }
@@ -87,6 +94,8 @@ pub(super) struct Renderer {
     pub previous: Arc<Mutex<Arc<Realm>>>,
     /// Users' message flags, for events that carry each recipient's own.
     pub flags: Arc<OnceLock<FlagReader>>,
+    /// Message rows, for events that describe the messages they name.
+    pub rows: Arc<OnceLock<RowReader>>,
 }
 
 impl Renderer {
@@ -109,9 +118,16 @@ impl Renderer {
                 let mut events = Vec::new();
                 let mut before = &before;
                 for (changes, after) in &steps {
+                    let from = events.len();
                     for c in changes {
                         events.extend(after.events_for(before, c));
                     }
+                    with_message_details(
+                        &mut events[from..],
+                        after,
+                        self.flags.get(),
+                        self.rows.get(),
+                    );
                     before = after;
                 }
                 with_user_flags(events, self.flags.get())
@@ -165,10 +181,78 @@ fn with_user_flags(events: Vec<Event>, reader: Option<&FlagReader>) -> Vec<Event
                 capability: event.capability,
                 shape: event.shape.clone(),
                 flags_of: None,
+                empty_topic: event.empty_topic.clone(),
             });
         }
     }
     out
+}
+
+/// Adds Zulip's `message_details` to `update_message_flags` events that mark messages
+/// unread (`do_update_message_flags`): per message, its type, whether it mentions the
+/// user, and its channel and topic or the other participants, so a client can put it
+/// back in its unread counts without fetching it. Runs on the renderer thread: one row
+/// and one flag read per message the request named, never on the actor.
+fn with_message_details(
+    events: &mut [Event],
+    realm: &Realm,
+    flag_reader: Option<&FlagReader>,
+    rows: Option<&RowReader>,
+) {
+    for event in events.iter_mut() {
+        let body = &event.body;
+        let unread = body.get("type").and_then(Value::as_str) == Some("update_message_flags")
+            && body.get("op").and_then(Value::as_str) == Some("remove")
+            && body.get("flag").and_then(Value::as_str) == Some("read");
+        let Audience::Users(users) = &event.audience else {
+            continue;
+        };
+        let (true, [user]) = (unread, users.as_slice()) else {
+            continue;
+        };
+        let ids: Vec<MessageId> = body
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        let mut details = Map::new();
+        let mut any_empty = false;
+        for id in ids {
+            let Some(m) = rows.and_then(|r| r(id)) else {
+                continue;
+            };
+            let bits = flag_reader.and_then(|r| r(*user, id)).unwrap_or(0);
+            let mut d = Map::new();
+            match &m.recipient {
+                Recipient::Channel { channel_id, topic } => {
+                    d.insert("type".into(), "stream".into());
+                    d.insert("stream_id".into(), (*channel_id).into());
+                    d.insert("topic".into(), topic.clone().into());
+                    any_empty |= topic.is_empty();
+                    let muted = realm
+                        .channel(*channel_id)
+                        .and_then(|c| c.subs.get(user))
+                        .is_some_and(|s| s.is_muted);
+                    d.insert("unmuted_stream_msg".into(), (!muted).into());
+                }
+                Recipient::Direct { users } => {
+                    d.insert("type".into(), "private".into());
+                    let others: Vec<UserId> = users.iter().copied().filter(|u| u != user).collect();
+                    d.insert("user_ids".into(), json!(others));
+                }
+            }
+            if bits & flags::MENTION_BITS != 0 {
+                d.insert("mentioned".into(), true.into());
+            }
+            details.insert(id.to_string(), Value::Object(d));
+        }
+        event
+            .body
+            .insert("message_details".into(), Value::Object(details));
+        if any_empty {
+            event.empty_topic = Some(realm.settings.empty_topic_display_name.clone());
+        }
+    }
 }
 
 /// Appends events to the log; returns its new end.
@@ -181,10 +265,9 @@ pub(super) fn append(
     let now = clock.now_ms();
     let mut log = write(log);
     log.entries.extend(events.into_iter().map(|mut event| {
-        let shared = Arc::new(Shared::new(
-            std::mem::take(&mut event.body),
-            event.shape.take(),
-        ));
+        let mut shared = Shared::new(std::mem::take(&mut event.body), event.shape.take());
+        shared.empty_topic = event.empty_topic.take();
+        let shared = Arc::new(shared);
         LogEntry {
             at_ms: now,
             ticket,
@@ -206,6 +289,15 @@ impl EventHub {
             listeners: self.listeners.clone(),
             previous: self.previous.clone(),
             flags: self.flags.clone(),
+            rows: self.rows.clone(),
+        }
+    }
+
+    /// Where the renderer reads message rows from (the realm's message store), for the
+    /// `message_details` of events that mark messages unread. Set once, at start-up.
+    pub fn attach_rows(&self, reader: RowReader) {
+        if self.rows.set(reader).is_err() {
+            tracing::warn!("the event hub's row reader is already attached");
         }
     }
 

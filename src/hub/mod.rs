@@ -41,7 +41,7 @@ mod queues;
 #[cfg(test)]
 mod tests;
 
-pub use log::{FlagReader, MAX_LOG_EVENTS};
+pub use log::{FlagReader, RowReader, MAX_LOG_EVENTS};
 pub use published::{ReleaseBound, Step};
 pub use queues::{
     bad_queue, Queue, QueueOptions, HEARTBEAT_MS, LONGPOLL_TIMEOUT_SECS, MAX_PENDING_EVENTS,
@@ -103,6 +103,8 @@ pub struct EventHub {
     presence: Arc<RealmPresence>,
     /// `Renderer::flags`.
     flags: Arc<OnceLock<FlagReader>>,
+    /// `Renderer::rows`.
+    rows: Arc<OnceLock<RowReader>>,
     /// The highest ticket `release` may reach beyond durability: the realm's message
     /// store's (`EventHub::bound_release`); unbounded when not set.
     bound: OnceLock<ReleaseBound>,
@@ -142,6 +144,7 @@ impl EventHub {
             closed: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
             flags: Arc::new(OnceLock::new()),
+            rows: Arc::new(OnceLock::new()),
             bound: OnceLock::new(),
             own_user: answers::OwnUserBodies::default(),
         };

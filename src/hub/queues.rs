@@ -59,6 +59,14 @@ pub struct QueueOptions {
 
 impl QueueOptions {
     /// Zulip's `ClientDescriptor.queue_timeout`, in milliseconds.
+    /// The `empty_topic_name` capability: topics as they are, `""` included.
+    pub(super) fn empty_topic_name(&self) -> bool {
+        self.capabilities
+            .get("empty_topic_name")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
     pub(super) fn timeout_ms(&self) -> i64 {
         if self.lifespan_secs == 0 {
             QUEUE_TIMEOUT_MS
@@ -525,8 +533,44 @@ fn render(id: i64, event: &Shared, options: &QueueOptions) -> Map<String, Value>
         m.insert(k.clone(), v.clone());
     }
     shape_message(&mut m, event.shape.as_ref(), options);
+    if let Some(name) = event
+        .empty_topic
+        .as_deref()
+        .filter(|_| !options.empty_topic_name())
+    {
+        name_empty_topics(&mut m, name);
+    }
     m.insert("id".into(), id.into());
     m
+}
+
+/// Zulip's `empty_topic_name` capability: a client without it gets the realm's display
+/// name wherever an event names the empty topic of a channel (direct messages, whose
+/// `subject` is also `""`, keep it).
+fn name_empty_topics(m: &mut Map<String, Value>, name: &str) {
+    if m.get("type").and_then(Value::as_str) == Some("private") {
+        return;
+    }
+    for (key, value) in m.iter_mut() {
+        match value {
+            Value::String(s)
+                if s.is_empty()
+                    && matches!(
+                        key.as_str(),
+                        "subject" | "orig_subject" | "topic" | "topic_name"
+                    ) =>
+            {
+                *s = name.to_owned();
+            }
+            Value::Object(inner) => name_empty_topics(inner, name),
+            Value::Array(items) => {
+                for inner in items.iter_mut().filter_map(Value::as_object_mut) {
+                    name_empty_topics(inner, name);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Whether this queue sends `event` as every queue that does not reshape it does: no
@@ -535,7 +579,8 @@ fn unshaped(event: &Shared, options: &QueueOptions) -> bool {
     let shaped = event.shape.as_ref().is_some_and(|shape| {
         !options.apply_markdown || (options.client_gravatar && shape.gravatar)
     });
-    !shaped && !event.body.contains_key("id")
+    let renamed = event.empty_topic.is_some() && !options.empty_topic_name();
+    !shaped && !renamed && !event.body.contains_key("id")
 }
 
 /// The pending events as this queue asked for them, each with its `id`, as a JSON

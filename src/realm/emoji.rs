@@ -36,6 +36,32 @@ pub const ZULIP_EXTRA_EMOJI: &str = "zulip";
 /// The generated table: `code TAB canonical name TAB aliases`.
 const EMOJI_CODES: &str = include_str!("emoji_codes.tsv");
 
+/// Where `server_emoji_data_url` points, on the realm's own server: a stable path, so
+/// clients and caches keep one copy per server.
+pub const EMOJI_DATA_PATH: &str = "/static/generated/emoji/emoji_api.json";
+
+/// The emoji data `server_emoji_data_url` promises (zulip-flutter's `ServerEmojiData`):
+/// `{"code_to_names": {code: [canonical name, aliases...]}}` for every Unicode emoji
+/// hearth accepts, built once from the same table the checks use.
+pub fn emoji_data_json() -> &'static [u8] {
+    static DATA: LazyLock<Vec<u8>> = LazyLock::new(|| {
+        let mut code_to_names: Map<String, Value> = Map::new();
+        for line in EMOJI_CODES.lines().filter(|l| !l.starts_with('#')) {
+            let mut fields = line.split('\t');
+            let (Some(code), Some(canonical)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            let aliases = fields.next().unwrap_or_default();
+            let names: Vec<&str> = std::iter::once(canonical)
+                .chain(aliases.split(',').filter(|a| !a.is_empty()))
+                .collect();
+            code_to_names.insert(code.to_owned(), json!(names));
+        }
+        serde_json::to_vec(&json!({ "code_to_names": code_to_names })).unwrap_or_default()
+    });
+    &DATA
+}
+
 /// Zulip's `name_to_codepoint` and `codepoint_to_name`.
 struct UnicodeTable {
     name_to_code: HashMap<&'static str, &'static str>,

@@ -104,6 +104,10 @@ pub struct Event {
     /// An `update_message` event: the message whose `flags` each recipient gets, their
     /// own (the hub reads them from the message store and splits the event by them).
     pub flags_of: Option<MessageId>,
+    /// The body names topics as they are, `""` included: queues without the
+    /// `empty_topic_name` capability get this name (the realm's
+    /// `empty_topic_display_name`) for the empty ones (the event hub).
+    pub empty_topic: Option<String>,
 }
 
 /// What fits a `message` event's message to a queue.
@@ -129,7 +133,16 @@ impl Event {
             capability: None,
             shape: None,
             flags_of: None,
+            empty_topic: None,
         }
+    }
+
+    /// Marks the body's topics as raw when one of them is empty (`empty_topic`).
+    pub fn with_topics(mut self, realm: &Realm, topics: &[&str]) -> Self {
+        if topics.iter().any(|t| t.is_empty()) {
+            self.empty_topic = Some(realm.settings.empty_topic_display_name.clone());
+        }
+        self
     }
 
     /// Restricts the event to queues that declared (or did not declare) a capability.
@@ -216,7 +229,15 @@ impl Realm {
                 for (user, bits) in &recipients {
                     groups.entry(*bits).or_default().push(*user);
                 }
-                let message = Value::Object(self.message_json(m, MessageView::default(), None));
+                let raw = MessageView {
+                    allow_empty_topic_name: true,
+                    ..MessageView::default()
+                };
+                let message = Value::Object(self.message_json(m, raw, None));
+                let topic = match &m.recipient {
+                    Recipient::Channel { topic, .. } => Some(topic.as_str()),
+                    Recipient::Direct { .. } => None,
+                };
                 let gravatar = self
                     .user(m.sender_id)
                     .is_some_and(|u| self.email_is_public(u));
@@ -229,6 +250,7 @@ impl Realm {
                         json!({"type": "message", "message": message, "flags": flags::names(bits)}),
                         audience,
                     )
+                    .with_topics(self, topic.as_slice())
                 };
                 let mut out: Vec<Event> = groups
                     .into_iter()
@@ -309,6 +331,7 @@ impl Realm {
                         Recipient::Direct { users } => audience.extend(users.iter().copied()),
                     }
                 }
+                let mut topics: Vec<String> = Vec::new();
                 if let Recipient::Channel { channel_id, topic } = &before_row.recipient {
                     let name = before
                         .channel(*channel_id)
@@ -318,20 +341,16 @@ impl Realm {
                     o.insert("stream_id".into(), (*channel_id).into());
                     if before_row.recipient != after_row.recipient {
                         o.insert("propagate_mode".into(), propagate_mode.clone().into());
-                        o.insert(
-                            "orig_subject".into(),
-                            self.topic_for_client(topic, false).into(),
-                        );
+                        o.insert("orig_subject".into(), topic.clone().into());
+                        topics.push(topic.clone());
                         if let Recipient::Channel {
                             channel_id: new_channel,
                             topic: new_topic,
                         } = &after_row.recipient
                         {
                             if new_topic != topic {
-                                o.insert(
-                                    "subject".into(),
-                                    self.topic_for_client(new_topic, false).into(),
-                                );
+                                o.insert("subject".into(), new_topic.clone().into());
+                                topics.push(new_topic.clone());
                                 o.insert("topic_links".into(), json!([]));
                             }
                             if new_channel != channel_id {
@@ -344,9 +363,11 @@ impl Realm {
                 ids.sort_unstable();
                 o.insert("message_ids".into(), ids.into());
                 // Each recipient gets their own flags on the message (the event hub).
+                let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
                 vec![Event {
                     flags_of: Some(after_row.id),
                     ..Event::new(Value::Object(o), Audience::users(audience))
+                        .with_topics(self, &topics)
                 }]
             }
             MessageChange::ReactionAdded {
@@ -377,7 +398,8 @@ impl Realm {
                            "user_id": reaction.user_id,
                            "user": {"user_id": reaction.user_id,
                                     "email": user.map(|u| self.api_email(u)).unwrap_or_default(),
-                                    "full_name": user.map(|u| u.full_name.clone()).unwrap_or_default()},
+                                    "full_name": user.map(|u| u.full_name.clone()).unwrap_or_default(),
+                                    "is_mirror_dummy": false},
                            "emoji_name": reaction.emoji_name, "emoji_code": reaction.emoji_code,
                            "reaction_type": reaction.reaction_type}),
                     Audience::users(audience),
@@ -385,20 +407,23 @@ impl Realm {
             }
             MessageChange::ScheduledCreated(s) => vec![Event::new(
                 json!({"type": "scheduled_messages", "op": "add",
-                       "scheduled_messages": [self.scheduled_json(s)]}),
+                       "scheduled_messages": [self.scheduled_json(s, true)]}),
                 Audience::users(vec![s.sender_id]),
-            )],
+            )
+            .with_topics(self, &[Realm::scheduled_topic(s)])],
             MessageChange::ScheduledUpdated(s) => vec![Event::new(
                 json!({"type": "scheduled_messages", "op": "update",
-                       "scheduled_message": self.scheduled_json(s)}),
+                       "scheduled_message": self.scheduled_json(s, true)}),
                 Audience::users(vec![s.sender_id]),
-            )],
+            )
+            .with_topics(self, &[Realm::scheduled_topic(s)])],
             MessageChange::ScheduledFailed { id } => match self.messages.scheduled.get(id) {
                 Some(s) => vec![Event::new(
                     json!({"type": "scheduled_messages", "op": "update",
-                           "scheduled_message": self.scheduled_json(s)}),
+                           "scheduled_message": self.scheduled_json(s, true)}),
                     Audience::users(vec![s.sender_id]),
-                )],
+                )
+                .with_topics(self, &[Realm::scheduled_topic(s)])],
                 None => Vec::new(),
             },
             MessageChange::ScheduledDeleted { id }
@@ -435,6 +460,7 @@ impl Realm {
                 for (recipient, list) in groups {
                     let mut audience: Vec<UserId> = Vec::new();
                     let mut o = object(json!({"type": "delete_message"}));
+                    let mut raw_topic: Option<String> = None;
                     match &recipient {
                         Recipient::Channel { channel_id, topic } => {
                             if let Some(ch) = before.channel(*channel_id) {
@@ -442,7 +468,8 @@ impl Realm {
                             }
                             o.insert("message_type".into(), "stream".into());
                             o.insert("stream_id".into(), (*channel_id).into());
-                            o.insert("topic".into(), self.topic_for_client(topic, false).into());
+                            o.insert("topic".into(), topic.clone().into());
+                            raw_topic = Some(topic.clone());
                         }
                         Recipient::Direct { users } => {
                             audience.extend(users.iter().copied());
@@ -453,18 +480,21 @@ impl Realm {
                     let audience = Audience::users(audience);
                     let mut ids: Vec<MessageId> = list.iter().map(|m| m.id).collect();
                     ids.sort_unstable();
+                    let topics: Vec<&str> = raw_topic.as_deref().into_iter().collect();
                     let mut bulk = o.clone();
                     bulk.insert("message_ids".into(), json!(ids));
                     out.push(
                         Event::new(Value::Object(bulk), audience.clone())
-                            .for_capability("bulk_message_deletion", true),
+                            .for_capability("bulk_message_deletion", true)
+                            .with_topics(self, &topics),
                     );
                     for id in ids {
                         let mut one = o.clone();
                         one.insert("message_id".into(), id.into());
                         out.push(
                             Event::new(Value::Object(one), audience.clone())
-                                .for_capability("bulk_message_deletion", false),
+                                .for_capability("bulk_message_deletion", false)
+                                .with_topics(self, &topics),
                         );
                     }
                 }

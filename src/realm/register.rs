@@ -36,6 +36,12 @@ pub struct RegisterOptions {
     pub user_avatar_url_field_optional: bool,
     /// The `include_deactivated_groups` client capability.
     pub include_deactivated_groups: bool,
+    /// The `empty_topic_name` client capability: the empty topic as `""`, else as the
+    /// realm's `empty_topic_display_name`.
+    pub empty_topic_name: bool,
+    /// The `notification_settings_null` client capability: channel notification
+    /// settings left to the user's defaults come as `null`, else as those defaults.
+    pub notification_settings_null: bool,
     /// The `user_settings_object` client capability: the settings come only in
     /// `user_settings`, never as the legacy top-level keys (Zulip's
     /// `fetch_initial_state_data`).
@@ -78,6 +84,7 @@ impl Realm {
         );
         if o.wants("realm") {
             put(&mut m, self.realm_state(o));
+            put(&mut m, self.realm_feature_defaults(o));
             m.extend(self.realm_properties_state());
             for s in RealmSetting::ALL {
                 m.insert(
@@ -101,7 +108,11 @@ impl Realm {
             m.insert("realm_bots".into(), bots.into());
         }
         if o.wants("subscription") {
-            put(&mut m, self.subscription_state(me, o.include_subscribers));
+            let mut subs = self.subscription_state(me, o.include_subscribers);
+            if !o.notification_settings_null {
+                self.fill_notification_settings(me, &mut subs);
+            }
+            put(&mut m, subs);
         }
         if o.wants("stream") {
             let streams: Vec<Value> = self
@@ -169,7 +180,10 @@ impl Realm {
             m.insert("channel_folders".into(), folders.into());
         }
         if o.wants("scheduled_messages") {
-            m.insert("scheduled_messages".into(), self.view_scheduled(me).into());
+            m.insert(
+                "scheduled_messages".into(),
+                self.view_scheduled(me, o.empty_topic_name).into(),
+            );
         }
         if o.wants("message") {
             // Filled from the message store by the caller (`api::messages`).
@@ -190,7 +204,16 @@ impl Realm {
             m.insert("muted_topics".into(), self.view_muted_topics(me.id).into());
         }
         if o.wants("user_topic") {
-            m.insert("user_topics".into(), self.view_user_topics(me).into());
+            let mut topics = self.view_user_topics(me);
+            if !o.empty_topic_name {
+                for t in topics.iter_mut() {
+                    if let Some(Value::String(name)) = t.get_mut("topic_name") {
+                        let shown = self.topic_for_client(name, false);
+                        *name = shown;
+                    }
+                }
+            }
+            m.insert("user_topics".into(), topics.into());
         }
         if o.wants("muted_users") {
             m.insert("muted_users".into(), self.view_muted_users(me.id).into());
@@ -209,10 +232,35 @@ impl Realm {
             m.insert("reminders".into(), self.view_reminders(me).into());
         }
         if o.wants("recent_private_conversations") {
+            // Filled from the message store by the caller (`register_message_state`).
             m.insert("recent_private_conversations".into(), json!([]));
         }
         if o.wants("onboarding_steps") {
             m.insert("onboarding_steps".into(), json!([]));
+            m.insert("navigation_tour_video_url".into(), Value::Null);
+        }
+        // Data types of features hearth does not have: Zulip's answers for a server
+        // without them.
+        if o.wants("giphy") {
+            m.insert("giphy_api_key".into(), "".into());
+        }
+        if o.wants("video_calls") {
+            m.insert("has_zoom_token".into(), false.into());
+        }
+        if o.wants("realm_billing") {
+            m.insert(
+                "realm_billing".into(),
+                json!({"has_pending_sponsorship_request": false}),
+            );
+        }
+        if o.wants("realm_embedded_bots") {
+            m.insert("realm_embedded_bots".into(), json!([]));
+        }
+        if o.wants("realm_incoming_webhook_bots") {
+            m.insert("realm_incoming_webhook_bots".into(), json!([]));
+        }
+        if o.wants("stop_words") {
+            m.insert("stop_words".into(), json!([]));
         }
         if o.wants("realm_emoji") {
             m.insert("realm_emoji".into(), Value::Object(self.view_realm_emoji()));
@@ -251,6 +299,39 @@ impl Realm {
             );
         }
         m
+    }
+
+    /// Zulip's answer to clients without the `notification_settings_null` capability:
+    /// a channel's notification setting left to the user's default is that default,
+    /// not `null`.
+    fn fill_notification_settings(&self, me: &User, subs: &mut Value) {
+        const DEFAULTS: [(&str, &str); 5] = [
+            (
+                "desktop_notifications",
+                "enable_stream_desktop_notifications",
+            ),
+            (
+                "audible_notifications",
+                "enable_stream_audible_notifications",
+            ),
+            ("push_notifications", "enable_stream_push_notifications"),
+            ("email_notifications", "enable_stream_email_notifications"),
+            ("wildcard_mentions_notify", "wildcard_mentions_notify"),
+        ];
+        let settings = self.user_settings_json(me);
+        for list in ["subscriptions", "unsubscribed"] {
+            let Some(Value::Array(items)) = subs.get_mut(list) else {
+                continue;
+            };
+            for sub in items.iter_mut().filter_map(Value::as_object_mut) {
+                for (field, default) in DEFAULTS {
+                    if sub.get(field).is_some_and(Value::is_null) {
+                        let value = settings.get(default).cloned().unwrap_or(Value::Null);
+                        sub.insert(field.into(), value);
+                    }
+                }
+            }
+        }
     }
 
     /// `subscriptions`, `unsubscribed` and `never_subscribed` (archived channels are left
@@ -338,6 +419,77 @@ impl Realm {
         })
     }
 
+    /// The `realm` fields of features hearth does not have, with Zulip's values for a
+    /// realm without them: no logos, GIPHY, digests or announcement channels, Jitsi as
+    /// the call provider, no upload quota, no thumbnailing.
+    fn realm_feature_defaults(&self, o: &RegisterOptions) -> Value {
+        json!({
+            "realm_wildcard_mention_policy": self.wildcard_mention_policy(),
+            "realm_create_public_stream_policy": 1,
+            "realm_create_private_stream_policy": 1,
+            "realm_create_web_public_stream_policy": 7,
+            "realm_default_external_accounts": default_external_accounts(),
+            "server_emoji_data_url": format!("{}{}", o.realm_url, super::emoji::EMOJI_DATA_PATH),
+            "realm_avatar_changes_disabled": false,
+            "realm_bot_domain": host_of(&o.realm_url),
+            "realm_default_code_block_language": "",
+            "realm_digest_emails_enabled": false,
+            "realm_digest_weekday": 1,
+            "realm_enable_guest_user_dm_warning": true,
+            "realm_enable_guest_user_indicator": true,
+            "realm_gif_rating_policy": 2,
+            "gif_rating_policy_options": gif_rating_policy_options(),
+            "realm_inline_image_preview": true,
+            "realm_inline_url_embed_preview": false,
+            "realm_logo_source": "D",
+            "realm_logo_url": format!("{}/static/images/logo/zulip-org-logo.svg?version=0", o.realm_url),
+            "realm_night_logo_source": "D",
+            "realm_night_logo_url": format!("{}/static/images/logo/zulip-org-logo.svg?version=0", o.realm_url),
+            "upgrade_text_for_wide_organization_logo": "",
+            "realm_message_content_allowed_in_email_notifications": true,
+            "realm_new_stream_announcements_stream_id": -1,
+            "realm_signup_announcements_stream_id": -1,
+            "realm_zulip_update_announcements_stream_id": -1,
+            "realm_push_notifications_enabled_end_timestamp": null,
+            "realm_require_e2ee_push_notifications": false,
+            "realm_require_unique_names": false,
+            "realm_send_welcome_emails": true,
+            "realm_upload_quota_mib": null,
+            "realm_want_advertise_in_communities_directory": false,
+            "realm_video_chat_provider": 1,
+            "realm_available_video_chat_providers": {
+                "disabled": {"name": "None", "id": 0},
+                "jitsi_meet": {"name": "Jitsi Meet", "id": 1},
+            },
+            "realm_jitsi_server_url": null,
+            "server_jitsi_server_url": JITSI_SERVER_URL,
+            "jitsi_server_url": JITSI_SERVER_URL,
+            "server_min_deactivated_realm_deletion_days": 14,
+            "server_max_deactivated_realm_deletion_days": null,
+            "server_supported_permission_settings": {"realm": {}, "stream": {}, "group": {}},
+            "server_thumbnail_formats": [],
+            "settings_send_digest_emails": false,
+        })
+    }
+
+    /// The deprecated `wildcard_mention_policy` that corresponds to
+    /// `can_mention_many_users_group` where it is a role group (Zulip's
+    /// `WildcardMentionPolicyEnum`); administrators only otherwise, Zulip's default.
+    fn wildcard_mention_policy(&self) -> u8 {
+        let group = match self.realm_setting(RealmSetting::CanMentionManyUsers) {
+            super::groups::GroupSetting::Named(id) => self.groups.get(&id).map(|g| g.name.clone()),
+            _ => None,
+        };
+        match group.as_deref() {
+            Some("role:everyone") => 1,
+            Some("role:members") => 2,
+            Some("role:fullmembers") => 3,
+            Some("role:nobody") => 6,
+            Some("role:moderators") => 7,
+            _ => 5,
+        }
+    }
+
     fn realm_user_state(&self, me: &User, o: &RegisterOptions) -> Value {
         let view = UserView {
             client_gravatar: o.client_gravatar,
@@ -420,6 +572,38 @@ impl Realm {
             "services": [],
         })
     }
+}
+
+/// Zulip's `JITSI_SERVER_URL` default.
+const JITSI_SERVER_URL: &str = "https://meet.jit.si";
+
+/// The host of a URL (`realm_bot_domain`: Zulip's fake email domain is the realm's host).
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split(['/', '?']).next().unwrap_or(rest);
+    host.rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(host, |(h, _)| h)
+}
+
+/// Zulip's `DEFAULT_EXTERNAL_ACCOUNTS`.
+fn default_external_accounts() -> Value {
+    json!({
+        "github": {"name": "GitHub", "text": "GitHub", "hint": "Enter your GitHub username", "url_pattern": "https://github.com/%(username)s"},
+        "twitter": {"name": "Twitter", "text": "Twitter", "hint": "Enter your Twitter username", "url_pattern": "https://twitter.com/%(username)s"},
+    })
+}
+
+/// Zulip's `GIPHY_RATING_OPTIONS`.
+fn gif_rating_policy_options() -> Value {
+    json!({
+        "disabled": {"name": "GIPHY integration disabled", "id": 0},
+        "y": {"name": "Allow GIFs rated Y (Very young audience)", "id": 1},
+        "g": {"name": "Allow GIFs rated G (General audience)", "id": 2},
+        "pg": {"name": "Allow GIFs rated PG (Parental guidance)", "id": 3},
+        "pg-13": {"name": "Allow GIFs rated PG-13 (Parental guidance - under 13)", "id": 4},
+        "r": {"name": "Allow GIFs rated R (Restricted)", "id": 5},
+    })
 }
 
 fn custom_profile_field_types() -> Value {

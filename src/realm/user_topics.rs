@@ -380,7 +380,8 @@ impl Realm {
                     "visibility_policy": policy.value(),
                 }),
                 to(),
-            ),
+            )
+            .with_topics(self, &[topic.as_str()]),
         ]
     }
 }

@@ -376,10 +376,11 @@ async fn user_topic_rules_events_and_register() {
     assert_eq!(ev[4]["topic_name"], "DINNER");
     set_topic(&s, HAMLET, verona, "never set", 0).await;
     assert_eq!(events_of(&s, HAMLET, &all, "user_topic").await.len(), 5);
-    // The realm's empty-topic name is the empty topic.
+    // The realm's empty-topic name is the empty topic, named so to a queue without the
+    // `empty_topic_name` capability.
     set_topic(&s, HAMLET, verona, "general chat", 1).await;
     let ev = events_of(&s, HAMLET, &all, "user_topic").await;
-    assert_eq!(ev[5]["topic_name"], "");
+    assert_eq!(ev[5]["topic_name"], "general chat");
 
     // A clean restart keeps every row.
     let before = state(&s, HAMLET, r#"["user_topic"]"#).await["user_topics"].clone();

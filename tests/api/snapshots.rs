@@ -608,6 +608,9 @@ const NO_GOLDEN: &[(&str, &str)] = &[
     // An image, not an answer with a shape (`server::the_realm_icon_and_the_favicon_are_served`).
     ("GET", "/static/images/logo/zulip-icon-128x128.png"),
     ("GET", "/favicon.ico"),
+    // Its body is the emoji table itself (`src/realm/emoji_codes.tsv`) as JSON, a golden
+    // copy of that file; `mobile_app::server_emoji_data_is_served` checks its shape.
+    ("GET", "/static/generated/emoji/emoji_api.json"),
 ];
 /// Routes hearth can never answer with a success, and why: their snapshots record the
 /// error instead.

@@ -433,15 +433,20 @@ impl Realm {
         )
     }
 
-    /// A scheduled message as the API shows it.
-    pub fn scheduled_json(&self, s: &ScheduledMessage) -> Value {
+    /// A scheduled message as the API shows it, the empty topic as `""` when
+    /// `allow_empty_topic_name` (the `empty_topic_name` capability), else by the realm's
+    /// display name.
+    pub fn scheduled_json(&self, s: &ScheduledMessage, allow_empty_topic_name: bool) -> Value {
         let mut o = serde_json::Map::new();
         o.insert("scheduled_message_id".into(), s.id.into());
         match &s.to {
             ScheduledTo::Channel { channel_id, topic } => {
                 o.insert("type".into(), "stream".into());
                 o.insert("to".into(), (*channel_id).into());
-                o.insert("topic".into(), self.topic_for_client(topic, false).into());
+                o.insert(
+                    "topic".into(),
+                    self.topic_for_client(topic, allow_empty_topic_name).into(),
+                );
             }
             ScheduledTo::Direct { users } => {
                 o.insert("type".into(), "private".into());
@@ -455,8 +460,16 @@ impl Realm {
         Value::Object(o)
     }
 
+    /// The topic of a scheduled channel message (for `Event::with_topics`).
+    pub fn scheduled_topic(s: &ScheduledMessage) -> &str {
+        match &s.to {
+            ScheduledTo::Channel { topic, .. } => topic,
+            ScheduledTo::Direct { .. } => "-",
+        }
+    }
+
     /// A user's pending and failed scheduled messages, by delivery time.
-    pub fn view_scheduled(&self, me: &User) -> Vec<Value> {
+    pub fn view_scheduled(&self, me: &User, allow_empty_topic_name: bool) -> Vec<Value> {
         let mut mine: Vec<&ScheduledMessage> = self
             .messages
             .scheduled
@@ -464,6 +477,8 @@ impl Realm {
             .filter(|s| s.sender_id == me.id)
             .collect();
         mine.sort_by_key(|s| (s.deliver_at, s.id));
-        mine.into_iter().map(|s| self.scheduled_json(s)).collect()
+        mine.into_iter()
+            .map(|s| self.scheduled_json(s, allow_empty_topic_name))
+            .collect()
     }
 }

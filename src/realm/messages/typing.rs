@@ -69,7 +69,8 @@ impl Realm {
                            "sender": sender, "stream_id": ch.id, "topic": topic}),
                     Audience::users(ch.subscriber_ids()),
                 )
-                .for_capability("stream_typing_notifications", true))
+                .for_capability("stream_typing_notifications", true)
+                .with_topics(self, &[topic.as_str()]))
             }
         }
     }

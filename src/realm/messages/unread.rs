@@ -9,7 +9,11 @@ use serde_json::{json, Map, Value};
 use super::fetch::{MessageRows, Source};
 use super::{flags, MessageId, Recipient, MAX_UNREAD_MESSAGES};
 use crate::error::ApiResult;
-use crate::realm::{Realm, User};
+use crate::realm::{Realm, User, UserId};
+
+/// Zulip's `RECENT_CONVERSATIONS_LIMIT`: how many of a user's newest direct messages
+/// `recent_private_conversations` is drawn from.
+pub const RECENT_CONVERSATIONS_LIMIT: usize = 1000;
 
 impl Realm {
     /// The newest message `me` received that still exists (`None`: none).
@@ -53,11 +57,21 @@ impl Realm {
         &self,
         rows: &dyn MessageRows,
         me: &User,
+        allow_empty_topic_name: bool,
         body: &mut Map<String, Value>,
     ) -> ApiResult<()> {
         self.fill_max_message_id(rows, me, body)?;
         if body.contains_key("unread_msgs") {
-            body.insert("unread_msgs".into(), self.unread_msgs(rows, me)?);
+            body.insert(
+                "unread_msgs".into(),
+                self.unread_msgs(rows, me, allow_empty_topic_name)?,
+            );
+        }
+        if body.contains_key("recent_private_conversations") {
+            body.insert(
+                "recent_private_conversations".into(),
+                self.recent_private_conversations(rows, me)?,
+            );
         }
         if body.contains_key("starred_messages") {
             body.insert(
@@ -66,6 +80,42 @@ impl Realm {
             );
         }
         Ok(())
+    }
+
+    /// Zulip's `recent_private_conversations` (`get_recent_private_conversations`): the
+    /// direct-message conversations among `me`'s newest `RECENT_CONVERSATIONS_LIMIT`
+    /// direct messages, newest first, each with its newest message and the other
+    /// participants (`[]` for the conversation with oneself). Read on the worker.
+    pub fn recent_private_conversations(
+        &self,
+        rows: &dyn MessageRows,
+        me: &User,
+    ) -> ApiResult<Value> {
+        let max = self.messages.max_visible();
+        let mut newest: BTreeMap<Vec<UserId>, MessageId> = BTreeMap::new();
+        let mut seen = 0usize;
+        for id in rows.scan(&Source::User(me.id), 0, max, true)? {
+            if seen >= RECENT_CONVERSATIONS_LIMIT {
+                break;
+            }
+            let id = id?;
+            let Some(m) = rows.row(id)? else { continue };
+            let Recipient::Direct { users } = &m.recipient else {
+                continue;
+            };
+            seen += 1;
+            let mut others: Vec<UserId> = users.iter().copied().filter(|u| *u != me.id).collect();
+            others.sort_unstable();
+            let max_id = newest.entry(others).or_insert(id);
+            *max_id = (*max_id).max(id);
+        }
+        let mut list: Vec<(MessageId, Vec<UserId>)> =
+            newest.into_iter().map(|(users, id)| (id, users)).collect();
+        list.sort_unstable_by_key(|(id, _)| std::cmp::Reverse(*id));
+        Ok(list
+            .into_iter()
+            .map(|(id, users)| json!({"max_message_id": id, "user_ids": users}))
+            .collect())
     }
 
     /// The messages `me` starred that still exist, ascending.
@@ -87,7 +137,12 @@ impl Realm {
 
     /// Zulip's `unread_msgs`: `me`'s unread messages by topic, direct conversation and
     /// group conversation, with their mentions.
-    pub fn unread_msgs(&self, rows: &dyn MessageRows, me: &User) -> ApiResult<Value> {
+    pub fn unread_msgs(
+        &self,
+        rows: &dyn MessageRows,
+        me: &User,
+        allow_empty_topic_name: bool,
+    ) -> ApiResult<Value> {
         let max = self.messages.max_visible();
         let mut streams: BTreeMap<(u64, String), (String, Vec<u64>)> = BTreeMap::new();
         let mut pms: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
@@ -132,7 +187,7 @@ impl Realm {
         let streams: Vec<Value> = streams
             .into_iter()
             .map(|((channel_id, _), (topic, ids))| {
-                json!({"stream_id": channel_id, "topic": self.topic_for_client(&topic, false),
+                json!({"stream_id": channel_id, "topic": self.topic_for_client(&topic, allow_empty_topic_name),
                        "unread_message_ids": ids})
             })
             .collect();
