@@ -119,6 +119,8 @@ enum Want {
     Err(u16, &'static str, String),
     /// A non-JSON answer with this status whose body contains this text.
     Page(u16, &'static str),
+    /// A JSON document that is not a Zulip answer (no `result`): 200 and this key.
+    Data(&'static str),
 }
 
 fn ok() -> Want {
@@ -467,6 +469,12 @@ fn cases() -> Vec<Case> {
             }),
     );
     c.push(case("GET", "/health").all_callers());
+    // The emoji data `server_emoji_data_url` names: public, the same everywhere.
+    c.push(
+        case("GET", "/static/generated/emoji/emoji_api.json")
+            .all_callers()
+            .want(|_, _| Want::Data("code_to_names")),
+    );
     // The icon: the same bytes for everyone, on every realm.
     for route in ["/static/images/logo/zulip-icon-128x128.png", "/favicon.ico"] {
         c.push(
@@ -2137,6 +2145,15 @@ fn mismatch(want: &Want, got: &Answer) -> Option<String> {
                 )
             })
         }
+        (Want::Data(key), Body::Json(body)) => (got.status != 200
+            || body.get(*key).is_none()
+            || body.get("result").is_some())
+        .then(|| {
+            format!(
+                "wanted a document with {key:?}, got {} {body:.300}",
+                got.status
+            )
+        }),
         (Want::Page(status, text), Body::Text(body)) => {
             (got.status != *status || !body.contains(text)).then(|| {
                 format!(
@@ -2233,6 +2250,7 @@ fn describe(want: &Want) -> String {
         Want::Ok(_) => "200 success".to_owned(),
         Want::Err(status, code, msg) => format!("{status} {code} {msg:?}"),
         Want::Page(status, text) => format!("{status} page {text:?}"),
+        Want::Data(key) => format!("200 document with {key:?}"),
     }
 }
 
