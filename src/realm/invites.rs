@@ -48,6 +48,8 @@ pub const DAILY_LIMIT_REACHED: &str = "To protect users, Zulip limits the number
 /// Zulip's `CONFIRMATION_LINK_DEFAULT_VALIDITY_DAYS` (1) in seconds: how long the
 /// confirmation of a reusable link's sign-up stays valid.
 pub const CONFIRMATION_VALIDITY_SECS: i64 = 24 * 60 * 60;
+/// An address gets at most one confirmation email in this time.
+pub const CONFIRMATION_RESEND_SECS: i64 = 60 * 60;
 /// Sign-up confirmations through reusable links a realm sends in a day: as many as
 /// invitations, so that a link cannot be used to send email without bound.
 pub const MAX_CONFIRMATIONS: usize = MAX_INVITES;
@@ -816,6 +818,17 @@ impl Realm {
         if self.user_by_delivery_email(&email).is_some() {
             return Err(ApiError::bad_request(format!(
                 "{email} already has an account"
+            )));
+        }
+        // One confirmation an hour per address: a link holder cannot flood an inbox.
+        let recent = self.invites.to_address(&email).any(|i| {
+            matches!(i.kind, InviteKind::Confirmation { .. })
+                && now.saturating_sub(i.invited_at) < CONFIRMATION_RESEND_SECS
+        });
+        if recent {
+            return Err(ApiError::bad_request(format!(
+                "A confirmation email was sent to {email} less than an hour ago: follow the \
+                 link in it, or try again later."
             )));
         }
         if self.sent_recently(now).1 >= MAX_CONFIRMATIONS {

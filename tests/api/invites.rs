@@ -1698,6 +1698,19 @@ async fn with_email_a_reusable_link_confirms_the_address_first() {
         .expect("the confirmation");
     assert!(mail.contains("To: alice@corp.test"), "{mail}");
     let confirm_path = join_path(&link_in(mail));
+    // One confirmation an hour per address: a second sign-up sends nothing.
+    let (_, _, html) = page(&client, &members, None).await;
+    let again = csrf(&html);
+    let (status, _, html) = page(
+        &client,
+        &members,
+        Some(&[("csrf_token", again.as_str()), ("email", "ALICE@corp.test")]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+    assert!(html.contains("less than an hour ago"), "{html}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(smtp.messages().len(), 2, "no second confirmation");
     // The confirmation is realm state: it outlives a restart.
     app.restart().await;
     let confirm = format!("{}{confirm_path}", app.url);
