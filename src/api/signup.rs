@@ -12,8 +12,9 @@
 //!   `Cache-Control: no-store` (the answer holds an API key);
 //! - submissions are rate limited as logins are: per client address (the limit of
 //!   calls without credentials) and 5 attempts per link and address in 30 minutes (a
-//!   sign-up clears them), when rate limits are on; only forms with the right token
-//!   count, so a stranger's posts cannot lock a link;
+//!   sign-up clears them), when rate limits are on; only forms with the page's token
+//!   count, and per address, so that one visitor cannot lock the link for the others
+//!   (a holder of the link can still spend one address's attempts);
 //! - the password must pass `realm create`'s rule (Zulip's: 6 characters, zxcvbn
 //!   10 000 guesses), on every server, the development one included;
 //! - a used (email), revoked or expired link, or one whose creator was deactivated or
@@ -310,9 +311,9 @@ pub async fn submit(
             &typed,
         );
     }
-    // Counted only past the form token, so that posts from elsewhere cannot spend a
-    // link's attempts; and per address, so that one visitor's guesses do not lock the
-    // link for the others it was shared with.
+    // Counted only past the form token (a post made without opening the page spends
+    // nothing), and per address, so that one visitor's guesses do not lock the link
+    // for the others it was shared with.
     let attempts = attempts_key(&key, &invite, &typed);
     if let Some(logins) = state.rate_limits.logins() {
         if let Err(retry_after) = logins.attempt(&site_key, &attempts, now) {
@@ -359,6 +360,7 @@ pub async fn submit(
         full_name: typed.full_name.clone(),
         password_strong: strong,
         password_hash,
+        links_need_confirmation: confirm,
     };
     drop(version);
     match handle

@@ -298,6 +298,9 @@ pub struct AcceptInvite {
     pub full_name: String,
     pub password_strong: bool,
     pub password_hash: String,
+    /// The server sends email: a reusable link's address must be confirmed first
+    /// (`decide_confirm_address`), so the link alone makes no account.
+    pub links_need_confirmation: bool,
 }
 
 /// A reusable link's sign-up form on a server that sends email: the address to
@@ -365,6 +368,9 @@ pub const LINK_CREATOR_CANNOT_GRANT: &str = "The person who sent this invitation
 /// A reusable link's sign-up for an address that has an email invitation of its own.
 pub const INVITED_SEPARATELY: &str = "This address has an invitation of its own: sign \
      up through the link in the email sent to it.";
+/// A reusable link's sign-up with a password on a server that confirms addresses.
+pub const CONFIRM_FIRST: &str = "Confirm your address first: follow the link in the \
+     email sent to it.";
 /// Too many reusable-link confirmations today.
 pub const CONFIRMATIONS_LIMIT_REACHED: &str = "Too many sign-ups through invitation links \
      today. Please try again tomorrow.";
@@ -730,6 +736,9 @@ impl Realm {
         if !email_is_valid(&email) {
             return Err(ApiError::bad_request("Enter a valid email address."));
         }
+        if invite.is_multiuse() && q.links_need_confirmation {
+            return Err(ApiError::bad_request(CONFIRM_FIRST));
+        }
         if invite.is_multiuse() && self.pending_invitation(&email, cx.now_secs()).is_some() {
             return Err(ApiError::bad_request(INVITED_SEPARATELY));
         }
@@ -1074,6 +1083,57 @@ mod tests {
             invitee_emails("a@x.com,a@x.com,b@x.com,c@x.com,d@x.com", 2),
             vec!["a@x.com", "b@x.com", "c@x.com"]
         );
+    }
+
+    fn dev_realm() -> Realm {
+        let changes = crate::realm::dev::dev_realm_changes(&mut Cx::seeded(0, 7)).expect("seed");
+        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
+        changes.iter().for_each(|c| realm.apply(c));
+        realm
+    }
+
+    /// On a server that sends email, the rule itself refuses a reusable link's sign-up
+    /// that skipped the confirmation, whatever the handler does.
+    #[test]
+    fn a_link_makes_no_account_without_its_confirmation_where_email_is_sent() {
+        let mut realm = dev_realm();
+        let iago = realm
+            .user_by_delivery_email("iago@zulip.com")
+            .expect("iago")
+            .clone();
+        let mut cx = Cx::seeded(1_000, 1);
+        let spec = InviteSpec {
+            group_ids: None,
+            include_realm_default_subscriptions: true,
+            invite_as: Role::Member,
+            expires_in_minutes: None,
+            stream_ids: Vec::new(),
+        };
+        let made = realm
+            .decide_create_invite_link(&iago, CreateInviteLink { spec }, &mut cx)
+            .expect("a link");
+        made.changes.iter().for_each(|c| realm.apply(c));
+        let key = realm
+            .invites
+            .multiuse
+            .values()
+            .next()
+            .expect("the link")
+            .key
+            .clone();
+        let accept = |confirm: bool| AcceptInvite {
+            key: key.clone(),
+            email: Some("newcomer@example.test".into()),
+            full_name: "New Comer".into(),
+            password_strong: true,
+            password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into(),
+            links_need_confirmation: confirm,
+        };
+        let Err(refused) = realm.decide_accept_invite(accept(true), &mut cx) else {
+            panic!("a link made an account without its confirmation");
+        };
+        assert_eq!(refused.msg, CONFIRM_FIRST);
+        assert!(realm.decide_accept_invite(accept(false), &mut cx).is_ok());
     }
 
     #[test]
