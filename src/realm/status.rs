@@ -321,33 +321,20 @@ impl Realm {
         let mut event = Map::new();
         event.insert("type".into(), "user_status".into());
         event.insert("user_id".into(), (*user_id).into());
-        // Every field the description lists, the ones not passed at their current
-        // value: a client that applies them all (zulip-flutter) ends where one that
-        // applies only the passed ones does.
-        let now = self.status.by_user.get(user_id);
-        let away = away.unwrap_or_else(|| self.status.presence_disabled.contains(user_id));
-        event.insert("away".into(), away.into());
-        let text = match status_text {
-            Some(t) => t.clone(),
-            None => now.map(|s| s.status_text.clone()).unwrap_or_default(),
-        };
-        event.insert("status_text".into(), text.into());
-        let (name, code, kind) = match (emoji, now) {
-            (Some(e), _) => (
-                e.emoji_name.clone(),
-                e.emoji_code.clone(),
-                e.reaction_type.as_str(),
-            ),
-            (None, Some(s)) if !s.emoji_name.is_empty() => (
-                s.emoji_name.clone(),
-                s.emoji_code.clone(),
-                s.reaction_type.as_str(),
-            ),
-            _ => (String::new(), String::new(), ""),
-        };
-        event.insert("emoji_name".into(), name.into());
-        event.insert("emoji_code".into(), code.into());
-        event.insert("reaction_type".into(), kind.into());
+        // The fields the update passed, and only those (Zulip's `do_update_user_status`):
+        // a client applies each field present as a change (zulip-flutter's
+        // `UserStatusChange` too), so one left out is one left as it was.
+        if let Some(away) = away {
+            event.insert("away".into(), (*away).into());
+        }
+        if let Some(t) = status_text {
+            event.insert("status_text".into(), t.clone().into());
+        }
+        if let Some(e) = emoji {
+            event.insert("emoji_name".into(), e.emoji_name.clone().into());
+            event.insert("emoji_code".into(), e.emoji_code.clone().into());
+            event.insert("reaction_type".into(), e.reaction_type.as_str().into());
+        }
         out.push(Event::new(
             Value::Object(event),
             Audience::users(self.active_users(false)),
