@@ -620,6 +620,8 @@ const SENT: &[&str] = &[
     "reaction",
     "realm",
     "realm_bot",
+    "realm_emoji",
+    "realm_export",
     "realm_export_consent",
     "realm_linkifiers",
     "realm_playgrounds",
@@ -1011,6 +1013,19 @@ async fn every_event_carries_its_described_fields() {
             reqwest::multipart::Part::bytes(b"text".to_vec()).file_name("a.txt"),
         ));
     assert_eq!(send_req(upload).await, 200);
+    let iago_key = app.api_key(IAGO).await;
+    let emoji = app
+        .request(
+            reqwest::Method::POST,
+            "/api/v1/realm/emoji/complete_emoji",
+            Auth::Basic(IAGO, &iago_key),
+        )
+        .multipart(reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(png()).file_name("e.png"),
+        ));
+    assert_eq!(send_req(emoji).await, 200);
+    app.ok("POST", "/api/v1/export/realm", IAGO, &[]).await;
 
     app.ok(
         "POST",
