@@ -238,9 +238,11 @@ pub(crate) async fn call(
         rb.form(form)
     };
     // A kept-alive connection that nginx closes (an old worker after a reload, or its
-    // idle timeout) just as a request goes out on it ends with no answer: the request
-    // was never read, and an HTTP client sends it again on a new connection. Anything
-    // else is the test's failure.
+    // idle timeout) just as a request goes out on it ends with no answer: closed
+    // (`IncompleteMessage`), or reset when the request reached a socket nginx closed
+    // unread (`ConnectionReset` while sending). The request was never read, and an
+    // HTTP client sends it again on a new connection. Anything else is the test's
+    // failure.
     let mut retries = 3;
     let res = loop {
         let attempt = rb.try_clone().expect("a form body clones").send().await;
@@ -248,7 +250,9 @@ pub(crate) async fn call(
             Err(e)
                 if retries > 0
                     && e.is_request()
-                    && format!("{e:?}").contains("IncompleteMessage") =>
+                    && (format!("{e:?}").contains("IncompleteMessage")
+                        || (format!("{e:?}").contains("SendRequest")
+                            && format!("{e:?}").contains("ConnectionReset"))) =>
             {
                 retries -= 1;
             }
