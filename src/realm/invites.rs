@@ -177,13 +177,13 @@ impl InviteState {
             .map(|i| (i.key.clone(), (i.is_multiuse(), i.id)))
             .collect();
         self.by_email = HashMap::new();
-        let emails: Vec<(String, InviteId)> = self
-            .email
-            .values()
-            .filter_map(|i| i.email().map(|e| (e.to_lowercase(), i.id)))
-            .collect();
-        for (email, id) in emails {
-            self.by_email.entry(email).or_default().push(id);
+        for i in self.email.values() {
+            if let Some(email) = i.email() {
+                self.by_email
+                    .entry(email.to_lowercase())
+                    .or_default()
+                    .push(i.id);
+            }
         }
     }
 
@@ -362,6 +362,12 @@ pub fn invitation_error(msg: &str, errors: &[(String, String, bool)], sent: bool
 pub const LINK_EXPIRED: &str = "This invitation link has expired or been revoked.";
 /// An email invitation someone already signed up with.
 pub const LINK_USED: &str = "This invitation link has already been used.";
+/// Whether inviting at `role` takes an administrator (`require_realm_admin` for the
+/// roles above member in Zulip's `invite_users_backend`).
+fn needs_admin(role: Role) -> bool {
+    matches!(role, Role::Owner | Role::Administrator | Role::Moderator)
+}
+
 /// An invitation whose creator has since lost the right to invite at its role.
 pub const LINK_CREATOR_CANNOT_GRANT: &str = "The person who sent this invitation can no \
      longer invite users with this role. Ask them, or an administrator, for a new one.";
@@ -406,11 +412,7 @@ impl Realm {
         if !self.has_realm_permission(me, setting) {
             return Err(ApiError::bad_request("Insufficient permission"));
         }
-        let require_admin = matches!(
-            spec.invite_as,
-            Role::Owner | Role::Administrator | Role::Moderator
-        );
-        Self::check_invite_role(me, spec.invite_as, require_admin)?;
+        Self::check_invite_role(me, spec.invite_as, needs_admin(spec.invite_as))?;
         if emails.is_some_and(<[String]>::is_empty) {
             return Err(ApiError::bad_request(
                 "You must specify at least one email address.",
@@ -671,10 +673,20 @@ impl Realm {
     /// again at sign-up, so a demoted administrator's links kept making
     /// administrators; hearth refuses them instead.
     fn may_grant(referrer: &User, role: Role) -> bool {
-        let require_admin = matches!(role, Role::Owner | Role::Administrator | Role::Moderator);
         !referrer.is_guest()
             && !referrer.is_bot()
-            && Self::check_invite_role(referrer, role, require_admin).is_ok()
+            && Self::check_invite_role(referrer, role, needs_admin(role)).is_ok()
+    }
+
+    /// An address a sign-up may take: no system bot's, no account's yet.
+    fn check_address_free(&self, email: &str) -> ApiResult<()> {
+        check_not_system_bot(email)?;
+        if self.user_by_delivery_email(email).is_some() {
+            return Err(ApiError::bad_request(format!(
+                "{email} already has an account"
+            )));
+        }
+        Ok(())
     }
 
     /// An email invitation to `email` that could still be accepted (valid, and its
@@ -742,12 +754,7 @@ impl Realm {
         if invite.is_multiuse() && self.pending_invitation(&email, cx.now_secs()).is_some() {
             return Err(ApiError::bad_request(INVITED_SEPARATELY));
         }
-        check_not_system_bot(&email)?;
-        if self.user_by_delivery_email(&email).is_some() {
-            return Err(ApiError::bad_request(format!(
-                "{email} already has an account"
-            )));
-        }
+        self.check_address_free(&email)?;
         let full_name = check_full_name(&q.full_name)?;
         if !q.password_strong {
             return Err(ApiError::bad_request("The password is too weak."));
@@ -823,16 +830,10 @@ impl Realm {
         if !email_is_valid(&email) {
             return Err(ApiError::bad_request("Enter a valid email address."));
         }
-        check_not_system_bot(&email)?;
-        if self.user_by_delivery_email(&email).is_some() {
-            return Err(ApiError::bad_request(format!(
-                "{email} already has an account"
-            )));
-        }
+        self.check_address_free(&email)?;
         // One confirmation an hour per address: a link holder cannot flood an inbox.
         let recent = self.invites.to_address(&email).any(|i| {
-            matches!(i.kind, InviteKind::Confirmation { .. })
-                && now.saturating_sub(i.invited_at) < CONFIRMATION_RESEND_SECS
+            i.is_confirmation() && now.saturating_sub(i.invited_at) < CONFIRMATION_RESEND_SECS
         });
         if recent {
             return Err(ApiError::bad_request(format!(

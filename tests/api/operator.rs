@@ -693,6 +693,20 @@ fn data_folders_backups_and_archives_are_their_owners_alone() {
     let data = dir.path().join("data");
     let backup = dir.path().join("backup");
     let archive = dir.path().join("acme.archive");
+    // `realm export` of the folder's realm to `out`, which must succeed.
+    let export = |out: &Path| {
+        let done = run(&[
+            "realm",
+            "export",
+            "--data",
+            data.to_str().unwrap(),
+            "--subdomain",
+            "",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(done.status.success(), "{}", text(&done.stderr));
+    };
     let out = run(&[
         "backup",
         "--data",
@@ -701,17 +715,7 @@ fn data_folders_backups_and_archives_are_their_owners_alone() {
         backup.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = run(&[
-        "realm",
-        "export",
-        "--data",
-        data.to_str().unwrap(),
-        "--subdomain",
-        "",
-        "--out",
-        archive.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    export(&archive);
     for root in [&data, &backup, &archive] {
         for (path, mode) in modes(root) {
             let want = if path.is_dir() { 0o700 } else { 0o600 };
@@ -720,23 +724,12 @@ fn data_folders_backups_and_archives_are_their_owners_alone() {
     }
     // A folder left open (as an older hearth made them): closed at the next open.
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let again = dir.path().join("again.archive");
-    let out = run(&[
-        "realm",
-        "export",
-        "--data",
-        data.to_str().unwrap(),
-        "--subdomain",
-        "",
-        "--out",
-        again.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    export(&dir.path().join("again.archive"));
     let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "{mode:o}");
 }
 
-/// `--dev` turns rate limits off and sends no email: a folder that holds a realm made
+/// `--dev` turns rate limits off and hands out keys without a password: a folder that holds a realm made
 /// by `realm create` is refused, with what to do, and nothing of it changes.
 #[test]
 fn dev_refuses_a_folder_with_a_production_realm() {
