@@ -52,8 +52,7 @@ export function onUpdateMessage(e: E): void {
   const ids = (e.message_ids as number[] | undefined) ?? [e.message_id as number];
   const first = messages.get(e.message_id as number);
   if (first !== undefined && e.rendered_content !== undefined) {
-    const m = { ...first.value, rendered_content: e.rendered_content as string };
-    if (e.content !== undefined) m.content = e.content as string;
+    const m = { ...first.value, rendered_content: e.rendered_content as string, content: e.rendered_content as string };
     if (e.rendering_only !== true && e.edit_timestamp !== undefined) m.last_edit_timestamp = e.edit_timestamp as number;
     first.value = m;
   }

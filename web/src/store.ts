@@ -63,7 +63,9 @@ export function topicKey(streamId: number, topic: string): string {
   return `${streamId}:${topic.toLowerCase()}`;
 }
 
-export function storeMessage(m: Message): Signal<Message> {
+/** GET /messages and message events with apply_markdown carry the HTML in `content`. */
+export function storeMessage(raw: Message): Signal<Message> {
+  const m = raw.rendered_content === undefined ? { ...raw, rendered_content: raw.content } : raw;
   const existing = messages.get(m.id);
   if (existing !== undefined) {
     existing.value = m;

@@ -11,7 +11,7 @@ import { SettingsOverlay } from './Settings';
 import { ShortcutsOverlay } from './Shortcuts';
 import { LeftSidebar } from './Sidebar';
 import { UserList } from './UserList';
-import { avatarUrl } from './util';
+import { Avatar } from './Avatar';
 
 const panel = signal<'' | 'left' | 'right'>('');
 const menuOpen = signal(false);
@@ -59,7 +59,7 @@ export function App() {
         <div class="menu-wrap">
           <button type="button" class="account-button" aria-haspopup="menu" aria-expanded={menuOpen.value} aria-label="Personal menu"
             onClick={() => { menuOpen.value = !menuOpen.value; }}>
-            <img class="avatar small" src={avatarUrl(me.value)} alt="" width={28} height={28} />
+            <Avatar userId={me.value} size={28} cls="small" />
             <span class="account-name">{u?.full_name}</span>
           </button>
           <Menu />

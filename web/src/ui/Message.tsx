@@ -1,5 +1,5 @@
-import { useCallback, useState } from 'preact/hooks';
-import { ApiError, del, patch, post } from '../api';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { ApiError, del, get, patch, post } from '../api';
 import { Emoji, type EmojiChoice } from '../emoji';
 import { narrowToHash } from '../narrow';
 import { canDelete, canEdit, canMoveTopic } from '../perm';
@@ -8,7 +8,8 @@ import type { Message, Reaction } from '../types';
 import { EmojiPicker } from './EmojiPicker';
 import { SafeHtml } from './SafeHtml';
 import { openMoveDialog } from './MoveDialog';
-import { avatarUrl, formatFull, formatTime } from './util';
+import { Avatar } from './Avatar';
+import { formatFull, formatTime } from './util';
 
 export async function toggleReaction(m: Message, e: { emoji_name: string; emoji_code: string; reaction_type: string }): Promise<void> {
   const mine = m.reactions.some((r) => r.user_id === me.value && r.emoji_code === e.emoji_code && r.reaction_type === e.reaction_type);
@@ -60,11 +61,17 @@ function Reactions({ m }: { m: Message }) {
 }
 
 function EditBox({ m, onDone }: { m: Message; onDone: () => void }) {
-  const [text, setText] = useState(m.content);
+  const [text, setText] = useState<string | undefined>(undefined);
+  const [original, setOriginal] = useState('');
   const [err, setErr] = useState('');
+  useEffect(() => {
+    void get<{ message: Message }>(`messages/${m.id}`, { apply_markdown: false })
+      .then((r) => { setOriginal(r.message.content); setText(r.message.content); })
+      .catch((e: unknown) => setErr(e instanceof Error ? e.message : String(e)));
+  }, [m.id]);
   const save = async () => {
     try {
-      if (text !== m.content) await patch(`messages/${m.id}`, { content: text });
+      if (text !== undefined && text !== original) await patch(`messages/${m.id}`, { content: text });
       onDone();
     } catch (e) {
       setErr(e instanceof Error ? e.message : String(e));
@@ -73,7 +80,7 @@ function EditBox({ m, onDone }: { m: Message; onDone: () => void }) {
   return (
     <div class="message-edit">
       <label class="sr-only" for={`edit-${m.id}`}>Edit message</label>
-      <textarea id={`edit-${m.id}`} value={text} rows={Math.min(12, text.split('\n').length + 1)}
+      <textarea id={`edit-${m.id}`} value={text ?? ''} disabled={text === undefined} rows={Math.min(12, (text ?? '').split('\n').length + 1)}
         ref={(el) => el?.focus()}
         onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
         onKeyDown={(e) => {
@@ -136,7 +143,7 @@ export function MessageRow({ id, showSender, selected, onSelect }: {
       onClick={() => onSelect(m.id)}>
       <div class="message-gutter">
         {showSender
-          ? <img class="avatar" src={avatarUrl(m.sender_id, m.avatar_url)} alt="" width={36} height={36} loading="lazy" />
+          ? <Avatar userId={m.sender_id} url={m.avatar_url} size={36} />
           : <span class="message-time-small" aria-hidden="true">{formatTime(m.timestamp)}</span>}
       </div>
       <div class="message-main">

@@ -3,7 +3,7 @@ import { del, patch, post, upload } from '../api';
 import { isAdmin, linkifiers, me, realm, realmEmoji, streams, users, userSettings } from '../store';
 import { closeOverlay } from '../route';
 import { Dialog } from './Dialog';
-import { avatarUrl } from './util';
+import { Avatar } from './Avatar';
 
 type Run = (p: Promise<unknown>, ok?: string) => void;
 
@@ -35,7 +35,7 @@ function Profile() {
         <div class="row"><button type="submit" class="primary">Save name</button></div>
       </form>
       <div class="row avatar-row">
-        <img class="avatar large" src={avatarUrl(me.value)} alt="Your avatar" width={64} height={64} />
+        <Avatar userId={me.value} size={64} cls="large" />
         <label class="button">Upload new avatar
           <input type="file" accept="image/*" class="sr-only" onChange={(e) => {
             const f = (e.target as HTMLInputElement).files?.[0];

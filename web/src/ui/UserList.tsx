@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { Emoji } from '../emoji';
 import { narrowToHash } from '../narrow';
 import { me, presenceStatus, slugContext, userStatus, users } from '../store';
-import { avatarUrl } from './util';
+import { Avatar } from './Avatar';
 
 const ORDER = { active: 0, idle: 1, offline: 2 };
 
@@ -25,7 +25,7 @@ export function UserList() {
             <li key={u.user_id}>
               <a href={narrowToHash([{ operator: 'dm', operand: String(u.user_id) }], slugContext)} title={`Send a direct message to ${u.full_name}`}>
                 <span class="avatar-wrap">
-                  <img class="avatar small" src={avatarUrl(u.user_id)} alt="" width={24} height={24} loading="lazy" />
+                  <Avatar userId={u.user_id} size={24} cls="small" />
                   <span class={`user-circle user-circle-${status}`} role="img" aria-label={status === 'active' ? 'Active' : status === 'idle' ? 'Idle' : 'Offline'} />
                 </span>
                 <span class="user-name">
