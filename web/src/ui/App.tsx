@@ -12,6 +12,7 @@ import { ShortcutsOverlay } from './Shortcuts';
 import { LeftSidebar } from './Sidebar';
 import { UserList } from './UserList';
 import { Avatar } from './Avatar';
+import { Icon } from './Icon';
 
 const panel = signal<'' | 'left' | 'right'>('');
 const menuOpen = signal(false);
@@ -50,12 +51,12 @@ export function App() {
       <a class="skip-link" href="#main-content" onClick={(e) => { e.preventDefault(); document.getElementById('main-content')?.focus(); }}>Skip to messages</a>
       <header class="top-bar" role="banner">
         <button type="button" class="icon-button only-narrow" aria-label="Show channels" aria-expanded={panel.value === 'left'}
-          onClick={() => { panel.value = panel.value === 'left' ? '' : 'left'; }}>☰</button>
+          onClick={() => { panel.value = panel.value === 'left' ? '' : 'left'; }}><Icon name="menu" /></button>
         <a class="realm-name" href="#">{String(realm.value.realm_name ?? 'hearth')}</a>
         <SearchBox />
         {connection.value === 'reconnecting' && <span class="connection-warning" role="status">Reconnecting…</span>}
         <button type="button" class="icon-button only-narrow" aria-label="Show users" aria-expanded={panel.value === 'right'}
-          onClick={() => { panel.value = panel.value === 'right' ? '' : 'right'; }}>👥</button>
+          onClick={() => { panel.value = panel.value === 'right' ? '' : 'right'; }}><Icon name="users" /></button>
         <div class="menu-wrap">
           <button type="button" class="account-button" aria-haspopup="menu" aria-expanded={menuOpen.value} aria-label="Personal menu"
             onClick={() => { menuOpen.value = !menuOpen.value; }}>

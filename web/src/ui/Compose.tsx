@@ -7,6 +7,7 @@ import type { Narrow } from '../narrow';
 import { goNarrow } from '../route';
 import { me, realm, subs, topics, userName, users, userSettings } from '../store';
 import { suggestions, tokenAt, type Suggestion } from './Autocomplete';
+import { Icon } from './Icon';
 import { SafeHtml } from './SafeHtml';
 import { targetFor } from './MessageView';
 
@@ -152,13 +153,22 @@ export function Compose({ narrow }: { narrow: Narrow }) {
   }
 
   const setContent = (s: string) => { composeContent.value = s; };
+  /** Replaces text[start, end) and puts the cursor after the insertion, at once (typing may follow). */
+  const replaceRange = (start: number, end: number, text: string) => {
+    const el = area.current;
+    const cur = el?.value ?? composeContent.peek();
+    const next = cur.slice(0, start) + text + cur.slice(end);
+    if (el !== null) {
+      el.value = next;
+      el.focus();
+      el.setSelectionRange(start + text.length, start + text.length);
+    }
+    setContent(next);
+  };
   const insertAtCursor = (text: string) => {
     const el = area.current;
-    const cur = composeContent.peek();
-    const pos = el?.selectionStart ?? cur.length;
-    const next = cur.slice(0, pos) + text + cur.slice(el?.selectionEnd ?? pos);
-    setContent(next);
-    setTimeout(() => { el?.focus(); el?.setSelectionRange(pos + text.length, pos + text.length); }, 0);
+    const len = (el?.value ?? composeContent.peek()).length;
+    replaceRange(el?.selectionStart ?? len, el?.selectionEnd ?? len, text);
   };
 
   const uploadFiles = async (files: Iterable<File>) => {
@@ -222,13 +232,9 @@ export function Compose({ narrow }: { narrow: Narrow }) {
   };
   const accept = (s: Suggestion) => {
     const el = area.current;
-    const cur = composeContent.peek();
-    const pos = el?.selectionStart ?? cur.length;
-    const start = sugg?.start ?? pos;
-    const next = cur.slice(0, start) + s.insert + cur.slice(pos);
-    setContent(next);
+    const pos = el?.selectionStart ?? composeContent.peek().length;
+    replaceRange(sugg?.start ?? pos, pos, s.insert);
     setSugg(undefined);
-    setTimeout(() => { el?.focus(); el?.setSelectionRange(start + s.insert.length, start + s.insert.length); }, 0);
   };
 
   const onKeyDown = (e: KeyboardEvent) => {
@@ -292,7 +298,7 @@ export function Compose({ narrow }: { narrow: Narrow }) {
         ) : (
           <Recipients to={target.to.filter((id) => id !== me.value || target.to.length === 1)} onChange={(to) => { composeTarget.value = { type: 'private', to }; }} />
         )}
-        <button type="button" class="icon-button compose-close" aria-label="Close compose box (saves a draft)" title="Close (Esc)" onClick={closeCompose}>×</button>
+        <button type="button" class="icon-button compose-close" aria-label="Close compose box (saves a draft)" title="Close (Esc)" onClick={closeCompose}><Icon name="close" /></button>
       </div>
       {preview !== undefined ? (
         <SafeHtml class="compose-preview rendered_markdown" html={preview} />
@@ -327,8 +333,8 @@ export function Compose({ narrow }: { narrow: Narrow }) {
       <div class="compose-controls">
         <input ref={fileInput} type="file" multiple class="sr-only" tabIndex={-1} aria-hidden="true"
           onChange={(e) => { const f = (e.target as HTMLInputElement).files; if (f) void uploadFiles([...f]); (e.target as HTMLInputElement).value = ''; }} />
-        <button type="button" class="icon-button" title="Upload files" aria-label="Upload files" onClick={() => fileInput.current?.click()}>📎</button>
-        <button type="button" class="icon-button" aria-pressed={preview !== undefined} title="Preview" aria-label="Preview" onClick={() => void togglePreview()}>👁</button>
+        <button type="button" class="icon-button" title="Upload files" aria-label="Upload files" onClick={() => fileInput.current?.click()}><Icon name="clip" /></button>
+        <button type="button" class="icon-button" aria-pressed={preview !== undefined} title="Preview" aria-label="Preview" onClick={() => void togglePreview()}><Icon name="eye" /></button>
         <span class="muted compose-hint">{enterSends ? 'Enter to send, Shift+Enter for a new line' : 'Ctrl+Enter to send'}</span>
         <button type="submit" class="primary send" disabled={sending || content.trim() === ''}>Send</button>
       </div>

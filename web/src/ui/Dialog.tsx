@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
+import { Icon } from './Icon';
 
 let counter = 0;
 
@@ -19,7 +20,7 @@ export function Dialog({ title, onClose, children, wide }: { title: string; onCl
         onKeyDown={(e) => { if (e.key === 'Escape') { e.stopPropagation(); onClose(); } }}>
         <header class="dialog-header">
           <h2 id={id.current}>{title}</h2>
-          <button type="button" class="icon-button dialog-close" aria-label="Close" onClick={onClose}>×</button>
+          <button type="button" class="icon-button dialog-close" aria-label="Close" onClick={onClose}><Icon name="close" /></button>
         </header>
         <div class="dialog-body">{children}</div>
       </div>

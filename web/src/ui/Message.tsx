@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError, del, get, patch, post } from '../api';
-import { Emoji, type EmojiChoice } from '../emoji';
+import { Emoji, emojiChar, type EmojiChoice } from '../emoji';
 import { narrowToHash } from '../narrow';
 import { canDelete, canEdit, canMoveTopic } from '../perm';
 import { me, messages, slugContext, userName, users } from '../store';
@@ -9,6 +9,7 @@ import { EmojiPicker } from './EmojiPicker';
 import { SafeHtml } from './SafeHtml';
 import { openMoveDialog } from './MoveDialog';
 import { Avatar } from './Avatar';
+import { Icon } from './Icon';
 import { formatFull, formatTime } from './util';
 
 export async function toggleReaction(m: Message, e: { emoji_name: string; emoji_code: string; reaction_type: string }): Promise<void> {
@@ -118,6 +119,10 @@ export function MessageRow({ id, showSender, selected, onSelect }: {
     }
     if (flags.includes('topic_wildcard_mentioned')) for (const el of root.querySelectorAll('.topic-mention')) el.classList.add('user-mention-me');
     for (const el of root.querySelectorAll('div.codehilite')) el.classList.add('zulip-code-block');
+    for (const el of root.querySelectorAll<HTMLElement>('span.emoji')) {
+      const code = [...el.classList].find((c) => c.startsWith('emoji-'))?.slice(6);
+      if (code !== undefined && /^[0-9a-f-]+$/.test(code)) el.textContent = emojiChar(code);
+    }
     for (const t of root.querySelectorAll('time[datetime]')) {
       const d = new Date(t.getAttribute('datetime') ?? '');
       if (!Number.isNaN(d.getTime())) t.textContent = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' }).format(d);
@@ -164,22 +169,22 @@ export function MessageRow({ id, showSender, selected, onSelect }: {
         {err && <p class="error" role="alert">{err}</p>}
       </div>
       <div class="message-actions" role="toolbar" aria-label="Message actions">
-        <button type="button" class="icon-button" title="Add emoji reaction" aria-label="Add emoji reaction" onClick={(e) => { e.stopPropagation(); setPicking(!picking); }}>☺</button>
+        <button type="button" class="icon-button" title="Add emoji reaction" aria-label="Add emoji reaction" onClick={(e) => { e.stopPropagation(); setPicking(!picking); }}><Icon name="smile" /></button>
         <button type="button" class={`icon-button star${starred ? ' starred' : ''}`} aria-pressed={starred}
           title={starred ? 'Unstar this message' : 'Star this message'} aria-label={starred ? 'Unstar this message' : 'Star this message'}
-          onClick={(e) => { e.stopPropagation(); void act(toggleStar(m)); }}>{starred ? '★' : '☆'}</button>
+          onClick={(e) => { e.stopPropagation(); void act(toggleStar(m)); }}><Icon name="star" filled={starred} /></button>
         {canEdit(m.sender_id, m.timestamp) && (
-          <button type="button" class="icon-button" title="Edit message" aria-label="Edit message" onClick={(e) => { e.stopPropagation(); setEditing(true); }}>✎</button>
+          <button type="button" class="icon-button" title="Edit message" aria-label="Edit message" onClick={(e) => { e.stopPropagation(); setEditing(true); }}><Icon name="pencil" /></button>
         )}
         {m.type === 'stream' && canMoveTopic(m.timestamp) && (
-          <button type="button" class="icon-button" title="Move messages" aria-label="Move messages" onClick={(e) => { e.stopPropagation(); openMoveDialog(m); }}>⇄</button>
+          <button type="button" class="icon-button" title="Move messages" aria-label="Move messages" onClick={(e) => { e.stopPropagation(); openMoveDialog(m); }}><Icon name="move" /></button>
         )}
         {canDelete(m.sender_id, m.timestamp) && (
           <button type="button" class="icon-button" title="Delete message" aria-label="Delete message"
-            onClick={(e) => { e.stopPropagation(); if (confirm('Delete this message?')) void act(del(`messages/${m.id}`)); }}>🗑</button>
+            onClick={(e) => { e.stopPropagation(); if (confirm('Delete this message?')) void act(del(`messages/${m.id}`)); }}><Icon name="trash" /></button>
         )}
       </div>
-      {starred && <span class="star-indicator" aria-label="Starred">★</span>}
+      {starred && <span class="star-indicator" role="img" aria-label="Starred"><Icon name="star" filled /></span>}
       {picking && <EmojiPicker onPick={pick} onClose={() => setPicking(false)} />}
     </article>
   );

@@ -1,6 +1,6 @@
 import { signal, useSignalEffect } from '@preact/signals';
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
-import { composeOpen, composeTarget, openCompose } from '../compose';
+import { composeContent, composeOpen, composeTarget, openCompose } from '../compose';
 import { conversationKey } from '../events';
 import { MessageListData } from '../msglist';
 import { dmParticipants, narrowToHash, type Narrow } from '../narrow';
@@ -107,6 +107,10 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
   const anchor = useRef<{ id: number; offset: number } | undefined>(undefined);
   const atBottom = useRef(false);
   const placed = useRef(false);
+
+  useEffect(() => {
+    if (composeOpen.peek() && composeContent.peek().trim() === '') composeOpen.value = false;
+  }, [key]);
 
   useEffect(() => {
     currentList.value = data;

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { baseRoute, goNarrow } from '../route';
 import { parseSearch, resolveTerms, unparse } from '../search';
 import { resolveContext } from '../store';
+import { Icon } from './Icon';
 
 export const searchFocus = signal(0);
 
@@ -26,7 +27,7 @@ export function SearchBox() {
         value={text} autoComplete="off" spellcheck={false}
         onInput={(e) => setText((e.target as HTMLInputElement).value)}
         onKeyDown={(e) => { if (e.key === 'Escape') { e.stopPropagation(); setText(current); ref.current?.blur(); } }} />
-      <button type="submit" class="icon-button" aria-label="Search">⌕</button>
+      <button type="submit" class="icon-button" aria-label="Search"><Icon name="search" /></button>
     </form>
   );
 }

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { get } from '../api';
+import { Icon } from './Icon';
 import { narrowToHash, type Narrow } from '../narrow';
 import { baseRoute } from '../route';
 import {
@@ -76,7 +77,7 @@ export function LeftSidebar() {
       </ul>
       <div class="sidebar-heading">
         <h2 id="channels-heading">Channels</h2>
-        <a class="icon-button" href="#channels/all" title="Browse channels" aria-label="Browse and create channels">+</a>
+        <a class="icon-button" href="#channels/all" title="Browse channels" aria-label="Browse and create channels"><Icon name="plus" /></a>
       </div>
       <input type="search" class="sidebar-filter" placeholder="Filter channels" aria-label="Filter channels" value={filter}
         onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />
