@@ -1,0 +1,280 @@
+// End-to-end flows of hearth's web client in Debian's chromium.
+// Usage: node e2e/run.mjs <server url> [screenshot folder]
+// The server must run the development realm with its history (`hearth serve --dev`).
+
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+import { Server, assertClean, devLogin, go, messageRow, png, send, until, watch } from './lib.mjs';
+
+const url = process.argv[2];
+if (!url) {
+  console.error('usage: node e2e/run.mjs <server url> [screenshot folder]');
+  process.exit(2);
+}
+const out = resolve(process.argv[3] ?? 'e2e/out');
+mkdirSync(out, { recursive: true });
+const server = new Server(url);
+const only = process.env.E2E_ONLY;
+const HAMLET = 'hamlet@zulip.com';
+const OTHELLO = 'othello@zulip.com';
+const IAGO = 'iago@zulip.com';
+const VERONA = 3;
+const EVIL = '<img src=x onerror="window.__pwned=1">';
+const EVIL2 = '<script>window.__pwned=2</script>';
+const unique = Date.now().toString(36);
+
+const browser = await chromium.launch({
+  executablePath: process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium',
+  args: ['--no-sandbox'],
+});
+
+const flows = [];
+const flow = (name, fn) => flows.push({ name, fn });
+const shot = (page, name) => page.screenshot({ path: join(out, `${name}.png`) });
+
+async function noScriptRan(page) {
+  const v = await page.evaluate(() => window.__pwned);
+  if (v !== undefined) throw new Error(`injected script ran (${v})`);
+}
+
+flow('devlogin-and-logout', async () => {
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  await page.locator('.left-sidebar').getByText('Verona', { exact: true }).waitFor();
+  const title = await page.title();
+  if (!/ - hearth$/.test(title)) throw new Error(`title ${title}`);
+  await shot(page, 'devlogin');
+  await page.getByRole('button', { name: 'Personal menu' }).click();
+  await page.getByRole('menuitem', { name: 'Log out' }).click();
+  await page.waitForURL(/\/login\//);
+  await page.goto(`${server.url}/`);
+  await page.waitForURL(/\/login\//);
+  await shot(page, 'logged-out');
+  await context.close();
+});
+
+flow('password-login-lands-on-welcome', async () => {
+  const email = `e2e-${unique}@zulip.com`;
+  const password = `hearth-e2e-${unique}-Pw!`;
+  await server.api(IAGO, 'POST', 'users', { email, password, full_name: 'Rosalind E2E' });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 820 } });
+  const page = await context.newPage();
+  watch(page);
+  await page.goto(`${server.url}/`);
+  await page.waitForURL(/\/login\//);
+  await page.locator('[name="username"]').fill(email);
+  await page.locator('[name="password"]').fill(password);
+  await page.locator('[name="password"]').press('Enter');
+  await page.waitForSelector('.message-view');
+  await messageRow(page, 'Welcome Bot').first().waitFor();
+  await shot(page, 'password-login-welcome');
+  assertClean(page);
+  await context.close();
+});
+
+flow('realtime-channel-and-dm-with-typing', async () => {
+  const a = await devLogin(browser, server, HAMLET);
+  const b = await devLogin(browser, server, OTHELLO);
+  const topic = `e2e live ${unique}`;
+  const hash = `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`;
+  await go(a.page, server, hash);
+  await go(b.page, server, hash);
+  await a.page.locator('.compose-start').click();
+  await a.page.locator('textarea.compose-textarea').pressSequentially('Are you th', { delay: 30 });
+  await b.page.getByText('King Hamlet is typing…').waitFor({ timeout: 15000 });
+  await shot(b.page, 'typing-visible');
+  await a.page.locator('textarea.compose-textarea').pressSequentially('ere, Othello?', { delay: 10 });
+  await a.page.locator('textarea.compose-textarea').press('Control+Enter');
+  await messageRow(b.page, 'Are you there, Othello?').waitFor();
+  await send(b.page, 'Right here, my lord.');
+  await messageRow(a.page, 'Right here, my lord.').waitFor();
+  await shot(a.page, 'realtime-channel');
+  // Direct messages, both ways.
+  const me = await server.api(HAMLET, 'GET', 'users/me');
+  const oth = await server.api(OTHELLO, 'GET', 'users/me');
+  await go(a.page, server, `#narrow/dm/${oth.user_id}-Othello`);
+  await go(b.page, server, `#narrow/dm/${me.user_id}-King-Hamlet`);
+  await send(a.page, `A private word ${unique}`);
+  await messageRow(b.page, `A private word ${unique}`).waitFor();
+  await send(b.page, `Speak ${unique}`);
+  await messageRow(a.page, `Speak ${unique}`).waitFor();
+  await shot(b.page, 'realtime-dm');
+  assertClean(a.page);
+  assertClean(b.page);
+  await a.context.close();
+  await b.context.close();
+});
+
+flow('unread-counts-fall-when-read', async () => {
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  const topic = `e2e unread ${unique}`;
+  await go(page, server, '#recent');
+  const count = () => page.locator('.channel-list li', { hasText: 'Verona' }).locator('.unread_count').textContent({ timeout: 1000 }).catch(() => '0');
+  const before = Number(await count());
+  for (let i = 1; i <= 3; i++) {
+    await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `unread number ${i}` });
+  }
+  await until(async () => Number(await count()) === before + 3, `Verona's unread count to reach ${before + 3}`);
+  await shot(page, 'unread-before');
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+  await messageRow(page, 'unread number 3').waitFor();
+  await until(async () => Number(await count()) === before, `Verona's unread count to fall back to ${before}`);
+  await shot(page, 'unread-after');
+  assertClean(page);
+  await context.close();
+});
+
+flow('edit-delete-react-star-move', async () => {
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  const topic = `e2e actions ${unique}`;
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+  await send(page, `first draft ${unique}`);
+  await send(page, `doomed ${unique}`);
+  const row = messageRow(page, `first draft ${unique}`);
+  await row.hover();
+  await row.getByRole('button', { name: 'Edit message' }).click();
+  const editor = row.locator('textarea');
+  await until(async () => (await editor.inputValue()) === `first draft ${unique}`, 'the raw text in the editor');
+  await editor.fill(`final text ${unique}`);
+  await row.getByRole('button', { name: 'Save' }).click();
+  const edited = messageRow(page, `final text ${unique}`);
+  await edited.getByText('(edited)').waitFor();
+  await edited.hover();
+  await edited.getByRole('button', { name: 'Add emoji reaction' }).click();
+  await page.getByRole('dialog', { name: 'Add emoji reaction' }).getByRole('searchbox').fill('octopus');
+  await page.getByRole('button', { name: 'octopus' }).first().click();
+  await edited.locator('.message_reaction.reacted').waitFor();
+  await edited.getByRole('button', { name: 'Star this message' }).click();
+  await edited.locator('.star-indicator').waitFor();
+  const starred = await server.api(HAMLET, 'GET', 'messages', { anchor: 'newest', num_before: 5, num_after: 0, narrow: [{ operator: 'is', operand: 'starred' }] });
+  if (!starred.messages.some((m) => m.content.includes(`final text ${unique}`))) throw new Error('star not saved');
+  const doomed = messageRow(page, `doomed ${unique}`);
+  await doomed.hover();
+  await doomed.getByRole('button', { name: 'Delete message' }).click();
+  await until(async () => (await messageRow(page, `doomed ${unique}`).count()) === 0, 'the deleted message to leave');
+  await shot(page, 'edit-react-star');
+  await edited.hover();
+  await edited.getByRole('button', { name: 'Move messages' }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByLabel('Topic').fill(`${topic} moved`);
+  await dialog.getByRole('button', { name: 'Move' }).click();
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(`${topic} moved`).replace(/%/g, '.')}`);
+  await messageRow(page, `final text ${unique}`).waitFor();
+  await page.locator('.left-sidebar .topic-list').getByText(`${topic} moved`).waitFor();
+  await shot(page, 'moved-topic');
+  assertClean(page);
+  await context.close();
+});
+
+flow('upload-image', async () => {
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  const topic = `e2e upload ${unique}`;
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+  await page.locator('.compose-start').click();
+  await page.locator('.compose input[type=file]').setInputFiles({ name: 'sunset.png', mimeType: 'image/png', buffer: png() });
+  const box = page.locator('textarea.compose-textarea');
+  await until(async () => /\[sunset\.png\]\(\/user_uploads\/.+\)/.test(await box.inputValue()), 'the upload link in the compose box');
+  await box.press('Control+Enter');
+  const img = page.locator('.message_row .message_inline_image img, .message_row img.inline-image').last();
+  await img.waitFor();
+  await until(() => img.evaluate((el) => el.complete && el.naturalWidth > 0), 'the image to load');
+  await shot(page, 'upload-image');
+  assertClean(page);
+  await context.close();
+});
+
+flow('search-with-operators', async () => {
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  const topic = `e2e search ${unique}`;
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `the handkerchief is lost ${unique}` });
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `nothing to see ${unique}` });
+  await page.keyboard.press('/');
+  await page.keyboard.type(`channel:Verona topic:"${topic}" handkerchief`);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Search results' }).waitFor();
+  await messageRow(page, `the handkerchief is lost ${unique}`).waitFor();
+  if (await messageRow(page, `nothing to see ${unique}`).count() !== 0) throw new Error('search returned a non-matching message');
+  if (!/#narrow\/channel\/3-Verona\/topic\/.+\/search\/handkerchief/.test(page.url())) throw new Error(`URL ${page.url()}`);
+  await shot(page, 'search');
+  await page.locator('#search-input').fill(`sender:${OTHELLO} is:dm`);
+  await page.locator('#search-input').press('Enter');
+  await until(async () => page.url().includes('/sender/') && page.url().includes('/is/dm'), 'the sender narrow');
+  assertClean(page);
+  await context.close();
+});
+
+flow('script-injection-renders-as-text', async () => {
+  const admin = IAGO;
+  const channel = `e2e ${EVIL} ${unique}`.slice(0, 60);
+  await server.api(admin, 'POST', 'users/me/subscriptions', {
+    subscriptions: [{ name: channel, description: `desc ${EVIL2}` }],
+    principals: [HAMLET],
+  });
+  const streams = await server.api(admin, 'GET', 'streams');
+  const sid = streams.streams.find((s) => s.name === channel).stream_id;
+  await server.api(OTHELLO, 'PATCH', 'settings', { full_name: `Othello ${EVIL}`.slice(0, 60) });
+  await server.api(OTHELLO, 'POST', 'users/me/status', { status_text: `busy ${EVIL2}`.slice(0, 60) });
+  const topic = `topic ${EVIL2}`.slice(0, 60);
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: sid, topic, content: `content ${EVIL} and ${EVIL2}` });
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  await go(page, server, `#narrow/channel/${sid}`);
+  await messageRow(page, 'content <img src=x').waitFor();
+  await page.locator('.message_header').getByText(topic).waitFor();
+  await page.locator('.narrow-header').getByText(`desc ${EVIL2}`).waitFor();
+  await page.locator('.channel-list').getByText(channel).waitFor();
+  await page.locator('.user-list').getByText(`busy ${EVIL2}`).waitFor();
+  // A file name and search text.
+  await page.locator('.compose-start').click();
+  await page.locator('.compose input[type=file]').setInputFiles({ name: `${EVIL}.txt`.replace(/\//g, ''), mimeType: 'text/plain', buffer: Buffer.from('hello') });
+  await until(async () => /user_uploads/.test(await page.locator('textarea.compose-textarea').inputValue()), 'the upload link');
+  await page.locator('textarea.compose-textarea').press('Control+Enter');
+  await messageRow(page, 'onerror').last().waitFor();
+  await page.locator('#search-input').fill(`${EVIL2} ${EVIL}`);
+  await page.locator('#search-input').press('Enter');
+  await page.getByRole('heading', { name: 'Search results' }).waitFor();
+  await page.waitForTimeout(500);
+  await go(page, server, `#narrow/channel/${sid}`);
+  await messageRow(page, 'content <img src=x').waitFor();
+  const injected = await page.evaluate(() => document.querySelectorAll('script:not([src]), img[src="x"], [onerror]').length);
+  if (injected !== 0) throw new Error(`${injected} injected elements in the DOM`);
+  await noScriptRan(page);
+  await shot(page, 'injection-as-text');
+  assertClean(page);
+  await context.close();
+  await server.api(OTHELLO, 'PATCH', 'settings', { full_name: 'Othello, the Moor of Venice' });
+});
+
+flow('phone-and-dark-theme', async () => {
+  const { context, page } = await devLogin(browser, server, HAMLET, { viewport: { width: 390, height: 800 }, colorScheme: 'dark' });
+  if (await page.locator('.left-sidebar').isVisible()) throw new Error('the left sidebar should be collapsed on a phone');
+  await page.getByRole('button', { name: 'Show channels' }).click();
+  await page.locator('.left-sidebar').getByText('Verona', { exact: true }).waitFor();
+  await shot(page, 'phone-sidebar-dark');
+  await page.locator('.left-sidebar').getByText('Verona', { exact: true }).click();
+  await page.getByRole('heading', { name: '#Verona' }).waitFor();
+  await shot(page, 'phone-channel-dark');
+  await page.keyboard.press('?');
+  await page.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor();
+  await shot(page, 'shortcuts');
+  assertClean(page);
+  await context.close();
+});
+
+let passed = 0;
+let failed = 0;
+for (const f of flows) {
+  if (only && !f.name.includes(only)) continue;
+  const t0 = Date.now();
+  try {
+    await f.fn();
+    passed++;
+    console.log(`ok   ${f.name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${f.name}: ${e instanceof Error ? e.stack : e}`);
+  }
+}
+await browser.close();
+console.log(`screenshots in ${out}`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 && passed > 0 ? 0 : 1);

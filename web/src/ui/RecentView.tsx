@@ -1,0 +1,69 @@
+import { useEffect, useState } from 'preact/hooks';
+import { get } from '../api';
+import { narrowToHash } from '../narrow';
+import { generation } from '../server';
+import {
+  channelName, me, messages, recentDms, slugContext, storeMessage, subs, topicDisplay, topics, unread, unreadVersion, track, userName, noteTopic,
+} from '../store';
+import type { Message } from '../types';
+import { formatDate, formatTime } from './util';
+
+export function RecentView() {
+  const [loaded, setLoaded] = useState(false);
+  const gen = generation.value;
+  useEffect(() => {
+    void get<{ messages: Message[] }>('messages', { anchor: 'newest', num_before: 400, num_after: 0, narrow: [], apply_markdown: true, allow_empty_topic_name: true })
+      .then((r) => {
+        for (const m of r.messages) {
+          storeMessage(m);
+          if (m.type === 'stream' && m.stream_id !== undefined) noteTopic(m.stream_id, m.subject, m.id);
+        }
+        setLoaded(true);
+      })
+      .catch(() => setLoaded(true));
+  }, [gen]);
+  track(unreadVersion);
+  const rows: { key: string; href: string; where: string; topic?: string; last: number; n: number; color?: string }[] = [];
+  for (const [sid, list] of topics.value) {
+    if (!subs.value.has(sid)) continue;
+    for (const [topic, last] of list) {
+      rows.push({
+        key: `s${sid}:${topic}`,
+        href: narrowToHash([{ operator: 'channel', operand: String(sid) }, { operator: 'topic', operand: topic }], slugContext),
+        where: `#${channelName(sid)}`, topic, last, n: unread.topicCount(sid, topic), color: subs.value.get(sid)?.color,
+      });
+    }
+  }
+  for (const [key, last] of recentDms.value) {
+    const ids = key.split(',').map(Number);
+    rows.push({
+      key: `d${key}`, href: narrowToHash([{ operator: 'dm', operand: key }], slugContext),
+      where: ids.map((id) => (id === me.value ? 'You' : userName(id))).join(', '), last, n: unread.dmCount(key),
+    });
+  }
+  rows.sort((a, b) => b.last - a.last);
+  return (
+    <section class="recent-view" aria-labelledby="recent-title">
+      <header class="narrow-header"><h1 id="recent-title">Recent conversations</h1></header>
+      <div class="recent-scroll">
+        <table class="recent-table">
+          <thead><tr><th scope="col">Channel / people</th><th scope="col">Topic</th><th scope="col">Unread</th><th scope="col">Last message</th></tr></thead>
+          <tbody>
+            {rows.slice(0, 200).map((r) => {
+              const m = messages.get(r.last)?.value;
+              return (
+                <tr key={r.key}>
+                  <td><span class="channel-dot" aria-hidden="true" ref={(el) => { if (r.color) el?.style.setProperty('background-color', r.color); }} />{r.where}</td>
+                  <td><a href={r.href}>{r.topic === undefined ? 'Direct messages' : topicDisplay(r.topic)}</a></td>
+                  <td>{r.n > 0 && <span class="unread_count">{r.n}</span>}</td>
+                  <td class="muted">{m === undefined ? '' : `${m.sender_full_name}, ${formatDate(m.timestamp)} ${formatTime(m.timestamp)}`}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+        {loaded && rows.length === 0 && <p class="muted">No conversations yet.</p>}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,66 @@
+// The one place markup enters the DOM: server-rendered HTML, sanitized by DOMPurify.
+
+import DOMPurify from 'dompurify';
+import { useLayoutEffect, useRef } from 'preact/hooks';
+import { go } from '../route';
+
+let hooked = false;
+function hook(): void {
+  if (hooked) return;
+  hooked = true;
+  DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+    if (node instanceof HTMLAnchorElement) {
+      const href = node.getAttribute('href') ?? '';
+      if (!href.startsWith('#') && !href.startsWith('/#')) {
+        node.setAttribute('target', '_blank');
+        node.setAttribute('rel', 'noopener noreferrer');
+      }
+    }
+  });
+}
+
+export function sanitize(html: string): DocumentFragment {
+  hook();
+  return DOMPurify.sanitize(html, {
+    RETURN_DOM_FRAGMENT: true,
+    FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select'],
+    FORBID_ATTR: ['style'],
+    ADD_ATTR: ['target'],
+  });
+}
+
+export interface SafeHtmlProps {
+  html: string;
+  class?: string;
+  /** Applied to the sanitized tree before it is shown (classes only, no markup). */
+  decorate?: (root: HTMLElement) => void;
+}
+
+export function SafeHtml({ html, class: cls, decorate }: SafeHtmlProps) {
+  const ref = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (el === null) return;
+    el.replaceChildren(sanitize(html));
+    decorate?.(el);
+  }, [html, decorate]);
+  const onClick = (e: MouseEvent) => {
+    const a = (e.target as HTMLElement).closest('a');
+    const spoiler = (e.target as HTMLElement).closest('.spoiler-header');
+    if (spoiler !== null) {
+      const block = spoiler.parentElement;
+      block?.classList.toggle('spoiler-open');
+      const content = block?.querySelector('.spoiler-content');
+      content?.setAttribute('aria-hidden', block?.classList.contains('spoiler-open') ? 'false' : 'true');
+      return;
+    }
+    if (a === null) return;
+    const href = a.getAttribute('href') ?? '';
+    const m = /^(?:\/)?(#.*)$/.exec(href) ?? new RegExp(`^${location.origin}/(#.*)$`).exec(href);
+    if (m?.[1] !== undefined) {
+      e.preventDefault();
+      go(m[1]);
+    }
+  };
+  return <div ref={ref} class={cls} onClick={onClick} />;
+}
