@@ -53,6 +53,9 @@ pub const CSRF_FIELD: &str = "csrfmiddlewaretoken";
 /// How long the CSRF cookie lasts: a year, as Django's `CSRF_COOKIE_AGE`.
 const CSRF_AGE_SECS: i64 = 365 * 24 * 60 * 60;
 
+/// The endpoints not served under `/json`.
+const API_ONLY: &[&str] = &["server_settings", "dev_fetch_api_key", "dev_list_users"];
+
 /// A `/json` request: the digest of its session cookie, if it had a well-formed one.
 /// Its credentials are the session, never an `Authorization` header.
 #[derive(Debug, Clone, Copy)]
@@ -130,6 +133,11 @@ pub fn json_gate(req: &mut ServiceRequest) -> Result<(), ApiError> {
     let Some(rest) = req.path().strip_prefix("/json/") else {
         return Ok(());
     };
+    // Zulip's mobile-only endpoints are under `/api/v1` alone (its
+    // `v1_api_mobile_patterns`): under `/json` they answer as an unknown `/json` path.
+    if API_ONLY.contains(&rest.trim_end_matches('/')) {
+        return Ok(());
+    }
     let path = format!("/api/v1/{rest}");
     let http = req.request();
     if !matches!(
@@ -387,11 +395,7 @@ fn login_page(
 /// Also `GET /accounts/login/`. A browser with a valid session goes on to `next`.
 pub async fn show_login(req: HttpRequest, query: web::Query<NextQuery>) -> HttpResponse {
     let Some((handle, state)) = realm_of(&req) else {
-        return message_page(
-            StatusCode::NOT_FOUND,
-            "Log in",
-            "There is no organization here.",
-        );
+        return no_realm();
     };
     let next = safe_next(query.next.as_deref());
     let version = handle.hub.current();
@@ -399,6 +403,24 @@ pub async fn show_login(req: HttpRequest, query: web::Query<NextQuery>) -> HttpR
         return redirect(&next).finish();
     }
     login_page(&req, &handle, &state, &next, None, "")
+}
+
+/// The page of a host that names no realm here.
+fn no_realm() -> HttpResponse {
+    message_page(
+        StatusCode::NOT_FOUND,
+        "Log in",
+        "There is no organization here.",
+    )
+}
+
+/// The page of a write the realm refused.
+fn error_page(title: &str, e: &ApiError) -> HttpResponse {
+    message_page(
+        StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        title,
+        &e.msg,
+    )
 }
 
 /// The answer to a login attempt refused for too many attempts.
@@ -431,11 +453,7 @@ const LOGIN_FAILED: &str =
 pub async fn submit_login(req: HttpRequest, form: web::Form<LoginForm>) -> HttpResponse {
     let form = form.into_inner();
     let Some((handle, state)) = realm_of(&req) else {
-        return message_page(
-            StatusCode::NOT_FOUND,
-            "Log in",
-            "There is no organization here.",
-        );
+        return no_realm();
     };
     let next = safe_next(form.next.as_deref());
     if let Some(reason) = csrf_failure(&req, Some(&form.csrfmiddlewaretoken)) {
@@ -511,11 +529,7 @@ async fn log_in(req: &HttpRequest, handle: &RealmHandle, user_id: u64, next: &st
             }
             res.finish()
         }
-        Err(e) => message_page(
-            StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            "Log in",
-            &e.msg,
-        ),
+        Err(e) => error_page("Log in", &e),
     }
 }
 
@@ -610,11 +624,7 @@ pub struct LogoutForm {
 /// The token comes as the form's `csrfmiddlewaretoken` or the `X-CSRFToken` header.
 pub async fn logout(req: HttpRequest, form: web::Form<LogoutForm>) -> HttpResponse {
     let Some((handle, _)) = realm_of(&req) else {
-        return message_page(
-            StatusCode::NOT_FOUND,
-            "Log out",
-            "There is no organization here.",
-        );
+        return no_realm();
     };
     let header_token = req
         .headers()
@@ -633,11 +643,7 @@ pub async fn logout(req: HttpRequest, form: web::Form<LogoutForm>) -> HttpRespon
             .commit_system(EndSession { digest }, Realm::decide_end_session)
             .await
         {
-            return message_page(
-                StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-                "Log out",
-                &e.msg,
-            );
+            return error_page("Log out", &e);
         }
     }
     let secure = secure(&handle);
@@ -658,11 +664,7 @@ fn dev_login_allowed(state: &AppState, realm: &Realm) -> bool {
 /// them (Zulip's development login).
 pub async fn show_dev_login(req: HttpRequest, query: web::Query<NextQuery>) -> HttpResponse {
     let Some((handle, state)) = realm_of(&req) else {
-        return message_page(
-            StatusCode::NOT_FOUND,
-            "Log in",
-            "There is no organization here.",
-        );
+        return no_realm();
     };
     let version = handle.hub.current();
     if !dev_login_allowed(&state, &version) {
@@ -735,11 +737,7 @@ pub struct DevLoginForm {
 /// # `POST /accounts/login/local/`
 pub async fn submit_dev_login(req: HttpRequest, form: web::Form<DevLoginForm>) -> HttpResponse {
     let Some((handle, state)) = realm_of(&req) else {
-        return message_page(
-            StatusCode::NOT_FOUND,
-            "Log in",
-            "There is no organization here.",
-        );
+        return no_realm();
     };
     let user_id = {
         let version = handle.hub.current();
