@@ -12,7 +12,9 @@
 //! lists with short ids, alert states.
 
 pub mod generic_json;
+pub mod gitea;
 pub mod github;
+pub mod gitlab;
 pub mod slack_incoming;
 
 mod git;
@@ -137,6 +139,24 @@ pub static INTEGRATIONS: &[Integration] = &[
         display: "GitHub",
         handle: github::handle,
         events: github::EVENTS,
+    },
+    Integration {
+        name: "gitlab",
+        display: "GitLab",
+        handle: gitlab::handle,
+        events: gitlab::EVENTS,
+    },
+    Integration {
+        name: "gitea",
+        display: "Gitea",
+        handle: gitea::handle_gitea,
+        events: gitea::EVENTS,
+    },
+    Integration {
+        name: "forgejo",
+        display: "Forgejo",
+        handle: gitea::handle_forgejo,
+        events: gitea::EVENTS,
     },
 ];
 

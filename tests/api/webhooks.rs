@@ -590,3 +590,199 @@ async fn a_webhook_message_is_durable_and_sends_events() {
     s.restart().await;
     assert_eq!(newest_in_verona(&s).await, before);
 }
+
+// ---- GitLab --------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn gitlab_examples_become_their_messages() {
+    let s = TestApp::spawn().await;
+    let (_, key) = webhook_bot(&s).await;
+    let gitlab = "https://gitlab.com/tomaszkolek0/my-awesome-project";
+    let push = format!(
+        "Tomasz Kolek [pushed 2 commits]({gitlab}/-/compare/\
+         5fcdd5551fc3085df79bece2c32b1400802ac407...eb6ae1e591e0819dc5bf187c6bfe18ec065a80e9) \
+         to branch tomek.\n\n\
+         * b ([66abd2da288]({gitlab}/commit/66abd2da28809ffa128ed0447965cf11d7f863a7))\n\
+         * c ([eb6ae1e591e]({gitlab}/commit/eb6ae1e591e0819dc5bf187c6bfe18ec065a80e9))"
+    );
+    let push: &'static str = Box::leak(push.into_boxed_str());
+    let header = |value| Some(("X-Gitlab-Event", value));
+    run(
+        &s,
+        &key,
+        &[
+            Case {
+                integration: "gitlab",
+                fixture: "push_hook.json",
+                header: header("Push Hook"),
+                topic: "my-awesome-project / tomek",
+                content: push,
+            },
+            Case {
+                integration: "gitlab",
+                fixture: "issue_hook__issue_reopened.json",
+                header: header("Issue Hook"),
+                topic: "my-awesome-project / issue #1 Issue title_new",
+                content: "Tomasz Kolek reopened [issue #1](https://gitlab.com/tomaszkolek0/\
+                          my-awesome-project/issues/1).",
+            },
+            Case {
+                integration: "gitlab",
+                fixture: "merge_request_hook__opened.json",
+                header: header("Merge Request Hook"),
+                topic: "Gitlab Test / MR #1 MS-Viewport",
+                content: "Administrator created [MR #1](http://example.com/diaspora/\
+                          merge_requests/1) from `ms-viewport` to `master` (assigned to User1).",
+            },
+            Case {
+                integration: "gitlab",
+                fixture: "note_hook__merge_request_note.json",
+                header: header("Note Hook"),
+                topic: "Gitlab Test / MR #1 Tempora et eos debitis quae laborum et.",
+                content: "Administrator [commented](http://example.com/gitlab-org/gitlab-test/\
+                          merge_requests/1#note_1244) on [MR #1](http://example.com/gitlab-org/\
+                          gitlab-test/-/merge_requests/1):\n\n~~~ quote\nThis MR needs work.\n~~~",
+            },
+            Case {
+                integration: "gitlab",
+                fixture: "pipeline_hook__success.json",
+                header: header("Pipeline Hook"),
+                topic: "Gitlab Test / master",
+                content: "[Pipeline (#31)](http://192.168.64.1:3005/gitlab-org/gitlab-test/-/\
+                          pipelines/31) changed status to success with build(s):\n\
+                          * [production](http://192.168.64.1:3005/gitlab-org/gitlab-test/-/jobs/\
+                          380) - skipped\n\
+                          * [test-image](http://192.168.64.1:3005/gitlab-org/gitlab-test/-/jobs/\
+                          377) - success\n\
+                          * [test-build](http://192.168.64.1:3005/gitlab-org/gitlab-test/-/jobs/\
+                          378) - success",
+            },
+        ],
+    )
+    .await;
+
+    // A topic named in the URL: the message names the project and the issue's title.
+    let reply = Hook::json(
+        "gitlab",
+        &key,
+        fixture("gitlab", "issue_hook__issue_reopened.json"),
+    )
+    .header("X-Gitlab-Event", "Issue Hook")
+    .param("topic", "gitlab")
+    .post(&s)
+    .await;
+    assert_success(&reply);
+    let (_, topic, content) = newest_in_verona(&s).await;
+    assert_eq!(topic, "gitlab");
+    assert_eq!(
+        content,
+        format!("[[my-awesome-project]({gitlab})] Tomasz Kolek reopened [issue #1 Issue title_new]({gitlab}/issues/1).")
+    );
+    // Pushes to other branches than `branches` names send nothing.
+    let before = newest_in_verona(&s).await.0;
+    let reply = Hook::json("gitlab", &key, fixture("gitlab", "push_hook.json"))
+        .header("X-Gitlab-Event", "Push Hook")
+        .param("branches", "master")
+        .post(&s)
+        .await;
+    assert_success(&reply);
+    // `only_events` with GitLab's event names.
+    let reply = Hook::json("gitlab", &key, fixture("gitlab", "push_hook.json"))
+        .header("X-Gitlab-Event", "Push Hook")
+        .param("only_events", r#"["Merge Request Hook *"]"#)
+        .post(&s)
+        .await;
+    assert_success(&reply);
+    assert_eq!(newest_in_verona(&s).await.0, before);
+
+    let reply = Hook::json("gitlab", &key, br#"{"object_kind": "wiki_page"}"#.to_vec())
+        .header("X-Gitlab-Event", "Wiki Page Hook")
+        .post(&s)
+        .await;
+    assert_error(
+        &reply,
+        200,
+        "UNSUPPORTED_WEBHOOK_EVENT_TYPE",
+        "The 'Wiki Page Hook' event isn't currently supported by the GitLab webhook; ignoring",
+    );
+    assert_eq!(reply.2["event_type"], "Wiki Page Hook");
+    let reply = Hook::json("gitlab", &key, fixture("gitlab", "push_hook.json"))
+        .post(&s)
+        .await;
+    assert_error(
+        &reply,
+        400,
+        "MISSING_HTTP_EVENT_HEADER",
+        "Missing the HTTP event header 'X-Gitlab-Event'",
+    );
+}
+
+// ---- Gitea and Forgejo -------------------------------------------------------------
+
+#[actix_web::test]
+async fn gitea_and_forgejo_examples_become_their_messages() {
+    let s = TestApp::spawn().await;
+    let (_, key) = webhook_bot(&s).await;
+    for (integration, header) in [("gitea", "X-Gitea-Event"), ("forgejo", "X-Forgejo-Event")] {
+        for (fixture_name, event, topic, content) in [
+            (
+                "push.json",
+                "push",
+                "webhooks / develop",
+                "gitea [pushed 1 commit](http://localhost:3000/gitea/webhooks/compare/\
+                 28e1879d029cb852e4844d9c718537df08844e03...\
+                 bffeb74224043ba2feb48d137756c8a9331c449a) to branch develop.\n\n\
+                 * Webhooks Yay! ([bffeb742240](http://localhost:3000/gitea/webhooks/commit/\
+                 bffeb74224043ba2feb48d137756c8a9331c449a))",
+            ),
+            (
+                "pull_request__opened.json",
+                "pull_request",
+                // Zulip's Gitea topics name a pull request by its `id`.
+                "test / PR #1905 New pr",
+                "kostekIV opened [PR #4](https://try.gitea.io/kostekIV/test/pulls/4) from \
+                 `test-branch` to `master`:\n\n~~~ quote\nBody\n~~~",
+            ),
+            (
+                "issue_comment__new.json",
+                "issue_comment",
+                "test / issue #3 Test issue",
+                "kostekIV [commented](https://try.gitea.io/kostekIV/test/issues/3\
+                 #issuecomment-24400) on [issue #3](https://try.gitea.io/kostekIV/test/issues/3):\
+                 \n\n~~~ quote\ntest comment\n~~~",
+            ),
+        ] {
+            // Forgejo sends Gitea's header too; its own is the one it is read by.
+            let mut hook =
+                Hook::json(integration, &key, fixture("gitea", fixture_name)).header(header, event);
+            if integration == "forgejo" {
+                hook = hook.header("X-Gitea-Event", event);
+            }
+            let reply = hook.post(&s).await;
+            assert_success(&reply);
+            let (_, got_topic, got_content) = newest_in_verona(&s).await;
+            assert_eq!(got_topic, topic, "{integration} {fixture_name}");
+            assert_eq!(got_content, content, "{integration} {fixture_name}");
+        }
+    }
+    let reply = Hook::json("forgejo", &key, fixture("gitea", "push.json"))
+        .header("X-Gitea-Event", "push")
+        .post(&s)
+        .await;
+    assert_error(
+        &reply,
+        400,
+        "MISSING_HTTP_EVENT_HEADER",
+        "Missing the HTTP event header 'X-Forgejo-Event'",
+    );
+    let reply = Hook::json("gitea", &key, fixture("gitea", "push.json"))
+        .header("X-Gitea-Event", "wiki")
+        .post(&s)
+        .await;
+    assert_error(
+        &reply,
+        200,
+        "UNSUPPORTED_WEBHOOK_EVENT_TYPE",
+        "The 'wiki' event isn't currently supported by the Gitea webhook; ignoring",
+    );
+}
