@@ -55,53 +55,59 @@ pub async fn incoming(
     let outcome = (integration.handle)(&hook).map_err(|e| hook_error(e, integration))?;
     let only = p.opt_str_list("only_events")?;
     let exclude = p.opt_str_list("exclude_events")?;
-    let HookOutcome::Send(message) = outcome else {
-        return req.reply(Map::new());
+    let messages = match outcome {
+        HookOutcome::Send(message) => vec![message],
+        HookOutcome::SendAll(messages) => messages,
+        HookOutcome::Nothing => Vec::new(),
     };
-    if let Some(event) = &message.event {
-        let left_out = only
-            .as_ref()
-            .is_some_and(|only| !only.iter().any(|pat| glob_match(pat, event)))
-            || exclude
-                .as_ref()
-                .is_some_and(|ex| ex.iter().any(|pat| glob_match(pat, event)));
-        if left_out {
-            return req.reply(Map::new());
+    let wanted = |event: &Option<String>| match event {
+        Some(event) => {
+            only.as_ref()
+                .is_none_or(|only| only.iter().any(|pat| glob_match(pat, event)))
+                && !exclude
+                    .as_ref()
+                    .is_some_and(|ex| ex.iter().any(|pat| glob_match(pat, event)))
+        }
+        None => true,
+    };
+    let client = format!("Zulip{}Webhook", integration.display);
+    for message in messages.into_iter().filter(|m| wanted(&m.event)) {
+        let topic = user_topic.clone().unwrap_or(message.topic);
+        let content = message.content;
+        let stream = stream.clone();
+        let client = client.clone();
+        let store = store.clone();
+        let sent = req
+            .write(
+                move |version, me, _| {
+                    let to = match &stream {
+                        Some(s) => Addressee::Channel {
+                            channel: channel_ref(s),
+                            topic: normalize_topic(version, &topic)?,
+                        },
+                        // Zulip's webhooks tell the bot's owner when no channel is
+                        // named (a user's own key: the user).
+                        None => Addressee::Direct {
+                            ids: vec![me.bot_owner_id.unwrap_or(me.id) as i64],
+                            emails: Vec::new(),
+                        },
+                    };
+                    let content = normalize_body(&content)?;
+                    // Messages from integrations are unread for their sender, too.
+                    version.send_request(&store, to, content, client, false)
+                },
+                Realm::decide_send,
+            )
+            .await;
+        match sent {
+            Ok(_) => {}
+            // Zulip answers success: the service cannot create the channel, and
+            // retrying would not help.
+            Err(e) if e.code == ErrorCode::StreamDoesNotExist => break,
+            Err(e) => return Err(e),
         }
     }
-
-    let topic = user_topic.unwrap_or(message.topic);
-    let client = format!("Zulip{}Webhook", integration.display);
-    let content = message.content;
-    let sent = req
-        .write(
-            move |version, me, _| {
-                let to = match &stream {
-                    Some(s) => Addressee::Channel {
-                        channel: channel_ref(s),
-                        topic: normalize_topic(version, &topic)?,
-                    },
-                    // Zulip's webhooks tell the bot's owner when no channel is named (a
-                    // user's own key: the user).
-                    None => Addressee::Direct {
-                        ids: vec![me.bot_owner_id.unwrap_or(me.id) as i64],
-                        emails: Vec::new(),
-                    },
-                };
-                let content = normalize_body(&content)?;
-                // Messages from integrations are unread for their sender, too.
-                version.send_request(&store, to, content, client, false)
-            },
-            Realm::decide_send,
-        )
-        .await;
-    match sent {
-        Ok(_) => req.reply(Map::new()),
-        // Zulip answers success: the service cannot create the channel, and
-        // retrying would not help.
-        Err(e) if e.code == ErrorCode::StreamDoesNotExist => req.reply(Map::new()),
-        Err(e) => Err(e),
-    }
+    req.reply(Map::new())
 }
 
 /// The key in the URL (`api_key`), else Basic credentials, else Zulip's

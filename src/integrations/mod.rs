@@ -11,10 +11,12 @@
 //! the bodies carry the same facts in the same layout: who did what, links, commit
 //! lists with short ids, alert states.
 
+pub mod alertmanager;
 pub mod generic_json;
 pub mod gitea;
 pub mod github;
 pub mod gitlab;
+pub mod grafana;
 pub mod slack_incoming;
 
 mod git;
@@ -79,6 +81,9 @@ pub struct HookMessage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HookOutcome {
     Send(HookMessage),
+    /// Several messages, sent in order (an alert notification that groups alerts of
+    /// several hosts or states).
+    SendAll(Vec<HookMessage>),
     /// A valid notification that is not worth a message (an ignored action, a branch
     /// the URL filters out, an empty Slack message).
     Nothing,
@@ -157,6 +162,20 @@ pub static INTEGRATIONS: &[Integration] = &[
         display: "Forgejo",
         handle: gitea::handle_forgejo,
         events: gitea::EVENTS,
+    },
+    Integration {
+        name: "alertmanager",
+        display: "Alertmanager",
+        handle: alertmanager::handle,
+        events: &["firing", "resolved"],
+    },
+    Integration {
+        name: "grafana",
+        display: "Grafana",
+        handle: grafana::handle,
+        events: &[
+            "firing", "resolved", "alerting", "ok", "no_data", "pending", "paused",
+        ],
     },
 ];
 

@@ -786,3 +786,165 @@ async fn gitea_and_forgejo_examples_become_their_messages() {
         "The 'wiki' event isn't currently supported by the Gitea webhook; ignoring",
     );
 }
+
+/// The `n` newest messages of channel Verona, oldest first: (topic, content).
+async fn newest_n_in_verona(s: &TestApp, n: usize) -> Vec<(String, String)> {
+    let narrow = json!([{"operator": "channel", "operand": "Verona"}]).to_string();
+    let n = n.to_string();
+    let body = s
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            OWNER,
+            &[
+                ("narrow", &narrow),
+                ("anchor", "newest"),
+                ("num_before", &n),
+                ("num_after", "0"),
+                ("apply_markdown", "false"),
+            ],
+        )
+        .await;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["subject"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+// ---- Alertmanager and Grafana ------------------------------------------------------------
+
+#[actix_web::test]
+async fn alertmanager_groups_alerts_by_topic_and_state() {
+    let s = TestApp::spawn().await;
+    let (_, key) = webhook_bot(&s).await;
+    let graph = "http://cobalt:9090/graph?g0.expr=avg+by%28host%29+%28sensors_temp_input\
+                 %7Bfeature%3D~%22core_%5B0-9%5D%2B%22%7D%29+%3E+15&g0.tab=0";
+    // Two firing alerts of one host: one message listing both.
+    let reply = Hook::json("alertmanager", &key, fixture("alertmanager", "alert.json"))
+        .param("name", "topic")
+        .param("desc", "description")
+        .post(&s)
+        .await;
+    assert_success(&reply);
+    assert_eq!(
+        newest_n_in_verona(&s, 1).await,
+        vec![(
+            "andromeda".to_owned(),
+            format!(
+                ":alert: **Firing**\n* CPU core temperature is 34.75C ([graph]({graph}))\n\
+                 * CPU core temperature is 17.625C ([graph]({graph}))"
+            )
+        )]
+    );
+    // One resolved and one firing alert, of two instances (the default topic field),
+    // named by `alertname` (the default description field): two messages.
+    let up = "http://prometheus:9090/graph?g0.expr=up+%3D%3D+0&g0.tab=0";
+    let reply = Hook::json(
+        "alertmanager",
+        &key,
+        fixture("alertmanager", "resolved.json"),
+    )
+    .post(&s)
+    .await;
+    assert_success(&reply);
+    assert_eq!(
+        newest_n_in_verona(&s, 2).await,
+        vec![
+            (
+                "web-1:9100".to_owned(),
+                format!(":squared_ok: **Resolved** InstanceDown ([graph]({up}))")
+            ),
+            (
+                "web-2:9100".to_owned(),
+                format!(":alert: **Firing** InstanceDown ([graph]({up}))")
+            ),
+        ]
+    );
+    // `only_events` keeps the resolved one.
+    let reply = Hook::json(
+        "alertmanager",
+        &key,
+        fixture("alertmanager", "resolved.json"),
+    )
+    .param("only_events", r#"["resolved"]"#)
+    .param("topic", "resolutions")
+    .post(&s)
+    .await;
+    assert_success(&reply);
+    let newest = newest_n_in_verona(&s, 2).await;
+    assert_eq!(newest[0].0, "web-2:9100");
+    assert_eq!(newest[1].0, "resolutions");
+    assert!(
+        newest[1].1.starts_with(":squared_ok: **Resolved**"),
+        "{newest:?}"
+    );
+    // Not an Alertmanager notification.
+    let reply = Hook::json("alertmanager", &key, br#"{"status": "firing"}"#.to_vec())
+        .post(&s)
+        .await;
+    assert_error(
+        &reply,
+        400,
+        "ANOMALOUS_WEBHOOK_PAYLOAD",
+        "Unable to parse request: Did Alertmanager generate this event?",
+    );
+}
+
+#[actix_web::test]
+async fn grafana_examples_become_their_messages() {
+    let s = TestApp::spawn().await;
+    let (_, key) = webhook_bot(&s).await;
+    run(
+        &s,
+        &key,
+        &[
+            Case {
+                integration: "grafana",
+                fixture: "alert_firing.json",
+                header: None,
+                topic: "[High memory usage]",
+                content: ":alert: **FIRING**\n\n**High memory usage**\n\n\
+                          Fired at <time:2021-10-12T09:51:03.157076+02:00>.\n\n\
+                          Labels:\n- alertname: High memory usage\n- team: blue\n- zone: us-1\n\n\
+                          Values:\n- B: 44.23943737541908\n- C: 1\n\n\
+                          Annotations:\n- description: The system has high memory usage\n\
+                          - runbook_url: https://myrunbook.com/runbook/1234\n\
+                          - summary: This alert was triggered for zone us-1\n\n\
+                          [Generator](https://play.grafana.org/alerting/1afz29v7z/edit)\n\
+                          [Silence](https://play.grafana.org/alerting/silence/new?\
+                          alertmanager=grafana&matchers=alertname%3DT2%2Cteam%3Dblue%2Czone%3Dus-1)",
+            },
+            Case {
+                integration: "grafana",
+                fixture: "alert_resolved.json",
+                header: None,
+                topic: "[High CPU usage]",
+                content: ":checkbox: **RESOLVED**\n\n**High CPU usage**\n\n\
+                          Fired at <time:2021-10-12T09:56:03.157076+02:00>.\n\n\
+                          Resolved at <time:2021-10-12T10:06:03.157076+02:00>.\n\n\
+                          Labels:\n- alertname: High CPU usage\n- team: blue\n- zone: eu-1\n\n\
+                          Annotations:\n- summary: This alert was triggered for zone eu-1\n\n\
+                          [Generator](https://play.grafana.org/alerting/d1rdpdv7k/edit)",
+            },
+            Case {
+                integration: "grafana",
+                fixture: "legacy_alerting.json",
+                header: None,
+                topic: "[Alerting] Panel Title alert",
+                content: ":alert: **ALERTING**\n\n[Panel Title alert](http://localhost:3000/d/\
+                          hZ7BuVbWz/test-dashboard?fullscreen&edit&tab=alert&panelId=2&orgId=1)\
+                          \n\nNotification Message\n\n**Count:** 1\n\n\
+                          [Click to view visualization](https://grafana.com/assets/img/blog/\
+                          mixed_styles.png)",
+            },
+        ],
+    )
+    .await;
+}
