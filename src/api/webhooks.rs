@@ -174,5 +174,6 @@ fn hook_error(e: HookError, integration: &Integration) -> ApiError {
         .with("webhook_name", integration.display),
         HookError::MalformedJson => ApiError::new(400, ErrorCode::InvalidJson, "Malformed JSON"),
         HookError::MissingParam(name) => ApiError::missing(name),
+        HookError::Invalid(msg) => ApiError::bad_request(msg),
     }
 }

@@ -18,6 +18,7 @@ pub mod github;
 pub mod gitlab;
 pub mod grafana;
 pub mod slack_incoming;
+pub mod uptimerobot;
 
 mod git;
 
@@ -112,6 +113,8 @@ pub enum HookError {
     MalformedJson,
     /// A required parameter is missing (`Missing 'payload' argument`).
     MissingParam(&'static str),
+    /// A body the integration cannot use, with Zulip's message for it.
+    Invalid(&'static str),
 }
 
 /// An integration: its URL name, the name its errors and client use, its function,
@@ -176,6 +179,12 @@ pub static INTEGRATIONS: &[Integration] = &[
         events: &[
             "firing", "resolved", "alerting", "ok", "no_data", "pending", "paused",
         ],
+    },
+    Integration {
+        name: "uptimerobot",
+        display: "UptimeRobot",
+        handle: uptimerobot::handle,
+        events: &["down", "up"],
     },
 ];
 

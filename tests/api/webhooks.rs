@@ -948,3 +948,55 @@ async fn grafana_examples_become_their_messages() {
     )
     .await;
 }
+
+// ---- UptimeRobot ---------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn uptimerobot_examples_become_their_messages() {
+    let s = TestApp::spawn().await;
+    let (_, key) = webhook_bot(&s).await;
+    run(
+        &s,
+        &key,
+        &[
+            Case {
+                integration: "uptimerobot",
+                fixture: "uptimerobot_monitor_down.json",
+                header: None,
+                topic: "Web Server",
+                content: ":red_circle: Web Server (server1.example.com) is **DOWN**: \
+                          Host Is Unreachable.",
+            },
+            Case {
+                integration: "uptimerobot",
+                fixture: "uptimerobot_monitor_up.json",
+                header: None,
+                topic: "Mail Server",
+                content: ":check: Mail Server (server2.example.com) is back **UP**: Host Is \
+                          Reachable. It was down for 44 minutes and 37 seconds.",
+            },
+        ],
+    )
+    .await;
+    // A body set up without UptimeRobot's fields.
+    let reply = Hook::json(
+        "uptimerobot",
+        &key,
+        br#"{"monitor_friendly_name": "Web Server"}"#.to_vec(),
+    )
+    .post(&s)
+    .await;
+    assert_error(&reply, 400, "BAD_REQUEST", "Invalid payload");
+    // `exclude_events` leaves the recoveries out.
+    let before = newest_in_verona(&s).await.0;
+    let reply = Hook::json(
+        "uptimerobot",
+        &key,
+        fixture("uptimerobot", "uptimerobot_monitor_up.json"),
+    )
+    .param("exclude_events", r#"["up"]"#)
+    .post(&s)
+    .await;
+    assert_success(&reply);
+    assert_eq!(newest_in_verona(&s).await.0, before);
+}
