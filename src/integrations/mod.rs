@@ -17,6 +17,7 @@ pub mod gitea;
 pub mod github;
 pub mod gitlab;
 pub mod grafana;
+pub mod sentry;
 pub mod slack_incoming;
 pub mod uptimerobot;
 
@@ -178,6 +179,21 @@ pub static INTEGRATIONS: &[Integration] = &[
         handle: grafana::handle,
         events: &[
             "firing", "resolved", "alerting", "ok", "no_data", "pending", "paused",
+        ],
+    },
+    Integration {
+        name: "sentry",
+        display: "Sentry",
+        handle: sentry::handle,
+        events: &[
+            "issue_created",
+            "issue_resolved",
+            "issue_assigned",
+            "issue_ignored",
+            "issue_unresolved",
+            "issue_archived",
+            "event",
+            "legacy",
         ],
     },
     Integration {

@@ -1000,3 +1000,85 @@ async fn uptimerobot_examples_become_their_messages() {
     assert_success(&reply);
     assert_eq!(newest_in_verona(&s).await.0, before);
 }
+
+// ---- Sentry ----------------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn sentry_examples_become_their_messages() {
+    let s = TestApp::spawn().await;
+    let (_, key) = webhook_bot(&s).await;
+    let issue = "[Error #1: This is a test error!](https://sentry.io/organizations/example/\
+                 issues/1170820242/)";
+    let created = format!(
+        "New issue {issue} in front-end:\n```quote\n**level:** error\n\
+         **culprit:** SentryCustomError(frontend/src/util)\n\
+         **first seen:** 2019-08-19 20:58:37\n**assignee:** No one\n```"
+    );
+    let resolved = format!("Issue {issue} was resolved by **Meredith**.");
+    let assigned = format!("Issue {issue} was assigned to **Hamlet** by **Meredith**.");
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    // The issue examples are Sentry's one documented issue payload, with the
+    // action (and what it changes) of each kind of change.
+    run(
+        &s,
+        &key,
+        &[
+            Case {
+                integration: "sentry",
+                fixture: "issue__created.json",
+                header: None,
+                topic: "Error #1: This is a test error!",
+                content: leak(created),
+            },
+            Case {
+                integration: "sentry",
+                fixture: "issue__resolved.json",
+                header: None,
+                topic: "Error #1: This is a test error!",
+                content: leak(resolved),
+            },
+            Case {
+                integration: "sentry",
+                fixture: "issue__assigned.json",
+                header: None,
+                topic: "Error #1: This is a test error!",
+                content: leak(assigned),
+            },
+            Case {
+                integration: "sentry",
+                fixture: "event_alert__exception.json",
+                header: None,
+                topic: "ZeroDivisionError: division by zero",
+                content: "**New exception:** [ZeroDivisionError: division by zero](https://\
+                          sentry.io/organizations/example/issues/1569186542/events/\
+                          e4874d664c3540c1a32eab185f12c5ab/)\n```quote\n**level:** error\n\
+                          **timestamp:** 2020-02-21 05:08:26\n**filename:** sentry_test.py\n\
+                          **culprit:** __main__ in <module>\n```\n\
+                          Alert rule: Send a notification for new errors",
+            },
+            Case {
+                integration: "sentry",
+                fixture: "legacy_webhooks_plugin.json",
+                header: None,
+                topic: "Project Name",
+                content: "New [issue](https://sentry.io/acme/project-slug/issues/27379932/\
+                          ?referrer=webhooks_plugin) (level: ERROR):\n\n``` quote\n\
+                          This is an example Python exception\n```",
+            },
+        ],
+    )
+    .await;
+    let reply = Hook::json(
+        "sentry",
+        &key,
+        br#"{"action": "created", "data": {"installation": {}}}"#.to_vec(),
+    )
+    .post(&s)
+    .await;
+    assert_error(
+        &reply,
+        200,
+        "UNSUPPORTED_WEBHOOK_EVENT_TYPE",
+        "The '[\"installation\"]' event isn't currently supported by the Sentry webhook; ignoring",
+    );
+}
