@@ -33,8 +33,17 @@ pub async fn incoming(
     let store = req.message_store().await?;
 
     let p = &req.params;
-    let stream = p.opt_str("stream");
-    let user_topic = p.opt_str("topic");
+    let unquote = |v: String| {
+        if integration.unquote_params {
+            percent_encoding::percent_decode_str(&v)
+                .decode_utf8_lossy()
+                .into_owned()
+        } else {
+            v
+        }
+    };
+    let stream = p.opt_str("stream").map(unquote);
+    let user_topic = p.opt_str("topic").map(unquote);
     let headers: Vec<(String, String)> = http
         .headers()
         .iter()

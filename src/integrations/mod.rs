@@ -17,6 +17,7 @@ pub mod gitea;
 pub mod github;
 pub mod gitlab;
 pub mod grafana;
+pub mod jira;
 pub mod sentry;
 pub mod slack_incoming;
 pub mod uptimerobot;
@@ -127,6 +128,9 @@ pub struct Integration {
     pub display: &'static str,
     pub handle: fn(&HookRequest<'_>) -> Result<HookOutcome, HookError>,
     pub events: &'static [&'static str],
+    /// The service escapes the URL's parameters twice (Jira): `stream` and `topic` are
+    /// percent-decoded once more.
+    pub unquote_params: bool,
 }
 
 /// Every integration hearth serves.
@@ -136,42 +140,49 @@ pub static INTEGRATIONS: &[Integration] = &[
         display: "JSON",
         handle: generic_json::handle,
         events: &["any JSON body"],
+        unquote_params: false,
     },
     Integration {
         name: "slack_incoming",
         display: "SlackIncoming",
         handle: slack_incoming::handle,
         events: &["text", "blocks", "attachments"],
+        unquote_params: false,
     },
     Integration {
         name: "github",
         display: "GitHub",
         handle: github::handle,
         events: github::EVENTS,
+        unquote_params: false,
     },
     Integration {
         name: "gitlab",
         display: "GitLab",
         handle: gitlab::handle,
         events: gitlab::EVENTS,
+        unquote_params: false,
     },
     Integration {
         name: "gitea",
         display: "Gitea",
         handle: gitea::handle_gitea,
         events: gitea::EVENTS,
+        unquote_params: false,
     },
     Integration {
         name: "forgejo",
         display: "Forgejo",
         handle: gitea::handle_forgejo,
         events: gitea::EVENTS,
+        unquote_params: false,
     },
     Integration {
         name: "alertmanager",
         display: "Alertmanager",
         handle: alertmanager::handle,
         events: &["firing", "resolved"],
+        unquote_params: false,
     },
     Integration {
         name: "grafana",
@@ -180,6 +191,7 @@ pub static INTEGRATIONS: &[Integration] = &[
         events: &[
             "firing", "resolved", "alerting", "ok", "no_data", "pending", "paused",
         ],
+        unquote_params: false,
     },
     Integration {
         name: "sentry",
@@ -195,12 +207,21 @@ pub static INTEGRATIONS: &[Integration] = &[
             "event",
             "legacy",
         ],
+        unquote_params: false,
+    },
+    Integration {
+        name: "jira",
+        display: "Jira",
+        handle: jira::handle,
+        events: jira::EVENTS,
+        unquote_params: true,
     },
     Integration {
         name: "uptimerobot",
         display: "UptimeRobot",
         handle: uptimerobot::handle,
         events: &["down", "up"],
+        unquote_params: false,
     },
 ];
 

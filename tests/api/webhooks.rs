@@ -1082,3 +1082,90 @@ async fn sentry_examples_become_their_messages() {
         "The '[\"installation\"]' event isn't currently supported by the Sentry webhook; ignoring",
     );
 }
+
+// ---- Jira ------------------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn jira_examples_become_their_messages() {
+    let s = TestApp::spawn().await;
+    let (_, key) = webhook_bot(&s).await;
+    let issue = "[TEST-4: Test Created](https://zulipbot.atlassian.net/browse/TEST-4)";
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    run(
+        &s,
+        &key,
+        &[
+            Case {
+                integration: "jira",
+                fixture: "created_v2.json",
+                header: None,
+                topic: "TEST-4: Test Created",
+                content: leak(format!(
+                    "Leonardo Franchi created {issue}:\n\n* **Priority**: Medium\n\
+                     * **Assignee**: no one"
+                )),
+            },
+            Case {
+                integration: "jira",
+                fixture: "updated_status_v2.json",
+                header: None,
+                topic: "TEST-4: Test Created",
+                content: leak(format!(
+                    "Leonardo Franchi updated {issue} (assigned to **Leonardo Franchi**):\n\n\
+                     * Changed status from **To Do** to **In Progress**"
+                )),
+            },
+            Case {
+                integration: "jira",
+                fixture: "comment_created.json",
+                header: None,
+                topic: "TEST-4: Test Created",
+                content: leak(format!(
+                    "Leo Franchi commented on {issue}:\n\n``` quote\nWelcome to **Jira**! See \
+                     [the docs](https://confluence.atlassian.com/jira) and ask **admin**.\n```"
+                )),
+            },
+        ],
+    )
+    .await;
+    // Jira escapes the URL's parameters once more than it should.
+    let reply = Hook::json("jira", &key, fixture("jira", "created_v2.json"))
+        .param("topic", "jira%20issues")
+        .post(&s)
+        .await;
+    assert_success(&reply);
+    assert_eq!(newest_in_verona(&s).await.1, "jira issues");
+    // Ignored and unknown events; a body without an event.
+    let before = newest_in_verona(&s).await.0;
+    let reply = Hook::json(
+        "jira",
+        &key,
+        br#"{"webhookEvent": "sprint_started"}"#.to_vec(),
+    )
+    .post(&s)
+    .await;
+    assert_eq!(reply.2, json!({"result": "success", "msg": ""}));
+    assert_eq!(newest_in_verona(&s).await.0, before);
+    let reply = Hook::json(
+        "jira",
+        &key,
+        br#"{"webhookEvent": "board_created"}"#.to_vec(),
+    )
+    .post(&s)
+    .await;
+    assert_error(
+        &reply,
+        200,
+        "UNSUPPORTED_WEBHOOK_EVENT_TYPE",
+        "The 'board_created' event isn't currently supported by the Jira webhook; ignoring",
+    );
+    let reply = Hook::json("jira", &key, br#"{"issue": {}}"#.to_vec())
+        .post(&s)
+        .await;
+    assert_error(
+        &reply,
+        400,
+        "ANOMALOUS_WEBHOOK_PAYLOAD",
+        "Unable to parse request: Did Jira generate this event?",
+    );
+}
