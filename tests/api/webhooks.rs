@@ -1169,3 +1169,60 @@ async fn jira_examples_become_their_messages() {
         "Unable to parse request: Did Jira generate this event?",
     );
 }
+
+#[actix_web::test]
+async fn a_large_payload_is_read_for_a_valid_key_only() {
+    let s = TestApp::spawn().await;
+    let (_, key) = webhook_bot(&s).await;
+    // Larger than what is read before credentials are checked (64 KiB).
+    let large = serde_json::to_vec(&json!({ "log": "x".repeat(100 * 1024) })).unwrap();
+    let reply = Hook::json("json", "abcdefghijklmnopqrstuvwxyz012345", large.clone())
+        .post(&s)
+        .await;
+    assert_error(&reply, 401, "INVALID_API_KEY", "Invalid API key");
+    let reply = Hook::json("json", &key, large).post(&s).await;
+    assert_success(&reply);
+    let (_, topic, content) = newest_in_verona(&s).await;
+    assert_eq!(topic, "JSON");
+    assert!(
+        content.starts_with("```json\n{\n  \"log\": \"xxx"),
+        "{}",
+        &content[..40]
+    );
+    // Cut to the longest message, as every message is.
+    assert!(
+        content.ends_with("\n[message truncated]"),
+        "{}",
+        &content[content.len() - 40..]
+    );
+}
+
+#[actix_web::test]
+async fn webhooks_count_against_their_bots_rate_limit() {
+    use hearth::config::Switch;
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestApp::spawn_configured(dir, |c| {
+        c.rate_limit = Some(Switch::On);
+        c.rate_limit_per_user = 3;
+        // The tests' address stays well within its own allowance.
+        c.rate_limit_per_ip = 1000;
+    })
+    .await;
+    let (_, key) = webhook_bot(&s).await;
+    for left in (0..3).rev() {
+        let reply = Hook::json("json", &key, b"{}".to_vec()).post(&s).await;
+        assert_success(&reply);
+        let remaining = reply.1.get("x-ratelimit-remaining").unwrap();
+        assert_eq!(remaining.to_str().unwrap(), left.to_string());
+    }
+    let reply = Hook::json("json", &key, b"{}".to_vec()).post(&s).await;
+    assert_error(
+        &reply,
+        429,
+        "RATE_LIMIT_HIT",
+        "API usage exceeded rate limit",
+    );
+    // The bot's owner has an allowance of their own.
+    let (status, _) = s.call("GET", "/api/v1/users/me", OWNER, &[]).await;
+    assert_eq!(status, 200);
+}
