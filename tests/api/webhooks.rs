@@ -1226,3 +1226,20 @@ async fn webhooks_count_against_their_bots_rate_limit() {
     let (status, _) = s.call("GET", "/api/v1/users/me", OWNER, &[]).await;
     assert_eq!(status, 200);
 }
+
+#[test]
+fn the_readme_lists_every_integration() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme
+        .find("## Integrations")
+        .expect("an Integrations section")..];
+    for integration in hearth::integrations::INTEGRATIONS {
+        assert!(
+            section.contains(&format!("| `{}` |", integration.name)),
+            "README: no row for {}",
+            integration.name
+        );
+        assert!(!integration.events.is_empty(), "{}", integration.name);
+    }
+}
