@@ -44,9 +44,14 @@ pub async fn incoming(
     };
     let stream = p.opt_str("stream").map(unquote);
     let user_topic = p.opt_str("topic").map(unquote);
+    // The service's headers, its credentials aside: an integration has no use for them.
     let headers: Vec<(String, String)> = http
         .headers()
         .iter()
+        .filter(|(name, _)| {
+            *name != actix_web::http::header::AUTHORIZATION
+                && *name != actix_web::http::header::COOKIE
+        })
         .filter_map(|(name, value)| {
             value
                 .to_str()
