@@ -53,7 +53,7 @@ fn handle(r: &HookRequest<'_>, event: &str) -> Result<HookOutcome, HookError> {
             (
                 git::branch_topic(repo, branch),
                 format!(
-                    "{} created [{branch}]({url}) branch.",
+                    "{} created branch [{branch}]({url}).",
                     s(&p, "/sender/username")?
                 ),
             )

@@ -127,7 +127,7 @@ pub fn handle(r: &HookRequest<'_>) -> Result<HookOutcome, HookError> {
             s(&p, "/repository/html_url")?
         ),
         "ping" => format!(
-            "GitHub webhook has been successfully configured by {}.",
+            "{} connected this GitHub webhook: its notifications arrive here.",
             g.sender()?
         ),
         _ => return Err(HookError::Unsupported(event.to_owned())),

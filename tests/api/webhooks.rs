@@ -311,6 +311,21 @@ async fn github_examples_become_their_messages() {
             },
             Case {
                 integration: "github",
+                fixture: "pull_request__closed.json",
+                header: Some(("X-GitHub-Event", "pull_request")),
+                topic: "public-repo / PR #1 Update the README with new information",
+                content: "baxterthehacker merged [PR #1](https://github.com/baxterthehacker/\
+                          public-repo/pull/1).",
+            },
+            Case {
+                integration: "github",
+                fixture: "ping.json",
+                header: Some(("X-GitHub-Event", "ping")),
+                topic: "Hello-World",
+                content: "Codertocat connected this GitHub webhook: its notifications arrive here.",
+            },
+            Case {
+                integration: "github",
                 fixture: "issues__opened.json",
                 header: Some(("X-GitHub-Event", "issues")),
                 // Cut at 60 characters, as every topic is.
