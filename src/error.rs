@@ -43,6 +43,16 @@ pub enum ErrorCode {
     InvalidPushDeviceToken,
     InvalidRemotePushDeviceToken,
     CsrfFailed,
+    /// `InvalidAPIKeyError` where nothing turns it into `UNAUTHORIZED` (webhook URLs).
+    InvalidApiKey,
+    /// An incoming webhook's body is not JSON (`InvalidJSONError`).
+    InvalidJson,
+    /// An integration without the HTTP header that names its event.
+    MissingHttpEventHeader,
+    /// An event an integration knows of but does not turn into a message.
+    UnsupportedWebhookEventType,
+    /// A body an integration does not recognize as its service's.
+    AnomalousWebhookPayload,
 }
 
 impl ErrorCode {
@@ -82,6 +92,11 @@ impl ErrorCode {
             ErrorCode::InvalidPushDeviceToken => "INVALID_PUSH_DEVICE_TOKEN",
             ErrorCode::InvalidRemotePushDeviceToken => "INVALID_REMOTE_PUSH_DEVICE_TOKEN",
             ErrorCode::CsrfFailed => "CSRF_FAILED",
+            ErrorCode::InvalidApiKey => "INVALID_API_KEY",
+            ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::MissingHttpEventHeader => "MISSING_HTTP_EVENT_HEADER",
+            ErrorCode::UnsupportedWebhookEventType => "UNSUPPORTED_WEBHOOK_EVENT_TYPE",
+            ErrorCode::AnomalousWebhookPayload => "ANOMALOUS_WEBHOOK_PAYLOAD",
         }
     }
 }

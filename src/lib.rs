@@ -48,6 +48,9 @@
 //!    - `push_relay`: the push relay client (E2EE mobile notifications).
 //!    - `mail`: outgoing email through an SMTP server (`--smtp-url`).
 //!    - `gzip`: gzip bodies, whole or joined from pieces compressed once and shared.
+//!    - `integrations/`: incoming webhooks, one module per service: a pure function
+//!      from a request's headers, body and parameters to a topic and Markdown, which
+//!      `api/webhooks.rs` sends as an ordinary message.
 //!
 //! A write travels: handler (authenticate) -> actor (`decide`, WAL append, `apply`,
 //! stage) -> handler awaits the flush that covers it -> release (the version becomes
@@ -67,6 +70,7 @@ pub mod error;
 pub mod gzip;
 pub mod health;
 pub mod hub;
+pub mod integrations;
 pub mod limits;
 pub mod locks;
 pub mod logging;

@@ -127,6 +127,8 @@ fn bodyless_request(req: &HttpRequest) -> ApiResult<ApiRequest> {
         messages: handle.messages,
         client: super::client_name(req),
         accepts_gzip: super::middleware::compress::accepts_gzip(req),
+        raw_body: None,
+        webhook_bot_allowed: false,
     })
 }
 

@@ -119,6 +119,17 @@ impl Authenticated {
     }
 }
 
+/// The `api_key` of an incoming webhook URL's query string (the services that post to
+/// it send no credentials of their own), if the request is for one.
+pub fn webhook_api_key(req: &HttpRequest) -> Option<String> {
+    if !super::is_webhook_path(req.path()) {
+        return None;
+    }
+    form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(name, _)| name == "api_key")
+        .map(|(_, value)| value.into_owned())
+}
+
 fn invalid_header() -> ApiError {
     ApiError::unauthorized("Invalid authorization header for basic auth")
 }

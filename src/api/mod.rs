@@ -38,6 +38,7 @@ pub mod status;
 pub mod user_topics;
 pub mod users;
 pub mod webapp;
+pub mod webhooks;
 pub mod wire;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -59,6 +60,9 @@ use crate::realm::{Clock, Cx, Realm, Rule, User, UserId};
 use crate::registry::Registry;
 use params::Params;
 pub use rule::{Credentials, Ctx, Outcome};
+
+/// Zulip's `bot_type` of incoming webhook bots, which may only send messages.
+pub const INCOMING_WEBHOOK_BOT: u8 = 2;
 
 /// Largest request body accepted, files of a multipart body aside.
 pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -224,6 +228,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(endpoint!("/api/v1/calls/bigbluebutton/create", get => calls::create_bigbluebutton_call))
         .service(endpoint!("/api/v1/calls/constructorgroups/create", post => calls::create_constructor_groups_call))
         .service(endpoint!("/api/v1/mobile_push/test_notification", post => push::test_notification))
+        // Incoming webhooks: one URL per integration (`crate::integrations`).
+        .service(endpoint!("/api/v1/external/{integration_name}", post => webhooks::incoming))
         .service(endpoint!("/health", get => server::health))
         // The icon `realm_icon` names, and the browser's favicon.
         .service(endpoint!("/static/images/logo/zulip-icon-128x128.png", get => server::icon))
@@ -289,6 +295,12 @@ pub struct ApiRequest {
     /// The client takes gzip answers (`Accept-Encoding`): for handlers that send a
     /// shared body's compressed copy (`middleware::compress` compresses the others).
     pub accepts_gzip: bool,
+    /// The body as sent, for incoming webhooks (`/api/v1/external/...`), whose services
+    /// post JSON; `None` elsewhere.
+    pub raw_body: Option<Vec<u8>>,
+    /// Whether an incoming webhook bot may make this request: Zulip lets it send
+    /// messages (`POST /messages`, the webhook URLs) and nothing else.
+    pub(crate) webhook_bot_allowed: bool,
     /// The version and user the credentials were already found valid for (the rate
     /// limit authenticates them), if they were.
     checked: Option<(Arc<Realm>, UserId)>,
@@ -385,6 +397,17 @@ impl CallOpts {
 impl ApiRequest {
     /// Authenticates the caller against `version` (on this worker, never the actor).
     fn authenticate<'r>(&self, version: &'r Realm) -> ApiResult<&'r User> {
+        let me = self.authenticate_any(version)?;
+        if me.bot_type == Some(INCOMING_WEBHOOK_BOT) && !self.webhook_bot_allowed {
+            return Err(ApiError::bad_request(
+                "This API is not available to incoming webhook bots.",
+            ));
+        }
+        Ok(me)
+    }
+
+    /// The caller, whatever kind of user it is.
+    fn authenticate_any<'r>(&self, version: &'r Realm) -> ApiResult<&'r User> {
         let c = self.credentials.as_ref().map_err(Clone::clone)?;
         if let Some((checked, id)) = &self.checked {
             // The same credentials against the same version: the same answer.
@@ -620,12 +643,29 @@ impl FromRequest for ApiRequest {
                 ApiError::new(404, ErrorCode::NonexistentSubdomain, "Invalid subdomain")
             })?;
             let query = form_pairs(req.query_string().as_bytes());
+            let webhook = is_webhook_path(req.path());
+            let mut raw_body = None;
             let (body, files) = if req.method() == actix_web::http::Method::GET {
                 (Vec::new(), Vec::new())
             } else {
                 middleware::limits::check_before_body(&req, &handle)?;
-                read_body(&req, payload).await?
+                if webhook && !is_multipart(&req) {
+                    // Services post JSON; Django reads form fields only from a form.
+                    let bytes = read_limited(payload).await?;
+                    let pairs = if is_form(&req) {
+                        form_pairs(&bytes)
+                    } else {
+                        Vec::new()
+                    };
+                    raw_body = Some(bytes);
+                    (pairs, Vec::new())
+                } else {
+                    read_body(&req, payload).await?
+                }
             };
+            let webhook_bot_allowed = webhook
+                || (req.method() == actix_web::http::Method::POST
+                    && req.path() == "/api/v1/messages");
             let params = Params::new(query, body);
             let client = params
                 .opt_str("client")
@@ -645,6 +685,8 @@ impl FromRequest for ApiRequest {
                 messages: handle.messages,
                 client,
                 accepts_gzip: middleware::compress::accepts_gzip(&req),
+                raw_body,
+                webhook_bot_allowed,
             })
         })
     }
@@ -674,6 +716,26 @@ async fn read_body(req: &HttpRequest, payload: Payload) -> ApiResult<Body> {
         return Ok((Vec::new(), Vec::new()));
     }
     Ok((form_pairs(&bytes), Vec::new()))
+}
+
+/// Where incoming webhooks post (`POST /api/v1/external/<integration>`).
+pub(crate) fn is_webhook_path(path: &str) -> bool {
+    path.starts_with(WEBHOOK_PREFIX)
+}
+
+/// The path of the incoming webhook URLs, up to the integration's name.
+pub(crate) const WEBHOOK_PREFIX: &str = "/api/v1/external/";
+
+/// Whether the request's `Content-Type` is `application/x-www-form-urlencoded`.
+fn is_form(req: &HttpRequest) -> bool {
+    req.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| {
+            m.trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        })
 }
 
 /// Whether the request's `Content-Type` is `multipart/form-data` (in any case).

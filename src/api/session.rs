@@ -133,9 +133,10 @@ pub fn json_gate(req: &mut ServiceRequest) -> Result<(), ApiError> {
     let Some(rest) = req.path().strip_prefix("/json/") else {
         return Ok(());
     };
-    // Zulip's mobile-only endpoints are under `/api/v1` alone (its
-    // `v1_api_mobile_patterns`): under `/json` they answer as an unknown `/json` path.
-    if API_ONLY.contains(&rest.trim_end_matches('/')) {
+    // Zulip's mobile-only endpoints and the incoming webhooks are under `/api/v1`
+    // alone (its `v1_api_mobile_patterns`, `/api/v1/external/`): under `/json` they
+    // answer as an unknown `/json` path.
+    if API_ONLY.contains(&rest.trim_end_matches('/')) || rest.starts_with("external/") {
         return Ok(());
     }
     let path = format!("/api/v1/{rest}");

@@ -190,6 +190,10 @@ pub struct Realm {
     /// Lower-cased delivery email -> id. Derived from `users`; rebuilt after loading.
     #[serde(skip)]
     by_email: HashMap<String, UserId>,
+    /// API key -> id, for the webhook URLs that carry only a key. Derived from
+    /// `users`; rebuilt after loading.
+    #[serde(skip)]
+    by_api_key: HashMap<String, UserId>,
     /// Lower-cased channel name -> id. Derived from `channels`; rebuilt after loading.
     #[serde(skip)]
     channel_by_name: HashMap<String, channels::ChannelId>,
@@ -328,6 +332,7 @@ impl Realm {
             next_folder_id: 1,
             messages: messages::MessageState::new(),
             by_email: HashMap::new(),
+            by_api_key: HashMap::new(),
             channel_by_name: HashMap::new(),
             color_use: HashMap::new(),
             linkifiers: OrdMap::new(),
@@ -387,6 +392,12 @@ impl Realm {
             .values()
             .map(|u| (u.delivery_email.to_lowercase(), u.id))
             .collect();
+        self.by_api_key = self
+            .users
+            .values()
+            .filter(|u| !u.api_key.is_empty())
+            .map(|u| (u.api_key.clone(), u.id))
+            .collect();
         self.channel_by_name = self
             .channels
             .values()
@@ -420,6 +431,9 @@ impl Realm {
             Change::User(UserChange::UserCreated(n)) => {
                 self.by_email
                     .insert(n.delivery_email.to_lowercase(), n.user_id);
+                if !n.api_key.is_empty() {
+                    self.by_api_key.insert(n.api_key.clone(), n.user_id);
+                }
                 self.next_user_id = self.next_user_id.max(n.user_id + 1);
                 self.users.insert(
                     n.user_id,

@@ -566,7 +566,9 @@ impl Realm {
             .collect();
         for id in &keyless {
             if let Some(user) = self.users.get_mut(id) {
-                Arc::make_mut(user).api_key = cx.api_key();
+                let key = cx.api_key();
+                Arc::make_mut(user).api_key = key.clone();
+                self.by_api_key.insert(key, *id);
             }
         }
         keyless

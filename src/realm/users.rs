@@ -190,6 +190,40 @@ impl Realm {
         }
     }
 
+    /// Zulip's `access_user_by_api_key`, for the URLs that carry only a key (incoming
+    /// webhooks): a key that is not 32 letters and digits is malformed; an unknown one
+    /// is invalid; its user must be active. The errors are Zulip's `INVALID_API_KEY`
+    /// and `USER_DEACTIVATED` (401), not the `UNAUTHORIZED` of Basic credentials.
+    pub fn user_by_api_key(&self, api_key: &str) -> ApiResult<&User> {
+        let key = api_key.trim();
+        if key.len() != API_KEY_LENGTH || !key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(ApiError::new(
+                401,
+                ErrorCode::InvalidApiKey,
+                "Malformed API key",
+            ));
+        }
+        let user = self.by_api_key.get(key).and_then(|id| self.user(*id));
+        match user {
+            Some(u) if bool::from(u.api_key.as_bytes().ct_eq(key.as_bytes())) => {
+                if u.is_active {
+                    Ok(u)
+                } else {
+                    Err(ApiError::new(
+                        401,
+                        ErrorCode::UserDeactivated,
+                        "Account is deactivated",
+                    ))
+                }
+            }
+            _ => Err(ApiError::new(
+                401,
+                ErrorCode::InvalidApiKey,
+                "Invalid API key",
+            )),
+        }
+    }
+
     /// `POST /dev_fetch_api_key`, and the lookup half of `POST /fetch_api_key`.
     pub fn view_login(&self, username: &str) -> ApiResult<&User> {
         if !email_is_valid(username) {

@@ -943,6 +943,59 @@ fn cases() -> Vec<Case> {
             })
             .probe(|f, _| (OTHELLO, newest_in(f.private))),
     );
+    // An incoming webhook, with the caller's key in the URL as services send it
+    // (`webhook_view`): a message to a public channel.
+    c.push(
+        case("POST", "/api/v1/external/{integration_name}")
+            .at(|f, w| {
+                // No credentials: no key in the URL.
+                let mut pairs: Vec<(&str, String)> = f
+                    .creds
+                    .get(&w)
+                    .map(|(_, key)| ("api_key", key.clone()))
+                    .into_iter()
+                    .collect();
+                pairs.push(("stream", f.public.to_string()));
+                pairs.push(("topic", "authz".to_owned()));
+                let query = serde_urlencoded::to_string(pairs).unwrap();
+                format!("/api/v1/external/slack_incoming?{query}")
+            })
+            .with(|_, w| {
+                vec![(
+                    "payload",
+                    json!({ "text": format!("hooked by {}", w.label()) }).to_string(),
+                )]
+            })
+            .all_callers()
+            .want(|_, w| match w {
+                NoAuth => err(
+                    400,
+                    "REQUEST_VARIABLE_MISSING",
+                    "Missing 'api_key' argument",
+                ),
+                // `access_user_by_api_key`: its own errors, not Basic auth's.
+                BadKey => err(401, "INVALID_API_KEY", "Invalid API key"),
+                Deactivated => err(401, "USER_DEACTIVATED", "Account is deactivated"),
+                ForeignKey => bad("Account is not associated with this subdomain"),
+                Guest => bad("Not authorized to send to channel 'authz-public'"),
+                // The other realm has no such channel: `check_send_webhook_message`
+                // answers success and sends nothing.
+                _ => ok(),
+            })
+            .differs(
+                "hearth looks a key up in the realm of the Host only, so another \
+                 realm's key is an unknown one (INVALID_API_KEY) rather than Zulip's \
+                 \"Account is not associated with this subdomain\"; and a guest's send to \
+                 a channel it cannot see is a channel that does not exist (see \
+                 SEND_HIDES_CHANNELS), which a webhook answers with success",
+                |_, w| match w {
+                    ForeignKey => Some(err(401, "INVALID_API_KEY", "Invalid API key")),
+                    Guest => Some(ok()),
+                    _ => None,
+                },
+            )
+            .probe(|f, _| (OTHELLO, newest_in(f.public))),
+    );
     // A private channel the bot's owner is in: "bots can send to any channel their
     // owner can" (`access_stream_for_send_message`).
     c.push(

@@ -16,6 +16,8 @@ const LAYERS: &[(&str, u32)] = &[
     ("locks", 0),
     ("gzip", 0),
     ("health", 0),
+    // Incoming webhooks: pure functions of a request, knowing nothing of the server.
+    ("integrations", 0),
     ("metrics", 1),
     ("limits", 1),
     ("logging", 1),

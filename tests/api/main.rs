@@ -64,3 +64,4 @@ mod topics_policy;
 mod uploads;
 mod users;
 mod web_sessions;
+mod webhooks;

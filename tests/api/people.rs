@@ -62,6 +62,17 @@ async fn manual_app() -> TestApp {
 
 // ---------------------------------------------------------------- presence
 
+/// How the endpoints for humans refuse bots: a generic bot by the endpoint
+/// (`human_users_only`), an incoming webhook bot before that, when its key is checked
+/// (`validate_api_key`: it may only send messages).
+const BOT_REFUSALS: [(&str, &str); 2] = [
+    (BOT, "This endpoint does not accept bot requests."),
+    (
+        "webhook-bot@zulip.com",
+        "This API is not available to incoming webhook bots.",
+    ),
+];
+
 #[actix_web::test]
 async fn a_ping_answers_the_realms_presence_in_the_legacy_format() {
     let app = manual_app().await;
@@ -188,7 +199,7 @@ async fn ping_only_and_the_modern_format() {
 async fn ping_errors() {
     let app = TestApp::spawn().await;
     let path = "/api/v1/users/me/presence";
-    for who in [BOT, "webhook-bot@zulip.com"] {
+    for (who, msg) in BOT_REFUSALS {
         app.err(
             "POST",
             path,
@@ -196,7 +207,7 @@ async fn ping_errors() {
             &[("status", "active")],
             400,
             "BAD_REQUEST",
-            "This endpoint does not accept bot requests.",
+            msg,
         )
         .await;
     }
@@ -746,7 +757,7 @@ async fn status_errors_in_zulips_order() {
         app.ok("POST", path, who, &[("status_text", &sixty_spaced)])
             .await;
     }
-    for who in [BOT, "webhook-bot@zulip.com"] {
+    for (who, msg) in BOT_REFUSALS {
         app.err(
             "POST",
             path,
@@ -754,7 +765,7 @@ async fn status_errors_in_zulips_order() {
             &[("status_text", "hi")],
             400,
             "BAD_REQUEST",
-            "This endpoint does not accept bot requests.",
+            msg,
         )
         .await;
         // Before any parameter is read.
@@ -765,7 +776,7 @@ async fn status_errors_in_zulips_order() {
             &[("status_text", &sixty_one)],
             400,
             "BAD_REQUEST",
-            "This endpoint does not accept bot requests.",
+            msg,
         )
         .await;
     }

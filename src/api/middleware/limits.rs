@@ -70,6 +70,17 @@ fn rate_key(state: &AppState, req: &actix_web::HttpRequest) -> RateKey {
             }
         }
     }
+    // An incoming webhook counts against its bot, as Zulip's `webhook_view` does.
+    if let (Some(subdomain), Some(key)) = (
+        state.registry.subdomain_for_host(&host),
+        auth::webhook_api_key(req),
+    ) {
+        if let Some(handle) = state.registry.get(&subdomain) {
+            if let Ok(user) = handle.hub.current().user_by_api_key(&key) {
+                return RateKey::User(subdomain.into(), user.id);
+            }
+        }
+    }
     RateKey::Ip(auth::client_ip(req, &state.trusted_proxies))
 }
 
@@ -108,8 +119,12 @@ pub fn check_before_body(req: &actix_web::HttpRequest, handle: &RealmHandle) -> 
         None => headers.contains_key(TRANSFER_ENCODING),
     };
     if large && !ANONYMOUS_ENDPOINTS.contains(&req.path()) {
-        let c = auth::credentials(req)?;
-        c.user_in(&handle.hub.current(), handle.clock.now_secs())?;
+        if let Some(key) = auth::webhook_api_key(req) {
+            handle.hub.current().user_by_api_key(&key)?;
+        } else {
+            let c = auth::credentials(req)?;
+            c.user_in(&handle.hub.current(), handle.clock.now_secs())?;
+        }
     }
     Ok(())
 }
