@@ -130,7 +130,8 @@ flow('edit-delete-react-star-move', async () => {
   await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
   await send(page, `first draft ${unique}`);
   await send(page, `doomed ${unique}`);
-  const row = messageRow(page, `first draft ${unique}`);
+  const id = await messageRow(page, `first draft ${unique}`).getAttribute('data-message-id');
+  const row = page.locator(`.message_row[data-message-id="${id}"]`);
   await row.hover();
   await row.getByRole('button', { name: 'Edit message' }).click();
   const editor = row.locator('textarea');
@@ -145,7 +146,7 @@ flow('edit-delete-react-star-move', async () => {
   await page.getByRole('button', { name: 'octopus' }).first().click();
   await edited.locator('.message_reaction.reacted').waitFor();
   await edited.getByRole('button', { name: 'Star this message' }).click();
-  await edited.locator('.star-indicator').waitFor();
+  await edited.getByRole('button', { name: 'Unstar this message' }).waitFor();
   const starred = await server.api(HAMLET, 'GET', 'messages', { anchor: 'newest', num_before: 5, num_after: 0, narrow: [{ operator: 'is', operand: 'starred' }] });
   if (!starred.messages.some((m) => m.content.includes(`final text ${unique}`))) throw new Error('star not saved');
   const doomed = messageRow(page, `doomed ${unique}`);
@@ -156,7 +157,7 @@ flow('edit-delete-react-star-move', async () => {
   await edited.hover();
   await edited.getByRole('button', { name: 'Move messages' }).click();
   const dialog = page.getByRole('dialog');
-  await dialog.getByLabel('Topic').fill(`${topic} moved`);
+  await dialog.getByLabel('Topic', { exact: true }).fill(`${topic} moved`);
   await dialog.getByRole('button', { name: 'Move' }).click();
   await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(`${topic} moved`).replace(/%/g, '.')}`);
   await messageRow(page, `final text ${unique}`).waitFor();

@@ -97,6 +97,32 @@ function EditBox({ m, onDone }: { m: Message; onDone: () => void }) {
   );
 }
 
+const IMAGE = /\.(png|jpe?g|gif|webp|avif|bmp)$/i;
+
+/** Links to uploaded images without the server's preview get one (built with DOM calls). */
+function addUploadPreviews(root: HTMLElement): void {
+  const shown = new Set([...root.querySelectorAll('.message_inline_image a')].map((a) => a.getAttribute('href')));
+  for (const a of root.querySelectorAll<HTMLAnchorElement>('a[href^="/user_uploads/"]')) {
+    const href = a.getAttribute('href') ?? '';
+    if (!IMAGE.test(href) || shown.has(href) || a.closest('.message_inline_image') !== null) continue;
+    shown.add(href);
+    const box = document.createElement('div');
+    box.className = 'message_inline_image';
+    const link = document.createElement('a');
+    link.href = href;
+    link.target = '_blank';
+    link.rel = 'noopener noreferrer';
+    link.title = a.textContent ?? '';
+    const img = document.createElement('img');
+    img.src = href;
+    img.alt = a.textContent ?? '';
+    img.loading = 'lazy';
+    link.append(img);
+    box.append(link);
+    root.append(box);
+  }
+}
+
 export function MessageRow({ id, showSender, selected, onSelect }: {
   id: number;
   showSender: boolean;
@@ -119,6 +145,7 @@ export function MessageRow({ id, showSender, selected, onSelect }: {
     }
     if (flags.includes('topic_wildcard_mentioned')) for (const el of root.querySelectorAll('.topic-mention')) el.classList.add('user-mention-me');
     for (const el of root.querySelectorAll('div.codehilite')) el.classList.add('zulip-code-block');
+    addUploadPreviews(root);
     for (const el of root.querySelectorAll<HTMLElement>('span.emoji')) {
       const code = [...el.classList].find((c) => c.startsWith('emoji-'))?.slice(6);
       if (code !== undefined && /^[0-9a-f-]+$/.test(code)) el.textContent = emojiChar(code);

@@ -177,9 +177,12 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     return () => window.removeEventListener('focus', onFocus);
   }, [data]);
 
+  // Keep the compose target in step with the narrow while compose is closed.
+  useEffect(() => {
+    if (!composeOpen.peek()) composeTarget.value = targetFor(narrow);
+  }, [key]);
   useSignalEffect(() => {
-    // Keep the compose target in step with the narrow while compose is closed.
-    if (!composeOpen.value) composeTarget.value = targetFor(narrow);
+    if (!composeOpen.value) composeTarget.value = targetFor(JSON.parse(key) as Narrow);
   });
 
   const onScroll = () => {
