@@ -42,6 +42,7 @@ pub enum ErrorCode {
     InvitationFailed,
     InvalidPushDeviceToken,
     InvalidRemotePushDeviceToken,
+    CsrfFailed,
 }
 
 impl ErrorCode {
@@ -80,6 +81,7 @@ impl ErrorCode {
             ErrorCode::InvitationFailed => "INVITATION_FAILED",
             ErrorCode::InvalidPushDeviceToken => "INVALID_PUSH_DEVICE_TOKEN",
             ErrorCode::InvalidRemotePushDeviceToken => "INVALID_REMOTE_PUSH_DEVICE_TOKEN",
+            ErrorCode::CsrfFailed => "CSRF_FAILED",
         }
     }
 }

@@ -446,8 +446,8 @@ pub async fn serve_file(req: HttpRequest, path: web::Path<(String, String)>) -> 
     let handle = realm_of(&req, &state)?;
     let (realm_id, rest) = path.into_inner();
     let realm = handle.hub.current();
-    let me = match auth::credentials(&req) {
-        Ok(c) => Some(realm.authenticate(&c.email, &c.api_key)?.id),
+    let me = match auth::file_credentials(&req) {
+        Ok(c) => Some(c.user_in(&realm, handle.clock.now_secs())?.id),
         Err(e) if req.headers().contains_key(header::AUTHORIZATION) => return Err(e),
         Err(_) => None,
     };

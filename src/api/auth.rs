@@ -12,8 +12,19 @@ use super::Credentials;
 use crate::error::ApiError;
 use crate::realm::{Realm, UserId};
 
-/// Reads `Authorization: Basic base64(email:api_key)` with Zulip's error texts.
+/// The request's credentials: for a `/json` request its session (`api::session`),
+/// else `Authorization: Basic base64(email:api_key)`, with Zulip's error texts.
 pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
+    let web = req
+        .extensions()
+        .get::<super::session::WebSession>()
+        .copied();
+    if let Some(web) = web {
+        let digest = web
+            .digest
+            .ok_or_else(crate::realm::sessions::session_required)?;
+        return Ok(with_logged(req, String::new(), String::new(), Some(digest)));
+    }
     let Some(header) = req.headers().get(AUTHORIZATION) else {
         return Err(ApiError::not_logged_in());
     };
@@ -44,13 +55,37 @@ pub fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
         .ok_or_else(invalid_header)?;
     let api_key = email[colon + 1..].to_owned();
     email.truncate(colon);
+    Ok(with_logged(req, email, api_key, None))
+}
+
+/// Credentials whose user the request log will name.
+fn with_logged(
+    req: &HttpRequest,
+    email: String,
+    api_key: String,
+    session: Option<crate::realm::sessions::SessionDigest>,
+) -> Credentials {
     let logged = LoggedUser::default();
     req.extensions_mut().insert(logged.clone());
-    Ok(Credentials {
+    Credentials {
         email,
         api_key,
+        session,
         logged,
-    })
+    }
+}
+
+/// Credentials of a request for a file that browsers fetch by URL (uploads): Basic
+/// credentials when an `Authorization` header is there, else the session cookie
+/// (Zulip's `override_api_url_scheme` paths accept both).
+pub fn file_credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
+    if req.headers().contains_key(AUTHORIZATION) {
+        return credentials(req);
+    }
+    match super::session::cookie_digest(req) {
+        Some(digest) => Ok(with_logged(req, String::new(), String::new(), Some(digest))),
+        None => Err(ApiError::not_logged_in()),
+    }
 }
 
 /// Credentials already found valid for a request (by the rate limit, which keys a

@@ -31,6 +31,7 @@ pub mod reminders;
 pub mod rule;
 pub mod saved_snippets;
 pub mod server;
+pub mod session;
 pub mod settings;
 pub mod signup;
 pub mod status;
@@ -230,6 +231,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         // The sign-up page of invitation links (HTML).
         .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit))
         .service(endpoint!("/join/{key}", get => signup::add_slash))
+        // The web client's sessions: login pages, logout, the development login.
+        .service(endpoint!("/login/", get => session::show_login))
+        .service(endpoint!("/accounts/login/", get => session::show_login, post => session::submit_login))
+        .service(endpoint!("/accounts/logout/", post => session::logout))
+        .service(endpoint!("/devlogin/", get => session::show_dev_login))
+        .service(endpoint!("/accounts/login/local/", post => session::submit_dev_login))
         .service(web::scope("/json").default_service(web::to(error::session_required)))
         .service(
             web::scope("/user_uploads")
@@ -384,7 +391,7 @@ impl ApiRequest {
                 }
             }
         }
-        let me = version.authenticate(&c.email, &c.api_key)?;
+        let me = c.user_in(version, self.clock.now_secs())?;
         c.logged.set(me.id);
         Ok(me)
     }

@@ -9,13 +9,28 @@ use crate::error::{ApiError, ApiResult};
 use crate::hub::EventHub;
 use crate::realm::{Cx, Realm, User};
 
-/// Basic credentials as sent by the client.
+/// A request's credentials: Basic credentials as sent by the client, or the session
+/// of a `/json` request (`api::session`).
 #[derive(Debug, Clone)]
 pub struct Credentials {
     pub email: String,
     pub api_key: String,
+    /// A `/json` request's session (its cookie's digest): then `email` and `api_key`
+    /// are empty and unused.
+    pub session: Option<crate::realm::sessions::SessionDigest>,
     /// Where the authenticated user's id goes, for the request log.
     pub logged: super::middleware::logging::LoggedUser,
+}
+
+impl Credentials {
+    /// The active user these credentials stand for in `realm` at `now` (UNIX seconds),
+    /// with Zulip's 401 texts.
+    pub fn user_in<'r>(&self, realm: &'r Realm, now: i64) -> crate::error::ApiResult<&'r User> {
+        match &self.session {
+            Some(digest) => realm.session_user(digest, now),
+            None => realm.authenticate(&self.email, &self.api_key),
+        }
+    }
 }
 
 /// What a read sees: the published version, the caller, the parameters, the context.

@@ -140,13 +140,21 @@ pub async fn update_settings(req: ApiRequest) -> ApiResponse {
         SettingValue::Bool(on) if st.name == "presence_enabled" => Some(*on),
         _ => None,
     });
+    let password_changed = r.update.password.is_some();
     req.commit(Parsed { me, req: r.update }, Realm::decide_update_settings)
         .await?;
     // As `do_change_user_setting`: a change of `presence_enabled` refreshes presence.
     if let Some(on) = presence.filter(|on| *on != presence_before) {
         super::presence::presence_setting_changed(&req.hub, me, on).await;
     }
-    req.reply(Map::new())
+    let mut res = req.reply(Map::new())?;
+    // The change ended every session of the user; the browser that made it goes on.
+    if password_changed {
+        if let Some(cookie) = super::session::renew_after_password_change(&req, me).await {
+            res.add_cookie(&cookie).map_err(|_| ApiError::internal())?;
+        }
+    }
+    Ok(res)
 }
 
 /// # `PATCH /realm/user_settings_defaults`

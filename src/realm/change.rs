@@ -23,6 +23,7 @@ pub use super::profile_fields::ProfileFieldChange;
 use super::push::{PushToken, PushTokenKind};
 pub use super::realm_export::ExportChange;
 use super::saved_snippets::{SavedSnippet, SnippetId};
+pub use super::sessions::SessionChange;
 use super::settings::RealmProperty;
 use super::status::StatusChange;
 use super::user_settings::SettingValue;
@@ -48,6 +49,8 @@ pub enum Change {
     Emoji(EmojiChange),
     /// Data exports (`/export/realm`).
     Export(ExportChange),
+    /// Browser sessions (logins and logouts of the web client).
+    Session(SessionChange),
 }
 
 /// Facts about the realm itself.
@@ -359,7 +362,8 @@ impl Change {
             | Change::Personal(_)
             | Change::Status(_)
             | Change::Emoji(_)
-            | Change::Export(_) => DurabilityClass::Durable,
+            | Change::Export(_)
+            | Change::Session(_) => DurabilityClass::Durable,
         }
     }
 }

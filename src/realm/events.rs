@@ -214,6 +214,7 @@ impl Realm {
                 Audience::users(self.active_users(false)),
             )],
             Change::Export(_) => self.export_events(),
+            Change::Session(_) => Vec::new(),
         }
     }
 

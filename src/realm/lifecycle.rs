@@ -325,6 +325,9 @@ impl Realm {
             | UserChange::CanCreateUsersSet { .. }
             | UserChange::PasswordChanged { .. } => {}
         }
+        if let UserChange::Deactivated { user_id } = change {
+            self.end_user_sessions(*user_id);
+        }
     }
 
     /// Zulip's `bot_owner_user_ids`: active human administrators and the bot's owner.

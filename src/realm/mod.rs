@@ -30,6 +30,7 @@ pub mod push;
 pub mod realm_export;
 pub mod register;
 pub mod saved_snippets;
+pub mod sessions;
 pub mod settings;
 pub mod status;
 pub mod topics_policy;
@@ -305,6 +306,10 @@ pub struct Realm {
     /// Data exports (`/export/realm`), by id (snapshot schema 6).
     #[serde(default)]
     pub exports: realm_export::ExportState,
+    /// Browser sessions of the web client, by their cookie's digest (snapshot
+    /// schema 7).
+    #[serde(default)]
+    pub sessions: sessions::SessionState,
 }
 
 impl Realm {
@@ -361,6 +366,7 @@ impl Realm {
             channel_email_tokens: Default::default(),
             playgrounds: Default::default(),
             exports: Default::default(),
+            sessions: Default::default(),
         }
     }
 
@@ -398,6 +404,7 @@ impl Realm {
         self.rebuild_linkifier_cache();
         self.rebuild_attachment_indexes();
         self.emoji.rebuild_index();
+        self.sessions.rebuild_index();
         self.rebuild_group_uses();
         self.rebuild_alert_word_index();
         self.rebuild_topic_policy_index();
@@ -459,6 +466,7 @@ impl Realm {
                 if let Some(u) = self.users.get_mut(user_id) {
                     Arc::make_mut(u).password_hash = Some(password_hash.clone());
                 }
+                self.end_user_sessions(*user_id);
             }
             Change::Realm(RealmChange::Invite(c)) => self.apply_invite_change(c),
             Change::Realm(
@@ -522,6 +530,7 @@ impl Realm {
             Change::Status(c) => self.apply_status_change(c),
             Change::Emoji(c) => self.apply_emoji_change(c),
             Change::Export(c) => self.apply_export_change(c),
+            Change::Session(c) => self.apply_session_change(c),
         }
     }
 

@@ -552,6 +552,7 @@ impl Realm {
         self.push_tokens.clear();
         self.push_devices.clear();
         self.exports.by_id.clear();
+        self.sessions.clear();
     }
 
     /// Gives every user without an API key (an imported data export's) a new one.

@@ -25,7 +25,7 @@ use crate::realm::presence::PresenceEntry;
 use crate::realm::{Change, Realm};
 
 /// Schema version of the snapshot record (`Realm`) hearth writes.
-pub const REALM_SCHEMA: u8 = 6;
+pub const REALM_SCHEMA: u8 = 7;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
 pub const CHANGES_SCHEMA: u8 = 3;
 /// Schema version of the presence record (`PresenceEntry`) hearth writes.
@@ -99,6 +99,7 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
         3 => decode_payload::<legacy::v3::Realm>(payload).map(legacy::v3::realm_to_current),
         4 => decode_payload::<legacy::v4::Realm>(payload).map(legacy::v4::realm_to_current),
         5 => decode_payload::<legacy::v5::Realm>(payload).map(legacy::v5::realm_to_current),
+        6 => decode_payload::<legacy::v6::Realm>(payload).map(legacy::v6::realm_to_current),
         REALM_SCHEMA => decode_payload::<Realm>(payload),
         v => Err(CodecError::Version(v)),
     }

@@ -11,8 +11,10 @@
 //! (`Channel::topics_policy`; `tests/fixtures/snapshot-v4-dev-realm.bin`), frozen in
 //! `v4`; schema 5 (`tests/fixtures/snapshot-v5-dev-realm.bin`) added each user's
 //! personal state and the realm settings that came with it, frozen in `v5`; schema 6
-//! is today's (`tests/fixtures/snapshot-v6-dev-realm.bin`): the realm's data exports
-//! (`Realm::exports`). The next change to `Realm` copies today's shape here as `v6`
+//! (`tests/fixtures/snapshot-v6-dev-realm.bin`) added the realm's data exports
+//! (`Realm::exports`), frozen in `v6`; schema 7 is today's
+//! (`tests/fixtures/snapshot-v7-dev-realm.bin`): the web client's sessions
+//! (`Realm::sessions`). The next change to `Realm` copies today's shape here as `v7`
 //! and bumps the schema.
 //!
 //! WAL schema 1 stored `Change` as one flat enum; schema 2 nests it by resource: the
@@ -755,6 +757,113 @@ pub mod v5 {
         realm.invites = r.invites;
         realm.channel_email_tokens = r.channel_email_tokens;
         realm.playgrounds = r.playgrounds;
+        realm
+    }
+}
+
+pub mod v6 {
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use imbl::{OrdMap, OrdSet};
+
+    use crate::realm::channels::email::EmailTokens;
+    use crate::realm::channels::{Channel, ChannelFolder, ChannelId, FolderId};
+    use crate::realm::groups::{GroupConfig, GroupId, GroupSetting, RealmSetting, UserGroup};
+    use crate::realm::messages::reminders::ReminderState;
+    use crate::realm::settings::RealmProperties;
+    use crate::realm::user_settings::UserSettingsMap;
+    use crate::realm::{
+        attachments, drafts, emoji, invites, linkifiers, messages, muted_users, navigation,
+        playgrounds, profile_fields, push, realm_export, saved_snippets, status, user_topics,
+        RealmSettings, User, UserId,
+    };
+
+    /// The snapshot's realm as schema 6 stored it (its serialized fields, in order).
+    #[derive(Debug, Deserialize)]
+    pub struct Realm {
+        pub settings: RealmSettings,
+        pub users: OrdMap<UserId, Arc<User>>,
+        pub next_user_id: UserId,
+        pub groups: OrdMap<GroupId, UserGroup>,
+        pub next_group_id: GroupId,
+        pub channels: OrdMap<ChannelId, Arc<Channel>>,
+        pub next_channel_id: ChannelId,
+        pub default_channels: OrdSet<ChannelId>,
+        pub folders: OrdMap<FolderId, ChannelFolder>,
+        pub next_folder_id: FolderId,
+        pub messages: messages::MessageState,
+        pub linkifiers: OrdMap<linkifiers::LinkifierId, linkifiers::Linkifier>,
+        pub next_linkifier_id: linkifiers::LinkifierId,
+        pub profile_fields: OrdMap<profile_fields::FieldId, profile_fields::ProfileField>,
+        pub next_profile_field_id: profile_fields::FieldId,
+        pub profile_values:
+            OrdMap<profile_fields::FieldId, OrdMap<UserId, profile_fields::ProfileValue>>,
+        pub attachments: OrdMap<attachments::AttachmentId, attachments::Attachment>,
+        pub next_attachment_id: attachments::AttachmentId,
+        pub group_configs: OrdMap<GroupId, GroupConfig>,
+        pub realm_group_settings: BTreeMap<RealmSetting, GroupSetting>,
+        pub navigation_views: OrdMap<UserId, Vec<navigation::NavigationView>>,
+        pub push_tokens: OrdMap<UserId, Vec<push::PushToken>>,
+        pub push_devices: OrdMap<UserId, Vec<push::PushDevice>>,
+        pub status: status::StatusState,
+        pub emoji: emoji::EmojiState,
+        pub properties: RealmProperties,
+        pub user_topics: OrdMap<UserId, Vec<user_topics::UserTopic>>,
+        pub muted_users: OrdMap<UserId, Vec<muted_users::MutedUser>>,
+        pub alert_words: OrdMap<UserId, Vec<String>>,
+        pub user_settings: OrdMap<UserId, UserSettingsMap>,
+        pub user_settings_defaults: UserSettingsMap,
+        pub drafts: drafts::DraftState,
+        pub saved_snippets: saved_snippets::SnippetState,
+        pub reminders: ReminderState,
+        pub invites: invites::InviteState,
+        pub channel_email_tokens: EmailTokens,
+        pub playgrounds: playgrounds::PlaygroundState,
+        pub exports: realm_export::ExportState,
+    }
+
+    /// Everything schema 6 stored, as it was; no sessions.
+    pub fn realm_to_current(r: Realm) -> crate::realm::Realm {
+        let mut realm = crate::realm::Realm::new(r.settings);
+        realm.users = r.users;
+        realm.next_user_id = r.next_user_id;
+        realm.groups = r.groups;
+        realm.next_group_id = r.next_group_id;
+        realm.channels = r.channels;
+        realm.next_channel_id = r.next_channel_id;
+        realm.default_channels = r.default_channels;
+        realm.folders = r.folders;
+        realm.next_folder_id = r.next_folder_id;
+        realm.messages = r.messages;
+        realm.linkifiers = r.linkifiers;
+        realm.next_linkifier_id = r.next_linkifier_id;
+        realm.profile_fields = r.profile_fields;
+        realm.next_profile_field_id = r.next_profile_field_id;
+        realm.profile_values = r.profile_values;
+        realm.attachments = r.attachments;
+        realm.next_attachment_id = r.next_attachment_id;
+        realm.group_configs = r.group_configs;
+        realm.realm_group_settings = r.realm_group_settings;
+        realm.navigation_views = r.navigation_views;
+        realm.push_tokens = r.push_tokens;
+        realm.push_devices = r.push_devices;
+        realm.status = r.status;
+        realm.emoji = r.emoji;
+        realm.properties = r.properties;
+        realm.user_topics = r.user_topics;
+        realm.muted_users = r.muted_users;
+        realm.alert_words = r.alert_words;
+        realm.user_settings = r.user_settings;
+        realm.user_settings_defaults = r.user_settings_defaults;
+        realm.drafts = r.drafts;
+        realm.saved_snippets = r.saved_snippets;
+        realm.reminders = r.reminders;
+        realm.invites = r.invites;
+        realm.channel_email_tokens = r.channel_email_tokens;
+        realm.playgrounds = r.playgrounds;
+        realm.exports = r.exports;
         realm
     }
 }

@@ -1533,6 +1533,42 @@ fn cases() -> Vec<Case> {
             }),
     );
 
+    // ---- the web client's login pages (`web_sessions` tests them with a browser) --------
+    for path in ["/login/", "/accounts/login/"] {
+        c.push(
+            case("GET", path)
+                .all_callers()
+                // An API key is no session: the page is shown, on either realm.
+                .want(|_, _| Want::Page(200, "id=\"login_form\"")),
+        );
+    }
+    c.push(
+        case("GET", "/devlogin/")
+            .all_callers()
+            .want(|_, w| match w {
+                Foreign => Want::Page(404, "DevAuthBackend not enabled."),
+                _ => Want::Page(200, "Development login"),
+            }),
+    );
+    // The forms refuse a post without the page's CSRF token, whoever sends it.
+    for path in ["/accounts/login/", "/accounts/logout/"] {
+        c.push(
+            case("POST", path)
+                .with(|_, _| p(&[("username", IAGO), ("password", PASSWORD)]))
+                .all_callers()
+                .want(|_, _| Want::Page(403, "CSRF verification failed")),
+        );
+    }
+    c.push(
+        case("POST", "/accounts/login/local/")
+            .with(|_, _| p(&[("direct_email", IAGO)]))
+            .all_callers()
+            .want(|_, w| match w {
+                Foreign => Want::Page(404, "DevAuthBackend not enabled."),
+                _ => Want::Page(403, "CSRF verification failed"),
+            }),
+    );
+
     // ---- realm settings, emoji, linkifiers, profile fields ------------------------------
     c.push(
         case("PATCH", "/api/v1/realm")

@@ -14,17 +14,24 @@
 //!   those whose description makes them conditional ("Only present if ...", "Present
 //!   only if ...", "Not present for clients that ..."). The conditions the description
 //!   states in a fixed form (a field's value, a client capability, the changed
-//!   property) are evaluated; the others make the field optional.
+//!   property, "If the status is `"failed"`") are evaluated; the others make the
+//!   field optional.
 //! - A field new at a feature level above the one the server advertises is not asked.
 //!
 //! Present fields must have the described JSON type, nullability and enum values,
-//! through `$ref`, `allOf`, `oneOf` and `anyOf`.
+//! through `$ref`, `allOf`, `oneOf` and `anyOf`. One field whose type changed at a
+//! feature level above the server's is checked against its type before the change, as
+//! the description's note on it says (`TYPE_BEFORE`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::time::Duration;
 
 use crate::common::*;
+use base64::Engine;
+use hearth::hub::HEARTBEAT_MS;
+use hearth::realm::ManualClock;
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
@@ -52,6 +59,13 @@ const UNSTATED: [(&str, &str); 12] = [
     ("msg", ""),
 ];
 
+/// Fields whose type changed at a feature level above the server's, the description
+/// giving only the new type and the old one in a note ("Prior to Zulip 12.0 (feature
+/// level 450), the integer value was expressed as a string"): the field and the level
+/// of the change. Below it the field is an integer written as a string, as hearth
+/// (at feature level 420) and Zulip before 450 send it; at or above it, an integer.
+const TYPE_BEFORE: [(&str, u64); 1] = [("push_device.push_account_id", 450)];
+
 /// Where a check happens: the description, the server's feature level, and the
 /// registering client's capabilities.
 struct Checker {
@@ -63,6 +77,8 @@ struct Checker {
     value_is: Regex,
     property_was: Regex,
     for_clients: Regex,
+    if_value: Regex,
+    typed_before: Regex,
 }
 
 impl Checker {
@@ -86,6 +102,11 @@ impl Checker {
             .unwrap(),
             for_clients: Regex::new(
                 r"(Only present|Not present) for clients that (do not )?support the `(\w+)`",
+            )
+            .unwrap(),
+            if_value: Regex::new(r#"^If the (\w+) is `"?(\w+)"?`,"#).unwrap(),
+            typed_before: Regex::new(
+                r"Prior to Zulip [0-9.]+ \(feature level (\d+)\),\s+the integer value was expressed\s+as a string",
             )
             .unwrap(),
         }
@@ -117,10 +138,32 @@ impl Checker {
         self.new_in.captures(text).and_then(|c| c[1].parse().ok())
     }
 
+    /// Whether `value` at `at` has the type it had before a change the description
+    /// states only in a note: the field is in `TYPE_BEFORE`, the server's feature level
+    /// is below the level of the change, the description's note names that same level,
+    /// and the value is an integer written as a string.
+    fn typed_as_before(&self, schema: &Value, value: &Value, at: &str) -> bool {
+        let Some((_, changed_at)) = TYPE_BEFORE.iter().find(|(field, _)| *field == at) else {
+            return false;
+        };
+        let noted = self
+            .typed_before
+            .captures(&self.describe(schema))
+            .and_then(|c| c[1].parse::<u64>().ok());
+        self.level < *changed_at
+            && noted == Some(*changed_at)
+            && value.as_str().is_some_and(|s| s.parse::<i64>().is_ok())
+    }
+
     /// Whether `name` (described by `text`) must be in `object`.
     fn must_have(&self, text: &str, object: &Map<String, Value>) -> bool {
         if self.new_at(text).is_some_and(|l| l > self.level) {
             return false;
+        }
+        // "If the status is `"failed"`, ...": a field that comes with one value of
+        // another field of the object (`push_device`'s `error_code`).
+        if let Some(c) = self.if_value.captures(text.trim_start()) {
+            return object.get(&c[1]).is_some_and(|v| as_text(v) == c[2]);
         }
         if !self.conditional.is_match(text) {
             return true;
@@ -197,7 +240,7 @@ impl Checker {
                 "object" => value.is_object(),
                 _ => true,
             };
-            if !fits {
+            if !fits && !self.typed_as_before(schema, value, at) {
                 errors.push(format!("{at}: {value} is not of type {ty}"));
                 return;
             }
@@ -602,7 +645,9 @@ async fn register_serves_every_described_field() {
     );
 }
 
-/// The event types hearth sends, each triggered below.
+/// The event types hearth sends, each triggered below; `heartbeat` and `push_device`
+/// need a manual clock and a push relay, and have a test of their own
+/// (`heartbeat_and_push_device_events_carry_their_described_fields`).
 const SENT: &[&str] = &[
     "alert_words",
     "attachment",
@@ -1076,6 +1121,163 @@ async fn every_event_carries_its_described_fields() {
         errors.is_empty(),
         "events depart from the description:\n{}",
         report(&errors)
+    );
+}
+
+/// `heartbeat`, which a parked poll answers after a minute without events (the clock
+/// is moved by hand), and `push_device` in each of its statuses, from a registration
+/// the loopback push relay accepts and one it refuses; with the `push_devices` of
+/// `/register` that they update.
+#[actix_web::test]
+async fn heartbeat_and_push_device_events_carry_their_described_fields() {
+    let (url, relay, _relay) = start_relay();
+    let app = TestApp::spawn_configured_with_clock(ManualClock::new(START_MS), move |c| {
+        c.push_relay_url = Some(url.clone())
+    })
+    .await;
+    let level = 420;
+    let mobile: Value = serde_json::from_str(MOBILE_CAPABILITIES).unwrap();
+    let schemas = Checker::new(level, json!({})).event_schemas();
+    let checker = Checker::new(level, mobile.clone());
+    let mut errors = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+
+    // A poll parked on a queue with nothing in it hears a heartbeat a minute later.
+    let cap_text = mobile.to_string();
+    let params = [("client_capabilities", cap_text.as_str())];
+    let quiet = app.register(IAGO, &params).await;
+    let key = app.api_key(IAGO).await;
+    let long_poll = app
+        .request(
+            reqwest::Method::GET,
+            "/api/v1/events",
+            Auth::Basic(IAGO, &key),
+        )
+        .query(&[("queue_id", quiet.as_str()), ("last_event_id", "-1")]);
+    let answer = tokio::spawn(async move { send(long_poll).await });
+    let hub = app.server().hub("localhost").unwrap();
+    poll(Duration::from_secs(10), "a parked poll", || {
+        let parked = hub.parked_polls() > 0;
+        async move { parked.then_some(()) }
+    })
+    .await;
+    app.clock().advance_ms(HEARTBEAT_MS);
+    app.tick();
+    let (status, _, body) = tokio::time::timeout(Duration::from_secs(10), answer)
+        .await
+        .expect("the heartbeat within the poll")
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let heartbeats = body["events"].as_array().unwrap();
+    assert_eq!(heartbeats.len(), 1, "{body}");
+
+    // Registrations: one the relay accepts (pending, then active), one it refuses
+    // (pending, then failed with its code).
+    let queue = app.register(HAMLET, &params).await;
+    let push_key =
+        base64::engine::general_purpose::STANDARD.encode([[0x31].as_slice(), &[7; 32]].concat());
+    let register_device = |account: &'static str| {
+        let app = &app;
+        let push_key = push_key.clone();
+        async move {
+            let params = [
+                ("token_kind", "fcm"),
+                ("push_account_id", account),
+                ("push_key", push_key.as_str()),
+                ("bouncer_public_key", "bouncer-public-key"),
+                (
+                    "encrypted_push_registration",
+                    "encrypted-push-registration-data",
+                ),
+            ];
+            app.ok("POST", "/api/v1/mobile_push/register", HAMLET, &params)
+                .await;
+        }
+    };
+    let devices = || {
+        let app = &app;
+        async move {
+            let fetch = r#"["push_device"]"#;
+            app.ok(
+                "POST",
+                "/api/v1/register",
+                HAMLET,
+                &[("fetch_event_types", fetch)],
+            )
+            .await
+        }
+    };
+    register_device("111222").await;
+    poll(Duration::from_secs(20), "an active device", || async {
+        let body = devices().await;
+        (body["push_devices"]["111222"]["status"] == "active").then_some(())
+    })
+    .await;
+    relay.lock().unwrap().register = vec![(
+        400,
+        json!({"result": "error", "code": "INVALID_BOUNCER_PUBLIC_KEY", "msg": "Invalid bouncer_public_key"}),
+    )];
+    register_device("333444").await;
+    let registered = poll(Duration::from_secs(20), "a failed device", || async {
+        let body = devices().await;
+        (body["push_devices"]["333444"]["status"] == "failed").then_some(body)
+    })
+    .await;
+    let fetch: BTreeSet<String> = ["push_device".to_owned()].into();
+    for e in checker.check_register(Some(&fetch), &registered) {
+        errors.insert(format!("[push_device] {e}"));
+    }
+
+    let events = app.events(HAMLET, &queue).await;
+    let pushed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "push_device")
+        .collect();
+    let statuses: Vec<(&Value, &Value)> = pushed
+        .iter()
+        .map(|e| (&e["push_account_id"], &e["status"]))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (&json!("111222"), &json!("pending")),
+            (&json!("111222"), &json!("active")),
+            (&json!("333444"), &json!("pending")),
+            (&json!("333444"), &json!("failed")),
+        ]
+    );
+    for event in heartbeats.iter().chain(pushed.iter().copied()) {
+        seen.insert(event["type"].as_str().unwrap().to_owned());
+        for e in checker.check_event(&schemas, event) {
+            errors.insert(e);
+        }
+    }
+    assert_eq!(seen, ["heartbeat", "push_device"].map(str::to_owned).into());
+    assert!(
+        errors.is_empty(),
+        "events depart from the description:\n{}",
+        report(&errors)
+    );
+
+    // The exception is narrow: the string form is the one before feature level 450,
+    // an integer after it, and a failure without its code is still caught.
+    let failed = pushed[3];
+    let at_450 = Checker::new(450, mobile.clone()).check_event(&schemas, failed);
+    assert_eq!(
+        at_450,
+        [r#"push_device.push_account_id: "333444" is not of type integer"#]
+    );
+    let mut not_a_number = failed.clone();
+    not_a_number["push_account_id"] = json!("abc");
+    assert_eq!(
+        checker.check_event(&schemas, &not_a_number),
+        [r#"push_device.push_account_id: "abc" is not of type integer"#]
+    );
+    let mut without_code = failed.clone();
+    without_code.as_object_mut().unwrap().remove("error_code");
+    assert_eq!(
+        checker.check_event(&schemas, &without_code),
+        ["push_device.error_code: missing"]
     );
 }
 

@@ -613,3 +613,60 @@ fn a_snapshot_of_schema_5_has_no_exports() {
     assert!(back.exports.by_id.is_empty());
     assert_eq!(back.exports.next_id, 0);
 }
+
+/// Schema 7 added the web client's sessions (`Realm::sessions`), by their cookie's
+/// digest; each user's are indexed again after decoding.
+#[test]
+fn golden_snapshot_of_schema_7_decodes() {
+    use hearth::realm::sessions::{Session, SessionChange, SessionDigest};
+    use hearth::realm::Change;
+    let (_, mut realm) = built();
+    for (secret, user_id, started) in [
+        ("first", 10, 1_800_000_000),
+        ("second", 10, 1_800_000_100),
+        ("third", 11, 1_800_000_200),
+    ] {
+        realm.apply(&Change::Session(SessionChange::Started {
+            digest: SessionDigest::of(secret),
+            session: Session {
+                user_id,
+                started,
+                expires: started + 14 * 24 * 3600,
+            },
+        }));
+    }
+    realm.apply(&Change::Session(SessionChange::Ended {
+        digest: SessionDigest::of("first"),
+    }));
+    let stored = golden(
+        "snapshot-v7-dev-realm.bin",
+        7,
+        &codec::encode_realm(&realm).unwrap(),
+    );
+    assert_eq!(stored[0], 7, "schema 7 fixture");
+    let mut back = codec::decode_realm(&stored).unwrap();
+    back.rebuild_indexes();
+    assert_eq!(back, realm);
+    assert_eq!(back.sessions.count_of(10), 1);
+    assert_eq!(back.sessions.count_of(11), 1);
+    assert!(back
+        .session_user(&SessionDigest::of("second"), 1_800_000_200)
+        .is_ok());
+    if codec::REALM_SCHEMA == 7 {
+        assert_eq!(
+            codec::encode_realm(&back).unwrap(),
+            stored,
+            "the snapshot encoding changed without a new schema version"
+        );
+    }
+}
+
+/// A snapshot of schema 6 (before sessions) decodes with none, its exports kept.
+#[test]
+fn a_snapshot_of_schema_6_has_no_sessions() {
+    let stored = std::fs::read(fixture("snapshot-v6-dev-realm.bin")).unwrap();
+    assert_eq!(stored[0], 6);
+    let back = codec::decode_realm(&stored).unwrap();
+    assert!(back.sessions.by_digest.is_empty());
+    assert_eq!(back.exports.by_id.len(), 2);
+}

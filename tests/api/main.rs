@@ -63,3 +63,4 @@ mod snapshots;
 mod topics_policy;
 mod uploads;
 mod users;
+mod web_sessions;

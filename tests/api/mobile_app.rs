@@ -1,7 +1,8 @@
 //! What the official mobile app (zulip-flutter) reads beyond the other clients: the
 //! empty topic as `""` everywhere once it declares `empty_topic_name`, the direct-message
 //! list from `recent_private_conversations`, `message_details` when a message is
-//! marked unread, and the emoji data `server_emoji_data_url` names.
+//! marked unread, the emoji data `server_emoji_data_url` names, and every `/register`
+//! field its parser cannot do without (`APP_REQUIRES`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common::*;
@@ -372,3 +373,292 @@ async fn scheduled_messages_name_the_empty_topic_by_capability() {
         );
     }
 }
+
+/// Fields zulip-flutter reads as non-nullable and without a default (its
+/// `lib/api/model/initial_snapshot.dart` and `model.dart`): a `/register` answer that
+/// lacks one, or has it `null`, does not parse and the app cannot load the account.
+/// Each path names objects in the answer: `a[]` the items of list `a`, `a{}` the values
+/// of map `a`.
+const APP_REQUIRES: &[(&str, &[&str])] = &[
+    (
+        "",
+        &[
+            "queue_id",
+            "last_event_id",
+            "zulip_feature_level",
+            "zulip_version",
+            "zulip_merge_base",
+            "alert_words",
+            "custom_profile_fields",
+            "max_stream_name_length",
+            "max_topic_length",
+            "server_presence_ping_interval_seconds",
+            "server_presence_offline_threshold_seconds",
+            "muted_users",
+            "presences",
+            "realm_emoji",
+            "realm_user_groups",
+            "recent_private_conversations",
+            "subscriptions",
+            "unread_msgs",
+            "starred_messages",
+            "streams",
+            "user_status",
+            "user_settings",
+            "user_topics",
+            "realm_wildcard_mention_policy",
+            "realm_name",
+            "realm_waiting_period_threshold",
+            "realm_allow_message_editing",
+            "realm_enable_read_receipts",
+            "realm_icon_url",
+            "realm_presence_disabled",
+            "realm_default_external_accounts",
+            "max_file_upload_size_mib",
+            "server_emoji_data_url",
+            "event_queue_longpoll_timeout_seconds",
+            "realm_users",
+            "realm_non_active_users",
+            "cross_realm_bots",
+        ],
+    ),
+    ("realm_users[]", APP_USER),
+    ("realm_non_active_users[]", APP_USER),
+    ("cross_realm_bots[]", APP_USER),
+    ("realm_users[].profile_data{}", &["value"]),
+    (
+        "subscriptions[]",
+        &[
+            "stream_id",
+            "name",
+            "description",
+            "rendered_description",
+            "date_created",
+            "invite_only",
+            "is_web_public",
+            "history_public_to_subscribers",
+            "pin_to_top",
+            "is_muted",
+            "color",
+        ],
+    ),
+    (
+        "streams[]",
+        &[
+            "stream_id",
+            "name",
+            "description",
+            "rendered_description",
+            "date_created",
+            "invite_only",
+            "is_web_public",
+            "history_public_to_subscribers",
+        ],
+    ),
+    (
+        "realm_user_groups[]",
+        &[
+            "id",
+            "members",
+            "direct_subgroup_ids",
+            "name",
+            "description",
+            "is_system_group",
+        ],
+    ),
+    (
+        "unread_msgs",
+        &[
+            "count",
+            "pms",
+            "streams",
+            "huddles",
+            "mentions",
+            "old_unreads_missing",
+        ],
+    ),
+    (
+        "unread_msgs.pms[]",
+        &["other_user_id", "unread_message_ids"],
+    ),
+    (
+        "unread_msgs.streams[]",
+        &["topic", "stream_id", "unread_message_ids"],
+    ),
+    (
+        "unread_msgs.huddles[]",
+        &["user_ids_string", "unread_message_ids"],
+    ),
+    (
+        "recent_private_conversations[]",
+        &["max_message_id", "user_ids"],
+    ),
+    (
+        "user_settings",
+        &[
+            "starred_message_counts",
+            "display_emoji_reaction_users",
+            "emojiset",
+            "presence_enabled",
+        ],
+    ),
+    (
+        "user_topics[]",
+        &[
+            "stream_id",
+            "topic_name",
+            "last_updated",
+            "visibility_policy",
+        ],
+    ),
+    (
+        "custom_profile_fields[]",
+        &["id", "type", "order", "name", "hint", "field_data"],
+    ),
+    ("muted_users[]", &["id"]),
+    ("presences{}", &["active_timestamp", "idle_timestamp"]),
+    (
+        "realm_emoji{}",
+        &["id", "name", "source_url", "deactivated"],
+    ),
+    (
+        "saved_snippets[]",
+        &["id", "title", "content", "date_created"],
+    ),
+    (
+        "channel_folders[]",
+        &[
+            "id",
+            "name",
+            "description",
+            "rendered_description",
+            "is_archived",
+        ],
+    ),
+];
+
+/// zulip-flutter's `User`: what it cannot do without.
+const APP_USER: &[&str] = &[
+    "user_id",
+    "email",
+    "full_name",
+    "date_joined",
+    "is_active",
+    "is_bot",
+    "role",
+    "timezone",
+    "avatar_version",
+];
+
+/// The objects `path` names in `body` (see `APP_REQUIRES`).
+fn objects_at<'a>(body: &'a Value, path: &str) -> Vec<&'a Value> {
+    let mut found = vec![body];
+    for step in path.split('.').filter(|s| !s.is_empty()) {
+        let (name, each) = match (step.strip_suffix("[]"), step.strip_suffix("{}")) {
+            (Some(name), _) | (_, Some(name)) => (name, true),
+            _ => (step, false),
+        };
+        found = found
+            .into_iter()
+            .filter_map(|v| v.get(name))
+            .flat_map(|v| -> Vec<&Value> {
+                match (each, v) {
+                    (false, v) => vec![v],
+                    (true, Value::Array(items)) => items.iter().collect(),
+                    (true, Value::Object(map)) => map.values().collect(),
+                    (true, _) => Vec::new(),
+                }
+            })
+            .collect();
+    }
+    found
+}
+
+/// The mobile app's `/register` (its parameters and capabilities) after the state that
+/// fills each list it parses: every field it cannot do without is there, not `null`, in
+/// every object of each kind.
+#[actix_web::test]
+async fn register_has_every_field_the_app_requires() {
+    let app = TestApp::spawn().await;
+    let verona = app.stream_id("Verona").await.to_string();
+    for (who, to) in [
+        (IAGO, format!("[{HAMLET_ID}]")),
+        (IAGO, format!("[{HAMLET_ID},{OTHELLO_ID}]")),
+    ] {
+        send_to(
+            &app,
+            who,
+            &[("type", "direct"), ("to", &to), ("content", "hi")],
+        )
+        .await;
+    }
+    send_to(
+        &app,
+        IAGO,
+        &[
+            ("type", "stream"),
+            ("to", "Verona"),
+            ("topic", "plans"),
+            ("content", "@**King Hamlet** look"),
+        ],
+    )
+    .await;
+    let topic = [
+        ("stream_id", verona.as_str()),
+        ("topic", "plans"),
+        ("visibility_policy", "1"),
+    ];
+    app.ok("POST", "/api/v1/user_topics", HAMLET, &topic).await;
+    let muted = format!("/api/v1/users/me/muted_users/{OTHELLO_ID}");
+    app.ok("POST", &muted, HAMLET, &[]).await;
+    let presence = [("status", "active")];
+    app.ok("POST", "/api/v1/users/me/presence", HAMLET, &presence)
+        .await;
+    let snippet = [("title", "hi"), ("content", "hello")];
+    app.ok("POST", "/api/v1/saved_snippets", HAMLET, &snippet)
+        .await;
+    let profile = [("data", r#"[{"id": 1, "value": "+1 555"}]"#)];
+    app.ok("PATCH", "/api/v1/users/me/profile_data", HAMLET, &profile)
+        .await;
+    let status = [("status_text", "out")];
+    app.ok("POST", "/api/v1/users/me/status", HAMLET, &status)
+        .await;
+    app.ok(
+        "POST",
+        "/api/v1/channel_folders/create",
+        IAGO,
+        &[("name", "Work"), ("description", "")],
+    )
+    .await;
+    app.ok("DELETE", &format!("/api/v1/users/{POLONIUS_ID}"), IAGO, &[])
+        .await;
+
+    let body = app
+        .ok("POST", "/api/v1/register", HAMLET, &MOBILE_REGISTER)
+        .await;
+    let mut missing = Vec::new();
+    for (path, fields) in APP_REQUIRES {
+        let objects = objects_at(&body, path);
+        assert!(!objects.is_empty(), "nothing at {path:?}");
+        for (i, object) in objects.iter().enumerate() {
+            for field in *fields {
+                if object.get(field).is_none_or(Value::is_null) {
+                    missing.push(format!("{path}#{i}.{field}"));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "the app cannot parse: {missing:?}");
+}
+
+/// zulip-flutter's `registerQueue` parameters (`lib/api/route/events.dart`).
+const MOBILE_REGISTER: [(&str, &str); 5] = [
+    ("apply_markdown", "true"),
+    ("client_gravatar", "false"),
+    ("slim_presence", "true"),
+    ("idle_queue_timeout", "1209600"),
+    (
+        "client_capabilities",
+        r#"{"notification_settings_null": true, "bulk_message_deletion": true, "user_avatar_url_field_optional": true, "stream_typing_notifications": true, "user_settings_object": true, "include_deactivated_groups": true, "empty_topic_name": true, "user_list_incomplete": true}"#,
+    ),
+];

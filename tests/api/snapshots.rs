@@ -611,6 +611,14 @@ const NO_GOLDEN: &[(&str, &str)] = &[
     // Its body is the emoji table itself (`src/realm/emoji_codes.tsv`) as JSON, a golden
     // copy of that file; `mobile_app::server_emoji_data_is_served` checks its shape.
     ("GET", "/static/generated/emoji/emoji_api.json"),
+    // The web client's login pages and forms: HTML and redirects with cookies, tested
+    // with a browser's cookie jar in `web_sessions`.
+    ("GET", "/login/"),
+    ("GET", "/accounts/login/"),
+    ("POST", "/accounts/login/"),
+    ("POST", "/accounts/logout/"),
+    ("GET", "/devlogin/"),
+    ("POST", "/accounts/login/local/"),
 ];
 /// Routes hearth can never answer with a success, and why: their snapshots record the
 /// error instead.

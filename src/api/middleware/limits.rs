@@ -63,7 +63,7 @@ fn rate_key(state: &AppState, req: &actix_web::HttpRequest) -> RateKey {
     ) {
         if let Some(handle) = state.registry.get(&subdomain) {
             let version = handle.hub.current();
-            if let Ok(user) = version.authenticate(&c.email, &c.api_key) {
+            if let Ok(user) = c.user_in(&version, handle.clock.now_secs()) {
                 let key = RateKey::User(subdomain.into(), user.id);
                 auth::Authenticated::record(req, c, version.clone(), user.id);
                 return key;
@@ -109,7 +109,7 @@ pub fn check_before_body(req: &actix_web::HttpRequest, handle: &RealmHandle) -> 
     };
     if large && !ANONYMOUS_ENDPOINTS.contains(&req.path()) {
         let c = auth::credentials(req)?;
-        handle.hub.current().authenticate(&c.email, &c.api_key)?;
+        c.user_in(&handle.hub.current(), handle.clock.now_secs())?;
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! What every request goes through around its handler, in one layer (`around`), in
 //! this order from the outside in: the metrics count (`metrics::record_answer`), the
-//! request log line (`logging::log_answer`), the rate limit (`limits::count`), gzip for
+//! request log line (`logging::log_answer`), the web session's CSRF check and routing
+//! of `/json/<path>` as `/api/v1/<path>` (`api::session::json_gate`), the rate limit
+//! (`limits::count`), gzip for
 //! large answers (`compress::gzip_answer`) and the JSON error body of actix-web's own
 //! refusals (`errors::json_body`); and the checks made before a body is read
 //! (`limits::check_before_body`). The `/metrics` endpoint of the metrics listener is
@@ -34,7 +36,7 @@ pub mod metrics;
 /// counted. An error the handler did not turn into a response passes through
 /// untouched, as it did through each middleware.
 pub async fn around(
-    req: ServiceRequest,
+    mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let start = Instant::now();
@@ -42,9 +44,18 @@ pub async fn around(
     let state = req.app_data::<web::Data<AppState>>().cloned();
     let state = state.as_ref().map(|data| data.get_ref());
     let log = logging::wanted(state);
-    let limit = state.and_then(|state| limits::count(state, &req));
-    let mut res = match &limit {
-        Some(decision) if !decision.allowed => limits::refusal(req, decision),
+    // A `/json` write that fails the CSRF check is refused before anything counts it.
+    let gate = crate::api::session::json_gate(&mut req);
+    let limit = match gate {
+        Ok(()) => state.and_then(|state| limits::count(state, &req)),
+        Err(_) => None,
+    };
+    let mut res = match (&limit, gate) {
+        (_, Err(refused)) => {
+            let res = actix_web::ResponseError::error_response(&refused);
+            req.into_response(res)
+        }
+        (Some(decision), _) if !decision.allowed => limits::refusal(req, decision),
         _ => {
             let res = next.call(req).await?.map_into_boxed_body();
             compress::gzip_answer(errors::json_body(res).await).await?

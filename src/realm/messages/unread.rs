@@ -86,6 +86,13 @@ impl Realm {
     /// direct-message conversations among `me`'s newest `RECENT_CONVERSATIONS_LIMIT`
     /// direct messages, newest first, each with its newest message and the other
     /// participants (`[]` for the conversation with oneself). Read on the worker.
+    ///
+    /// The scan walks `me`'s received messages newest first, channel messages
+    /// included, until it has seen that many direct ones: the message database keeps no
+    /// index of a user's direct messages (conversations are keyed by their sorted
+    /// participants, a user's messages are one bitmap), and one would be a new kind of
+    /// stored key with a migration of existing databases, or realm state rebuilt from
+    /// every message at start.
     pub fn recent_private_conversations(
         &self,
         rows: &dyn MessageRows,
