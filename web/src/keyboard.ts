@@ -19,6 +19,7 @@ export const SHORTCUTS: [string, string][] = [
   ['A', 'Combined feed'],
   ['T', 'Recent conversations'],
   ['*', 'Starred messages'],
+  ['D', 'Drafts'],
   ['Esc', 'Close compose box, dialog or search'],
   ['/', 'Search'],
   ['?', 'This list of shortcuts'],
@@ -88,6 +89,7 @@ export function startKeyboard(): void {
       case '/': return act(() => { searchFocus.value++; });
       case '?': return act(() => go('#keyboard-shortcuts'));
       case 'a': return act(() => go('#feed'));
+      case 'd': return act(() => go('#drafts'));
       case 't': return act(() => go('#recent'));
       case '*': return act(() => go('#narrow/is/starred'));
       default:

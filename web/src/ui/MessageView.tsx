@@ -4,7 +4,10 @@ import { composeContent, composeOpen, composeTarget, openCompose } from '../comp
 import { conversationKey } from '../events';
 import { MessageListData } from '../msglist';
 import { dmParticipants, narrowToHash, type Narrow } from '../narrow';
+import { patch } from '../api';
+import { canResolve } from '../perm';
 import { markRead } from '../reading';
+import { Icon } from './Icon';
 import { generation } from '../server';
 import { channelName, me, messages, slugContext, streams, subs, topicDisplay, typing, userName } from '../store';
 import type { Message } from '../types';
@@ -13,6 +16,8 @@ import { Compose } from './Compose';
 import { MessageRow } from './Message';
 import { SafeHtml } from './SafeHtml';
 import { formatDate } from './util';
+
+const RESOLVED = '✔ ';
 
 export const selectedId = signal<number | undefined>(undefined);
 export const currentList = signal<MessageListData | undefined>(undefined);
@@ -44,12 +49,20 @@ function RecipientBar({ m }: { m: Message }) {
     const chHash = narrowToHash([{ operator: 'channel', operand: String(m.stream_id) }], slugContext);
     const topicHash = narrowToHash([{ operator: 'channel', operand: String(m.stream_id) }, { operator: 'topic', operand: m.subject }], slugContext);
     const color = sub?.color ?? '#c2c2c2';
+    const resolved = m.subject.startsWith(RESOLVED);
     return (
       <div class="recipient_row stream">
         <div class="message_header" ref={(el) => el?.style.setProperty('--channel-color', color)}>
           <a class="stream_label" href={chHash}>#{channelName(m.stream_id)}</a>
           <span class="topic-separator" aria-hidden="true">›</span>
           <a class={`stream_topic${m.subject === '' ? ' empty-topic' : ''}`} href={topicHash}>{topicDisplay(m.subject)}</a>
+          {canResolve() && (
+            <button type="button" class="icon-button resolve-topic" title={resolved ? 'Mark as unresolved' : 'Mark as resolved'}
+              aria-label={resolved ? `Mark topic ${m.subject} as unresolved` : `Mark topic ${m.subject} as resolved`}
+              onClick={() => void patch(`messages/${m.id}`, { topic: resolved ? m.subject.slice(RESOLVED.length) : `${RESOLVED}${m.subject}`, propagate_mode: 'change_all' }).catch((e: unknown) => alert(e instanceof Error ? e.message : String(e)))}>
+              <Icon name="check" />
+            </button>
+          )}
           <span class="recipient_row_date">{formatDate(m.timestamp)}</span>
         </div>
       </div>
