@@ -190,9 +190,13 @@ flow('search-with-operators', async () => {
   await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `the handkerchief is lost ${unique}` });
   await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `nothing to see ${unique}` });
   await page.keyboard.press('/');
+  await until(() => page.evaluate(() => document.activeElement?.id === 'search-input'), '/ to focus the search box');
   await page.keyboard.type(`channel:Verona topic:"${topic}" handkerchief`);
   await page.keyboard.press('Enter');
-  await page.getByRole('heading', { name: 'Search results' }).waitFor();
+  await page.getByRole('heading', { name: 'Search results' }).waitFor().catch(async (e) => {
+    await shot(page, 'search-failed');
+    throw e;
+  });
   await messageRow(page, `the handkerchief is lost ${unique}`).waitFor();
   if (await messageRow(page, `nothing to see ${unique}`).count() !== 0) throw new Error('search returned a non-matching message');
   if (!/#narrow\/channel\/3-Verona\/topic\/.+\/search\/handkerchief/.test(page.url())) throw new Error(`URL ${page.url()}`);
@@ -209,11 +213,13 @@ flow('script-injection-renders-as-text', async () => {
   const channel = `e2e ${EVIL} ${unique}`.slice(0, 60);
   await server.api(admin, 'POST', 'users/me/subscriptions', {
     subscriptions: [{ name: channel, description: `desc ${EVIL2}` }],
-    principals: [HAMLET],
+    principals: [(await server.api(HAMLET, 'GET', 'users/me')).user_id],
   });
   const streams = await server.api(admin, 'GET', 'streams');
   const sid = streams.streams.find((s) => s.name === channel).stream_id;
-  await server.api(OTHELLO, 'PATCH', 'settings', { full_name: `Othello ${EVIL}`.slice(0, 60) });
+  // Full names may not hold * ` \\ > " @, so this one is an unclosed tag.
+  const evilName = 'Othello <img src=x onerror=window.__pwned=3 ';
+  await server.api(OTHELLO, 'PATCH', 'settings', { full_name: evilName });
   await server.api(OTHELLO, 'POST', 'users/me/status', { status_text: `busy ${EVIL2}`.slice(0, 60) });
   const topic = `topic ${EVIL2}`.slice(0, 60);
   await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: sid, topic, content: `content ${EVIL} and ${EVIL2}` });
@@ -224,6 +230,8 @@ flow('script-injection-renders-as-text', async () => {
   await page.locator('.narrow-header').getByText(`desc ${EVIL2}`).waitFor();
   await page.locator('.channel-list').getByText(channel).waitFor();
   await page.locator('.user-list').getByText(`busy ${EVIL2}`).waitFor();
+  await page.locator('.user-list').getByText(evilName.trim()).waitFor();
+  await messageRow(page, 'content <img src=x').locator('.sender_name', { hasText: evilName.trim() }).waitFor();
   // A file name and search text.
   await page.locator('.compose-start').click();
   await page.locator('.compose input[type=file]').setInputFiles({ name: `${EVIL}.txt`.replace(/\//g, ''), mimeType: 'text/plain', buffer: Buffer.from('hello') });
