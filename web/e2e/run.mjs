@@ -2,7 +2,8 @@
 // Usage: node e2e/run.mjs <server url> [screenshot folder]
 // The server must run the development realm with its history (`hearth serve --dev`).
 
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 import { Server, assertClean, devLogin, go, messageRow, png, send, until, watch } from './lib.mjs';
@@ -267,6 +268,100 @@ flow('phone-and-dark-theme', async () => {
   await shot(page, 'shortcuts');
   assertClean(page);
   await context.close();
+});
+
+flow('lost-event-queue-and-network', async () => {
+  let queueId;
+  const { context, page } = await devLogin(browser, server, HAMLET, {}, (p) => p.on('request', (r) => {
+    const q = new URL(r.url()).searchParams.get('queue_id');
+    if (r.url().includes('/json/events') && q) queueId = q;
+  }));
+  const topic = `e2e queue ${unique}`;
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+  await until(() => queueId, 'an event poll');
+  // The server forgets the queue: the client registers again without reloading.
+  await page.evaluate(() => { window.__samePage = true; });
+  await server.api(HAMLET, 'DELETE', 'events', { queue_id: queueId });
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `after the queue was lost ${unique}` });
+  await messageRow(page, `after the queue was lost ${unique}`).waitFor({ timeout: 20000 });
+  // The network goes away and comes back: polling resumes.
+  await context.setOffline(true);
+  await page.getByText('Reconnecting…').waitFor({ timeout: 20000 });
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `while offline ${unique}` });
+  await context.setOffline(false);
+  await messageRow(page, `while offline ${unique}`).waitFor({ timeout: 30000 });
+  if (!(await page.evaluate(() => window.__samePage))) throw new Error('the page reloaded');
+  await shot(page, 'reconnected');
+  assertClean(page);
+  await context.close();
+});
+
+flow('long-topic-keeps-the-dom-bounded', async () => {
+  const topic = `e2e long ${unique}`;
+  const total = 700;
+  for (let i = 0; i < total; i += 20) {
+    await Promise.all(Array.from({ length: 20 }, (_, j) => server.api(OTHELLO, 'POST', 'messages', {
+      type: 'stream', to: VERONA, topic, content: `line ${String(i + j + 1).padStart(4, '0')}`,
+    })));
+  }
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+  await page.locator('.message_row').first().waitFor();
+  let most = 0;
+  for (let step = 0; step < 60; step++) {
+    const rows = await page.locator('.message_row').count();
+    most = Math.max(most, rows);
+    if (await page.getByText('Beginning of this view').count() > 0) break;
+    await page.locator('.message_list').evaluate((el) => { el.scrollTop = 0; });
+    await page.waitForTimeout(250);
+  }
+  await page.getByText('Beginning of this view').waitFor();
+  await messageRow(page, 'line 0001').waitFor();
+  if (most > 300) throw new Error(`${most} message rows in the DOM`);
+  const rows = await page.locator('.message_row').count();
+  if (rows > 300 || rows < 100) throw new Error(`${rows} rows at the top`);
+  await shot(page, 'long-topic-top');
+  // And back down to the newest.
+  for (let step = 0; step < 60; step++) {
+    if (await messageRow(page, `line ${String(total).padStart(4, '0')}`).count() > 0) break;
+    await page.locator('.message_list').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+    await page.waitForTimeout(250);
+  }
+  await messageRow(page, `line ${String(total).padStart(4, '0')}`).waitFor();
+  if (await page.locator('.message_row').count() > 300) throw new Error('too many rows at the bottom');
+  assertClean(page);
+  await context.close();
+});
+
+flow('accessibility-axe', async () => {
+  const axe = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  const problems = [];
+  for (const colorScheme of ['light', 'dark']) {
+    const { context, page } = await devLogin(browser, server, HAMLET, { colorScheme });
+    const check = async (what) => {
+      await page.waitForTimeout(300);
+      await page.addScriptTag({ content: axe }).catch(() => page.evaluate(axe));
+      const result = await page.evaluate(async () => {
+        const r = await window.axe.run(document, { resultTypes: ['violations'] });
+        return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+      });
+      for (const r of result) problems.push(`${colorScheme} ${what}: ${r}`);
+    };
+    await go(page, server, `#narrow/channel/${VERONA}-Verona`);
+    await page.locator('.message_row').first().waitFor();
+    await check('channel view');
+    await page.locator('.compose-start').click();
+    await check('compose');
+    await go(page, server, '#recent');
+    await check('recent conversations');
+    await go(page, server, '#settings');
+    await check('settings');
+    await go(page, server, '#channels/all');
+    await check('channels');
+    await context.close();
+  }
+  if (problems.length > 0) throw new Error(problems.join('\n'));
 });
 
 let passed = 0;
