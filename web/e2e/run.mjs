@@ -45,7 +45,7 @@ flow('devlogin-and-logout', async () => {
   const title = await page.title();
   if (!/ - hearth$/.test(title)) throw new Error(`title ${title}`);
   await shot(page, 'devlogin');
-  await page.getByRole('button', { name: 'Personal menu' }).click();
+  await page.getByRole('button', { name: /personal menu/ }).click();
   await page.getByRole('menuitem', { name: 'Log out' }).click();
   await page.waitForURL(/\/login\//);
   await page.goto(`${server.url}/`);
@@ -308,27 +308,20 @@ flow('long-topic-keeps-the-dom-bounded', async () => {
   await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
   await page.locator('.message_row').first().waitFor();
   let most = 0;
-  for (let step = 0; step < 60; step++) {
-    const rows = await page.locator('.message_row').count();
-    most = Math.max(most, rows);
-    if (await page.getByText('Beginning of this view').count() > 0) break;
-    await page.locator('.message_list').evaluate((el) => { el.scrollTop = 0; });
-    await page.waitForTimeout(250);
+  const line = (n) => `line ${String(n).padStart(4, '0')}`;
+  // Scroll to each end in turn, counting the rendered messages on the way.
+  for (const [end, top] of [[line(total), false], [line(1), true], [line(total), false]]) {
+    for (let step = 0; step < 80; step++) {
+      most = Math.max(most, await page.locator('.message_row').count());
+      if (await messageRow(page, end).count() > 0) break;
+      await page.locator('.message_list').evaluate((el, up) => { el.scrollTop = up ? 0 : el.scrollHeight; }, top);
+      await page.waitForTimeout(200);
+    }
+    await messageRow(page, end).waitFor();
+    if (top) await shot(page, 'long-topic-top');
   }
-  await page.getByText('Beginning of this view').waitFor();
-  await messageRow(page, 'line 0001').waitFor();
   if (most > 300) throw new Error(`${most} message rows in the DOM`);
-  const rows = await page.locator('.message_row').count();
-  if (rows > 300 || rows < 100) throw new Error(`${rows} rows at the top`);
-  await shot(page, 'long-topic-top');
-  // And back down to the newest.
-  for (let step = 0; step < 60; step++) {
-    if (await messageRow(page, `line ${String(total).padStart(4, '0')}`).count() > 0) break;
-    await page.locator('.message_list').evaluate((el) => { el.scrollTop = el.scrollHeight; });
-    await page.waitForTimeout(250);
-  }
-  await messageRow(page, `line ${String(total).padStart(4, '0')}`).waitFor();
-  if (await page.locator('.message_row').count() > 300) throw new Error('too many rows at the bottom');
+  if (most < 200) throw new Error(`only ${most} rows were ever rendered: paging did not happen`);
   assertClean(page);
   await context.close();
 });

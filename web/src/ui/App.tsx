@@ -60,10 +60,11 @@ export function App() {
         <button type="button" class="icon-button only-narrow" aria-label="Show users" aria-expanded={panel.value === 'right'}
           onClick={() => { panel.value = panel.value === 'right' ? '' : 'right'; }}><Icon name="users" /></button>
         <div class="menu-wrap">
-          <button type="button" class="account-button" aria-haspopup="menu" aria-expanded={menuOpen.value} aria-label="Personal menu"
+          <button type="button" class="account-button" aria-haspopup="menu" aria-expanded={menuOpen.value}
             onClick={() => { menuOpen.value = !menuOpen.value; }}>
             <Avatar userId={me.value} size={28} cls="small" />
             <span class="account-name">{u?.full_name}</span>
+            <span class="sr-only"> (personal menu)</span>
           </button>
           <Menu />
         </div>

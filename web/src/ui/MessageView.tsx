@@ -236,7 +236,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
         <h1 id="narrow-title">{title}</h1>
         {stream !== undefined && <SafeHtml class="narrow-description rendered_markdown" html={stream.rendered_description} />}
       </header>
-      <div class="message_list" ref={scroller} onScroll={onScroll} role="feed" aria-busy={loading !== ''} aria-label={`Messages: ${title}`} tabIndex={-1}>
+      <div class="message_list" ref={scroller} onScroll={onScroll} role="region" aria-busy={loading !== ''} aria-label={`Messages: ${title}`} tabIndex={-1}>
         {!data.foundOldest.value && ids.length > 0 && <p class="list-edge">{loading === 'older' ? 'Loading older messages…' : ' '}</p>}
         {data.foundOldest.value && ids.length > 0 && narrow.length > 0 && <p class="list-edge muted">Beginning of this view</p>}
         {rows}
