@@ -110,16 +110,22 @@ flow('unread-counts-fall-when-read', async () => {
   const { context, page } = await devLogin(browser, server, HAMLET);
   const topic = `e2e unread ${unique}`;
   await go(page, server, '#recent');
-  const count = () => page.locator('.channel-list li', { hasText: 'Verona' }).locator('.unread_count').textContent({ timeout: 1000 }).catch(() => '0');
-  const before = Number(await count());
+  const channelCount = async () => Number(await page.locator('.channel-list > li > a', { hasText: 'Verona' }).locator('.unread_count')
+    .textContent({ timeout: 500 }).catch(() => '0'));
+  const topicCount = async () => Number(await page.locator('.recent-table tr', { hasText: topic }).locator('.unread_count')
+    .textContent({ timeout: 500 }).catch(() => '0'));
   for (let i = 1; i <= 3; i++) {
     await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `unread number ${i}` });
   }
-  await until(async () => Number(await count()) === before + 3, `Verona's unread count to reach ${before + 3}`);
+  await until(async () => (await topicCount()) === 3, 'the new topic to show 3 unread');
+  const before = await channelCount();
+  if (before < 3) throw new Error(`Verona shows ${before} unread`);
   await shot(page, 'unread-before');
   await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
   await messageRow(page, 'unread number 3').waitFor();
-  await until(async () => Number(await count()) === before, `Verona's unread count to fall back to ${before}`);
+  await until(async () => (await channelCount()) === before - 3, `Verona's unread count to fall to ${before - 3}`);
+  await go(page, server, '#recent');
+  await until(async () => (await topicCount()) === 0, 'the topic to show no unread');
   await shot(page, 'unread-after');
   assertClean(page);
   await context.close();
