@@ -37,6 +37,7 @@ pub mod signup;
 pub mod status;
 pub mod user_topics;
 pub mod users;
+pub mod webapp;
 pub mod wire;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -231,7 +232,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         // The sign-up page of invitation links (HTML).
         .service(endpoint!("/join/{key}/", get => signup::show, post => signup::submit))
         .service(endpoint!("/join/{key}", get => signup::add_slash))
-        // The web client's sessions: login pages, logout, the development login.
+        // The web client: its page and assets; its sessions' login pages, logout, the
+        // development login.
+        .service(endpoint!("/", get => webapp::home))
+        .service(endpoint!("/static/app/{file:.*}", get => webapp::asset))
         .service(endpoint!("/login/", get => session::show_login))
         .service(endpoint!("/accounts/login/", get => session::show_login, post => session::submit_login))
         .service(endpoint!("/accounts/logout/", post => session::logout))

@@ -501,8 +501,27 @@ async fn log_in(req: &HttpRequest, handle: &RealmHandle, user_id: u64, next: &st
             .commit_system(EndSession { digest: old }, Realm::decide_end_session)
             .await;
     }
+    match start(handle, user_id).await {
+        Ok(cookies) => {
+            let mut res = redirect(next);
+            for c in cookies {
+                res.cookie(c);
+            }
+            res.finish()
+        }
+        Err(e) => message_page(
+            StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            "Log in",
+            &e.msg,
+        ),
+    }
+}
+
+/// Starts a new session for `user_id`: the cookies to set (the session's, and a new
+/// CSRF token, as Django rotates it at login).
+pub async fn start(handle: &RealmHandle, user_id: u64) -> Result<[Cookie<'static>; 2], ApiError> {
     let value = secret();
-    let started = handle
+    handle
         .client
         .commit_system(
             StartSession {
@@ -511,25 +530,12 @@ async fn log_in(req: &HttpRequest, handle: &RealmHandle, user_id: u64, next: &st
             },
             Realm::decide_start_session,
         )
-        .await;
-    if let Err(e) = started {
-        return message_page(
-            StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            "Log in",
-            &e.msg,
-        );
-    }
+        .await?;
     let secure = secure(handle);
-    redirect(next)
-        .cookie(cookie(
-            SESSION_COOKIE,
-            value,
-            SESSION_AGE_SECS,
-            secure,
-            true,
-        ))
-        .cookie(cookie(CSRF_COOKIE, secret(), CSRF_AGE_SECS, secure, false))
-        .finish()
+    Ok([
+        cookie(SESSION_COOKIE, value, SESSION_AGE_SECS, secure, true),
+        cookie(CSRF_COOKIE, secret(), CSRF_AGE_SECS, secure, false),
+    ])
 }
 
 /// A new session for the browser that changed its password through `/json`, whose

@@ -372,7 +372,19 @@ pub async fn submit(
             if let Some(logins) = state.rate_limits.logins() {
                 logins.succeeded(&site_key, &attempts);
             }
-            welcome(&site, &account.email, &account.api_key)
+            // The new account is logged in: the page's link opens the web client.
+            let mut page = welcome(&site, &account.email, &account.api_key);
+            match super::session::start(&handle, account.user_id).await {
+                Ok(cookies) => {
+                    for c in cookies {
+                        if page.add_cookie(&c).is_err() {
+                            tracing::warn!("cannot set a session cookie after a sign-up");
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!("no session after a sign-up: {}", e.msg),
+            }
+            page
         }
         Err(e) => {
             let version = handle.hub.current();
@@ -486,7 +498,10 @@ fn welcome(site: &str, email: &str, api_key: &str) -> HttpResponse {
         percent_encoding::utf8_percent_encode(&zuliprc, percent_encoding::NON_ALPHANUMERIC)
     );
     let body = format!(
-        "<h1>Welcome!</h1>\n<p>Your account <strong id=\"email\">{}</strong> is ready.</p>\n\
+        "<h1>Welcome!</h1>\n<p>Your account <strong id=\"email\">{}</strong> is ready, and \
+         you are logged in.</p>\n<p><a id=\"open\" href=\"/\"><strong>Open hearth</strong></a> \
+         (the web client)</p>\n\
+         <h2>For the terminal and other clients</h2>\n\
          <p>Your API key: <code id=\"api_key\">{}</code></p>\n\
          <p><a id=\"zuliprc\" download=\"zuliprc\" href=\"{}\">Download your zuliprc</a> \
          (keep it private: <code>chmod 600 zuliprc</code>).</p>\n<pre>{}</pre>",

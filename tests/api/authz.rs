@@ -1550,6 +1550,18 @@ fn cases() -> Vec<Case> {
                 _ => Want::Page(200, "Development login"),
             }),
     );
+    // The client's page is for a session: an API key is sent to the login page.
+    c.push(
+        case("GET", "/")
+            .all_callers()
+            .want(|_, _| Want::Page(200, "id=\"login_form\"")),
+    );
+    c.push(
+        case("GET", "/static/app/{file:.*}")
+            .at(|_, _| "/static/app/index.html".to_owned())
+            .all_callers()
+            .want(|_, _| Want::Page(200, "<div id=\"app\">")),
+    );
     // The forms refuse a post without the page's CSRF token, whoever sends it.
     for path in ["/accounts/login/", "/accounts/logout/"] {
         c.push(

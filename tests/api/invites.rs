@@ -716,7 +716,7 @@ async fn sign_up_through_a_link() {
         "{events:?}"
     );
     // Now a good one.
-    let (status, _, html) = page(
+    let (status, headers, html) = page(
         &client,
         &url,
         Some(&[
@@ -729,6 +729,26 @@ async fn sign_up_through_a_link() {
     .await;
     assert_eq!(status, StatusCode::OK, "{html}");
     assert_eq!(element(&html, "email"), "new@zulip.test");
+    // The new account is logged in: its session opens the web client.
+    let session = headers
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .find(|v| v.starts_with("sessionid="))
+        .expect("a session cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(html.contains("<a id=\"open\" href=\"/\">"), "{html}");
+    let opened = client
+        .get(format!("{}/", app.url))
+        .header("Cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), StatusCode::OK);
+    assert!(opened.text().await.unwrap().contains("<div id=\"app\">"));
     let key = element(&html, "api_key");
     assert_eq!(key.len(), 32);
     let zuliprc = format!("[api]\nemail=new@zulip.test\nkey={key}\nsite={}\n", app.url);

@@ -785,9 +785,11 @@ async fn secrets(app: &TestApp) -> Secrets {
 async fn a_data_export_holds_no_credentials_and_its_import_takes_none_of_the_old_ones() {
     let app = TestApp::spawn().await;
     let s = secrets(&app).await;
+    let session = dev_session(&app, HAMLET).await;
     let e = exported(&app, IAGO, &[]).await;
     let (status, bytes) = download(e["export_url"].as_str().unwrap()).await;
     assert_eq!(status, StatusCode::OK);
+    let digest = hearth::realm::sessions::SessionDigest::of(&session).0;
 
     // None of them in the archive's bytes (the parts are plain bincode)...
     let holds = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
@@ -824,6 +826,8 @@ async fn a_data_export_holds_no_credentials_and_its_import_takes_none_of_the_old
     assert!(realm.channel_email_tokens.is_empty());
     assert!(realm.exports.by_id.is_empty());
     assert!(realm.push_tokens.is_empty() && realm.push_devices.is_empty());
+    assert!(realm.sessions.by_digest.is_empty());
+    assert!(!holds(&digest), "a session is in the export");
 
     // Imported, every user has a new key, and no old key or password opens it.
     let (back, _, printed) = import_export_printing(&e).await;
@@ -869,4 +873,36 @@ async fn a_data_export_holds_no_credentials_and_its_import_takes_none_of_the_old
         .await
         .unwrap();
     assert_ne!(page.status(), StatusCode::OK);
+}
+
+/// A web session of `email`, through the development login: its cookie's secret.
+async fn dev_session(app: &TestApp, email: &str) -> String {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let cookie = |resp: &reqwest::Response, name: &str| {
+        resp.headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .find(|v| v.starts_with(&format!("{name}=")))
+            .map(|v| v[name.len() + 1..v.find(';').unwrap()].to_owned())
+            .unwrap()
+    };
+    let page = client
+        .get(format!("{}/devlogin/", app.url))
+        .send()
+        .await
+        .unwrap();
+    let token = cookie(&page, "csrftoken");
+    let done = client
+        .post(format!("{}/accounts/login/local/", app.url))
+        .header("Cookie", format!("csrftoken={token}"))
+        .form(&[("direct_email", email), ("csrfmiddlewaretoken", &token)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), StatusCode::FOUND);
+    cookie(&done, "sessionid")
 }

@@ -619,6 +619,9 @@ const NO_GOLDEN: &[(&str, &str)] = &[
     ("POST", "/accounts/logout/"),
     ("GET", "/devlogin/"),
     ("POST", "/accounts/login/local/"),
+    // The web client's page and assets (`web_sessions`, and the browser tests).
+    ("GET", "/"),
+    ("GET", "/static/app/{file:.*}"),
 ];
 /// Routes hearth can never answer with a success, and why: their snapshots record the
 /// error instead.

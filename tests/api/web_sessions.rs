@@ -637,3 +637,99 @@ fn a_session_survives_kill_9() {
     assert_eq!(me["user_id"], HAMLET_ID);
     server.stop();
 }
+
+/// The asset names of the embedded client's page, in order (`/static/app/...`).
+fn asset_paths(index: &str) -> Vec<String> {
+    index
+        .match_indices("/static/app/")
+        .map(|(at, _)| {
+            let rest = &index[at..];
+            rest[..rest.find('"').unwrap()].to_owned()
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn the_client_page_is_for_a_session_and_its_assets_are_cached_and_precompressed() {
+    let app = TestApp::spawn().await;
+    let mut b = Browser::new(&app);
+    let r = b.get("/").await;
+    assert_eq!(r.status, 302);
+    assert_eq!(r.location(), "/login/?next=/");
+    b.dev_log_in(HAMLET).await;
+    let page = b.get("/").await;
+    assert_eq!(page.status, 200);
+    let header = |name: &str| {
+        page.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(header("cache-control"), "no-cache");
+    let csp = header("content-security-policy");
+    for directive in [
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+        "object-src 'none'",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"));
+    // No inline script: every script is a file of this origin.
+    assert_eq!(
+        page.text.matches("<script").count(),
+        page.text
+            .matches("<script type=\"module\" crossorigin src=\"/static/app/")
+            .count()
+    );
+    let assets = asset_paths(&page.text);
+    let script = assets
+        .iter()
+        .find(|a| a.ends_with(".js"))
+        .expect("a script");
+    let plain = b.get(script).await;
+    assert_eq!(plain.status, 200);
+    assert!(plain.headers.get("content-encoding").is_none());
+    assert_eq!(
+        plain.headers.get("cache-control").unwrap(),
+        "public, max-age=31536000, immutable"
+    );
+    assert!(plain.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .contains("javascript"));
+    for (accept, encoding) in [
+        ("gzip", "gzip"),
+        ("gzip, br", "br"),
+        ("br;q=0, gzip", "gzip"),
+    ] {
+        let r = b
+            .call(Method::GET, script, &[], &[("Accept-Encoding", accept)])
+            .await;
+        assert_eq!(
+            r.headers
+                .get("content-encoding")
+                .map(|v| v.to_str().unwrap()),
+            Some(encoding),
+            "{accept}"
+        );
+        assert_eq!(r.headers.get("vary").unwrap(), "Accept-Encoding");
+    }
+    // The same bytes, once decoded.
+    let gz = b
+        .client
+        .get(format!("{}{script}", app.url))
+        .header("Accept-Encoding", "gzip")
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let mut decoded = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut decoded)
+        .unwrap();
+    assert_eq!(decoded, plain.text);
+    assert_eq!(b.get("/static/app/assets/nothing.js").await.status, 404);
+    assert_eq!(b.get("/static/app/../Cargo.toml").await.status, 404);
+}
