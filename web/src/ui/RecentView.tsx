@@ -21,6 +21,12 @@ export function RecentView() {
         setLoaded(true);
       })
       .catch(() => setLoaded(true));
+    // Every subscribed channel's topics, beyond those the newest messages name.
+    for (const sid of subs.peek().keys()) {
+      void get<{ topics: { name: string; max_id: number }[] }>(`users/me/${sid}/topics`, { allow_empty_topic_name: true })
+        .then((r) => { for (const t of r.topics) noteTopic(sid, t.name, t.max_id); })
+        .catch(() => undefined);
+    }
   }, [gen]);
   track(unreadVersion);
   const rows: { key: string; href: string; where: string; topic?: string; last: number; n: number; color?: string }[] = [];
