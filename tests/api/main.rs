@@ -63,4 +63,5 @@ mod snapshots;
 mod topics_policy;
 mod uploads;
 mod users;
+mod web_client;
 mod web_sessions;
