@@ -30,7 +30,10 @@ async fn web_client_in_chromium() {
         );
         return;
     };
-    if !web_dir().join("node_modules/playwright-core/package.json").is_file() {
+    if !web_dir()
+        .join("node_modules/playwright-core/package.json")
+        .is_file()
+    {
         let npm = std::env::var_os("HEARTH_NPM").unwrap_or_else(|| "npm".into());
         let status = Command::new(npm)
             .arg("ci")
@@ -61,7 +64,10 @@ async fn web_client_in_chromium() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     eprintln!("web e2e: {}\n{stdout}{stderr}", output.status);
     app.running.unwrap().shutdown().await;
-    assert!(output.status.success(), "web client flows failed:\n{stdout}{stderr}");
+    assert!(
+        output.status.success(),
+        "web client flows failed:\n{stdout}{stderr}"
+    );
     assert!(
         stdout.lines().any(|l| l.ends_with(" passed, 0 failed")),
         "no summary line: {stdout}"
