@@ -268,6 +268,8 @@ flow('phone-and-dark-theme', async () => {
   await shot(page, 'phone-sidebar-dark');
   await page.locator('.left-sidebar').getByText('Verona', { exact: true }).click();
   await page.getByRole('heading', { name: '#Verona' }).waitFor();
+  await page.locator('.message_row').first().waitFor();
+  if (await page.locator('.left-sidebar').isVisible()) throw new Error('choosing a channel should close the panel');
   await shot(page, 'phone-channel-dark');
   await page.keyboard.press('?');
   await page.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor();
