@@ -4,12 +4,12 @@ import { composeContent, composeOpen, composeTarget, openCompose } from '../comp
 import { conversationKey } from '../events';
 import { MessageListData } from '../msglist';
 import { dmParticipants, narrowToHash, type Narrow } from '../narrow';
-import { patch } from '../api';
+import { patch, post } from '../api';
 import { canResolve } from '../perm';
 import { markRead } from '../reading';
 import { Icon } from './Icon';
 import { generation } from '../server';
-import { channelName, me, messages, slugContext, streams, subs, topicDisplay, typing, userName } from '../store';
+import { channelName, me, messages, slugContext, streams, subs, topicDisplay, topicKey, typing, userName, userTopics } from '../store';
 import type { Message } from '../types';
 import { dmKey } from '../unread';
 import { Compose } from './Compose';
@@ -50,12 +50,18 @@ function RecipientBar({ m }: { m: Message }) {
     const topicHash = narrowToHash([{ operator: 'channel', operand: String(m.stream_id) }, { operator: 'topic', operand: m.subject }], slugContext);
     const color = sub?.color ?? '#c2c2c2';
     const resolved = m.subject.startsWith(RESOLVED);
+    const muted = userTopics.value.get(topicKey(m.stream_id ?? 0, m.subject)) === 1;
     return (
       <div class="recipient_row stream">
         <div class="message_header" ref={(el) => el?.style.setProperty('--channel-color', color)}>
           <a class="stream_label" href={chHash}>#{channelName(m.stream_id)}</a>
           <span class="topic-separator" aria-hidden="true">›</span>
           <a class={`stream_topic${m.subject === '' ? ' empty-topic' : ''}`} href={topicHash}>{topicDisplay(m.subject)}</a>
+          <button type="button" class="icon-button resolve-topic" title={muted ? 'Unmute topic' : 'Mute topic'} aria-pressed={muted}
+            aria-label={muted ? `Unmute topic ${m.subject}` : `Mute topic ${m.subject}`}
+            onClick={() => void post('user_topics', { stream_id: m.stream_id, topic: m.subject, visibility_policy: muted ? 0 : 1 }).catch((e: unknown) => alert(e instanceof Error ? e.message : String(e)))}>
+            <Icon name="mute" />
+          </button>
           {canResolve() && (
             <button type="button" class="icon-button resolve-topic" title={resolved ? 'Mark as unresolved' : 'Mark as resolved'}
               aria-label={resolved ? `Mark topic ${m.subject} as unresolved` : `Mark topic ${m.subject} as resolved`}
