@@ -357,7 +357,7 @@ impl RealmActor {
                 realm
                     .user(id)
                     .filter(|u| u.is_active)
-                    .ok_or_else(|| ApiError::unauthorized("Account is deactivated"))?,
+                    .ok_or_else(ApiError::user_deactivated)?,
             ),
         };
         // A decision only reads state, so a panic in one leaves the realm intact.

@@ -123,6 +123,15 @@ impl ApiError {
         e
     }
 
+    /// HTTP 401 `USER_DEACTIVATED`: credentials of a deactivated account (Zulip's
+    /// `UserDeactivatedError` from `validate_account_and_subdomain`), with the Basic
+    /// challenge of every 401 of the API.
+    pub fn user_deactivated() -> Self {
+        let mut e = Self::new(401, ErrorCode::UserDeactivated, "Account is deactivated");
+        e.challenge = Some("Basic realm=\"zulip\"");
+        e
+    }
+
     pub fn not_logged_in() -> Self {
         Self::unauthorized("Not logged in: API authentication or user session required")
     }

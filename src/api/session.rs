@@ -36,7 +36,9 @@ use super::{auth, AppState};
 use crate::error::{ApiError, ErrorCode};
 use crate::limits::RateKey;
 use crate::realm::messages::content::escape;
-use crate::realm::sessions::{EndSession, SessionDigest, StartSession, SESSION_AGE_SECS};
+use crate::realm::sessions::{
+    EndSession, RenewSession, SessionDigest, StartSession, SESSION_AGE_SECS,
+};
 use crate::realm::{Realm, Role, User};
 use crate::registry::RealmHandle;
 
@@ -569,6 +571,31 @@ pub async fn renew_after_password_change(
         secure,
         true,
     ))
+}
+
+/// A load of the client's page: renews the browser's session when it is due (see
+/// `realm::sessions`); the cookie to set again with its new age.
+pub async fn renew(req: &HttpRequest, handle: &RealmHandle) -> Option<Cookie<'static>> {
+    let value = req.cookie(SESSION_COOKIE)?.value().to_owned();
+    let digest = SessionDigest::of(&value);
+    let now = handle.clock.now_ms().div_euclid(1000);
+    if !handle.hub.current().session_due_for_renewal(&digest, now) {
+        return None;
+    }
+    let renewed = handle
+        .client
+        .commit_system(RenewSession { digest }, Realm::decide_renew_session)
+        .await
+        .ok()?;
+    renewed.then(|| {
+        cookie(
+            SESSION_COOKIE,
+            value,
+            SESSION_AGE_SECS,
+            secure(handle),
+            true,
+        )
+    })
 }
 
 /// The logout form as posted.

@@ -33,6 +33,9 @@ pub const CLIENT_CSP: &str = "default-src 'self'; script-src 'self'; style-src '
 const ENCODINGS: [(&str, &str); 2] = [("br", ".br"), ("gzip", ".gz")];
 
 /// # `GET /`
+///
+/// A load renews the session when it is due (two weeks from the last load, renewed at
+/// most once a day).
 pub async fn home(req: HttpRequest) -> HttpResponse {
     let Some(state) = req.app_data::<web::Data<AppState>>() else {
         return not_found();
@@ -40,8 +43,11 @@ pub async fn home(req: HttpRequest) -> HttpResponse {
     let Some(handle) = state.registry.for_host(&auth::host(&req)) else {
         return not_found();
     };
-    let version = handle.hub.current();
-    if session::session_user(&req, &handle, &version).is_none() {
+    let logged_in = {
+        let version = handle.hub.current();
+        session::session_user(&req, &handle, &version).is_some()
+    };
+    if !logged_in {
         return HttpResponse::Found()
             .insert_header((header::LOCATION, "/login/?next=/"))
             .insert_header((header::CACHE_CONTROL, "no-store"))
@@ -50,8 +56,11 @@ pub async fn home(req: HttpRequest) -> HttpResponse {
     let Some(page) = Client::get("index.html") else {
         return not_found();
     };
-    HttpResponse::Ok()
-        .content_type("text/html; charset=utf-8")
+    let mut res = HttpResponse::Ok();
+    if let Some(cookie) = session::renew(&req, &handle).await {
+        res.cookie(cookie);
+    }
+    res.content_type("text/html; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "no-cache"))
         .insert_header((header::CONTENT_SECURITY_POLICY, CLIENT_CSP))
         .insert_header((header::X_FRAME_OPTIONS, "DENY"))

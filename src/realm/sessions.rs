@@ -6,7 +6,10 @@
 //! of each cookie's secret: a snapshot, a WAL record or an operator's archive does not
 //! hand out sessions, and a data export holds none (`strip_secrets`).
 //!
-//! A session lasts two weeks from its start (Zulip's `SESSION_COOKIE_AGE`). Each user
+//! A session lasts two weeks (Zulip's `SESSION_COOKIE_AGE`), counted from the last load
+//! of the client's page, as Django counts it from the last request that saved the
+//! session: a page load more than a day after the session's last renewal renews it
+//! (one write a day per browser at most). Each user
 //! keeps at most `MAX_SESSIONS_PER_USER`: a new one first drops the user's expired
 //! sessions, then the oldest beyond the bound.
 //!
@@ -23,6 +26,9 @@ use crate::error::{ApiError, ApiResult};
 
 /// How long a session lasts: two weeks (Zulip's `SESSION_COOKIE_AGE`).
 pub const SESSION_AGE_SECS: i64 = 14 * 24 * 60 * 60;
+
+/// How long after its last renewal a page load renews a session.
+pub const RENEW_AFTER_SECS: i64 = 24 * 60 * 60;
 
 /// The most sessions one user keeps (browsers and devices at once).
 pub const MAX_SESSIONS_PER_USER: usize = 32;
@@ -135,6 +141,8 @@ pub enum SessionChange {
     },
     /// A session was ended (logout).
     Ended { digest: SessionDigest },
+    /// A page load renewed a session: it now ends at `expires`.
+    Renewed { digest: SessionDigest, expires: i64 },
 }
 
 /// A login, checked on the worker (password, development login): start a session.
@@ -142,6 +150,12 @@ pub enum SessionChange {
 pub struct StartSession {
     pub user_id: UserId,
     /// The digest of the secret the worker chose and will put in the cookie.
+    pub digest: SessionDigest,
+}
+
+/// A load of the client's page with this session: renew it when it is due.
+#[derive(Debug, Clone)]
+pub struct RenewSession {
     pub digest: SessionDigest,
 }
 
@@ -191,6 +205,31 @@ impl Realm {
         )]))
     }
 
+    /// A page load: renews the session for two weeks from now when its last renewal
+    /// is more than `RENEW_AFTER_SECS` old; answers whether it did.
+    pub fn decide_renew_session(&self, q: RenewSession, cx: &mut Cx) -> ApiResult<Decided<bool>> {
+        let now = cx.now_ms.div_euclid(1000);
+        self.session_user(&q.digest, now)?;
+        if !self.session_due_for_renewal(&q.digest, now) {
+            return Ok(Decided::new(Vec::new(), false));
+        }
+        Ok(Decided::new(
+            vec![Change::Session(SessionChange::Renewed {
+                digest: q.digest,
+                expires: now + SESSION_AGE_SECS,
+            })],
+            true,
+        ))
+    }
+
+    /// Whether a page load at `now` renews this session.
+    pub fn session_due_for_renewal(&self, digest: &SessionDigest, now: i64) -> bool {
+        self.sessions
+            .by_digest
+            .get(digest)
+            .is_some_and(|s| now - (s.expires - SESSION_AGE_SECS) >= RENEW_AFTER_SECS)
+    }
+
     /// The user a session cookie stands for at `now` (UNIX seconds): an unknown or
     /// expired session, or one of a deactivated user, is no login.
     pub fn session_user(&self, digest: &SessionDigest, now: i64) -> ApiResult<&User> {
@@ -213,6 +252,11 @@ impl Realm {
                 self.sessions.insert(*digest, session.clone());
             }
             SessionChange::Ended { digest } => self.sessions.remove(digest),
+            SessionChange::Renewed { digest, expires } => {
+                if let Some(s) = self.sessions.by_digest.get_mut(digest) {
+                    s.expires = *expires;
+                }
+            }
         }
     }
 

@@ -183,7 +183,7 @@ impl Realm {
                 if u.is_active {
                     Ok(u)
                 } else {
-                    Err(ApiError::unauthorized("Account is deactivated"))
+                    Err(ApiError::user_deactivated())
                 }
             }
             _ => Err(ApiError::unauthorized("Invalid API key")),

@@ -229,7 +229,7 @@ fn auth_failure(w: Who) -> Want {
             "Not logged in: API authentication or user session required",
         ),
         BadKey | ForeignKey => err(401, "UNAUTHORIZED", "Invalid API key"),
-        Deactivated => err(401, "UNAUTHORIZED", "Account is deactivated"),
+        Deactivated => err(401, "USER_DEACTIVATED", "Account is deactivated"),
         _ => unreachable!("{w:?} authenticates"),
     }
 }

@@ -97,7 +97,8 @@ async fn deactivate_user_by_role() {
     let (status, body) = s.call("GET", "/api/v1/users/me", HAMLET, &[]).await;
     assert_eq!(status, 401, "{body}");
     assert_eq!(body["msg"], "Account is deactivated");
-    assert_eq!(body["code"], "UNAUTHORIZED");
+    // Zulip's `UserDeactivatedError` (`validate_account_and_subdomain`).
+    assert_eq!(body["code"], "USER_DEACTIVATED");
     let all = s.ok("GET", "/api/v1/users", IAGO, &[]).await;
     let listed = all["members"]
         .as_array()

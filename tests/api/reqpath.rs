@@ -249,5 +249,5 @@ async fn rate_limited_requests_authenticate_once_with_the_same_answers() {
     s.ok("DELETE", &format!("/api/v1/users/{HAMLET_ID}"), IAGO, &[])
         .await;
     let reply = s.get(ME, Auth::Basic(HAMLET, &key), &[]).await;
-    assert_error(&reply, 401, "UNAUTHORIZED", "Account is deactivated");
+    assert_error(&reply, 401, "USER_DEACTIVATED", "Account is deactivated");
 }

@@ -463,7 +463,8 @@ async fn deactivation_ends_sessions_and_reactivation_does_not_bring_them_back() 
 }
 
 #[actix_web::test]
-async fn sessions_survive_a_restart_and_expire_after_two_weeks() {
+async fn sessions_survive_a_restart_and_expire_two_weeks_after_the_last_page_load() {
+    const DAY_MS: i64 = 24 * 3600 * 1000;
     let clock = hearth::realm::ManualClock::new(1_800_000_000_000);
     let mut app = TestApp::spawn_with_clock(clock.clone()).await;
     let mut b = Browser::new(&app);
@@ -471,10 +472,25 @@ async fn sessions_survive_a_restart_and_expire_after_two_weeks() {
     app.restart().await;
     b.url = app.url.clone();
     assert_eq!(b.get("/json/users/me").await.status, 200);
-    clock.advance_ms(14 * 24 * 3600 * 1000 - 1000);
+    // A page load within a day of the login renews nothing.
+    let page = b.get("/").await;
+    assert_eq!(page.status, 200);
+    assert!(page.set_cookie("sessionid").is_none());
+    // Ten days on, a page load renews it for two weeks from then...
+    clock.advance_ms(10 * DAY_MS);
+    let page = b.get("/").await;
+    let renewed = page.set_cookie("sessionid").expect("renewed");
+    assert!(renewed.contains("Max-Age=1209600"), "{renewed}");
+    // ...as durably as the login: past the first two weeks, after a restart, it holds.
+    app.restart().await;
+    b.url = app.url.clone();
+    clock.advance_ms(13 * DAY_MS);
     assert_eq!(b.get("/json/users/me").await.status, 200);
-    clock.advance_ms(2000);
+    // API calls do not renew it: two weeks after the last page load it ends.
+    clock.advance_ms(DAY_MS + 1000);
     assert_eq!(b.get("/json/users/me").await.status, 401);
+    let r = b.get("/").await;
+    assert_eq!(r.status, 302);
 }
 
 #[actix_web::test]
