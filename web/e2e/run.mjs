@@ -186,6 +186,8 @@ flow('upload-image', async () => {
   const img = page.locator('.message_row .message_inline_image img, .message_row img.inline-image').last();
   await img.waitFor();
   await until(() => img.evaluate((el) => el.complete && el.naturalWidth > 0), 'the image to load');
+  await page.waitForTimeout(500);
+  if (await page.locator('.topic-list li.active .unread_count').count() !== 0) throw new Error('an own message counts as unread');
   await shot(page, 'upload-image');
   assertClean(page);
   await context.close();
