@@ -19,29 +19,44 @@ export default defineConfig(async (): Promise<UserConfig> => {
       sourcemap: false,
     },
   };
-  // Development aid only, never used by `npm run build`: with HEARTH_DEV_PROXY set
-  // (`http://host:port`) together with HEARTH_DEV_EMAIL and HEARTH_DEV_API_KEY,
-  // `npm run dev` forwards /json/* to that server's /api/v1/* with HTTP Basic
-  // credentials, so the client can be tried against a server without sessions.
+  // Development aid only, never used by `npm run build`: `npm run dev` with
+  // HEARTH_DEV_PROXY=http://host:port forwards the server's paths to that hearth and
+  // answers `/` with the client, so the client can be tried with live reload. With
+  // HEARTH_DEV_EMAIL and HEARTH_DEV_API_KEY too, /json/* goes to /api/v1/* with those
+  // credentials instead of a session (for a server without browser sessions).
   const target = process.env.HEARTH_DEV_PROXY;
   if (target !== undefined && process.env.npm_lifecycle_event !== 'build') {
-    const auth = Buffer.from(
-      `${process.env.HEARTH_DEV_EMAIL ?? ''}:${process.env.HEARTH_DEV_API_KEY ?? ''}`,
-    ).toString('base64');
+    const email = process.env.HEARTH_DEV_EMAIL;
+    const key = process.env.HEARTH_DEV_API_KEY;
+    const headers: Record<string, string> = email !== undefined && key !== undefined
+      ? { Authorization: `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}` }
+      : {};
+    const forward = { target, headers };
     config.server = {
       proxy: {
-        '/json': {
-          target,
-          changeOrigin: true,
-          rewrite: (path: string) => path.replace(/^\/json/, '/api/v1'),
-          headers: { Authorization: `Basic ${auth}` },
-        },
-        '/user_uploads': { target, headers: { Authorization: `Basic ${auth}` } },
-        '/static/generated': { target, headers: { Authorization: `Basic ${auth}` } },
-        '/avatar': { target, headers: { Authorization: `Basic ${auth}` } },
-        '/user_avatars': { target },
+        '/json': headers.Authorization === undefined
+          ? forward
+          : { ...forward, rewrite: (path: string) => path.replace(/^\/json/, '/api/v1') },
+        '/api': forward,
+        '/login': forward,
+        '/accounts': forward,
+        '/devlogin': forward,
+        '/user_uploads': forward,
+        '/user_avatars': forward,
+        '/avatar': forward,
+        '/static/generated': forward,
+        '/favicon.ico': forward,
       },
     };
+    config.plugins = [{
+      name: 'hearth-dev-root',
+      configureServer(server) {
+        server.middlewares.use((req, _res, next) => {
+          if (req.url === '/' || req.url?.startsWith('/?')) req.url = '/static/app/';
+          next();
+        });
+      },
+    }];
   }
   return config;
 });

@@ -63,5 +63,6 @@ mod snapshots;
 mod topics_policy;
 mod uploads;
 mod users;
+mod web_client;
 mod web_sessions;
 mod webhooks;

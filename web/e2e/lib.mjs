@@ -56,10 +56,11 @@ export async function until(fn, what, ms = 10000) {
 }
 
 /** A browser context logged in through /devlogin/ as `email`. */
-export async function devLogin(browser, server, email, opts = {}) {
+export async function devLogin(browser, server, email, opts = {}, setup = undefined) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 820 }, ...opts });
   const page = await context.newPage();
   watch(page);
+  setup?.(page);
   await page.goto(`${server.url}/devlogin/`);
   await page.locator(`[name="direct_email"][value="${email}" i]`).first().click();
   await page.waitForSelector('.message-view, .recent-view', { timeout: 15000 });

@@ -35,7 +35,17 @@ let onUnauthorized = (): void => {
   const next = location.pathname + location.search + location.hash;
   location.assign(`/login/?next=${encodeURIComponent(next)}`);
 };
-let onCsrfFailed = (): void => location.reload();
+let onCsrfFailed = (): void => {
+  // A page without the csrftoken cookie has no session either; a reload that just
+  // happened and failed again will not help: both go to the login page.
+  const last = Number(sessionStorage.getItem('hearth-csrf-reload') ?? 0);
+  if (csrfToken() === undefined || Date.now() - last < 30_000) {
+    onUnauthorized();
+    return;
+  }
+  sessionStorage.setItem('hearth-csrf-reload', String(Date.now()));
+  location.reload();
+};
 
 export function setAuthHandlers(unauthorized: () => void, csrf: () => void): void {
   onUnauthorized = unauthorized;

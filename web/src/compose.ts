@@ -23,7 +23,7 @@ export function openCompose(target: ComposeTarget, content = ''): void {
 export async function sendMessage(target: ComposeTarget, content: string): Promise<number> {
   const res =
     target.type === 'stream'
-      ? await post<{ id: number }>('messages', { type: 'stream', to: target.streamId, topic: target.topic, content })
-      : await post<{ id: number }>('messages', { type: 'direct', to: target.to, content });
+      ? await post<{ id: number }>('messages', { type: 'stream', to: target.streamId, topic: target.topic, content, read_by_sender: true })
+      : await post<{ id: number }>('messages', { type: 'direct', to: target.to, content, read_by_sender: true });
   return res.id;
 }

@@ -1,9 +1,10 @@
 // Global shortcuts (active outside text fields and dialogs).
 
 import { composeOpen, openCompose } from './compose';
-import { narrowToHash } from './narrow';
+import { dmParticipants, narrowToHash } from './narrow';
 import { baseRoute, go, route } from './route';
-import { messages, slugContext, subs, unread, userTopics, topicKey } from './store';
+import { me, messages, slugContext, subs, unread, userSettings, userTopics, topicKey } from './store';
+import { startEdit } from './ui/Message';
 import { closeCompose } from './ui/Compose';
 import { currentList, selectedId, targetFor } from './ui/MessageView';
 import { searchFocus } from './ui/SearchBox';
@@ -19,7 +20,10 @@ export const SHORTCUTS: [string, string][] = [
   ['A', 'Combined feed'],
   ['T', 'Recent conversations'],
   ['*', 'Starred messages'],
-  ['Esc', 'Close compose box, dialog or search'],
+  ['D', 'Drafts'],
+  ['E', 'Edit the selected message'],
+  ['S', 'Go to the selected message’s conversation'],
+  ['Esc', 'Close compose box, dialog or search; else go to the home view'],
   ['/', 'Search'],
   ['?', 'This list of shortcuts'],
   ['Enter (compose)', 'Send, or a new line when Enter-to-send is off (Ctrl+Enter sends)'],
@@ -67,6 +71,8 @@ export function startKeyboard(): void {
       if (route.value.view === 'overlay') return;
       if (composeOpen.value) { closeCompose(); return; }
       if (inField(e.target)) { (e.target as HTMLElement).blur(); return; }
+      if (document.querySelector('.dialog-backdrop, .popover') !== null) return;
+      if (userSettings.value.web_escape_navigates_to_home_view !== false) go('#');
       return;
     }
     if (inField(e.target) || route.value.view === 'overlay' || document.querySelector('.dialog-backdrop') !== null) return;
@@ -88,6 +94,14 @@ export function startKeyboard(): void {
       case '/': return act(() => { searchFocus.value++; });
       case '?': return act(() => go('#keyboard-shortcuts'));
       case 'a': return act(() => go('#feed'));
+      case 'd': return act(() => go('#drafts'));
+      case 'e': return act(() => { if (selected !== undefined) startEdit(selected.id); });
+      case 's': return act(() => {
+        if (selected === undefined) return;
+        go(narrowToHash(selected.type === 'stream'
+          ? [{ operator: 'channel', operand: String(selected.stream_id) }, { operator: 'topic', operand: selected.subject }]
+          : [{ operator: 'dm', operand: dmParticipants(selected, me.value).join(',') }], slugContext));
+      });
       case 't': return act(() => go('#recent'));
       case '*': return act(() => go('#narrow/is/starred'));
       default:

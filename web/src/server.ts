@@ -44,12 +44,30 @@ export function backoffMs(failures: number): number {
   return base / 2 + Math.random() * (base / 2);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let current: AbortController | undefined;
+let wake: (() => void) | undefined;
+
+/** Waits `ms`, or less when the browser says it is back online. */
+const sleep = (ms: number) => new Promise<void>((r) => {
+  const t = setTimeout(r, ms);
+  wake = () => { clearTimeout(t); r(); };
+});
+
+function watchNetwork(): void {
+  if (typeof window === 'undefined') return;
+  window.addEventListener('offline', () => {
+    connection.value = 'reconnecting';
+    current?.abort();
+  });
+  window.addEventListener('online', () => wake?.());
+}
 
 export async function pollForever(): Promise<never> {
   let failures = 0;
+  watchNetwork();
   for (;;) {
     const ctl = new AbortController();
+    current = ctl;
     const timer = setTimeout(() => ctl.abort(), (timeoutSecs + 20) * 1000);
     try {
       const res = await get<{ events: ServerEvent[] }>(

@@ -3,6 +3,7 @@ import { logout } from '../api';
 import { route } from '../route';
 import { connection, me, realm, users, userSettings } from '../store';
 import { ChannelsOverlay } from './Channels';
+import { DraftsOverlay } from './Drafts';
 import { MessageView } from './MessageView';
 import { MoveDialog } from './MoveDialog';
 import { RecentView } from './RecentView';
@@ -36,6 +37,7 @@ function Menu() {
     <div class="popover menu" role="menu" onKeyDown={(e) => { if (e.key === 'Escape') { e.stopPropagation(); close(); } }}>
       <a role="menuitem" href="#settings" onClick={close}>Settings</a>
       <a role="menuitem" href="#channels/all" onClick={close}>Channels</a>
+      <a role="menuitem" href="#drafts" onClick={close}>Drafts</a>
       <a role="menuitem" href="#keyboard-shortcuts" onClick={close}>Keyboard shortcuts</a>
       <button type="button" role="menuitem" class="logout" onClick={() => logout()}>Log out</button>
     </div>
@@ -58,10 +60,11 @@ export function App() {
         <button type="button" class="icon-button only-narrow" aria-label="Show users" aria-expanded={panel.value === 'right'}
           onClick={() => { panel.value = panel.value === 'right' ? '' : 'right'; }}><Icon name="users" /></button>
         <div class="menu-wrap">
-          <button type="button" class="account-button" aria-haspopup="menu" aria-expanded={menuOpen.value} aria-label="Personal menu"
+          <button type="button" class="account-button" aria-haspopup="menu" aria-expanded={menuOpen.value}
             onClick={() => { menuOpen.value = !menuOpen.value; }}>
             <Avatar userId={me.value} size={28} cls="small" />
             <span class="account-name">{u?.full_name}</span>
+            <span class="sr-only"> (personal menu)</span>
           </button>
           <Menu />
         </div>
@@ -76,6 +79,7 @@ export function App() {
       {r.view === 'overlay' && r.overlay === 'keyboard-shortcuts' && <ShortcutsOverlay />}
       {r.view === 'overlay' && r.overlay === 'channels' && <ChannelsOverlay />}
       {r.view === 'overlay' && (r.overlay === 'settings' || r.overlay === 'organization') && <SettingsOverlay initial={r.overlay === 'organization' ? 'organization' : (r.args[0] ?? 'profile')} />}
+      {r.view === 'overlay' && r.overlay === 'drafts' && <DraftsOverlay />}
       <MoveDialog />
     </div>
   );

@@ -1,9 +1,9 @@
 import { useState } from 'preact/hooks';
-import { del, post } from '../api';
+import { del, patch, post } from '../api';
 import { narrowToHash } from '../narrow';
 import { realmAllows } from '../perm';
 import { closeOverlay, go } from '../route';
-import { slugContext, streams, subs } from '../store';
+import { isAdmin, slugContext, streams, subs } from '../store';
 import type { Subscription } from '../types';
 import { Dialog } from './Dialog';
 import { SafeHtml } from './SafeHtml';
@@ -19,6 +19,27 @@ function SubSettings({ s }: { s: Subscription }) {
       <label class="inline"><input type="checkbox" checked={s.pin_to_top} onChange={() => void setProp(s, 'pin_to_top', !s.pin_to_top)} /> Pinned</label>
       <label class="inline">Colour <input type="color" value={s.color} onChange={(e) => void setProp(s, 'color', (e.target as HTMLInputElement).value)} /></label>
     </div>
+  );
+}
+
+function AdminChannel({ id, name, description }: { id: number; name: string; description: string }) {
+  const [n, setN] = useState(name);
+  const [d, setD] = useState(description);
+  const [err, setErr] = useState('');
+  const run = (p: Promise<unknown>) => p.catch((x: unknown) => setErr(x instanceof Error ? x.message : String(x)));
+  return (
+    <details class="admin-channel">
+      <summary>Edit channel</summary>
+      <form class="stack" onSubmit={(e) => { e.preventDefault(); void run(patch(`streams/${id}`, { ...(n !== name ? { new_name: n } : {}), ...(d !== description ? { description: d } : {}) })); }}>
+        <label>Name <input type="text" value={n} maxLength={60} onInput={(e) => setN((e.target as HTMLInputElement).value)} /></label>
+        <label>Description <input type="text" value={d} onInput={(e) => setD((e.target as HTMLInputElement).value)} /></label>
+        {err && <p class="error" role="alert">{err}</p>}
+        <div class="row">
+          <button type="submit">Save</button>
+          <button type="button" class="danger" onClick={() => { if (confirm(`Archive #${name}?`)) void run(del(`streams/${id}`)); }}>Archive channel</button>
+        </div>
+      </form>
+    </details>
   );
 }
 
@@ -81,6 +102,7 @@ export function ChannelsOverlay() {
                       : <button type="button" class="primary" onClick={() => void run(post('users/me/subscriptions', { subscriptions: [{ name: s.name }] }))}>Subscribe</button>}
                   </div>
                   {sub !== undefined && <SubSettings s={sub} />}
+                  {isAdmin() && <AdminChannel id={s.stream_id} name={s.name} description={s.description} />}
                 </li>
               );
             })}

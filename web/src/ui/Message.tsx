@@ -8,6 +8,7 @@ import type { Message, Reaction } from '../types';
 import { EmojiPicker } from './EmojiPicker';
 import { SafeHtml } from './SafeHtml';
 import { openMoveDialog } from './MoveDialog';
+import { composeContent, openCompose } from '../compose';
 import { Avatar } from './Avatar';
 import { Icon } from './Icon';
 import { formatFull, formatTime } from './util';
@@ -97,6 +98,32 @@ function EditBox({ m, onDone }: { m: Message; onDone: () => void }) {
   );
 }
 
+const IMAGE = /\.(png|jpe?g|gif|webp|avif|bmp)$/i;
+
+/** Links to uploaded images without the server's preview get one (built with DOM calls). */
+function addUploadPreviews(root: HTMLElement): void {
+  const shown = new Set([...root.querySelectorAll('.message_inline_image a')].map((a) => a.getAttribute('href')));
+  for (const a of root.querySelectorAll<HTMLAnchorElement>('a[href^="/user_uploads/"]')) {
+    const href = a.getAttribute('href') ?? '';
+    if (!IMAGE.test(href) || shown.has(href) || a.closest('.message_inline_image') !== null) continue;
+    shown.add(href);
+    const box = document.createElement('div');
+    box.className = 'message_inline_image';
+    const link = document.createElement('a');
+    link.href = href;
+    link.target = '_blank';
+    link.rel = 'noopener noreferrer';
+    link.title = a.textContent ?? '';
+    const img = document.createElement('img');
+    img.src = href;
+    img.alt = a.textContent ?? '';
+    img.loading = 'lazy';
+    link.append(img);
+    box.append(link);
+    root.append(box);
+  }
+}
+
 export function MessageRow({ id, showSender, selected, onSelect }: {
   id: number;
   showSender: boolean;
@@ -119,6 +146,7 @@ export function MessageRow({ id, showSender, selected, onSelect }: {
     }
     if (flags.includes('topic_wildcard_mentioned')) for (const el of root.querySelectorAll('.topic-mention')) el.classList.add('user-mention-me');
     for (const el of root.querySelectorAll('div.codehilite')) el.classList.add('zulip-code-block');
+    addUploadPreviews(root);
     for (const el of root.querySelectorAll<HTMLElement>('span.emoji')) {
       const code = [...el.classList].find((c) => c.startsWith('emoji-'))?.slice(6);
       if (code !== undefined && /^[0-9a-f-]+$/.test(code)) el.textContent = emojiChar(code);
@@ -173,6 +201,10 @@ export function MessageRow({ id, showSender, selected, onSelect }: {
         <button type="button" class={`icon-button star${starred ? ' starred' : ''}`} aria-pressed={starred}
           title={starred ? 'Unstar this message' : 'Star this message'} aria-label={starred ? 'Unstar this message' : 'Star this message'}
           onClick={(e) => { e.stopPropagation(); void act(toggleStar(m)); }}><Icon name="star" filled={starred} /></button>
+        <button type="button" class="icon-button" title="Quote and reply" aria-label="Quote and reply"
+          onClick={(e) => { e.stopPropagation(); void act(quoteReply(m, permalink)); }}><Icon name="quote" /></button>
+        <button type="button" class="icon-button" title="Mark as unread from here" aria-label="Mark as unread"
+          onClick={(e) => { e.stopPropagation(); void act(post('messages/flags', { messages: [m.id], op: 'remove', flag: 'read' })); }}><Icon name="unread" /></button>
         {canEdit(m.sender_id, m.timestamp) && (
           <button type="button" class="icon-button" title="Edit message" aria-label="Edit message" onClick={(e) => { e.stopPropagation(); setEditing(true); }}><Icon name="pencil" /></button>
         )}
@@ -188,6 +220,15 @@ export function MessageRow({ id, showSender, selected, onSelect }: {
       {picking && <EmojiPicker onPick={pick} onClose={() => setPicking(false)} />}
     </article>
   );
+}
+
+async function quoteReply(m: Message, permalink: string): Promise<void> {
+  const r = await get<{ message: Message }>(`messages/${m.id}`, { apply_markdown: false });
+  const quoted = `@_**${m.sender_full_name}|${m.sender_id}** [said](${permalink}):\n\`\`\`quote\n${r.message.content}\n\`\`\`\n`;
+  const target = m.type === 'stream'
+    ? { type: 'stream' as const, streamId: m.stream_id, topic: m.subject }
+    : { type: 'private' as const, to: typeof m.display_recipient === 'string' ? [] : m.display_recipient.map((x) => x.id).filter((id) => id !== me.value) };
+  openCompose(target, `${composeContent.peek()}${quoted}`);
 }
 
 export function startEdit(id: number): void {

@@ -4,15 +4,20 @@ import { composeContent, composeOpen, composeTarget, openCompose } from '../comp
 import { conversationKey } from '../events';
 import { MessageListData } from '../msglist';
 import { dmParticipants, narrowToHash, type Narrow } from '../narrow';
+import { patch, post } from '../api';
+import { canResolve } from '../perm';
 import { markRead } from '../reading';
+import { Icon } from './Icon';
 import { generation } from '../server';
-import { channelName, me, messages, slugContext, streams, subs, topicDisplay, typing, userName } from '../store';
+import { channelName, me, messages, slugContext, streams, subs, topicDisplay, topicKey, typing, userName, userTopics } from '../store';
 import type { Message } from '../types';
 import { dmKey } from '../unread';
 import { Compose } from './Compose';
 import { MessageRow } from './Message';
 import { SafeHtml } from './SafeHtml';
 import { formatDate } from './util';
+
+const RESOLVED = '✔ ';
 
 export const selectedId = signal<number | undefined>(undefined);
 export const currentList = signal<MessageListData | undefined>(undefined);
@@ -44,12 +49,26 @@ function RecipientBar({ m }: { m: Message }) {
     const chHash = narrowToHash([{ operator: 'channel', operand: String(m.stream_id) }], slugContext);
     const topicHash = narrowToHash([{ operator: 'channel', operand: String(m.stream_id) }, { operator: 'topic', operand: m.subject }], slugContext);
     const color = sub?.color ?? '#c2c2c2';
+    const resolved = m.subject.startsWith(RESOLVED);
+    const muted = userTopics.value.get(topicKey(m.stream_id ?? 0, m.subject)) === 1;
     return (
       <div class="recipient_row stream">
         <div class="message_header" ref={(el) => el?.style.setProperty('--channel-color', color)}>
           <a class="stream_label" href={chHash}>#{channelName(m.stream_id)}</a>
           <span class="topic-separator" aria-hidden="true">›</span>
           <a class={`stream_topic${m.subject === '' ? ' empty-topic' : ''}`} href={topicHash}>{topicDisplay(m.subject)}</a>
+          <button type="button" class="icon-button resolve-topic" title={muted ? 'Unmute topic' : 'Mute topic'} aria-pressed={muted}
+            aria-label={muted ? `Unmute topic ${m.subject}` : `Mute topic ${m.subject}`}
+            onClick={() => void post('user_topics', { stream_id: m.stream_id, topic: m.subject, visibility_policy: muted ? 0 : 1 }).catch((e: unknown) => alert(e instanceof Error ? e.message : String(e)))}>
+            <Icon name="mute" />
+          </button>
+          {canResolve() && (
+            <button type="button" class="icon-button resolve-topic" title={resolved ? 'Mark as unresolved' : 'Mark as resolved'}
+              aria-label={resolved ? `Mark topic ${m.subject} as unresolved` : `Mark topic ${m.subject} as resolved`}
+              onClick={() => void patch(`messages/${m.id}`, { topic: resolved ? m.subject.slice(RESOLVED.length) : `${RESOLVED}${m.subject}`, propagate_mode: 'change_all' }).catch((e: unknown) => alert(e instanceof Error ? e.message : String(e)))}>
+              <Icon name="check" />
+            </button>
+          )}
           <span class="recipient_row_date">{formatDate(m.timestamp)}</span>
         </div>
       </div>
@@ -177,9 +196,12 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     return () => window.removeEventListener('focus', onFocus);
   }, [data]);
 
+  // Keep the compose target in step with the narrow while compose is closed.
+  useEffect(() => {
+    if (!composeOpen.peek()) composeTarget.value = targetFor(narrow);
+  }, [key]);
   useSignalEffect(() => {
-    // Keep the compose target in step with the narrow while compose is closed.
-    if (!composeOpen.value) composeTarget.value = targetFor(narrow);
+    if (!composeOpen.value) composeTarget.value = targetFor(JSON.parse(key) as Narrow);
   });
 
   const onScroll = () => {
@@ -220,7 +242,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
         <h1 id="narrow-title">{title}</h1>
         {stream !== undefined && <SafeHtml class="narrow-description rendered_markdown" html={stream.rendered_description} />}
       </header>
-      <div class="message_list" ref={scroller} onScroll={onScroll} role="feed" aria-busy={loading !== ''} aria-label={`Messages: ${title}`} tabIndex={-1}>
+      <div class="message_list" ref={scroller} onScroll={onScroll} role="region" aria-busy={loading !== ''} aria-label={`Messages: ${title}`} tabIndex={-1}>
         {!data.foundOldest.value && ids.length > 0 && <p class="list-edge">{loading === 'older' ? 'Loading older messages…' : ' '}</p>}
         {data.foundOldest.value && ids.length > 0 && narrow.length > 0 && <p class="list-edge muted">Beginning of this view</p>}
         {rows}

@@ -21,6 +21,12 @@ export function RecentView() {
         setLoaded(true);
       })
       .catch(() => setLoaded(true));
+    // Every subscribed channel's topics, beyond those the newest messages name.
+    for (const sid of subs.peek().keys()) {
+      void get<{ topics: { name: string; max_id: number }[] }>(`users/me/${sid}/topics`, { allow_empty_topic_name: true })
+        .then((r) => { for (const t of r.topics) noteTopic(sid, t.name, t.max_id); })
+        .catch(() => undefined);
+    }
   }, [gen]);
   track(unreadVersion);
   const rows: { key: string; href: string; where: string; topic?: string; last: number; n: number; color?: string }[] = [];
@@ -53,10 +59,10 @@ export function RecentView() {
               const m = messages.get(r.last)?.value;
               return (
                 <tr key={r.key}>
-                  <td><span class="channel-dot" aria-hidden="true" ref={(el) => { if (r.color) el?.style.setProperty('background-color', r.color); }} />{r.where}</td>
+                  <td title={r.where}><span class="channel-dot" aria-hidden="true" ref={(el) => { if (r.color) el?.style.setProperty('background-color', r.color); }} />{r.where}</td>
                   <td><a href={r.href}>{r.topic === undefined ? 'Direct messages' : topicDisplay(r.topic)}</a></td>
                   <td>{r.n > 0 && <span class="unread_count">{r.n}</span>}</td>
-                  <td class="muted">{m === undefined ? '' : `${m.sender_full_name}, ${formatDate(m.timestamp)} ${formatTime(m.timestamp)}`}</td>
+                  <td class="muted" title={m === undefined ? undefined : m.sender_full_name}>{m === undefined ? '' : `${formatDate(m.timestamp)} ${formatTime(m.timestamp)} · ${m.sender_full_name}`}</td>
                 </tr>
               );
             })}

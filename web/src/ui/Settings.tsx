@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { del, patch, post, upload } from '../api';
-import { isAdmin, linkifiers, me, realm, realmEmoji, streams, users, userSettings } from '../store';
+import { isAdmin, linkifiers, me, realm, realmEmoji, streams, users, userSettings, userStatus } from '../store';
 import { closeOverlay } from '../route';
 import { Dialog } from './Dialog';
 import { Avatar } from './Avatar';
@@ -25,6 +25,7 @@ function Status({ err, msg }: { err: string; msg: string }) {
 function Profile() {
   const u = users.value.get(me.value);
   const [name, setName] = useState(u?.full_name ?? '');
+  const [status, setStatus] = useState(userStatus.value.get(me.value)?.status_text ?? '');
   const [oldPw, setOld] = useState('');
   const [newPw, setNew] = useState('');
   const [run, err, msg] = useRunner();
@@ -33,6 +34,13 @@ function Profile() {
       <form class="stack" onSubmit={(e) => { e.preventDefault(); run(patch('settings', { full_name: name })); }}>
         <label>Name <input type="text" value={name} maxLength={60} onInput={(e) => setName((e.target as HTMLInputElement).value)} /></label>
         <div class="row"><button type="submit" class="primary">Save name</button></div>
+      </form>
+      <form class="stack" onSubmit={(e) => { e.preventDefault(); run(post('users/me/status', { status_text: status }), 'Status saved.'); }}>
+        <label>Status <input type="text" value={status} maxLength={60} placeholder="What are you up to?" onInput={(e) => setStatus((e.target as HTMLInputElement).value)} /></label>
+        <div class="row">
+          <button type="submit">Save status</button>
+          <button type="button" onClick={() => { setStatus(''); run(post('users/me/status', { status_text: '', emoji_name: '' }), 'Status cleared.'); }}>Clear status</button>
+        </div>
       </form>
       <div class="row avatar-row">
         <Avatar userId={me.value} size={64} cls="large" />

@@ -88,7 +88,8 @@ export function LeftSidebar() {
           return (
             <li key={s.stream_id} class={`${active ? 'active' : ''}${s.is_muted ? ' muted-channel' : ''}`}>
               <a href={narrowToHash(narrow, slugContext)} aria-current={isCurrent(narrow) ? 'page' : undefined}>
-                <span class="channel-swatch" aria-hidden="true" ref={(el) => el?.style.setProperty('background-color', s.color)}>{s.invite_only ? '🔒' : '#'}</span>
+                <span class="channel-swatch" aria-hidden="true" ref={(el) => el?.style.setProperty('background-color', s.color)} />
+                {s.invite_only && <span class="channel-lock" role="img" aria-label="Private"><Icon name="lock" /></span>}
                 <span class="channel-name">{s.name}</span>
                 {s.pin_to_top && <span class="sr-only">(pinned)</span>}
                 <Count n={unread.streamCount(s.stream_id, (t) => userTopics.value.get(topicKey(s.stream_id, t)) === 1)} label="messages" />
