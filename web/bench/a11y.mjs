@@ -90,6 +90,11 @@ try {
     await page.goto(`${server.url}/login/`);
     await page.waitForSelector('[name="username"]');
     await audit(page, 'login', media);
+    await page.locator('[name="username"]').fill(HAMLET);
+    await page.locator('[name="password"]').fill('not the password');
+    await page.locator('[name="password"]').press('Enter');
+    await page.waitForSelector('.error');
+    await audit(page, 'login-error', media);
     await page.goto(`${server.url}/devlogin/`);
     await page.waitForSelector('[name="direct_email"]');
     await audit(page, 'devlogin', media);
