@@ -255,13 +255,14 @@ fn html(title: &str, body: &str) -> String {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"color-scheme\" content=\"light dark\">\
          <link rel=\"icon\" href=\"/favicon.ico\">\
-         <title>{}</title><style>body{{font-family:system-ui,sans-serif;max-width:26em;\
+         <title>{}</title><style>html{{background:Canvas;color:CanvasText}}\
+         body{{font-family:system-ui,sans-serif;max-width:26em;\
          margin:4em auto;padding:0 1em;line-height:1.4}}label{{display:block;margin-top:1em}}\
          input{{width:100%;box-sizing:border-box;padding:.5em;font:inherit}}\
          button{{font:inherit;padding:.5em 1.2em;margin-top:1.2em;cursor:pointer}}\
-         .error{{color:#b00020;font-weight:600}}.users button{{display:block;width:100%;\
-         text-align:left;margin-top:.4em}}h2{{font-size:1em;margin-top:1.5em}}\
-         .logo{{width:64px;height:64px}}</style>\
+         .error{{color:light-dark(#b00020,#ff8a80);font-weight:600}}\
+         .users button{{display:block;width:100%;text-align:left;margin-top:.4em}}\
+         h2{{font-size:1em;margin-top:1.5em}}.logo{{width:64px;height:64px}}</style>\
          </head><body><main>\n<img class=\"logo\" src=\"/static/images/logo/zulip-icon-128x128.png\" \
          alt=\"\">\n{body}\n</main></body></html>\n",
         escape(title)

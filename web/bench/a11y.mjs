@@ -1,0 +1,192 @@
+// Accessibility check of hearth's web client with axe-core in Debian's chromium.
+// Usage: node bench/a11y.mjs <server url> [screenshot folder]
+// The server must run the development realm with its history (`hearth serve --dev`).
+// Runs axe on each main screen in each theme, prints every violation (impact, rule,
+// target, help), writes a screenshot per screen and theme plus report.json, and exits
+// with 1 when any violation is serious or critical.
+
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+import { Server, devLogin, go, until } from '../e2e/lib.mjs';
+
+const url = process.argv[2];
+if (!url) {
+  console.error('usage: node bench/a11y.mjs <server url> [screenshot folder]');
+  process.exit(2);
+}
+const out = resolve(process.argv[3] ?? '../target/web-a11y');
+mkdirSync(out, { recursive: true });
+const server = new Server(url);
+const HAMLET = 'hamlet@zulip.com';
+const OTHELLO = 'othello@zulip.com';
+const VERONA = 3;
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+// Rules of WCAG 2.0/2.1/2.2 A and AA, and axe's best practices.
+const TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'];
+
+const browser = await chromium.launch({
+  executablePath: process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium',
+  args: ['--no-sandbox'],
+});
+
+const results = [];
+
+async function audit(page, screen, theme) {
+  await page.evaluate(axeSource);
+  const r = await page.evaluate((tags) => window.axe.run(document, { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] }), TAGS);
+  const name = `${screen}--${theme}`;
+  await page.screenshot({ path: join(out, `${name}.png`) });
+  const violations = r.violations.map((v) => ({
+    id: v.id,
+    impact: v.impact,
+    help: v.help,
+    helpUrl: v.helpUrl,
+    nodes: v.nodes.map((n) => ({ target: n.target.join(' '), summary: n.failureSummary, html: n.html.slice(0, 200) })),
+  }));
+  results.push({ screen, theme, violations });
+  console.log(`${name}: ${violations.length === 0 ? 'no violations' : `${violations.length} rule(s) violated`}`);
+  for (const v of violations) {
+    console.log(`  [${v.impact}] ${v.id}: ${v.help} (${v.nodes.length} node(s)) ${v.helpUrl}`);
+    for (const n of v.nodes.slice(0, 8)) console.log(`      ${n.target}`);
+    if (v.nodes.length > 8) console.log(`      … and ${v.nodes.length - 8} more`);
+  }
+}
+
+/** Waits for a narrow's message list to show at least one message, then for rendering to settle. */
+async function narrowReady(page) {
+  await page.waitForSelector('.message-view .message_row', { timeout: 15000 });
+  await page.waitForTimeout(400);
+}
+
+async function setScheme(value) {
+  // color_scheme: 1 follows the system, 2 dark, 3 light (Zulip's values).
+  await server.api(HAMLET, 'PATCH', 'settings', { color_scheme: value });
+}
+
+// Data the screens need: a topic in Verona and a direct-message conversation.
+const othello = await server.api(OTHELLO, 'GET', 'users/me');
+const hamlet = await server.api(HAMLET, 'GET', 'users/me');
+const topic = 'accessibility check';
+await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: 'Is the **client** usable with a screen reader? `code`, [a link](https://example.com) and a list:\n\n* one\n* two' });
+await server.api(OTHELLO, 'POST', 'messages', { type: 'direct', to: [hamlet.user_id], content: 'A direct word about accessibility.' });
+const topicHash = `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`;
+
+// Themes: the system preference with the setting "follow the system", then the
+// client's own setting against the opposite system preference.
+const themes = [
+  { name: 'light', media: 'light', scheme: 1 },
+  { name: 'dark', media: 'dark', scheme: 1 },
+  { name: 'setting-dark', media: 'light', scheme: 2 },
+  { name: 'setting-light', media: 'dark', scheme: 3 },
+];
+
+try {
+  // Server-rendered pages, logged out, in both system themes.
+  for (const media of ['light', 'dark']) {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 820 }, colorScheme: media, bypassCSP: true });
+    const page = await context.newPage();
+    await page.goto(`${server.url}/login/`);
+    await page.waitForSelector('[name="username"]');
+    await audit(page, 'login', media);
+    await page.locator('[name="username"]').fill(HAMLET);
+    await page.locator('[name="password"]').fill('not the password');
+    await page.locator('[name="password"]').press('Enter');
+    await page.waitForSelector('.error');
+    await audit(page, 'login-error', media);
+    await page.goto(`${server.url}/devlogin/`);
+    await page.waitForSelector('[name="direct_email"]');
+    await audit(page, 'devlogin', media);
+    await context.close();
+  }
+
+  for (const theme of themes) {
+    await setScheme(theme.scheme);
+    const { context, page } = await devLogin(browser, server, HAMLET, { colorScheme: theme.media, bypassCSP: true });
+    await page.emulateMedia({ colorScheme: theme.media });
+    const want = theme.scheme === 2 ? 'dark' : theme.scheme === 3 ? 'light' : theme.media;
+    await until(() => page.evaluate((t) => document.documentElement.dataset.theme === t, want), `data-theme=${want}`);
+
+    await go(page, server, '#recent');
+    await page.waitForSelector('.recent-view .recent-table tr', { timeout: 15000 });
+    await page.waitForTimeout(300);
+    await audit(page, 'recent', theme.name);
+
+    await go(page, server, '#feed');
+    await narrowReady(page);
+    await audit(page, 'feed', theme.name);
+
+    await go(page, server, `#narrow/channel/${VERONA}-Verona`);
+    await narrowReady(page);
+    await audit(page, 'channel', theme.name);
+
+    await go(page, server, topicHash);
+    await narrowReady(page);
+    await audit(page, 'topic', theme.name);
+
+    await page.locator('.compose-start').first().click();
+    await page.waitForSelector('textarea.compose-textarea');
+    await page.locator('textarea.compose-textarea').fill('Drafting a reply with **markdown**');
+    await page.waitForTimeout(200);
+    await audit(page, 'compose', theme.name);
+    await page.locator('textarea.compose-textarea').fill('');
+    await page.keyboard.press('Escape');
+
+    await go(page, server, `#narrow/dm/${othello.user_id}-Othello`);
+    await narrowReady(page);
+    await audit(page, 'dm', theme.name);
+
+    await go(page, server, '#feed');
+    await narrowReady(page);
+    await page.keyboard.press('/');
+    await page.keyboard.type('accessibility');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Search results' }).waitFor();
+    await narrowReady(page);
+    await audit(page, 'search', theme.name);
+
+    await go(page, server, '#settings/profile');
+    await page.waitForSelector('[role="tabpanel"]');
+    await page.waitForTimeout(300);
+    await audit(page, 'settings-profile', theme.name);
+
+    await page.getByRole('tab', { name: 'Preferences' }).click();
+    await page.waitForSelector('#panel-preferences');
+    await page.waitForTimeout(300);
+    await audit(page, 'settings-preferences', theme.name);
+
+    await go(page, server, '#channels');
+    await page.waitForSelector('.channel-browser');
+    await page.waitForTimeout(300);
+    await audit(page, 'channels', theme.name);
+
+    await go(page, server, '#keyboard-shortcuts');
+    await page.waitForTimeout(400);
+    await audit(page, 'shortcuts', theme.name);
+
+    await context.close();
+  }
+} finally {
+  await setScheme(1).catch(() => {});
+  await browser.close();
+}
+
+writeFileSync(join(out, 'report.json'), JSON.stringify(results, null, 2));
+// Summary: each rule once, with the screens and themes it fails on.
+const byRule = new Map();
+for (const { screen, theme, violations } of results) {
+  for (const v of violations) {
+    const e = byRule.get(v.id) ?? { impact: v.impact, help: v.help, where: [], targets: new Set() };
+    e.where.push(`${screen}/${theme}`);
+    for (const n of v.nodes) e.targets.add(n.target);
+    byRule.set(v.id, e);
+  }
+}
+console.log(`\n${results.length} audits; ${byRule.size} rule(s) violated`);
+for (const [id, e] of byRule) {
+  console.log(`[${e.impact}] ${id}: ${e.help}\n    on ${e.where.join(', ')}\n    targets: ${[...e.targets].slice(0, 12).join(' | ')}${e.targets.size > 12 ? ` | … ${e.targets.size - 12} more` : ''}`);
+}
+const serious = [...byRule.values()].filter((e) => e.impact === 'serious' || e.impact === 'critical');
+console.log(`screenshots and report.json in ${out}`);
+process.exit(serious.length > 0 ? 1 : 0);

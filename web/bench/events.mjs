@@ -1,0 +1,184 @@
+// Event-rate benchmark of hearth's web client in Debian's chromium (headless).
+// Usage: node bench/events.mjs <server url> [messages a second] [seconds] [concurrency]
+// The server must run the development realm (`hearth serve --dev`, where rate limits
+// are off), best a --release build. While the client shows a channel narrow (Verona),
+// this posts messages into that channel through the API at the asked rate, from
+// several users with many requests in flight, and measures in the page the interval
+// between animation frames (requestAnimationFrame) and the Long Tasks, first over an
+// idle stretch of the same length, then during the flood. At the end it counts the
+// message rows and DOM nodes, and how long the last message took to show.
+
+import { chromium } from 'playwright-core';
+import { Server, devLogin } from '../e2e/lib.mjs';
+
+const url = process.argv[2];
+if (!url) {
+  console.error('usage: node bench/events.mjs <server url> [messages a second] [seconds] [concurrency]');
+  process.exit(2);
+}
+const rate = Number(process.argv[3] ?? 1000);
+const seconds = Number(process.argv[4] ?? 10);
+const concurrency = Number(process.argv[5] ?? 128);
+const server = new Server(url);
+const HAMLET = 'hamlet@zulip.com';
+const SENDERS = ['othello@zulip.com', 'iago@zulip.com', 'cordelia@zulip.com', 'prospero@zulip.com', 'ZOE@zulip.com', 'desdemona@zulip.com'];
+const VERONA = 3;
+const run = Date.now().toString(36);
+const topic = `event flood ${run}`;
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+
+// In the page: frame timestamps and long tasks from now on.
+function startRecording() {
+  window.__frames = [];
+  window.__longTasks = [];
+  window.__recording = true;
+  const tick = (t) => {
+    if (!window.__recording) return;
+    window.__frames.push(t);
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+  window.__ltObserver?.disconnect();
+  window.__ltObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__longTasks.push({ start: e.startTime, duration: e.duration });
+  });
+  window.__ltObserver.observe({ type: 'longtask' });
+}
+
+function stopRecording() {
+  window.__recording = false;
+  window.__ltObserver?.disconnect();
+  const f = window.__frames;
+  const deltas = [];
+  for (let i = 1; i < f.length; i++) deltas.push(f[i] - f[i - 1]);
+  return {
+    deltas,
+    span: f.length > 1 ? f[f.length - 1] - f[0] : 0,
+    longTasks: window.__longTasks,
+    rows: document.querySelectorAll('.message_row').length,
+    nodes: document.getElementsByTagName('*').length,
+    heap: performance.memory ? performance.memory.usedJSHeapSize : NaN,
+  };
+}
+
+function summary(name, r) {
+  const over50 = r.deltas.filter((d) => d > 50).length;
+  const lt = r.longTasks.map((t) => t.duration);
+  const s = {
+    frames: r.deltas.length + 1,
+    fps: r.span > 0 ? (r.deltas.length / r.span) * 1000 : NaN,
+    over50,
+    p50: pct(r.deltas, 50),
+    p99: pct(r.deltas, 99),
+    max: Math.max(...r.deltas),
+    longTasks: lt.length,
+    longTaskMs: lt.reduce((a, b) => a + b, 0),
+    longTaskMax: lt.length ? Math.max(...lt) : 0,
+    rows: r.rows,
+    nodes: r.nodes,
+    heapMiB: r.heap / 1048576,
+  };
+  console.log(`${name}: ${s.frames} frames (${s.fps.toFixed(1)} a second), frame interval median ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms; ${s.over50} frames over 50 ms; ${s.longTasks} long tasks (${s.longTaskMs.toFixed(0)} ms in all, longest ${s.longTaskMax.toFixed(0)} ms); ${s.rows} message rows, ${s.nodes} elements, JS heap ${s.heapMiB.toFixed(1)} MiB`);
+  return s;
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium',
+  args: ['--no-sandbox'],
+});
+try {
+  // Keys and the channel subscription before the page opens.
+  const auth = new Map();
+  for (const email of SENDERS) {
+    auth.set(email, `Basic ${Buffer.from(`${email}:${await server.key(email)}`).toString('base64')}`);
+  }
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  await page.evaluate((h) => { location.hash = h; }, `#narrow/channel/${VERONA}-Verona`);
+  await page.waitForSelector('.message-view .message_row', { timeout: 15000 });
+  await page.waitForTimeout(1500);
+
+  const before = await page.evaluate(() => ({ rows: document.querySelectorAll('.message_row').length, nodes: document.getElementsByTagName('*').length }));
+  console.log(`before: ${before.rows} message rows, ${before.nodes} elements`);
+
+  await page.evaluate(startRecording);
+  await page.waitForTimeout(seconds * 1000);
+  const idle = summary(`idle ${seconds} s`, await page.evaluate(stopRecording));
+
+  // The flood: message i is due at start + i / rate seconds; at most `concurrency`
+  // requests in flight (a due message waits for a free slot, and the lateness shows
+  // in the achieved rate); no request starts after `seconds`.
+  const total = Math.round(rate * seconds);
+  let next = 0;
+  let ok = 0;
+  let failed = 0;
+  let firstId = Infinity;
+  let lastId = 0;
+  const latencies = [];
+  const errors = new Map();
+  await page.evaluate(startRecording);
+  const start = performance.now();
+  async function worker() {
+    for (;;) {
+      // Nothing is sent after the window: a driver slower than the rate sends fewer.
+      if (next >= total || performance.now() - start >= seconds * 1000) return;
+      const i = next++;
+      const due = start + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const email = SENDERS[i % SENDERS.length];
+      const t0 = performance.now();
+      try {
+        const res = await fetch(`${server.url}/api/v1/messages`, {
+          method: 'POST',
+          headers: { Authorization: auth.get(email) },
+          body: new URLSearchParams({ type: 'stream', to: String(VERONA), topic, content: `flood ${run} message ${i}` }),
+        });
+        const body = await res.json();
+        if (body.result === 'success') {
+          ok++;
+          firstId = Math.min(firstId, body.id);
+          lastId = Math.max(lastId, body.id);
+          latencies.push(performance.now() - t0);
+        } else {
+          failed++;
+          errors.set(body.msg, (errors.get(body.msg) ?? 0) + 1);
+        }
+      } catch (e) {
+        failed++;
+        errors.set(String(e.cause?.code ?? e.message), (errors.get(String(e.cause?.code ?? e.message)) ?? 0) + 1);
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const elapsed = (performance.now() - start) / 1000;
+  // The client should show the last message; how long after the last answer it does.
+  const shown = performance.now();
+  let lag = NaN;
+  try {
+    await page.waitForSelector(`[data-message-id="${lastId}"]`, { timeout: 30000 });
+    lag = performance.now() - shown;
+  } catch {
+    console.log(`the last message (${lastId}) did not show within 30 s`);
+  }
+  await page.waitForTimeout(500);
+  const flood = summary(`flood ${seconds} s`, await page.evaluate(stopRecording));
+  await page.screenshot({ path: process.env.BENCH_SHOT ?? '../target/web-bench-events.png' });
+
+  // Server side: the messages stored in the topic, and their id span.
+  const stored = await server.api(HAMLET, 'GET', 'messages', {
+    anchor: 'newest', num_before: 5000, num_after: 0,
+    narrow: [{ operator: 'channel', operand: VERONA }, { operator: 'topic', operand: topic }],
+  });
+  console.log(`asked ${total} messages, sent ${next} in ${elapsed.toFixed(2)} s with ${concurrency} requests in flight: ${ok} accepted (${(ok / elapsed).toFixed(0)} a second), ${failed} failed${errors.size ? ` ${JSON.stringify(Object.fromEntries(errors))}` : ''}`);
+  console.log(`message ids ${firstId}..${lastId} (${lastId - firstId + 1} ids); the newest 5000 of the topic fetched back: ${stored.messages.length}`);
+  console.log(`request latency: median ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`);
+  console.log(`last message shown ${Number.isNaN(lag) ? 'never' : `${lag.toFixed(0)} ms`} after its answer`);
+  console.log(`frames over 50 ms: idle ${idle.over50}, flood ${flood.over50}; p99 frame interval: idle ${idle.p99.toFixed(1)} ms, flood ${flood.p99.toFixed(1)} ms (${(flood.p99 / idle.p99).toFixed(2)}x)`);
+  await context.close();
+} finally {
+  await browser.close();
+}
