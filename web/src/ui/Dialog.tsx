@@ -18,11 +18,12 @@ export function Dialog({ title, onClose, children, wide }: { title: string; onCl
     <div class="dialog-backdrop" onMouseDown={(e) => { if (e.target === e.currentTarget) onClose(); }}>
       <div ref={ref} class={`dialog${wide ? ' wide' : ''}`} role="dialog" aria-modal="true" aria-labelledby={id.current} tabIndex={-1}
         onKeyDown={(e) => { if (e.key === 'Escape') { e.stopPropagation(); onClose(); } }}>
-        <header class="dialog-header">
+        <div class="dialog-header">
           <h2 id={id.current}>{title}</h2>
           <button type="button" class="icon-button dialog-close" aria-label="Close" onClick={onClose}><Icon name="close" /></button>
-        </header>
-        <div class="dialog-body">{children}</div>
+        </div>
+        {/* Focusable, so that a keyboard can scroll a long body (the shortcut list). */}
+        <div class="dialog-body" tabIndex={0} role="group" aria-labelledby={id.current}>{children}</div>
       </div>
     </div>
   );
