@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { del, patch, post, upload } from '../api';
 import { isAdmin, linkifiers, me, realm, realmEmoji, streams, users, userSettings, userStatus } from '../store';
 import { closeOverlay } from '../route';
@@ -198,7 +198,10 @@ function Organization() {
 export function SettingsOverlay({ initial }: { initial: string }) {
   const tabs: [string, string][] = [['profile', 'Profile'], ['preferences', 'Preferences'], ['notifications', 'Notifications']];
   if (isAdmin()) tabs.push(['organization', 'Organization']);
-  const [tab, setTab] = useState(tabs.some(([k]) => k === initial) ? initial : 'profile');
+  const known = (k: string): boolean => tabs.some(([t]) => t === k);
+  const [tab, setTab] = useState(known(initial) ? initial : 'profile');
+  // A link to another section (`#settings/preferences`) while settings is open.
+  useEffect(() => { if (known(initial)) setTab(initial); }, [initial]);
   return (
     <Dialog title="Settings" onClose={closeOverlay} wide>
       <div class="tabs" role="tablist" aria-label="Settings sections">
