@@ -385,17 +385,22 @@ impl Gh<'_> {
         ))
     }
 
+    /// The pull request a review names when the topic does not (`<word> #N title`).
+    fn pr_title(&self, word: &str) -> Result<Option<String>, HookError> {
+        if !self.with_title {
+            return Ok(None);
+        }
+        let p = self.p;
+        Ok(Some(format!(
+            "{word} #{} {}",
+            int(p, "/pull_request/number")?,
+            s(p, "/pull_request/title")?
+        )))
+    }
+
     fn pr_review(&self) -> Result<String, HookError> {
         let p = self.p;
-        let title = if self.with_title {
-            Some(format!(
-                "for #{} {}",
-                int(p, "/pull_request/number")?,
-                s(p, "/pull_request/title")?
-            ))
-        } else {
-            None
-        };
+        let title = self.pr_title("for")?;
         Ok(git::item_message(&ItemEvent {
             actor: self.sender()?,
             action: "submitted",
@@ -410,15 +415,7 @@ impl Gh<'_> {
     fn pr_review_comment(&self) -> Result<String, HookError> {
         let p = self.p;
         let action = s(p, "/action")?;
-        let title = if self.with_title {
-            Some(format!(
-                "on #{} {}",
-                int(p, "/pull_request/number")?,
-                s(p, "/pull_request/title")?
-            ))
-        } else {
-            None
-        };
+        let title = self.pr_title("on")?;
         Ok(git::item_message(&ItemEvent {
             actor: self.sender()?,
             action,
