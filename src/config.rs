@@ -113,6 +113,11 @@ pub struct ServeConfig {
     /// Without it, email invitations are refused (the development server logs them).
     #[arg(long, env = "HEARTH_SMTP_URL")]
     pub smtp_url: Option<String>,
+    /// Let outgoing-webhook bots reach addresses on loopback, link-local and private
+    /// networks (after DNS resolution and on every redirect; refused by default, as
+    /// Zulip refuses them through Smokescreen). `--dev` allows loopback by itself.
+    #[arg(long, env = "HEARTH_WEBHOOK_ALLOW_PRIVATE")]
+    pub webhook_allow_private: bool,
     /// The From address of outgoing email (default: noreply@<host of the realm URL>).
     #[arg(long, env = "HEARTH_SMTP_FROM")]
     pub smtp_from: Option<String>,
@@ -194,6 +199,7 @@ impl ServeConfig {
             upload_sweep_days: 21,
             push_relay_url: None,
             smtp_url: None,
+            webhook_allow_private: false,
             smtp_from: None,
             metrics_bind: MetricsBind(None),
             admin_bind: MetricsBind(None),

@@ -26,6 +26,9 @@
 //!    - `registry`: Host -> realm (its actor, its hub, its message store).
 //!    - `actor`: one actix actor per realm, the only writer: runs write rules, appends
 //!      to the WAL, applies, stages versions; starts background snapshots.
+//!    - `outbox/`: the outbox worker: the deliveries realms promised to
+//!      outgoing-webhook bots, POSTed off the actors through an address guard, their
+//!      outcomes written back as system writes.
 //! 4. `hub/`: what readers see of a realm: the published version (visible once
 //!    durable), the event log and its renderer, client queues and long-polls, and
 //!    presence (soft state, written coalesced).
@@ -77,6 +80,7 @@ pub mod logging;
 pub mod mail;
 pub mod metrics;
 pub mod ops;
+pub mod outbox;
 pub mod passwords;
 pub mod push_relay;
 pub mod realm;

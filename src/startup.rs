@@ -315,6 +315,7 @@ pub async fn spawn_with_clock(
         registry,
         health: store.durability.clone(),
         dev: config.dev,
+        webhook_allow_private: config.webhook_allow_private,
         uploads: Arc::new(attachments::Uploads::new(
             uploads.clone(),
             config.max_file_upload_size_mib,
@@ -664,6 +665,7 @@ fn start_metrics(
 /// one-second ticker.
 fn start_tasks(state: &web::Data<AppState>, durability: &storage::Durability, tick: bool) {
     spawn_release_task(state, durability);
+    spawn_outbox(state);
     if tick {
         spawn_upload_sweeper(state);
         spawn_ticker(state);
@@ -691,6 +693,17 @@ fn spawn_ticker(state: &web::Data<AppState>) {
             }
         }
     });
+}
+
+/// The outbox worker (outgoing webhooks), over every realm of the registry.
+fn spawn_outbox(state: &web::Data<AppState>) {
+    // Weak: the worker ends with the server instead of keeping its state alive.
+    let weak = Arc::downgrade(&state.clone().into_inner());
+    let policy = crate::outbox::guard::Policy {
+        allow_private: state.webhook_allow_private,
+        allow_loopback: state.dev,
+    };
+    crate::outbox::spawn(move || weak.upgrade().map(|s| s.registry.all()), policy);
 }
 
 /// Sweeps unclaimed uploads once an hour (the first right away).

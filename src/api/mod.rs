@@ -83,6 +83,8 @@ pub struct AppState {
     pub health: Arc<dyn StoreHealth>,
     /// Started with `--dev`: `POST /dev_fetch_api_key` works.
     pub dev: bool,
+    /// `--webhook-allow-private`: outgoing webhooks may reach private networks.
+    pub webhook_allow_private: bool,
     /// Upload settings and the file store.
     pub uploads: Arc<attachments::Uploads>,
     /// `--push-relay-url`: E2EE push devices and notifications.
@@ -158,7 +160,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(endpoint!("/api/v1/channel_folders", get => channels::get_channel_folders, patch => channels::reorder_channel_folders))
         .service(endpoint!("/api/v1/channel_folders/{channel_folder_id}", patch => channels::update_channel_folder))
         .service(endpoint!("/api/v1/bots", post => bots::create_bot, get => bots::get_bots))
-        .service(endpoint!("/api/v1/bots/{bot_id}", delete => lifecycle::deactivate_bot))
+        .service(endpoint!("/api/v1/bots/{bot_id}", patch => bots::update_bot, delete => lifecycle::deactivate_bot))
+        .service(endpoint!("/api/v1/bot_storage", get => bots::get_storage, put => bots::update_storage, delete => bots::remove_storage))
         .service(endpoint!("/api/v1/messages/flags/narrow", post => messages::update_flags_for_narrow))
         .service(endpoint!("/api/v1/messages/render", post => messages::render_message))
         .service(endpoint!("/api/v1/messages/matches_narrow", get => messages::messages_match_narrow))

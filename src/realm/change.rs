@@ -51,6 +51,8 @@ pub enum Change {
     Export(ExportChange),
     /// Browser sessions (logins and logouts of the web client).
     Session(SessionChange),
+    /// Outgoing-webhook services, bot storage and promised deliveries.
+    Bot(super::bot_services::BotChange),
 }
 
 /// Facts about the realm itself.
@@ -363,7 +365,8 @@ impl Change {
             | Change::Status(_)
             | Change::Emoji(_)
             | Change::Export(_)
-            | Change::Session(_) => DurabilityClass::Durable,
+            | Change::Session(_)
+            | Change::Bot(_) => DurabilityClass::Durable,
         }
     }
 }

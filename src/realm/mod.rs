@@ -6,6 +6,7 @@
 
 pub mod alert_words;
 pub mod attachments;
+pub mod bot_services;
 pub mod change;
 pub mod channels;
 pub mod cx;
@@ -314,6 +315,11 @@ pub struct Realm {
     /// schema 7).
     #[serde(default)]
     pub sessions: sessions::SessionState,
+    /// Outgoing-webhook services, bot storage and the delivery outbox. Stored in the
+    /// snapshot's `bot_services` section (`storage::sections`), not in the realm's
+    /// own record: a resource added after schema 7 is a section of its own.
+    #[serde(skip)]
+    pub bot_services: bot_services::BotServiceState,
 }
 
 impl Realm {
@@ -372,6 +378,7 @@ impl Realm {
             playgrounds: Default::default(),
             exports: Default::default(),
             sessions: Default::default(),
+            bot_services: Default::default(),
         }
     }
 
@@ -545,6 +552,7 @@ impl Realm {
             Change::Emoji(c) => self.apply_emoji_change(c),
             Change::Export(c) => self.apply_export_change(c),
             Change::Session(c) => self.apply_session_change(c),
+            Change::Bot(c) => self.apply_bot_change(c),
         }
     }
 

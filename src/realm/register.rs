@@ -569,7 +569,7 @@ impl Realm {
             "default_sending_stream": null,
             "default_events_register_stream": null,
             "default_all_public_streams": false,
-            "services": [],
+            "services": self.bot_services_json(b.id),
         })
     }
 }

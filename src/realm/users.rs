@@ -59,6 +59,12 @@ pub struct CreateBot {
     pub short_name: String,
     /// Zulip's `bot_type` (1 when absent: a generic bot).
     pub bot_type: i64,
+    /// `payload_url` (checked on the worker; "" when absent, as Zulip stores it).
+    pub payload_url: String,
+    /// `interface_type` (1 when absent).
+    pub interface_type: i64,
+    /// `service_name` (the short name when absent).
+    pub service_name: Option<String>,
 }
 
 /// What `POST /bots` answers about the new bot.
@@ -344,6 +350,7 @@ impl Realm {
             return Err(ApiError::bad_request("Username already in use"));
         }
         let bot_type = self.check_can_create_bot(me, q.bot_type)?;
+        let interface = super::bot_services::check_interface(q.interface_type)?;
         let user_id = self.next_user_id;
         let api_key = cx.api_key();
         let change = Change::User(UserChange::UserCreated(NewUser {
@@ -358,8 +365,22 @@ impl Realm {
             password_hash: None,
             date_joined: cx.now_secs(),
         }));
+        let mut changes = vec![change];
+        if bot_type == super::bot_services::OUTGOING_WEBHOOK_BOT {
+            let service = super::bot_services::OutgoingService {
+                name: q.service_name.unwrap_or_else(|| short_name.to_owned()),
+                base_url: q.payload_url,
+                interface,
+                token: cx.api_key(),
+            };
+            changes.push(Change::Bot(super::bot_services::BotChange::ServiceSet {
+                bot_id: user_id,
+                service,
+                created: true,
+            }));
+        }
         Ok(Decided::new(
-            vec![change],
+            changes,
             CreatedBot {
                 user_id,
                 api_key,
@@ -369,11 +390,17 @@ impl Realm {
     }
 
     /// Zulip's `check_can_create_bot` then `check_valid_bot_type`: the realm's
-    /// `can_create_bots_group` allows every bot type (hearth makes generic and incoming
-    /// webhook bots), `can_create_write_only_bots_group` incoming webhook bots only.
+    /// `can_create_bots_group` allows every bot type (hearth makes generic, incoming
+    /// webhook and outgoing webhook bots), `can_create_write_only_bots_group` incoming
+    /// webhook bots only. Embedded bots are refused first, as by a Zulip server with
+    /// `EMBEDDED_BOTS_ENABLED` off.
     fn check_can_create_bot(&self, me: &User, bot_type: i64) -> ApiResult<u8> {
         const GENERIC: i64 = 1;
         const INCOMING_WEBHOOK: i64 = 2;
+        const OUTGOING_WEBHOOK: i64 = super::bot_services::OUTGOING_WEBHOOK_BOT as i64;
+        if bot_type == i64::from(super::bot_services::EMBEDDED_BOT) {
+            return Err(ApiError::bad_request("Embedded bots are not enabled."));
+        }
         let all = self.has_realm_permission(me, RealmSetting::CanCreateBots);
         let write_only = self.has_realm_permission(me, RealmSetting::CanCreateWriteOnlyBots);
         let webhook_only = bot_type == INCOMING_WEBHOOK && write_only;
@@ -381,7 +408,7 @@ impl Realm {
             return Err(ApiError::bad_request("Insufficient permission"));
         }
         let allowed: &[i64] = if all {
-            &[GENERIC, INCOMING_WEBHOOK]
+            &[GENERIC, INCOMING_WEBHOOK, OUTGOING_WEBHOOK]
         } else if write_only {
             &[INCOMING_WEBHOOK]
         } else {

@@ -24,8 +24,9 @@ use super::legacy;
 use crate::realm::presence::PresenceEntry;
 use crate::realm::{Change, Realm};
 
-/// Schema version of the snapshot record (`Realm`) hearth writes.
-pub const REALM_SCHEMA: u8 = 7;
+/// Schema version of the snapshot record hearth writes: schema 8 is the realm's own
+/// record (schema 7's shape) followed by its sections (`storage::sections`).
+pub const REALM_SCHEMA: u8 = 8;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
 pub const CHANGES_SCHEMA: u8 = 3;
 /// Schema version of the presence record (`PresenceEntry`) hearth writes.
@@ -47,6 +48,8 @@ pub enum CodecError {
     Decode(#[from] bincode::error::DecodeError),
     #[error("{0} trailing bytes after the record")]
     Trailing(usize),
+    #[error("unknown snapshot section '{0}' version {1} (written by a newer hearth?)")]
+    Section(String, u16),
 }
 
 fn config() -> bincode::config::Configuration {
@@ -87,7 +90,8 @@ pub fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, CodecErr
 
 /// Encodes a snapshot record.
 pub fn encode_realm(realm: &Realm) -> Result<Vec<u8>, CodecError> {
-    encode_versioned(REALM_SCHEMA, realm)
+    let sections = super::sections::sections_of(realm)?;
+    encode_versioned(REALM_SCHEMA, &(realm, sections))
 }
 
 /// Decodes a snapshot record of any known schema version (indexes not rebuilt).
@@ -100,7 +104,14 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
         4 => decode_payload::<legacy::v4::Realm>(payload).map(legacy::v4::realm_to_current),
         5 => decode_payload::<legacy::v5::Realm>(payload).map(legacy::v5::realm_to_current),
         6 => decode_payload::<legacy::v6::Realm>(payload).map(legacy::v6::realm_to_current),
-        REALM_SCHEMA => decode_payload::<Realm>(payload),
+        // Schema 7 is schema 8 without sections.
+        7 => decode_payload::<Realm>(payload),
+        REALM_SCHEMA => {
+            let (mut realm, sections) =
+                decode_payload::<(Realm, Vec<super::sections::Section>)>(payload)?;
+            super::sections::apply_sections(&mut realm, sections)?;
+            Ok(realm)
+        }
         v => Err(CodecError::Version(v)),
     }
 }

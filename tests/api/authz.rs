@@ -1228,6 +1228,25 @@ fn cases() -> Vec<Case> {
                 _ => ok(),
             }),
     );
+    // Editing a bot: `require_member_or_admin`, then its owner and the administrators
+    // (`access_bot_by_id`).
+    c.push(
+        case("PATCH", "/api/v1/bots/{bot_id}")
+            .at(|f, _| format!("/api/v1/bots/{}", f.bot))
+            .with(|_, _| vec![("full_name", "Renamed Bot".to_owned())])
+            .want(|_, w| match w {
+                Admin | Owner | BotOwner => ok(),
+                Foreign => bad("No such bot"),
+                _ => member_or_admin(w, insufficient()),
+            }),
+    );
+    // Bot storage: every account keeps its own (`zerver/views/storage.py`).
+    c.push(case("GET", "/api/v1/bot_storage"));
+    c.push(
+        case("PUT", "/api/v1/bot_storage")
+            .with(|_, w| vec![("storage", format!(r#"{{"who": "{}"}}"#, w.label()))]),
+    );
+    c.push(case("DELETE", "/api/v1/bot_storage"));
     // The bot's key: its owner and the administrators (`access_bot_by_id`).
     c.push(
         case("GET", "/api/v1/bots/{bot_id}/api_key")

@@ -670,3 +670,81 @@ fn a_snapshot_of_schema_6_has_no_sessions() {
     assert!(back.sessions.by_digest.is_empty());
     assert_eq!(back.exports.by_id.len(), 2);
 }
+
+/// Schema 8 is schema 7's record followed by sections (`storage::sections`): the
+/// outgoing-webhook services, bot storage and outbox are the first. Its golden fixture
+/// decodes to the same realm, and schema 7's fixture decodes with the sections empty.
+#[test]
+fn golden_snapshot_of_schema_8_decodes() {
+    use hearth::realm::bot_services::{
+        BotChange, Delivery, OutgoingService, Trigger, GENERIC_INTERFACE,
+    };
+    use hearth::realm::Change;
+    let (_, mut realm) = built();
+    realm.apply(&Change::Bot(BotChange::ServiceSet {
+        bot_id: 10,
+        service: OutgoingService {
+            name: "echo".into(),
+            base_url: "https://bots.example/echo".into(),
+            interface: GENERIC_INTERFACE,
+            token: "t0k3n".into(),
+        },
+        created: true,
+    }));
+    realm.apply(&Change::Bot(BotChange::StoragePut {
+        user_id: 10,
+        entries: vec![("number".into(), "3".into())],
+    }));
+    realm.apply(&Change::Bot(BotChange::DeliveryQueued(Delivery {
+        id: 0,
+        bot_id: 10,
+        message_id: 7,
+        trigger: Trigger::Mention,
+        attempts: 0,
+        queued_at: 1_800_000_000,
+    })));
+    realm.apply(&Change::Bot(BotChange::DeliveryAttempted { id: 0 }));
+    let stored = golden(
+        "snapshot-v8-dev-realm.bin",
+        8,
+        &codec::encode_realm(&realm).unwrap(),
+    );
+    assert_eq!(stored[0], 8, "schema 8 fixture");
+    let mut back = codec::decode_realm(&stored).unwrap();
+    back.rebuild_indexes();
+    assert_eq!(back, realm);
+    assert_eq!(back.bot_services.outbox.pending[&0].attempts, 1);
+    assert_eq!(back.bot_services.outbox.next_id, 1);
+    if codec::REALM_SCHEMA == 8 {
+        assert_eq!(
+            codec::encode_realm(&back).unwrap(),
+            stored,
+            "the snapshot encoding changed without a new schema version"
+        );
+    }
+    // The section rule: schema 7's record is schema 8's first part, unchanged.
+    let v7 = std::fs::read(fixture("snapshot-v7-dev-realm.bin")).unwrap();
+    let old = codec::decode_realm(&v7).unwrap();
+    assert_eq!(old.bot_services, Default::default());
+    let (_, v7_payload) = codec::open_frame(&v7).unwrap();
+    let reencoded = codec::encode_realm(&old).unwrap();
+    let (_, v8_payload) = codec::open_frame(&reencoded).unwrap();
+    // No sections: the payload is the realm's record and an empty list (one byte).
+    assert_eq!(&v8_payload[..v8_payload.len() - 1], v7_payload);
+    assert_eq!(v8_payload.last(), Some(&0));
+}
+
+/// A section this build does not know is refused, never dropped.
+#[test]
+fn an_unknown_snapshot_section_is_refused() {
+    use hearth::storage::sections::Section;
+    let (_, realm) = built();
+    let future = vec![Section {
+        name: "tomorrow".into(),
+        version: 1,
+        bytes: vec![0],
+    }];
+    let bytes = codec::encode_versioned(8, &(&realm, future)).unwrap();
+    let err = codec::decode_realm(&bytes).unwrap_err().to_string();
+    assert!(err.contains("unknown snapshot section 'tomorrow'"), "{err}");
+}

@@ -41,6 +41,7 @@ mod navigation;
 mod onboarding;
 mod openapi_walk;
 mod operator;
+mod outgoing_webhooks;
 mod people;
 mod people_state;
 mod persistence;

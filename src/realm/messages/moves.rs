@@ -163,7 +163,7 @@ impl Move<'_> {
 }
 
 /// Zulip's `encode_hash_component`: URL-quoting (`*` kept) with `.` for `%`.
-fn encode_hash_component(s: &str) -> String {
+pub(crate) fn encode_hash_component(s: &str) -> String {
     let mut out = String::new();
     for b in s.as_bytes() {
         match b {
@@ -180,7 +180,7 @@ fn encode_hash_component(s: &str) -> String {
 }
 
 /// Zulip's `encode_channel`: `id-name`, spaces as dashes.
-fn encode_channel(id: u64, name: &str) -> String {
+pub(crate) fn encode_channel(id: u64, name: &str) -> String {
     format!("{id}-{}", encode_hash_component(&name.replace(' ', "-")))
 }
 

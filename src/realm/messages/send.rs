@@ -461,13 +461,16 @@ impl Realm {
         cx: &mut Cx,
     ) -> ApiResult<Decided<MessageId>> {
         let rows = cx.rows()?;
+        let mentioned = q.rendered.mentioned.clone();
         let m = self.send_row(me, q, cx, rows)?;
         let id = m.id;
         let claims = self.claim_uploads(rows, me, &m);
         let reply = self.welcome_bot_reply(&m, cx.now_secs());
+        let deliveries = self.service_deliveries(&m, me, &mentioned, cx.now_secs());
         let mut changes = vec![sent(m)];
         changes.extend(claims);
         changes.extend(reply);
+        changes.extend(deliveries);
         Ok(Decided::new(changes, id))
     }
 
