@@ -136,6 +136,9 @@ pub fn client(policy: Policy, timeout: std::time::Duration) -> reqwest::Result<r
         .dns_resolver(Arc::new(GuardedResolver { policy }))
         .redirect(redirects)
         .timeout(timeout)
+        // A connection per delivery: bot servers (Flask's development server among
+        // them) close kept-alive connections, and a reused dead one fails a delivery.
+        .pool_max_idle_per_host(0)
         .user_agent(concat!(
             "hearth-outgoing-webhook/",
             env!("CARGO_PKG_VERSION")

@@ -40,7 +40,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the published outboxes are read.
 const POLL: Duration = Duration::from_millis(200);
 /// The wait before the first retry; doubled for each later one.
-const FIRST_RETRY: Duration = Duration::from_millis(500);
+const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// The client name of the bots' answers (Zulip's).
 const CLIENT: &str = "OutgoingWebhookResponse";
 
@@ -218,7 +218,8 @@ async fn run(
             tracing::info!("delivery {}: refused: {e}", d.id);
             return refused_outcome(&say, &notice);
         }
-        Err(e) if e.is_timeout() || e.is_connect() => {
+        // Refused, reset or closed connections are Zulip's `ConnectionError`s.
+        Err(e) if e.is_timeout() || e.is_connect() || (e.is_request() && !e.is_builder()) => {
             let why = if e.is_timeout() {
                 format!("Request timed out after {} seconds.", TIMEOUT.as_secs())
             } else {

@@ -12,6 +12,7 @@ mod nginx;
 mod archive;
 mod auth;
 mod authz;
+mod botserver;
 mod channel_roles;
 mod channels;
 mod cluster;
