@@ -277,13 +277,15 @@ impl Realm {
 
     /// The deliveries a new message promises (Zulip's `get_service_bot_events`):
     /// `mentioned` are the users its rendering mentions (not silently, whether or not
-    /// they are subscribed). The ids follow the outbox's next one.
+    /// they are subscribed). Their ids start at `next`, which is moved past them (a
+    /// decision that sends several messages numbers all their deliveries).
     pub(crate) fn service_deliveries(
         &self,
         m: &Message,
         sender: &User,
         mentioned: &[UserId],
         now: i64,
+        next: &mut u64,
     ) -> Vec<Change> {
         if sender.is_bot() {
             return Vec::new();
@@ -293,21 +295,20 @@ impl Realm {
             Recipient::Direct { users } => (users.clone(), Trigger::DirectMessage),
         };
         let mut seen = std::collections::BTreeSet::new();
-        let mut next = self.bot_services.outbox.next_id;
         candidates
             .into_iter()
             .filter(|id| *id != sender.id && seen.insert(*id))
             .filter(|id| self.service_bot(*id).is_some())
             .map(|bot_id| {
                 let d = Delivery {
-                    id: next,
+                    id: *next,
                     bot_id,
                     message_id: m.id,
                     trigger,
                     attempts: 0,
                     queued_at: now,
                 };
-                next += 1;
+                *next += 1;
                 Change::Bot(BotChange::DeliveryQueued(d))
             })
             .collect()

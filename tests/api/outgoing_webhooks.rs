@@ -13,6 +13,7 @@ use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::{json, Value};
 
 use crate::common::*;
+use hearth::realm::ManualClock;
 
 const OWNER: &str = "hamlet@zulip.com";
 const OTHELLO: &str = "othello@zulip.com";
@@ -715,4 +716,43 @@ async fn a_delivery_pending_at_kill_9_is_made_after_the_restart() {
     .await;
     assert_eq!(found["content"], "answered after the restart");
     server.stop();
+}
+
+/// A scheduled message that mentions the bot triggers it when it is sent, as a send
+/// does.
+#[actix_web::test]
+async fn a_scheduled_message_triggers_the_bot_when_it_is_sent() {
+    const START_MS: i64 = 1_800_000_000_000;
+    let clock = ManualClock::new(START_MS);
+    let s = TestApp::spawn_with_clock(clock.clone()).await;
+    let (url, service) = start_service();
+    service.lock().unwrap().fallback = Some((200, r#"{"content": "on time"}"#.into()));
+    let (bot_id, _, _) = outgoing_bot(&s, &url, "1").await;
+    let stream_id = s.stream_id("Verona").await.to_string();
+    let at = (START_MS / 1000 + 60).to_string();
+    s.ok(
+        "POST",
+        "/api/v1/scheduled_messages",
+        OWNER,
+        &[
+            ("type", "stream"),
+            ("to", &stream_id),
+            ("topic", "later"),
+            ("content", "@**Echo Bot** wake up"),
+            ("scheduled_delivery_timestamp", &at),
+        ],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        service.lock().unwrap().seen.is_empty(),
+        "not before it is sent"
+    );
+    clock.advance_ms(60_000);
+    s.deliver_scheduled().await;
+    let seen = wait_for_requests(&service, 1).await;
+    let p: Value = serde_json::from_str(&seen[0].1).unwrap();
+    assert_eq!(p["data"], "@**Echo Bot** wake up");
+    assert_eq!(p["message"]["client"], "Scheduled message");
+    wait_for_message(&s, OWNER, topic_narrow("later"), bot_id, "on time").await;
 }

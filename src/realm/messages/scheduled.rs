@@ -350,6 +350,7 @@ impl Realm {
         let now = cx.now_secs();
         let mut out = Vec::new();
         let mut next_id: MessageId = self.messages.next_id;
+        let mut next_delivery = self.bot_services.outbox.next_id;
         let due: Vec<ScheduledId> = self
             .messages
             .due
@@ -369,7 +370,7 @@ impl Realm {
                 continue;
             }
             match self.deliver(s, cx, rows) {
-                Ok(mut m) => {
+                Ok((mut m, mentioned)) => {
                     m.id = next_id;
                     next_id += 1;
                     let message_id = m.id;
@@ -379,10 +380,18 @@ impl Realm {
                         .user(s.sender_id)
                         .map(|me| self.claim_uploads(rows, me, &m))
                         .unwrap_or_default();
-                    // A message to the Welcome Bot gets its answer, as a send does.
+                    // A message to the Welcome Bot gets its answer, as a send does, and
+                    // outgoing-webhook bots it mentions or is sent to get it.
                     let reply = self.welcome_bot_reply(&m, now);
+                    let deliveries = self
+                        .user(s.sender_id)
+                        .map(|me| {
+                            self.service_deliveries(&m, me, &mentioned, now, &mut next_delivery)
+                        })
+                        .unwrap_or_default();
                     out.push(Change::Message(MessageChange::Sent(Box::new(m))));
                     out.extend(claims);
+                    out.extend(deliveries);
                     out.push(Change::Message(MessageChange::ScheduledDelivered {
                         id,
                         message_id,
@@ -401,7 +410,13 @@ impl Realm {
         out
     }
 
-    fn deliver(&self, s: &ScheduledMessage, cx: &Cx, rows: &dyn MessageRows) -> ApiResult<Message> {
+    /// The message a scheduled message becomes, and the users its rendering mentions.
+    fn deliver(
+        &self,
+        s: &ScheduledMessage,
+        cx: &Cx,
+        rows: &dyn MessageRows,
+    ) -> ApiResult<(Message, Vec<UserId>)> {
         let me = self
             .user(s.sender_id)
             .filter(|u| u.is_active)
@@ -416,11 +431,13 @@ impl Realm {
                 emails: Vec::new(),
             },
         };
-        self.send_row(
+        let rendered = self.render_message(&s.content);
+        let mentioned = rendered.mentioned.clone();
+        let m = self.send_row(
             me,
             SendRequest {
                 to,
-                rendered: self.render_message(&s.content),
+                rendered,
                 content: s.content.clone(),
                 client: "Scheduled message".into(),
                 read_by_sender: s.read_by_sender,
@@ -430,7 +447,8 @@ impl Realm {
             },
             cx,
             rows,
-        )
+        )?;
+        Ok((m, mentioned))
     }
 
     /// A scheduled message as the API shows it, the empty topic as `""` when

@@ -466,7 +466,8 @@ impl Realm {
         let id = m.id;
         let claims = self.claim_uploads(rows, me, &m);
         let reply = self.welcome_bot_reply(&m, cx.now_secs());
-        let deliveries = self.service_deliveries(&m, me, &mentioned, cx.now_secs());
+        let mut next = self.bot_services.outbox.next_id;
+        let deliveries = self.service_deliveries(&m, me, &mentioned, cx.now_secs(), &mut next);
         let mut changes = vec![sent(m)];
         changes.extend(claims);
         changes.extend(reply);
