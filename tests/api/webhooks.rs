@@ -606,6 +606,63 @@ async fn a_webhook_message_is_durable_and_sends_events() {
     assert_eq!(newest_in_verona(&s).await, before);
 }
 
+/// A webhook message answered `success` survives a `kill -9` of the process right
+/// after the answer (durability `always`, the default).
+#[actix_web::test]
+async fn a_webhook_message_survives_kill_9() {
+    use crate::common::child::ChildServer;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap().to_owned();
+    let server = ChildServer::up(&["--dev", "--data", &data], &[]);
+    let owner_key = dev_key_at(&server.url, OWNER).await;
+    let http = client();
+    let bot: Value = http
+        .post(format!("{}/api/v1/bots", server.url))
+        .header("authorization", basic(OWNER, &owner_key))
+        .form(&[("full_name", "Hook Bot"), ("short_name", "hook"), ("bot_type", "2")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = bot["api_key"].as_str().unwrap().to_owned();
+    let r = http
+        .post(format!("{}/api/v1/external/json", server.url))
+        .query(&[("api_key", key.as_str()), ("stream", "Verona"), ("topic", "crash")])
+        .header("content-type", "application/json")
+        .body(r#"{"build": "green", "id": 4242}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    server.kill_9();
+    let server = ChildServer::up(&["--dev", "--data", &data], &[]);
+    let found: Value = http
+        .get(format!("{}/api/v1/messages", server.url))
+        .header("authorization", basic(OWNER, &owner_key))
+        .query(&[
+            ("anchor", "newest"),
+            ("num_before", "1"),
+            ("num_after", "0"),
+            ("apply_markdown", "false"),
+            (
+                "narrow",
+                r#"[{"operator": "channel", "operand": "Verona"}, {"operator": "topic", "operand": "crash"}]"#,
+            ),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let m = &found["messages"][0];
+    assert_eq!(m["sender_id"], bot["user_id"]);
+    assert!(m["content"].as_str().unwrap().contains("4242"), "{m}");
+    server.stop();
+}
+
 // ---- GitLab --------------------------------------------------------------------------
 
 #[actix_web::test]
