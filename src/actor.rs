@@ -575,6 +575,11 @@ impl RealmClient {
         self.durability.clone()
     }
 
+    /// The folder of the realm `subdomain`'s data exports, in the data folder.
+    pub fn exports_dir(&self, subdomain: &str) -> std::path::PathBuf {
+        crate::storage::uploads::UploadStore::new(self.durability.dir()).exports_dir(subdomain)
+    }
+
     /// Decides `req` with `decide` as `me` on the actor; once what it wrote is durable,
     /// releases it and returns the rule's answer.
     pub async fn commit<Q, A>(&self, me: UserId, req: Q, decide: Rule<Q, A>) -> ApiResult<A>

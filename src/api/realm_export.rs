@@ -13,7 +13,7 @@
 //! `<realm URL>/user_avatars/exports/<realm>/<token>/<name>` (the random token, 18
 //! bytes as Zulip's `secrets.token_urlsafe(18)`, is the secret).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use base64::Engine;
@@ -27,18 +27,11 @@ use crate::realm::realm_export::{
     too_large, DeleteExport, ExportId, ExportType, FinishExport, RequestExport,
 };
 use crate::realm::Realm;
-use crate::storage::uploads::UploadStore;
 
 fn one(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert(key.to_owned(), value);
     m
-}
-
-/// The folder of a realm's exports, in its upload folder (the upload sweep and the
-/// realm archive only look at the files named by their hash beside it).
-pub fn exports_dir(data: &Path, subdomain: &str) -> PathBuf {
-    UploadStore::new(data).realm_dir(subdomain).join("exports")
 }
 
 /// Where a new export goes: a random token (Zulip's `secrets.token_urlsafe(18)`) and
@@ -102,7 +95,7 @@ async fn write_export(
     kind: ExportType,
 ) {
     let durability = client.durability();
-    let dir = exports_dir(durability.dir(), &subdomain);
+    let dir = client.exports_dir(&subdomain);
     let out = dir.join(&file);
     if std::env::var("HEARTH_REALM_EXPORT_FAULT").as_deref() == Ok("abort") {
         // Tests: the server ends as `kill -9` would, with the export recorded as pending.
@@ -210,7 +203,7 @@ pub async fn fail_interrupted(client: RealmClient, subdomain: String, up_to: Exp
         .await
     {
         Ok(files) => {
-            let dir = exports_dir(client.durability().dir(), &subdomain);
+            let dir = client.exports_dir(&subdomain);
             for file in files {
                 tracing::warn!(
                     "realm '{subdomain}': a data export was cut off by the last stop; marked failed"
@@ -250,7 +243,7 @@ pub async fn delete_realm_export(req: ApiRequest, path: web::Path<String>) -> Ap
         )
         .await?;
     let subdomain = req.hub.current().settings.subdomain.clone();
-    let dir = exports_dir(req.writer().durability().dir(), &subdomain);
+    let dir = req.writer().exports_dir(&subdomain);
     remove_export_file(&dir, &file).await;
     req.reply(Map::new())
 }
@@ -283,7 +276,10 @@ pub async fn download(req: HttpRequest, path: web::Path<(String, String, String)
     if segment != realm.emoji_url_segment() || realm.export_by_file(&file).is_none() {
         return not_found();
     }
-    let path = exports_dir(handle.client.durability().dir(), &realm.settings.subdomain).join(&file);
+    let path = handle
+        .client
+        .exports_dir(&realm.settings.subdomain)
+        .join(&file);
     let opened = web::block(move || {
         let f = std::fs::File::open(&path)?;
         let len = f.metadata()?.len();

@@ -171,6 +171,12 @@ impl UploadStore {
         self.root.join("tmp")
     }
 
+    /// The folder of one realm's data exports, in its upload folder (the upload sweep
+    /// and the realm archive only look at the files named by their hash beside it).
+    pub fn exports_dir(&self, subdomain: &str) -> PathBuf {
+        self.realm_dir(subdomain).join("exports")
+    }
+
     /// The folder of one realm's files.
     pub fn realm_dir(&self, subdomain: &str) -> PathBuf {
         self.root.join(format!("realm-{}", hex::encode(subdomain)))

@@ -32,6 +32,9 @@ const LAYERS: &[(&str, u32)] = &[
     ("actor", 5),
     ("registry", 6),
     ("archive", 6),
+    // The outbox worker (outgoing webhooks): reads the registry's realms, writes
+    // through their actors.
+    ("outbox", 7),
     // HTTP.
     ("api", 7),
     ("admin", 8),
@@ -124,6 +127,24 @@ fn every_module_imports_only_lower_layers() {
         upward.is_empty(),
         "imports that run up or across:\n{}",
         upward.join("\n")
+    );
+}
+
+/// The HTTP layer names no storage: what it needs of the data folder (an export's
+/// folder, the message rows) comes through the realm's client and ports.
+#[test]
+fn the_http_layer_names_no_storage() {
+    let api = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api");
+    let mut files = Vec::new();
+    rust_files(&api, &mut files);
+    let naming: Vec<String> = files
+        .iter()
+        .filter(|f| imports(&std::fs::read_to_string(f).unwrap()).contains("storage"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        naming.is_empty(),
+        "api files naming crate::storage: {naming:?}"
     );
 }
 

@@ -428,7 +428,8 @@ async fn an_export_cut_off_by_a_stop_is_marked_failed() {
     assert!(list[0]["failed_timestamp"].is_i64(), "{list:?}");
     assert_eq!(list[0]["export_url"], Value::Null);
     // Nothing of it is left on disk, and it cannot be deleted.
-    let exports_dir = hearth::api::realm_export::exports_dir(&data, hearth::version::DEV_SUBDOMAIN);
+    let exports_dir = hearth::storage::uploads::UploadStore::new(&data)
+        .exports_dir(hearth::version::DEV_SUBDOMAIN);
     let left: Vec<_> = std::fs::read_dir(&exports_dir)
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();

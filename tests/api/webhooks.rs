@@ -619,7 +619,11 @@ async fn a_webhook_message_survives_kill_9() {
     let bot: Value = http
         .post(format!("{}/api/v1/bots", server.url))
         .header("authorization", basic(OWNER, &owner_key))
-        .form(&[("full_name", "Hook Bot"), ("short_name", "hook"), ("bot_type", "2")])
+        .form(&[
+            ("full_name", "Hook Bot"),
+            ("short_name", "hook"),
+            ("bot_type", "2"),
+        ])
         .send()
         .await
         .unwrap()
@@ -629,7 +633,11 @@ async fn a_webhook_message_survives_kill_9() {
     let key = bot["api_key"].as_str().unwrap().to_owned();
     let r = http
         .post(format!("{}/api/v1/external/json", server.url))
-        .query(&[("api_key", key.as_str()), ("stream", "Verona"), ("topic", "crash")])
+        .query(&[
+            ("api_key", key.as_str()),
+            ("stream", "Verona"),
+            ("topic", "crash"),
+        ])
         .header("content-type", "application/json")
         .body(r#"{"build": "green", "id": 4242}"#)
         .send()
