@@ -221,18 +221,19 @@ async fn run(
         // Refused, reset or closed connections are Zulip's `ConnectionError`s.
         Err(e) if e.is_timeout() || e.is_connect() || (e.is_request() && !e.is_builder()) => {
             let why = if e.is_timeout() {
-                format!("Request timed out after {} seconds.", TIMEOUT.as_secs())
+                format!(
+                    "its service did not answer within {} seconds, {} times.",
+                    TIMEOUT.as_secs(),
+                    failed
+                )
             } else {
-                "A connection error occurred. Is my bot server down?".to_owned()
+                format!("its service could not be reached (the connection was refused or cut), {failed} times.")
             };
             tracing::info!("delivery {} attempt {failed} failed: {e}", d.id);
             if failed <= MAX_RETRIES {
                 return DeliveryOutcome::Retry;
             }
-            return done(
-                say("Failure! Bot is unavailable".into()),
-                notice(format!("\n{why}")),
-            );
+            return done(say("Failure! Bot is unavailable".into()), notice(why));
         }
         Err(e) => {
             let kind = if e.is_redirect() {
@@ -254,10 +255,8 @@ async fn run(
             payload::Answer::Invalid(why) => done(
                 say(format!("Failure! {why}")),
                 notice(format!(
-                    "\nThe outgoing webhook server attempted to send a message in Zulip, but that \
-                     request resulted in the following error:\n> {why}\nThe response contains \
-                     the following payload:\n```\n'{}'\n```",
-                    String::from_utf8_lossy(&body[..body.len().min(1000)])
+                    "its service's answer cannot be read ({why}). The answer was:\n```\n{}\n```",
+                    payload::bytes_repr(&body)
                 )),
             ),
         };
@@ -267,10 +266,10 @@ async fn run(
         return DeliveryOutcome::Retry;
     }
     let code = status.as_u16();
-    let mut detail = format!("\nThe webhook got a response with status code *{code}*.");
+    let mut detail = format!("its service answered with status code *{code}*.");
     if !body.is_empty() {
         detail.push_str(&format!(
-            "\nThe response contains the following payload:\n```\n{}\n```",
+            " The answer was:\n```\n{}\n```",
             payload::bytes_repr(&body)
         ));
     }
@@ -288,7 +287,9 @@ fn refused_outcome(
     done(
         say("Failure! Third party responded with 407".into()),
         notice(
-            "\nThe URL configured for the webhook is for a private or disallowed network.".into(),
+            "its URL is on a private or disallowed network, which this server does not contact \
+             (see `--webhook-allow-private`)."
+                .into(),
         ),
     )
 }
@@ -307,8 +308,7 @@ fn exception(
             m.content
         )),
         notice(format!(
-            "\nWhen trying to send a request to the webhook service, an exception of type \
-             {kind} occurred:\n```\n{text}\n```"
+            "the request to its service could not be made ({kind}):\n```\n{text}\n```"
         )),
     )
 }
@@ -339,7 +339,8 @@ fn conversation_reply(
         .ok()
 }
 
-/// Zulip's `notify_bot_owner`: a direct message from the bot to its owner.
+/// A direct message from the bot to its owner about a failed delivery (as Zulip's
+/// `notify_bot_owner` sends one), in hearth's words: the message's link, then `detail`.
 fn owner_notice(
     realm: &Realm,
     rows: &dyn MessageRows,
@@ -352,7 +353,7 @@ fn owner_notice(
     let owner = bot.bot_owner_id?;
     let link = realm.message_link(m, realm_url);
     let content = format!(
-        "[A message]({link}) to your bot @_**{}** triggered an outgoing webhook.{detail}",
+        "Your bot @_**{}** could not answer [a message]({link}): {detail}",
         bot.full_name
     );
     let to = Addressee::Direct {

@@ -420,17 +420,17 @@ async fn failures_are_told_in_the_conversation_and_to_the_owner() {
     let notice = wait_for_message(&s, OWNER, owner_dm.clone(), bot_id, "status code *404*").await;
     let text = notice["content"].as_str().unwrap();
     assert!(
-        text.starts_with("[A message](http"),
+        text.starts_with("Your bot @_**Echo Bot** could not answer [a message](http"),
         "a link to the message: {text}"
     );
     assert!(
         text.contains(&format!(
-            "/near/{first}) to your bot @_**Echo Bot** triggered an outgoing webhook."
+            "/near/{first}): its service answered with status code *404*."
         )),
         "{text}"
     );
     assert!(
-        text.ends_with("The response contains the following payload:\n```\nb'nope'\n```"),
+        text.ends_with("The answer was:\n```\nb'nope'\n```"),
         "{text}"
     );
     mention("garbled").await;
@@ -485,7 +485,7 @@ async fn an_address_on_a_private_network_is_refused() {
         OWNER,
         json!([{"operator": "dm", "operand": [bot_id]}]),
         bot_id,
-        "The URL configured for the webhook is for a private or disallowed network.",
+        "its URL is on a private or disallowed network",
     )
     .await;
 }
