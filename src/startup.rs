@@ -316,6 +316,7 @@ pub async fn spawn_with_clock(
         health: store.durability.clone(),
         dev: config.dev,
         webhook_allow_private: config.webhook_allow_private,
+        owner_notices: Default::default(),
         uploads: Arc::new(attachments::Uploads::new(
             uploads.clone(),
             config.max_file_upload_size_mib,

@@ -125,8 +125,72 @@ pub async fn send_message(req: ApiRequest) -> ApiResponse {
             },
             Realm::decide_send,
         )
-        .await?;
+        .await
+        .inspect_err(|e| remind_bot_owner(&req, e))?;
     req.reply(one("id", id.into()))
+}
+
+/// When a bot's send failed because its channel does not exist, its owner is told by
+/// the Notification Bot (Zulip's `send_pm_if_empty_stream`), at most once a minute per
+/// bot (`OWNER_NOTICE_WAIT_SECS`; the rate is kept in memory, so a restart may let one
+/// more through). The notice is written after the answer, off this request.
+pub(crate) fn remind_bot_owner(req: &ApiRequest, e: &ApiError) {
+    use crate::realm::bot_services::{missing_channel_notice, OwnerNotice, OWNER_NOTICE_WAIT_SECS};
+    if e.code != crate::error::ErrorCode::StreamDoesNotExist {
+        return;
+    }
+    let version = req.hub.current();
+    let Ok(id) = req.caller() else { return };
+    let Some(bot) = version
+        .user(id)
+        .filter(|u| u.is_bot() && u.bot_owner_id.is_some())
+    else {
+        return;
+    };
+    let key = (version.settings.subdomain.clone(), bot.id);
+    let now = std::time::Instant::now();
+    let wait = std::time::Duration::from_secs(OWNER_NOTICE_WAIT_SECS);
+    match req.state.owner_notices.entry(key) {
+        dashmap::Entry::Occupied(mut last) => {
+            if now.duration_since(*last.get()) <= wait {
+                return;
+            }
+            last.insert(now);
+        }
+        dashmap::Entry::Vacant(v) => {
+            v.insert(now);
+        }
+    }
+    let name = e.extra.get("stream").and_then(Value::as_str);
+    let channel_id = e
+        .extra
+        .get("stream_id")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    // `stream` is HTML-escaped in the error's fields: the name as named is in the text.
+    let name = name.map(|_| {
+        e.msg
+            .strip_prefix("Channel '")
+            .and_then(|m| m.strip_suffix("' does not exist"))
+            .unwrap_or_default()
+            .to_owned()
+    });
+    let content = missing_channel_notice(&bot.delivery_email, name.as_deref(), channel_id);
+    let rendered = version.render_message(&content).html;
+    let notice = OwnerNotice {
+        bot_id: bot.id,
+        content,
+        rendered,
+    };
+    let writer = req.writer();
+    actix_web::rt::spawn(async move {
+        if let Err(e) = writer
+            .commit_system(notice, Realm::decide_owner_notice)
+            .await
+        {
+            tracing::warn!("a bot owner's notice was not sent: {}", e.msg);
+        }
+    });
 }
 
 /// `num_before` / `num_after`: non-negative integers.

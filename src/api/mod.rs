@@ -85,6 +85,9 @@ pub struct AppState {
     pub dev: bool,
     /// `--webhook-allow-private`: outgoing webhooks may reach private networks.
     pub webhook_allow_private: bool,
+    /// When each bot's owner was last told about the bot's failed sends (by realm and
+    /// bot): at most one notice a minute (`api::messages::remind_bot_owner`).
+    pub owner_notices: dashmap::DashMap<(String, UserId), std::time::Instant>,
     /// Upload settings and the file store.
     pub uploads: Arc<attachments::Uploads>,
     /// `--push-relay-url`: E2EE push devices and notifications.

@@ -116,8 +116,11 @@ pub async fn incoming(
         match sent {
             Ok(_) => {}
             // Zulip answers success: the service cannot create the channel, and
-            // retrying would not help.
-            Err(e) if e.code == ErrorCode::StreamDoesNotExist => break,
+            // retrying would not help. The bot's owner is told.
+            Err(e) if e.code == ErrorCode::StreamDoesNotExist => {
+                super::messages::remind_bot_owner(&req, &e);
+                break;
+            }
             Err(e) => return Err(e),
         }
     }

@@ -593,3 +593,67 @@ impl Realm {
         ))
     }
 }
+
+/// How long a bot's owner is left alone after a notice about the bot's sends (Zulip's
+/// `BOT_OWNER_STREAM_ALERT_WAITPERIOD`, one minute).
+pub const OWNER_NOTICE_WAIT_SECS: u64 = 60;
+
+/// A notice to a bot's owner about one of the bot's sends, from the Notification Bot,
+/// rendered on the worker.
+#[derive(Debug, Clone)]
+pub struct OwnerNotice {
+    pub bot_id: UserId,
+    pub content: String,
+    pub rendered: String,
+}
+
+/// The notice's text when a bot sent to a channel that does not exist: `name` is the
+/// channel as named (`None` when named by id `id`), in hearth's words.
+pub fn missing_channel_notice(bot_email: &str, name: Option<&str>, id: i64) -> String {
+    match name {
+        Some(name) => format!(
+            "Your bot `{bot_email}` sent a message to the channel #**{name}**, which does not \
+             exist, so it was not sent. Create the channel, or change where the bot sends."
+        ),
+        None => format!(
+            "Your bot `{bot_email}` sent a message to the channel with ID {id}, and there is no \
+             such channel, so it was not sent."
+        ),
+    }
+}
+
+impl Realm {
+    /// The Notification Bot's direct message to a bot's owner (Zulip's
+    /// `send_rate_limited_pm_notification_to_bot_owner`; the caller keeps the rate).
+    /// Nothing when the bot or its owner is gone or deactivated.
+    pub fn decide_owner_notice(&self, q: OwnerNotice, cx: &mut Cx) -> ApiResult<Decided<()>> {
+        use super::messages::moves::NOTIFICATION_BOT_ID;
+        use super::messages::MessageChange;
+        let owner = self
+            .user(q.bot_id)
+            .filter(|b| b.is_bot() && b.is_active)
+            .and_then(|b| b.bot_owner_id)
+            .and_then(|o| self.user(o))
+            .filter(|o| o.is_active && !o.is_bot());
+        let Some(owner) = owner else {
+            return Ok(Decided::changes(Vec::new()));
+        };
+        let mut users = vec![owner.id, NOTIFICATION_BOT_ID];
+        users.sort_unstable();
+        let message = Message::internal(
+            self.messages.next_id,
+            NOTIFICATION_BOT_ID,
+            Recipient::Direct { users },
+            q.content,
+            q.rendered,
+            cx.now_secs(),
+        );
+        Ok(Decided::changes(vec![Change::Message(
+            MessageChange::Notice {
+                message: Box::new(message),
+                read_by: NOTIFICATION_BOT_ID,
+                all_read: false,
+            },
+        )]))
+    }
+}

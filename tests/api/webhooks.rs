@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
+use std::time::Duration;
 
 use crate::common::*;
 use reqwest::Method;
@@ -669,6 +670,84 @@ async fn a_webhook_message_survives_kill_9() {
     assert_eq!(m["sender_id"], bot["user_id"]);
     assert!(m["content"].as_str().unwrap().contains("4242"), "{m}");
     server.stop();
+}
+
+/// A webhook (or any send of a bot) to a channel that does not exist: the service is
+/// answered success, and the bot's owner is told by the Notification Bot, at most once
+/// a minute per bot.
+#[actix_web::test]
+async fn the_owner_is_told_when_a_bot_names_a_missing_channel() {
+    let s = TestApp::spawn().await;
+    let (email, key) = webhook_bot(&s).await;
+    let notification_bot = json!([{"operator": "dm", "operand": ["notification-bot@zulip.com"]}]);
+    let before = newest(&s, notification_bot.clone()).await.0;
+    for _ in 0..2 {
+        let mut hook = Hook::json("json", &key, br#"{"a": 1}"#.to_vec());
+        hook.query = vec![("api_key", key.clone()), ("stream", "Nowhere".to_owned())];
+        assert_success(&hook.post(&s).await);
+    }
+    let (id, _, content) = poll(Duration::from_secs(10), "the owner's notice", || {
+        let (s, narrow) = (&s, notification_bot.clone());
+        async move { Some(newest(s, narrow).await).filter(|m| m.0 > before) }
+    })
+    .await;
+    assert_eq!(
+        content,
+        format!(
+            "Your bot `{email}` sent a message to the channel #**Nowhere**, which does not \
+             exist, so it was not sent. Create the channel, or change where the bot sends."
+        )
+    );
+    // The second failure within the minute told no one again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(newest(&s, notification_bot.clone()).await.0, id);
+    // Another bot's send by id through `POST /messages`: its own notice.
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/bots",
+            OWNER,
+            &[("full_name", "Poster Bot"), ("short_name", "poster")],
+        )
+        .await;
+    let poster_key = body["api_key"].as_str().unwrap().to_owned();
+    let poster = s
+        .ok(
+            "GET",
+            &format!("/api/v1/users/{}", body["user_id"]),
+            OWNER,
+            &[],
+        )
+        .await["user"]["email"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let reply = send(
+        s.request(
+            Method::POST,
+            "/api/v1/messages",
+            Auth::Basic(&poster, &poster_key),
+        )
+        .form(&[
+            ("type", "stream"),
+            ("to", "9999"),
+            ("topic", "t"),
+            ("content", "hi"),
+        ]),
+    )
+    .await;
+    assert_error(
+        &reply,
+        400,
+        "STREAM_DOES_NOT_EXIST",
+        "Channel with ID '9999' does not exist",
+    );
+    let (_, _, content) = poll(Duration::from_secs(10), "the second notice", || {
+        let (s, narrow) = (&s, notification_bot.clone());
+        async move { Some(newest(s, narrow).await).filter(|m| m.0 > id) }
+    })
+    .await;
+    assert!(content.contains("the channel with ID 9999"), "{content}");
 }
 
 // ---- GitLab --------------------------------------------------------------------------
