@@ -3,8 +3,9 @@
 
 import { batch, signal } from '@preact/signals';
 import { get } from './api';
+import { onNextFrame } from './frame';
 import { marksRead, matches, narrowForApi, nearAnchor, type Narrow } from './narrow';
-import { listListeners, me, messages, noteTopic, storeMessage, type ListListener } from './store';
+import { listListeners, me, messages, noteTopics, pruneMessages, storeMessage, type ListListener } from './store';
 import type { Message } from './types';
 
 export const PAGE = 100;
@@ -41,14 +42,30 @@ export class MessageListData {
   readonly error = signal('');
   /** Message to show and select after the first fetch. */
   readonly anchorId = signal<number | undefined>(undefined);
+  /**
+   * Bumped when a held message's channel or topic changed: the view regroups its rows.
+   * The view reads the messages without subscribing to each (a row does that itself),
+   * so that marking 300 rows read re-renders 300 rows, not the list 300 times.
+   */
+  readonly revision = signal(0);
+  /** Set by the view: whether messages shown now are read at once (bottom in view, focused). */
+  readOnAppend: (() => boolean) | undefined;
+  /** Set by the view: marks messages read (reading.ts), kept out of this module's imports. */
+  markRead: ((ids: number[]) => void) | undefined;
   private readonly listener: ListListener;
   private disposed = false;
+  /** New messages of this narrow not shown yet: appended once per frame. */
+  private pending: number[] = [];
+  /** New messages of this narrow that arrived while the first page was on its way. */
+  private early: number[] = [];
+  private readonly flush = () => this.appendPending();
 
   constructor(readonly narrow: Narrow) {
     this.listener = {
-      added: (m) => this.onAdded(m),
+      added: (ms) => this.onAdded(ms),
       removed: (ids) => this.onRemoved(ids),
-      changed: (ids) => this.onChanged(ids),
+      changed: (ids, moved) => this.onChanged(ids, moved),
+      held: () => [...this.ids.peek(), ...this.pending, ...this.early],
     };
     listListeners.add(this.listener);
   }
@@ -73,10 +90,8 @@ export class MessageListData {
       client_gravatar: false,
       allow_empty_topic_name: true,
     });
-    for (const m of res.messages) {
-      storeMessage(m);
-      if (m.type === 'stream' && m.stream_id !== undefined) noteTopic(m.stream_id, m.subject, m.id);
-    }
+    for (const m of res.messages) storeMessage(m);
+    noteTopics(res.messages.filter((m) => m.type === 'stream' && m.stream_id !== undefined).map((m) => [m.stream_id ?? 0, m.subject, m.id] as const));
     return res;
   }
 
@@ -87,8 +102,13 @@ export class MessageListData {
     try {
       const res = await this.fetch(anchor, 50, 50);
       if (this.disposed) return;
+      // Messages that arrived meanwhile are newer than the page when it reached the
+      // newest message; otherwise paging down will fetch them.
+      const early = res.found_newest ? this.early : [];
+      this.early = [];
+      const ids = extendWindow(res.messages.map((m) => m.id), early, 'after').ids;
       batch(() => {
-        this.ids.value = res.messages.map((m) => m.id);
+        this.ids.value = ids;
         this.foundOldest.value = res.found_oldest;
         this.foundNewest.value = res.found_newest;
         this.anchorId.value = res.found_anchor ? res.anchor : res.messages.at(-1)?.id;
@@ -143,24 +163,49 @@ export class MessageListData {
     }
   }
 
-  private onAdded(m: Message): void {
-    if (!this.foundNewest.value || this.loading.value === 'initial') return;
-    if (matches(this.narrow, m, me.value) !== true) return;
-    const next = extendWindow(this.ids.value, [m.id], 'after');
+  private onAdded(ms: Message[]): void {
+    const loadingFirst = this.loading.peek() === 'initial';
+    if (!loadingFirst && !this.foundNewest.peek()) return;
+    const mine = ms.filter((m) => matches(this.narrow, m, me.value) === true).map((m) => m.id);
+    if (mine.length === 0) return;
+    if (loadingFirst) {
+      this.early.push(...mine);
+      return;
+    }
+    this.pending.push(...mine);
+    // Beyond a window's worth, the oldest pending ones would be trimmed anyway.
+    if (this.pending.length > MAX_WINDOW) this.pending = this.pending.slice(-MAX_WINDOW);
+    onNextFrame(this.flush);
+  }
+
+  /** Shows the messages that arrived since the last frame, in one change. */
+  private appendPending(): void {
+    if (this.disposed || this.pending.length === 0) return;
+    const add = this.pending;
+    this.pending = [];
+    const next = extendWindow(this.ids.peek(), add, 'after');
     batch(() => {
+      // Shown at the bottom of a focused view that marks read: read before the first
+      // render, so each new row renders once.
+      if (this.readOnAppend?.() === true) this.markRead?.(add);
       this.ids.value = next.ids;
       if (next.trimmedBefore) this.foundOldest.value = false;
     });
+    if (next.trimmedBefore) pruneMessages();
   }
 
   private onRemoved(ids: number[]): void {
     const gone = new Set(ids);
-    if (this.ids.value.some((id) => gone.has(id))) this.ids.value = this.ids.value.filter((id) => !gone.has(id));
+    this.pending = this.pending.filter((id) => !gone.has(id));
+    this.early = this.early.filter((id) => !gone.has(id));
+    if (this.ids.peek().some((id) => gone.has(id))) this.ids.value = this.ids.peek().filter((id) => !gone.has(id));
   }
 
   /** Messages moved away from a channel/topic narrow leave it. */
-  private onChanged(ids: number[]): void {
-    const mine = new Set(this.ids.value);
+  private onChanged(ids: number[], moved: boolean): void {
+    if (!moved) return;
+    const mine = new Set(this.ids.peek());
+    if (ids.some((id) => mine.has(id))) this.revision.value++;
     const leaving = ids.filter((id) => {
       const m = messages.get(id)?.value;
       return mine.has(id) && m !== undefined && matches(this.narrow, m, me.value) === false &&

@@ -29,13 +29,12 @@ export class UnreadState {
   readonly dms = new Map<string, Set<number>>();
   readonly mentions = new Set<number>();
   private readonly where = new Map<number, Where>();
+  /** stream id → topic lower-cased → the topic as first seen: case-blind lookups in O(1). */
+  private readonly topicNames = new Map<number, Map<string, string>>();
   oldUnreadsMissing = false;
 
   load(u: UnreadMsgs, me: number): void {
-    this.streams.clear();
-    this.dms.clear();
-    this.mentions.clear();
-    this.where.clear();
+    this.clear();
     this.oldUnreadsMissing = u.old_unreads_missing;
     for (const s of u.streams) for (const id of s.unread_message_ids) this.addStream(id, s.stream_id, s.topic);
     for (const p of u.pms) {
@@ -55,8 +54,15 @@ export class UnreadState {
       topics = new Map();
       this.streams.set(streamId, topics);
     }
+    let names = this.topicNames.get(streamId);
+    if (names === undefined) {
+      names = new Map();
+      this.topicNames.set(streamId, names);
+    }
     const lower = topic.toLowerCase();
-    for (const k of topics.keys()) if (k.toLowerCase() === lower) return [topics, k];
+    const known = names.get(lower);
+    if (known !== undefined) return [topics, known];
+    names.set(lower, topic);
     return [topics, topic];
   }
 
@@ -116,8 +122,14 @@ export class UnreadState {
       const topics = this.streams.get(w.stream);
       const set = topics?.get(w.topic);
       set?.delete(id);
-      if (set?.size === 0) topics?.delete(w.topic);
-      if (topics?.size === 0) this.streams.delete(w.stream);
+      if (set?.size === 0) {
+        topics?.delete(w.topic);
+        this.topicNames.get(w.stream)?.delete(w.topic.toLowerCase());
+      }
+      if (topics?.size === 0) {
+        this.streams.delete(w.stream);
+        this.topicNames.delete(w.stream);
+      }
     } else if (w.dm !== undefined) {
       const set = this.dms.get(w.dm);
       set?.delete(id);
@@ -142,14 +154,12 @@ export class UnreadState {
     this.dms.clear();
     this.mentions.clear();
     this.where.clear();
+    this.topicNames.clear();
   }
 
   topicCount(streamId: number, topic: string): number {
-    const topics = this.streams.get(streamId);
-    if (topics === undefined) return 0;
-    const lower = topic.toLowerCase();
-    for (const [k, set] of topics) if (k.toLowerCase() === lower) return set.size;
-    return 0;
+    const key = this.topicNames.get(streamId)?.get(topic.toLowerCase());
+    return key === undefined ? 0 : (this.streams.get(streamId)?.get(key)?.size ?? 0);
   }
 
   streamCount(streamId: number, skipTopic?: (topic: string) => boolean): number {
