@@ -5,7 +5,7 @@ import { batch, signal } from '@preact/signals';
 import { get } from './api';
 import { onNextFrame } from './frame';
 import { marksRead, matches, narrowForApi, nearAnchor, type Narrow } from './narrow';
-import { listListeners, me, messages, noteTopics, pruneMessages, storeMessage, type ListListener } from './store';
+import { listListeners, me, messages, noteTopics, pruneMessages, realm, storeMessage, unread, type ListListener } from './store';
 import type { Message } from './types';
 
 export const PAGE = 100;
@@ -19,8 +19,10 @@ export function extendWindow(
   side: 'before' | 'after',
   max = MAX_WINDOW,
 ): { ids: number[]; trimmedBefore: boolean; trimmedAfter: boolean } {
+  // No id twice, even when a page and the event queue both brought it.
   const set = new Set(ids);
-  const merged = [...ids, ...add.filter((id) => !set.has(id))].sort((a, b) => a - b);
+  const fresh = add.filter((id) => !set.has(id) && (set.add(id), true));
+  const merged = fresh.length === 0 ? ids : [...ids, ...fresh].sort((a, b) => a - b);
   if (merged.length <= max) return { ids: merged, trimmedBefore: false, trimmedAfter: false };
   if (side === 'after') return { ids: merged.slice(merged.length - max), trimmedBefore: true, trimmedAfter: false };
   return { ids: merged.slice(0, max), trimmedBefore: false, trimmedAfter: true };
@@ -32,6 +34,66 @@ interface FetchResult {
   found_newest: boolean;
   found_anchor: boolean;
   anchor: number;
+}
+
+/** The anchor of a narrow's first page: the message linked to, else the first unread or the newest. */
+export function initialAnchor(narrow: Narrow): string | number {
+  const near = nearAnchor(narrow);
+  if (near !== undefined) return near;
+  return marksRead(narrow) || narrow.some((t) => t.operator === 'is' && t.operand !== 'starred') ? 'first_unread' : 'newest';
+}
+
+function fetchPage(narrow: Narrow, anchor: string | number, before: number, after: number, includeAnchor: boolean): Promise<FetchResult> {
+  return get<FetchResult>('messages', {
+    anchor,
+    num_before: before,
+    num_after: after,
+    include_anchor: includeAnchor,
+    narrow: narrowForApi(narrow),
+    apply_markdown: true,
+    client_gravatar: false,
+    allow_empty_topic_name: true,
+  });
+}
+
+function store(res: FetchResult): void {
+  for (const m of res.messages) storeMessage(m);
+  noteTopics(res.messages.filter((m) => m.type === 'stream' && m.stream_id !== undefined).map((m) => [m.stream_id ?? 0, m.subject, m.id] as const));
+}
+
+let prefetched: { key: string; anchor: string | number; page: Promise<FetchResult> } | undefined;
+
+/**
+ * Asks for the first page of the narrow the page opens on while /register is on its
+ * way (the narrow is known from the URL). The list of that narrow takes the page
+ * instead of asking again, and reconciles it with the event queue (`adoptPrefetch`).
+ */
+export function prefetchFirstPage(narrow: Narrow): void {
+  const anchor = initialAnchor(narrow);
+  const page = fetchPage(narrow, anchor, 50, 50, true);
+  page.catch(() => undefined);
+  prefetched = { key: JSON.stringify(narrow), anchor, page };
+}
+
+/** The prefetched first page, once, if it was for this narrow and anchor. */
+function takePrefetch(narrow: Narrow, anchor: string | number): Promise<FetchResult> | undefined {
+  const p = prefetched;
+  prefetched = undefined;
+  return p !== undefined && p.key === JSON.stringify(narrow) && p.anchor === anchor ? p.page : undefined;
+}
+
+/**
+ * A page fetched before the event queue existed may predate changes the queue will
+ * not replay. Read state: /register's unread ids are newer, so they decide.
+ */
+export function reconcileRead(ms: Message[]): Message[] {
+  if (unread.oldUnreadsMissing) return ms;
+  return ms.map((m) => {
+    const read = m.flags.includes('read');
+    if (read && unread.has(m.id)) return { ...m, flags: m.flags.filter((f) => f !== 'read') };
+    if (!read && !unread.has(m.id)) return { ...m, flags: [...m.flags, 'read'] };
+    return m;
+  });
 }
 
 export class MessageListData {
@@ -58,6 +120,8 @@ export class MessageListData {
   private pending: number[] = [];
   /** New messages of this narrow that arrived while the first page was on its way. */
   private early: number[] = [];
+  /** A prefetched first page is shown and the messages after it are being fetched. */
+  private catchingUp = false;
   private readonly flush = () => this.appendPending();
 
   constructor(readonly narrow: Narrow) {
@@ -80,45 +144,77 @@ export class MessageListData {
   }
 
   private async fetch(anchor: string | number, before: number, after: number, includeAnchor = true): Promise<FetchResult> {
-    const res = await get<FetchResult>('messages', {
-      anchor,
-      num_before: before,
-      num_after: after,
-      include_anchor: includeAnchor,
-      narrow: narrowForApi(this.narrow),
-      apply_markdown: true,
-      client_gravatar: false,
-      allow_empty_topic_name: true,
-    });
-    for (const m of res.messages) storeMessage(m);
-    noteTopics(res.messages.filter((m) => m.type === 'stream' && m.stream_id !== undefined).map((m) => [m.stream_id ?? 0, m.subject, m.id] as const));
+    const res = await fetchPage(this.narrow, anchor, before, after, includeAnchor);
+    store(res);
     return res;
   }
 
   async loadInitial(): Promise<void> {
     this.loading.value = 'initial';
-    const near = nearAnchor(this.narrow);
-    const anchor = near ?? (this.marksRead || this.narrow.some((t) => t.operator === 'is' && t.operand !== 'starred') ? 'first_unread' : 'newest');
+    const anchor = initialAnchor(this.narrow);
     try {
-      const res = await this.fetch(anchor, 50, 50);
+      const early = takePrefetch(this.narrow, anchor);
+      let res: FetchResult | undefined;
+      if (early !== undefined) {
+        try {
+          res = await early;
+          res = { ...res, messages: reconcileRead(res.messages) };
+          store(res);
+        } catch {
+          res = undefined;
+        }
+      }
+      const prefetchedPage = res !== undefined;
+      res ??= await this.fetch(anchor, 50, 50);
       if (this.disposed) return;
-      // Messages that arrived meanwhile are newer than the page when it reached the
-      // newest message; otherwise paging down will fetch them.
-      const early = res.found_newest ? this.early : [];
-      this.early = [];
-      const ids = extendWindow(res.messages.map((m) => m.id), early, 'after').ids;
-      batch(() => {
-        this.ids.value = ids;
-        this.foundOldest.value = res.found_oldest;
-        this.foundNewest.value = res.found_newest;
-        this.anchorId.value = res.found_anchor ? res.anchor : res.messages.at(-1)?.id;
-        this.error.value = '';
-      });
+      // A prefetched page that reached the newest message may have been read before
+      // the event queue began: messages sent in between are in neither. /register's
+      // max_message_id says whether any newer message exists; if so, the list asks
+      // for the messages after its last one and shows the page meanwhile.
+      const last = res.messages.at(-1)?.id ?? 0;
+      const maxId = Number(realm.peek().max_message_id ?? -1);
+      const catchUp = prefetchedPage && res.found_newest && maxId > last;
+      this.catchingUp = catchUp;
+      this.show(res, !catchUp);
+      if (catchUp) await this.catchUp(last);
+      this.catchingUp = false;
     } catch (e) {
       this.error.value = e instanceof Error ? e.message : String(e);
     } finally {
+      this.catchingUp = false;
       this.loading.value = '';
     }
+  }
+
+  /** The first page, and the new messages heard of meanwhile when it reached the newest. */
+  private show(res: FetchResult, complete: boolean): void {
+    // Messages that arrived meanwhile are newer than the page when it reached the
+    // newest message; otherwise paging down will fetch them.
+    const early = res.found_newest && complete ? this.early : [];
+    if (complete) this.early = [];
+    const ids = extendWindow(res.messages.map((m) => m.id), early, 'after').ids;
+    batch(() => {
+      this.ids.value = ids;
+      this.foundOldest.value = res.found_oldest;
+      this.foundNewest.value = res.found_newest && complete;
+      this.anchorId.value = res.found_anchor ? res.anchor : res.messages.at(-1)?.id;
+      this.error.value = '';
+      if (!complete) this.loading.value = 'newer';
+    });
+  }
+
+  /** After a prefetched page: the messages after `last`, merged with those events brought. */
+  private async catchUp(last: number): Promise<void> {
+    const res = await this.fetch(last === 0 ? 'oldest' : last, 0, PAGE, last === 0);
+    if (this.disposed) return;
+    const add = [...res.messages.map((m) => m.id), ...(res.found_newest ? this.early : [])];
+    this.early = [];
+    const next = extendWindow(this.ids.peek(), add, 'after');
+    batch(() => {
+      this.ids.value = next.ids;
+      this.foundNewest.value = res.found_newest;
+      if (next.trimmedBefore) this.foundOldest.value = false;
+    });
   }
 
   async loadOlder(): Promise<void> {
@@ -164,7 +260,8 @@ export class MessageListData {
   }
 
   private onAdded(ms: Message[]): void {
-    const loadingFirst = this.loading.peek() === 'initial';
+    // While the first page (and its catching up) is on its way, new messages wait.
+    const loadingFirst = this.loading.peek() === 'initial' || this.catchingUp;
     if (!loadingFirst && !this.foundNewest.peek()) return;
     const mine = ms.filter((m) => matches(this.narrow, m, me.value) === true).map((m) => m.id);
     if (mine.length === 0) return;
