@@ -76,13 +76,21 @@ export function track(s: Signal<unknown>): unknown {
   return s.value;
 }
 
+let shownUnread = '';
 const bumpVersion = (): void => {
+  // Messages that arrived and were read within the frame change no count shown.
+  const now = unread.fingerprint();
+  if (now === shownUnread) return;
+  shownUnread = now;
   unreadVersion.value++;
 };
 
-/** Unread counts changed: the views showing them re-render once, before the next frame. */
+/**
+ * Unread counts changed: the views showing them re-render once, before the next
+ * frame, after the frame's other work (new rows marked read at once) is done.
+ */
 export function bumpUnread(): void {
-  onNextFrame(bumpVersion);
+  onNextFrame(bumpVersion, true);
 }
 
 export function topicKey(streamId: number, topic: string): string {

@@ -31,6 +31,9 @@ export class UnreadState {
   private readonly where = new Map<number, Where>();
   /** stream id → topic lower-cased → the topic as first seen: case-blind lookups in O(1). */
   private readonly topicNames = new Map<number, Map<string, string>>();
+  /** Sum of a hash of each unread id and its place, and a count of moves: see fingerprint(). */
+  private hashSum = 0;
+  private moves = 0;
   oldUnreadsMissing = false;
 
   load(u: UnreadMsgs, me: number): void {
@@ -74,7 +77,7 @@ export class UnreadState {
       topics.set(key, set);
     }
     set.add(id);
-    this.where.set(id, { kind: 'stream', stream: streamId, topic: key });
+    this.setWhere(id, { kind: 'stream', stream: streamId, topic: key });
   }
 
   private addDm(id: number, key: string): void {
@@ -84,7 +87,36 @@ export class UnreadState {
       this.dms.set(key, set);
     }
     set.add(id);
-    this.where.set(id, { kind: 'dm', dm: key });
+    this.setWhere(id, { kind: 'dm', dm: key });
+  }
+
+  private static mix(id: number): number {
+    // MurmurHash3's finalizer: not linear in the id, so different sets of ids sum
+    // differently (a multiple of the id would give {1, 6} and {2, 5} one sum).
+    let h = id >>> 0;
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
+    return h >>> 0;
+  }
+
+  private setWhere(id: number, w: Where): void {
+    if (this.where.has(id)) {
+      this.hashSum -= UnreadState.mix(id);
+      this.moves++;
+    }
+    this.where.set(id, w);
+    this.hashSum += UnreadState.mix(id);
+  }
+
+  /**
+   * Changes when the unread ids, their places or the mentions change; the same when a
+   * message came and went. Lets views skip a render that would show the same counts.
+   */
+  fingerprint(): string {
+    return `${this.where.size}:${this.hashSum}:${this.mentions.size}:${this.moves}:${this.oldUnreadsMissing}`;
   }
 
   has(id: number): boolean {
@@ -118,6 +150,7 @@ export class UnreadState {
     this.mentions.delete(id);
     if (w === undefined) return;
     this.where.delete(id);
+    this.hashSum -= UnreadState.mix(id);
     if (w.kind === 'stream' && w.stream !== undefined && w.topic !== undefined) {
       const topics = this.streams.get(w.stream);
       const set = topics?.get(w.topic);
@@ -139,6 +172,7 @@ export class UnreadState {
 
   /** Messages moved to another channel and/or topic. */
   move(ids: number[], streamId: number, topic: string): void {
+    this.moves++;
     for (const id of ids) {
       const w = this.where.get(id);
       if (w?.kind !== 'stream') continue;
@@ -155,6 +189,8 @@ export class UnreadState {
     this.mentions.clear();
     this.where.clear();
     this.topicNames.clear();
+    this.hashSum = 0;
+    this.moves++;
   }
 
   topicCount(streamId: number, topic: string): number {
