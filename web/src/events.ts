@@ -8,6 +8,7 @@ import {
   userTopics, users, topicKey,
 } from './store';
 import type { CustomProfileField, Draft, Linkifier, Message, RealmEmoji, ServerEvent, Stream, Subscription, User, UserStatus } from './types';
+import { onNextFrame } from './frame';
 import { dmKey, type UnreadDetails } from './unread';
 
 type E = ServerEvent;
@@ -26,6 +27,18 @@ export function onMessage(e: E): void {
   onMessages([e]);
 }
 
+const pendingTopics: [number, string, number][] = [];
+const pendingDms = new Map<string, number>();
+function notePending(): void {
+  if (pendingTopics.length > 0) noteTopics(pendingTopics.splice(0));
+  if (pendingDms.size > 0) {
+    const next = new Map(recentDms.value);
+    for (const [k, v] of pendingDms) next.set(k, Math.max(next.get(k) ?? 0, v));
+    pendingDms.clear();
+    recentDms.value = next;
+  }
+}
+
 /**
  * New messages, a poll's run of them at once: each store changes once for the lot
  * (topics, recent DMs, typing, unread), and the open lists hear of them together.
@@ -34,6 +47,7 @@ export function onMessages(events: E[]): void {
   const added: Message[] = [];
   const seenTopics: [number, string, number][] = [];
   let rd: Map<string, number> | undefined;
+  const dmSeen = new Map<string, number>();
   let typingNext: Map<string, Map<number, number>> | undefined;
   for (const e of events) {
     const m = { ...(e.message as Message), flags: (e.flags as string[] | undefined) ?? [] };
@@ -42,7 +56,7 @@ export function onMessages(events: E[]): void {
     if (m.type === 'stream' && m.stream_id !== undefined) seenTopics.push([m.stream_id, m.subject, m.id]);
     else {
       const key = dmKey(dmParticipants(m, me.value));
-      rd ??= new Map(recentDms.value);
+      rd = dmSeen;
       rd.set(key, Math.max(rd.get(key) ?? 0, m.id));
     }
     // A message from someone ends their typing indicator in that conversation.
@@ -56,8 +70,11 @@ export function onMessages(events: E[]): void {
     }
     unread.addMessage(m, me.value);
   }
-  if (seenTopics.length > 0) noteTopics(seenTopics);
-  if (rd !== undefined) recentDms.value = rd;
+  // The sidebar's topics and conversations follow in the frame, with the counts: a
+  // message read as soon as it is shown must not show as unread meanwhile.
+  if (seenTopics.length > 0) pendingTopics.push(...seenTopics);
+  if (rd !== undefined) for (const [k, v] of rd) pendingDms.set(k, Math.max(pendingDms.get(k) ?? 0, v));
+  if (seenTopics.length > 0 || rd !== undefined) onNextFrame(notePending);
   if (typingNext !== undefined) typing.value = typingNext;
   bumpUnread();
   for (const l of listListeners) l.added(added);
@@ -65,6 +82,8 @@ export function onMessages(events: E[]): void {
 }
 
 export function onUpdateMessage(e: E): void {
+  // Topics noted from earlier messages come first, so that a move can drop them.
+  notePending();
   const ids = (e.message_ids as number[] | undefined) ?? [e.message_id as number];
   const first = messages.get(e.message_id as number);
   if (first !== undefined && e.rendered_content !== undefined) {
