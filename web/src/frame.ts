@@ -14,7 +14,17 @@ function drain(set: Set<() => void>): void {
   while (set.size > 0) {
     const jobs = [...set];
     set.clear();
-    for (const job of jobs) job();
+    for (const job of jobs) {
+      // One job's failure must not drop the others (a list's new rows would wait
+      // for the next message): it is reported on its own.
+      try {
+        job();
+      } catch (e) {
+        setTimeout(() => {
+          throw e;
+        }, 0);
+      }
+    }
   }
 }
 
