@@ -3,6 +3,11 @@
 //! development server with its history, started in-process, with the `node` named by
 //! `HEARTH_NODE`. Every flow writes a screenshot under `target/web-e2e/`. Without
 //! `HEARTH_NODE` the test says so and passes, except under CI (`CI` set), where it fails.
+//!
+//! The in-process server cannot die as a process does, so the flow
+//! `server-restart-mid-session` runs the hearth binary itself (`HEARTH_E2E_BIN`) on a
+//! folder of its own (`HEARTH_E2E_DATA`), kills it with SIGKILL while a browser is
+//! logged in, and starts it again on the same folder and port.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -48,12 +53,16 @@ async fn web_client_in_chromium() {
     .await;
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/web-e2e");
     let url = app.url.clone();
+    let restart_data = tempfile::tempdir().expect("temp dir");
+    let restart_path = restart_data.path().to_path_buf();
     // The server runs on this thread's System: wait for the browser off it.
     let output = tokio::task::spawn_blocking(move || {
         Command::new(node)
             .arg("e2e/run.mjs")
             .arg(url)
             .arg(&out)
+            .env("HEARTH_E2E_BIN", HEARTH)
+            .env("HEARTH_E2E_DATA", &restart_path)
             .current_dir(web_dir())
             .output()
     })
@@ -72,4 +81,11 @@ async fn web_client_in_chromium() {
         stdout.lines().any(|l| l.ends_with(" passed, 0 failed")),
         "no summary line: {stdout}"
     );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("ok   server-restart-mid-session")),
+        "the restart flow did not run: {stdout}"
+    );
+    drop(restart_data);
 }

@@ -1,5 +1,5 @@
 // Event-rate benchmark of hearth's web client in Debian's chromium (headless).
-// Usage: node bench/events.mjs <server url> [messages a second] [seconds] [concurrency]
+// Usage: node bench/events.mjs <server url> [messages a second] [seconds] [concurrency] [drivers]
 // The server must run the development realm (`hearth serve --dev`, where rate limits
 // are off), best a --release build. While the client shows a channel narrow (Verona),
 // this posts messages into that channel through the API at the asked rate, from
@@ -8,17 +8,20 @@
 // idle stretch of the same length, then during the flood. At the end it counts the
 // message rows and DOM nodes, and how long the last message took to show.
 
+import { writeFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import { chromium } from 'playwright-core';
 import { Server, devLogin } from '../e2e/lib.mjs';
 
 const url = process.argv[2];
 if (!url) {
-  console.error('usage: node bench/events.mjs <server url> [messages a second] [seconds] [concurrency]');
+  console.error('usage: node bench/events.mjs <server url> [messages a second] [seconds] [concurrency] [drivers]');
   process.exit(2);
 }
 const rate = Number(process.argv[3] ?? 1000);
 const seconds = Number(process.argv[4] ?? 10);
 const concurrency = Number(process.argv[5] ?? 128);
+const drivers = Number(process.argv[6] ?? 4);
 const server = new Server(url);
 const HAMLET = 'hamlet@zulip.com';
 const SENDERS = ['othello@zulip.com', 'iago@zulip.com', 'cordelia@zulip.com', 'prospero@zulip.com', 'ZOE@zulip.com', 'desdemona@zulip.com'];
@@ -101,6 +104,8 @@ try {
   await page.waitForSelector('.message-view .message_row', { timeout: 15000 });
   await page.waitForTimeout(1500);
 
+  // BENCH_CSS: a rule added to the page's first style sheet, to try a style change.
+  if (process.env.BENCH_CSS) await page.evaluate((rule) => document.styleSheets[0].insertRule(rule, document.styleSheets[0].cssRules.length), process.env.BENCH_CSS);
   const before = await page.evaluate(() => ({ rows: document.querySelectorAll('.message_row').length, nodes: document.getElementsByTagName('*').length }));
   console.log(`before: ${before.rows} message rows, ${before.nodes} elements`);
 
@@ -108,53 +113,96 @@ try {
   await page.waitForTimeout(seconds * 1000);
   const idle = summary(`idle ${seconds} s`, await page.evaluate(stopRecording));
 
-  // The flood: message i is due at start + i / rate seconds; at most `concurrency`
-  // requests in flight (a due message waits for a free slot, and the lateness shows
-  // in the achieved rate); no request starts after `seconds`.
+  // The flood: message i is due at start + i / rate seconds, sent by one of
+  // `drivers` worker threads (each its own API client, i ≡ w mod drivers), each
+  // with at most concurrency / drivers requests in flight (a due message waits for
+  // a free slot, and the lateness shows in the achieved rate); no request starts
+  // after `seconds`.
   const total = Math.round(rate * seconds);
-  let next = 0;
+  let sent = 0;
   let ok = 0;
   let failed = 0;
   let firstId = Infinity;
   let lastId = 0;
   const latencies = [];
   const errors = new Map();
-  await page.evaluate(startRecording);
-  const start = performance.now();
-  async function worker() {
-    for (;;) {
-      // Nothing is sent after the window: a driver slower than the rate sends fewer.
-      if (next >= total || performance.now() - start >= seconds * 1000) return;
-      const i = next++;
-      const due = start + (i * 1000) / rate;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const email = SENDERS[i % SENDERS.length];
-      const t0 = performance.now();
-      try {
-        const res = await fetch(`${server.url}/api/v1/messages`, {
-          method: 'POST',
-          headers: { Authorization: auth.get(email) },
-          body: new URLSearchParams({ type: 'stream', to: String(VERONA), topic, content: `flood ${run} message ${i}` }),
-        });
-        const body = await res.json();
-        if (body.result === 'success') {
-          ok++;
-          firstId = Math.min(firstId, body.id);
-          lastId = Math.max(lastId, body.id);
-          latencies.push(performance.now() - t0);
-        } else {
-          failed++;
-          errors.set(body.msg, (errors.get(body.msg) ?? 0) + 1);
-        }
-      } catch (e) {
-        failed++;
-        errors.set(String(e.cause?.code ?? e.message), (errors.get(String(e.cause?.code ?? e.message)) ?? 0) + 1);
-      }
-    }
+  // The drivers start, then all begin sending at the same moment.
+  const workers = await Promise.all(Array.from({ length: drivers }, (_, w) => new Promise((ready, reject) => {
+    const worker = new Worker(new URL('./flood-driver.mjs', import.meta.url), {
+      workerData: {
+        url: server.url, auth: Object.fromEntries(auth), senders: SENDERS, topic, run, rate, seconds, total,
+        w, drivers, inFlight: Math.max(1, Math.round(concurrency / drivers)),
+      },
+    });
+    worker.once('message', () => ready(worker));
+    worker.once('error', reject);
+  })));
+  let cdp;
+  if (process.env.BENCH_PROFILE) {
+    cdp = await context.newCDPSession(page);
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+    await cdp.send('Profiler.start');
   }
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  // BENCH_TRACE: a DevTools timeline trace of the flood, summed by event name.
+  let tracing;
+  if (process.env.BENCH_TRACE) {
+    tracing = cdp ?? await context.newCDPSession(page);
+    const chunks = [];
+    tracing.on('Tracing.dataCollected', (d) => chunks.push(...d.value));
+    tracing.done = new Promise((r) => tracing.once('Tracing.tracingComplete', () => r(chunks)));
+    await tracing.send('Tracing.start', { categories: 'devtools.timeline,v8.execute', transferMode: 'ReportEvents' });
+  }
+  await page.evaluate(startRecording);
+  const start = performance.now() + 50;
+  const results = Promise.all(workers.map((worker) => new Promise((done, reject) => {
+    worker.once('message', done);
+    worker.once('error', reject);
+    worker.postMessage({ startAt: performance.timeOrigin + start });
+  })));
+  // A screenshot halfway through the flood, to see what a person would.
+  const midShot = process.env.BENCH_SHOT_MID === 'off' ? Promise.resolve() : new Promise((r) => setTimeout(r, 50 + seconds * 500))
+    .then(() => page.screenshot({ path: process.env.BENCH_SHOT_MID ?? '../target/web-bench-events-mid.png' }))
+    .catch((e) => console.log(`mid-flood screenshot failed: ${e.message}`));
+  await midShot;
+  for (const r of await results) {
+    sent += r.sent;
+    ok += r.ok;
+    failed += r.failed;
+    firstId = Math.min(firstId, r.firstId);
+    lastId = Math.max(lastId, r.lastId);
+    latencies.push(...r.latencies);
+    for (const [k, v] of r.errors) errors.set(k, (errors.get(k) ?? 0) + v);
+  }
   const elapsed = (performance.now() - start) / 1000;
+  if (tracing !== undefined) {
+    await tracing.send('Tracing.end');
+    const events = await tracing.done;
+    writeFileSync(process.env.BENCH_TRACE, JSON.stringify({ traceEvents: events }));
+    // The renderer's main thread: the thread that ran the page's animation frames.
+    const main = events.find((e) => e.name === 'FireAnimationFrame');
+    const total = new Map();
+    for (const e of events) {
+      if (main === undefined || e.pid !== main.pid || e.tid !== main.tid || e.ph !== 'X' || e.dur === undefined) continue;
+      total.set(e.name, (total.get(e.name) ?? 0) + e.dur / 1000);
+    }
+    console.log('main thread of the page during the flood, by trace event (inclusive, top 16):');
+    for (const [k, v] of [...total].sort((a, b) => b[1] - a[1]).slice(0, 16)) console.log(`  ${v.toFixed(0).padStart(6)} ms  ${k}`);
+  }
+  if (cdp !== undefined) {
+    const { profile } = await cdp.send('Profiler.stop');
+    writeFileSync(process.env.BENCH_PROFILE, JSON.stringify(profile));
+    const self = new Map();
+    const dt = profile.timeDeltas;
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    profile.samples.forEach((id, k) => {
+      const f = byId.get(id).callFrame;
+      const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+      self.set(key, (self.get(key) ?? 0) + (dt[k] ?? 0) / 1000);
+    });
+    console.log('CPU profile, self time during the flood (top 25):');
+    for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${v.toFixed(0).padStart(6)} ms  ${k}`);
+  }
   // The client should show the last message; how long after the last answer it does.
   const shown = performance.now();
   let lag = NaN;
@@ -173,7 +221,7 @@ try {
     anchor: 'newest', num_before: 5000, num_after: 0,
     narrow: [{ operator: 'channel', operand: VERONA }, { operator: 'topic', operand: topic }],
   });
-  console.log(`asked ${total} messages, sent ${next} in ${elapsed.toFixed(2)} s with ${concurrency} requests in flight: ${ok} accepted (${(ok / elapsed).toFixed(0)} a second), ${failed} failed${errors.size ? ` ${JSON.stringify(Object.fromEntries(errors))}` : ''}`);
+  console.log(`asked ${total} messages (${rate} a second offered by ${drivers} drivers), sent ${sent} in ${elapsed.toFixed(2)} s with at most ${concurrency} requests in flight: ${ok} accepted (${(ok / elapsed).toFixed(0)} a second), ${failed} failed${errors.size ? ` ${JSON.stringify(Object.fromEntries(errors))}` : ''}`);
   console.log(`message ids ${firstId}..${lastId} (${lastId - firstId + 1} ids); the newest 5000 of the topic fetched back: ${stored.messages.length}`);
   console.log(`request latency: median ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`);
   console.log(`last message shown ${Number.isNaN(lag) ? 'never' : `${lag.toFixed(0)} ms`} after its answer`);

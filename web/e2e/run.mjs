@@ -1,9 +1,14 @@
 // End-to-end flows of hearth's web client in Debian's chromium.
 // Usage: node e2e/run.mjs <server url> [screenshot folder]
 // The server must run the development realm with its history (`hearth serve --dev`).
+// HEARTH_E2E_BIN (a hearth binary) and HEARTH_E2E_DATA (an empty folder) let the
+// flow `server-restart-mid-session` run a server of its own, to kill and restart it;
+// without them that flow is skipped, and says so.
 
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 import { Server, assertClean, devLogin, go, messageRow, png, send, until, watch } from './lib.mjs';
@@ -306,6 +311,78 @@ flow('lost-event-queue-and-network', async () => {
   await context.close();
 });
 
+/** A free TCP port on 127.0.0.1 (the kernel's choice, released at once). */
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** `hearth serve --dev` as a child process, answering once its login page does. */
+async function startHearth(bin, data, port) {
+  const child = spawn(bin, ['serve', '--dev', '--dev-without-history', '--data', data, '--bind', `127.0.0.1:${port}`,
+    '--metrics-bind', 'off', '--admin-bind', 'off'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (d) => { log = (log + d).slice(-4000); });
+  const exited = new Promise((r) => child.once('exit', r));
+  child.exited = exited;
+  try {
+    await until(async () => {
+      if (child.exitCode !== null) throw new Error(`hearth exited ${child.exitCode}: ${log}`);
+      return (await fetch(`http://127.0.0.1:${port}/login/`)).ok;
+    }, 'the restarted hearth to answer', 60000);
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
+  }
+  return child;
+}
+
+flow('server-restart-mid-session', async () => {
+  const bin = process.env.HEARTH_E2E_BIN;
+  const data = process.env.HEARTH_E2E_DATA;
+  if (!bin || !data) return 'skipped: HEARTH_E2E_BIN and HEARTH_E2E_DATA are not set';
+  const port = await freePort();
+  const own = new Server(`http://127.0.0.1:${port}`);
+  let child = await startHearth(bin, data, port);
+  try {
+    let polls = 0;
+    const { context, page } = await devLogin(browser, own, HAMLET, {}, (p) => p.on('request', (r) => {
+      if (r.url().includes('/json/events')) polls++;
+    }));
+    const topic = `e2e restart ${unique}`;
+    await go(page, own, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+    await own.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `before the restart ${unique}` });
+    await messageRow(page, `before the restart ${unique}`).waitFor();
+    await until(() => polls > 0, 'an event poll');
+    await page.evaluate(() => { window.__samePage = true; });
+    // The process dies without a word, and comes back on the same folder and port.
+    child.kill('SIGKILL');
+    await child.exited;
+    await page.getByText('Reconnecting…').waitFor({ timeout: 20000 });
+    child = await startHearth(bin, data, port);
+    await own.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `after the restart ${unique}` });
+    await messageRow(page, `after the restart ${unique}`).waitFor({ timeout: 30000 });
+    await page.getByText('Reconnecting…').waitFor({ state: 'detached', timeout: 10000 });
+    if (!(await page.evaluate(() => window.__samePage))) throw new Error('the page reloaded');
+    if (/\/login\//.test(page.url())) throw new Error('the session did not survive the restart');
+    // The session still writes: a message sent from the page after the restart.
+    await send(page, `sent from the page after the restart ${unique}`);
+    await messageRow(page, `sent from the page after the restart ${unique}`).waitFor();
+    await shot(page, 'server-restarted');
+    assertClean(page);
+    await context.close();
+  } finally {
+    child.kill('SIGKILL');
+    await child.exited;
+  }
+});
+
 flow('long-topic-keeps-the-dom-bounded', async () => {
   const topic = `e2e long ${unique}`;
   const total = 700;
@@ -373,7 +450,11 @@ for (const f of flows) {
   if (only && !f.name.includes(only)) continue;
   const t0 = Date.now();
   try {
-    await f.fn();
+    const skipped = await f.fn();
+    if (typeof skipped === 'string') {
+      console.log(`skip ${f.name}: ${skipped}`);
+      continue;
+    }
     passed++;
     console.log(`ok   ${f.name} (${Date.now() - t0} ms)`);
   } catch (e) {

@@ -3,11 +3,12 @@
 import { batch } from '@preact/signals';
 import { dmParticipants } from './narrow';
 import {
-  bumpUnread, drafts, linkifiers, listListeners, me, messages, mutedUsers, noteTopic, presence, profileFields, realm,
+  bumpUnread, drafts, linkifiers, listListeners, me, messages, mutedUsers, noteTopic, noteTopics, presence, pruneMessages, profileFields, realm,
   realmEmoji, recentDms, serverTime, storeMessage, streams, subs, topics, typing, unread, userSettings, userStatus,
   userTopics, users, topicKey,
 } from './store';
 import type { CustomProfileField, Draft, Linkifier, Message, RealmEmoji, ServerEvent, Stream, Subscription, User, UserStatus } from './types';
+import { onNextFrame } from './frame';
 import { dmKey, type UnreadDetails } from './unread';
 
 type E = ServerEvent;
@@ -23,32 +24,66 @@ export function conversationKey(m: Message): string {
 }
 
 export function onMessage(e: E): void {
-  const m = { ...(e.message as Message), flags: (e.flags as string[] | undefined) ?? [] };
-  storeMessage(m);
-  if (m.type === 'stream' && m.stream_id !== undefined) noteTopic(m.stream_id, m.subject, m.id);
-  else {
-    const key = dmKey(dmParticipants(m, me.value));
-    const rd = new Map(recentDms.value);
-    rd.set(key, Math.max(rd.get(key) ?? 0, m.id));
-    recentDms.value = rd;
+  onMessages([e]);
+}
+
+const pendingTopics: [number, string, number][] = [];
+const pendingDms = new Map<string, number>();
+function notePending(): void {
+  if (pendingTopics.length > 0) noteTopics(pendingTopics.splice(0));
+  if (pendingDms.size > 0) {
+    const next = new Map(recentDms.value);
+    for (const [k, v] of pendingDms) next.set(k, Math.max(next.get(k) ?? 0, v));
+    pendingDms.clear();
+    recentDms.value = next;
   }
-  // A message from someone ends their typing indicator in that conversation.
-  const key = conversationKey(m);
-  const t = typing.value.get(key);
-  if (t?.has(m.sender_id)) {
-    const all = new Map(typing.value);
-    const inner = new Map(t);
-    inner.delete(m.sender_id);
-    all.set(key, inner);
-    typing.value = all;
+}
+
+/**
+ * New messages, a poll's run of them at once: each store changes once for the lot
+ * (topics, recent DMs, typing, unread), and the open lists hear of them together.
+ */
+export function onMessages(events: E[]): void {
+  const added: Message[] = [];
+  const seenTopics: [number, string, number][] = [];
+  let rd: Map<string, number> | undefined;
+  const dmSeen = new Map<string, number>();
+  let typingNext: Map<string, Map<number, number>> | undefined;
+  for (const e of events) {
+    const m = { ...(e.message as Message), flags: (e.flags as string[] | undefined) ?? [] };
+    storeMessage(m);
+    added.push(m);
+    if (m.type === 'stream' && m.stream_id !== undefined) seenTopics.push([m.stream_id, m.subject, m.id]);
+    else {
+      const key = dmKey(dmParticipants(m, me.value));
+      rd = dmSeen;
+      rd.set(key, Math.max(rd.get(key) ?? 0, m.id));
+    }
+    // A message from someone ends their typing indicator in that conversation.
+    const key = conversationKey(m);
+    const t = (typingNext ?? typing.value).get(key);
+    if (t?.has(m.sender_id)) {
+      typingNext ??= new Map(typing.value);
+      const inner = new Map(t);
+      inner.delete(m.sender_id);
+      typingNext.set(key, inner);
+    }
+    unread.addMessage(m, me.value);
   }
-  unread.addMessage(m, me.value);
+  // The sidebar's topics and conversations follow in the frame, with the counts: a
+  // message read as soon as it is shown must not show as unread meanwhile.
+  if (seenTopics.length > 0) pendingTopics.push(...seenTopics);
+  if (rd !== undefined) for (const [k, v] of rd) pendingDms.set(k, Math.max(pendingDms.get(k) ?? 0, v));
+  if (seenTopics.length > 0 || rd !== undefined) onNextFrame(notePending);
+  if (typingNext !== undefined) typing.value = typingNext;
   bumpUnread();
-  for (const l of listListeners) l.added(m);
-  if (m.sender_id !== me.value) notifier?.(m);
+  for (const l of listListeners) l.added(added);
+  for (const m of added) if (m.sender_id !== me.value) notifier?.(m);
 }
 
 export function onUpdateMessage(e: E): void {
+  // Topics noted from earlier messages come first, so that a move can drop them.
+  notePending();
   const ids = (e.message_ids as number[] | undefined) ?? [e.message_id as number];
   const first = messages.get(e.message_id as number);
   if (first !== undefined && e.rendered_content !== undefined) {
@@ -90,7 +125,7 @@ export function onUpdateMessage(e: E): void {
   if ((e.flags as string[] | undefined) !== undefined && first !== undefined) {
     first.value = { ...first.value, flags: e.flags as string[] };
   }
-  for (const l of listListeners) l.changed(ids);
+  for (const l of listListeners) l.changed(ids, true);
 }
 
 export function onDeleteMessage(e: E): void {
@@ -125,7 +160,7 @@ export function onUpdateMessageFlags(e: E): void {
     }
   }
   if (flag === 'read') bumpUnread();
-  for (const l of listListeners) l.changed(ids);
+  for (const l of listListeners) l.changed(ids, false);
 }
 
 export function onReaction(e: E): void {
@@ -356,9 +391,25 @@ const handlers: Record<string, (e: E) => void> = {
   muted_users: onMutedUsers,
 };
 
-/** Applies a batch of events; unknown types (heartbeat, attachment, …) change nothing shown. */
+/**
+ * Applies a poll's events as one signal batch, so views re-render once for the lot.
+ * Runs of message events go through onMessages together; the order of events is
+ * kept (a message is stored before a later event of the same poll changes it).
+ * Unknown types (heartbeat, attachment, …) change nothing shown.
+ */
 export function applyEvents(events: E[]): void {
   batch(() => {
-    for (const e of events) handlers[e.type]?.(e);
+    let run: E[] = [];
+    for (const e of events) {
+      if (e.type === 'message') {
+        run.push(e);
+        continue;
+      }
+      if (run.length > 0) onMessages(run);
+      run = [];
+      handlers[e.type]?.(e);
+    }
+    if (run.length > 0) onMessages(run);
   });
+  pruneMessages();
 }

@@ -1,17 +1,42 @@
 import { render } from 'preact';
 import './style.css';
 import { startKeyboard } from './keyboard';
+import { prefetchFirstPage } from './msglist';
 import { askPermission, startNotifications } from './notify';
 import { startPresence } from './presence';
-import { startRouting } from './route';
+import { parseRoute, startRouting } from './route';
+import { userSettings } from './store';
 import { pollForever, register } from './server';
 import { App, startTheme } from './ui/App';
+
+const HOME_VIEW = 'hearth-home-view';
+
+/**
+ * The first page of messages of the narrow the URL names, asked for alongside
+ * /register rather than after it. Without a fragment the home view decides; the one
+ * seen last time stands in until /register tells (a wrong guess is a wasted request).
+ */
+function prefetch(): void {
+  try {
+    if (location.hash.replace(/^#/, '') === '' && localStorage.getItem(HOME_VIEW) === 'recent_topics') return;
+    const r = parseRoute(location.hash);
+    if (r.view === 'narrow') prefetchFirstPage(r.narrow);
+  } catch {
+    /* No prefetch: the list asks once /register has answered. */
+  }
+}
 
 async function main(): Promise<void> {
   const root = document.getElementById('app');
   if (root === null) return;
   try {
+    prefetch();
     await register();
+    try {
+      localStorage.setItem(HOME_VIEW, String(userSettings.peek().web_home_view ?? ''));
+    } catch {
+      /* Storage refused: the next load guesses the combined feed. */
+    }
   } catch (e) {
     root.replaceChildren();
     const p = document.createElement('p');

@@ -3,8 +3,9 @@
 
 import { batch, signal } from '@preact/signals';
 import { get } from './api';
+import { onNextFrame } from './frame';
 import { marksRead, matches, narrowForApi, nearAnchor, type Narrow } from './narrow';
-import { listListeners, me, messages, noteTopic, storeMessage, type ListListener } from './store';
+import { listListeners, me, messages, noteTopics, pruneMessages, realm, storeMessage, unread, type ListListener } from './store';
 import type { Message } from './types';
 
 export const PAGE = 100;
@@ -18,8 +19,10 @@ export function extendWindow(
   side: 'before' | 'after',
   max = MAX_WINDOW,
 ): { ids: number[]; trimmedBefore: boolean; trimmedAfter: boolean } {
+  // No id twice, even when a page and the event queue both brought it.
   const set = new Set(ids);
-  const merged = [...ids, ...add.filter((id) => !set.has(id))].sort((a, b) => a - b);
+  const fresh = add.filter((id) => !set.has(id) && (set.add(id), true));
+  const merged = fresh.length === 0 ? ids : [...ids, ...fresh].sort((a, b) => a - b);
   if (merged.length <= max) return { ids: merged, trimmedBefore: false, trimmedAfter: false };
   if (side === 'after') return { ids: merged.slice(merged.length - max), trimmedBefore: true, trimmedAfter: false };
   return { ids: merged.slice(0, max), trimmedBefore: false, trimmedAfter: true };
@@ -33,6 +36,66 @@ interface FetchResult {
   anchor: number;
 }
 
+/** The anchor of a narrow's first page: the message linked to, else the first unread or the newest. */
+export function initialAnchor(narrow: Narrow): string | number {
+  const near = nearAnchor(narrow);
+  if (near !== undefined) return near;
+  return marksRead(narrow) || narrow.some((t) => t.operator === 'is' && t.operand !== 'starred') ? 'first_unread' : 'newest';
+}
+
+function fetchPage(narrow: Narrow, anchor: string | number, before: number, after: number, includeAnchor: boolean): Promise<FetchResult> {
+  return get<FetchResult>('messages', {
+    anchor,
+    num_before: before,
+    num_after: after,
+    include_anchor: includeAnchor,
+    narrow: narrowForApi(narrow),
+    apply_markdown: true,
+    client_gravatar: false,
+    allow_empty_topic_name: true,
+  });
+}
+
+function store(res: FetchResult): void {
+  for (const m of res.messages) storeMessage(m);
+  noteTopics(res.messages.filter((m) => m.type === 'stream' && m.stream_id !== undefined).map((m) => [m.stream_id ?? 0, m.subject, m.id] as const));
+}
+
+let prefetched: { key: string; anchor: string | number; page: Promise<FetchResult> } | undefined;
+
+/**
+ * Asks for the first page of the narrow the page opens on while /register is on its
+ * way (the narrow is known from the URL). The list of that narrow takes the page
+ * instead of asking again, and reconciles it with the event queue (`adoptPrefetch`).
+ */
+export function prefetchFirstPage(narrow: Narrow): void {
+  const anchor = initialAnchor(narrow);
+  const page = fetchPage(narrow, anchor, 50, 50, true);
+  page.catch(() => undefined);
+  prefetched = { key: JSON.stringify(narrow), anchor, page };
+}
+
+/** The prefetched first page, once, if it was for this narrow and anchor. */
+function takePrefetch(narrow: Narrow, anchor: string | number): Promise<FetchResult> | undefined {
+  const p = prefetched;
+  prefetched = undefined;
+  return p !== undefined && p.key === JSON.stringify(narrow) && p.anchor === anchor ? p.page : undefined;
+}
+
+/**
+ * A page fetched before the event queue existed may predate changes the queue will
+ * not replay. Read state: /register's unread ids are newer, so they decide.
+ */
+export function reconcileRead(ms: Message[]): Message[] {
+  if (unread.oldUnreadsMissing) return ms;
+  return ms.map((m) => {
+    const read = m.flags.includes('read');
+    if (read && unread.has(m.id)) return { ...m, flags: m.flags.filter((f) => f !== 'read') };
+    if (!read && !unread.has(m.id)) return { ...m, flags: [...m.flags, 'read'] };
+    return m;
+  });
+}
+
 export class MessageListData {
   readonly ids = signal<number[]>([]);
   readonly foundOldest = signal(false);
@@ -41,14 +104,32 @@ export class MessageListData {
   readonly error = signal('');
   /** Message to show and select after the first fetch. */
   readonly anchorId = signal<number | undefined>(undefined);
+  /**
+   * Bumped when a held message's channel or topic changed: the view regroups its rows.
+   * The view reads the messages without subscribing to each (a row does that itself),
+   * so that marking 300 rows read re-renders 300 rows, not the list 300 times.
+   */
+  readonly revision = signal(0);
+  /** Set by the view: whether messages shown now are read at once (bottom in view, focused). */
+  readOnAppend: (() => boolean) | undefined;
+  /** Set by the view: marks messages read (reading.ts), kept out of this module's imports. */
+  markRead: ((ids: number[]) => void) | undefined;
   private readonly listener: ListListener;
   private disposed = false;
+  /** New messages of this narrow not shown yet: appended once per frame. */
+  private pending: number[] = [];
+  /** New messages of this narrow that arrived while the first page was on its way. */
+  private early: number[] = [];
+  /** A prefetched first page is shown and the messages after it are being fetched. */
+  private catchingUp = false;
+  private readonly flush = () => this.appendPending();
 
   constructor(readonly narrow: Narrow) {
     this.listener = {
-      added: (m) => this.onAdded(m),
+      added: (ms) => this.onAdded(ms),
       removed: (ids) => this.onRemoved(ids),
-      changed: (ids) => this.onChanged(ids),
+      changed: (ids, moved) => this.onChanged(ids, moved),
+      held: () => [...this.ids.peek(), ...this.pending, ...this.early],
     };
     listListeners.add(this.listener);
   }
@@ -63,42 +144,77 @@ export class MessageListData {
   }
 
   private async fetch(anchor: string | number, before: number, after: number, includeAnchor = true): Promise<FetchResult> {
-    const res = await get<FetchResult>('messages', {
-      anchor,
-      num_before: before,
-      num_after: after,
-      include_anchor: includeAnchor,
-      narrow: narrowForApi(this.narrow),
-      apply_markdown: true,
-      client_gravatar: false,
-      allow_empty_topic_name: true,
-    });
-    for (const m of res.messages) {
-      storeMessage(m);
-      if (m.type === 'stream' && m.stream_id !== undefined) noteTopic(m.stream_id, m.subject, m.id);
-    }
+    const res = await fetchPage(this.narrow, anchor, before, after, includeAnchor);
+    store(res);
     return res;
   }
 
   async loadInitial(): Promise<void> {
     this.loading.value = 'initial';
-    const near = nearAnchor(this.narrow);
-    const anchor = near ?? (this.marksRead || this.narrow.some((t) => t.operator === 'is' && t.operand !== 'starred') ? 'first_unread' : 'newest');
+    const anchor = initialAnchor(this.narrow);
     try {
-      const res = await this.fetch(anchor, 50, 50);
+      const early = takePrefetch(this.narrow, anchor);
+      let res: FetchResult | undefined;
+      if (early !== undefined) {
+        try {
+          res = await early;
+          res = { ...res, messages: reconcileRead(res.messages) };
+          store(res);
+        } catch {
+          res = undefined;
+        }
+      }
+      const prefetchedPage = res !== undefined;
+      res ??= await this.fetch(anchor, 50, 50);
       if (this.disposed) return;
-      batch(() => {
-        this.ids.value = res.messages.map((m) => m.id);
-        this.foundOldest.value = res.found_oldest;
-        this.foundNewest.value = res.found_newest;
-        this.anchorId.value = res.found_anchor ? res.anchor : res.messages.at(-1)?.id;
-        this.error.value = '';
-      });
+      // A prefetched page that reached the newest message may have been read before
+      // the event queue began: messages sent in between are in neither. /register's
+      // max_message_id says whether any newer message exists; if so, the list asks
+      // for the messages after its last one and shows the page meanwhile.
+      const last = res.messages.at(-1)?.id ?? 0;
+      const maxId = Number(realm.peek().max_message_id ?? -1);
+      const catchUp = prefetchedPage && res.found_newest && maxId > last;
+      this.catchingUp = catchUp;
+      this.show(res, !catchUp);
+      if (catchUp) await this.catchUp(last);
+      this.catchingUp = false;
     } catch (e) {
       this.error.value = e instanceof Error ? e.message : String(e);
     } finally {
+      this.catchingUp = false;
       this.loading.value = '';
     }
+  }
+
+  /** The first page, and the new messages heard of meanwhile when it reached the newest. */
+  private show(res: FetchResult, complete: boolean): void {
+    // Messages that arrived meanwhile are newer than the page when it reached the
+    // newest message; otherwise paging down will fetch them.
+    const early = res.found_newest && complete ? this.early : [];
+    if (complete) this.early = [];
+    const ids = extendWindow(res.messages.map((m) => m.id), early, 'after').ids;
+    batch(() => {
+      this.ids.value = ids;
+      this.foundOldest.value = res.found_oldest;
+      this.foundNewest.value = res.found_newest && complete;
+      this.anchorId.value = res.found_anchor ? res.anchor : res.messages.at(-1)?.id;
+      this.error.value = '';
+      if (!complete) this.loading.value = 'newer';
+    });
+  }
+
+  /** After a prefetched page: the messages after `last`, merged with those events brought. */
+  private async catchUp(last: number): Promise<void> {
+    const res = await this.fetch(last === 0 ? 'oldest' : last, 0, PAGE, last === 0);
+    if (this.disposed) return;
+    const add = [...res.messages.map((m) => m.id), ...(res.found_newest ? this.early : [])];
+    this.early = [];
+    const next = extendWindow(this.ids.peek(), add, 'after');
+    batch(() => {
+      this.ids.value = next.ids;
+      this.foundNewest.value = res.found_newest;
+      if (next.trimmedBefore) this.foundOldest.value = false;
+    });
   }
 
   async loadOlder(): Promise<void> {
@@ -143,24 +259,50 @@ export class MessageListData {
     }
   }
 
-  private onAdded(m: Message): void {
-    if (!this.foundNewest.value || this.loading.value === 'initial') return;
-    if (matches(this.narrow, m, me.value) !== true) return;
-    const next = extendWindow(this.ids.value, [m.id], 'after');
+  private onAdded(ms: Message[]): void {
+    // While the first page (and its catching up) is on its way, new messages wait.
+    const loadingFirst = this.loading.peek() === 'initial' || this.catchingUp;
+    if (!loadingFirst && !this.foundNewest.peek()) return;
+    const mine = ms.filter((m) => matches(this.narrow, m, me.value) === true).map((m) => m.id);
+    if (mine.length === 0) return;
+    if (loadingFirst) {
+      this.early.push(...mine);
+      return;
+    }
+    this.pending.push(...mine);
+    // Beyond a window's worth, the oldest pending ones would be trimmed anyway.
+    if (this.pending.length > MAX_WINDOW) this.pending = this.pending.slice(-MAX_WINDOW);
+    onNextFrame(this.flush);
+  }
+
+  /** Shows the messages that arrived since the last frame, in one change. */
+  private appendPending(): void {
+    if (this.disposed || this.pending.length === 0) return;
+    const add = this.pending;
+    this.pending = [];
+    const next = extendWindow(this.ids.peek(), add, 'after');
     batch(() => {
+      // Shown at the bottom of a focused view that marks read: read before the first
+      // render, so each new row renders once.
+      if (this.readOnAppend?.() === true) this.markRead?.(add);
       this.ids.value = next.ids;
       if (next.trimmedBefore) this.foundOldest.value = false;
     });
+    if (next.trimmedBefore) pruneMessages();
   }
 
   private onRemoved(ids: number[]): void {
     const gone = new Set(ids);
-    if (this.ids.value.some((id) => gone.has(id))) this.ids.value = this.ids.value.filter((id) => !gone.has(id));
+    this.pending = this.pending.filter((id) => !gone.has(id));
+    this.early = this.early.filter((id) => !gone.has(id));
+    if (this.ids.peek().some((id) => gone.has(id))) this.ids.value = this.ids.peek().filter((id) => !gone.has(id));
   }
 
   /** Messages moved away from a channel/topic narrow leave it. */
-  private onChanged(ids: number[]): void {
-    const mine = new Set(this.ids.value);
+  private onChanged(ids: number[], moved: boolean): void {
+    if (!moved) return;
+    const mine = new Set(this.ids.peek());
+    if (ids.some((id) => mine.has(id))) this.revision.value++;
     const leaving = ids.filter((id) => {
       const m = messages.get(id)?.value;
       return mine.has(id) && m !== undefined && matches(this.narrow, m, me.value) === false &&

@@ -35,7 +35,8 @@ export function notificationTitle(m: Message): string {
 
 export function startNotifications(): void {
   setNotifier((m) => {
-    if (typeof Notification === 'undefined' || Notification.permission !== 'granted' || !document.hidden) return;
+    // document.hidden first: asking for the permission costs more, once per message.
+    if (!document.hidden || typeof Notification === 'undefined' || Notification.permission !== 'granted') return;
     if (!notifiable(m, me.value)) return;
     const body = m.type === 'private' && userSettings.value.pm_content_in_desktop_notifications === false
       ? `New direct message from ${m.sender_full_name}`

@@ -1,6 +1,7 @@
 // One store per kind of data, filled from /register and updated by events.ts.
 
 import { signal, type Signal } from '@preact/signals';
+import { onNextFrame } from './frame';
 import type { SlugContext } from './narrow';
 import type { ResolveContext } from './search';
 import type {
@@ -42,21 +43,54 @@ export const connection = signal<'connecting' | 'live' | 'reconnecting'>('connec
 
 /** Message cache: one signal per message, so an update re-renders that message only. */
 export const messages = new Map<number, Signal<Message>>();
+/**
+ * Messages kept beyond those the open message lists hold: the newest ones (recent
+ * conversations shows the last message of each). Older ones are dropped, so a busy
+ * realm does not grow the page's memory; a view that needs them fetches them again.
+ */
+export const MESSAGE_CACHE = 1000;
 
 export type ListListener = {
-  added(m: Message): void;
+  /** New messages, in the order the server sent them. */
+  added(ms: Message[]): void;
   removed(ids: number[]): void;
-  changed(ids: number[]): void;
+  /** Messages changed; `moved` when their channel or topic may have (not flags only). */
+  changed(ids: number[], moved: boolean): void;
+  /** The ids the list holds (shown or about to be): never dropped from the cache. */
+  held(): Iterable<number>;
 };
 export const listListeners = new Set<ListListener>();
+
+/** Drops the oldest cached messages no open list holds, beyond MESSAGE_CACHE. */
+export function pruneMessages(limit = MESSAGE_CACHE): void {
+  const pinned = new Set<number>();
+  for (const l of listListeners) for (const id of l.held()) pinned.add(id);
+  // A quarter of slack, so that the sort below runs once per many messages.
+  if (messages.size <= pinned.size + limit + (limit >> 2)) return;
+  const free = [...messages.keys()].filter((id) => !pinned.has(id)).sort((a, b) => a - b);
+  for (const id of free.slice(0, Math.max(0, free.length - limit))) messages.delete(id);
+}
 
 /** Reads a signal so that the calling component or effect re-runs when it changes. */
 export function track(s: Signal<unknown>): unknown {
   return s.value;
 }
 
-export function bumpUnread(): void {
+let shownUnread = '';
+const bumpVersion = (): void => {
+  // Messages that arrived and were read within the frame change no count shown.
+  const now = unread.fingerprint();
+  if (now === shownUnread) return;
+  shownUnread = now;
   unreadVersion.value++;
+};
+
+/**
+ * Unread counts changed: the views showing them re-render once, before the next
+ * frame, after the frame's other work (new rows marked read at once) is done.
+ */
+export function bumpUnread(): void {
+  onNextFrame(bumpVersion, true);
 }
 
 export function topicKey(streamId: number, topic: string): string {
@@ -77,15 +111,36 @@ export function storeMessage(raw: Message): Signal<Message> {
 }
 
 export function noteTopic(streamId: number, topic: string, id: number): void {
-  const all = new Map(topics.value);
-  const list = new Map(all.get(streamId) ?? []);
-  const lower = topic.toLowerCase();
-  let key = topic;
-  for (const k of list.keys()) if (k.toLowerCase() === lower) key = k;
-  if ((list.get(key) ?? 0) >= id) return;
-  list.set(key, id);
-  all.set(streamId, list);
-  topics.value = all;
+  noteTopics([[streamId, topic, id]]);
+}
+
+/** Notes the newest message id of topics, changing the store once for the lot. */
+export function noteTopics(seen: Iterable<readonly [number, string, number]>): void {
+  let all: Map<number, Map<string, number>> | undefined;
+  const copied = new Set<number>();
+  const lowerKeys = new Map<number, Map<string, string>>();
+  for (const [streamId, topic, id] of seen) {
+    const cur = (all ?? topics.value).get(streamId);
+    let keys = lowerKeys.get(streamId);
+    if (keys === undefined) {
+      keys = new Map();
+      for (const k of cur?.keys() ?? []) keys.set(k.toLowerCase(), k);
+      lowerKeys.set(streamId, keys);
+    }
+    const lower = topic.toLowerCase();
+    const key = keys.get(lower) ?? topic;
+    if ((cur?.get(key) ?? 0) >= id) continue;
+    all ??= new Map(topics.value);
+    let list = all.get(streamId);
+    if (!copied.has(streamId)) {
+      list = new Map(list ?? []);
+      all.set(streamId, list);
+      copied.add(streamId);
+    }
+    list?.set(key, id);
+    keys.set(lower, key);
+  }
+  if (all !== undefined) topics.value = all;
 }
 
 export function userName(id: number): string {

@@ -29,13 +29,15 @@ export class UnreadState {
   readonly dms = new Map<string, Set<number>>();
   readonly mentions = new Set<number>();
   private readonly where = new Map<number, Where>();
+  /** stream id → topic lower-cased → the topic as first seen: case-blind lookups in O(1). */
+  private readonly topicNames = new Map<number, Map<string, string>>();
+  /** Sum of a hash of each unread id and its place, and a count of moves: see fingerprint(). */
+  private hashSum = 0;
+  private moves = 0;
   oldUnreadsMissing = false;
 
   load(u: UnreadMsgs, me: number): void {
-    this.streams.clear();
-    this.dms.clear();
-    this.mentions.clear();
-    this.where.clear();
+    this.clear();
     this.oldUnreadsMissing = u.old_unreads_missing;
     for (const s of u.streams) for (const id of s.unread_message_ids) this.addStream(id, s.stream_id, s.topic);
     for (const p of u.pms) {
@@ -55,8 +57,15 @@ export class UnreadState {
       topics = new Map();
       this.streams.set(streamId, topics);
     }
+    let names = this.topicNames.get(streamId);
+    if (names === undefined) {
+      names = new Map();
+      this.topicNames.set(streamId, names);
+    }
     const lower = topic.toLowerCase();
-    for (const k of topics.keys()) if (k.toLowerCase() === lower) return [topics, k];
+    const known = names.get(lower);
+    if (known !== undefined) return [topics, known];
+    names.set(lower, topic);
     return [topics, topic];
   }
 
@@ -68,7 +77,7 @@ export class UnreadState {
       topics.set(key, set);
     }
     set.add(id);
-    this.where.set(id, { kind: 'stream', stream: streamId, topic: key });
+    this.setWhere(id, { kind: 'stream', stream: streamId, topic: key });
   }
 
   private addDm(id: number, key: string): void {
@@ -78,7 +87,36 @@ export class UnreadState {
       this.dms.set(key, set);
     }
     set.add(id);
-    this.where.set(id, { kind: 'dm', dm: key });
+    this.setWhere(id, { kind: 'dm', dm: key });
+  }
+
+  private static mix(id: number): number {
+    // MurmurHash3's finalizer: not linear in the id, so different sets of ids sum
+    // differently (a multiple of the id would give {1, 6} and {2, 5} one sum).
+    let h = id >>> 0;
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
+    return h >>> 0;
+  }
+
+  private setWhere(id: number, w: Where): void {
+    if (this.where.has(id)) {
+      this.hashSum -= UnreadState.mix(id);
+      this.moves++;
+    }
+    this.where.set(id, w);
+    this.hashSum += UnreadState.mix(id);
+  }
+
+  /**
+   * Changes when the unread ids, their places or the mentions change; the same when a
+   * message came and went. Lets views skip a render that would show the same counts.
+   */
+  fingerprint(): string {
+    return `${this.where.size}:${this.hashSum}:${this.mentions.size}:${this.moves}:${this.oldUnreadsMissing}`;
   }
 
   has(id: number): boolean {
@@ -112,12 +150,19 @@ export class UnreadState {
     this.mentions.delete(id);
     if (w === undefined) return;
     this.where.delete(id);
+    this.hashSum -= UnreadState.mix(id);
     if (w.kind === 'stream' && w.stream !== undefined && w.topic !== undefined) {
       const topics = this.streams.get(w.stream);
       const set = topics?.get(w.topic);
       set?.delete(id);
-      if (set?.size === 0) topics?.delete(w.topic);
-      if (topics?.size === 0) this.streams.delete(w.stream);
+      if (set?.size === 0) {
+        topics?.delete(w.topic);
+        this.topicNames.get(w.stream)?.delete(w.topic.toLowerCase());
+      }
+      if (topics?.size === 0) {
+        this.streams.delete(w.stream);
+        this.topicNames.delete(w.stream);
+      }
     } else if (w.dm !== undefined) {
       const set = this.dms.get(w.dm);
       set?.delete(id);
@@ -127,6 +172,7 @@ export class UnreadState {
 
   /** Messages moved to another channel and/or topic. */
   move(ids: number[], streamId: number, topic: string): void {
+    this.moves++;
     for (const id of ids) {
       const w = this.where.get(id);
       if (w?.kind !== 'stream') continue;
@@ -142,14 +188,14 @@ export class UnreadState {
     this.dms.clear();
     this.mentions.clear();
     this.where.clear();
+    this.topicNames.clear();
+    this.hashSum = 0;
+    this.moves++;
   }
 
   topicCount(streamId: number, topic: string): number {
-    const topics = this.streams.get(streamId);
-    if (topics === undefined) return 0;
-    const lower = topic.toLowerCase();
-    for (const [k, set] of topics) if (k.toLowerCase() === lower) return set.size;
-    return 0;
+    const key = this.topicNames.get(streamId)?.get(topic.toLowerCase());
+    return key === undefined ? 0 : (this.streams.get(streamId)?.get(key)?.size ?? 0);
   }
 
   streamCount(streamId: number, skipTopic?: (topic: string) => boolean): number {

@@ -30,11 +30,12 @@ beforeEach(() => {
 });
 
 describe('event application', () => {
-  it('message: stored, counted unread, recent DMs noted', () => {
+  it('message: stored, counted unread, recent DMs noted (in the next frame)', async () => {
     applyEvents([ev({ type: 'message', message: message(), flags: [] })]);
     expect(messages.get(100)?.value.rendered_content).toBe('<p>hi</p>');
     expect(unread.topicCount(3, 'Lunch')).toBe(1);
     applyEvents([ev({ type: 'message', message: message({ id: 101, type: 'private', stream_id: undefined, display_recipient: [{ id: 10, email: '', full_name: '' }, { id: 11, email: '', full_name: '' }] }), flags: ['read'] })]);
+    await new Promise((r) => setTimeout(r, 0));
     expect(recentDms.value.get('11')).toBe(101);
     expect(unread.dmCount()).toBe(0);
   });

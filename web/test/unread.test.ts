@@ -75,3 +75,28 @@ describe('bounded message window', () => {
     expect(extendWindow([1, 2], [2, 3], 'after', 10)).toEqual({ ids: [1, 2, 3], trimmedBefore: false, trimmedAfter: false });
   });
 });
+
+describe('the unread fingerprint', () => {
+  const msg = (id: number, subject = 'Lunch') => ({ id, type: 'stream' as const, stream_id: 3, subject, display_recipient: 'Verona', flags: [] });
+  it('is the same after a message came and was read, and differs for other ids', () => {
+    const u = loaded();
+    const before = u.fingerprint();
+    u.addMessage(msg(100), me);
+    expect(u.fingerprint()).not.toBe(before);
+    u.remove(100);
+    expect(u.fingerprint()).toBe(before);
+    const a = new UnreadState();
+    const b = new UnreadState();
+    a.addMessage(msg(1), me);
+    a.addMessage(msg(6), me);
+    b.addMessage(msg(2), me);
+    b.addMessage(msg(5), me);
+    expect(a.fingerprint()).not.toBe(b.fingerprint());
+  });
+  it('changes when unread messages move', () => {
+    const u = loaded();
+    const before = u.fingerprint();
+    u.move([1], 3, 'Dinner');
+    expect(u.fingerprint()).not.toBe(before);
+  });
+});

@@ -10,6 +10,7 @@ import { suggestions, tokenAt, type Suggestion } from './Autocomplete';
 import { Icon } from './Icon';
 import { SafeHtml } from './SafeHtml';
 import { targetFor } from './MessageView';
+import { memo } from './util';
 
 let typingSentAt = 0;
 let typingStopTimer: ReturnType<typeof setTimeout> | undefined;
@@ -118,7 +119,10 @@ function Recipients({ to, onChange }: { to: number[]; onChange: (ids: number[]) 
   );
 }
 
-export function Compose({ narrow }: { narrow: Narrow }) {
+/** The compose box; it re-renders with its own state, not with every new message row. */
+export const Compose = memo(ComposeView);
+
+function ComposeView({ narrow }: { narrow: Narrow }) {
   const open = composeOpen.value;
   const target = composeTarget.value;
   const content = composeContent.value;

@@ -11,7 +11,7 @@ import { openMoveDialog } from './MoveDialog';
 import { composeContent, openCompose } from '../compose';
 import { Avatar } from './Avatar';
 import { Icon } from './Icon';
-import { formatFull, formatTime } from './util';
+import { formatFull, formatTime, memo } from './util';
 
 export async function toggleReaction(m: Message, e: { emoji_name: string; emoji_code: string; reaction_type: string }): Promise<void> {
   const mine = m.reactions.some((r) => r.user_id === me.value && r.emoji_code === e.emoji_code && r.reaction_type === e.reaction_type);
@@ -124,7 +124,10 @@ function addUploadPreviews(root: HTMLElement): void {
   }
 }
 
-export function MessageRow({ id, showSender, selected, onSelect }: {
+/** One message; re-rendered when its own signal or its props change, not with the list. */
+export const MessageRow = memo(MessageRowView);
+
+function MessageRowView({ id, showSender, selected, onSelect }: {
   id: number;
   showSender: boolean;
   selected: boolean;

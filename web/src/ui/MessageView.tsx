@@ -15,7 +15,8 @@ import { dmKey } from '../unread';
 import { Compose } from './Compose';
 import { MessageRow } from './Message';
 import { SafeHtml } from './SafeHtml';
-import { formatDate } from './util';
+import { formatDate, memo } from './util';
+import { route } from '../route';
 
 const RESOLVED = '✔ ';
 
@@ -43,7 +44,9 @@ export function narrowTitle(narrow: Narrow): string {
   return 'Search results';
 }
 
-function RecipientBar({ m }: { m: Message }) {
+const RecipientBar = memo(RecipientBarView);
+
+function RecipientBarView({ m }: { m: Message }) {
   if (m.type === 'stream') {
     const sub = subs.value.get(m.stream_id ?? 0);
     const chHash = narrowToHash([{ operator: 'channel', operand: String(m.stream_id) }], slugContext);
@@ -118,6 +121,26 @@ export function targetFor(narrow: Narrow, m?: Message) {
   return { type: 'stream' as const, streamId: ch === undefined ? undefined : Number(ch.operand), topic: topic?.operand ?? '' };
 }
 
+const selectMessage = (id: number): void => {
+  selectedId.value = id;
+};
+
+/** What grouping rows needs of a message, computed once per message object. */
+const grouping = new WeakMap<Message, { conv: string; day: string }>();
+function groupOf(m: Message): { conv: string; day: string } {
+  let g = grouping.get(m);
+  if (g === undefined) {
+    g = { conv: conversationKey(m), day: new Date(m.timestamp * 1000).toDateString() };
+    grouping.set(m, g);
+  }
+  return g;
+}
+
+/** Zulip's rule: the view can mark read now (focused, visible, nothing over it). */
+function viewFocused(): boolean {
+  return document.visibilityState === 'visible' && document.hasFocus() && route.peek().view !== 'overlay';
+}
+
 export function MessageView({ narrow }: { narrow: Narrow }) {
   const key = JSON.stringify(narrow);
   const gen = generation.value;
@@ -151,6 +174,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
       if (row !== null) {
         const isLast = anchorId === ids.at(-1);
         el.scrollTop = isLast ? el.scrollHeight : row.offsetTop - el.clientHeight / 3;
+        atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
       }
       return;
     }
@@ -165,11 +189,23 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     }
   }, [ids, anchorId, data]);
 
-  // Read marking: unread rows that are on screen while the window has focus.
+  // Read marking, as Zulip's web app does: when the newest message is loaded and the
+  // bottom of the list is on screen in a focused window, every message of the list
+  // is read; otherwise the unread rows seen on screen are.
+  const readAllIfAtBottom = (): boolean => {
+    const el = scroller.current;
+    if (el === null || !data.marksRead || !data.foundNewest.peek() || !viewFocused()) return false;
+    if (el.scrollHeight - el.scrollTop - el.clientHeight > 2) return false;
+    markRead(data.ids.peek());
+    return true;
+  };
+  data.markRead = markRead;
+  data.readOnAppend = () => atBottom.current && data.marksRead && viewFocused();
+  const observed = useMemo(() => new Set<Element>(), [data]);
   const observer = useMemo(() => {
     if (typeof IntersectionObserver === 'undefined') return undefined;
     return new IntersectionObserver((entries) => {
-      if (!data.marksRead || !document.hasFocus()) return;
+      if (!data.marksRead || !viewFocused()) return;
       const seen = entries.filter((e) => e.isIntersecting).map((e) => Number((e.target as HTMLElement).dataset.messageId));
       markRead(seen);
     }, { threshold: 0.5 });
@@ -178,13 +214,24 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
   useLayoutEffect(() => {
     const el = scroller.current;
     if (el === null || observer === undefined) return;
-    observer.disconnect();
-    for (const row of el.querySelectorAll('.message_row.unread')) observer.observe(row);
+    // Only rows not watched yet; rows gone from the list or read are let go.
+    for (const row of observed) {
+      if (!row.isConnected || !row.classList.contains('unread')) {
+        observer.unobserve(row);
+        observed.delete(row);
+      }
+    }
+    if (readAllIfAtBottom()) return;
+    for (const row of el.querySelectorAll('.message_row.unread')) {
+      if (observed.has(row)) continue;
+      observed.add(row);
+      observer.observe(row);
+    }
   });
   useEffect(() => {
     const onFocus = () => {
       const el = scroller.current;
-      if (el === null || !data.marksRead) return;
+      if (el === null || !data.marksRead || readAllIfAtBottom()) return;
       const box = el.getBoundingClientRect();
       const visible = [...el.querySelectorAll<HTMLElement>('.message_row.unread')].filter((r) => {
         const b = r.getBoundingClientRect();
@@ -208,26 +255,35 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     const el = scroller.current;
     if (el === null) return;
     atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
-    const rows = el.querySelectorAll<HTMLElement>('.message_row');
-    for (const row of rows) {
-      if (row.offsetTop + row.offsetHeight > el.scrollTop) {
-        anchor.current = { id: Number(row.dataset.messageId), offset: row.offsetTop - el.scrollTop };
-        break;
+    // At the bottom of the newest messages the list keeps to the bottom: no row to
+    // hold in place. Elsewhere the first row on screen stays put as rows come and go.
+    if (!atBottom.current || !data.foundNewest.peek()) {
+      for (const row of el.querySelectorAll<HTMLElement>('.message_row')) {
+        if (row.offsetTop + row.offsetHeight > el.scrollTop) {
+          anchor.current = { id: Number(row.dataset.messageId), offset: row.offsetTop - el.scrollTop };
+          break;
+        }
       }
     }
+    if (atBottom.current) readAllIfAtBottom();
     if (el.scrollTop < 400) void data.loadOlder();
     if (el.scrollHeight - el.scrollTop - el.clientHeight < 400) void data.loadNewer();
   };
 
   const rows = [];
+  const selected = selectedId.value;
   let prev: Message | undefined;
+  // Each row subscribes to its own message; the list regroups on the list's revision.
+  void data.revision.value;
   for (const id of ids) {
-    const m = messages.get(id)?.value;
+    const m = messages.get(id)?.peek();
     if (m === undefined) continue;
-    const newConv = prev === undefined || conversationKey(prev) !== conversationKey(m) || new Date(prev.timestamp * 1000).toDateString() !== new Date(m.timestamp * 1000).toDateString();
+    const g = groupOf(m);
+    const pg = prev === undefined ? undefined : groupOf(prev);
+    const newConv = pg === undefined || pg.conv !== g.conv || pg.day !== g.day;
     if (newConv) rows.push(<RecipientBar key={`bar-${id}`} m={m} />);
     const showSender = newConv || prev?.sender_id !== m.sender_id || m.timestamp - (prev?.timestamp ?? 0) > 600;
-    rows.push(<MessageRow key={id} id={id} showSender={showSender} selected={selectedId.value === id} onSelect={(x) => { selectedId.value = x; }} />);
+    rows.push(<MessageRow key={id} id={id} showSender={showSender} selected={selected === id} onSelect={selectMessage} />);
     prev = m;
   }
   const title = narrowTitle(narrow);

@@ -3,7 +3,7 @@ import { get } from '../api';
 import { narrowToHash } from '../narrow';
 import { generation } from '../server';
 import {
-  channelName, me, messages, recentDms, slugContext, storeMessage, subs, topicDisplay, topics, unread, unreadVersion, track, userName, noteTopic,
+  channelName, me, messages, recentDms, slugContext, storeMessage, subs, topicDisplay, topics, unread, unreadVersion, track, userName, noteTopics,
 } from '../store';
 import type { Message } from '../types';
 import { formatDate, formatTime } from './util';
@@ -14,17 +14,15 @@ export function RecentView() {
   useEffect(() => {
     void get<{ messages: Message[] }>('messages', { anchor: 'newest', num_before: 400, num_after: 0, narrow: [], apply_markdown: true, allow_empty_topic_name: true })
       .then((r) => {
-        for (const m of r.messages) {
-          storeMessage(m);
-          if (m.type === 'stream' && m.stream_id !== undefined) noteTopic(m.stream_id, m.subject, m.id);
-        }
+        for (const m of r.messages) storeMessage(m);
+        noteTopics(r.messages.filter((m) => m.type === 'stream' && m.stream_id !== undefined).map((m) => [m.stream_id ?? 0, m.subject, m.id] as const));
         setLoaded(true);
       })
       .catch(() => setLoaded(true));
     // Every subscribed channel's topics, beyond those the newest messages name.
     for (const sid of subs.peek().keys()) {
       void get<{ topics: { name: string; max_id: number }[] }>(`users/me/${sid}/topics`, { allow_empty_topic_name: true })
-        .then((r) => { for (const t of r.topics) noteTopic(sid, t.name, t.max_id); })
+        .then((r) => noteTopics(r.topics.map((t) => [sid, t.name, t.max_id] as const)))
         .catch(() => undefined);
     }
   }, [gen]);

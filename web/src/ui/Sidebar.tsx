@@ -4,7 +4,7 @@ import { Icon } from './Icon';
 import { narrowToHash, type Narrow } from '../narrow';
 import { baseRoute } from '../route';
 import {
-  me, noteTopic, presenceStatus, recentDms, slugContext, subs, topicDisplay, topics, unread, unreadVersion, track, userName, userTopics, topicKey,
+  me, noteTopics, presenceStatus, recentDms, slugContext, subs, topicDisplay, topics, unread, unreadVersion, track, userName, userTopics, topicKey,
 } from '../store';
 
 function Count({ n, label }: { n: number; label: string }) {
@@ -19,7 +19,7 @@ function isCurrent(narrow: Narrow, r = baseRoute.value): boolean {
 function Topics({ streamId }: { streamId: number }) {
   useEffect(() => {
     void get<{ topics: { name: string; max_id: number }[] }>(`users/me/${streamId}/topics`, { allow_empty_topic_name: true })
-      .then((r) => { for (const t of r.topics) noteTopic(streamId, t.name, t.max_id); })
+      .then((r) => noteTopics(r.topics.map((t) => [streamId, t.name, t.max_id] as const)))
       .catch(() => undefined);
   }, [streamId]);
   track(unreadVersion);

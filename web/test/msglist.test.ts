@@ -1,0 +1,146 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { applyEvents } from '../src/events';
+import { MessageListData, prefetchFirstPage, reconcileRead } from '../src/msglist';
+import { loadRegister, messages, unread } from '../src/store';
+import type { Message, ServerEvent } from '../src/types';
+
+const VERONA = [{ operator: 'channel', operand: '3' }];
+let nextEvent = 1;
+
+function message(id: number, flags: string[] = []): Message {
+  return {
+    id, sender_id: 11, sender_full_name: 'Iago', sender_email: 'iago@zulip.com', timestamp: 1, type: 'stream', stream_id: 3,
+    display_recipient: 'Verona', subject: 'Lunch', content: `<p>${id}</p>`, reactions: [], flags,
+  };
+}
+const newMessage = (id: number) => ({ id: nextEvent++, type: 'message', message: message(id), flags: [] }) as ServerEvent;
+
+/** A fake server: GET /json/messages answers from `pages`, in the order asked. */
+let asked: URLSearchParams[] = [];
+let pages: { messages: Message[]; found_newest: boolean; found_oldest?: boolean }[] = [];
+let release: (() => void)[] = [];
+
+function serve(hold = false): void {
+  vi.stubGlobal('fetch', async (url: string) => {
+    const q = new URL(url, 'http://hearth').searchParams;
+    asked.push(q);
+    const page = pages.shift() ?? { messages: [], found_newest: true };
+    if (hold) await new Promise<void>((r) => release.push(r));
+    return new Response(JSON.stringify({
+      result: 'success', found_oldest: true, found_anchor: false, anchor: 0, ...page,
+    }));
+  });
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 0));
+
+function register(maxMessageId: number, unreadIds: number[] = []): void {
+  loadRegister({
+    user_id: 10,
+    max_message_id: maxMessageId,
+    realm_users: [{ user_id: 10, email: 'h@x', full_name: 'Hamlet', is_bot: false, is_active: true, role: 400 }],
+    subscriptions: [{ stream_id: 3, name: 'Verona', color: '#76ce90', is_muted: false, in_home_view: true, pin_to_top: false, description: '', rendered_description: '', invite_only: false }],
+    unread_msgs: { streams: [{ stream_id: 3, topic: 'Lunch', unread_message_ids: unreadIds }], pms: [], huddles: [], mentions: [], count: unreadIds.length, old_unreads_missing: false },
+  });
+}
+
+beforeEach(() => {
+  messages.clear();
+  asked = [];
+  pages = [];
+  release = [];
+});
+afterEach(() => {
+  vi.unstubAllGlobals();
+});
+
+describe('the first page asked for alongside /register', () => {
+  it('is taken by the list of its narrow, which asks for the messages sent before the queue began', async () => {
+    serve();
+    pages = [
+      { messages: [message(1), message(2), message(3)], found_newest: true },
+      { messages: [message(4), message(5)], found_newest: true },
+    ];
+    prefetchFirstPage(VERONA);
+    register(5);
+    const list = new MessageListData(VERONA);
+    const loading = list.loadInitial();
+    // An event of the queue, for a message the catching up also returns.
+    applyEvents([newMessage(5), newMessage(6)]);
+    await loading;
+    await settle();
+    expect(asked).toHaveLength(2);
+    expect(asked[0]?.get('anchor')).toBe('first_unread');
+    expect(asked[1]?.get('anchor')).toBe('3');
+    expect(asked[1]?.get('include_anchor')).toBe('false');
+    expect(list.ids.value).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(list.foundNewest.value).toBe(true);
+    list.dispose();
+  });
+
+  it('asks no more when /register knows of no newer message', async () => {
+    serve();
+    pages = [{ messages: [message(1), message(2)], found_newest: true }];
+    prefetchFirstPage(VERONA);
+    register(2);
+    const list = new MessageListData(VERONA);
+    await list.loadInitial();
+    expect(asked).toHaveLength(1);
+    expect(list.ids.value).toEqual([1, 2]);
+    list.dispose();
+  });
+
+  it('is not taken by another narrow, which asks for its own', async () => {
+    serve();
+    pages = [{ messages: [message(1)], found_newest: true }, { messages: [message(7)], found_newest: true }];
+    prefetchFirstPage([{ operator: 'channel', operand: '4' }]);
+    register(7);
+    const list = new MessageListData(VERONA);
+    await list.loadInitial();
+    expect(asked).toHaveLength(2);
+    expect(list.ids.value).toEqual([7]);
+    list.dispose();
+  });
+
+  it('takes its read state from /register, which is newer', () => {
+    register(3, [2]);
+    const [a, b] = reconcileRead([message(1), message(2, ['read'])]);
+    expect(a?.flags).toContain('read');
+    expect(b?.flags).not.toContain('read');
+    expect(unread.has(2)).toBe(true);
+  });
+});
+
+describe('new messages of the open narrow', () => {
+  it('wait while the first page is on its way, and are shown once with it', async () => {
+    serve(true);
+    pages = [{ messages: [message(1), message(2)], found_newest: true }];
+    register(2);
+    const list = new MessageListData(VERONA);
+    const loading = list.loadInitial();
+    await settle();
+    applyEvents([newMessage(2), newMessage(3)]);
+    release.forEach((r) => r());
+    await loading;
+    expect(list.ids.value).toEqual([1, 2, 3]);
+    list.dispose();
+  });
+
+  it('are appended in one change however many polls bring them before the frame', async () => {
+    serve();
+    pages = [{ messages: [message(1)], found_newest: true }];
+    register(1);
+    const list = new MessageListData(VERONA);
+    await list.loadInitial();
+    let changes = 0;
+    const stop = list.ids.subscribe(() => { changes++; });
+    changes = 0;
+    for (let id = 2; id <= 50; id++) applyEvents([newMessage(id)]);
+    expect(list.ids.value).toEqual([1]);
+    await settle();
+    stop();
+    expect(changes).toBe(1);
+    expect(list.ids.value).toHaveLength(50);
+    list.dispose();
+  });
+});
