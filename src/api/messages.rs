@@ -131,14 +131,37 @@ pub async fn send_message(req: ApiRequest) -> ApiResponse {
 }
 
 /// When a bot's send failed because its channel does not exist, its owner is told by
-/// the Notification Bot (Zulip's `send_pm_if_empty_stream`), at most once a minute per
-/// bot (`OWNER_NOTICE_WAIT_SECS`; the rate is kept in memory, so a restart may let one
-/// more through). The notice is written after the answer, off this request.
+/// the Notification Bot (Zulip's `send_pm_if_empty_stream`; see `notify_bot_owner`).
 pub(crate) fn remind_bot_owner(req: &ApiRequest, e: &ApiError) {
-    use crate::realm::bot_services::{missing_channel_notice, OwnerNotice, OWNER_NOTICE_WAIT_SECS};
+    use crate::realm::bot_services::missing_channel_notice;
     if e.code != crate::error::ErrorCode::StreamDoesNotExist {
         return;
     }
+    // `stream` is HTML-escaped in the error's fields: the name as named is in the text.
+    let name = e.extra.get("stream").map(|_| {
+        e.msg
+            .strip_prefix("Channel '")
+            .and_then(|m| m.strip_suffix("' does not exist"))
+            .unwrap_or_default()
+            .to_owned()
+    });
+    let channel_id = e
+        .extra
+        .get("stream_id")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    notify_bot_owner(req, |bot_email| {
+        missing_channel_notice(bot_email, name.as_deref(), channel_id)
+    });
+}
+
+/// Tells the owner of the calling bot what `text` (given the bot's address) says,
+/// from the Notification Bot, at most once a minute per bot (Zulip's
+/// `send_rate_limited_pm_notification_to_bot_owner`; `OWNER_NOTICE_WAIT_SECS`). The
+/// rate is kept in memory, so a restart may let one more through. The notice is
+/// written off this request. Callers that are not bots with an owner are left alone.
+pub(crate) fn notify_bot_owner(req: &ApiRequest, text: impl FnOnce(&str) -> String) {
+    use crate::realm::bot_services::{OwnerNotice, OWNER_NOTICE_WAIT_SECS};
     let version = req.hub.current();
     let Ok(id) = req.caller() else { return };
     let Some(bot) = version
@@ -161,21 +184,7 @@ pub(crate) fn remind_bot_owner(req: &ApiRequest, e: &ApiError) {
             v.insert(now);
         }
     }
-    let name = e.extra.get("stream").and_then(Value::as_str);
-    let channel_id = e
-        .extra
-        .get("stream_id")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    // `stream` is HTML-escaped in the error's fields: the name as named is in the text.
-    let name = name.map(|_| {
-        e.msg
-            .strip_prefix("Channel '")
-            .and_then(|m| m.strip_suffix("' does not exist"))
-            .unwrap_or_default()
-            .to_owned()
-    });
-    let content = missing_channel_notice(&bot.delivery_email, name.as_deref(), channel_id);
+    let content = text(&bot.delivery_email);
     let rendered = version.render_message(&content).html;
     let notice = OwnerNotice {
         bot_id: bot.id,

@@ -66,7 +66,15 @@ pub async fn incoming(
         body,
         param: &param,
     };
-    let outcome = (integration.handle)(&hook).map_err(|e| hook_error(e, integration))?;
+    let outcome = (integration.handle)(&hook).map_err(|e| {
+        if let HookError::MissingHeader(header) = &e {
+            let (display, header) = (integration.display, header.to_string());
+            super::messages::notify_bot_owner(&req, |bot_email| {
+                missing_header_notice(bot_email, display, &path, &header)
+            });
+        }
+        hook_error(e, integration)
+    })?;
     let only = p.opt_str_list("only_events")?;
     let exclude = p.opt_str_list("exclude_events")?;
     let messages = match outcome {
@@ -150,6 +158,17 @@ fn authenticate(req: &mut ApiRequest, http: &HttpRequest) -> Result<(), ApiError
         None => return Err(ApiError::missing("api_key")),
     }
     req.caller().map(|_| ())
+}
+
+/// The notice to a bot's owner when a post to `/api/v1/external/<name>` lacked the
+/// service's event header (Zulip's `MISSING_EVENT_HEADER_MESSAGE`, in hearth's words).
+fn missing_header_notice(bot_email: &str, display: &str, name: &str, header: &str) -> String {
+    format!(
+        "Your bot `{bot_email}` was sent a request at `/api/v1/external/{name}` without the \
+         HTTP header `{header}`, which is how {display} names its events, so nothing was \
+         posted. The service is likely set up with another integration's URL, or is a \
+         version that does not send that header."
+    )
 }
 
 /// `stream=`: an id when it is all digits, else a name (Zulip's `isdecimal` test).

@@ -748,6 +748,39 @@ async fn the_owner_is_told_when_a_bot_names_a_missing_channel() {
     })
     .await;
     assert!(content.contains("the channel with ID 9999"), "{content}");
+    let second = newest(&s, notification_bot.clone()).await.0;
+    // A post without the service's event header: refused, and the owner told.
+    let body = s
+        .ok(
+            "POST",
+            "/api/v1/bots",
+            OWNER,
+            &[
+                ("full_name", "Git Bot"),
+                ("short_name", "git"),
+                ("bot_type", "2"),
+            ],
+        )
+        .await;
+    let git_key = body["api_key"].as_str().unwrap().to_owned();
+    let reply = Hook::json("github", &git_key, fixture("github", "issue_comment.json"))
+        .post(&s)
+        .await;
+    assert_error(
+        &reply,
+        400,
+        "MISSING_HTTP_EVENT_HEADER",
+        "Missing the HTTP event header 'X-GitHub-Event'",
+    );
+    let (_, _, content) = poll(Duration::from_secs(10), "the header notice", || {
+        let (s, narrow) = (&s, notification_bot.clone());
+        async move { Some(newest(s, narrow).await).filter(|m| m.0 > second) }
+    })
+    .await;
+    assert!(
+        content.contains("at `/api/v1/external/github` without the HTTP header `X-GitHub-Event`, which is how GitHub names its events"),
+        "{content}"
+    );
 }
 
 // ---- GitLab --------------------------------------------------------------------------
