@@ -553,9 +553,19 @@ impl Realm {
         self.push_devices.clear();
         self.exports.by_id.clear();
         self.sessions.clear();
+        // Outgoing-webhook tokens are shared with the bots' servers; deliveries pending
+        // here are this server's promises, not the copy's.
+        let bots: Vec<UserId> = self.bot_services.services.keys().copied().collect();
+        for bot in bots {
+            if let Some(service) = self.bot_services.services.get_mut(&bot) {
+                service.token.clear();
+            }
+        }
+        self.bot_services.outbox = Default::default();
     }
 
-    /// Gives every user without an API key (an imported data export's) a new one.
+    /// Gives every user without an API key (an imported data export's) a new one, and
+    /// every outgoing-webhook service without a token a new token.
     /// Returns who was given one.
     pub fn issue_missing_api_keys(&mut self, cx: &mut Cx) -> Vec<UserId> {
         let keyless: Vec<UserId> = self
@@ -569,6 +579,16 @@ impl Realm {
                 let key = cx.api_key();
                 Arc::make_mut(user).api_key = key.clone();
                 self.by_api_key.insert(key, *id);
+            }
+        }
+        // Outgoing-webhook bots get new tokens the same way (their servers need the new
+        // token, as they need the bot's new key).
+        let bots: Vec<UserId> = self.bot_services.services.keys().copied().collect();
+        for bot in bots {
+            if let Some(service) = self.bot_services.services.get_mut(&bot) {
+                if service.token.is_empty() {
+                    service.token = cx.api_key();
+                }
             }
         }
         keyless

@@ -787,6 +787,37 @@ async fn a_data_export_holds_no_credentials_and_its_import_takes_none_of_the_old
     let app = TestApp::spawn().await;
     let s = secrets(&app).await;
     let session = dev_session(&app, HAMLET).await;
+    // An outgoing-webhook bot: its service's token is a credential of its bot server.
+    let bot = app
+        .ok(
+            "POST",
+            "/api/v1/bots",
+            HAMLET,
+            &[
+                ("full_name", "Out Bot"),
+                ("short_name", "out"),
+                ("bot_type", "3"),
+                ("payload_url", r#""https://bots.example/""#),
+            ],
+        )
+        .await;
+    let state = app
+        .ok(
+            "POST",
+            "/api/v1/register",
+            HAMLET,
+            &[("fetch_event_types", r#"["realm_bot"]"#)],
+        )
+        .await;
+    let service_token = state["realm_bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["user_id"] == bot["user_id"])
+        .unwrap()["services"][0]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let e = exported(&app, IAGO, &[]).await;
     let (status, bytes) = download(e["export_url"].as_str().unwrap()).await;
     assert_eq!(status, StatusCode::OK);
@@ -829,6 +860,14 @@ async fn a_data_export_holds_no_credentials_and_its_import_takes_none_of_the_old
     assert!(realm.push_tokens.is_empty() && realm.push_devices.is_empty());
     assert!(realm.sessions.by_digest.is_empty());
     assert!(!holds(&digest), "a session is in the export");
+    assert!(
+        !holds(service_token.as_bytes()),
+        "an outgoing webhook's token is in the export"
+    );
+    let services: Vec<_> = realm.bot_services.services.values().collect();
+    assert_eq!(services.len(), 1);
+    assert_eq!(services[0].token, "");
+    assert_eq!(services[0].base_url, "https://bots.example/");
 
     // Imported, every user has a new key, and no old key or password opens it.
     let (back, _, printed) = import_export_printing(&e).await;
