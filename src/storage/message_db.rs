@@ -447,9 +447,10 @@ impl MessageDb {
             }
         };
         let mut ids = Vec::new();
-        let named = ops
-            .iter()
-            .fold(true, |all, op| search::touched(op, &mut ids) && all);
+        let mut named = true;
+        for op in &ops {
+            named &= search::touched(op, &mut ids);
+        }
         // A panic in a write fails the database like an error (the writer goes on).
         let written = trees.map_err(StorageError::from).and_then(|t| {
             catch_unwind(AssertUnwindSafe(|| apply_all(&t, ops)))

@@ -465,7 +465,7 @@ impl SearchIndex {
             doc.add_text(fields.words, indexed_text(&m));
             writer.add_document(doc).map_err(|e| e.to_string())?;
             n += 1;
-            if n % PROGRESS_EVERY == 0 {
+            if n.is_multiple_of(PROGRESS_EVERY) {
                 tracing::info!(
                     "search index of realm '{}': {n} messages indexed ({} s)",
                     self.subdomain,

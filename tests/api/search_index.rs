@@ -287,11 +287,11 @@ async fn edits_moves_and_deletions_are_reflected_at_once() {
     // Iago's messages only: the notices of the move name both topics.
     let by_iago = json!({"operator": "sender", "operand": IAGO_ID});
     assert_eq!(
-        found(&app, IAGO, "papaya", &[by_iago.clone()]).await,
+        found(&app, IAGO, "papaya", std::slice::from_ref(&by_iago)).await,
         vec![id]
     );
     assert_eq!(
-        found(&app, IAGO, "fruit", &[by_iago.clone()]).await,
+        found(&app, IAGO, "fruit", std::slice::from_ref(&by_iago)).await,
         Vec::<u64>::new()
     );
     actix_web::rt::time::sleep(Duration::from_millis(800)).await;
