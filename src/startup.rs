@@ -460,6 +460,11 @@ fn open_storage(
     storage::message_db::set_cache_mb(config.message_cache_mb);
     storage::search::set_enabled(config.search_index);
     storage::search::set_writer_mb(config.search_writer_mb);
+    if !config.search_index {
+        // Writes made without the indexes would be missing from them: a later start
+        // with them rebuilds them whole.
+        storage::search::remove_all(&config.data);
+    }
     let (store, created) = match locked {
         Some(opened) => opened,
         None => open_data_folder(&config.data, config.durability_mode())?,

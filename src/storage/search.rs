@@ -116,6 +116,16 @@ pub fn set_writer_mb(mb: u64) {
     WRITER_MB.store(mb.max(MIN_WRITER_MB), Ordering::SeqCst);
 }
 
+/// Removes every index of a data folder (`serve --search-index false`: writes made
+/// meanwhile would be missing from them, so a later start rebuilds them).
+pub fn remove_all(data: &Path) {
+    match std::fs::remove_dir_all(data.join(FOLDER)) {
+        Ok(()) => tracing::info!("search indexes removed (--search-index false)"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!("cannot remove the search indexes: {e}"),
+    }
+}
+
 /// Where a realm's index lives in a data folder.
 pub fn realm_dir(data: &Path, subdomain: &str) -> PathBuf {
     data.join(FOLDER)
