@@ -12,7 +12,9 @@
 //! `Rome`, 1 000 topics, one sender), with the two words mixed in; the index is then
 //! built by the server from the rows, as at any start without one.
 //!
-//! `cargo bench --bench search` (1 000 000 messages; `-- count=N` for N). Client and
+//! `cargo bench --bench search` (1 000 000 messages; `-- count=N` for N, `samples=N`
+//! searches of each kind, a fifth of them for the rare word's scan, `secs=N` of sends
+//! each way). Client and
 //! server share the machine's cores: compare ratios from one run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -292,6 +294,10 @@ fn main() {
         .iter()
         .find_map(|a| a.strip_prefix("secs=").and_then(|n| n.parse().ok()))
         .unwrap_or(10);
+    let samples: usize = args
+        .iter()
+        .find_map(|a| a.strip_prefix("samples=").and_then(|n| n.parse().ok()))
+        .unwrap_or(100);
     let root = tempfile::tempdir().expect("tmp");
     let data = root.path().join("data");
     let realm = seed_with(&data, n, &content);
@@ -311,14 +317,14 @@ fn main() {
         store_bytes as f64 / n as f64,
         index_bytes as f64 / store_bytes as f64
     );
-    let rare_ix = searches(&server.url, &auth, "xylophone", 100);
-    let common_ix = searches(&server.url, &auth, "deployed", 100);
+    let rare_ix = searches(&server.url, &auth, "xylophone", samples);
+    let common_ix = searches(&server.url, &auth, "deployed", samples);
     drop(server);
 
     // The scan, on the same rows.
     let server = Server::start(&data, false);
-    let rare_scan = searches(&server.url, &auth, "xylophone", 20);
-    let common_scan = searches(&server.url, &auth, "deployed", 100);
+    let rare_scan = searches(&server.url, &auth, "xylophone", (samples / 5).max(5));
+    let common_scan = searches(&server.url, &auth, "deployed", samples);
     let (scan_sends, scan_errors) = send_throughput(&server.url, &auth, secs);
     drop(server);
 

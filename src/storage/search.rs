@@ -358,7 +358,12 @@ impl SearchIndex {
             if self.db.strong_count() == 0 {
                 return;
             }
-            if rebuild && !stop && failed_at.is_none_or(|t| t.elapsed() >= RETRY_AFTER) {
+            if rebuild && !stop {
+                if failed_at.is_some_and(|t| t.elapsed() < RETRY_AFTER) {
+                    // Searches scan meanwhile; touches wait in `pending`.
+                    std::thread::sleep(Duration::from_millis(500));
+                    continue;
+                }
                 writer = None;
                 match self.rebuild_now() {
                     Ok(w) => {
@@ -366,12 +371,16 @@ impl SearchIndex {
                         failed_at = None;
                     }
                     Err(e) => {
-                        tracing::error!(
-                            "search index of realm '{}' cannot be rebuilt: {e}; its searches \
-                             scan, and it is tried again",
-                            self.subdomain
-                        );
-                        failed_at = Some(Instant::now());
+                        let mut w = lock(&self.work);
+                        if !w.stop {
+                            tracing::error!(
+                                "search index of realm '{}' cannot be rebuilt: {e}; its \
+                                 searches scan, and it is tried again",
+                                self.subdomain
+                            );
+                            w.rebuild = true;
+                            failed_at = Some(Instant::now());
+                        }
                     }
                 }
                 continue;
