@@ -89,6 +89,14 @@ pub struct ServeConfig {
         default_value = "writer"
     )]
     pub message_projection: MessageProjection,
+    /// Whether each realm keeps a full-text index of its messages for `search` narrows
+    /// (`<data>/search/`; `false`: searches read every candidate row).
+    #[arg(long, env = "HEARTH_SEARCH_INDEX", default_value_t = true, action = clap::ArgAction::Set)]
+    pub search_index: bool,
+    /// Memory a realm's search index writer may buffer before it writes a segment, in
+    /// MiB (at least 15).
+    #[arg(long, env = "HEARTH_SEARCH_WRITER_MB", default_value_t = crate::storage::search::DEFAULT_WRITER_MB)]
+    pub search_writer_mb: u64,
     /// The server's public URL, which clients store as the account's address
     /// (`realm_url`) for realms without a URL of their own (default: http://<bind>).
     #[arg(long, env = "HEARTH_URL")]
@@ -193,6 +201,8 @@ impl ServeConfig {
             snapshot_every: 10_000,
             message_cache_mb: crate::storage::message_db::DEFAULT_CACHE_MB,
             message_projection: MessageProjection::Writer,
+            search_index: true,
+            search_writer_mb: crate::storage::search::DEFAULT_WRITER_MB,
             url: None,
             workers: Some(2),
             max_file_upload_size_mib: 100,

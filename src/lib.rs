@@ -33,7 +33,8 @@
 //!    durable), the event log and its renderer, client queues and long-polls, and
 //!    presence (soft state, written coalesced).
 //! 5. `storage/`: sled WAL with group commit, snapshots, the versioned codec, the
-//!    message database, uploaded files (one folder per realm), the manifest and the
+//!    message database, uploaded files (one folder per realm), each realm's full-text
+//!    index (`storage::search`, derived from the message rows), the manifest and the
 //!    integrity judgement of start-up; opening a data folder (`storage::folder`).
 //! 6. `realm/`: the domain, plain Rust. `decide_*` validates and returns `Change`s,
 //!    `view_*` reads, `apply` turns changes into state and cannot fail, `events_for`

@@ -190,6 +190,8 @@ pub fn start(
         Arc::new(recovered.realm.clone()),
     ));
     let messages = realm_store.messages().clone();
+    // Its search index opens (or is rebuilt) on its own thread from now on.
+    messages.start_search_index();
     let rows = messages.clone();
     hub.attach_flags(Arc::new(move |user, id| {
         rows.flags(user, id).unwrap_or_else(|e| {

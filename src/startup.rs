@@ -402,6 +402,8 @@ struct Bound {
 /// another process holds it. `None` when there is no folder yet.
 fn lock_existing_folder(config: &ServeConfig) -> Result<Option<(Store, bool)>, StartError> {
     storage::message_db::set_cache_mb(config.message_cache_mb);
+    storage::search::set_enabled(config.search_index);
+    storage::search::set_writer_mb(config.search_writer_mb);
     storage::message_db::set_inline_projection(
         config.message_projection == crate::config::MessageProjection::Inline,
     );
@@ -458,6 +460,13 @@ fn open_storage(
 ) -> Result<Opened, StartError> {
     let opening = Instant::now();
     storage::message_db::set_cache_mb(config.message_cache_mb);
+    storage::search::set_enabled(config.search_index);
+    storage::search::set_writer_mb(config.search_writer_mb);
+    if !config.search_index {
+        // Writes made without the indexes would be missing from them: a later start
+        // with them rebuilds them whole.
+        storage::search::remove_all(&config.data);
+    }
     let (store, created) = match locked {
         Some(opened) => opened,
         None => open_data_folder(&config.data, config.durability_mode())?,

@@ -19,7 +19,17 @@ pub const TOPICS: u64 = 1_000;
 const BATCH: usize = 10_000;
 
 /// The development realm plus `n` messages in `Rome`; returns the realm (for keys).
+#[allow(dead_code)]
 pub fn seed(dir: &Path, n: u64) -> Realm {
+    seed_with(dir, n, &|i| {
+        format!("message {i}: the quick brown fox jumps over the lazy dog")
+    })
+}
+
+/// `seed` with the content of message `i` from `content`. The search index is not
+/// written: the server builds it from the rows at its first start.
+pub fn seed_with(dir: &Path, n: u64, content: &dyn Fn(u64) -> String) -> Realm {
+    hearth::storage::search::set_enabled(false);
     let store = Store::open(dir, DurabilityMode::Never).expect("store");
     let mut rs = store.realm(hearth::DEV_SUBDOMAIN).expect("realm store");
     let mut cx = Cx::seeded(1_700_000_000_000, 7);
@@ -30,7 +40,7 @@ pub fn seed(dir: &Path, n: u64) -> Realm {
     let mut batch: Vec<Change> = Vec::with_capacity(BATCH);
     let started = Instant::now();
     for i in 0..n {
-        let content = format!("message {i}: the quick brown fox jumps over the lazy dog");
+        let content = content(i);
         let m = Message {
             id: realm.messages.next_id + batch.len() as u64,
             sender_id: sender,

@@ -23,6 +23,7 @@ use crate::realm::messages::report::{ReportMessage, MAX_REPORT_DESCRIPTION_LENGT
 use crate::realm::messages::scheduled::{
     is_channel_type, DeleteScheduled, ScheduleEdit, ScheduleRequest,
 };
+use crate::realm::messages::search;
 use crate::realm::messages::send::{
     normalize_body, normalize_topic, parse_channel_to, parse_direct_to, Addressee,
     MAX_MESSAGE_LENGTH,
@@ -255,10 +256,24 @@ pub async fn get_messages(req: ApiRequest) -> ApiResponse {
             num_after,
             include_anchor,
         )?;
+        // Zulip's `is_search`: each message also says where the words matched.
+        let lexemes = narrow
+            .terms
+            .iter()
+            .any(|t| matches!(t.term, fetch::Term::Search(_)) && !t.negated)
+            .then(|| narrow.highlighted_lexemes());
         let messages: Vec<Value> = found
             .messages
             .iter()
-            .map(|(m, f)| c.realm.message_json_for(m, *f, view))
+            .map(|(m, f)| {
+                let mut json = c.realm.message_json_for(m, *f, view);
+                if let (Some(lexemes), Value::Object(o)) = (&lexemes, &mut json) {
+                    let (content, topic) = search::search_fields(m, lexemes);
+                    o.insert("match_content".into(), content.into());
+                    o.insert("match_subject".into(), topic.into());
+                }
+                json
+            })
             .collect();
         let mut body = Map::new();
         body.insert("messages".into(), messages.into());

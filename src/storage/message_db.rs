@@ -121,8 +121,10 @@ use super::manifest::META_TREE;
 #[cfg(test)]
 use super::messages::UNDO_CHUNK_BYTES;
 use super::messages::{apply, apply_all, migrate_layout, needs_layout_migration, Op, Trees};
+use super::search::{self, Indexes, SearchIndex};
 use super::StorageError;
 use crate::locks::{lock, wait_timeout_while};
+use crate::realm::messages::MessageId;
 
 /// The folder of the message database inside a data folder.
 pub const FOLDER: &str = "messages";
@@ -255,6 +257,12 @@ pub struct MessageDb {
     /// Bumped after every write of any realm's rows, once readers see it
     /// (`generation`).
     generation: AtomicU64,
+    /// The data folder (the search indexes live in its `search/`).
+    data: PathBuf,
+    /// This database, for the search indexes it starts (they read rows from it).
+    me: Weak<MessageDb>,
+    /// Each realm's search index, told of every row write (`storage::search`).
+    indexes: Indexes,
 }
 
 /// See `MessageDb::start_log`.
@@ -335,7 +343,10 @@ fn open_sled_at(dir: &Path) -> Result<sled::Db, sled::Error> {
 
 impl MessageDb {
     pub(super) fn new(data: &Path) -> Arc<MessageDb> {
-        let db = Arc::new(MessageDb {
+        let db = Arc::new_cyclic(|me| MessageDb {
+            data: data.to_path_buf(),
+            me: me.clone(),
+            indexes: Indexes::default(),
             dir: data.join(FOLDER),
             state: Mutex::new(State::Opening(Vec::new())),
             syncing: Mutex::new(()),
@@ -435,12 +446,18 @@ impl MessageDb {
                 State::Opening(_) | State::Failed(_) => return,
             }
         };
+        let mut ids = Vec::new();
+        let mut named = true;
+        for op in &ops {
+            named &= search::touched(op, &mut ids);
+        }
         // A panic in a write fails the database like an error (the writer goes on).
         let written = trees.map_err(StorageError::from).and_then(|t| {
             catch_unwind(AssertUnwindSafe(|| apply_all(&t, ops)))
                 .unwrap_or_else(|_| Err(StorageError::Invalid("a message write panicked".into())))
         });
         self.wrote();
+        self.tell_index(names, &ids, named || !matches!(written, Ok(true)));
         match written {
             Ok(true) => self.repaired.store(true, Ordering::SeqCst),
             Ok(false) => {}
@@ -676,7 +693,10 @@ impl MessageDb {
             };
             for q in batch {
                 let repair = q.op.is_repair();
+                let mut ids = Vec::new();
+                let named = search::touched(&q.op, &mut ids);
                 let changed = apply(&trees_of(&db, &mut trees, &q.names)?, q.op)?;
+                self.tell_index(&q.names, &ids, named || !changed);
                 if changed {
                     self.repaired.store(true, Ordering::SeqCst);
                 }
@@ -755,8 +775,11 @@ impl MessageDb {
                 drop(state);
                 // After what the writer thread holds: in order with the commits.
                 self.drain();
+                let mut ids = Vec::new();
+                let named = search::touched(&op, &mut ids);
                 let written = t.map_err(StorageError::from).and_then(|t| apply(&t, op));
                 self.wrote();
+                self.tell_index(names, &ids, named || !matches!(written, Ok(true)));
                 if let Ok(true) = written {
                     self.repaired.store(true, Ordering::SeqCst);
                 }
@@ -838,6 +861,10 @@ impl MessageDb {
     pub fn sync(&self) -> Result<u64, StorageError> {
         // Every commit handed to the writer thread so far is written first.
         self.drain();
+        // Rows an index has not committed are about to be durable: see `search`.
+        for ix in self.indexes.all() {
+            ix.mark_dirty();
+        }
         let _one = lock(&self.syncing);
         let db = self.db()?;
         let meta = db.open_tree(META_TREE)?;
@@ -882,6 +909,7 @@ impl MessageDb {
     pub fn drop_realm(&self, names: &[String; 5]) -> Result<(), StorageError> {
         // Nothing of the realm left with the writer thread to write them again.
         self.drain();
+        self.remove_search_index(names);
         let key = Arc::new(names.clone());
         self.when_open(|db, trees| {
             trees.remove(&key);
@@ -943,6 +971,46 @@ impl MessageDb {
                 .send_replace(Readiness::Failed("the message database is closed".into()));
         }
         self.stop_writer();
+        // Each index commits what it was told and lets go of its folder.
+        for ix in self.indexes.all() {
+            ix.stop();
+        }
+    }
+
+    /// Tells the realm's search index which messages a write wrote (`named`: `ids` are
+    /// all it changed; else it is rebuilt).
+    fn tell_index(&self, names: &Arc<[String; 5]>, ids: &[MessageId], named: bool) {
+        if ids.is_empty() && named {
+            return;
+        }
+        if let Some(ix) = self.search_index(names) {
+            ix.touch(ids);
+            if !named {
+                ix.rebuild();
+            }
+        }
+    }
+
+    /// The search index of the realm of `names`, started (opened or rebuilt on its own
+    /// thread) at its first use; `None` when indexes are off.
+    pub(super) fn search_index(&self, names: &Arc<[String; 5]>) -> Option<Arc<SearchIndex>> {
+        self.indexes.get(&self.data, names, &self.me)
+    }
+
+    /// Removes the search index of a realm whose rows are dropped or replaced.
+    pub(super) fn remove_search_index(&self, names: &[String; 5]) {
+        match self.indexes.take(names) {
+            Some(ix) => ix.remove(),
+            None => {
+                let subdomain = names[0].strip_prefix("msg:").unwrap_or(&names[0]);
+                let dir = search::realm_dir(&self.data, subdomain);
+                if let Err(e) = std::fs::remove_dir_all(&dir) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!("cannot remove {}: {e}", dir.display());
+                    }
+                }
+            }
+        }
     }
 
     /// Ends the writer thread once its queue is empty; later commits are written (or,

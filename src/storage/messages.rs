@@ -98,6 +98,7 @@ use crate::realm::channels::ChannelId;
 use crate::realm::messages::fetch::{MessageRows, RowsError, RowsResult, Source};
 use crate::realm::messages::flags::MentionFlags;
 use crate::realm::messages::rows::MessageStorePort;
+use crate::realm::messages::search::SearchQuery;
 use crate::realm::messages::{flags, Message, MessageChange, MessageId, Recipient};
 use crate::realm::{Change, Realm, UserId};
 
@@ -1103,6 +1104,12 @@ impl MessageStore {
         self.inner.db.drain();
     }
 
+    /// Starts the realm's search index (see `storage::search`): opened, or rebuilt from
+    /// these rows, on its own thread.
+    pub fn start_search_index(&self) {
+        self.inner.db.search_index(&self.inner.names);
+    }
+
     /// The rows as the realm actor reads them: every commit it handed over written
     /// first (`caught_up`), so a rule sees the rows of every earlier decision.
     pub fn for_actor(&self) -> ActorRows {
@@ -1420,6 +1427,20 @@ impl MessageRows for MessageStore {
         let ids = self.ids(source, from, to, reverse).map_err(rows_error)?;
         Ok(Box::new(ids.map(|r| r.map_err(rows_error))))
     }
+
+    fn search(&self, q: &SearchQuery) -> RowsResult<Option<Vec<MessageId>>> {
+        self.search_candidates(q)
+    }
+}
+
+impl MessageStore {
+    /// See `MessageRows::search`.
+    fn search_candidates(&self, q: &SearchQuery) -> RowsResult<Option<Vec<MessageId>>> {
+        match self.inner.db.search_index(&self.inner.names) {
+            Some(ix) => ix.candidates(q).map_err(RowsError::new),
+            None => Ok(None),
+        }
+    }
 }
 
 impl MessageStorePort for MessageStore {
@@ -1458,8 +1479,9 @@ impl MessageStore {
     }
 
     /// Empties every tree of the realm's messages (an import that failed; the realm
-    /// is not served).
+    /// is not served), and removes its search index.
     pub fn clear(&self) -> Result<(), StorageError> {
+        self.inner.db.remove_search_index(&self.inner.names);
         let t = self.trees()?;
         let cleared = [&t.rows, &t.idx, &t.flags, &t.bits, &t.undo]
             .into_iter()

@@ -52,6 +52,7 @@ pub mod manifest;
 pub mod message_db;
 pub mod messages;
 pub mod presence;
+pub mod search;
 pub mod sections;
 pub mod staging;
 pub mod uploads;

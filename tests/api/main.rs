@@ -58,6 +58,7 @@ mod realm_settings;
 mod reqpath;
 mod scheduled;
 mod schemathesis;
+mod search_index;
 mod sends;
 mod server;
 mod settings;

@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 
+use super::search::SearchQuery;
 use super::{flags, Message, MessageId, Recipient, LARGER_THAN_MAX_MESSAGE_ID};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::realm::channels::ChannelId;
@@ -41,7 +42,9 @@ pub enum Term {
     DmIncluding(UserId),
     Sender(UserId),
     Is(String),
-    Search(Vec<String>),
+    /// A `search` operand (see `search`): found through the index when the message
+    /// store has one, and checked on every candidate row.
+    Search(SearchQuery),
     Id(MessageId),
     Has(String),
 }
@@ -199,14 +202,9 @@ impl Realm {
                     }
                     Term::Is(v)
                 }
-                "search" => Term::Search(
-                    operand_str(&operand)
-                        .unwrap_or_default()
-                        .to_lowercase()
-                        .split_whitespace()
-                        .map(str::to_owned)
-                        .collect(),
-                ),
+                "search" => Term::Search(SearchQuery::parse(
+                    &operand_str(&operand).unwrap_or_default(),
+                )),
                 "id" | "near" | "with" => {
                     let id = match &operand {
                         Value::Number(n) => n.as_u64(),
@@ -251,6 +249,34 @@ pub struct Narrow<'r> {
 impl Narrow<'_> {
     fn positive(&self) -> impl Iterator<Item = &Term> {
         self.terms.iter().filter(|t| !t.negated).map(|t| &t.term)
+    }
+
+    /// The candidates of the narrow's (not negated) search terms from the full-text
+    /// index, ascending (those of every term); `None`: no search term, or no index.
+    pub fn search_hits(&self, rows: &dyn MessageRows) -> RowsResult<Option<Vec<MessageId>>> {
+        let mut hits: Option<Vec<MessageId>> = None;
+        for t in self.positive() {
+            let Term::Search(q) = t else { continue };
+            let Some(found) = rows.search(q)? else {
+                return Ok(None);
+            };
+            hits = Some(match hits {
+                None => found,
+                Some(before) => before
+                    .into_iter()
+                    .filter(|id| found.binary_search(id).is_ok())
+                    .collect(),
+            });
+        }
+        Ok(hits)
+    }
+
+    /// The lexemes the narrow's (not negated) search terms highlight.
+    pub fn highlighted_lexemes(&self) -> Vec<String> {
+        super::search::highlighted_lexemes(self.positive().filter_map(|t| match t {
+            Term::Search(q) => Some(q),
+            _ => None,
+        }))
     }
 
     /// Whether the narrow is to one channel: then the channel's history is included
@@ -366,13 +392,7 @@ impl Narrow<'_> {
                 "resolved" => m.recipient.topic().is_some_and(|t| t.starts_with("✔ ")),
                 _ => false,
             },
-            Term::Search(words) => {
-                let content = m.content.to_lowercase();
-                let topic = m.recipient.topic().unwrap_or_default().to_lowercase();
-                words
-                    .iter()
-                    .all(|w| content.contains(w.as_str()) || topic.contains(w.as_str()))
-            }
+            Term::Search(q) => q.matches(m),
             Term::Id(id) => m.id == *id,
             Term::Has(what) => match what.as_str() {
                 "link" => m.rendered_content.contains("<a "),
@@ -458,6 +478,10 @@ pub fn fetch(
             first.unwrap_or(LARGER_THAN_MAX_MESSAGE_ID)
         }
     };
+    // A search asks the full-text index for its candidates instead of reading every
+    // row of the source (`MessageRows::search`); each is still checked on its row.
+    let hits = narrow.search_hits(rows)?;
+    let hits = hits.as_deref();
     let anchored_to_left = anchor == 0;
     let anchored_to_right = anchor >= LARGER_THAN_MAX_MESSAGE_ID;
     let mut before = Vec::new();
@@ -470,7 +494,7 @@ pub fn fetch(
         };
         let mut exhausted = true;
         let mut seen = 0;
-        for id in rows.scan(&source, 0, top, true)? {
+        for id in walk(rows, &source, hits, 0, top, true)? {
             let id = id?;
             seen += 1;
             if seen > MAX_SCAN {
@@ -503,7 +527,7 @@ pub fn fetch(
             };
             let mut exhausted = true;
             let mut seen = 0;
-            for id in rows.scan(&source, from, max, false)? {
+            for id in walk(rows, &source, hits, from, max, false)? {
                 let id = id?;
                 seen += 1;
                 if seen > MAX_SCAN {
@@ -531,6 +555,29 @@ pub fn fetch(
         found_anchor,
         found_oldest,
         found_newest,
+    })
+}
+
+/// The ids a fetch walks in `[from, to]`: the search's candidates when it has them
+/// (`hits`), else the source's.
+fn walk<'a>(
+    rows: &'a dyn MessageRows,
+    source: &Source,
+    hits: Option<&'a [MessageId]>,
+    from: MessageId,
+    to: MessageId,
+    reverse: bool,
+) -> RowsResult<Box<dyn Iterator<Item = RowsResult<MessageId>> + 'a>> {
+    let Some(hits) = hits else {
+        return rows.scan(source, from, to, reverse);
+    };
+    let lo = hits.partition_point(|&id| id < from);
+    let hi = hits.partition_point(|&id| id <= to).max(lo);
+    let ids = hits[lo..hi].iter().map(|&id| Ok(id));
+    Ok(if reverse {
+        Box::new(ids.rev())
+    } else {
+        Box::new(ids)
     })
 }
 

@@ -24,6 +24,7 @@ pub mod reminders;
 pub mod report;
 pub mod rows;
 pub mod scheduled;
+pub mod search;
 pub mod send;
 pub mod typing;
 pub mod unread;

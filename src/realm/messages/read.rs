@@ -13,9 +13,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::content::escape;
-use super::fetch::{MessageRows, Narrow, Source, Term};
-use super::{flags, Message, MessageChange, MessageId, Recipient, MAX_UNREAD_MESSAGES};
+use super::fetch::{MessageRows, Narrow, Source};
+use super::search::search_fields;
+use super::{flags, Message, MessageChange, MessageId, MAX_UNREAD_MESSAGES};
 use crate::error::{ApiError, ApiResult};
 use crate::realm::{Change, Cx, Decided, Realm, User};
 
@@ -85,63 +85,6 @@ pub(in crate::realm) fn mark_read(me: &User, mut ids: Vec<MessageId>) -> Vec<Cha
         add: true,
         ids,
     })]
-}
-
-/// Where the search `words` occur in `text` (case-insensitively), as byte ranges in
-/// order, overlaps dropped: the `content_matches` / `topic_matches` of Zulip's search.
-fn search_locs(text: &str, words: &[String]) -> Vec<(usize, usize)> {
-    let mut locs = Vec::new();
-    for word in words.iter().filter(|w| !w.is_empty()) {
-        for (start, _) in text.char_indices() {
-            let mut rest = text[start..].chars();
-            let mut len = 0;
-            let found = word.chars().all(|w| match rest.next() {
-                Some(c) if c.to_lowercase().eq(w.to_lowercase()) => {
-                    len += c.len_utf8();
-                    true
-                }
-                _ => false,
-            });
-            if found {
-                locs.push((start, start + len));
-            }
-        }
-    }
-    locs.sort_unstable();
-    let mut kept: Vec<(usize, usize)> = Vec::new();
-    for loc in locs {
-        if kept.last().is_none_or(|last| loc.0 >= last.1) {
-            kept.push(loc);
-        }
-    }
-    kept
-}
-
-/// Zulip's `highlight_string`: each match outside an HTML tag wrapped in
-/// `<span class="highlight">`.
-fn highlight(text: &str, locs: &[(usize, usize)]) -> String {
-    let mut out = String::with_capacity(text.len());
-    let (mut pos, mut in_tag) = (0, false);
-    for &(start, end) in locs {
-        for c in text[pos..end].chars() {
-            match c {
-                '<' => in_tag = true,
-                '>' => in_tag = false,
-                _ => {}
-            }
-        }
-        out.push_str(&text[pos..start]);
-        if in_tag {
-            out.push_str(&text[start..end]);
-        } else {
-            out.push_str("<span class=\"highlight\">");
-            out.push_str(&text[start..end]);
-            out.push_str("</span>");
-        }
-        pos = end;
-    }
-    out.push_str(&text[pos..]);
-    out
 }
 
 impl Realm {
@@ -216,8 +159,8 @@ impl Realm {
 
     /// `GET /messages/matches_narrow`: of `ids`, those `me` received that `narrow`
     /// admits, each with its rendered content and HTML-escaped topic (Zulip's
-    /// `messages_in_narrow_backend`, search words highlighted as its `get_search_fields`
-    /// does, found as the narrow's `search` finds them), by id ascending.
+    /// `messages_in_narrow_backend`, the words of the narrow's search terms highlighted
+    /// as its `get_search_fields` does: `search::search_fields`), by id ascending.
     pub fn messages_matching_narrow(
         &self,
         rows: &dyn MessageRows,
@@ -231,17 +174,7 @@ impl Realm {
             me,
             terms,
         };
-        // The words of the narrow's (not negated) search terms are highlighted.
-        let words: Vec<String> = narrow
-            .terms
-            .iter()
-            .filter(|t| !t.negated)
-            .filter_map(|t| match &t.term {
-                Term::Search(words) => Some(words.clone()),
-                _ => None,
-            })
-            .flatten()
-            .collect();
+        let lexemes = narrow.highlighted_lexemes();
         let max = self.messages.max_visible();
         let mut ids: Vec<MessageId> = ids
             .iter()
@@ -260,17 +193,10 @@ impl Realm {
             if !narrow.admits(&m, Some(bits)) {
                 continue;
             }
-            let topic = match &m.recipient {
-                Recipient::Channel { topic, .. } => topic.as_str(),
-                Recipient::Direct { .. } => "",
-            };
-            let topic = escape(topic);
+            let (content, topic) = search_fields(&m, &lexemes);
             out.insert(
                 id.to_string(),
-                json!({
-                    "match_content": highlight(&m.rendered_content, &search_locs(&m.rendered_content, &words)),
-                    "match_subject": highlight(&topic, &search_locs(&topic, &words)),
-                }),
+                json!({ "match_content": content, "match_subject": topic }),
             );
         }
         Ok(out)
@@ -279,26 +205,7 @@ impl Realm {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn highlights_matches_outside_tags() {
-        let words = vec!["six".to_owned(), "a".to_owned()];
-        let html = "<p><a href=\"six\">SIX</a> sixty</p>";
-        let locs = search_locs(html, &words[..1]);
-        assert_eq!(
-            highlight(html, &locs),
-            "<p><a href=\"six\"><span class=\"highlight\">SIX</span></a> \
-             <span class=\"highlight\">six</span>ty</p>"
-        );
-        // Overlapping matches keep the first.
-        assert_eq!(search_locs("aaa", &["aa".to_owned()]), vec![(0, 2)]);
-        assert_eq!(highlight("plain", &[]), "plain");
-        assert_eq!(
-            highlight("a b", &search_locs("a b", &words)),
-            "<span class=\"highlight\">a</span> b"
-        );
-    }
+    use super::super::content::escape;
 
     #[test]
     fn escapes_topics_as_zulip() {

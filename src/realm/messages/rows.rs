@@ -14,6 +14,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::fetch::Source;
+use super::search::SearchQuery;
 use super::{Message, MessageId};
 use crate::error::ApiError;
 use crate::realm::channels::ChannelId;
@@ -60,6 +61,13 @@ pub trait MessageRows {
         to: MessageId,
         reverse: bool,
     ) -> RowsResult<Box<dyn Iterator<Item = RowsResult<MessageId>> + 'a>>;
+
+    /// The ids of messages that may match a search (a superset, ascending: each is
+    /// checked on its row), from the full-text index; `None`: no index to ask, the
+    /// fetch scans its source instead. See `storage::search`.
+    fn search(&self, _q: &SearchQuery) -> RowsResult<Option<Vec<MessageId>>> {
+        Ok(None)
+    }
 
     /// The newest id the index has for a topic, `skip` left out (`None`: none left).
     fn topic_max(
@@ -142,6 +150,10 @@ impl MessageRows for MessageRowsHandle {
         skip: &[MessageId],
     ) -> RowsResult<Option<MessageId>> {
         self.0.topic_max(channel, topic, skip)
+    }
+
+    fn search(&self, q: &SearchQuery) -> RowsResult<Option<Vec<MessageId>>> {
+        self.0.search(q)
     }
 }
 
