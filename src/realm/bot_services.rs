@@ -233,18 +233,18 @@ impl Realm {
 
     /// Zulip's `message_link_url`: the message in the web client.
     pub fn message_link(&self, m: &Message, realm_url: &str) -> String {
-        use super::messages::moves::{encode_channel, encode_hash_component};
         match &m.recipient {
             Recipient::Channel { channel_id, topic } => {
                 let name = self
                     .channel(*channel_id)
                     .map(|c| c.name.clone())
                     .unwrap_or_default();
-                format!(
-                    "{realm_url}/#narrow/channel/{}/topic/{}/near/{}",
-                    encode_channel(*channel_id, &name),
-                    encode_hash_component(topic),
-                    m.id
+                super::messages::moves::channel_near_link(
+                    realm_url,
+                    *channel_id,
+                    &name,
+                    topic,
+                    m.id,
                 )
             }
             Recipient::Direct { users } => {
@@ -402,24 +402,8 @@ impl Realm {
                 return Ok(m);
             }
         };
-        let mentioned = self.mentioned_recipients(&recipient, &req.rendered.mentioned, bot.id);
-        Ok(Message {
-            id,
-            sender_id: bot.id,
-            recipient,
-            is_me_message: req.content.starts_with("/me ") && !req.content.contains('\n'),
-            content: req.content,
-            rendered_content: req.rendered.html,
-            timestamp: cx.now_secs(),
-            client: req.client,
-            mentioned,
-            wildcard: req.rendered.wildcard,
-            sender_read: true,
-            edits: Vec::new(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-            reactions: Vec::new(),
-        })
+        // The answer is built read by the bot (`read_by_sender`), as every send of it.
+        Ok(self.message_row(id, bot.id, recipient, req, cx.now_secs()))
     }
 
     /// `GET /bot_storage`: the caller's entries for `keys` (every entry when none);

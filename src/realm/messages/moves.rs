@@ -163,7 +163,7 @@ impl Move<'_> {
 }
 
 /// Zulip's `encode_hash_component`: URL-quoting (`*` kept) with `.` for `%`.
-pub(crate) fn encode_hash_component(s: &str) -> String {
+fn encode_hash_component(s: &str) -> String {
     let mut out = String::new();
     for b in s.as_bytes() {
         match b {
@@ -179,8 +179,23 @@ pub(crate) fn encode_hash_component(s: &str) -> String {
     out
 }
 
+/// Zulip's `near_stream_message_url`: a channel message in the web client.
+pub(crate) fn channel_near_link(
+    realm_url: &str,
+    channel_id: u64,
+    channel_name: &str,
+    topic: &str,
+    message_id: u64,
+) -> String {
+    format!(
+        "{realm_url}/#narrow/channel/{}/topic/{}/near/{message_id}",
+        encode_channel(channel_id, channel_name),
+        encode_hash_component(topic)
+    )
+}
+
 /// Zulip's `encode_channel`: `id-name`, spaces as dashes.
-pub(crate) fn encode_channel(id: u64, name: &str) -> String {
+fn encode_channel(id: u64, name: &str) -> String {
     format!("{id}-{}", encode_hash_component(&name.replace(' ', "-")))
 }
 
@@ -403,12 +418,12 @@ impl Realm {
             let text = if !mv.new_topic_had_messages && moved_all {
                 format!("This topic was moved here from {old_location} by {user}.")
             } else if count == 1 {
-                let link = format!(
-                    "{}/#narrow/channel/{}/topic/{}/near/{}",
+                let link = channel_near_link(
                     mv.realm_url,
-                    encode_channel(*new_id, &new_channel.name),
-                    encode_hash_component(new_topic),
-                    mv.after.id
+                    *new_id,
+                    &new_channel.name,
+                    new_topic,
+                    mv.after.id,
                 );
                 format!("[A message]({link}) was moved here from {old_location} by {user}.")
             } else {

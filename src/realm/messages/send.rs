@@ -530,15 +530,28 @@ impl Realm {
                 Recipient::Direct { users }
             }
         };
+        Ok(self.message_row(self.messages.next_id, me.id, recipient, r, cx.now_secs()))
+    }
+
+    /// The message a checked send becomes: id `id` from `sender` to `recipient`, at
+    /// `now`, with the flags its content and rendering give it.
+    pub(crate) fn message_row(
+        &self,
+        id: MessageId,
+        sender: UserId,
+        recipient: Recipient,
+        r: SendRequest,
+        now: i64,
+    ) -> Message {
         let is_me_message = r.content.starts_with("/me ") && !r.content.contains('\n');
-        let mentioned = self.mentioned_recipients(&recipient, &r.rendered.mentioned, me.id);
-        Ok(Message {
-            id: self.messages.next_id,
-            sender_id: me.id,
+        let mentioned = self.mentioned_recipients(&recipient, &r.rendered.mentioned, sender);
+        Message {
+            id,
+            sender_id: sender,
             recipient,
             content: r.content,
             rendered_content: r.rendered.html,
-            timestamp: cx.now_secs(),
+            timestamp: now,
             client: r.client,
             is_me_message,
             mentioned,
@@ -548,7 +561,7 @@ impl Realm {
             last_edit_timestamp: None,
             last_moved_timestamp: None,
             reactions: Vec::new(),
-        })
+        }
     }
 }
 
