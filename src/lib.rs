@@ -29,6 +29,9 @@
 //!    - `outbox/`: the outbox worker: the deliveries realms promised to
 //!      outgoing-webhook bots, POSTed off the actors through an address guard, their
 //!      outcomes written back as system writes.
+//!    - `missed_mail/`: the mail worker: the missed-message emails realms promised,
+//!      re-checked when due, composed and sent through `mail`, recorded as done by
+//!      system writes.
 //! 4. `hub/`: what readers see of a realm: the published version (visible once
 //!    durable), the event log and its renderer, client queues and long-polls, and
 //!    presence (soft state, written coalesced).
@@ -80,6 +83,7 @@ pub mod locks;
 pub mod logging;
 pub mod mail;
 pub mod metrics;
+pub mod missed_mail;
 pub mod ops;
 pub mod outbox;
 pub mod passwords;

@@ -14,18 +14,24 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use lettre::message::{header::ContentType, Mailbox};
+use lettre::message::{header::ContentType, Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 /// Zulip's `EMAIL_TIMEOUT`.
 const TIMEOUT: Duration = Duration::from_secs(15);
 
-/// One plain-text email.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One email: plain text, with an HTML alternative when `html` is set.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Email {
     pub to: String,
     pub subject: String,
     pub body: String,
+    /// The HTML part (`multipart/alternative` with `body`).
+    pub html: Option<String>,
+    /// The `Message-ID` (without angle brackets); `None`: one is made up. An email
+    /// that may be sent again (after a crash between its sending and its record)
+    /// names itself the same each time, so that receivers can tell it is one email.
+    pub message_id: Option<String>,
 }
 
 /// Where email goes.
@@ -104,7 +110,8 @@ impl Mailer {
     /// Sends `email` for the realm served at `site`.
     pub async fn send(&self, site: &str, email: &Email) -> Result<(), String> {
         let from = self.sender_for(site);
-        let message = Message::builder()
+        let builder = Message::builder()
+            .message_id(email.message_id.as_ref().map(|id| format!("<{id}>")))
             .from(
                 from.parse::<Mailbox>()
                     .map_err(|e| format!("bad From address '{from}': {e}"))?,
@@ -113,10 +120,17 @@ impl Mailer {
                 .to
                 .parse::<Mailbox>()
                 .map_err(|e| format!("bad recipient '{}': {e}", email.to))?)
-            .subject(email.subject.clone())
-            .header(ContentType::TEXT_PLAIN)
-            .body(email.body.clone())
-            .map_err(|e| format!("cannot build the email: {e}"))?;
+            .subject(email.subject.clone());
+        let message = match &email.html {
+            None => builder
+                .header(ContentType::TEXT_PLAIN)
+                .body(email.body.clone()),
+            Some(html) => builder.multipart(MultiPart::alternative_plain_html(
+                email.body.clone(),
+                html.clone(),
+            )),
+        }
+        .map_err(|e| format!("cannot build the email: {e}"))?;
         match &self.sink {
             Sink::Smtp(transport) => transport
                 .send(message)
@@ -171,6 +185,12 @@ impl MailQueue {
     /// The mailer the queue sends through.
     pub fn mailer(&self) -> &Mailer {
         &self.mailer
+    }
+
+    /// The mailer the queue sends through, shared (for senders that wait for the
+    /// outcome of each email).
+    pub fn mailer_arc(&self) -> Arc<Mailer> {
+        self.mailer.clone()
     }
 
     /// Queues `email` at once, never waiting: a request that waited for room could be
@@ -228,6 +248,7 @@ mod tests {
                 to: format!("a{i}@example.test"),
                 subject: "s".into(),
                 body: "b".into(),
+                ..Email::default()
             };
             // The sender task has not run yet: the queue is full after the first.
             let queued = futures_util::FutureExt::now_or_never(queue.send("http://x", email));

@@ -676,6 +676,7 @@ fn start_metrics(
 fn start_tasks(state: &web::Data<AppState>, durability: &storage::Durability, tick: bool) {
     spawn_release_task(state, durability);
     spawn_outbox(state);
+    spawn_missed_mail(state);
     if tick {
         spawn_upload_sweeper(state);
         spawn_ticker(state);
@@ -703,6 +704,14 @@ fn spawn_ticker(state: &web::Data<AppState>) {
             }
         }
     });
+}
+
+/// The mail worker (missed-message emails), over every realm of the registry.
+fn spawn_missed_mail(state: &web::Data<AppState>) {
+    // Weak: the worker ends with the server instead of keeping its state alive.
+    let weak = Arc::downgrade(&state.clone().into_inner());
+    let mailer = state.mailer.as_ref().map(|q| q.mailer_arc());
+    crate::missed_mail::spawn(move || weak.upgrade().map(|s| s.registry.all()), mailer);
 }
 
 /// The outbox worker (outgoing webhooks), over every realm of the registry.

@@ -207,6 +207,7 @@ fn invitation_email(realm: &Realm, site: &str, referrer: &User, invite: &Invite)
              password:\n\n    {link}\n\n{expiry}\n",
             referrer.full_name, referrer.delivery_email
         ),
+        ..Email::default()
     })
 }
 

@@ -457,6 +457,7 @@ async fn confirm_address(
              this, ignore this email.\n",
             invite_link(site, &confirmation.key)
         ),
+        ..Email::default()
     };
     if let Some(queue) = &state.mailer {
         queue.send(site, email).await;

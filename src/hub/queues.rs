@@ -341,6 +341,22 @@ impl EventHub {
         ids.iter().for_each(|id| self.remove_queue(id));
     }
 
+    /// Whether `user` has a live queue that receives `message` events (Zulip's
+    /// `receiver_is_off_zulip` is its negation: such a user is on Zulip).
+    pub fn receives_messages(&self, user: UserId) -> bool {
+        let Some(ids) = self.by_user.get(&user).map(|ids| ids.clone()) else {
+            return false;
+        };
+        ids.iter().any(|id| {
+            self.queues.get(id).is_some_and(|q| {
+                q.options
+                    .event_types
+                    .as_ref()
+                    .is_none_or(|t| t.contains("message"))
+            })
+        })
+    }
+
     /// Number of live queues.
     pub fn queue_count(&self) -> usize {
         self.queues.len()

@@ -347,12 +347,15 @@ impl Realm {
             } => {
                 let bot = self.user(d.bot_id).filter(|u| u.is_active);
                 let mut next_id = self.messages.next_id;
+                let mut next_mail = self.missed_mail.next_id;
                 for req in [reply, owner_notice].into_iter().flatten().map(|r| *r) {
                     let Some(bot) = bot else { break };
                     match self.service_reply_row(bot, req, next_id, cx) {
                         Ok(m) => {
                             next_id += 1;
+                            let mails = self.missed_mail_for(&m, cx.now_secs(), &mut next_mail);
                             changes.push(sent(m));
+                            changes.extend(mails);
                         }
                         Err(e) => tracing::info!(
                             "the answer of bot {} to delivery {} is not sent: {}",

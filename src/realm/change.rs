@@ -53,6 +53,8 @@ pub enum Change {
     Session(SessionChange),
     /// Outgoing-webhook services, bot storage and promised deliveries.
     Bot(super::bot_services::BotChange),
+    /// Missed-message emails promised and done.
+    Mail(super::missed_mail::MailChange),
 }
 
 /// Facts about the realm itself.
@@ -366,7 +368,8 @@ impl Change {
             | Change::Emoji(_)
             | Change::Export(_)
             | Change::Session(_)
-            | Change::Bot(_) => DurabilityClass::Durable,
+            | Change::Bot(_)
+            | Change::Mail(_) => DurabilityClass::Durable,
         }
     }
 }

@@ -216,6 +216,7 @@ impl Realm {
             Change::Export(_) => self.export_events(),
             Change::Session(_) => Vec::new(),
             Change::Bot(c) => self.bot_change_events(c),
+            Change::Mail(_) => Vec::new(),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod lifecycle;
 pub mod linkifiers;
 pub mod markdown;
 pub mod messages;
+pub mod missed_mail;
 pub mod muted_users;
 pub mod navigation;
 pub mod onboarding;
@@ -320,6 +321,9 @@ pub struct Realm {
     /// own record: a resource added after schema 7 is a section of its own.
     #[serde(skip)]
     pub bot_services: bot_services::BotServiceState,
+    /// The missed-message emails owed, in the snapshot's `missed_mail` section.
+    #[serde(skip)]
+    pub missed_mail: missed_mail::MissedMailState,
 }
 
 impl Realm {
@@ -379,6 +383,7 @@ impl Realm {
             exports: Default::default(),
             sessions: Default::default(),
             bot_services: Default::default(),
+            missed_mail: Default::default(),
         }
     }
 
@@ -553,6 +558,7 @@ impl Realm {
             Change::Export(c) => self.apply_export_change(c),
             Change::Session(c) => self.apply_session_change(c),
             Change::Bot(c) => self.apply_bot_change(c),
+            Change::Mail(c) => self.apply_mail_change(c),
         }
     }
 

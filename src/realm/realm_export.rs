@@ -562,6 +562,7 @@ impl Realm {
             }
         }
         self.bot_services.outbox = Default::default();
+        self.missed_mail = Default::default();
     }
 
     /// Gives every user without an API key (an imported data export's) a new one, and

@@ -193,6 +193,15 @@ impl Realm {
             .unwrap_or_default()
     }
 
+    /// The users with a policy (any) for a topic, in id order.
+    pub(in crate::realm) fn topic_policy_users(
+        &self,
+        channel: ChannelId,
+        topic: &str,
+    ) -> Vec<UserId> {
+        self.topic_policy_index.users(channel, topic).collect()
+    }
+
     /// A user's policy for a topic (`Inherit` without a row).
     pub fn topic_visibility(
         &self,

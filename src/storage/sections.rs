@@ -12,6 +12,7 @@
 //! | Section | Version | Type |
 //! |---------|---------|------|
 //! | `bot_services` | 1 | `realm::bot_services::BotServiceState` |
+//! | `missed_mail` | 1 | `realm::missed_mail::MissedMailState` |
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +29,8 @@ pub struct Section {
 
 /// The name and version of the `bot_services` section.
 const BOT_SERVICES: (&str, u16) = ("bot_services", 1);
+/// The name and version of the `missed_mail` section.
+const MISSED_MAIL: (&str, u16) = ("missed_mail", 1);
 
 fn config() -> bincode::config::Configuration {
     bincode::config::standard()
@@ -48,6 +51,9 @@ pub fn sections_of(realm: &Realm) -> Result<Vec<Section>, CodecError> {
     if realm.bot_services != Default::default() {
         out.push(section(BOT_SERVICES, &realm.bot_services)?);
     }
+    if realm.missed_mail != Default::default() {
+        out.push(section(MISSED_MAIL, &realm.missed_mail)?);
+    }
     Ok(out)
 }
 
@@ -59,6 +65,9 @@ pub fn apply_sections(realm: &mut Realm, sections: Vec<Section>) -> Result<(), C
         match (s.name.as_str(), s.version) {
             (name, 1) if name == BOT_SERVICES.0 => {
                 realm.bot_services = decode_payload(&s.bytes)?;
+            }
+            (name, 1) if name == MISSED_MAIL.0 => {
+                realm.missed_mail = decode_payload(&s.bytes)?;
             }
             _ => return Err(CodecError::Section(s.name, s.version)),
         }

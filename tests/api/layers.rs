@@ -35,6 +35,8 @@ const LAYERS: &[(&str, u32)] = &[
     // The outbox worker (outgoing webhooks): reads the registry's realms, writes
     // through their actors.
     ("outbox", 7),
+    // The mail worker (missed-message emails): the same shape as the outbox.
+    ("missed_mail", 7),
     // HTTP.
     ("api", 7),
     ("admin", 8),

@@ -351,6 +351,7 @@ impl Realm {
         let mut out = Vec::new();
         let mut next_id: MessageId = self.messages.next_id;
         let mut next_delivery = self.bot_services.outbox.next_id;
+        let mut next_mail = self.missed_mail.next_id;
         let due: Vec<ScheduledId> = self
             .messages
             .due
@@ -389,9 +390,11 @@ impl Realm {
                             self.service_deliveries(&m, me, &mentioned, now, &mut next_delivery)
                         })
                         .unwrap_or_default();
+                    let mails = self.missed_mail_for(&m, now, &mut next_mail);
                     out.push(Change::Message(MessageChange::Sent(Box::new(m))));
                     out.extend(claims);
                     out.extend(deliveries);
+                    out.extend(mails);
                     out.push(Change::Message(MessageChange::ScheduledDelivered {
                         id,
                         message_id,

@@ -468,10 +468,13 @@ impl Realm {
         let reply = self.welcome_bot_reply(&m, cx.now_secs());
         let mut next = self.bot_services.outbox.next_id;
         let deliveries = self.service_deliveries(&m, me, &mentioned, cx.now_secs(), &mut next);
+        let mut next_mail = self.missed_mail.next_id;
+        let mails = self.missed_mail_for(&m, cx.now_secs(), &mut next_mail);
         let mut changes = vec![sent(m)];
         changes.extend(claims);
         changes.extend(reply);
         changes.extend(deliveries);
+        changes.extend(mails);
         Ok(Decided::new(changes, id))
     }
 
