@@ -37,6 +37,7 @@ mod message_rules;
 mod messages;
 mod metrics;
 mod misc_endpoints;
+mod missed_mail;
 mod mobile_app;
 mod navigation;
 mod onboarding;

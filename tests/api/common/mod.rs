@@ -35,6 +35,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod child;
+pub mod smtp;
 
 use std::collections::HashMap;
 use std::net::TcpListener;
