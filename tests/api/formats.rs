@@ -748,3 +748,54 @@ fn an_unknown_snapshot_section_is_refused() {
     let err = codec::decode_realm(&bytes).unwrap_err().to_string();
     assert!(err.contains("unknown snapshot section 'tomorrow'"), "{err}");
 }
+
+/// The `missed_mail` section (the missed-message email schedule) is a section of
+/// schema 8 like `bot_services`: its golden fixture decodes to the same realm, pending
+/// entries and batches included, and the first schema 8 fixture (written before the
+/// section existed) decodes with an empty schedule.
+#[test]
+fn golden_snapshot_with_the_missed_mail_section_decodes() {
+    use hearth::realm::missed_mail::{MailChange, MailTrigger, PendingMail};
+    use hearth::realm::Change;
+    let (_, mut realm) = built();
+    for (id, user_id, trigger) in [
+        (0, 12, MailTrigger::DirectMessage),
+        (1, 12, MailTrigger::Mention),
+        (2, 8, MailTrigger::ChannelEmail),
+    ] {
+        realm.apply(&Change::Mail(MailChange::Queued(PendingMail {
+            id,
+            user_id,
+            message_id: 40 + id,
+            trigger,
+            queued_at: 1_800_000_000,
+            due_at: 1_800_000_120,
+        })));
+    }
+    realm.apply(&Change::Mail(MailChange::Done { ids: vec![2] }));
+    let stored = golden(
+        "snapshot-v8-missed-mail.bin",
+        8,
+        &codec::encode_realm(&realm).unwrap(),
+    );
+    assert_eq!(stored[0], 8, "schema 8 fixture");
+    let mut back = codec::decode_realm(&stored).unwrap();
+    back.rebuild_indexes();
+    assert_eq!(back, realm);
+    assert_eq!(back.missed_mail.pending.len(), 2);
+    assert_eq!(back.missed_mail.next_id, 3);
+    assert_eq!(back.missed_mail.batches.get(&12), Some(&(1_800_000_120, 2)));
+    assert_eq!(back.missed_mail.batches.get(&8), None);
+    if codec::REALM_SCHEMA == 8 {
+        assert_eq!(
+            codec::encode_realm(&back).unwrap(),
+            stored,
+            "the snapshot encoding changed without a new schema version"
+        );
+    }
+    let first = std::fs::read(fixture("snapshot-v8-dev-realm.bin")).unwrap();
+    assert_eq!(
+        codec::decode_realm(&first).unwrap().missed_mail,
+        Default::default()
+    );
+}
