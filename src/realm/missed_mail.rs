@@ -32,9 +32,12 @@
 //! or followed, stops the wildcard and channel triggers (a personal mention still
 //! counts).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
+use super::channels::ChannelId;
 use super::messages::flags;
 use super::messages::{Message, MessageId, Recipient};
 use super::user_settings::{setting, SettingValue};
@@ -86,6 +89,39 @@ pub enum MailChange {
     Done { ids: Vec<u64> },
 }
 
+/// Who asked for channel emails, so that a send looks at them without walking every
+/// subscriber. Derived from the user settings and the subscriptions (rebuilt on load).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MailIndex {
+    /// Users whose `enable_stream_email_notifications` is on.
+    pub stream_email_on: BTreeSet<UserId>,
+    /// Per channel, the subscriptions whose `email_notifications` is `true`.
+    pub email_subs: BTreeMap<ChannelId, BTreeSet<UserId>>,
+}
+
+impl MailIndex {
+    /// A user's `enable_stream_email_notifications` became `on`.
+    pub fn set_stream_email(&mut self, user: UserId, on: bool) {
+        if on {
+            self.stream_email_on.insert(user);
+        } else {
+            self.stream_email_on.remove(&user);
+        }
+    }
+
+    /// A subscription's `email_notifications` became `value`.
+    pub fn set_sub_email(&mut self, channel: ChannelId, user: UserId, value: Option<bool>) {
+        if value == Some(true) {
+            self.email_subs.entry(channel).or_default().insert(user);
+        } else if let Some(users) = self.email_subs.get_mut(&channel) {
+            users.remove(&user);
+            if users.is_empty() {
+                self.email_subs.remove(&channel);
+            }
+        }
+    }
+}
+
 /// A message as one person's flags describe it, for `MailTrigger`'s rules.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Received {
@@ -105,6 +141,23 @@ impl Received {
 }
 
 impl Realm {
+    /// Rebuilds `mail_index` from the settings and subscriptions (after loading).
+    pub(super) fn rebuild_mail_index(&mut self) {
+        let mut index = MailIndex::default();
+        for (user, settings) in self.user_settings.iter() {
+            if settings.get("enable_stream_email_notifications") == Some(&SettingValue::Bool(true))
+            {
+                index.stream_email_on.insert(*user);
+            }
+        }
+        for ch in self.channels.values() {
+            for (user, sub) in ch.subs.iter() {
+                index.set_sub_email(ch.id, *user, sub.email_notifications);
+            }
+        }
+        self.mail_index = index;
+    }
+
     pub(super) fn apply_mail_change(&mut self, c: &MailChange) {
         let state = &mut self.missed_mail;
         match c {
@@ -224,24 +277,34 @@ impl Realm {
                     return Vec::new();
                 };
                 let wildcard = m.wildcard != super::messages::Wildcard::None;
-                let followers = self.topic_policy_users(*channel_id, topic);
-                for (user, sub) in ch.subs.iter().filter(|(_, s)| s.active) {
-                    let got = Received {
-                        mentioned: m.mentioned.contains(user),
-                        wildcard_mentioned: wildcard,
-                    };
-                    let worth_a_look = got.mentioned
-                        || wildcard
-                        || followers.binary_search(user).is_ok()
-                        || sub.email_notifications == Some(true)
-                        || (sub.email_notifications.is_none()
-                            && self.user(*user).is_some_and(|u| {
-                                self.flag_setting(u, "enable_stream_email_notifications")
-                            }));
-                    if worth_a_look {
-                        candidates.push((*user, got));
+                let mut look: BTreeSet<UserId> = if wildcard {
+                    // A wildcard mention reaches every subscriber (at most
+                    // `WILDCARD_MENTION_THRESHOLD` of them, unless the sender may
+                    // mention many).
+                    ch.subs.keys().copied().collect()
+                } else {
+                    let mut look: BTreeSet<UserId> = m.mentioned.iter().copied().collect();
+                    look.extend(self.topic_policy_users(*channel_id, topic));
+                    if let Some(users) = self.mail_index.email_subs.get(channel_id) {
+                        look.extend(users.iter().copied());
                     }
-                }
+                    look.extend(self.mail_index.stream_email_on.iter().filter(|u| {
+                        ch.subs
+                            .get(*u)
+                            .is_some_and(|s| s.email_notifications.is_none())
+                    }));
+                    look
+                };
+                look.retain(|u| ch.is_subscribed(*u));
+                candidates.extend(look.into_iter().map(|user| {
+                    (
+                        user,
+                        Received {
+                            mentioned: m.mentioned.contains(&user),
+                            wildcard_mentioned: wildcard,
+                        },
+                    )
+                }));
             }
         }
         let mut out = Vec::new();
@@ -386,6 +449,57 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A channel's email subscribers are found through the index, which changes keep
+    /// equal to a rebuilt one.
+    #[test]
+    fn channel_email_subscribers_are_found_through_the_index() {
+        use crate::realm::channels::SubProperty;
+        use crate::realm::{ChannelChange, PersonalChange};
+        let mut realm = world();
+        let (a, b) = two_humans(&realm);
+        let ch = realm
+            .channels
+            .values()
+            .find(|c| c.is_subscribed(a) && c.is_subscribed(b))
+            .map(|c| c.id)
+            .unwrap();
+        let m = realm_message(
+            a,
+            Recipient::Channel {
+                channel_id: ch,
+                topic: "t".into(),
+            },
+        );
+        let mut next = 0;
+        assert!(realm.missed_mail_for(&m, 0, &mut next).is_empty());
+        realm.apply(&Change::Channel(ChannelChange::SubscriptionPropertySet {
+            user_id: b,
+            channel_id: ch,
+            property: SubProperty::EmailNotifications(true),
+        }));
+        let owed = realm.missed_mail_for(&m, 0, &mut next);
+        assert!(matches!(&owed[..], [Change::Mail(MailChange::Queued(p))]
+            if p.user_id == b && p.trigger == MailTrigger::ChannelEmail));
+        // The global setting reaches subscriptions that follow it, not the sender.
+        for user in [a, b] {
+            realm.apply(&Change::Personal(PersonalChange::SettingSet {
+                user_id: user,
+                name: "enable_stream_email_notifications".into(),
+                value: SettingValue::Bool(true),
+            }));
+        }
+        realm.apply(&Change::Channel(ChannelChange::SubscriptionPropertySet {
+            user_id: b,
+            channel_id: ch,
+            property: SubProperty::EmailNotifications(false),
+        }));
+        assert!(realm.missed_mail_for(&m, 0, &mut next).is_empty());
+        let kept = realm.mail_index.clone();
+        realm.rebuild_mail_index();
+        assert_eq!(realm.mail_index, kept);
+        assert!(kept.stream_email_on.contains(&a) && kept.stream_email_on.contains(&b));
     }
 
     fn two_humans(realm: &Realm) -> (UserId, UserId) {

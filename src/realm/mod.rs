@@ -324,6 +324,9 @@ pub struct Realm {
     /// The missed-message emails owed, in the snapshot's `missed_mail` section.
     #[serde(skip)]
     pub missed_mail: missed_mail::MissedMailState,
+    /// Who asked for channel emails (derived, rebuilt on load).
+    #[serde(skip)]
+    pub(crate) mail_index: missed_mail::MailIndex,
 }
 
 impl Realm {
@@ -384,6 +387,7 @@ impl Realm {
             sessions: Default::default(),
             bot_services: Default::default(),
             missed_mail: Default::default(),
+            mail_index: Default::default(),
         }
     }
 
@@ -424,6 +428,7 @@ impl Realm {
         self.color_use = color_use;
         self.messages.rebuild_due();
         self.reminders.rebuild_due();
+        self.rebuild_mail_index();
         self.rebuild_linkifier_cache();
         self.rebuild_attachment_indexes();
         self.emoji.rebuild_index();

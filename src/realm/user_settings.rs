@@ -878,6 +878,10 @@ impl Realm {
                 if (name, value) == ("enable_drafts_synchronization", &SettingValue::Bool(false)) {
                     self.drafts.by_user.remove(&user_id);
                 }
+                if name == "enable_stream_email_notifications" {
+                    self.mail_index
+                        .set_stream_email(user_id, *value == SettingValue::Bool(true));
+                }
                 let mine = self.user_settings.entry(user_id).or_default();
                 if *value == st.default.value() {
                     mine.remove(name);

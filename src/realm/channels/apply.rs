@@ -73,7 +73,11 @@ impl Realm {
                             sub.audible_notifications = Some(*v)
                         }
                         SubProperty::PushNotifications(v) => sub.push_notifications = Some(*v),
-                        SubProperty::EmailNotifications(v) => sub.email_notifications = Some(*v),
+                        SubProperty::EmailNotifications(v) => {
+                            sub.email_notifications = Some(*v);
+                            self.mail_index
+                                .set_sub_email(*channel_id, *user_id, Some(*v));
+                        }
                         SubProperty::WildcardMentionsNotify(v) => {
                             sub.wildcard_mentions_notify = Some(*v)
                         }
