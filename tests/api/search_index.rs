@@ -182,6 +182,68 @@ async fn a_stop_word_alone_finds_nothing() {
     assert_ne!(the, cats);
 }
 
+/// Zulip's `NarrowParameter` requires a `search` operand: a blank one is refused (on
+/// `/messages` and on the flags-by-narrow write alike), and changes nothing.
+#[actix_web::test]
+async fn a_blank_search_operand_is_refused() {
+    let app = TestApp::spawn().await;
+    for operand in ["", "   "] {
+        let narrow = json!([{"operator": "search", "operand": operand}]).to_string();
+        app.err(
+            "GET",
+            "/api/v1/messages",
+            IAGO,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "5"),
+                ("num_after", "0"),
+                ("narrow", &narrow),
+            ],
+            400,
+            "BAD_REQUEST",
+            "operand cannot be blank.",
+        )
+        .await;
+        app.err(
+            "POST",
+            "/api/v1/messages/flags/narrow",
+            IAGO,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", &narrow),
+                ("op", "add"),
+                ("flag", "read"),
+            ],
+            400,
+            "BAD_REQUEST",
+            "operand cannot be blank.",
+        )
+        .await;
+    }
+}
+
+/// A negated `search` term keeps the messages that do not match, as Zulip's
+/// `maybe_negate` does for both its full-text and its quoted-phrase conditions.
+#[actix_web::test]
+async fn a_negated_search_keeps_what_does_not_match() {
+    let app = TestApp::spawn().await;
+    let kept = send_to(&app, IAGO, "Verona", "negation", "apples only").await;
+    let dropped = send_to(&app, IAGO, "Verona", "negation", "bananas only").await;
+    let body = fetch(
+        &app,
+        IAGO,
+        &json!([
+            {"operator": "topic", "operand": "negation"},
+            {"operator": "search", "operand": "banana", "negated": true}
+        ]),
+    )
+    .await;
+    let got = ids(&body);
+    assert!(got.contains(&kept) && !got.contains(&dropped), "{got:?}");
+}
+
 #[actix_web::test]
 async fn a_private_channel_is_never_found_by_a_non_subscriber() {
     let app = TestApp::spawn().await;

@@ -202,9 +202,14 @@ impl Realm {
                     }
                     Term::Is(v)
                 }
-                "search" => Term::Search(SearchQuery::parse(
-                    &operand_str(&operand).unwrap_or_default(),
-                )),
+                "search" => {
+                    // Zulip's `NarrowParameter`: a `search` operand is a required string.
+                    let text = operand_str(&operand).unwrap_or_default();
+                    if text.trim().is_empty() {
+                        return Err(ApiError::bad_request("operand cannot be blank."));
+                    }
+                    Term::Search(SearchQuery::parse(&text))
+                }
                 "id" | "near" | "with" => {
                     let id = match &operand {
                         Value::Number(n) => n.as_u64(),
