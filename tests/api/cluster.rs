@@ -1371,6 +1371,32 @@ fn hearth_realm_move_loses_no_acknowledged_write_and_clients_follow() {
         let mut acknowledged = ledger.clone();
         acknowledged.sort();
         assert_eq!(stored, acknowledged);
+        // b's search finds the moved messages: by a word every one has, and by a
+        // phrase only one has (the index is derived, built on b from the rows).
+        let search = |operand: String| {
+            let (http, url, who) = (http.clone(), b.url(), who.clone());
+            async move {
+                let narrow = serde_json::json!([{"operator": "search", "operand": operand}]);
+                let (status, _, body) = call(
+                    &http,
+                    reqwest::Method::GET,
+                    &format!("{url}/api/v1/messages"),
+                    &host("acme"),
+                    Some((&who.0, &who.1)),
+                    &[
+                        ("anchor", "newest"),
+                        ("num_before", "5000"),
+                        ("num_after", "0"),
+                        ("narrow", &narrow.to_string()),
+                    ],
+                )
+                .await;
+                assert_eq!(status, 200, "{body}");
+                body["messages"].as_array().unwrap().len()
+            }
+        };
+        assert_eq!(search("writer".into()).await, acknowledged.len());
+        assert_eq!(search(format!("\"{}\"", acknowledged[0])).await, 1);
         let placement = std::fs::read_to_string(router.nginx.placement()).unwrap();
         assert!(placement.contains("acme = \"b\""), "{placement}");
         // a no longer has acme; b serves it, active.
