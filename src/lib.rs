@@ -45,6 +45,8 @@
 //!    (`imbl`), so a version is cheap to take.
 //! 7. Leaves, used from anywhere above:
 //!    - `error`: `ApiError`, Zulip's error codes and texts.
+//!    - `escape`: HTML escaping, the one place for the four quote rules of the HTML
+//!      the server writes.
 //!    - `health`: the storage's health as the HTTP layer reads it (storage implements it).
 //!    - `metrics`: the process-wide counters, histograms and gauges.
 //!    - `limits`: the rate limiter's buckets and password attempts.
@@ -74,6 +76,7 @@ pub mod api;
 pub mod archive;
 pub mod config;
 pub mod error;
+pub mod escape;
 pub mod gzip;
 pub mod health;
 pub mod hub;

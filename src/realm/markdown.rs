@@ -45,17 +45,7 @@ pub fn render_description_with(text: &str, linkifiers: &[CompiledLinkifier]) -> 
 
 /// Escapes text for HTML content and double-quoted attributes.
 fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::escape::with(s, crate::escape::DOUBLE_QUOTED)
 }
 
 /// Runs the linkifiers over the text of an event stream, outside code and links.

@@ -12,6 +12,7 @@ use std::path::Path;
 const LAYERS: &[(&str, u32)] = &[
     // Leaves.
     ("error", 0),
+    ("escape", 0),
     ("version", 0),
     ("locks", 0),
     ("gzip", 0),

@@ -43,20 +43,7 @@ static QUOTE_FENCE: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"(?ms)^(`{3,}|~{3,})quote[ \t]*\n(.*?)\n?^(?:`{3,}|~{3,})[ \t]*$"));
 
 /// Zulip's `escape_html`: text for HTML content and attributes.
-pub(crate) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub(crate) use crate::escape::html as escape;
 
 /// Zulip's narrow URL fragment for a channel: `id-name` with the name hash-encoded.
 fn channel_slug(id: u64, name: &str) -> String {

@@ -937,14 +937,7 @@ fn push_merged(out: &mut Vec<Node>, node: Node) {
 
 /// libxml2's escaping of a text node in HTML.
 fn escape_text(s: &str, out: &mut String) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
+    crate::escape::push(out, s, crate::escape::TEXT);
 }
 
 /// libxml2's URI escaping of `href`/`src`/`action` values (`xmlURIEscapeStr` with
@@ -981,15 +974,12 @@ fn write_attr(el: &Element, name: &str, value: &str, out: &mut String) {
     };
     out.push('=');
     out.push(quote);
-    for c in value.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if escape_quote => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
+    let set = if escape_quote {
+        crate::escape::DOUBLE_QUOTED
+    } else {
+        crate::escape::TEXT
+    };
+    crate::escape::push(out, &value, set);
     out.push(quote);
 }
 

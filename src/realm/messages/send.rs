@@ -223,11 +223,7 @@ pub fn channel_name_missing(name: &str) -> ApiError {
 
 /// Django's `escape`.
 fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#x27;")
+    crate::escape::with(s, crate::escape::DJANGO)
 }
 
 /// STREAM_DOES_NOT_EXIST for an id.
