@@ -467,9 +467,12 @@ impl Handler<DeliverScheduled> for RealmActor {
         if nothing_due || !self.store.messages().is_open() {
             return 0;
         }
-        let mut cx = Cx::new(&*self.clock);
+        // The actor's rows, as every rule reads them: each earlier commit's rows are
+        // written before a delivery reads one (a scheduled message's topic, its
+        // participants, a direct conversation's history).
+        let mut cx = Cx::new(&*self.clock).with_rows(self.rows.clone());
         let realm = &self.realm;
-        let rows = self.store.messages();
+        let rows: &dyn MessageRows = &*self.rows;
         let changes = match catch_unwind(AssertUnwindSafe(|| {
             let mut changes = realm.decide_due_scheduled(&mut cx, rows);
             let sent = changes
