@@ -507,3 +507,94 @@ async fn a_pending_email_survives_kill_9_and_is_sent_once() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     exactly(&smtp, OTHELLO_EMAIL, 1).await;
 }
+
+/// A group mention mentions the group's members (their `mentioned` flag, and an
+/// email for one who is away), and needs the group's `can_mention_group`.
+#[actix_web::test]
+async fn a_group_mention_mentions_its_members_and_needs_the_permission() {
+    let Some(smtp) = Receiver::start() else {
+        return;
+    };
+    let app = app(&smtp).await;
+    let groups = app.ok("GET", "/api/v1/user_groups", IAGO, &[]).await;
+    let group = groups["user_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "hamletcharacters")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let id = send_stream(
+        &app,
+        OTHELLO,
+        "Verona",
+        "cast",
+        "@*hamletcharacters* to the stage",
+    )
+    .await;
+    let msg = app
+        .ok("GET", &format!("/api/v1/messages/{id}"), CORDELIA, &[])
+        .await;
+    assert!(
+        msg["message"]["flags"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mentioned")),
+        "{msg}"
+    );
+    assert!(
+        msg["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("data-user-group-id=\"{group}\"")),
+        "{msg}"
+    );
+    past_the_period(&app);
+    let mails = exactly(&smtp, CORDELIA, 1).await;
+    assert!(
+        mails[0].text.contains("mentioned you in #Verona > cast"),
+        "{}",
+        mails[0].text
+    );
+    // Only moderators may mention the group now: Othello may not, though a silent
+    // mention is still allowed.
+    app.ok(
+        "PATCH",
+        &format!("/api/v1/user_groups/{group}"),
+        DESDEMONA,
+        &[("can_mention_group", &format!(r#"{{"new": {MODERATORS}}}"#))],
+    )
+    .await;
+    app.err(
+        "POST",
+        "/api/v1/messages",
+        OTHELLO,
+        &[
+            ("type", "stream"),
+            ("to", "Verona"),
+            ("topic", "cast"),
+            ("content", "@*hamletcharacters* again"),
+        ],
+        400,
+        "BAD_REQUEST",
+        "You are not allowed to mention user group 'hamletcharacters'.",
+    )
+    .await;
+    send_stream(
+        &app,
+        OTHELLO,
+        "Verona",
+        "cast",
+        "@_*hamletcharacters* quietly",
+    )
+    .await;
+    send_stream(
+        &app,
+        SHIVA,
+        "Verona",
+        "cast",
+        "@*hamletcharacters* from a moderator",
+    )
+    .await;
+}

@@ -19,9 +19,12 @@ use crate::realm::{Realm, UserId};
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Rendered {
     pub html: String,
-    /// Users mentioned (not silently).
+    /// Users mentioned (not silently), by name or through a group.
     pub mentioned: Vec<UserId>,
     pub wildcard: Wildcard,
+    /// Groups mentioned (not silently), in order of appearance: the sender must be
+    /// allowed to mention each (`can_mention_group`).
+    pub mentioned_groups: Vec<crate::realm::groups::GroupId>,
 }
 
 const OPEN: char = '\u{F8F0}';
@@ -34,8 +37,9 @@ fn pattern(re: &str) -> Regex {
     Regex::new(re).expect("a literal pattern")
 }
 
-static MENTION: LazyLock<Regex> =
-    LazyLock::new(|| pattern(r"(@_?)\*\*([^*\n]+?)\*\*|#\*\*([^*\n>]+?)(?:>([^*\n]+?))?\*\*"));
+static MENTION: LazyLock<Regex> = LazyLock::new(|| {
+    pattern(r"(@_?)\*\*([^*\n]+?)\*\*|#\*\*([^*\n>]+?)(?:>([^*\n]+?))?\*\*|(@_?)\*([^*\n]+?)\*")
+});
 static EMOJI: LazyLock<Regex> = LazyLock::new(|| pattern(r":([a-z0-9_+-]+):"));
 static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| pattern("\u{F8F0}([0-9]+)\u{F8F1}"));
 static URL: LazyLock<Regex> = LazyLock::new(|| pattern(r#"https?://[^\s<>"']*[^\s<>"'.,;:!?)\]]"#));
@@ -95,7 +99,38 @@ impl Realm {
         });
         let text = MENTION.replace_all(&text, |c: &regex::Captures| {
             let source = c[0].to_owned();
-            let html = if let Some(name) = c.get(2) {
+            let html = if let Some(name) = c.get(6) {
+                // `@*group*`: a named group that is not a role's and not deactivated
+                // (Zulip's `UserGroupMentionPattern`); anything else stays text.
+                let silent = c.get(5).is_some_and(|m| m.as_str() == "@_");
+                self.group_by_name(name.as_str())
+                    .filter(|g| g.system.is_none() && !self.is_group_deactivated(g.id))
+                    .map(|g| {
+                        if !silent {
+                            if !out.mentioned_groups.contains(&g.id) {
+                                out.mentioned_groups.push(g.id);
+                            }
+                            for id in self.group_members_recursive(g) {
+                                if !out.mentioned.contains(&id) {
+                                    out.mentioned.push(id);
+                                }
+                            }
+                        }
+                        if silent {
+                            format!(
+                                "<span class=\"user-group-mention silent\" data-user-group-id=\"{}\">{}</span>",
+                                g.id,
+                                escape(&g.name)
+                            )
+                        } else {
+                            format!(
+                                "<span class=\"user-group-mention\" data-user-group-id=\"{}\">@{}</span>",
+                                g.id,
+                                escape(&g.name)
+                            )
+                        }
+                    })
+            } else if let Some(name) = c.get(2) {
                 let silent = &c[1] == "@_";
                 let name = name.as_str();
                 match name {
@@ -451,6 +486,62 @@ mod tests {
             r.render_message("see https://zulip.com.").html,
             "<p>see <a href=\"https://zulip.com\">https://zulip.com</a>.</p>"
         );
+    }
+
+    #[test]
+    fn group_mentions_render_and_mention_the_members() {
+        use crate::realm::groups::UserGroup;
+        use crate::realm::{GroupChange, UserId};
+        let mut r = realm();
+        let members: Vec<UserId> = r
+            .users
+            .values()
+            .filter(|u| !u.is_bot())
+            .take(2)
+            .map(|u| u.id)
+            .collect();
+        let id = r.groups.keys().max().copied().unwrap_or_default() + 1;
+        r.apply(&crate::realm::Change::Group(GroupChange::UserGroupCreated(
+            UserGroup {
+                id,
+                name: "hamletcharacters".into(),
+                description: String::new(),
+                system: None,
+                members,
+                subgroups: Vec::new(),
+                date_created: 0,
+                creator_id: None,
+            },
+        )));
+        let g = r.group_by_name("hamletcharacters").expect("group").clone();
+        let out = r.render_message("@*hamletcharacters* look");
+        assert_eq!(
+            out.html,
+            format!(
+                "<p><span class=\"user-group-mention\" data-user-group-id=\"{}\">@hamletcharacters</span> look</p>",
+                g.id
+            )
+        );
+        assert_eq!(out.mentioned_groups, vec![g.id]);
+        let mut members = out.mentioned.clone();
+        members.sort_unstable();
+        assert_eq!(members, r.group_members_recursive(&g));
+        // Silently: rendered, nobody mentioned.
+        let out = r.render_message("@_*hamletcharacters*");
+        assert_eq!(
+            out.html,
+            format!(
+                "<p><span class=\"user-group-mention silent\" data-user-group-id=\"{}\">hamletcharacters</span></p>",
+                g.id
+            )
+        );
+        assert!(out.mentioned.is_empty() && out.mentioned_groups.is_empty());
+        // A role's group, or no group: text (and emphasis), as before.
+        for text in ["@*role:members*", "@*nobody here*"] {
+            let out = r.render_message(text);
+            assert!(!out.html.contains("user-group-mention"), "{}", out.html);
+            assert!(out.mentioned.is_empty());
+        }
     }
 
     #[test]

@@ -464,6 +464,9 @@ impl Realm {
                 }
             }
         }
+        if let (Some(rendered), true) = (&r.rendered, r.content.is_some()) {
+            self.check_group_mentions(me, &rendered.mentioned_groups)?;
+        }
         if let (Some(rendered), Some(ch)) = (&r.rendered, old_channel) {
             if r.content.is_some() {
                 // Checked for the message's sender, who alone edits content.

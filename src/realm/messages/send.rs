@@ -416,6 +416,26 @@ impl Realm {
         Ok(())
     }
 
+    /// Zulip's `check_user_group_mention_allowed`: each group a message mentions (not
+    /// silently) must let the sender mention it (`can_mention_group`).
+    pub fn check_group_mentions(
+        &self,
+        sender: &User,
+        groups: &[crate::realm::groups::GroupId],
+    ) -> ApiResult<()> {
+        use crate::realm::groups::GroupPermission;
+        for g in groups.iter().filter_map(|id| self.group(*id)) {
+            let setting = self.group_permission(g, GroupPermission::CanMention);
+            if !self.in_setting(sender, &setting) {
+                return Err(ApiError::bad_request(format!(
+                    "You are not allowed to mention user group '{}'.",
+                    g.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// A send as the worker prepares it: `content` (normalized) rendered against this
     /// version, so that mentions and channel links resolve as the sender saw the realm,
     /// and with a topic wildcard mention, the topic's participants read from `rows`.
@@ -529,6 +549,7 @@ impl Realm {
                 Recipient::Direct { users }
             }
         };
+        self.check_group_mentions(me, &r.rendered.mentioned_groups)?;
         Ok(self.message_row(self.messages.next_id, me.id, recipient, r, cx.now_secs()))
     }
 
