@@ -14,7 +14,8 @@
 //! in a file being received (`FileStore::receive`) and its bookkeeping in memory. A
 //! restart discards it (its `HEAD` and `PATCH` then answer 404 and the client starts a
 //! new upload), and so does an hour without a byte (the store sweeps files being
-//! received after an hour).
+//! received after an hour). One user has at most `MAX_IN_PROGRESS` uploads in progress
+//! (each holds an open file): more are refused until one finishes or is deleted.
 //!
 //! The protocol's errors are tusd's (`ERR_MISMATCHED_OFFSET: mismatched offset`, plain
 //! text, its status codes); the refusals Zulip's hook makes are Zulip's (JSON
@@ -48,6 +49,8 @@ const OFFSET_STREAM: &str = "application/offset+octet-stream";
 const IDLE_LIMIT: Duration = Duration::from_secs(3600);
 /// Bytes written to the file at once.
 const WRITE_BATCH: usize = 1024 * 1024;
+/// Uploads one user may have in progress at once (each holds an open file).
+const MAX_IN_PROGRESS: usize = 32;
 
 /// The uploads in progress on this server, by id.
 #[derive(Default)]
@@ -84,6 +87,15 @@ impl Partials {
             // Being written to right now.
             Err(_) => true,
         });
+    }
+
+    /// How many uploads `me` has in progress (not yet stored).
+    fn in_progress(&self, subdomain: &str, me: UserId) -> usize {
+        self.uploads
+            .iter()
+            .filter(|p| p.subdomain == subdomain && p.owner == me)
+            .filter(|p| p.progress.try_lock().map_or(true, |g| g.file.is_some()))
+            .count()
     }
 
     /// The caller's upload `id` (anyone else's is not found).
@@ -163,9 +175,15 @@ fn check_version(req: &HttpRequest) -> Result<(), Refusal> {
 fn authenticate(req: &HttpRequest) -> Result<(ApiRequest, UserId, String), Refusal> {
     let api = bodyless_request(req)
         .map_err(|e| Box::new(actix_web::ResponseError::error_response(&e)))?;
-    let me = api
-        .caller()
-        .map_err(|_| hook_refusal(401, "Unauthenticated upload"))?;
+    // Credentials that name nobody are Zulip's hook's refusal; a caller who may not
+    // upload at all (an incoming webhook bot) gets the API's own answer.
+    let me = api.caller().map_err(|e| {
+        if e.status == 401 {
+            hook_refusal(401, "Unauthenticated upload")
+        } else {
+            Box::new(actix_web::ResponseError::error_response(&e))
+        }
+    })?;
     let subdomain = api.hub.current().settings.subdomain.clone();
     Ok((api, me, subdomain))
 }
@@ -281,6 +299,13 @@ async fn create(req: &HttpRequest) -> Result<HttpResponse, Refusal> {
             ),
         ));
     }
+    uploads.tus.expire();
+    if uploads.tus.in_progress(&subdomain, me) >= MAX_IN_PROGRESS {
+        return Err(hook_refusal(
+            429,
+            &format!("You may have at most {MAX_IN_PROGRESS} uploads in progress"),
+        ));
+    }
     let metadata_raw = header(req, "Upload-Metadata")
         .unwrap_or_default()
         .to_owned();
@@ -294,7 +319,6 @@ async fn create(req: &HttpRequest) -> Result<HttpResponse, Refusal> {
             tracing::error!("cannot start a resumable upload: {e}");
             internal()
         })?;
-    uploads.tus.expire();
     let id = hex::encode(rand::random::<[u8; 16]>());
     let partial = Arc::new(Partial {
         subdomain,

@@ -1336,3 +1336,37 @@ async fn a_finished_resumable_upload_survives_kill_9() {
     .await;
     assert_eq!(list["attachments"][0]["name"], "kill.txt");
 }
+
+#[actix_web::test]
+async fn a_user_has_a_bounded_number_of_resumable_uploads_in_progress() {
+    let app = TestApp::spawn().await;
+    let mut paths = Vec::new();
+    for i in 0..32 {
+        paths.push(tus_create(&app, MEMBER, 3, &format!("f{i}.txt")).await);
+    }
+    let (status, _, body) = tus_as(
+        &app,
+        Some(MEMBER),
+        Method::POST,
+        TUS,
+        &[("Upload-Length", "3")],
+        b"",
+    )
+    .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        json!({"message": "You may have at most 32 uploads in progress"})
+    );
+    // Someone else is not held back.
+    tus_create(&app, OTHELLO, 3, "other.txt").await;
+    // A finished upload, and a deleted one, free their places.
+    assert_eq!(
+        tus_patch(&app, MEMBER, &paths[0], 0, b"abc").await.0,
+        StatusCode::OK
+    );
+    let (status, _, _) = tus_as(&app, Some(MEMBER), Method::DELETE, &paths[1], &[], b"").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    tus_create(&app, MEMBER, 3, "again.txt").await;
+    tus_create(&app, MEMBER, 3, "and again.txt").await;
+}
