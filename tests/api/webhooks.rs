@@ -1547,6 +1547,14 @@ async fn gitlab_documented_payloads_become_their_messages() {
             },
             Case {
                 integration: "gitlab",
+                fixture: "docs__merge_request.json",
+                header: header("Merge Request Hook"),
+                topic: "Gitlab Test / MR #1 MS-Viewport",
+                content: "Administrator created [MR #1](http://example.com/diaspora/\
+                          merge_requests/1) from `ms-viewport` to `master` (assigned to User1).",
+            },
+            Case {
+                integration: "gitlab",
                 fixture: "docs__tag_push.json",
                 header: header("Tag Push Hook"),
                 topic: "Example",
