@@ -1555,6 +1555,25 @@ async fn gitlab_documented_payloads_become_their_messages() {
             },
             Case {
                 integration: "gitlab",
+                fixture: "docs__pipeline.json",
+                header: header("Pipeline Hook"),
+                topic: "Gitlab Test / master",
+                // The jobs' links are built on the project's `web_url`.
+                content: "[Pipeline (#31)](http://example.com/gitlab-org/gitlab-test/-/pipelines/\
+                          31) changed status to success with build(s):\n\
+                          * [production](http://192.168.64.1:3005/gitlab-org/gitlab-test/-/jobs/\
+                          380) - skipped\n\
+                          * [test-image](http://192.168.64.1:3005/gitlab-org/gitlab-test/-/jobs/\
+                          377) - success\n\
+                          * [test-build](http://192.168.64.1:3005/gitlab-org/gitlab-test/-/jobs/\
+                          378) - failed\n\
+                          * [build-image](http://192.168.64.1:3005/gitlab-org/gitlab-test/-/jobs/\
+                          376) - success\n\
+                          * [staging](http://192.168.64.1:3005/gitlab-org/gitlab-test/-/jobs/\
+                          379) - created",
+            },
+            Case {
+                integration: "gitlab",
                 fixture: "docs__tag_push.json",
                 header: header("Tag Push Hook"),
                 topic: "Example",
