@@ -1484,6 +1484,16 @@ async fn github_documented_payloads_become_their_messages() {
             },
             Case {
                 integration: "github",
+                fixture: "docs__pull_request_review_requested.json",
+                header: header("pull_request"),
+                topic: pr_topic,
+                content: leak(format!(
+                    "Codertocat requested [octocat](http://github.com/octocat) for a review on \
+                     [PR #2]({repo}/pull/2)."
+                )),
+            },
+            Case {
+                integration: "github",
                 fixture: "docs__ping.json",
                 header: header("ping"),
                 topic: "Hello-World",
