@@ -64,6 +64,8 @@ pub struct Uploads {
     pub max_mib: u64,
     /// `--upload-sweep-days` (0: never).
     pub sweep_days: u64,
+    /// Resumable uploads in progress (`/api/v1/tus`).
+    pub(super) tus: super::tus::Partials,
 }
 
 impl Uploads {
@@ -72,6 +74,7 @@ impl Uploads {
             store,
             max_mib,
             sweep_days,
+            tus: super::tus::Partials::default(),
         }
     }
 
@@ -110,7 +113,7 @@ fn realm_of(req: &HttpRequest, state: &AppState) -> ApiResult<RealmHandle> {
 }
 
 /// An `ApiRequest` for a handler that reads its body itself (uploads).
-fn bodyless_request(req: &HttpRequest) -> ApiResult<ApiRequest> {
+pub(super) fn bodyless_request(req: &HttpRequest) -> ApiResult<ApiRequest> {
     let state = state_of(req)?;
     let handle = realm_of(req, &state)?;
     let (credentials, checked) = super::credentials_of(req);

@@ -35,6 +35,7 @@ pub mod session;
 pub mod settings;
 pub mod signup;
 pub mod status;
+pub mod tus;
 pub mod user_topics;
 pub mod users;
 pub mod webapp;
@@ -106,9 +107,19 @@ pub struct AppState {
 macro_rules! endpoint {
     ($path:literal, $($method:ident => $handler:path),+ $(,)?) => {
         web::resource($path)
-            $(.route(web::$method().to($handler)))+
+            $(.route(method::$method().to($handler)))+
             .default_service(web::to(|| error::method_not_allowed(&[$(stringify!($method)),+])))
     };
+}
+
+/// The route of each method the route table names: actix-web's, and `OPTIONS`, which
+/// it has no helper for (the tus protocol asks for it).
+mod method {
+    pub use actix_web::web::{delete, get, head, patch, post, put};
+
+    pub fn options() -> actix_web::Route {
+        actix_web::web::method(actix_web::http::Method::OPTIONS)
+    }
 }
 
 /// The route table: every endpoint in one place.
@@ -204,6 +215,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(endpoint!("/api/v1/users/me/profile_data", patch => profile_fields::update_profile_data, delete => profile_fields::remove_profile_data))
         .service(endpoint!("/api/v1/user_uploads", post => attachments::upload_file))
         .service(endpoint!("/api/v1/user_uploads/{realm_id}/{path:.*}", get => attachments::get_file_temporary_url))
+        .service(endpoint!("/api/v1/tus", options => tus::capabilities, post => tus::create_upload))
+        .service(endpoint!("/api/v1/tus/{upload_id}", options => tus::capabilities, head => tus::upload_offset, patch => tus::append_to_upload, delete => tus::terminate_upload))
         .service(endpoint!("/api/v1/attachments", get => attachments::get_attachments))
         .service(endpoint!("/api/v1/attachments/{attachment_id}", delete => attachments::remove_attachment))
         // Personal settings, their realm defaults, and read receipts.

@@ -136,7 +136,12 @@ pub fn json_gate(req: &mut ServiceRequest) -> Result<(), ApiError> {
     // Zulip's mobile-only endpoints and the incoming webhooks are under `/api/v1`
     // alone (its `v1_api_mobile_patterns`, `/api/v1/external/`): under `/json` they
     // answer as an unknown `/json` path.
-    if API_ONLY.contains(&rest.trim_end_matches('/')) || rest.starts_with("external/") {
+    // Zulip serves resumable uploads (tusd) under `/api/v1/tus` only.
+    if API_ONLY.contains(&rest.trim_end_matches('/'))
+        || rest.starts_with("external/")
+        || rest == "tus"
+        || rest.starts_with("tus/")
+    {
         return Ok(());
     }
     let path = format!("/api/v1/{rest}");

@@ -37,8 +37,9 @@ pub fn ref_name(r: &str) -> &str {
         .unwrap_or(r)
 }
 
-/// The bulleted commit list: each commit's first line and its short id, linked.
-pub fn commit_list(commits: &[Commit], more_not_sent: bool) -> String {
+/// The bulleted commit list: each commit's first line and its short id, linked;
+/// `not_sent` more commits the forge counted without sending them.
+pub fn commit_list(commits: &[Commit], not_sent: usize) -> String {
     let mut out = String::new();
     for c in commits.iter().take(COMMITS_SHOWN) {
         let first_line = c.message.lines().next().unwrap_or_default();
@@ -48,13 +49,12 @@ pub fn commit_list(commits: &[Commit], more_not_sent: bool) -> String {
             c.url
         ));
     }
-    if commits.len() > COMMITS_SHOWN {
-        out.push_str(&format!(
-            "[and {} more commit(s)]",
-            commits.len() - COMMITS_SHOWN
-        ));
-    } else if more_not_sent {
-        out.push_str("[and more commit(s)]");
+    let more = commits
+        .len()
+        .saturating_sub(COMMITS_SHOWN)
+        .saturating_add(not_sent);
+    if more > 0 {
+        out.push_str(&format!("[and {more} more commit(s)]"));
     }
     out.trim_end().to_owned()
 }
@@ -66,8 +66,9 @@ pub struct Push<'a> {
     pub compare_url: Option<&'a str>,
     pub branch: &'a str,
     pub commits: &'a [Commit],
-    /// The forge sent fewer commits than the push holds.
-    pub truncated: bool,
+    /// Commits of the push the forge counted but did not send (GitLab sends the
+    /// newest 20 and `total_commits_count`).
+    pub not_sent: usize,
     pub deleted: bool,
     pub forced: bool,
 }
@@ -109,7 +110,7 @@ pub fn push_message(p: &Push<'_>) -> String {
             .collect();
         head.push_str(&format!(" Commits by {}.", and_list(&named)));
     }
-    format!("{head}\n\n{}", commit_list(p.commits, p.truncated))
+    format!("{head}\n\n{}", commit_list(p.commits, p.not_sent))
 }
 
 /// Committers by number of commits (then by name); past three, the rest as "others".
@@ -225,7 +226,7 @@ mod tests {
             compare_url: Some("https://example.com/compare"),
             branch: "main",
             commits: &commits,
-            truncated: false,
+            not_sent: 0,
             deleted: false,
             forced: false,
         });
@@ -242,7 +243,7 @@ mod tests {
     #[test]
     fn long_pushes_are_cut_at_twenty_commits() {
         let commits: Vec<Commit> = (0..23).map(|n| commit("alice", n)).collect();
-        let list = commit_list(&commits, false);
+        let list = commit_list(&commits, 0);
         assert_eq!(list.lines().count(), 21);
         assert!(list.ends_with("[and 3 more commit(s)]"), "{list}");
         let five: Vec<Commit> = (0..5).map(|n| commit("a", n)).collect();

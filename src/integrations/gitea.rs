@@ -119,7 +119,7 @@ fn push(p: &Value) -> Result<String, HookError> {
         compare_url: opt_s(p, "/compare_url"),
         branch: git::ref_name(s(p, "/ref")?),
         commits: &commits,
-        truncated: false,
+        not_sent: 0,
         deleted: false,
         forced: false,
     }))

@@ -273,7 +273,7 @@ impl Gh<'_> {
             compare_url: opt_s(p, "/compare"),
             branch: git::ref_name(s(p, "/ref")?),
             commits: &commits,
-            truncated: false,
+            not_sent: 0,
             deleted: flag(p, "/deleted"),
             forced: flag(p, "/forced"),
         }))

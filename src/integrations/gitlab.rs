@@ -201,7 +201,8 @@ impl Gl<'_> {
             compare_url: Some(&compare),
             branch,
             commits: &commits,
-            truncated: total > commits.len() as u64,
+            not_sent: usize::try_from(total.saturating_sub(commits.len() as u64))
+                .unwrap_or(usize::MAX),
             deleted: false,
             forced: false,
         }))

@@ -19,11 +19,12 @@ pub fn handle(r: &HookRequest<'_>) -> Result<HookOutcome, HookError> {
     if let Some(event) = data.get("event").or_else(|| data.get("error")) {
         return event_alert(data, event);
     }
-    let keys: Vec<&str> = data
+    // Zulip names the event by the data's keys as Python prints a list of them.
+    let keys: Vec<String> = data
         .as_object()
-        .map(|m| m.keys().map(String::as_str).collect())
+        .map(|m| m.keys().map(|k| format!("'{k}'")).collect())
         .unwrap_or_default();
-    Err(HookError::Unsupported(format!("{keys:?}")))
+    Err(HookError::Unsupported(format!("[{}]", keys.join(", "))))
 }
 
 /// Sentry's time (`2019-08-19T20:58:37.391000Z`) as `2019-08-19 20:58:37`.

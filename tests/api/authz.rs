@@ -121,6 +121,9 @@ enum Want {
     Page(u16, &'static str),
     /// A JSON document that is not a Zulip answer (no `result`): 200 and this key.
     Data(&'static str),
+    /// Exactly this JSON document, not a Zulip answer, with this status (the refusals
+    /// of Zulip's tus hook: `{"message": ...}`).
+    Doc(u16, Value),
 }
 
 fn ok() -> Want {
@@ -221,6 +224,11 @@ fn member_or_admin(w: Who, then: Want) -> Want {
 /// error becomes a 401 `UNAUTHORIZED` with its message). A key of the other realm is
 /// unknown here (Zulip, whose keys are global, says "Account is not associated with
 /// this subdomain", also 401 `UNAUTHORIZED`).
+/// Zulip's tus hook's refusal of a request it cannot authenticate.
+fn unauthenticated_upload() -> Want {
+    Want::Doc(401, json!({"message": "Unauthenticated upload"}))
+}
+
 fn auth_failure(w: Who) -> Want {
     match w {
         NoAuth => err(
@@ -274,6 +282,8 @@ struct Fx {
     scheduled: i64,
     attachment: i64,
     attachment_path: String,
+    /// Othello's resumable upload in progress (`/api/v1/tus/{upload_id}`).
+    tus_upload: String,
     temporary_url: String,
     view_fragment: String,
     /// Othello's draft, saved snippet and reminder.
@@ -342,6 +352,9 @@ struct Case {
     all_callers: bool,
     /// A multipart body with one file under this field.
     file: Option<&'static str>,
+    /// Request headers, and a body sent as it is (the tus protocol's requests).
+    headers: &'static [(&'static str, &'static str)],
+    raw_body: Option<&'static [u8]>,
     /// What a refused call must leave unchanged: read as this user with GET.
     probe: Option<Probe>,
     /// Where hearth is known to answer otherwise than Zulip.
@@ -367,6 +380,8 @@ fn case(method: &'static str, route: &'static str) -> Case {
         want: |_, _| ok(),
         all_callers: false,
         file: None,
+        headers: &[],
+        raw_body: None,
         probe: None,
         known: None,
     }
@@ -395,6 +410,17 @@ impl Case {
 
     fn file(mut self, field: &'static str) -> Case {
         self.file = Some(field);
+        self
+    }
+
+    /// Sends these headers and this body as it is.
+    fn raw(
+        mut self,
+        headers: &'static [(&'static str, &'static str)],
+        body: &'static [u8],
+    ) -> Case {
+        self.headers = headers;
+        self.raw_body = Some(body);
         self
     }
 
@@ -2081,6 +2107,81 @@ fn cases() -> Vec<Case> {
     // othello's.
     c.push(case("POST", "/api/v1/user_uploads").file("file"));
 
+    // ---- resumable uploads (tus) -------------------------------------------------------
+    // The capabilities need no credentials (tusd answers them itself); every other
+    // request without valid credentials gets the refusal of Zulip's hook; othello's
+    // upload is found by nobody else.
+    c.push(
+        case("OPTIONS", "/api/v1/tus")
+            .all_callers()
+            .want(|_, _| Want::Page(200, "")),
+    );
+    c.push(
+        case("OPTIONS", "/api/v1/tus/{upload_id}")
+            .at(|f, _| format!("/api/v1/tus/{}", f.tus_upload))
+            .all_callers()
+            .want(|_, _| Want::Page(200, "")),
+    );
+    c.push(
+        case("POST", "/api/v1/tus")
+            .raw(
+                &[
+                    ("Tus-Resumable", "1.0.0"),
+                    ("Upload-Length", "5"),
+                    ("Upload-Metadata", "filename YXV0aHoudHh0"),
+                ],
+                b"",
+            )
+            .all_callers()
+            .want(|_, w| {
+                if w.fails_auth() {
+                    unauthenticated_upload()
+                } else {
+                    Want::Page(201, "")
+                }
+            }),
+    );
+    c.push(
+        case("HEAD", "/api/v1/tus/{upload_id}")
+            .at(|f, _| format!("/api/v1/tus/{}", f.tus_upload))
+            .all_callers()
+            // A HEAD answer has no body.
+            .want(|_, w| Want::Page(if w.fails_auth() { 401 } else { 404 }, "")),
+    );
+    c.push(
+        case("PATCH", "/api/v1/tus/{upload_id}")
+            .at(|f, _| format!("/api/v1/tus/{}", f.tus_upload))
+            .raw(
+                &[
+                    ("Tus-Resumable", "1.0.0"),
+                    ("Upload-Offset", "0"),
+                    ("Content-Type", "application/offset+octet-stream"),
+                ],
+                b"not yours",
+            )
+            .all_callers()
+            .want(|_, w| {
+                if w.fails_auth() {
+                    unauthenticated_upload()
+                } else {
+                    Want::Page(404, "ERR_UPLOAD_NOT_FOUND: upload not found")
+                }
+            }),
+    );
+    c.push(
+        case("DELETE", "/api/v1/tus/{upload_id}")
+            .at(|f, _| format!("/api/v1/tus/{}", f.tus_upload))
+            .raw(&[("Tus-Resumable", "1.0.0")], b"")
+            .all_callers()
+            .want(|_, w| {
+                if w.fails_auth() {
+                    unauthenticated_upload()
+                } else {
+                    Want::Page(404, "ERR_UPLOAD_NOT_FOUND: upload not found")
+                }
+            }),
+    );
+
     // ---- personal settings, their realm defaults, read receipts ------------------------
     // `json_change_settings` is `human_users_only`; each caller changes its own.
     for route in [
@@ -2204,9 +2305,14 @@ async fn send_case(s: &TestApp, fx: &Fx, case: &Case, w: Who) -> Answer {
         Some((email, key)) => Auth::Basic(email, key),
         None => Auth::None,
     };
-    let rb = s.request_on(host, method.clone(), &path, auth);
+    let mut rb = s.request_on(host, method.clone(), &path, auth);
+    for (name, value) in case.headers {
+        rb = rb.header(*name, *value);
+    }
     let params = (case.params)(fx, w);
-    let rb = if let Some(field) = case.file {
+    let rb = if let Some(body) = case.raw_body {
+        rb.body(body.to_vec())
+    } else if let Some(field) = case.file {
         let (name, bytes, mime) = if field == "file" {
             ("authz.txt", b"authz upload".to_vec(), "text/plain")
         } else {
@@ -2274,6 +2380,8 @@ fn mismatch(want: &Want, got: &Answer) -> Option<String> {
                 got.status
             )
         }),
+        (Want::Doc(status, doc), Body::Json(body)) => (got.status != *status || body != doc)
+            .then(|| format!("wanted {status} {doc}, got {} {body:.300}", got.status)),
         (Want::Page(status, text), Body::Text(body)) => {
             (got.status != *status || !body.contains(text)).then(|| {
                 format!(
@@ -2371,6 +2479,7 @@ fn describe(want: &Want) -> String {
         Want::Err(status, code, msg) => format!("{status} {code} {msg:?}"),
         Want::Page(status, text) => format!("{status} page {text:?}"),
         Want::Data(key) => format!("200 document with {key:?}"),
+        Want::Doc(status, doc) => format!("{status} document {doc}"),
     }
 }
 
@@ -2883,6 +2992,26 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         .to_owned();
     let attachments = s.ok("GET", "/api/v1/attachments", OTHELLO, &[]).await;
     let attachment = attachments["attachments"][0]["id"].as_i64().unwrap();
+    let othello_key = s.api_key(OTHELLO).await;
+    let created = s
+        .request(
+            Method::POST,
+            "/api/v1/tus",
+            Auth::Basic(OTHELLO, &othello_key),
+        )
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Length", "100")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    let tus_upload = created.headers()["location"]
+        .to_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
     // Last: it lives 60 seconds, and the matrix reads it first.
     let temporary_url = s
         .ok(
@@ -2922,6 +3051,7 @@ async fn setup(s: &TestApp, other: &OtherRealm) -> Fx {
         scheduled,
         attachment,
         attachment_path,
+        tus_upload,
         temporary_url,
         view_fragment,
         draft,

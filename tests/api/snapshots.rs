@@ -29,13 +29,16 @@
 //!   `form`, `multipart` or `query`. `files` adds file parts and makes the body
 //!   multipart: `{"field": ["name.txt", "contents"]}` (literal contents) or
 //!   `{"field": "img.png"}` (a file of `tests/fixtures/`, typed by its extension).
+//! - `request_headers`: headers sent as they are; `raw_body`: a text sent as the body
+//!   as it is (the tus protocol's requests, `tus-*.json`).
 //! - `relay: true`: the server uses a push relay on loopback (`common::start_relay`).
 //! - `setup`: requests made first, in order, each of which must succeed; not compared.
 //!   A step with `"retry": true` is repeated (for up to 10 s) until it succeeds.
 //!   A step may `save` fields of its answer for later steps and the request:
 //!   `"save": {"queue": "queue_id", "bot": "/user_id"}` stores the body's `queue_id` as
 //!   `{var:queue}`; a field starting with `/` is a JSON pointer into the body. Strings
-//!   are saved as they are, other values as JSON text. A field may end in `#N` or
+//!   are saved as they are, other values as JSON text; `header:NAME` saves an answer's
+//!   header (a tus upload's `Location`). A field may end in `#N` or
 //!   `#N..`: the `/`-separated segment N of the string, or the segments from N on
 //!   (`"/url#3.."` of `/user_uploads/2/ab/cd/x.txt` is `ab/cd/x.txt`).
 //! - Events: a setup registers a queue (`save` its `queue_id`) for some `event_types`
@@ -48,6 +51,8 @@
 //!   channel email-address tokens `<token>`, `create_time` `<timestamp>`.
 //! - A body that is not JSON (a served file, an HTML error page) is recorded as
 //!   `{"raw_body": "<text>"}`.
+//! - An answer of the tus protocol (it has `Tus-Resumable`) also records the protocol's
+//!   headers; a tus upload's id in them becomes `<id>`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -98,7 +103,7 @@ fn substitute(vars: &Vars, text: &str) -> String {
 }
 
 /// Stores the fields a setup step asks to `save` from its answer.
-fn save(vars: &mut Vars, step: &Value, body: &Value) {
+fn save(vars: &mut Vars, step: &Value, headers: &reqwest::header::HeaderMap, body: &Value) {
     let Some(wanted) = step.get("save").and_then(Value::as_object) else {
         return;
     };
@@ -108,7 +113,18 @@ fn save(vars: &mut Vars, step: &Value, body: &Value) {
             Some((f, spec)) => (f, Some(spec)),
             None => (field, None),
         };
-        let value = if field.starts_with('/') {
+        let header = field.strip_prefix("header:").map(|h| {
+            Value::String(
+                headers
+                    .get(h)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_else(|| panic!("save {name}: no header {h:?}"))
+                    .to_owned(),
+            )
+        });
+        let value = if let Some(header) = &header {
+            Some(header)
+        } else if field.starts_with('/') {
             body.pointer(field)
         } else {
             body.get(field)
@@ -218,7 +234,21 @@ async fn perform(app: &TestApp, vars: &Vars, spec: &Value) -> Reply {
             .and_then(Value::as_str)
             .unwrap_or(default),
     };
-    let rb = app.request(method, &path, auth);
+    let mut rb = app.request(method, &path, auth);
+    if let Some(headers) = spec.get("request_headers").and_then(Value::as_object) {
+        for (name, value) in headers {
+            let value = resolve(
+                app,
+                vars,
+                value.as_str().expect("header values are strings"),
+            )
+            .await;
+            rb = rb.header(name.as_str(), value);
+        }
+    }
+    if let Some(raw) = spec.get("raw_body").and_then(Value::as_str) {
+        return send_any(rb.body(raw.to_owned())).await;
+    }
     let rb = match encoding {
         "query" => rb.query(&params),
         "form" => rb.form(&params),
@@ -300,6 +330,14 @@ fn redact_text(s: &str) -> String {
         let start = at + "/user_uploads/".len();
         if let Some(path) = redact_upload_path(&out[start..]) {
             out.replace_range(start.., &path);
+        }
+    }
+    // A tus upload's id.
+    if let Some(at) = out.find("/api/v1/tus/") {
+        let start = at + "/api/v1/tus/".len();
+        let id = &out[start..];
+        if id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            out.replace_range(start.., "<id>");
         }
     }
     // A data export's random token and file name.
@@ -454,6 +492,23 @@ fn record(reply: &Reply) -> (Value, Value, Value) {
             h.insert(name.into(), v.to_str().unwrap().into());
         }
     }
+    if headers.contains_key("tus-resumable") {
+        for name in [
+            "tus-resumable",
+            "tus-version",
+            "tus-extension",
+            "tus-max-size",
+            "location",
+            "upload-offset",
+            "upload-length",
+            "upload-metadata",
+            "cache-control",
+        ] {
+            if let Some(v) = headers.get(name) {
+                h.insert(name.into(), redact_text(v.to_str().unwrap()).into());
+            }
+        }
+    }
     (status.as_u16().into(), Value::Object(h), redact_body(body))
 }
 
@@ -495,7 +550,7 @@ async fn snapshots_match() {
             // answer is there and not null (work the server finishes in the background,
             // such as a data export).
             let until = step.get("until").and_then(Value::as_str);
-            let (status, _, body) = loop {
+            let (status, headers, body) = loop {
                 let reply = perform(&app, &vars, &step).await;
                 let retry = step.get("retry") == Some(&Value::Bool(true)) || until.is_some();
                 let done = reply.0.is_success()
@@ -509,7 +564,7 @@ async fn snapshots_match() {
                 status.is_success(),
                 "{name}: setup step {step} failed: {body}"
             );
-            save(&mut vars, &step, &body);
+            save(&mut vars, &step, &headers, &body);
         }
         let reply = perform(&app, &vars, &Value::Object(snap.clone())).await;
         let (status, headers, body) = record(&reply);
@@ -698,15 +753,18 @@ fn redaction() {
         serde_json::json!({"msg": "Bad event queue ID: <queue_id>", "queue_id": "<queue_id>"})
     );
     let mut vars = Vars::new();
+    let none = reqwest::header::HeaderMap::new();
     save(
         &mut vars,
         &serde_json::json!({"save": {"q": "queue_id", "n": "/a/0"}}),
+        &none,
         &serde_json::json!({"queue_id": "abc", "a": [7]}),
     );
     assert_eq!(substitute(&vars, "{var:q}/{var:n}/{id:x}"), "abc/7/{id:x}");
     save(
         &mut vars,
         &serde_json::json!({"save": {"rest": "url#3..", "one": "/url#2"}}),
+        &none,
         &serde_json::json!({"url": "/user_uploads/2/ab/cd/x.txt"}),
     );
     assert_eq!(substitute(&vars, "{var:one}|{var:rest}"), "2|ab/cd/x.txt");

@@ -860,3 +860,513 @@ async fn uploads_are_served_as_user_content_that_runs_nothing() {
         );
     }
 }
+
+// ---- resumable uploads (`/api/v1/tus`) ---------------------------------------------------
+
+const TUS: &str = "/api/v1/tus";
+
+/// A tus request as `email` (no credentials for `None`), with the protocol's version.
+async fn tus_as(
+    app: &TestApp,
+    email: Option<&str>,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (StatusCode, reqwest::header::HeaderMap, Vec<u8>) {
+    let key = match email {
+        Some(email) => Some(app.api_key(email).await),
+        None => None,
+    };
+    let auth = match (email, &key) {
+        (Some(email), Some(key)) => Auth::Basic(email, key),
+        _ => Auth::None,
+    };
+    let mut rb = app
+        .request(method, path, auth)
+        .header("Tus-Resumable", "1.0.0");
+    for (name, value) in headers {
+        rb = rb.header(*name, *value);
+    }
+    let resp = rb.body(body.to_vec()).send().await.expect("sent");
+    let (status, headers) = (resp.status(), resp.headers().clone());
+    (status, headers, resp.bytes().await.expect("body").to_vec())
+}
+
+/// Creates an upload of `length` bytes named `name`; returns its path.
+async fn tus_create(app: &TestApp, email: &str, length: u64, name: &str) -> String {
+    let metadata = format!(
+        "filename {},filetype dGV4dC9wbGFpbg==",
+        base64::engine::general_purpose::STANDARD.encode(name)
+    );
+    let length = length.to_string();
+    let (status, headers, body) = tus_as(
+        app,
+        Some(email),
+        Method::POST,
+        TUS,
+        &[("Upload-Length", &length), ("Upload-Metadata", &metadata)],
+        b"",
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    assert_eq!(headers["tus-resumable"], "1.0.0");
+    let location = headers["location"].to_str().unwrap();
+    let id = location.rsplit('/').next().unwrap();
+    assert!(location.ends_with(&format!("{TUS}/{id}")), "{location}");
+    assert_eq!(id.len(), 32, "{location}");
+    format!("{TUS}/{id}")
+}
+
+/// Appends `bytes` at `offset`.
+async fn tus_patch(
+    app: &TestApp,
+    email: &str,
+    path: &str,
+    offset: u64,
+    bytes: &[u8],
+) -> (StatusCode, reqwest::header::HeaderMap, Vec<u8>) {
+    let offset = offset.to_string();
+    tus_as(
+        app,
+        Some(email),
+        Method::PATCH,
+        path,
+        &[
+            ("Upload-Offset", &offset),
+            ("Content-Type", "application/offset+octet-stream"),
+        ],
+        bytes,
+    )
+    .await
+}
+
+/// The offset `HEAD` answers (the status when it is not 200).
+async fn tus_offset(app: &TestApp, email: &str, path: &str) -> Result<u64, StatusCode> {
+    let (status, headers, _) = tus_as(app, Some(email), Method::HEAD, path, &[], b"").await;
+    if status != StatusCode::OK {
+        return Err(status);
+    }
+    assert_eq!(headers["cache-control"], "no-store");
+    Ok(headers["upload-offset"].to_str().unwrap().parse().unwrap())
+}
+
+fn text(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).into_owned()
+}
+
+use base64::Engine as _;
+
+#[actix_web::test]
+async fn a_resumable_upload_arrives_in_several_patches_and_becomes_an_upload() {
+    let app = TestApp::spawn().await;
+    // The capabilities.
+    let (status, headers, _) = tus_as(&app, None, Method::OPTIONS, TUS, &[], b"").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["tus-version"], "1.0.0");
+    assert_eq!(headers["tus-extension"], "creation,termination");
+    assert_eq!(headers["tus-max-size"], (100u64 << 20).to_string().as_str());
+
+    let contents = b"the plan, in three parts.\n";
+    let path = tus_create(&app, MEMBER, contents.len() as u64, "plan notes.txt").await;
+    assert_eq!(tus_offset(&app, MEMBER, &path).await, Ok(0));
+    let (status, headers, _) = tus_patch(&app, MEMBER, &path, 0, &contents[..10]).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(headers["upload-offset"], "10");
+    // The client lost track: HEAD tells it where to resume.
+    assert_eq!(tus_offset(&app, MEMBER, &path).await, Ok(10));
+    // A chunk at the wrong offset is refused, as tusd refuses it.
+    let (status, _, body) = tus_patch(&app, MEMBER, &path, 4, &contents[4..]).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(text(&body), "ERR_MISMATCHED_OFFSET: mismatched offset\n");
+    // Only `application/offset+octet-stream` bodies.
+    let (status, _, body) = tus_as(
+        &app,
+        Some(MEMBER),
+        Method::PATCH,
+        &path,
+        &[("Upload-Offset", "10"), ("Content-Type", "text/plain")],
+        &contents[10..],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        text(&body),
+        "ERR_INVALID_CONTENT_TYPE: missing or invalid Content-Type header\n"
+    );
+    let (status, headers, _) = tus_patch(&app, MEMBER, &path, 10, &contents[10..18]).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(headers["upload-offset"], "18");
+    // The last chunk: the file is an upload now, answered as Zulip's hook answers.
+    let (status, headers, body) = tus_patch(&app, MEMBER, &path, 18, &contents[18..]).await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    assert_eq!(headers["content-type"], "application/json");
+    assert_eq!(
+        headers["upload-offset"],
+        contents.len().to_string().as_str()
+    );
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer["filename"], "plan notes.txt");
+    let url = answer["url"].as_str().unwrap().to_owned();
+    assert!(url.starts_with("/user_uploads/2/"), "{url}");
+    assert!(url.ends_with("/plan-notes.txt"), "{url}");
+    assert_eq!(answer.as_object().unwrap().len(), 2, "{answer}");
+    let (status, headers, bytes) = fetch_as(&app, MEMBER, &url).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(bytes, contents);
+    assert!(headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let list = app.ok("GET", ATTACHMENTS, MEMBER, &[]).await;
+    assert_eq!(list["attachments"][0]["name"], "plan notes.txt");
+    assert_eq!(list["attachments"][0]["size"], contents.len());
+    // The upload is complete: HEAD says so, and another PATCH at its end writes nothing.
+    assert_eq!(
+        tus_offset(&app, MEMBER, &path).await,
+        Ok(contents.len() as u64)
+    );
+    let end = contents.len() as u64;
+    let (status, headers, _) = tus_patch(&app, MEMBER, &path, end, b"").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(headers["upload-offset"], end.to_string().as_str());
+    let list = app.ok("GET", ATTACHMENTS, MEMBER, &[]).await;
+    assert_eq!(list["attachments"].as_array().unwrap().len(), 1);
+
+    // An empty file is complete when it is created.
+    let (status, headers, body) = tus_as(
+        &app,
+        Some(MEMBER),
+        Method::POST,
+        TUS,
+        &[("Upload-Length", "0"), ("Upload-Metadata", "filename ")],
+        b"",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    assert!(headers.contains_key("location"));
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer["filename"], "uploaded-file");
+    // Zulip serves the protocol under `/api/v1` only: under `/json` it answers as
+    // the other paths served under `/api/v1` alone do.
+    let (unknown, _, unknown_body) = tus_as(
+        &app,
+        Some(MEMBER),
+        Method::GET,
+        "/json/server_settings",
+        &[],
+        b"",
+    )
+    .await;
+    let (status, _, body) = tus_as(&app, Some(MEMBER), Method::GET, "/json/tus", &[], b"").await;
+    assert_ne!(status, StatusCode::OK);
+    assert_eq!((status, body), (unknown, unknown_body));
+}
+
+#[actix_web::test]
+async fn resumable_uploads_refuse_what_tusd_and_zulip_refuse() {
+    let app = TestApp::spawn_configured(tempfile::tempdir().unwrap(), |c| {
+        c.max_file_upload_size_mib = 1
+    })
+    .await;
+    let json_of = |body: &[u8]| -> Value { serde_json::from_slice(body).unwrap() };
+    // Larger than the server's limit: Zulip's hook refuses it.
+    let (status, _, body) = tus_as(
+        &app,
+        Some(MEMBER),
+        Method::POST,
+        TUS,
+        &[("Upload-Length", "1048577")],
+        b"",
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        json_of(&body),
+        json!({"message": "Uploaded file is larger than the allowed limit of 1 MiB"})
+    );
+    // A length given later.
+    let (status, _, body) = tus_as(
+        &app,
+        Some(MEMBER),
+        Method::POST,
+        TUS,
+        &[("Upload-Defer-Length", "1")],
+        b"",
+    )
+    .await;
+    assert_eq!(status, StatusCode::LENGTH_REQUIRED);
+    assert_eq!(
+        json_of(&body),
+        json!({"message": "SizeIsDeferred is not supported"})
+    );
+    // No length at all, a bad one.
+    for headers in [&[][..], &[("Upload-Length", "-3")][..]] {
+        let (status, _, body) = tus_as(&app, Some(MEMBER), Method::POST, TUS, headers, b"").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            text(&body),
+            "ERR_INVALID_UPLOAD_LENGTH: missing or invalid Upload-Length header\n"
+        );
+    }
+    // Without the protocol's version.
+    let key = app.api_key(MEMBER).await;
+    let resp = app
+        .request(Method::POST, TUS, Auth::Basic(MEMBER, &key))
+        .header("Upload-Length", "3")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::PRECONDITION_FAILED);
+    assert_eq!(
+        resp.text().await.unwrap(),
+        "ERR_UNSUPPORTED_VERSION: missing, invalid or unsupported Tus-Resumable header\n"
+    );
+    // More bytes than the upload's length.
+    let path = tus_create(&app, MEMBER, 4, "four.txt").await;
+    let (status, _, body) = tus_patch(&app, MEMBER, &path, 0, b"12345").await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        text(&body),
+        "ERR_UPLOAD_SIZE_EXCEEDED: upload's size exceeded\n"
+    );
+    assert_eq!(tus_offset(&app, MEMBER, &path).await, Ok(0));
+    // No offset.
+    let (status, _, body) = tus_as(
+        &app,
+        Some(MEMBER),
+        Method::PATCH,
+        &path,
+        &[("Content-Type", "application/offset+octet-stream")],
+        b"1",
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        text(&body),
+        "ERR_INVALID_OFFSET: missing or invalid Upload-Offset header\n"
+    );
+    // Nothing was stored.
+    let list = app.ok("GET", ATTACHMENTS, MEMBER, &[]).await;
+    assert_eq!(list["attachments"], json!([]));
+}
+
+#[actix_web::test]
+async fn a_resumable_upload_is_its_uploaders_alone() {
+    let app = TestApp::spawn().await;
+    let path = tus_create(&app, MEMBER, 6, "mine.txt").await;
+    let (status, _, _) = tus_patch(&app, MEMBER, &path, 0, b"abc").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    // Another user does not find it.
+    assert_eq!(
+        tus_offset(&app, OTHELLO, &path).await,
+        Err(StatusCode::NOT_FOUND)
+    );
+    let (status, _, body) = tus_patch(&app, OTHELLO, &path, 3, b"xyz").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(text(&body), "ERR_UPLOAD_NOT_FOUND: upload not found\n");
+    let (status, _, _) = tus_as(&app, Some(OTHELLO), Method::DELETE, &path, &[], b"").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Without credentials, or with a wrong key: Zulip's hook refuses.
+    let unauthenticated = json!({"message": "Unauthenticated upload"});
+    let (status, _, body) = tus_as(
+        &app,
+        None,
+        Method::POST,
+        TUS,
+        &[("Upload-Length", "3")],
+        b"",
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        unauthenticated
+    );
+    let (status, _, body) = tus_as(
+        &app,
+        None,
+        Method::PATCH,
+        &path,
+        &[
+            ("Upload-Offset", "3"),
+            ("Content-Type", "application/offset+octet-stream"),
+        ],
+        b"xyz",
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        unauthenticated
+    );
+    let resp = app
+        .request(Method::HEAD, &path, Auth::Basic(MEMBER, "not-the-key"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    // Its owner's upload is untouched, and finishes.
+    assert_eq!(tus_offset(&app, MEMBER, &path).await, Ok(3));
+    let (status, _, body) = tus_patch(&app, MEMBER, &path, 3, b"def").await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    let url = serde_json::from_slice::<Value>(&body).unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(fetch_as(&app, MEMBER, &url).await.2, b"abcdef");
+    assert!(
+        app.ok("GET", ATTACHMENTS, OTHELLO, &[]).await["attachments"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[actix_web::test]
+async fn deleting_a_resumable_upload_abandons_it() {
+    let app = TestApp::spawn().await;
+    let path = tus_create(&app, MEMBER, 8, "gone.txt").await;
+    let (status, _, _) = tus_patch(&app, MEMBER, &path, 0, b"half").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, headers, _) = tus_as(&app, Some(MEMBER), Method::DELETE, &path, &[], b"").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(headers["tus-resumable"], "1.0.0");
+    assert_eq!(
+        tus_offset(&app, MEMBER, &path).await,
+        Err(StatusCode::NOT_FOUND)
+    );
+    let (status, _, _) = tus_patch(&app, MEMBER, &path, 4, b"more").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = tus_as(&app, Some(MEMBER), Method::DELETE, &path, &[], b"").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let list = app.ok("GET", ATTACHMENTS, MEMBER, &[]).await;
+    assert_eq!(list["attachments"], json!([]));
+}
+
+#[actix_web::test]
+async fn a_restart_discards_partial_uploads_and_keeps_finished_ones() {
+    let mut app = TestApp::spawn().await;
+    let partial = tus_create(&app, MEMBER, 10, "partial.txt").await;
+    assert_eq!(
+        tus_patch(&app, MEMBER, &partial, 0, b"12345").await.0,
+        StatusCode::NO_CONTENT
+    );
+    let done = tus_create(&app, MEMBER, 4, "done.txt").await;
+    let (status, _, body) = tus_patch(&app, MEMBER, &done, 0, b"done").await;
+    assert_eq!(status, StatusCode::OK);
+    let url = serde_json::from_slice::<Value>(&body).unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.restart().await;
+    // The partial upload is gone: the client starts again.
+    assert_eq!(
+        tus_offset(&app, MEMBER, &partial).await,
+        Err(StatusCode::NOT_FOUND)
+    );
+    let (status, _, _) = tus_patch(&app, MEMBER, &partial, 5, b"67890").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(fetch_as(&app, MEMBER, &url).await.2, b"done");
+}
+
+#[actix_web::test]
+async fn a_finished_resumable_upload_survives_kill_9() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let http = client();
+    let server = Child::start(&data).await;
+    let (_, _, body) = send(
+        http.post(format!("{}/api/v1/dev_fetch_api_key", server.url))
+            .form(&[("username", MEMBER)]),
+    )
+    .await;
+    let key = body["api_key"].as_str().unwrap().to_owned();
+    let resp = http
+        .post(format!("{}{TUS}", server.url))
+        .basic_auth(MEMBER, Some(&key))
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Length", "12")
+        .header("Upload-Metadata", "filename a2lsbC50eHQ=")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let location = resp.headers()["location"].to_str().unwrap().to_owned();
+    let id = location.rsplit('/').next().unwrap().to_owned();
+    let mut url = String::new();
+    for (offset, chunk) in [(0, "survives "), (9, "it\n")] {
+        let resp = http
+            .patch(format!("{}{TUS}/{id}", server.url))
+            .basic_auth(MEMBER, Some(&key))
+            .header("Tus-Resumable", "1.0.0")
+            .header("Upload-Offset", offset.to_string())
+            .header("Content-Type", "application/offset+octet-stream")
+            .body(chunk)
+            .send()
+            .await
+            .unwrap();
+        if offset == 9 {
+            assert_eq!(resp.status(), StatusCode::OK);
+            let body: Value = resp.json().await.unwrap();
+            url = body["url"].as_str().unwrap().to_owned();
+        } else {
+            assert_eq!(resp.status(), StatusCode::NO_CONTENT);
+        }
+    }
+    server.kill_9();
+    let server = Child::start(&data).await;
+    let resp = http
+        .get(format!("{}{url}", server.url))
+        .basic_auth(MEMBER, Some(&key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK, "{url}");
+    assert_eq!(resp.bytes().await.unwrap(), "survives it\n".as_bytes());
+    let (_, _, list) = send(
+        http.get(format!("{}{ATTACHMENTS}", server.url))
+            .basic_auth(MEMBER, Some(&key)),
+    )
+    .await;
+    assert_eq!(list["attachments"][0]["name"], "kill.txt");
+}
+
+#[actix_web::test]
+async fn a_user_has_a_bounded_number_of_resumable_uploads_in_progress() {
+    let app = TestApp::spawn().await;
+    let mut paths = Vec::new();
+    for i in 0..32 {
+        paths.push(tus_create(&app, MEMBER, 3, &format!("f{i}.txt")).await);
+    }
+    let (status, _, body) = tus_as(
+        &app,
+        Some(MEMBER),
+        Method::POST,
+        TUS,
+        &[("Upload-Length", "3")],
+        b"",
+    )
+    .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        json!({"message": "You may have at most 32 uploads in progress"})
+    );
+    // Someone else is not held back.
+    tus_create(&app, OTHELLO, 3, "other.txt").await;
+    // A finished upload, and a deleted one, free their places.
+    assert_eq!(
+        tus_patch(&app, MEMBER, &paths[0], 0, b"abc").await.0,
+        StatusCode::OK
+    );
+    let (status, _, _) = tus_as(&app, Some(MEMBER), Method::DELETE, &paths[1], &[], b"").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    tus_create(&app, MEMBER, 3, "again.txt").await;
+    tus_create(&app, MEMBER, 3, "and again.txt").await;
+}

@@ -15,6 +15,10 @@ pub async fn json_body(res: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody
     if !(status.is_client_error() || status.is_server_error()) {
         return res;
     }
+    // The tus protocol's errors are tusd's plain text, which its clients read.
+    if res.headers().contains_key("tus-resumable") {
+        return res;
+    }
     // actix's own refusals are bodiless or plain text; anything else (JSON, or the
     // HTML pages Zulip answers file downloads with) is a handler's deliberate answer.
     let deliberate = res
