@@ -11,14 +11,18 @@
 //
 // Run by events.mjs in a worker thread (workerData: { upstream, dist }); it posts
 // { port } once listening, then takes { flood: {...} } and { stats: true } messages.
+// Alone, `node bench/feeder.mjs <hearth url> <port> [build folder]` is only the
+// pass-through (and the page from the build folder): a way to try a build of the
+// client, end-to-end flows included, against a running hearth without rebuilding it.
 
 import { readFileSync } from 'node:fs';
 import { request as httpRequest, createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
-const upstream = new URL(workerData.upstream);
-const dist = workerData.dist;
+const alone = parentPort === null;
+const upstream = new URL(alone ? process.argv[2] : workerData.upstream);
+const dist = alone ? process.argv[4] : workerData.dist;
 // The same policy hearth sends with the page (src/api/webapp.rs).
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https:; media-src 'self' blob:; font-src 'self'; connect-src 'self'; frame-ancestors 'none'; object-src 'none'; base-uri 'none'; form-action 'self'";
 const TYPES = { '.js': 'text/javascript', '.css': 'text/css', '.html': 'text/html; charset=utf-8', '.svg': 'image/svg+xml', '.woff2': 'font/woff2', '.png': 'image/png', '.json': 'application/json' };
@@ -189,8 +193,11 @@ function startFlood({ rate, seconds, marker, run }) {
   return { templates: templates.length, firstId: flood.idBase, lastId: flood.idBase + flood.total - 1, total: flood.total };
 }
 
-server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));
-parentPort.on('message', (m) => {
+server.listen(alone ? Number(process.argv[3]) : 0, '127.0.0.1', () => {
+  if (alone) console.log(`passing http://127.0.0.1:${server.address().port} through to ${upstream}${dist ? `, the page from ${dist}` : ''}`);
+  else parentPort.postMessage({ port: server.address().port });
+});
+parentPort?.on('message', (m) => {
   try {
     if (m.flood) parentPort.postMessage({ started: startFlood(m.flood) });
     if (m.stats) parentPort.postMessage({ stats: { ...stats, recorded: recorded.length } });

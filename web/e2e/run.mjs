@@ -278,6 +278,25 @@ flow('phone-and-dark-theme', async () => {
   await page.getByRole('heading', { name: '#Verona' }).waitFor();
   await page.locator('.message_row').first().waitFor();
   if (await page.locator('.left-sidebar').isVisible()) throw new Error('choosing a channel should close the panel');
+  // A tapped message shows its actions on a line of their own, over no text; no other
+  // message shows them (the pointer left over another row is no hover on a phone).
+  const tapped = page.locator('.message_row.include-sender').last();
+  await tapped.locator('.message_content').click();
+  await tapped.locator('.message-actions').waitFor();
+  const overlaps = await page.evaluate(() => {
+    const found = [];
+    const bars = [...document.querySelectorAll('.message-actions')].filter((b) => b.getBoundingClientRect().height > 0);
+    if (bars.length !== 1) found.push(`${bars.length} toolbars shown`);
+    for (const bar of bars) {
+      const b = bar.getBoundingClientRect();
+      for (const t of document.querySelectorAll('.sender_name, .message_time, .message_content, .message_reactions')) {
+        const r = t.getBoundingClientRect();
+        if (r.height > 0 && b.left < r.right && r.left < b.right && b.top < r.bottom && r.top < b.bottom) found.push(`the toolbar covers ${t.className}: ${t.textContent}`);
+      }
+    }
+    return found;
+  });
+  if (overlaps.length > 0) throw new Error(overlaps.join('\n'));
   await shot(page, 'phone-channel-dark');
   await page.keyboard.press('?');
   await page.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor();
@@ -405,7 +424,12 @@ flow('long-topic-keeps-the-dom-bounded', async () => {
       await page.locator('.message_list').evaluate((el, up) => { el.scrollTop = up ? 0 : el.scrollHeight; }, top);
       await page.waitForTimeout(200);
     }
-    await messageRow(page, end).waitFor();
+    await messageRow(page, end).waitFor().catch(async (e) => {
+      throw new Error(`${e.message}\nthe list then: ${await page.locator('.message_list').evaluate((el) => {
+        const rows = [...el.querySelectorAll('.message_row .message_content')].map((r) => r.textContent);
+        return `${rows.length} rows, ${rows[0]} .. ${rows.at(-1)}, scrollTop ${el.scrollTop} of ${el.scrollHeight - el.clientHeight}`;
+      })}`);
+    });
     if (top) await shot(page, 'long-topic-top');
   }
   // The list holds up to 300 messages and renders only those near the viewport

@@ -184,6 +184,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     const next = growSpan(all, span.current, side, following());
     if (next !== undefined) {
       range.current = next;
+      span.current = renderSpan(all, next);
       rerender();
       return;
     }
@@ -331,8 +332,9 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
       range.current = { lo: all[s] ?? 0, hi: all[e - 1] ?? 0 };
     }
     if (atBottom.current) readAllIfAtBottom();
+    // A short span can be near both ends: it grows both ways.
     if (el.scrollTop < 600) grow('up');
-    else if (el.scrollHeight - el.scrollTop - el.clientHeight < 600) grow('down');
+    if (el.scrollHeight - el.scrollTop - el.clientHeight < 600) grow('down');
   };
 
   const rows = [];
