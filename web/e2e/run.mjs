@@ -268,6 +268,31 @@ flow('script-injection-renders-as-text', async () => {
   await server.api(OTHELLO, 'PATCH', 'settings', { full_name: 'Othello, the Moor of Venice' });
 });
 
+flow('user-card-from-a-sender', async () => {
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  const topic = `e2e card ${unique}`;
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `card ${unique}` });
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+  const othello = (await server.api(HAMLET, 'GET', 'users')).members.find((u) => u.user_id === 12);
+  await messageRow(page, `card ${unique}`).locator('.sender_name').click();
+  const card = page.getByRole('dialog', { name: othello.full_name });
+  await card.waitFor();
+  const text = await card.textContent();
+  for (const want of ['Role', 'Member', 'Presence', 'Local time', 'Send direct message', 'View messages']) {
+    if (!text.includes(want)) throw new Error(`the user card lacks "${want}": ${text}`);
+  }
+  // Othello's address is hidden from Hamlet: the stand-in address is not shown.
+  if (text.includes(othello.email)) throw new Error(`the user card shows the stand-in address ${othello.email}`);
+  await shot(page, 'user-card');
+  await card.getByRole('button', { name: 'View messages' }).click();
+  await page.getByRole('heading', { name: `Messages sent by ${othello.full_name}` }).waitFor();
+  await messageRow(page, `card ${unique}`).locator('.sender_name').click();
+  await page.getByRole('dialog', { name: othello.full_name }).getByRole('button', { name: 'Send direct message' }).click();
+  await page.getByRole('heading', { name: othello.full_name, exact: true }).waitFor();
+  assertClean(page);
+  await context.close();
+});
+
 flow('phone-and-dark-theme', async () => {
   const { context, page } = await devLogin(browser, server, HAMLET, { viewport: { width: 390, height: 800 }, colorScheme: 'dark' });
   if (await page.locator('.left-sidebar').isVisible()) throw new Error('the left sidebar should be collapsed on a phone');

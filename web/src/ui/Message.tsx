@@ -12,6 +12,7 @@ import { composeContent, openCompose } from '../compose';
 import { Avatar } from './Avatar';
 import { Icon } from './Icon';
 import { formatFull, formatTime, memo } from './util';
+import { openUserCard } from './UserCard';
 
 export async function toggleReaction(m: Message, e: { emoji_name: string; emoji_code: string; reaction_type: string }): Promise<void> {
   const mine = m.reactions.some((r) => r.user_id === me.value && r.emoji_code === e.emoji_code && r.reaction_type === e.reaction_type);
@@ -194,7 +195,8 @@ function MessageRowView({ id, showSender, selected, onSelect }: {
       <div class="message-main">
         {showSender && (
           <div class="message-header">
-            <span class="sender_name">{senderName}</span>
+            <button type="button" class="sender_name" aria-haspopup="dialog" title={`About ${senderName}`}
+              onClick={(e) => { e.stopPropagation(); onSelect(m.id); openUserCard(m.sender_id, senderName); }}>{senderName}</button>
             <a class="message_time" href={permalink} title={formatFull(m.timestamp)}>{formatTime(m.timestamp)}</a>
           </div>
         )}
