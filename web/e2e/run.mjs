@@ -195,6 +195,16 @@ flow('upload-image', async () => {
   await page.waitForTimeout(500);
   if (await page.locator('.topic-list li.active .unread_count').count() !== 0) throw new Error('an own message counts as unread');
   await shot(page, 'upload-image');
+  // A click on the preview shows the image large, over the page, without leaving it.
+  await img.click();
+  const box2 = page.getByRole('dialog', { name: 'sunset.png' });
+  const large = box2.locator('figure.lightbox img');
+  await large.waitFor();
+  await until(() => large.evaluate((el) => el.complete && el.naturalWidth === 24 && el.getBoundingClientRect().width > 100), 'the image shown large');
+  await box2.getByRole('link', { name: 'Open the original' }).waitFor();
+  await shot(page, 'image-lightbox');
+  await page.keyboard.press('Escape');
+  await box2.waitFor({ state: 'detached' });
   assertClean(page);
   await context.close();
 });

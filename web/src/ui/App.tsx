@@ -11,6 +11,7 @@ import { SearchBox } from './SearchBox';
 import { SettingsOverlay } from './Settings';
 import { ShortcutsOverlay } from './Shortcuts';
 import { LeftSidebar } from './Sidebar';
+import { Lightbox } from './Lightbox';
 import { UserCard } from './UserCard';
 import { UserList } from './UserList';
 import { Avatar } from './Avatar';
@@ -83,6 +84,7 @@ export function App() {
       {r.view === 'overlay' && r.overlay === 'drafts' && <DraftsOverlay />}
       <MoveDialog />
       <UserCard />
+      <Lightbox />
     </div>
   );
 }

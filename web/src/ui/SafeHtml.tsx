@@ -3,6 +3,7 @@
 import DOMPurify from 'dompurify';
 import { useLayoutEffect, useRef } from 'preact/hooks';
 import { go } from '../route';
+import { openLightbox } from './Lightbox';
 
 let hooked = false;
 function hook(): void {
@@ -58,6 +59,11 @@ export function SafeHtml({ html, class: cls, decorate }: SafeHtmlProps) {
       return;
     }
     if (a === null) return;
+    // An image preview opens large, over the page.
+    if (a.closest('.message_inline_image') !== null && openLightbox(a)) {
+      e.preventDefault();
+      return;
+    }
     const href = a.getAttribute('href') ?? '';
     const m = /^(?:\/)?(#.*)$/.exec(href) ?? new RegExp(`^${location.origin}/(#.*)$`).exec(href);
     if (m?.[1] !== undefined) {
