@@ -152,6 +152,17 @@ flow('edit-delete-react-star-move', async () => {
   await row.getByRole('button', { name: 'Save' }).click();
   const edited = messageRow(page, `final text ${unique}`);
   await edited.getByText('(edited)').waitFor();
+  // The "edited" marker opens the message's versions, oldest first, changes marked.
+  await edited.getByRole('button', { name: '(edited)' }).click();
+  const history = page.getByRole('dialog', { name: 'Message edit history' });
+  await history.locator('.edit-version').nth(1).waitFor();
+  const versions = await history.locator('.edit-version').allTextContents();
+  if (versions.length !== 2 || !versions[0].includes('Posted by King Hamlet') || !versions[0].includes(`first draft ${unique}`)
+    || !versions[1].includes('Edited by King Hamlet')) throw new Error(`edit history: ${JSON.stringify(versions)}`);
+  await history.locator('.highlight_text_inserted', { hasText: 'final' }).first().waitFor();
+  await shot(page, 'edit-history');
+  await page.keyboard.press('Escape');
+  await history.waitFor({ state: 'detached' });
   await edited.hover();
   await edited.getByRole('button', { name: 'Add emoji reaction' }).click();
   await page.getByRole('dialog', { name: 'Add emoji reaction' }).getByRole('searchbox').fill('octopus');

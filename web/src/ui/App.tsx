@@ -11,6 +11,7 @@ import { SearchBox } from './SearchBox';
 import { SettingsOverlay } from './Settings';
 import { ShortcutsOverlay } from './Shortcuts';
 import { LeftSidebar } from './Sidebar';
+import { EditHistory } from './EditHistory';
 import { Lightbox } from './Lightbox';
 import { UserCard } from './UserCard';
 import { UserList } from './UserList';
@@ -85,6 +86,7 @@ export function App() {
       <MoveDialog />
       <UserCard />
       <Lightbox />
+      <EditHistory />
     </div>
   );
 }

@@ -13,6 +13,7 @@ import { Avatar } from './Avatar';
 import { Icon } from './Icon';
 import { formatFull, formatTime, memo } from './util';
 import { openUserCard } from './UserCard';
+import { openEditHistory } from './EditHistory';
 
 export async function toggleReaction(m: Message, e: { emoji_name: string; emoji_code: string; reaction_type: string }): Promise<void> {
   const mine = m.reactions.some((r) => r.user_id === me.value && r.emoji_code === e.emoji_code && r.reaction_type === e.reaction_type);
@@ -203,8 +204,14 @@ function MessageRowView({ id, showSender, selected, onSelect }: {
         {editing ? <EditBox m={m} onDone={() => setEditing(false)} /> : (
           <div class="message-body">
             <SafeHtml class="message_content rendered_markdown" html={m.rendered_content ?? ''} decorate={decorate} />
-            {m.last_edit_timestamp !== undefined && <span class="message_edit_notice" title={`Edited ${formatFull(m.last_edit_timestamp)}`}>(edited)</span>}
-            {m.last_edit_timestamp === undefined && m.last_moved_timestamp !== undefined && <span class="message_edit_notice" title={`Moved ${formatFull(m.last_moved_timestamp)}`}>(moved)</span>}
+            {m.last_edit_timestamp !== undefined && (
+              <button type="button" class="message_edit_notice" title={`Edited ${formatFull(m.last_edit_timestamp)}: show the edit history`}
+                aria-haspopup="dialog" onClick={(e) => { e.stopPropagation(); openEditHistory(m.id); }}>(edited)</button>
+            )}
+            {m.last_edit_timestamp === undefined && m.last_moved_timestamp !== undefined && (
+              <button type="button" class="message_edit_notice" title={`Moved ${formatFull(m.last_moved_timestamp)}: show the edit history`}
+                aria-haspopup="dialog" onClick={(e) => { e.stopPropagation(); openEditHistory(m.id); }}>(moved)</button>
+            )}
           </div>
         )}
         <Reactions m={m} />
