@@ -26,7 +26,8 @@ const server = new Server(url);
 // BENCH_FEED=1: the client alone. The page talks to bench/feeder.mjs, which passes
 // everything through to the server except the event long-polls of the flood: those
 // it answers itself at the asked rate with copies of real message events (see there).
-// BENCH_DIST=<build folder>: the feeder serves the page and its assets from there.
+// BENCH_DIST=<build folder>: the feeder serves the page and its assets from there
+// (without BENCH_FEED it only passes the page's requests through; the flood is real).
 const feed = process.env.BENCH_FEED === '1';
 const HAMLET = 'hamlet@zulip.com';
 const SENDERS = ['othello@zulip.com', 'iago@zulip.com', 'cordelia@zulip.com', 'prospero@zulip.com', 'ZOE@zulip.com', 'desdemona@zulip.com'];
@@ -106,7 +107,7 @@ try {
   }
   let feeder;
   let pageServer = server;
-  if (feed) {
+  if (feed || process.env.BENCH_DIST) {
     feeder = new Worker(new URL('./feeder.mjs', import.meta.url), { workerData: { upstream: server.url, dist: process.env.BENCH_DIST } });
     const { port } = await new Promise((ok, fail) => { feeder.once('message', ok); feeder.once('error', fail); });
     pageServer = new Server(`http://127.0.0.1:${port}`);
@@ -260,7 +261,6 @@ try {
     console.log(`client-only: ${started.total} message events offered at ${rate} a second over ${seconds} s; delivered ${stats.delivered} in ${b.length} poll answers over ${span.toFixed(2)} s (${(stats.delivered / Math.max(span, seconds)).toFixed(0)} a second), events per answer median ${pct(b, 50)}, max ${Math.max(...b)}; ${stats.flagsAnswered} read-flag requests answered by the feeder`);
     console.log(`last message shown ${Number.isNaN(lag) ? 'never' : `${lag.toFixed(0)} ms`} after the flood's end`);
     console.log(`frames over 50 ms: idle ${idle.over50}, flood ${flood.over50}; p99 frame interval: idle ${idle.p99.toFixed(1)} ms, flood ${flood.p99.toFixed(1)} ms (${(flood.p99 / idle.p99).toFixed(2)}x)`);
-    await feeder.terminate();
   } else {
     // Server side: the messages stored in the topic, and their id span.
     const stored = await server.api(HAMLET, 'GET', 'messages', {
@@ -274,6 +274,7 @@ try {
     console.log(`frames over 50 ms: idle ${idle.over50}, flood ${flood.over50}; p99 frame interval: idle ${idle.p99.toFixed(1)} ms, flood ${flood.p99.toFixed(1)} ms (${(flood.p99 / idle.p99).toFixed(2)}x)`);
   }
   await context.close();
+  await feeder?.terminate();
 } finally {
   await browser.close();
 }
