@@ -461,14 +461,29 @@ flow('long-topic-keeps-the-dom-bounded', async () => {
   await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
   await page.locator('.message_row').first().waitFor();
   let most = 0;
+  const jumps = [];
   const line = (n) => `line ${String(n).padStart(4, '0')}`;
   // Scroll to each end in turn, counting the rendered messages on the way.
   for (const [end, top] of [[line(total), false], [line(1), true], [line(total), false]]) {
     for (let step = 0; step < 80; step++) {
       most = Math.max(most, await page.locator('.message_row').count());
       if (await messageRow(page, end).count() > 0) break;
-      await page.locator('.message_list').evaluate((el, up) => { el.scrollTop = up ? 0 : el.scrollHeight; }, top);
+      // The row at the top of the list's view, and where it is.
+      const seen = await page.locator('.message_list').evaluate((el, up) => {
+        el.scrollTop = up ? 0 : el.scrollHeight;
+        const box = el.getBoundingClientRect();
+        const row = [...el.querySelectorAll('.message_row')].find((r) => r.getBoundingClientRect().bottom > box.top + 1);
+        return row === undefined ? undefined : { id: row.dataset.messageId, at: row.getBoundingClientRect().top - box.top };
+      }, top);
       await page.waitForTimeout(200);
+      // Rows rendered or fetched above it do not move it on the screen.
+      if (top && seen !== undefined) {
+        const now = await page.locator('.message_list').evaluate((el, id) => {
+          const row = el.querySelector(`.message_row[data-message-id="${id}"]`);
+          return row === null ? undefined : row.getBoundingClientRect().top - el.getBoundingClientRect().top;
+        }, seen.id);
+        if (now !== undefined && Math.abs(now - seen.at) > 4) jumps.push(`${seen.at.toFixed(0)} → ${now.toFixed(0)} px`);
+      }
     }
     await messageRow(page, end).waitFor().catch(async (e) => {
       throw new Error(`${e.message}\nthe list then: ${await page.locator('.message_list').evaluate((el) => {
@@ -482,6 +497,7 @@ flow('long-topic-keeps-the-dom-bounded', async () => {
   // (140 at most); reaching both ends of 700 took paging both ways.
   if (most > 140) throw new Error(`${most} message rows in the DOM`);
   if (most < 40) throw new Error(`only ${most} rows were ever rendered`);
+  if (jumps.length > 0) throw new Error(`rows added above moved the row on screen: ${jumps.join(', ')}`);
   assertClean(page);
   await context.close();
 });
