@@ -520,6 +520,11 @@ flow('accessibility-axe', async () => {
     await go(page, server, `#narrow/channel/${VERONA}-Verona`);
     await page.locator('.message_row').first().waitFor();
     await check('channel view');
+    await page.locator('.message_row .sender_name').last().click();
+    await page.locator('.user-card').waitFor();
+    await check('user card');
+    await page.keyboard.press('Escape');
+    await page.locator('.user-card').waitFor({ state: 'detached' });
     await page.locator('.compose-start').click();
     await check('compose');
     await go(page, server, '#recent');
