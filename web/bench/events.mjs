@@ -23,6 +23,12 @@ const seconds = Number(process.argv[4] ?? 10);
 const concurrency = Number(process.argv[5] ?? 128);
 const drivers = Number(process.argv[6] ?? 4);
 const server = new Server(url);
+// BENCH_FEED=1: the client alone. The page talks to bench/feeder.mjs, which passes
+// everything through to the server except the event long-polls of the flood: those
+// it answers itself at the asked rate with copies of real message events (see there).
+// BENCH_DIST=<build folder>: the feeder serves the page and its assets from there
+// (without BENCH_FEED it only passes the page's requests through; the flood is real).
+const feed = process.env.BENCH_FEED === '1';
 const HAMLET = 'hamlet@zulip.com';
 const SENDERS = ['othello@zulip.com', 'iago@zulip.com', 'cordelia@zulip.com', 'prospero@zulip.com', 'ZOE@zulip.com', 'desdemona@zulip.com'];
 const VERONA = 3;
@@ -99,13 +105,37 @@ try {
   for (const email of SENDERS) {
     auth.set(email, `Basic ${Buffer.from(`${email}:${await server.key(email)}`).toString('base64')}`);
   }
-  const { context, page } = await devLogin(browser, server, HAMLET);
+  // Nothing left unread in Verona (an earlier run's flood may be): the channel then
+  // opens at its newest message and follows the new ones, whichever client.
+  await server.api(HAMLET, 'POST', 'mark_stream_as_read', { stream_id: VERONA });
+  let feeder;
+  let pageServer = server;
+  if (feed || process.env.BENCH_DIST) {
+    feeder = new Worker(new URL('./feeder.mjs', import.meta.url), { workerData: { upstream: server.url, dist: process.env.BENCH_DIST } });
+    const { port } = await new Promise((ok, fail) => { feeder.once('message', ok); feeder.once('error', fail); });
+    pageServer = new Server(`http://127.0.0.1:${port}`);
+    console.log(`client-only: the page talks to the feeder on port ${port}${process.env.BENCH_DIST ? `, client from ${process.env.BENCH_DIST}` : ''}`);
+  }
+  const ask = (m) => new Promise((ok, fail) => {
+    feeder.once('message', (r) => (r.error ? fail(new Error(r.error)) : ok(r)));
+    feeder.postMessage(m);
+  });
+  const { context, page } = await devLogin(browser, pageServer, HAMLET);
   await page.evaluate((h) => { location.hash = h; }, `#narrow/channel/${VERONA}-Verona`);
   await page.waitForSelector('.message-view .message_row', { timeout: 15000 });
   await page.waitForTimeout(1500);
 
   // BENCH_CSS: a rule added to the page's first style sheet, to try a style change.
   if (process.env.BENCH_CSS) await page.evaluate((rule) => document.styleSheets[0].insertRule(rule, document.styleSheets[0].cssRules.length), process.env.BENCH_CSS);
+  // Client-only: one real message from each sender, whose events the feeder records.
+  const marker = `flood ${run} template`;
+  if (feed) {
+    for (const email of SENDERS) await server.api(email, 'POST', 'messages', { type: 'stream', to: String(VERONA), topic, content: marker });
+    await page.waitForFunction((n) => document.querySelectorAll('.message_row').length > 0 && [...document.querySelectorAll('.message_row')].filter((r) => r.textContent.includes(n)).length >= 6, marker, { timeout: 15000 });
+    const { stats } = await ask({ stats: true });
+    console.log(`recorded ${stats.recorded} message events from hearth`);
+    await page.waitForTimeout(1000);
+  }
   const before = await page.evaluate(() => ({ rows: document.querySelectorAll('.message_row').length, nodes: document.getElementsByTagName('*').length }));
   console.log(`before: ${before.rows} message rows, ${before.nodes} elements`);
 
@@ -127,7 +157,7 @@ try {
   const latencies = [];
   const errors = new Map();
   // The drivers start, then all begin sending at the same moment.
-  const workers = await Promise.all(Array.from({ length: drivers }, (_, w) => new Promise((ready, reject) => {
+  const workers = feed ? [] : await Promise.all(Array.from({ length: drivers }, (_, w) => new Promise((ready, reject) => {
     const worker = new Worker(new URL('./flood-driver.mjs', import.meta.url), {
       workerData: {
         url: server.url, auth: Object.fromEntries(auth), senders: SENDERS, topic, run, rate, seconds, total,
@@ -155,6 +185,12 @@ try {
   }
   await page.evaluate(startRecording);
   const start = performance.now() + 50;
+  let started;
+  if (feed) {
+    await new Promise((r) => setTimeout(r, 50));
+    ({ started } = await ask({ flood: { rate, seconds, marker, run } }));
+    console.log(`flood of ${started.total} events from ${started.templates} recorded templates, message ids ${started.firstId}..${started.lastId}`);
+  }
   const results = Promise.all(workers.map((worker) => new Promise((done, reject) => {
     worker.once('message', done);
     worker.once('error', reject);
@@ -165,6 +201,7 @@ try {
     .then(() => page.screenshot({ path: process.env.BENCH_SHOT_MID ?? '../target/web-bench-events-mid.png' }))
     .catch((e) => console.log(`mid-flood screenshot failed: ${e.message}`));
   await midShot;
+  if (feed) await new Promise((r) => setTimeout(r, Math.max(0, start + seconds * 1000 - performance.now())));
   for (const r of await results) {
     sent += r.sent;
     ok += r.ok;
@@ -175,6 +212,10 @@ try {
     for (const [k, v] of r.errors) errors.set(k, (errors.get(k) ?? 0) + v);
   }
   const elapsed = (performance.now() - start) / 1000;
+  if (feed) {
+    firstId = started.firstId;
+    lastId = started.lastId;
+  }
   if (tracing !== undefined) {
     await tracing.send('Tracing.end');
     const events = await tracing.done;
@@ -216,17 +257,27 @@ try {
   const flood = summary(`flood ${seconds} s`, await page.evaluate(stopRecording));
   await page.screenshot({ path: process.env.BENCH_SHOT ?? '../target/web-bench-events.png' });
 
-  // Server side: the messages stored in the topic, and their id span.
-  const stored = await server.api(HAMLET, 'GET', 'messages', {
-    anchor: 'newest', num_before: 5000, num_after: 0,
-    narrow: [{ operator: 'channel', operand: VERONA }, { operator: 'topic', operand: topic }],
-  });
-  console.log(`asked ${total} messages (${rate} a second offered by ${drivers} drivers), sent ${sent} in ${elapsed.toFixed(2)} s with at most ${concurrency} requests in flight: ${ok} accepted (${(ok / elapsed).toFixed(0)} a second), ${failed} failed${errors.size ? ` ${JSON.stringify(Object.fromEntries(errors))}` : ''}`);
-  console.log(`message ids ${firstId}..${lastId} (${lastId - firstId + 1} ids); the newest 5000 of the topic fetched back: ${stored.messages.length}`);
-  console.log(`request latency: median ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`);
-  console.log(`last message shown ${Number.isNaN(lag) ? 'never' : `${lag.toFixed(0)} ms`} after its answer`);
-  console.log(`frames over 50 ms: idle ${idle.over50}, flood ${flood.over50}; p99 frame interval: idle ${idle.p99.toFixed(1)} ms, flood ${flood.p99.toFixed(1)} ms (${(flood.p99 / idle.p99).toFixed(2)}x)`);
+  if (feed) {
+    const { stats } = await ask({ stats: true });
+    const span = (stats.lastAt - stats.firstAt) / 1000;
+    const b = stats.batches;
+    console.log(`client-only: ${started.total} message events offered at ${rate} a second over ${seconds} s; delivered ${stats.delivered} in ${b.length} poll answers over ${span.toFixed(2)} s (${(stats.delivered / Math.max(span, seconds)).toFixed(0)} a second), events per answer median ${pct(b, 50)}, max ${Math.max(...b)}; ${stats.flagsAnswered} read-flag requests answered by the feeder`);
+    console.log(`last message shown ${Number.isNaN(lag) ? 'never' : `${lag.toFixed(0)} ms`} after the flood's end`);
+    console.log(`frames over 50 ms: idle ${idle.over50}, flood ${flood.over50}; p99 frame interval: idle ${idle.p99.toFixed(1)} ms, flood ${flood.p99.toFixed(1)} ms (${(flood.p99 / idle.p99).toFixed(2)}x)`);
+  } else {
+    // Server side: the messages stored in the topic, and their id span.
+    const stored = await server.api(HAMLET, 'GET', 'messages', {
+      anchor: 'newest', num_before: 5000, num_after: 0,
+      narrow: [{ operator: 'channel', operand: VERONA }, { operator: 'topic', operand: topic }],
+    });
+    console.log(`asked ${total} messages (${rate} a second offered by ${drivers} drivers), sent ${sent} in ${elapsed.toFixed(2)} s with at most ${concurrency} requests in flight: ${ok} accepted (${(ok / elapsed).toFixed(0)} a second), ${failed} failed${errors.size ? ` ${JSON.stringify(Object.fromEntries(errors))}` : ''}`);
+    console.log(`message ids ${firstId}..${lastId} (${lastId - firstId + 1} ids); the newest 5000 of the topic fetched back: ${stored.messages.length}`);
+    console.log(`request latency: median ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`);
+    console.log(`last message shown ${Number.isNaN(lag) ? 'never' : `${lag.toFixed(0)} ms`} after its answer`);
+    console.log(`frames over 50 ms: idle ${idle.over50}, flood ${flood.over50}; p99 frame interval: idle ${idle.p99.toFixed(1)} ms, flood ${flood.p99.toFixed(1)} ms (${(flood.p99 / idle.p99).toFixed(2)}x)`);
+  }
   await context.close();
+  await feeder?.terminate();
 } finally {
   await browser.close();
 }

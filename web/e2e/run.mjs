@@ -152,11 +152,23 @@ flow('edit-delete-react-star-move', async () => {
   await row.getByRole('button', { name: 'Save' }).click();
   const edited = messageRow(page, `final text ${unique}`);
   await edited.getByText('(edited)').waitFor();
+  // The "edited" marker opens the message's versions, oldest first, changes marked.
+  await edited.getByRole('button', { name: '(edited)' }).click();
+  const history = page.getByRole('dialog', { name: 'Message edit history' });
+  await history.locator('.edit-version').nth(1).waitFor();
+  const versions = await history.locator('.edit-version').allTextContents();
+  if (versions.length !== 2 || !versions[0].includes('Posted by King Hamlet') || !versions[0].includes(`first draft ${unique}`)
+    || !versions[1].includes('Edited by King Hamlet')) throw new Error(`edit history: ${JSON.stringify(versions)}`);
+  await history.locator('.highlight_text_inserted', { hasText: 'final' }).first().waitFor();
+  await shot(page, 'edit-history');
+  await page.keyboard.press('Escape');
+  await history.waitFor({ state: 'detached' });
   await edited.hover();
   await edited.getByRole('button', { name: 'Add emoji reaction' }).click();
   await page.getByRole('dialog', { name: 'Add emoji reaction' }).getByRole('searchbox').fill('octopus');
   await page.getByRole('button', { name: 'octopus' }).first().click();
   await edited.locator('.message_reaction.reacted').waitFor();
+  await edited.hover();
   await edited.getByRole('button', { name: 'Star this message' }).click();
   await edited.getByRole('button', { name: 'Unstar this message' }).waitFor();
   const starred = await server.api(HAMLET, 'GET', 'messages', { anchor: 'newest', num_before: 5, num_after: 0, narrow: [{ operator: 'is', operand: 'starred' }] });
@@ -194,6 +206,16 @@ flow('upload-image', async () => {
   await page.waitForTimeout(500);
   if (await page.locator('.topic-list li.active .unread_count').count() !== 0) throw new Error('an own message counts as unread');
   await shot(page, 'upload-image');
+  // A click on the preview shows the image large, over the page, without leaving it.
+  await img.click();
+  const box2 = page.getByRole('dialog', { name: 'sunset.png' });
+  const large = box2.locator('figure.lightbox img');
+  await large.waitFor();
+  await until(() => large.evaluate((el) => el.complete && el.naturalWidth === 24 && el.getBoundingClientRect().width > 100), 'the image shown large');
+  await box2.getByRole('link', { name: 'Open the original' }).waitFor();
+  await shot(page, 'image-lightbox');
+  await page.keyboard.press('Escape');
+  await box2.waitFor({ state: 'detached' });
   assertClean(page);
   await context.close();
 });
@@ -267,6 +289,31 @@ flow('script-injection-renders-as-text', async () => {
   await server.api(OTHELLO, 'PATCH', 'settings', { full_name: 'Othello, the Moor of Venice' });
 });
 
+flow('user-card-from-a-sender', async () => {
+  const { context, page } = await devLogin(browser, server, HAMLET);
+  const topic = `e2e card ${unique}`;
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `card ${unique}` });
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+  const othello = (await server.api(HAMLET, 'GET', 'users')).members.find((u) => u.user_id === 12);
+  await messageRow(page, `card ${unique}`).locator('.sender_name').click();
+  const card = page.getByRole('dialog', { name: othello.full_name });
+  await card.waitFor();
+  const text = await card.textContent();
+  for (const want of ['Role', 'Member', 'Presence', 'Local time', 'Send direct message', 'View messages']) {
+    if (!text.includes(want)) throw new Error(`the user card lacks "${want}": ${text}`);
+  }
+  // Othello's address is hidden from Hamlet: the stand-in address is not shown.
+  if (text.includes(othello.email)) throw new Error(`the user card shows the stand-in address ${othello.email}`);
+  await shot(page, 'user-card');
+  await card.getByRole('button', { name: 'View messages' }).click();
+  await page.getByRole('heading', { name: `Messages sent by ${othello.full_name}` }).waitFor();
+  await messageRow(page, `card ${unique}`).locator('.sender_name').click();
+  await page.getByRole('dialog', { name: othello.full_name }).getByRole('button', { name: 'Send direct message' }).click();
+  await page.getByRole('heading', { name: othello.full_name, exact: true }).waitFor();
+  assertClean(page);
+  await context.close();
+});
+
 flow('phone-and-dark-theme', async () => {
   const { context, page } = await devLogin(browser, server, HAMLET, { viewport: { width: 390, height: 800 }, colorScheme: 'dark' });
   if (await page.locator('.left-sidebar').isVisible()) throw new Error('the left sidebar should be collapsed on a phone');
@@ -277,6 +324,25 @@ flow('phone-and-dark-theme', async () => {
   await page.getByRole('heading', { name: '#Verona' }).waitFor();
   await page.locator('.message_row').first().waitFor();
   if (await page.locator('.left-sidebar').isVisible()) throw new Error('choosing a channel should close the panel');
+  // A tapped message shows its actions on a line of their own, over no text; no other
+  // message shows them (the pointer left over another row is no hover on a phone).
+  const tapped = page.locator('.message_row.include-sender').last();
+  await tapped.locator('.message_content').click();
+  await tapped.locator('.message-actions').waitFor();
+  const overlaps = await page.evaluate(() => {
+    const found = [];
+    const bars = [...document.querySelectorAll('.message-actions')].filter((b) => b.getBoundingClientRect().height > 0);
+    if (bars.length !== 1) found.push(`${bars.length} toolbars shown`);
+    for (const bar of bars) {
+      const b = bar.getBoundingClientRect();
+      for (const t of document.querySelectorAll('.sender_name, .message_time, .message_content, .message_reactions')) {
+        const r = t.getBoundingClientRect();
+        if (r.height > 0 && b.left < r.right && r.left < b.right && b.top < r.bottom && r.top < b.bottom) found.push(`the toolbar covers ${t.className}: ${t.textContent}`);
+      }
+    }
+    return found;
+  });
+  if (overlaps.length > 0) throw new Error(overlaps.join('\n'));
   await shot(page, 'phone-channel-dark');
   await page.keyboard.press('?');
   await page.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor();
@@ -395,20 +461,43 @@ flow('long-topic-keeps-the-dom-bounded', async () => {
   await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
   await page.locator('.message_row').first().waitFor();
   let most = 0;
+  const jumps = [];
   const line = (n) => `line ${String(n).padStart(4, '0')}`;
   // Scroll to each end in turn, counting the rendered messages on the way.
   for (const [end, top] of [[line(total), false], [line(1), true], [line(total), false]]) {
     for (let step = 0; step < 80; step++) {
       most = Math.max(most, await page.locator('.message_row').count());
       if (await messageRow(page, end).count() > 0) break;
-      await page.locator('.message_list').evaluate((el, up) => { el.scrollTop = up ? 0 : el.scrollHeight; }, top);
+      // The row at the top of the list's view, and where it is.
+      const seen = await page.locator('.message_list').evaluate((el, up) => {
+        el.scrollTop = up ? 0 : el.scrollHeight;
+        const box = el.getBoundingClientRect();
+        const row = [...el.querySelectorAll('.message_row')].find((r) => r.getBoundingClientRect().bottom > box.top + 1);
+        return row === undefined ? undefined : { id: row.dataset.messageId, at: row.getBoundingClientRect().top - box.top };
+      }, top);
       await page.waitForTimeout(200);
+      // Rows rendered or fetched above it do not move it on the screen.
+      if (top && seen !== undefined) {
+        const now = await page.locator('.message_list').evaluate((el, id) => {
+          const row = el.querySelector(`.message_row[data-message-id="${id}"]`);
+          return row === null ? undefined : row.getBoundingClientRect().top - el.getBoundingClientRect().top;
+        }, seen.id);
+        if (now !== undefined && Math.abs(now - seen.at) > 4) jumps.push(`${seen.at.toFixed(0)} → ${now.toFixed(0)} px`);
+      }
     }
-    await messageRow(page, end).waitFor();
+    await messageRow(page, end).waitFor().catch(async (e) => {
+      throw new Error(`${e.message}\nthe list then: ${await page.locator('.message_list').evaluate((el) => {
+        const rows = [...el.querySelectorAll('.message_row .message_content')].map((r) => r.textContent);
+        return `${rows.length} rows, ${rows[0]} .. ${rows.at(-1)}, scrollTop ${el.scrollTop} of ${el.scrollHeight - el.clientHeight}`;
+      })}`);
+    });
     if (top) await shot(page, 'long-topic-top');
   }
-  if (most > 300) throw new Error(`${most} message rows in the DOM`);
-  if (most < 200) throw new Error(`only ${most} rows were ever rendered: paging did not happen`);
+  // The list holds up to 300 messages and renders only those near the viewport
+  // (140 at most); reaching both ends of 700 took paging both ways.
+  if (most > 140) throw new Error(`${most} message rows in the DOM`);
+  if (most < 40) throw new Error(`only ${most} rows were ever rendered`);
+  if (jumps.length > 0) throw new Error(`rows added above moved the row on screen: ${jumps.join(', ')}`);
   assertClean(page);
   await context.close();
 });
@@ -431,6 +520,11 @@ flow('accessibility-axe', async () => {
     await go(page, server, `#narrow/channel/${VERONA}-Verona`);
     await page.locator('.message_row').first().waitFor();
     await check('channel view');
+    await page.locator('.message_row .sender_name').last().click();
+    await page.locator('.user-card').waitFor();
+    await check('user card');
+    await page.keyboard.press('Escape');
+    await page.locator('.user-card').waitFor({ state: 'detached' });
     await page.locator('.compose-start').click();
     await check('compose');
     await go(page, server, '#recent');

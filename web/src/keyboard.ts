@@ -42,7 +42,10 @@ function move(delta: number): void {
   const next = ids[Math.max(0, Math.min(ids.length - 1, (cur < 0 ? ids.length - 1 : cur) + delta))];
   if (next === undefined) return;
   selectedId.value = next;
-  document.querySelector(`[data-message-id="${next}"]`)?.scrollIntoView({ block: 'nearest' });
+  // The list renders only the rows near the viewport: it renders this one if need be.
+  const list = currentList.value;
+  if (list?.reveal !== undefined) list.reveal(next);
+  else document.querySelector(`[data-message-id="${next}"]`)?.scrollIntoView({ block: 'nearest' });
   if (delta > 0 && next === ids.at(-1)) void currentList.value?.loadNewer();
   if (delta < 0 && next === ids[0]) void currentList.value?.loadOlder();
 }

@@ -9,8 +9,83 @@ import { listListeners, me, messages, noteTopics, pruneMessages, realm, storeMes
 import type { Message } from './types';
 
 export const PAGE = 100;
-/** Most messages held (and rendered) at once. */
+/** Most messages held at once (the view renders only some of them: `renderSpan`). */
 export const MAX_WINDOW = 300;
+
+/** Rows rendered at the bottom of a list that follows its newest messages. */
+export const FOLLOW_ROWS = 40;
+/** Rows rendered on each side of the message a list opens at. */
+export const AROUND_ROWS = 40;
+/** Rows added to the rendered span when the reader scrolls near its edge. */
+export const SPAN_STEP = 40;
+/** Most rows rendered at once. */
+export const MAX_RENDERED = 140;
+
+/**
+ * What the view renders of the held messages: `{follow}`, the newest ones, that many;
+ * `{lo, hi}`, those from id `lo` to id `hi` (ids, so that the span stays put when
+ * messages are added or trimmed around it); undefined, before the list is placed,
+ * those around its anchor.
+ */
+export type RenderRange = { follow: number } | { lo: number; hi: number } | undefined;
+
+/** Index of the first id ≥ `id` in ascending `ids`. */
+function lowerBound(ids: readonly number[], id: number): number {
+  let a = 0;
+  let b = ids.length;
+  while (a < b) {
+    const mid = (a + b) >> 1;
+    if ((ids[mid] ?? 0) < id) a = mid + 1;
+    else b = mid;
+  }
+  return a;
+}
+
+/**
+ * Pure: the rendered part of a list's held ids, as [start, end) indexes into `ids`
+ * (ascending): the last `FOLLOW_ROWS` while following, else the range's, else the
+ * rows around the anchor (or the newest, when it is the last).
+ */
+export function renderSpan(ids: readonly number[], range: RenderRange, anchorId?: number): [number, number] {
+  const n = ids.length;
+  if (n === 0) return [0, 0];
+  if (range === undefined) {
+    const i = anchorId === undefined ? n - 1 : Math.min(n - 1, lowerBound(ids, anchorId));
+    if (i >= n - 1) return [Math.max(0, n - FOLLOW_ROWS), n];
+    return [Math.max(0, i - AROUND_ROWS), Math.min(n, i + AROUND_ROWS + 1)];
+  }
+  if ('follow' in range) return [Math.max(0, n - range.follow), n];
+  let start = lowerBound(ids, range.lo);
+  let end = lowerBound(ids, range.hi + 1);
+  // Its messages gone (deleted, moved, trimmed): the nearest ones instead.
+  if (end - start < SPAN_STEP) {
+    start = Math.max(0, Math.min(start, n - SPAN_STEP));
+    end = Math.min(n, Math.max(end, start + SPAN_STEP));
+  }
+  return [start, end];
+}
+
+/**
+ * Pure: the span grown `SPAN_STEP` rows up or down, trimmed at the other end to
+ * `MAX_RENDERED`; undefined when no held message is left on that side. A span that
+ * follows the newest messages and grows up keeps following them.
+ */
+export function growSpan(ids: readonly number[], [start, end]: [number, number], side: 'up' | 'down', following = false): RenderRange {
+  const n = ids.length;
+  if (side === 'up' ? start <= 0 : end >= n) return undefined;
+  if (following && side === 'up') {
+    const rows = Math.min(MAX_RENDERED, end - start + SPAN_STEP);
+    return end - start >= MAX_RENDERED ? undefined : { follow: rows };
+  }
+  if (side === 'up') {
+    const s = Math.max(0, start - SPAN_STEP);
+    const e = Math.min(end, s + MAX_RENDERED);
+    return { lo: ids[s] ?? 0, hi: ids[e - 1] ?? 0 };
+  }
+  const e = Math.min(n, end + SPAN_STEP);
+  const s = Math.max(start, e - MAX_RENDERED);
+  return { lo: ids[s] ?? 0, hi: ids[e - 1] ?? 0 };
+}
 
 /** Pure: a window after adding ids at one end, trimmed at the other end. */
 export function extendWindow(
@@ -114,6 +189,8 @@ export class MessageListData {
   readOnAppend: (() => boolean) | undefined;
   /** Set by the view: marks messages read (reading.ts), kept out of this module's imports. */
   markRead: ((ids: number[]) => void) | undefined;
+  /** Set by the view: renders a held message if it is not, and scrolls it into view. */
+  reveal: ((id: number) => void) | undefined;
   private readonly listener: ListListener;
   private disposed = false;
   /** New messages of this narrow not shown yet: appended once per frame. */

@@ -45,13 +45,35 @@ export function backoffMs(failures: number): number {
 }
 
 let current: AbortController | undefined;
-let wake: (() => void) | undefined;
 
-/** Waits `ms`, or less when the browser says it is back online. */
-const sleep = (ms: number) => new Promise<void>((r) => {
-  const t = setTimeout(r, ms);
-  wake = () => { clearTimeout(t); r(); };
-});
+/**
+ * A back-off wait that a wake-up cuts short. A wake-up that comes while nobody waits
+ * (the browser back online while the failing request was still on its way) is kept
+ * for the next wait, which then ends at once: otherwise it is lost, and the poll
+ * waits out a back-off that grew while offline (up to a minute).
+ */
+export function waker(): { sleep: (ms: number) => Promise<void>; wake: () => void } {
+  let pending = false;
+  let end: (() => void) | undefined;
+  return {
+    sleep: (ms) => new Promise<void>((r) => {
+      if (pending) {
+        pending = false;
+        r();
+        return;
+      }
+      const t = setTimeout(() => { end = undefined; r(); }, ms);
+      end = () => { clearTimeout(t); end = undefined; r(); };
+    }),
+    wake: () => {
+      if (end !== undefined) end();
+      else pending = true;
+    },
+  };
+}
+
+const backOff = waker();
+const sleep = backOff.sleep;
 
 function watchNetwork(): void {
   if (typeof window === 'undefined') return;
@@ -59,7 +81,7 @@ function watchNetwork(): void {
     connection.value = 'reconnecting';
     current?.abort();
   });
-  window.addEventListener('online', () => wake?.());
+  window.addEventListener('online', () => backOff.wake());
 }
 
 export async function pollForever(): Promise<never> {

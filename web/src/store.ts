@@ -2,12 +2,12 @@
 
 import { signal, type Signal } from '@preact/signals';
 import { onNextFrame } from './frame';
-import type { SlugContext } from './narrow';
+import { dmParticipants, type SlugContext } from './narrow';
 import type { ResolveContext } from './search';
 import type {
   CustomProfileField, Draft, Linkifier, Message, RealmEmoji, Stream, Subscription, UnreadMsgs, User, UserStatus,
 } from './types';
-import { UnreadState } from './unread';
+import { dmKey, UnreadState } from './unread';
 
 export interface Presence {
   active: number;
@@ -68,7 +68,55 @@ export function pruneMessages(limit = MESSAGE_CACHE): void {
   // A quarter of slack, so that the sort below runs once per many messages.
   if (messages.size <= pinned.size + limit + (limit >> 2)) return;
   const free = [...messages.keys()].filter((id) => !pinned.has(id)).sort((a, b) => a - b);
-  for (const id of free.slice(0, Math.max(0, free.length - limit))) messages.delete(id);
+  const dropped = free.slice(0, Math.max(0, free.length - limit));
+  // A conversation's newest message the cache still held leaves its sender and time
+  // behind (recent conversations shows them): the newest dropped of its conversation,
+  // when nothing newer of it stays cached.
+  const newest = new Map<string, Message>();
+  for (const id of dropped) {
+    const m = messages.get(id)?.peek();
+    if (m === undefined) continue;
+    const key = lastMessageKey(m);
+    const had = newest.get(key);
+    if (had === undefined || had.id < m.id) newest.set(key, m);
+  }
+  for (const id of dropped) messages.delete(id);
+  for (const [key, m] of newest) {
+    if ((lastMessages.get(key)?.id ?? 0) < m.id) lastMessages.set(key, { id: m.id, sender_id: m.sender_id, sender_full_name: m.sender_full_name, timestamp: m.timestamp });
+  }
+}
+
+/** What recent conversations shows of a conversation's last message. */
+export interface LastMessage {
+  id: number;
+  sender_id: number;
+  sender_full_name: string;
+  timestamp: number;
+}
+/**
+ * The sender and time of conversations' newest messages once they left the message
+ * cache, or were fetched alone (one entry per conversation, by `lastMessageKey`), so
+ * that recent conversations never shows an empty cell whatever the cache dropped.
+ */
+export const lastMessages = new Map<string, LastMessage>();
+/** Bumped when last messages were fetched (recent conversations re-renders). */
+export const lastMessagesVersion = signal(0);
+
+/** A conversation's key among `lastMessages`: `s:<channel id>:<topic, lower case>` or `d:<user ids>`. */
+export function conversationOf(streamId: number | undefined, topic: string | undefined, dmUsers?: string): string {
+  return dmUsers !== undefined ? `d:${dmUsers}` : `s:${streamId ?? 0}:${(topic ?? '').toLowerCase()}`;
+}
+
+export function lastMessageKey(m: Message): string {
+  return m.type === 'stream' ? conversationOf(m.stream_id, m.subject) : conversationOf(undefined, undefined, dmKey(dmParticipants(m, me.peek())));
+}
+
+/** A conversation's last message `id`, from the cache or from what was kept of it. */
+export function lastMessage(id: number, conversation: string): LastMessage | undefined {
+  const m = messages.get(id)?.value;
+  if (m !== undefined) return m;
+  const kept = lastMessages.get(conversation);
+  return kept?.id === id ? kept : undefined;
 }
 
 /** Reads a signal so that the calling component or effect re-runs when it changes. */

@@ -2,7 +2,8 @@ import { effect } from '@preact/signals';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { applyEvents } from '../src/events';
 import {
-  listListeners, loadRegister, messages, noteTopics, pruneMessages, recentDms, topics, unread, type ListListener,
+  conversationOf, lastMessage, lastMessages, listListeners, loadRegister, messages, noteTopics, pruneMessages, recentDms, topics, unread,
+  type ListListener,
 } from '../src/store';
 import type { Message, ServerEvent } from '../src/types';
 
@@ -119,5 +120,23 @@ describe('noteTopics', () => {
     const before = topics.value;
     noteTopics([[3, 'lunch', 2]]);
     expect(topics.value).toBe(before);
+  });
+});
+
+describe('recent conversations beside the bounded cache', () => {
+  it('keeps the sender and time of a conversation whose newest message left the cache', () => {
+    lastMessages.clear();
+    applyEvents([msg(1, { subject: 'Old topic', sender_id: 12, sender_full_name: 'Othello', timestamp: 1700000000 })]);
+    applyEvents([msg(2, { subject: 'old TOPIC', sender_id: 13, sender_full_name: 'Cordelia', timestamp: 1700000100 })]);
+    applyEvents(Array.from({ length: 3000 }, (_, i) => msg(i + 3)));
+    pruneMessages(1000);
+    expect(messages.has(2)).toBe(false);
+    // The topic's newest message, case-blind: Cordelia's, not Othello's.
+    const key = conversationOf(3, 'Old topic');
+    expect(lastMessage(2, key)).toEqual({ id: 2, sender_id: 13, sender_full_name: 'Cordelia', timestamp: 1700000100 });
+    expect(lastMessage(1, key)).toBeUndefined();
+    // The flood topic's newest message is still cached: it is shown from the cache.
+    expect(messages.has(3002)).toBe(true);
+    expect(lastMessage(3002, conversationOf(3, 'Flood'))?.sender_full_name).toBe('Iago');
   });
 });

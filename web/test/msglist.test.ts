@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { applyEvents } from '../src/events';
-import { MessageListData, prefetchFirstPage, reconcileRead } from '../src/msglist';
+import { AROUND_ROWS, FOLLOW_ROWS, growSpan, MAX_RENDERED, MessageListData, prefetchFirstPage, reconcileRead, renderSpan, SPAN_STEP } from '../src/msglist';
 import { loadRegister, messages, unread } from '../src/store';
 import type { Message, ServerEvent } from '../src/types';
 
@@ -142,5 +142,46 @@ describe('new messages of the open narrow', () => {
     expect(changes).toBe(1);
     expect(list.ids.value).toHaveLength(50);
     list.dispose();
+  });
+});
+
+describe('the rendered span', () => {
+  const ids = Array.from({ length: 300 }, (_, i) => 1000 + i * 2);
+
+  it('renders the newest rows while following, whatever is held', () => {
+    expect(renderSpan(ids, { follow: FOLLOW_ROWS })).toEqual([300 - FOLLOW_ROWS, 300]);
+    expect(renderSpan(ids.slice(0, 10), { follow: FOLLOW_ROWS })).toEqual([0, 10]);
+    expect(renderSpan([], { follow: FOLLOW_ROWS })).toEqual([0, 0]);
+  });
+
+  it('before placement, renders the rows around the anchor, or the newest when it is the last', () => {
+    const i = 150;
+    expect(renderSpan(ids, undefined, ids[i])).toEqual([i - AROUND_ROWS, i + AROUND_ROWS + 1]);
+    expect(renderSpan(ids, undefined, ids[299])).toEqual([300 - FOLLOW_ROWS, 300]);
+    expect(renderSpan(ids, undefined, ids[3])).toEqual([0, 3 + AROUND_ROWS + 1]);
+  });
+
+  it('a range of ids stays on the same messages when messages are added or trimmed around it', () => {
+    const range = { lo: ids[100] ?? 0, hi: ids[159] ?? 0 };
+    expect(renderSpan(ids, range)).toEqual([100, 160]);
+    // 50 older ones added in front, 50 trimmed at the end: the same messages.
+    const moved = [...Array.from({ length: 50 }, (_, i) => 100 + i), ...ids.slice(0, 250)];
+    const [s, e] = renderSpan(moved, range);
+    expect(moved.slice(s, e)).toEqual(ids.slice(100, 160));
+    // Its messages all gone: the nearest rows instead, never nothing.
+    const [s2, e2] = renderSpan(ids.slice(0, 50), range);
+    expect(e2 - s2).toBeGreaterThan(0);
+  });
+
+  it('grows a step at one end, never past the most rendered, and not past the held messages', () => {
+    expect(growSpan(ids, [100, 160], 'up')).toEqual({ lo: ids[100 - SPAN_STEP], hi: ids[159] });
+    expect(growSpan(ids, [100, 160], 'down')).toEqual({ lo: ids[100], hi: ids[159 + SPAN_STEP] });
+    const wide = growSpan(ids, [100, 100 + MAX_RENDERED], 'up');
+    expect(wide).toEqual({ lo: ids[100 - SPAN_STEP], hi: ids[100 - SPAN_STEP + MAX_RENDERED - 1] });
+    expect(growSpan(ids, [0, 60], 'up')).toBeUndefined();
+    expect(growSpan(ids, [240, 300], 'down')).toBeUndefined();
+    // Following the newest and growing up: still following, more rows.
+    expect(growSpan(ids, [240, 300], 'up', true)).toEqual({ follow: 60 + SPAN_STEP });
+    expect(growSpan(ids, [300 - MAX_RENDERED, 300], 'up', true)).toBeUndefined();
   });
 });

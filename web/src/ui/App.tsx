@@ -11,6 +11,9 @@ import { SearchBox } from './SearchBox';
 import { SettingsOverlay } from './Settings';
 import { ShortcutsOverlay } from './Shortcuts';
 import { LeftSidebar } from './Sidebar';
+import { EditHistory } from './EditHistory';
+import { Lightbox } from './Lightbox';
+import { UserCard } from './UserCard';
 import { UserList } from './UserList';
 import { Avatar } from './Avatar';
 import { Icon } from './Icon';
@@ -81,6 +84,9 @@ export function App() {
       {r.view === 'overlay' && (r.overlay === 'settings' || r.overlay === 'organization') && <SettingsOverlay initial={r.overlay === 'organization' ? 'organization' : (r.args[0] ?? 'profile')} />}
       {r.view === 'overlay' && r.overlay === 'drafts' && <DraftsOverlay />}
       <MoveDialog />
+      <UserCard />
+      <Lightbox />
+      <EditHistory />
     </div>
   );
 }

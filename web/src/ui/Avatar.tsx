@@ -2,9 +2,15 @@ import { useState } from 'preact/hooks';
 import { users } from '../store';
 import { avatarUrl } from './util';
 
+/** Pictures that could not be loaded, this page's life long. */
+const failedUrls = new Set<string>();
+
 /** A user's picture, or their initial on a coloured tile when it cannot load. */
 export function Avatar({ userId, url, size, cls = '' }: { userId: number; url?: string | null | undefined; size: number; cls?: string }) {
-  const [failed, setFailed] = useState(false);
+  const src = avatarUrl(userId, url);
+  // A picture that failed once is not asked for again by every new row showing it
+  // (under a flood each new row would show an empty box until its request failed).
+  const [failed, setFailed] = useState(() => failedUrls.has(src));
   const name = users.value.get(userId)?.full_name ?? '?';
   if (failed) {
     const hue = (userId * 47) % 360;
@@ -15,5 +21,5 @@ export function Avatar({ userId, url, size, cls = '' }: { userId: number; url?: 
       </span>
     );
   }
-  return <img class={`avatar ${cls}`} src={avatarUrl(userId, url)} alt="" width={size} height={size} loading="lazy" onError={() => setFailed(true)} />;
+  return <img class={`avatar ${cls}`} src={src} alt="" width={size} height={size} loading="lazy" onError={() => { failedUrls.add(src); setFailed(true); }} />;
 }

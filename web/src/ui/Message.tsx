@@ -12,6 +12,8 @@ import { composeContent, openCompose } from '../compose';
 import { Avatar } from './Avatar';
 import { Icon } from './Icon';
 import { formatFull, formatTime, memo } from './util';
+import { openUserCard } from './UserCard';
+import { openEditHistory } from './EditHistory';
 
 export async function toggleReaction(m: Message, e: { emoji_name: string; emoji_code: string; reaction_type: string }): Promise<void> {
   const mine = m.reactions.some((r) => r.user_id === me.value && r.emoji_code === e.emoji_code && r.reaction_type === e.reaction_type);
@@ -137,6 +139,11 @@ function MessageRowView({ id, showSender, selected, onSelect }: {
   const [editing, setEditing] = useState(false);
   const [picking, setPicking] = useState(false);
   const [err, setErr] = useState('');
+  // The action toolbar is built only for the row a mouse is over, the row holding the
+  // focus and the selected row (a tap selects): most rows never need it, and a flood
+  // of new rows builds a third of the elements it would.
+  const [hovered, setHovered] = useState(false);
+  const [focused, setFocused] = useState(false);
   const m = sig?.value;
   const myId = me.value;
   const decorate = useCallback((root: HTMLElement) => {
@@ -176,7 +183,11 @@ function MessageRowView({ id, showSender, selected, onSelect }: {
   return (
     <article class={`message_row${showSender ? ' include-sender' : ''}${selected ? ' selected_message' : ''}${unread ? ' unread' : ''}${mine ? ' own' : ''}`}
       data-message-id={m.id} aria-label={`Message from ${senderName}`} tabIndex={selected ? 0 : -1}
-      onClick={() => onSelect(m.id)}>
+      onClick={() => onSelect(m.id)}
+      onPointerEnter={(e) => { if (e.pointerType === 'mouse') setHovered(true); }}
+      onPointerLeave={() => setHovered(false)}
+      onFocusIn={() => setFocused(true)}
+      onFocusOut={(e) => { if (!(e.currentTarget as HTMLElement).contains(e.relatedTarget as Node | null)) setFocused(false); }}>
       <div class="message-gutter">
         {showSender
           ? <Avatar userId={m.sender_id} url={m.avatar_url} size={36} />
@@ -185,21 +196,28 @@ function MessageRowView({ id, showSender, selected, onSelect }: {
       <div class="message-main">
         {showSender && (
           <div class="message-header">
-            <span class="sender_name">{senderName}</span>
+            <button type="button" class="sender_name" aria-haspopup="dialog" title={`About ${senderName}`}
+              onClick={(e) => { e.stopPropagation(); onSelect(m.id); openUserCard(m.sender_id, senderName); }}>{senderName}</button>
             <a class="message_time" href={permalink} title={formatFull(m.timestamp)}>{formatTime(m.timestamp)}</a>
           </div>
         )}
         {editing ? <EditBox m={m} onDone={() => setEditing(false)} /> : (
           <div class="message-body">
             <SafeHtml class="message_content rendered_markdown" html={m.rendered_content ?? ''} decorate={decorate} />
-            {m.last_edit_timestamp !== undefined && <span class="message_edit_notice" title={`Edited ${formatFull(m.last_edit_timestamp)}`}>(edited)</span>}
-            {m.last_edit_timestamp === undefined && m.last_moved_timestamp !== undefined && <span class="message_edit_notice" title={`Moved ${formatFull(m.last_moved_timestamp)}`}>(moved)</span>}
+            {m.last_edit_timestamp !== undefined && (
+              <button type="button" class="message_edit_notice" title={`Edited ${formatFull(m.last_edit_timestamp)}: show the edit history`}
+                aria-haspopup="dialog" onClick={(e) => { e.stopPropagation(); openEditHistory(m.id); }}>(edited)</button>
+            )}
+            {m.last_edit_timestamp === undefined && m.last_moved_timestamp !== undefined && (
+              <button type="button" class="message_edit_notice" title={`Moved ${formatFull(m.last_moved_timestamp)}: show the edit history`}
+                aria-haspopup="dialog" onClick={(e) => { e.stopPropagation(); openEditHistory(m.id); }}>(moved)</button>
+            )}
           </div>
         )}
         <Reactions m={m} />
         {err && <p class="error" role="alert">{err}</p>}
       </div>
-      <div class="message-actions" role="toolbar" aria-label="Message actions">
+      {(hovered || focused || selected || picking) && <div class="message-actions" role="toolbar" aria-label="Message actions">
         <button type="button" class="icon-button" title="Add emoji reaction" aria-label="Add emoji reaction" onClick={(e) => { e.stopPropagation(); setPicking(!picking); }}><Icon name="smile" /></button>
         <button type="button" class={`icon-button star${starred ? ' starred' : ''}`} aria-pressed={starred}
           title={starred ? 'Unstar this message' : 'Star this message'} aria-label={starred ? 'Unstar this message' : 'Star this message'}
@@ -218,7 +236,7 @@ function MessageRowView({ id, showSender, selected, onSelect }: {
           <button type="button" class="icon-button" title="Delete message" aria-label="Delete message"
             onClick={(e) => { e.stopPropagation(); if (confirm('Delete this message?')) void act(del(`messages/${m.id}`)); }}><Icon name="trash" /></button>
         )}
-      </div>
+      </div>}
       {starred && <span class="star-indicator" role="img" aria-label="Starred"><Icon name="star" filled /></span>}
       {picking && <EmojiPicker onPick={pick} onClose={() => setPicking(false)} />}
     </article>

@@ -1,8 +1,8 @@
 import { signal, useSignalEffect } from '@preact/signals';
-import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { composeContent, composeOpen, composeTarget, openCompose } from '../compose';
 import { conversationKey } from '../events';
-import { MessageListData } from '../msglist';
+import { FOLLOW_ROWS, growSpan, MessageListData, renderSpan, type RenderRange } from '../msglist';
 import { dmParticipants, narrowToHash, type Narrow } from '../narrow';
 import { patch, post } from '../api';
 import { canResolve } from '../perm';
@@ -149,6 +149,15 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
   const anchor = useRef<{ id: number; offset: number } | undefined>(undefined);
   const atBottom = useRef(false);
   const placed = useRef(false);
+  // Only the rows near the viewport are rendered (`renderSpan`): the newest ones while
+  // the list follows them, else a span the reader's scrolling moves. The rows' DOM
+  // stays small however many messages are held, and a frame of new messages diffs a
+  // few dozen rows.
+  const range = useRef<RenderRange>(undefined);
+  const span = useRef<[number, number]>([0, 0]);
+  const revealing = useRef<number | undefined>(undefined);
+  const [, setSpanVersion] = useState(0);
+  const rerender = () => setSpanVersion((v) => v + 1);
 
   useEffect(() => {
     if (composeOpen.peek() && composeContent.peek().trim() === '') composeOpen.value = false;
@@ -157,12 +166,53 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
   useEffect(() => {
     currentList.value = data;
     placed.current = false;
+    range.current = undefined;
     void data.loadInitial();
     return () => data.dispose();
   }, [data]);
 
   const ids = data.ids.value;
   const anchorId = data.anchorId.value;
+  const [start, end] = renderSpan(ids, range.current, placed.current ? undefined : anchorId);
+  span.current = [start, end];
+
+  const following = (): boolean => range.current !== undefined && 'follow' in range.current;
+  /** The rendered span grown a step up or down; at the held messages' end, the next page. */
+  const grow = (side: 'up' | 'down'): void => {
+    const all = data.ids.peek();
+    const [s0, e0] = span.current;
+    const next = growSpan(all, span.current, side, following());
+    if (next !== undefined) {
+      range.current = next;
+      span.current = renderSpan(all, next);
+      rerender();
+      return;
+    }
+    if (side === 'up' ? s0 > 0 : e0 < all.length) return;
+    // The new page's rows are rendered once it is in, so the reader need not scroll again.
+    const load = side === 'up' ? data.loadOlder() : data.loadNewer();
+    void load.then(() => {
+      const after = growSpan(data.ids.peek(), span.current, side, following());
+      if (after === undefined) return;
+      range.current = after;
+      rerender();
+    });
+  };
+  data.reveal = (id: number) => {
+    const all = data.ids.peek();
+    const i = all.indexOf(id);
+    if (i < 0) return;
+    const [s, e] = span.current;
+    if (i < s || i >= e) {
+      const lo = Math.max(0, i - 20);
+      const hi = Math.min(all.length, lo + 60);
+      range.current = { lo: all[lo] ?? id, hi: all[hi - 1] ?? id };
+      revealing.current = id;
+      rerender();
+      return;
+    }
+    scroller.current?.querySelector(`[data-message-id="${id}"]`)?.scrollIntoView({ block: 'nearest' });
+  };
 
   useLayoutEffect(() => {
     const el = scroller.current;
@@ -170,15 +220,22 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     if (!placed.current && anchorId !== undefined) {
       placed.current = true;
       selectedId.value = anchorId;
+      const isLast = anchorId >= (ids.at(-1) ?? 0);
+      range.current = isLast ? { follow: FOLLOW_ROWS } : { lo: ids[start] ?? 0, hi: ids[end - 1] ?? 0 };
       const row = el.querySelector<HTMLElement>(`[data-message-id="${anchorId}"]`);
       if (row !== null) {
-        const isLast = anchorId === ids.at(-1);
         el.scrollTop = isLast ? el.scrollHeight : row.offsetTop - el.clientHeight / 3;
         atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
       }
       return;
     }
-    if (atBottom.current && data.foundNewest.peek()) {
+    const shown = revealing.current;
+    if (shown !== undefined) {
+      revealing.current = undefined;
+      el.querySelector(`[data-message-id="${shown}"]`)?.scrollIntoView({ block: 'nearest' });
+      return;
+    }
+    if (atBottom.current && data.foundNewest.peek() && end === ids.length) {
       el.scrollTop = el.scrollHeight;
       return;
     }
@@ -187,7 +244,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
       const row = el.querySelector<HTMLElement>(`[data-message-id="${a.id}"]`);
       if (row !== null) el.scrollTop = row.offsetTop - a.offset;
     }
-  }, [ids, anchorId, data]);
+  }, [ids, anchorId, data, start, end]);
 
   // Read marking, as Zulip's web app does: when the newest message is loaded and the
   // bottom of the list is on screen in a focused window, every message of the list
@@ -195,12 +252,13 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
   const readAllIfAtBottom = (): boolean => {
     const el = scroller.current;
     if (el === null || !data.marksRead || !data.foundNewest.peek() || !viewFocused()) return false;
+    if (span.current[1] < data.ids.peek().length) return false;
     if (el.scrollHeight - el.scrollTop - el.clientHeight > 2) return false;
     markRead(data.ids.peek());
     return true;
   };
   data.markRead = markRead;
-  data.readOnAppend = () => atBottom.current && data.marksRead && viewFocused();
+  data.readOnAppend = () => atBottom.current && following() && data.marksRead && viewFocused();
   const observed = useMemo(() => new Set<Element>(), [data]);
   const observer = useMemo(() => {
     if (typeof IntersectionObserver === 'undefined') return undefined;
@@ -265,9 +323,18 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
         }
       }
     }
+    const all = data.ids.peek();
+    const [s, e] = span.current;
+    if (atBottom.current && e === all.length && data.foundNewest.peek()) {
+      // At the newest message: follow it (the span keeps to the last rows).
+      if (!following()) range.current = { follow: Math.max(FOLLOW_ROWS, e - s) };
+    } else if (following() || range.current === undefined) {
+      range.current = { lo: all[s] ?? 0, hi: all[e - 1] ?? 0 };
+    }
     if (atBottom.current) readAllIfAtBottom();
-    if (el.scrollTop < 400) void data.loadOlder();
-    if (el.scrollHeight - el.scrollTop - el.clientHeight < 400) void data.loadNewer();
+    // A short span can be near both ends: it grows both ways.
+    if (el.scrollTop < 600) grow('up');
+    if (el.scrollHeight - el.scrollTop - el.clientHeight < 600) grow('down');
   };
 
   const rows = [];
@@ -275,7 +342,8 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
   let prev: Message | undefined;
   // Each row subscribes to its own message; the list regroups on the list's revision.
   void data.revision.value;
-  for (const id of ids) {
+  for (let i = start; i < end; i++) {
+    const id = ids[i] ?? 0;
     const m = messages.get(id)?.peek();
     if (m === undefined) continue;
     const g = groupOf(m);
@@ -299,8 +367,8 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
         {stream !== undefined && <SafeHtml class="narrow-description rendered_markdown" html={stream.rendered_description} />}
       </header>
       <div class="message_list" ref={scroller} onScroll={onScroll} role="region" aria-busy={loading !== ''} aria-label={`Messages: ${title}`} tabIndex={-1}>
-        {!data.foundOldest.value && ids.length > 0 && <p class="list-edge">{loading === 'older' ? 'Loading older messages…' : ' '}</p>}
-        {data.foundOldest.value && ids.length > 0 && narrow.length > 0 && <p class="list-edge muted">Beginning of this view</p>}
+        {(!data.foundOldest.value || start > 0) && ids.length > 0 && <p class="list-edge">{loading === 'older' ? 'Loading older messages…' : ' '}</p>}
+        {data.foundOldest.value && start === 0 && ids.length > 0 && narrow.length > 0 && <p class="list-edge muted">Beginning of this view</p>}
         {rows}
         {loading === 'initial' && <p class="list-edge" role="status">Loading…</p>}
         {empty && (
@@ -310,7 +378,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
           </div>
         )}
         {data.error.value && <p class="error" role="alert">{data.error.value}</p>}
-        {!data.foundNewest.value && ids.length > 0 && <p class="list-edge">{loading === 'newer' ? 'Loading newer messages…' : ' '}</p>}
+        {(!data.foundNewest.value || end < ids.length) && ids.length > 0 && <p class="list-edge">{loading === 'newer' ? 'Loading newer messages…' : ' '}</p>}
       </div>
       <TypingNotice narrow={narrow} />
       <Compose narrow={narrow} />

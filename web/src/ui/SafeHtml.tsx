@@ -3,11 +3,20 @@
 import DOMPurify from 'dompurify';
 import { useLayoutEffect, useRef } from 'preact/hooks';
 import { go } from '../route';
+import { openLightbox } from './Lightbox';
 
 let hooked = false;
 function hook(): void {
   if (hooked) return;
   hooked = true;
+  // Set once: a config passed to each sanitize() call is parsed and copied each time,
+  // which under a flood of messages cost more than the sanitizing.
+  DOMPurify.setConfig({
+    RETURN_DOM_FRAGMENT: true,
+    FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select'],
+    FORBID_ATTR: ['style'],
+    ADD_ATTR: ['target'],
+  });
   DOMPurify.addHook('afterSanitizeAttributes', (node) => {
     if (node instanceof HTMLAnchorElement) {
       const href = node.getAttribute('href') ?? '';
@@ -21,12 +30,7 @@ function hook(): void {
 
 export function sanitize(html: string): DocumentFragment {
   hook();
-  return DOMPurify.sanitize(html, {
-    RETURN_DOM_FRAGMENT: true,
-    FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select'],
-    FORBID_ATTR: ['style'],
-    ADD_ATTR: ['target'],
-  });
+  return DOMPurify.sanitize(html) as unknown as DocumentFragment;
 }
 
 export interface SafeHtmlProps {
@@ -55,6 +59,11 @@ export function SafeHtml({ html, class: cls, decorate }: SafeHtmlProps) {
       return;
     }
     if (a === null) return;
+    // An image preview opens large, over the page.
+    if (a.closest('.message_inline_image') !== null && openLightbox(a)) {
+      e.preventDefault();
+      return;
+    }
     const href = a.getAttribute('href') ?? '';
     const m = /^(?:\/)?(#.*)$/.exec(href) ?? new RegExp(`^${location.origin}/(#.*)$`).exec(href);
     if (m?.[1] !== undefined) {
