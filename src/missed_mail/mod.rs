@@ -111,11 +111,9 @@ fn start_due(
         s.away
             .retain(|(sub, id), _| *sub != subdomain || state.pending.contains_key(id));
         for p in state.pending.values() {
-            let key = (subdomain.clone(), p.id);
-            if !s.away.contains_key(&key) {
-                let away = is_away(realm, p.user_id, p.queued_at);
-                s.away.insert(key, away);
-            }
+            s.away
+                .entry((subdomain.clone(), p.id))
+                .or_insert_with(|| is_away(realm, p.user_id, p.queued_at));
         }
     }
     if state.pending.is_empty() {
