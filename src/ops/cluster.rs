@@ -41,6 +41,49 @@ pub struct Router {
     pub listen: String,
     /// The domain: realm `acme` is served at `acme.<domain>`, realm `""` at `<domain>`.
     pub domain: String,
+    /// How many clients the router holds at once, each with a parked long-poll
+    /// (default `DEFAULT_CLIENTS`): sizes nginx's workers (`RouterSizing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u64>,
+}
+
+/// Clients a router is sized for when the placement does not say.
+pub const DEFAULT_CLIENTS: u64 = 10_000;
+/// Open files a worker keeps for everything but connections (logs, listeners,
+/// temporary files).
+const WORKER_RESERVED_FILES: u64 = 256;
+
+/// nginx's workers for a number of held clients under an open-files limit. A parked
+/// long-poll holds two connections in nginx (the client's and the one to its node),
+/// and a client's other requests come and go beside it: three per client. One worker
+/// may hold at most the per-process limit of open files (`worker_rlimit_nofile`), so
+/// beyond it the clients are spread over more workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouterSizing {
+    pub workers: u64,
+    pub nofile: u64,
+    pub connections: u64,
+}
+
+impl RouterSizing {
+    pub fn new(clients: u64, nofile: u64) -> RouterSizing {
+        let nofile = nofile.clamp(2048, 1 << 20);
+        let connections = nofile - WORKER_RESERVED_FILES;
+        let needed = clients.max(1).saturating_mul(3);
+        RouterSizing {
+            workers: needed.div_ceil(connections).max(1),
+            nofile,
+            connections,
+        }
+    }
+
+    /// For the open-files limit of this machine (the hard limit, which an unprivileged
+    /// nginx may raise its workers to).
+    pub fn here(clients: u64) -> RouterSizing {
+        use rustix::process::{getrlimit, Resource};
+        let limit = getrlimit(Resource::Nofile);
+        RouterSizing::new(clients, limit.maximum.or(limit.current).unwrap_or(1 << 20))
+    }
 }
 
 /// `[nodes.NAME]`: one hearth process.
@@ -209,8 +252,15 @@ impl Placement {
         format!("hearth_{}", node.replace('-', "_"))
     }
 
-    /// The complete nginx configuration of this placement (see the module doc).
+    /// The complete nginx configuration of this placement for this machine (see the
+    /// module doc).
     pub fn nginx_config(&self) -> String {
+        let clients = self.router.clients.unwrap_or(DEFAULT_CLIENTS);
+        self.nginx_config_for(RouterSizing::here(clients))
+    }
+
+    /// The nginx configuration with these workers.
+    pub fn nginx_config_for(&self, sizing: RouterSizing) -> String {
         // nginx lets a body through a little above hearth's largest (a multipart upload
         // at its limit): hearth then refuses a larger one with its own JSON 413.
         let body_mib = MULTIPART_LIMIT.div_ceil(1024 * 1024) + 1;
@@ -226,11 +276,14 @@ impl Placement {
              # under PREFIX); reload after a placement change with `nginx -p PREFIX -c FILE -s reload`.\n\
              # One realm is served by one node: its Host goes to that node only.\n\
              \n\
-             worker_processes 1;\n\
+             # Sized for {clients} held clients (`[router] clients`): each holds up to three\n\
+             # connections here, a worker at most {nofile} open files.\n\
+             worker_processes {workers};\n\
+             worker_rlimit_nofile {nofile};\n\
              pid nginx.pid;\n\
              error_log error.log warn;\n\
              \n\
-             events {{\n    worker_connections 4096;\n}}\n\
+             events {{\n    worker_connections {connections};\n}}\n\
              \n\
              http {{\n    \
              access_log access.log;\n    \
@@ -240,7 +293,11 @@ impl Placement {
              uwsgi_temp_path uwsgi_temp;\n    \
              scgi_temp_path scgi_temp;\n    \
              default_type application/json;\n    \
-             server_tokens off;\n"
+             server_tokens off;\n",
+            clients = self.router.clients.unwrap_or(DEFAULT_CLIENTS),
+            workers = sizing.workers,
+            nofile = sizing.nofile,
+            connections = sizing.connections,
         );
         for (name, node) in &self.nodes {
             let _ = writeln!(
@@ -290,8 +347,13 @@ impl Placement {
              if ($hearth_upstream = \"\") {{\n            \
              return 404 '{{\"result\":\"error\",\"msg\":\"Invalid subdomain\",\"code\":\"NONEXISTENT_SUBDOMAIN\"}}';\n        \
              }}\n        \
-             # Long-polls: every event goes out as soon as the node answers.\n        \
+             # Long-polls (the API's and the web client's): every event goes out as soon\n        \
+             # as the node answers.\n        \
              location = /api/v1/events {{\n            \
+             proxy_buffering off;\n            \
+             proxy_pass http://$hearth_upstream;\n        \
+             }}\n        \
+             location = /json/events {{\n            \
              proxy_buffering off;\n            \
              proxy_pass http://$hearth_upstream;\n        \
              }}\n        \
@@ -412,19 +474,47 @@ zeta = "b-2"
     }
 
     #[test]
+    fn the_router_is_sized_for_its_clients_under_the_open_files_limit() {
+        // This machine: 20 000 open files per process.
+        let s = RouterSizing::new(10_000, 20_000);
+        assert_eq!((s.workers, s.nofile, s.connections), (2, 20_000, 19_744));
+        // 100 000 held clients: 300 000 connections over workers of 19 744 each.
+        assert_eq!(RouterSizing::new(100_000, 20_000).workers, 16);
+        // A roomy machine needs one worker for the same.
+        assert_eq!(RouterSizing::new(100_000, 1 << 20).workers, 1);
+        // A tiny limit is lifted to nginx's usual floor; no clients is one worker.
+        assert_eq!(RouterSizing::new(0, 100).workers, 1);
+        assert_eq!(RouterSizing::new(0, 100).nofile, 2048);
+        // The placement's `clients` reaches the configuration.
+        let mut p = Placement::parse(EXAMPLE).unwrap();
+        p.router.clients = Some(100_000);
+        let text = p.to_toml().unwrap();
+        assert!(text.contains("clients = 100000"), "{text}");
+        assert_eq!(Placement::parse(&text).unwrap(), p);
+        let config = p.nginx_config_for(RouterSizing::new(100_000, 20_000));
+        assert!(config.contains("worker_processes 16;"), "{config}");
+        assert!(config.contains("Sized for 100000 held clients"), "{config}");
+    }
+
+    #[test]
     fn the_nginx_configuration_is_the_golden_text() {
-        let got = Placement::parse(EXAMPLE).unwrap().nginx_config();
+        let got = Placement::parse(EXAMPLE)
+            .unwrap()
+            .nginx_config_for(RouterSizing::new(DEFAULT_CLIENTS, 20_000));
         let want = r#"# hearth router: generated by `hearth cluster nginx --placement FILE`.
 # Run unprivileged as `nginx -p PREFIX -c FILE` (pid, logs and temporary files
 # under PREFIX); reload after a placement change with `nginx -p PREFIX -c FILE -s reload`.
 # One realm is served by one node: its Host goes to that node only.
 
-worker_processes 1;
+# Sized for 10000 held clients (`[router] clients`): each holds up to three
+# connections here, a worker at most 20000 open files.
+worker_processes 2;
+worker_rlimit_nofile 20000;
 pid nginx.pid;
 error_log error.log warn;
 
 events {
-    worker_connections 4096;
+    worker_connections 19744;
 }
 
 http {
@@ -477,8 +567,13 @@ http {
         if ($hearth_upstream = "") {
             return 404 '{"result":"error","msg":"Invalid subdomain","code":"NONEXISTENT_SUBDOMAIN"}';
         }
-        # Long-polls: every event goes out as soon as the node answers.
+        # Long-polls (the API's and the web client's): every event goes out as soon
+        # as the node answers.
         location = /api/v1/events {
+            proxy_buffering off;
+            proxy_pass http://$hearth_upstream;
+        }
+        location = /json/events {
             proxy_buffering off;
             proxy_pass http://$hearth_upstream;
         }
