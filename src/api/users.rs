@@ -65,28 +65,28 @@ pub async fn get_own_user(req: ApiRequest) -> ApiResponse {
 }
 
 /// The success answer of `GET /users/me` up to `max_message_id`'s value: the
-/// encoding of `success(own_user_json)`, whose last key is `max_message_id`, without
-/// its placeholder value and the closing brace.
+/// encoding of `success(own_user_json)` with `max_message_id` taken out wherever the
+/// rendering put it, reopened for that key to be written last, per request.
 fn own_user_head(version: &Realm, me: &User) -> ApiResult<Bytes> {
-    const TAIL: &[u8] = b"\"max_message_id\":-1}";
+    let mut fields = version.own_user_json(me);
+    fields.shift_remove("max_message_id");
     let rendered = catch_unwind(AssertUnwindSafe(|| {
-        serde_json::to_vec(&success_value(version.own_user_json(me)))
+        serde_json::to_vec(&success_value(fields))
     }))
     .map_err(|_| {
         tracing::error!("rendering /users/me panicked");
         ApiError::internal()
     })?
     .map_err(|_| ApiError::internal())?;
-    match rendered.strip_suffix(TAIL) {
-        Some(head) => {
-            let keep = head.len() + TAIL.len() - 3;
-            Ok(Bytes::from(rendered).slice(..keep))
-        }
-        None => {
-            tracing::error!("/users/me does not end with max_message_id");
-            Err(ApiError::internal())
-        }
-    }
+    // An object with keys (`result` at least): its closing brace becomes the key.
+    let Some(open) = rendered.strip_suffix(b"}") else {
+        tracing::error!("/users/me is not an object");
+        return Err(ApiError::internal());
+    };
+    let mut head = Vec::with_capacity(open.len() + 20);
+    head.extend_from_slice(open);
+    head.extend_from_slice(b",\"max_message_id\":");
+    Ok(Bytes::from(head))
 }
 
 /// # `GET /users`
