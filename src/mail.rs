@@ -215,19 +215,20 @@ impl MailQueue {
 }
 
 /// One delivery, tried three times (1 s, then 5 s apart); a failure is logged.
-async fn deliver(mailer: &Mailer, site: &str, email: &Email) {
+/// Answers whether the SMTP server took it.
+pub async fn deliver(mailer: &Mailer, site: &str, email: &Email) -> bool {
     let mut waits = [Duration::from_secs(1), Duration::from_secs(5)].into_iter();
     loop {
         match mailer.send(site, email).await {
-            Ok(()) => return,
+            Ok(()) => return true,
             Err(why) => match waits.next() {
                 Some(wait) => {
-                    tracing::warn!("email not sent yet: {why}; trying again");
+                    tracing::warn!("email to {} not sent yet: {why}; trying again", email.to);
                     tokio::time::sleep(wait).await;
                 }
                 None => {
-                    tracing::error!("email not sent: {why}");
-                    return;
+                    tracing::error!("email to {} not sent: {why}", email.to);
+                    return false;
                 }
             },
         }

@@ -306,7 +306,7 @@ async fn handle(
             done.extend(ids);
             continue;
         };
-        if send(mailer, &realm_url, &email).await {
+        if crate::mail::deliver(mailer, &realm_url, &email).await {
             tracing::info!(
                 "missed-message email sent to user {user} about {} messages",
                 ids.len()
@@ -324,26 +324,6 @@ async fn handle(
     }
     record(realm, done).await;
     failed
-}
-
-/// Three tries, 1 s then 5 s apart.
-async fn send(mailer: &Mailer, site: &str, email: &crate::mail::Email) -> bool {
-    let mut waits = [Duration::from_secs(1), Duration::from_secs(5)].into_iter();
-    loop {
-        match mailer.send(site, email).await {
-            Ok(()) => return true,
-            Err(why) => match waits.next() {
-                Some(wait) => {
-                    tracing::warn!("missed-message email not sent yet: {why}; trying again");
-                    tokio::time::sleep(wait).await;
-                }
-                None => {
-                    tracing::error!("missed-message email not sent: {why}");
-                    return false;
-                }
-            },
-        }
-    }
 }
 
 /// Records entries as done (a system write).
