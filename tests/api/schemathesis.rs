@@ -4,7 +4,9 @@
 //! The gates: `not_a_server_error` (no generated request gets a 5xx) and
 //! `response_schema_conformance` (every answer fits the description, as
 //! `tests/schemathesis/prepare.py` corrects it: only where the description disagrees
-//! with itself or with feature level 420; see there).
+//! with itself or with feature level 420; see there). It adds what Zulip serves without
+//! describing, the incoming webhooks among them, posted with the owner's Basic
+//! credentials: their examples are `tests/fixtures/webhooks/`, then fuzzed bodies.
 //!
 //! Runs when `HEARTH_SCHEMATHESIS` names the `schemathesis` executable of a
 //! virtualenv (`.ci/run` makes one); otherwise it says so and passes, except under CI.
@@ -43,6 +45,7 @@ async fn generated_from_zulips_openapi_no_server_errors_and_answers_fit_the_sche
         .arg(dir.join("prepare.py"))
         .arg(dir.join("zulip-openapi.yaml"))
         .arg(&spec)
+        .arg(dir.join("../fixtures/webhooks"))
         .output()
         .expect("run prepare.py with the virtualenv's python");
     assert!(
