@@ -6,7 +6,10 @@
 //! 2. bytes on disk per message: the index's against the message database's;
 //! 3. `GET /messages` with a `search` term, anchor `newest`, 50 messages: p50 and p99
 //!    for a rare word (1 message in 100 000) and a common one (1 in 10), both ways;
-//! 4. send throughput with 64 concurrent clients, both ways.
+//! 4. send throughput with 64 concurrent clients, both ways, and the server's CPU time
+//!    per message sent (its threads, the index's included: a measure that other work
+//!    on the machine disturbs less than a rate). `pairs=N` repeats the sends, each way
+//!    in turn, N times.
 //!
 //! The messages are seeded in-process as `benches/messages.rs` seeds them (channel
 //! `Rome`, 1 000 topics, one sender), with the two words mixed in; the index is then
@@ -203,8 +206,33 @@ fn searches(url: &str, auth: &str, word: &str, samples: usize) -> Searched {
     }
 }
 
-/// Messages per second sent by 64 concurrent clients for `secs` seconds, and errors.
-fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64) {
+/// The server's CPU time so far (user and system, all its threads), from
+/// `/proc/<pid>/stat` in clock ticks of 10 ms (Linux's `USER_HZ`).
+fn cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // The fields after the command's closing parenthesis; utime and stime are the 14th
+    // and 15th of the line.
+    let rest = &stat[stat.rfind(')').expect("stat") + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks: u64 = f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime");
+    ticks as f64 * 10.0
+}
+
+/// Sends as `send_throughput` does, and the server's CPU time per message sent: from
+/// before the first send until its index (if any) had a second and a half to commit
+/// the last ones. Less sensitive than sends/s to other work on the machine.
+fn send_cost(server: &Server, auth: &str, secs: u64) -> (f64, u64, f64) {
+    let pid = server.child.id();
+    let before = cpu_ms(pid);
+    let (rate, errors, total) = send_throughput(&server.url, auth, secs);
+    std::thread::sleep(Duration::from_millis(1500));
+    let per_send = (cpu_ms(pid) - before) / total.max(1) as f64;
+    (rate, errors, per_send)
+}
+
+/// Messages per second sent by 64 concurrent clients for `secs` seconds (after a
+/// second of warm-up), errors, and every message sent.
+fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64, u64) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -256,7 +284,11 @@ fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64) {
         for t in tasks {
             let _ = t.await;
         }
-        (done as f64 / took, errors.load(Ordering::Relaxed))
+        (
+            done as f64 / took,
+            errors.load(Ordering::Relaxed),
+            sent.load(Ordering::Relaxed),
+        )
     })
 }
 
@@ -298,6 +330,10 @@ fn main() {
         .iter()
         .find_map(|a| a.strip_prefix("samples=").and_then(|n| n.parse().ok()))
         .unwrap_or(100);
+    let pairs: usize = args
+        .iter()
+        .find_map(|a| a.strip_prefix("pairs=").and_then(|n| n.parse().ok()))
+        .unwrap_or(1);
     let root = tempfile::tempdir().expect("tmp");
     let data = root.path().join("data");
     let realm = seed_with(&data, n, &content);
@@ -325,13 +361,29 @@ fn main() {
     let server = Server::start(&data, false);
     let rare_scan = searches(&server.url, &auth, "xylophone", (samples / 5).max(5));
     let common_scan = searches(&server.url, &auth, "deployed", samples);
-    let (scan_sends, scan_errors) = send_throughput(&server.url, &auth, secs);
+    let (scan_sends, scan_errors, scan_cpu) = send_cost(&server, &auth, secs);
     drop(server);
 
     // With the index again (rebuilt: the run without it removed it).
     let (server, rebuilt_again) = start_indexed(&data);
-    let (ix_sends, ix_errors) = send_throughput(&server.url, &auth, secs);
+    let (ix_sends, ix_errors, ix_cpu) = send_cost(&server, &auth, secs);
     drop(server);
+    // More pairs, each way in turn (`pairs=N`, the first pair above included).
+    for pair in 1..pairs {
+        let server = Server::start(&data, false);
+        let (none, _, none_cpu) = send_cost(&server, &auth, secs);
+        drop(server);
+        let (server, _) = start_indexed(&data);
+        let (ix, _, ix_cpu) = send_cost(&server, &auth, secs);
+        drop(server);
+        println!(
+            "sends/s, pair {}: index {ix:.0}, none {none:.0}: {:.2}×; server CPU per send: \
+             index {ix_cpu:.3} ms, none {none_cpu:.3} ms: none ÷ index {:.2}×",
+            pair + 1,
+            ix / none,
+            none_cpu / ix_cpu
+        );
+    }
 
     println!("search, newest 50:");
     row("rare word, index", &rare_ix);
@@ -345,8 +397,10 @@ fn main() {
     );
     println!(
         "sends/s, 64 clients, {secs} s: index {ix_sends:.0} ({ix_errors} errors), \
-         none {scan_sends:.0} ({scan_errors} errors): {:.2}×",
-        ix_sends / scan_sends
+         none {scan_sends:.0} ({scan_errors} errors): {:.2}×; server CPU per send: \
+         index {ix_cpu:.3} ms, none {scan_cpu:.3} ms: none ÷ index {:.2}×",
+        ix_sends / scan_sends,
+        scan_cpu / ix_cpu
     );
     println!(
         "index rebuilt at the second start (the rows and ~{:.0} sends more) in {:.1} s",
