@@ -169,20 +169,3 @@ pub async fn get_user_presence(req: ApiRequest, path: web::Path<String>) -> ApiR
     .await
     .map(success)
 }
-
-/// The `presence` events of a `presence_enabled` change (always sent, as Zulip's
-/// `force_send_update`), after the events of the change itself.
-pub(super) async fn presence_setting_changed(
-    hub: &crate::hub::EventHub,
-    user_id: u64,
-    enabled: bool,
-) {
-    hub.settled().await;
-    let presence = hub.presence();
-    let now_ms = presence.now_ms();
-    let entry = presence.presence_setting_changed(user_id, enabled, now_ms.div_euclid(1000));
-    let realm = hub.current();
-    if let Some(user) = realm.user(user_id) {
-        hub.publish(realm.presence_events(user, &entry, now_ms));
-    }
-}

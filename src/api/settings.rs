@@ -112,14 +112,14 @@ fn parse_settings(p: &Params) -> ApiResult<Request> {
 /// (`human_users_only`). A new password is checked against the old one and for
 /// strength on the hashing threads, never on the realm actor.
 pub async fn update_settings(req: ApiRequest) -> ApiResponse {
-    let parsed = req.parse(|realm, me, p| {
+    let parsed = req.parse(|_, me, p| {
         require_human(me)?;
         let r = parse_settings(p)?;
-        Ok((r, me.password_hash.clone(), realm.presence_enabled(me.id)))
+        Ok((r, me.password_hash.clone()))
     })?;
     let Parsed {
         me,
-        req: (mut r, old_hash, presence_before),
+        req: (mut r, old_hash),
     } = parsed;
     if let Some(new_password) = r.new_password.take() {
         let old = r.old_password.take().unwrap_or_default();
@@ -136,16 +136,19 @@ pub async fn update_settings(req: ApiRequest) -> ApiResponse {
         let new_hash = crate::passwords::hash(new_password).await?;
         r.update.password = Some(PasswordChange { old_hash, new_hash });
     }
-    let presence = r.update.values.iter().find_map(|(st, v)| match v {
-        SettingValue::Bool(on) if st.name == "presence_enabled" => Some(*on),
-        _ => None,
-    });
+    let presence = r
+        .update
+        .values
+        .iter()
+        .any(|(st, _)| st.name == "presence_enabled");
     let password_changed = r.update.password.is_some();
     req.commit(Parsed { me, req: r.update }, Realm::decide_update_settings)
         .await?;
-    // As `do_change_user_setting`: a change of `presence_enabled` refreshes presence.
-    if let Some(on) = presence.filter(|on| *on != presence_before) {
-        super::presence::presence_setting_changed(&req.hub, me, on).await;
+    // As `do_change_user_setting`: a change of `presence_enabled` refreshes presence
+    // (the hub's renderer makes it, in the realm's order: `Realm::presence_refresh`),
+    // seen by whoever reads after this answer.
+    if presence {
+        req.hub.settled().await;
     }
     let mut res = req.reply(Map::new())?;
     // The change ended every session of the user; the browser that made it goes on.

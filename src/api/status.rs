@@ -11,7 +11,8 @@ use crate::realm::Realm;
 /// # `POST /users/me/status`
 ///
 /// Changes only what is passed (seed 4.4). `away` sets the `presence_enabled` setting
-/// to its inverse and, as Zulip does, refreshes the caller's presence at once.
+/// to its inverse and, as Zulip does, refreshes the caller's presence at once
+/// (`Realm::presence_refresh`).
 pub async fn update_status(req: ApiRequest) -> ApiResponse {
     let parsed = req.parse(|_, me, p| {
         // `human_users_only` comes before any parameter is read.
@@ -34,10 +35,12 @@ pub async fn update_status(req: ApiRequest) -> ApiResponse {
             reaction_type,
         })
     })?;
-    let (me, away) = (parsed.me, parsed.req.away);
+    let away = parsed.req.away;
     req.commit(parsed, Realm::decide_update_status).await?;
-    if let Some(away) = away {
-        super::presence::presence_setting_changed(&req.hub, me, !away).await;
+    if away.is_some() {
+        // The presence the change refreshes (the hub's renderer makes it, in the
+        // realm's order) is seen by whoever reads after this answer.
+        req.hub.settled().await;
     }
     req.reply(Map::new())
 }

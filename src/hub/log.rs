@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 
+use super::presence::RealmPresence;
 use super::published::Step;
 use super::queues::QUEUE_TIMEOUT_MS;
 use super::EventHub;
@@ -96,6 +97,8 @@ pub(super) struct Renderer {
     pub flags: Arc<OnceLock<FlagReader>>,
     /// Message rows, for events that describe the messages they name.
     pub rows: Arc<OnceLock<RowReader>>,
+    /// The realm's presence, which a change of `presence_enabled` refreshes.
+    pub presence: Arc<RealmPresence>,
 }
 
 impl Renderer {
@@ -109,6 +112,8 @@ impl Renderer {
             if let Some((_, after)) = steps.last() {
                 *previous = after.clone();
             }
+            // Presence is refreshed whether or not anyone listens.
+            let mut presence = self.refresh_presence(ticket, &before, &steps).into_iter();
             // Published before this render, so any registration from now on has a
             // version that includes it: nobody can read these events.
             if self.listeners.load(Ordering::SeqCst) == 0 {
@@ -128,6 +133,7 @@ impl Renderer {
                         self.flags.get(),
                         self.rows.get(),
                     );
+                    events.extend(presence.next().unwrap_or_default());
                     before = after;
                 }
                 with_user_flags(events, self.flags.get())
@@ -144,6 +150,44 @@ impl Renderer {
         if let Some(ticket) = last {
             self.rendered.send_modify(|r| *r = (*r).max(ticket));
         }
+    }
+}
+
+impl Renderer {
+    /// Makes the presence refreshes a decision's steps ask for
+    /// (`Realm::presence_refresh`), and answers each step's `presence` events.
+    fn refresh_presence(
+        &self,
+        ticket: u64,
+        before: &Arc<Realm>,
+        steps: &[Step],
+    ) -> Vec<Vec<Event>> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let now_ms = self.presence.now_ms();
+            let mut before = before;
+            let mut out = Vec::with_capacity(steps.len());
+            for (changes, after) in steps {
+                let mut events = Vec::new();
+                for c in changes {
+                    let Some((user, on)) = after.presence_refresh(before, c) else {
+                        continue;
+                    };
+                    let entry =
+                        self.presence
+                            .presence_setting_changed(user, on, now_ms.div_euclid(1000));
+                    if let Some(u) = after.user(user) {
+                        events.extend(after.presence_events(u, &entry, now_ms));
+                    }
+                }
+                out.push(events);
+                before = after;
+            }
+            out
+        }))
+        .unwrap_or_else(|_| {
+            tracing::error!("refreshing the presence of decision {ticket} panicked");
+            Vec::new()
+        })
     }
 }
 
@@ -290,6 +334,7 @@ impl EventHub {
             previous: self.previous.clone(),
             flags: self.flags.clone(),
             rows: self.rows.clone(),
+            presence: self.presence.clone(),
         }
     }
 

@@ -5,14 +5,17 @@
 //! `away` is not stored as such: it is the inverse of the user's `presence_enabled`
 //! setting (feature level 148), kept here as the set of users who disabled presence.
 //! Status changes are durable WAL changes; the presence update that goes with a change
-//! of `presence_enabled` is soft state (the hub's presence), made by the HTTP handler.
+//! of `presence_enabled` is soft state (the hub's presence), made by the hub's renderer
+//! when it renders the change (`Realm::presence_refresh`), in the realm's order.
 
 use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::change::PersonalChange;
 use super::emoji::ReactionType;
 use super::events::{Audience, Event};
+use super::user_settings::SettingValue;
 use super::{Change, Cx, Decided, Realm, User, UserId};
 use crate::error::{ApiError, ApiResult};
 
@@ -37,6 +40,31 @@ impl Default for UserStatus {
             emoji_name: String::new(),
             emoji_code: String::new(),
             reaction_type: ReactionType::UnicodeEmoji,
+        }
+    }
+}
+
+impl Realm {
+    /// The presence refresh a change asks for, as Zulip's `do_change_user_setting` makes
+    /// one when `presence_enabled` is set: the user and the setting's value. A status
+    /// with `away` always asks (Zulip sets the setting whatever it was); the setting
+    /// itself, when it changed from `before`. The hub's renderer makes it, in the
+    /// realm's order, right after the change's own events.
+    pub fn presence_refresh(&self, before: &Realm, change: &Change) -> Option<(UserId, bool)> {
+        match change {
+            Change::Status(StatusChange::Updated {
+                user_id,
+                away: Some(away),
+                ..
+            }) => Some((*user_id, !away)),
+            Change::Personal(PersonalChange::SettingSet {
+                user_id,
+                name,
+                value: SettingValue::Bool(on),
+            }) if name == "presence_enabled" && before.presence_enabled(*user_id) != *on => {
+                Some((*user_id, *on))
+            }
+            _ => None,
         }
     }
 }

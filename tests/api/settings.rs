@@ -695,6 +695,50 @@ async fn presence_enabled_is_the_same_setting_as_away() {
     assert_eq!(settings_of(&s, HAMLET).await["presence_enabled"], true);
 }
 
+/// The presence a change of `presence_enabled` refreshes is made by the hub in the
+/// realm's order, whether or not any event queue listens, and is there when the change
+/// is answered: by the setting and by a status with `away`.
+#[actix_web::test]
+async fn presence_is_refreshed_with_no_queue_listening() {
+    let s = TestApp::spawn_with_clock(ManualClock::new(START_MS)).await;
+    let entry = || {
+        s.server()
+            .hub("localhost")
+            .unwrap()
+            .presence()
+            .get(HAMLET_ID as u64)
+    };
+    s.ok(
+        "POST",
+        "/api/v1/users/me/presence",
+        HAMLET,
+        &[("status", "active")],
+    )
+    .await;
+    let pinged = entry().unwrap();
+    assert_eq!(pinged.last_connected, START);
+    s.ok("PATCH", SETTINGS, HAMLET, &[("presence_enabled", "false")])
+        .await;
+    let off = entry().unwrap();
+    assert_eq!(off.last_connected, START - 200 - 120, "{off:?}");
+    assert!(off.update_id > pinged.update_id);
+    // Setting it to what it is refreshes nothing.
+    s.ok("PATCH", SETTINGS, HAMLET, &[("presence_enabled", "false")])
+        .await;
+    assert_eq!(entry().unwrap().update_id, off.update_id);
+    // A status with `away: false` turns it back on, and the user is active at once.
+    s.ok(
+        "POST",
+        "/api/v1/users/me/status",
+        HAMLET,
+        &[("away", "false")],
+    )
+    .await;
+    let on = entry().unwrap();
+    assert_eq!(on.last_active, Some(START), "{on:?}");
+    assert_eq!(on.last_connected, START, "{on:?}");
+}
+
 /// `PATCH /realm/user_settings_defaults`: administrators only; the realm-level subset
 /// (others are ignored); its texts; its event; and new users start from it.
 #[actix_web::test]
