@@ -697,16 +697,13 @@ fn render_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realm::dev::dev_realm_changes;
+    use crate::realm::dev::testing;
     use crate::realm::{Cx, ManualClock};
     use crate::storage::{DurabilityMode, Store};
     use serde_json::Value;
 
     fn dev_realm() -> Arc<Realm> {
-        let changes = dev_realm_changes(&mut Cx::seeded(1_700_000_000_000, 1)).expect("seed");
-        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
-        changes.iter().for_each(|c| realm.apply(c));
-        Arc::new(realm)
+        Arc::new(testing::dev_realm(&mut Cx::seeded(1_700_000_000_000, 1)))
     }
 
     fn id(realm: &Realm, email: &str) -> UserId {

@@ -621,12 +621,10 @@ impl Realm {
 mod tests {
     use super::*;
     use crate::realm::dev::seed_changes;
+    use crate::realm::dev::testing::realm_of;
 
     fn realm() -> Realm {
-        let changes = seed_changes(&mut Cx::seeded(1_700_000_000_000, 3)).expect("seed");
-        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
-        changes.iter().for_each(|c| realm.apply(c));
-        realm
+        realm_of(&seed_changes(&mut Cx::seeded(1_700_000_000_000, 3)).expect("seed"))
     }
 
     fn apply_all(realm: &mut Realm, changes: &[Change]) {

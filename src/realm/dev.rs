@@ -459,19 +459,33 @@ pub fn new_realm_changes(
     changes
 }
 
+/// The development realm built in memory for unit tests, as a start replays it.
+#[cfg(test)]
+pub mod testing {
+    use super::*;
+    use crate::realm::Realm;
+
+    /// The realm `changes` make, the first creating it.
+    pub fn realm_of(changes: &[Change]) -> Realm {
+        let mut realm = Realm::from_first_change(&changes[0]).expect("a realm's first change");
+        changes.iter().for_each(|c| realm.apply(c));
+        realm
+    }
+
+    /// The development realm (`dev_realm_changes`), its ids and times from `cx`.
+    pub fn dev_realm(cx: &mut Cx) -> Realm {
+        realm_of(&dev_realm_changes(cx).expect("the development realm's changes"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realm::Realm;
 
     #[test]
     fn dev_realm_seeds_users_and_bots() {
         let mut cx = Cx::seeded(1_700_000_000_000, 7);
-        let changes = seed_changes(&mut cx).expect("seed");
-        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
-        for c in &changes {
-            realm.apply(c);
-        }
+        let realm = testing::realm_of(&seed_changes(&mut cx).expect("seed"));
         let iago = realm
             .user_by_delivery_email("IAGO@zulip.com")
             .expect("iago");

@@ -1087,10 +1087,7 @@ mod tests {
     }
 
     fn dev_realm() -> Realm {
-        let changes = crate::realm::dev::dev_realm_changes(&mut Cx::seeded(0, 7)).expect("seed");
-        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
-        changes.iter().for_each(|c| realm.apply(c));
-        realm
+        crate::realm::dev::testing::dev_realm(&mut Cx::seeded(0, 7))
     }
 
     /// On a server that sends email, the rule itself refuses a reusable link's sign-up

@@ -393,11 +393,7 @@ mod tests {
     use crate::realm::messages::Wildcard;
 
     fn world() -> Realm {
-        let changes =
-            crate::realm::dev::dev_realm_changes(&mut Cx::seeded(1_700_000_000_000, 7)).unwrap();
-        let mut realm = Realm::from_first_change(&changes[0]).unwrap();
-        changes.iter().for_each(|c| realm.apply(c));
-        realm
+        crate::realm::dev::testing::dev_realm(&mut Cx::seeded(1_700_000_000_000, 7))
     }
 
     fn dm(from: UserId, to: UserId) -> Message {

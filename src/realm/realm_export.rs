@@ -658,13 +658,10 @@ impl Realm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realm::dev::dev_realm_changes;
+    use crate::realm::dev::testing;
 
     fn dev_realm() -> Realm {
-        let changes = dev_realm_changes(&mut Cx::seeded(0, 7)).expect("seed");
-        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
-        changes.iter().for_each(|c| realm.apply(c));
-        realm
+        testing::dev_realm(&mut Cx::seeded(0, 7))
     }
 
     fn admin(realm: &Realm) -> User {

@@ -443,17 +443,13 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::realm::dev::dev_realm_changes;
 
     const HAMLET: UserId = 10;
     const OTHELLO: UserId = 12;
 
     fn dev_realm() -> (Realm, Cx) {
         let mut cx = Cx::seeded(1_700_000_000_000, 7);
-        let changes = dev_realm_changes(&mut cx).expect("seed");
-        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
-        changes.iter().for_each(|c| realm.apply(c));
-        (realm, cx)
+        (crate::realm::dev::testing::dev_realm(&mut cx), cx)
     }
 
     fn decide(realm: &mut Realm, decided: ApiResult<Decided<()>>) {

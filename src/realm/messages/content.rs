@@ -445,12 +445,7 @@ mod tests {
 
     fn realm() -> Realm {
         let clock = ManualClock::new(1_700_000_000_000);
-        let changes = dev::dev_realm_changes(&mut Cx::new(&clock)).expect("dev realm");
-        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
-        for c in &changes {
-            realm.apply(c);
-        }
-        realm
+        dev::testing::dev_realm(&mut Cx::new(&clock))
     }
 
     #[test]

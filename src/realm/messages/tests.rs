@@ -11,17 +11,16 @@ use super::send::{Addressee, ChannelRef};
 use super::{MessageChange, MessageId, TopicMax};
 use crate::error::ApiResult;
 use crate::realm::attachments::{AttachmentChange, StoredUpload};
-use crate::realm::dev::dev_realm_changes;
 use crate::realm::{Change, Cx, Decided, Realm, User};
 
 const NOW_MS: i64 = 1_700_000_000_000;
 
 /// The development realm, and its message rows.
 fn world() -> (Realm, MemRows) {
-    let changes = dev_realm_changes(&mut Cx::seeded(NOW_MS, 7)).expect("seed");
-    let mut realm = Realm::from_first_change(&changes[0]).expect("first");
-    changes.iter().for_each(|c| realm.apply(c));
-    (realm, MemRows::default())
+    (
+        crate::realm::dev::testing::dev_realm(&mut Cx::seeded(NOW_MS, 7)),
+        MemRows::default(),
+    )
 }
 
 fn user(realm: &Realm, email: &str) -> User {
