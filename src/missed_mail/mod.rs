@@ -6,7 +6,9 @@
 //! message arrives (`receiver_is_off_zulip`, or idle by presence): no event queue that
 //! receives messages, or no `active` presence ping in the 140 seconds before the
 //! message. The judgement is soft state, kept in memory; an entry first seen after a
-//! restart is judged then.
+//! restart is judged then. Entry ids only grow, so a poll judges the entries above the
+//! last one judged and walks the schedule only when entries have gone (to forget
+//! their judgements).
 //!
 //! When someone's batch falls due, its entries are re-checked against the realm as it
 //! is then (`Realm::mail_trigger`, with the message's row and the person's flags: not
@@ -46,15 +48,16 @@ const MAX_ROUNDS: u32 = 6;
 /// The wait before the second round; doubled for each later one.
 const FIRST_ROUND_WAIT: Duration = Duration::from_secs(60);
 
-/// An entry, by realm and id.
-type EntryKey = (String, u64);
 /// A person, by realm and id.
 type PersonKey = (String, UserId);
 
 #[derive(Default)]
 struct Schedule {
-    /// Whether the person was away when the entry was first seen.
-    away: HashMap<EntryKey, bool>,
+    /// Per realm, whether the person was away when each pending entry was first seen.
+    away: HashMap<String, BTreeMap<u64, bool>>,
+    /// Per realm, the highest entry id judged: entry ids only grow, so each poll judges
+    /// the entries above it and does not walk the schedule.
+    judged_up_to: HashMap<String, u64>,
     /// People whose batch is being handled.
     running: HashSet<PersonKey>,
     /// People whose emails failed: when to try again, and how many rounds failed.
@@ -107,13 +110,21 @@ fn start_due(
     let subdomain = version.settings.subdomain.clone();
     {
         let mut s = lock(schedule);
-        // Judge new entries; forget the entries that are gone.
-        s.away
-            .retain(|(sub, id), _| *sub != subdomain || state.pending.contains_key(id));
-        for p in state.pending.values() {
-            s.away
-                .entry((subdomain.clone(), p.id))
-                .or_insert_with(|| is_away(realm, p.user_id, p.queued_at));
+        // Judge the entries above the watermark (the new ones).
+        let from = s.judged_up_to.get(&subdomain).map_or(0, |w| w + 1);
+        let mut judged = Vec::new();
+        for (id, p) in state.pending.range(from..) {
+            judged.push((*id, is_away(realm, p.user_id, p.queued_at)));
+        }
+        if let Some((last, _)) = judged.last() {
+            s.judged_up_to.insert(subdomain.clone(), *last);
+        }
+        let away = s.away.entry(subdomain.clone()).or_default();
+        away.extend(judged);
+        // Every pending entry is judged, so more judgements than entries means some
+        // entries are gone: only then is the schedule walked, to forget them.
+        if away.len() > state.pending.len() {
+            away.retain(|id, _| state.pending.contains_key(id));
         }
     }
     if state.pending.is_empty() {
@@ -135,10 +146,15 @@ fn start_due(
             last_round = s.retry.get(&key).is_some_and(|(_, r)| r + 1 >= MAX_ROUNDS);
             judged = s
                 .away
-                .iter()
-                .filter(|((sub, _), _)| *sub == subdomain)
-                .map(|((_, id), away)| (*id, *away))
-                .collect();
+                .get(&subdomain)
+                .map(|away| {
+                    version
+                        .due_mail_of(user, now)
+                        .iter()
+                        .filter_map(|p| away.get(&p.id).map(|a| (p.id, *a)))
+                        .collect()
+                })
+                .unwrap_or_default();
         }
         let multiple_accounts = version.user(user).is_some_and(|u| {
             all.iter()
