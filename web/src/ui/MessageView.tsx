@@ -2,7 +2,7 @@ import { signal, useSignalEffect } from '@preact/signals';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { composeContent, composeOpen, composeTarget, openCompose } from '../compose';
 import { conversationKey } from '../events';
-import { FOLLOW_ROWS, growSpan, MessageListData, renderSpan, type RenderRange } from '../msglist';
+import { FOLLOW_ROWS, followRows, growSpan, MessageListData, renderSpan, type RenderRange } from '../msglist';
 import { dmParticipants, narrowToHash, type Narrow } from '../narrow';
 import { patch, post } from '../api';
 import { canResolve } from '../perm';
@@ -236,7 +236,12 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
       return;
     }
     if (atBottom.current && data.foundNewest.peek() && end === ids.length) {
-      el.scrollTop = el.scrollHeight;
+      // One read of the scroll metrics, then the write.
+      const height = el.scrollHeight;
+      const viewport = el.clientHeight;
+      el.scrollTop = height;
+      // Following: from now on, only the rows that fill the viewport (and a margin).
+      if (following() && end > start) range.current = { follow: followRows(viewport, height / (end - start)) };
       return;
     }
     const a = anchor.current;
@@ -332,8 +337,9 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
       range.current = { lo: all[s] ?? 0, hi: all[e - 1] ?? 0 };
     }
     if (atBottom.current) readAllIfAtBottom();
-    // A short span can be near both ends: it grows both ways.
-    if (el.scrollTop < 600) grow('up');
+    // A short span can be near both ends: it grows both ways. A list that keeps to
+    // its newest message grows up only once the reader scrolls away from it.
+    if (el.scrollTop < 600 && !(atBottom.current && following())) grow('up');
     if (el.scrollHeight - el.scrollTop - el.clientHeight < 600) grow('down');
   };
 
