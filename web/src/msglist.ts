@@ -16,7 +16,7 @@ export const MAX_WINDOW = 300;
 export const FOLLOW_ROWS = 40;
 /** Fewest rows rendered while following, and the height beyond the viewport they fill. */
 export const MIN_FOLLOW_ROWS = 12;
-export const FOLLOW_MARGIN_PX = 400;
+export const FOLLOW_MARGIN_PX = 240;
 
 /**
  * Pure: how many of the newest rows a list that follows them renders, for a viewport

@@ -188,8 +188,8 @@ describe('the rendered span', () => {
 
 describe('the rows a following list renders', () => {
   it('fills the viewport and a margin, within bounds', () => {
-    // 600 px of 60 px rows and 400 px margin: 17 rows.
-    expect(followRows(600, 60)).toBe(17);
+    // 600 px of 60 px rows and a 240 px margin: 14 rows.
+    expect(followRows(600, 60)).toBe(14);
     // Short rows: at most FOLLOW_ROWS.
     expect(followRows(1000, 20)).toBe(FOLLOW_ROWS);
     // Tall rows: never fewer than MIN_FOLLOW_ROWS.
