@@ -35,6 +35,10 @@ function inField(t: EventTarget | null): boolean {
   return el !== null && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
 }
 
+function activates(t: EventTarget | null): boolean {
+  return t instanceof Element && t.closest('a[href], button, summary, [role="button"], [role="link"], [role="menuitem"], [role="tab"], [role="option"]') !== null;
+}
+
 function move(delta: number): void {
   const ids = currentList.value?.ids.value ?? [];
   if (ids.length === 0) return;
@@ -79,6 +83,8 @@ export function startKeyboard(): void {
       return;
     }
     if (inField(e.target) || route.value.view === 'overlay' || document.querySelector('.dialog-backdrop') !== null) return;
+    // Enter and Space on a focused link or button activate it, as everywhere.
+    if ((e.key === 'Enter' || e.key === ' ') && activates(e.target)) return;
     const narrow = baseRoute.value.view === 'narrow' ? baseRoute.value.narrow : [];
     const selected = selectedId.value === undefined ? undefined : messages.get(selectedId.value)?.value;
     const act = (f: () => void) => { e.preventDefault(); f(); };
