@@ -152,6 +152,11 @@ try {
     await page.waitForTimeout(300);
     await audit(page, 'recent', theme.name);
 
+    await go(page, server, '#inbox');
+    await page.waitForSelector('.inbox-view');
+    await page.waitForTimeout(300);
+    await audit(page, 'inbox', theme.name);
+
     await go(page, server, '#feed');
     await narrowReady(page);
     await audit(page, 'feed', theme.name);

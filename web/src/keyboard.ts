@@ -18,6 +18,7 @@ export const SHORTCUTS: [string, string][] = [
   ['K or ↑', 'Previous message'],
   ['End', 'Last message'],
   ['A', 'Combined feed'],
+  ['Shift+I', 'Inbox'],
   ['T', 'Recent conversations'],
   ['*', 'Starred messages'],
   ['D', 'Drafts'],
@@ -112,6 +113,7 @@ export function startKeyboard(): void {
           : [{ operator: 'dm', operand: dmParticipants(selected, me.value).join(',') }], slugContext));
       });
       case 't': return act(() => go('#recent'));
+      case 'I': return act(() => go('#inbox'));
       case '*': return act(() => go('#narrow/is/starred'));
       default:
     }
