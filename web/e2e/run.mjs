@@ -282,6 +282,27 @@ flow('inbox', async () => {
   await context.close();
 });
 
+flow('read-receipts', async () => {
+  // King Hamlet reads Othello's message; Othello sees him among its readers, and not
+  // himself.
+  const topic = `e2e receipts ${unique}`;
+  const sent = await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `who read this ${unique}` });
+  await server.api(HAMLET, 'POST', 'messages/flags', { messages: [sent.id], op: 'add', flag: 'read' });
+  const { context, page } = await devLogin(browser, server, OTHELLO);
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+  const row = messageRow(page, `who read this ${unique}`);
+  await row.hover();
+  await row.getByRole('button', { name: 'View read receipts' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Read receipts' });
+  await dialog.locator('.read-receipts li', { hasText: 'King Hamlet' }).waitFor();
+  if (await dialog.locator('.read-receipts li', { hasText: 'Othello' }).count() !== 0) throw new Error('the sender is listed among the readers');
+  await shot(page, 'read-receipts');
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
+  assertClean(page);
+  await context.close();
+});
+
 flow('search-with-operators', async () => {
   const { context, page } = await devLogin(browser, server, HAMLET);
   const topic = `e2e search ${unique}`;

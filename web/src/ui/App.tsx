@@ -7,6 +7,7 @@ import { DraftsOverlay } from './Drafts';
 import { MessageView } from './MessageView';
 import { MoveDialog } from './MoveDialog';
 import { InboxView } from './InboxView';
+import { ReadReceipts } from './ReadReceipts';
 import { RecentView } from './RecentView';
 import { SearchBox } from './SearchBox';
 import { SettingsOverlay } from './Settings';
@@ -88,6 +89,7 @@ export function App() {
       <UserCard />
       <Lightbox />
       <EditHistory />
+      <ReadReceipts />
     </div>
   );
 }
