@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
-import { Server, devLogin, go, until } from '../e2e/lib.mjs';
+import { Server, devLogin, go, png, until } from '../e2e/lib.mjs';
 
 const url = process.argv[2];
 if (!url) {
@@ -72,6 +72,45 @@ const topic = 'accessibility check';
 await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: 'Is the **client** usable with a screen reader? `code`, [a link](https://example.com) and a list:\n\n* one\n* two' });
 await server.api(OTHELLO, 'POST', 'messages', { type: 'direct', to: [hamlet.user_id], content: 'A direct word about accessibility.' });
 const topicHash = `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`;
+// An image (for the lightbox) and an edited message (for its edit history) in the topic.
+const upload = new FormData();
+upload.append('file', new Blob([png()], { type: 'image/png' }), 'sunset.png');
+const uploaded = await (await fetch(`${server.url}/api/v1/user_uploads`, {
+  method: 'POST',
+  headers: { Authorization: `Basic ${Buffer.from(`${OTHELLO}:${await server.key(OTHELLO)}`).toString('base64')}` },
+  body: upload,
+})).json();
+if (uploaded.result !== 'success') throw new Error(`upload: ${JSON.stringify(uploaded)}`);
+await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `A picture: [sunset.png](${uploaded.url ?? uploaded.uri})` });
+const draft = await server.api(HAMLET, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: 'A first version.' });
+await server.api(HAMLET, 'PATCH', `messages/${draft.id}`, { content: 'A second version, edited.' });
+
+/**
+ * A modal dialog, opened from `opener` with the keyboard, must keep the focus inside
+ * while Tab and Shift+Tab go round, close on Esc and give the focus back to `opener`.
+ * What fails is recorded as a serious violation of the screen.
+ */
+async function checkDialog(page, screen, theme, opener, dialog) {
+  const failures = [];
+  const inside = () => page.evaluate(() => document.activeElement?.closest('[role="dialog"]') !== null);
+  if (!(await inside())) failures.push('the focus did not move into the dialog');
+  for (const key of ['Tab', 'Shift+Tab']) {
+    for (let i = 0; i < 8; i++) {
+      await page.keyboard.press(key);
+      if (!(await inside())) {
+        failures.push(`${key} took the focus out of the dialog (press ${i + 1})`);
+        break;
+      }
+    }
+  }
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached', timeout: 3000 }).catch(() => failures.push('Esc did not close the dialog'));
+  if (!(await opener.evaluate((el) => el === document.activeElement))) failures.push('the focus did not return to what opened the dialog');
+  const name = `${screen}--${theme}`;
+  const violations = failures.map((f) => ({ id: 'dialog-keyboard', impact: 'serious', help: f, helpUrl: '', nodes: [{ target: '[role="dialog"]', summary: f, html: '' }] }));
+  results.push({ screen: `${screen}-keyboard`, theme, violations });
+  console.log(`${name}-keyboard: ${failures.length === 0 ? 'focus kept inside, Esc closes, focus returns' : failures.join('; ')}`);
+}
 
 // Themes: the system preference with the setting "follow the system", then the
 // client's own setting against the opposite system preference.
@@ -113,6 +152,11 @@ try {
     await page.waitForTimeout(300);
     await audit(page, 'recent', theme.name);
 
+    await go(page, server, '#inbox');
+    await page.waitForSelector('.inbox-view');
+    await page.waitForTimeout(300);
+    await audit(page, 'inbox', theme.name);
+
     await go(page, server, '#feed');
     await narrowReady(page);
     await audit(page, 'feed', theme.name);
@@ -124,6 +168,27 @@ try {
     await go(page, server, topicHash);
     await narrowReady(page);
     await audit(page, 'topic', theme.name);
+
+    // The image shown large, opened from its preview with the keyboard.
+    const preview = page.locator('.message_row .message_inline_image a').last();
+    await preview.waitFor({ timeout: 15000 });
+    await preview.focus();
+    await page.keyboard.press('Enter');
+    const lightbox = page.getByRole('dialog', { name: 'sunset.png' });
+    await lightbox.locator('figure.lightbox img').waitFor();
+    await page.waitForTimeout(300);
+    await audit(page, 'lightbox', theme.name);
+    await checkDialog(page, 'lightbox', theme.name, preview, lightbox);
+
+    // A message's edit history, opened from its "edited" marker.
+    const marker = page.locator('.message_row .message_edit_notice').last();
+    await marker.focus();
+    await page.keyboard.press('Enter');
+    const history = page.getByRole('dialog', { name: 'Message edit history' });
+    await history.locator('.edit-version').nth(1).waitFor();
+    await page.waitForTimeout(300);
+    await audit(page, 'edit-history', theme.name);
+    await checkDialog(page, 'edit-history', theme.name, marker, history);
 
     await page.locator('.compose-start').first().click();
     await page.waitForSelector('textarea.compose-textarea');

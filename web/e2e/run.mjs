@@ -220,6 +220,89 @@ flow('upload-image', async () => {
   await context.close();
 });
 
+flow('inbox', async () => {
+  // Cordelia opens the Inbox with nothing unread; then a topic of two messages, a topic
+  // with a mention of her and a direct message reach her, live.
+  const CORDELIA = 'cordelia@zulip.com';
+  const cordelia = await server.api(CORDELIA, 'GET', 'users/me');
+  const { context, page } = await devLogin(browser, server, CORDELIA);
+  await page.locator('.left-sidebar .views').getByRole('link', { name: /^Inbox/ }).click();
+  const inbox = page.locator('.inbox-view');
+  await inbox.waitFor();
+  if (!page.url().endsWith('#inbox')) throw new Error(`the Inbox is at ${page.url()}`);
+  await server.api(CORDELIA, 'POST', 'mark_all_as_read');
+  await inbox.getByText('There are no unread messages in your inbox.').waitFor();
+  const topicA = `e2e inbox plans ${unique}`;
+  const topicB = `e2e inbox review ${unique}`;
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic: topicA, content: 'first plan' });
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic: topicA, content: 'second plan' });
+  await server.api(IAGO, 'POST', 'messages', { type: 'stream', to: VERONA, topic: topicB, content: `@**${cordelia.full_name}** please review` });
+  await server.api(OTHELLO, 'POST', 'messages', { type: 'direct', to: [cordelia.user_id], content: `a word in private ${unique}` });
+  const rowOf = (text) => inbox.locator('.inbox-row', { hasText: text });
+  const count = async (loc) => (await loc.locator('.unread_count').textContent()).trim();
+  await rowOf(topicB).waitFor();
+  const dm = rowOf('Othello');
+  if (await count(dm) !== '1') throw new Error(`the DM shows ${await count(dm)} unread`);
+  if (await count(rowOf(topicA)) !== '2') throw new Error(`${topicA} shows ${await count(rowOf(topicA))} unread`);
+  if (await count(rowOf(topicB)) !== '1' || await rowOf(topicB).locator('.inbox-mention').count() !== 1) throw new Error('the mention is not marked');
+  const verona = inbox.getByRole('button', { name: /^Verona/ });
+  if (await count(verona) !== '3') throw new Error(`Verona shows ${await count(verona)} unread`);
+  // Newest topic first; direct messages above the channels.
+  const names = await inbox.locator('.inbox-row .inbox-name, .inbox-toggle .inbox-name').allTextContents();
+  if (names.indexOf('Direct messages') !== 0 || names.indexOf(topicB) > names.indexOf(topicA)) throw new Error(`Inbox order: ${JSON.stringify(names)}`);
+  await shot(page, 'inbox');
+  // The keyboard: the first row has the focus; the arrows walk the rows; Enter on a
+  // group folds and unfolds it, and on a conversation opens it.
+  const focused = () => page.evaluate(() => document.activeElement?.textContent ?? '');
+  // (The rows came in while the view was open: the focus is on one of them.)
+  await until(async () => (await focused()) !== '' && await page.evaluate(() => document.activeElement?.closest('.inbox-view') !== null), 'the focus on a row');
+  await page.keyboard.press('Home');
+  if (!(await focused()).startsWith('Direct messages')) throw new Error(`Home focused ${await focused()}`);
+  await page.keyboard.press('ArrowDown');
+  if (!(await focused()).includes('Othello')) throw new Error(`ArrowDown focused ${await focused()}`);
+  while (!(await focused()).startsWith('Verona')) await page.keyboard.press('j');
+  await page.keyboard.press('Enter');
+  await until(async () => (await verona.getAttribute('aria-expanded')) === 'false' && (await rowOf(topicA).count()) === 0, 'Verona folded');
+  await shot(page, 'inbox-folded');
+  await page.keyboard.press('Enter');
+  await rowOf(topicA).waitFor();
+  while (!(await focused()).includes(topicA)) await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await messageRow(page, 'second plan').waitFor();
+  if (!page.url().includes(encodeURIComponent(topicA).replace(/%/g, '.'))) throw new Error(`Enter opened ${page.url()}`);
+  // Read there, the topic leaves the Inbox; the others stay.
+  await page.keyboard.press('Shift+I');
+  await inbox.waitFor();
+  // Opened again, the Inbox gives the focus to its first row.
+  await until(async () => (await focused()).startsWith('Direct messages'), 'the focus on the first row');
+  await until(async () => (await rowOf(topicA).count()) === 0, `${topicA} to leave the Inbox`);
+  await rowOf(topicB).waitFor();
+  await shot(page, 'inbox-after-reading');
+  assertClean(page);
+  await context.close();
+});
+
+flow('read-receipts', async () => {
+  // King Hamlet reads Othello's message; Othello sees him among its readers, and not
+  // himself.
+  const topic = `e2e receipts ${unique}`;
+  const sent = await server.api(OTHELLO, 'POST', 'messages', { type: 'stream', to: VERONA, topic, content: `who read this ${unique}` });
+  await server.api(HAMLET, 'POST', 'messages/flags', { messages: [sent.id], op: 'add', flag: 'read' });
+  const { context, page } = await devLogin(browser, server, OTHELLO);
+  await go(page, server, `#narrow/channel/${VERONA}-Verona/topic/${encodeURIComponent(topic).replace(/%/g, '.')}`);
+  const row = messageRow(page, `who read this ${unique}`);
+  await row.hover();
+  await row.getByRole('button', { name: 'View read receipts' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Read receipts' });
+  await dialog.locator('.read-receipts li', { hasText: 'King Hamlet' }).waitFor();
+  if (await dialog.locator('.read-receipts li', { hasText: 'Othello' }).count() !== 0) throw new Error('the sender is listed among the readers');
+  await shot(page, 'read-receipts');
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
+  assertClean(page);
+  await context.close();
+});
+
 flow('search-with-operators', async () => {
   const { context, page } = await devLogin(browser, server, HAMLET);
   const topic = `e2e search ${unique}`;

@@ -78,7 +78,26 @@ export function onMessages(events: E[]): void {
   if (typingNext !== undefined) typing.value = typingNext;
   bumpUnread();
   for (const l of listListeners) l.added(added);
-  for (const m of added) if (m.sender_id !== me.value) notifier?.(m);
+  if (notifier !== undefined) for (const m of toNotify(added, me.value)) notifier(m);
+}
+
+/** Most notifications one poll's messages raise. */
+export const MAX_NOTIFIED = 5;
+
+/**
+ * Pure: the messages of a poll a notification is raised for: others' messages, the
+ * newest of each conversation only, and of the newest `MAX_NOTIFIED` conversations (a
+ * busy poll raises a handful, not one per message).
+ */
+export function toNotify(added: readonly Message[], myId: number): Message[] {
+  const newest = new Map<string, Message>();
+  for (const m of added) {
+    if (m.sender_id === myId) continue;
+    const key = conversationKey(m);
+    newest.delete(key);
+    newest.set(key, m);
+  }
+  return [...newest.values()].slice(-MAX_NOTIFIED);
 }
 
 export function onUpdateMessage(e: E): void {

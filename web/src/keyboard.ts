@@ -18,6 +18,7 @@ export const SHORTCUTS: [string, string][] = [
   ['K or ↑', 'Previous message'],
   ['End', 'Last message'],
   ['A', 'Combined feed'],
+  ['Shift+I', 'Inbox'],
   ['T', 'Recent conversations'],
   ['*', 'Starred messages'],
   ['D', 'Drafts'],
@@ -33,6 +34,10 @@ export const SHORTCUTS: [string, string][] = [
 function inField(t: EventTarget | null): boolean {
   const el = t as HTMLElement | null;
   return el !== null && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
+}
+
+function activates(t: EventTarget | null): boolean {
+  return t instanceof Element && t.closest('a[href], button, summary, [role="button"], [role="link"], [role="menuitem"], [role="tab"], [role="option"]') !== null;
 }
 
 function move(delta: number): void {
@@ -79,6 +84,8 @@ export function startKeyboard(): void {
       return;
     }
     if (inField(e.target) || route.value.view === 'overlay' || document.querySelector('.dialog-backdrop') !== null) return;
+    // Enter and Space on a focused link or button activate it, as everywhere.
+    if ((e.key === 'Enter' || e.key === ' ') && activates(e.target)) return;
     const narrow = baseRoute.value.view === 'narrow' ? baseRoute.value.narrow : [];
     const selected = selectedId.value === undefined ? undefined : messages.get(selectedId.value)?.value;
     const act = (f: () => void) => { e.preventDefault(); f(); };
@@ -106,6 +113,7 @@ export function startKeyboard(): void {
           : [{ operator: 'dm', operand: dmParticipants(selected, me.value).join(',') }], slugContext));
       });
       case 't': return act(() => go('#recent'));
+      case 'I': return act(() => go('#inbox'));
       case '*': return act(() => go('#narrow/is/starred'));
       default:
     }

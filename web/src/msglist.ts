@@ -14,6 +14,23 @@ export const MAX_WINDOW = 300;
 
 /** Rows rendered at the bottom of a list that follows its newest messages. */
 export const FOLLOW_ROWS = 40;
+/** Fewest rows rendered while following, and the height beyond the viewport they fill. */
+export const MIN_FOLLOW_ROWS = 12;
+export const FOLLOW_MARGIN_PX = 240;
+
+/**
+ * Pure: how many of the newest rows a list that follows them renders, for a viewport
+ * `viewport` pixels high whose rows have been `rowHeight` pixels on average: enough to
+ * fill it and a margin, and never more than `FOLLOW_ROWS`. Rows below the fold are
+ * never seen while the list keeps to its newest message; under a flood, a frame then
+ * builds the rows that fit on screen, not all the messages that arrived.
+ */
+export function followRows(viewport: number, rowHeight: number): number {
+  if (!(viewport > 0) || !(rowHeight > 0)) return FOLLOW_ROWS;
+  const fit = Math.ceil((viewport + FOLLOW_MARGIN_PX) / Math.max(rowHeight, 16));
+  return Math.min(FOLLOW_ROWS, Math.max(MIN_FOLLOW_ROWS, fit));
+}
+
 /** Rows rendered on each side of the message a list opens at. */
 export const AROUND_ROWS = 40;
 /** Rows added to the rendered span when the reader scrolls near its edge. */

@@ -55,8 +55,9 @@ export function startNotifications(): void {
     const mode = Number(userSettings.value.desktop_icon_count_display ?? 1);
     const n = mode === 4 ? 0 : mode === 1 ? unread.total((id) => subs.value.get(id)?.is_muted === true) : unread.dmCount() + unread.mentionCount();
     const r = baseRoute.value;
-    const where = r.view === 'recent' ? 'Recent conversations' : r.view === 'narrow' ? narrowTitle(r.narrow) : '';
-    document.title = `${n > 0 ? `(${n}) ` : ''}${where} - ${String(realm.value.realm_name ?? '')} - hearth`;
+    const where = r.view === 'recent' ? 'Recent conversations' : r.view === 'inbox' ? 'Inbox' : r.view === 'narrow' ? narrowTitle(r.narrow) : '';
+    const title = `${n > 0 ? `(${n}) ` : ''}${where} - ${String(realm.value.realm_name ?? '')} - hearth`;
+    if (document.title !== title) document.title = title;
   });
 }
 

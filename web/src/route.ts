@@ -1,4 +1,4 @@
-// Hash routing with Zulip's fragments: #narrow/…, #feed, #recent, overlays.
+// Hash routing with Zulip's fragments: #narrow/…, #feed, #recent, #inbox, overlays.
 
 import { computed, signal } from '@preact/signals';
 import { hashToNarrow, narrowToHash, type Narrow } from './narrow';
@@ -7,6 +7,7 @@ import { slugContext, userSettings } from './store';
 export type Route =
   | { view: 'narrow'; narrow: Narrow }
   | { view: 'recent' }
+  | { view: 'inbox' }
   | { view: 'overlay'; overlay: string; under: Route; args: string[] };
 
 export const hash = signal(typeof location === 'undefined' ? '' : location.hash);
@@ -24,7 +25,8 @@ export function parseRoute(h: string): Route {
     return narrow === undefined ? homeRoute() : { view: 'narrow', narrow };
   }
   if (head === 'feed' || head === 'all_messages') return { view: 'narrow', narrow: [] };
-  if (head === 'recent' || head === 'recent_topics' || head === 'inbox') return { view: 'recent' };
+  if (head === 'recent' || head === 'recent_topics') return { view: 'recent' };
+  if (head === 'inbox') return { view: 'inbox' };
   if (OVERLAYS.has(head)) return { view: 'overlay', overlay: head === 'streams' ? 'channels' : head, under: lastView, args: rest };
   return homeRoute();
 }
@@ -58,6 +60,7 @@ export function goNarrow(narrow: Narrow): void {
 export function closeOverlay(): void {
   const under = route.value.view === 'overlay' ? route.value.under : route.value;
   if (under.view === 'recent') go('#recent');
+  else if (under.view === 'inbox') go('#inbox');
   else if (under.view === 'narrow') goNarrow(under.narrow);
 }
 

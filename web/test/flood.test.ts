@@ -1,6 +1,6 @@
 import { effect } from '@preact/signals';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { applyEvents } from '../src/events';
+import { applyEvents, MAX_NOTIFIED, toNotify } from '../src/events';
 import {
   conversationOf, lastMessage, lastMessages, listListeners, loadRegister, messages, noteTopics, pruneMessages, recentDms, topics, unread,
   type ListListener,
@@ -138,5 +138,21 @@ describe('recent conversations beside the bounded cache', () => {
     // The flood topic's newest message is still cached: it is shown from the cache.
     expect(messages.has(3002)).toBe(true);
     expect(lastMessage(3002, conversationOf(3, 'Flood'))?.sender_full_name).toBe('Iago');
+  });
+});
+
+describe('notifications under a flood', () => {
+  const m = (id: number, over: Partial<Message> = {}): Message => ({
+    id, sender_id: 11, sender_full_name: 'Iago', sender_email: 'iago@zulip.com', timestamp: 1, type: 'stream', stream_id: 3,
+    display_recipient: 'Verona', subject: 'Flood', content: '', reactions: [], flags: [], ...over,
+  });
+
+  it("raises one per conversation, for its newest message, never for one's own, and a handful per poll", () => {
+    const poll = [m(1), m(2), m(3, { sender_id: 10 }), m(4, { subject: 'other' }), m(5, { subject: 'FLOOD' })];
+    expect(toNotify(poll, 10).map((x) => x.id)).toEqual([4, 5]);
+    const many = Array.from({ length: 20 }, (_, i) => m(100 + i, { subject: `t${i}` }));
+    expect(toNotify(many, 10).map((x) => x.id)).toEqual([115, 116, 117, 118, 119]);
+    expect(toNotify(many, 10)).toHaveLength(MAX_NOTIFIED);
+    expect(toNotify([m(7, { sender_id: 10 })], 10)).toEqual([]);
   });
 });

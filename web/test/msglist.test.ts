@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { applyEvents } from '../src/events';
-import { AROUND_ROWS, FOLLOW_ROWS, growSpan, MAX_RENDERED, MessageListData, prefetchFirstPage, reconcileRead, renderSpan, SPAN_STEP } from '../src/msglist';
+import { AROUND_ROWS, FOLLOW_ROWS, followRows, growSpan, MIN_FOLLOW_ROWS, MAX_RENDERED, MessageListData, prefetchFirstPage, reconcileRead, renderSpan, SPAN_STEP } from '../src/msglist';
 import { loadRegister, messages, unread } from '../src/store';
 import type { Message, ServerEvent } from '../src/types';
 
@@ -183,5 +183,19 @@ describe('the rendered span', () => {
     // Following the newest and growing up: still following, more rows.
     expect(growSpan(ids, [240, 300], 'up', true)).toEqual({ follow: 60 + SPAN_STEP });
     expect(growSpan(ids, [300 - MAX_RENDERED, 300], 'up', true)).toBeUndefined();
+  });
+});
+
+describe('the rows a following list renders', () => {
+  it('fills the viewport and a margin, within bounds', () => {
+    // 600 px of 60 px rows and a 240 px margin: 14 rows.
+    expect(followRows(600, 60)).toBe(14);
+    // Short rows: at most FOLLOW_ROWS.
+    expect(followRows(1000, 20)).toBe(FOLLOW_ROWS);
+    // Tall rows: never fewer than MIN_FOLLOW_ROWS.
+    expect(followRows(300, 400)).toBe(MIN_FOLLOW_ROWS);
+    // Nothing measured yet: FOLLOW_ROWS.
+    expect(followRows(0, 60)).toBe(FOLLOW_ROWS);
+    expect(followRows(600, Number.NaN)).toBe(FOLLOW_ROWS);
   });
 });

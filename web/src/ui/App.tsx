@@ -6,6 +6,8 @@ import { ChannelsOverlay } from './Channels';
 import { DraftsOverlay } from './Drafts';
 import { MessageView } from './MessageView';
 import { MoveDialog } from './MoveDialog';
+import { InboxView } from './InboxView';
+import { ReadReceipts } from './ReadReceipts';
 import { RecentView } from './RecentView';
 import { SearchBox } from './SearchBox';
 import { SettingsOverlay } from './Settings';
@@ -75,7 +77,7 @@ export function App() {
       <div class="columns" onClick={(e) => { if ((e.target as HTMLElement).closest('a')) panel.value = ''; }}>
         <LeftSidebar />
         <main id="main-content" tabIndex={-1}>
-          {base.view === 'recent' ? <RecentView /> : base.view === 'narrow' ? <MessageView narrow={base.narrow} /> : null}
+          {base.view === 'recent' ? <RecentView /> : base.view === 'inbox' ? <InboxView /> : base.view === 'narrow' ? <MessageView narrow={base.narrow} /> : null}
         </main>
         <UserList />
       </div>
@@ -87,6 +89,7 @@ export function App() {
       <UserCard />
       <Lightbox />
       <EditHistory />
+      <ReadReceipts />
     </div>
   );
 }

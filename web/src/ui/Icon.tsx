@@ -17,6 +17,7 @@ const PATHS: Record<string, string> = {
   quote: 'M5 17l2-5H5V7h5v5l-2 5zM14 17l2-5h-2V7h5v5l-2 5z',
   unread: 'M12 4a8 8 0 1 0 0 16a8 8 0 1 0 0-16zM12 9.5a2.5 2.5 0 1 0 0 5a2.5 2.5 0 1 0 0-5z',
   mute: 'M4 9h4l5-4v14l-5-4H4zM17 9l4 6M21 9l-4 6',
+  chevron: 'M9 6l6 6l-6 6',
   lock: 'M6 11h12v9H6zM8.5 11V8a3.5 3.5 0 0 1 7 0v3',
 };
 

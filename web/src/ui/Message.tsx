@@ -14,6 +14,7 @@ import { Icon } from './Icon';
 import { formatFull, formatTime, memo } from './util';
 import { openUserCard } from './UserCard';
 import { openEditHistory } from './EditHistory';
+import { openReadReceipts, readReceiptsEnabled } from './ReadReceipts';
 
 export async function toggleReaction(m: Message, e: { emoji_name: string; emoji_code: string; reaction_type: string }): Promise<void> {
   const mine = m.reactions.some((r) => r.user_id === me.value && r.emoji_code === e.emoji_code && r.reaction_type === e.reaction_type);
@@ -226,6 +227,10 @@ function MessageRowView({ id, showSender, selected, onSelect }: {
           onClick={(e) => { e.stopPropagation(); void act(quoteReply(m, permalink)); }}><Icon name="quote" /></button>
         <button type="button" class="icon-button" title="Mark as unread from here" aria-label="Mark as unread"
           onClick={(e) => { e.stopPropagation(); void act(post('messages/flags', { messages: [m.id], op: 'remove', flag: 'read' })); }}><Icon name="unread" /></button>
+        {readReceiptsEnabled() && (
+          <button type="button" class="icon-button" title="View read receipts" aria-label="View read receipts" aria-haspopup="dialog"
+            onClick={(e) => { e.stopPropagation(); openReadReceipts(m.id); }}><Icon name="eye" /></button>
+        )}
         {canEdit(m.sender_id, m.timestamp) && (
           <button type="button" class="icon-button" title="Edit message" aria-label="Edit message" onClick={(e) => { e.stopPropagation(); setEditing(true); }}><Icon name="pencil" /></button>
         )}

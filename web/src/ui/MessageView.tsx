@@ -2,7 +2,7 @@ import { signal, useSignalEffect } from '@preact/signals';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { composeContent, composeOpen, composeTarget, openCompose } from '../compose';
 import { conversationKey } from '../events';
-import { FOLLOW_ROWS, growSpan, MessageListData, renderSpan, type RenderRange } from '../msglist';
+import { FOLLOW_ROWS, followRows, growSpan, MessageListData, renderSpan, type RenderRange } from '../msglist';
 import { dmParticipants, narrowToHash, type Narrow } from '../narrow';
 import { patch, post } from '../api';
 import { canResolve } from '../perm';
@@ -236,7 +236,12 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
       return;
     }
     if (atBottom.current && data.foundNewest.peek() && end === ids.length) {
-      el.scrollTop = el.scrollHeight;
+      // One read of the scroll metrics, then the write.
+      const height = el.scrollHeight;
+      const viewport = el.clientHeight;
+      el.scrollTop = height;
+      // Following: from now on, only the rows that fill the viewport (and a margin).
+      if (following() && end > start) range.current = { follow: followRows(viewport, height / (end - start)) };
       return;
     }
     const a = anchor.current;
@@ -332,12 +337,19 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
       range.current = { lo: all[s] ?? 0, hi: all[e - 1] ?? 0 };
     }
     if (atBottom.current) readAllIfAtBottom();
-    // A short span can be near both ends: it grows both ways.
-    if (el.scrollTop < 600) grow('up');
+    // A short span can be near both ends: it grows both ways. A list that keeps to
+    // its newest message grows up only once the reader scrolls away from it.
+    if (el.scrollTop < 600 && !(atBottom.current && following())) grow('up');
     if (el.scrollHeight - el.scrollTop - el.clientHeight < 600) grow('down');
   };
 
-  const rows = [];
+  // A conversation's run of rows is one block with its recipient bar, so that the bar
+  // sticks at the top only while its own rows are on screen (the next block's bar
+  // pushes it away, none piles up under another). A block is keyed by its conversation
+  // and day (and how many blocks of the same came before it in the span), not by its
+  // first message: rows trimmed at its top leave the block and the other rows in place.
+  const blocks: { key: string; items: preact.JSX.Element[] }[] = [];
+  const seenBlocks = new Map<string, number>();
   const selected = selectedId.value;
   let prev: Message | undefined;
   // Each row subscribes to its own message; the list regroups on the list's revision.
@@ -349,11 +361,19 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     const g = groupOf(m);
     const pg = prev === undefined ? undefined : groupOf(prev);
     const newConv = pg === undefined || pg.conv !== g.conv || pg.day !== g.day;
-    if (newConv) rows.push(<RecipientBar key={`bar-${id}`} m={m} />);
+    let block = blocks.at(-1);
+    if (newConv || block === undefined) {
+      const k = `${g.conv}|${g.day}`;
+      const n = seenBlocks.get(k) ?? 0;
+      seenBlocks.set(k, n + 1);
+      block = { key: `${k}|${n}`, items: [<RecipientBar key="bar" m={m} />] };
+      blocks.push(block);
+    }
     const showSender = newConv || prev?.sender_id !== m.sender_id || m.timestamp - (prev?.timestamp ?? 0) > 600;
-    rows.push(<MessageRow key={id} id={id} showSender={showSender} selected={selected === id} onSelect={selectMessage} />);
+    block.items.push(<MessageRow key={id} id={id} showSender={showSender} selected={selected === id} onSelect={selectMessage} />);
     prev = m;
   }
+  const rows = blocks.map((b) => <div class="recipient_block" key={b.key}>{b.items}</div>);
   const title = narrowTitle(narrow);
   const ch = narrow.length <= 2 ? narrow.find((t) => t.operator === 'channel') : undefined;
   const stream = ch === undefined ? undefined : streams.value.get(Number(ch.operand));

@@ -2,6 +2,7 @@
 
 import DOMPurify from 'dompurify';
 import { useLayoutEffect, useRef } from 'preact/hooks';
+import { plainParagraphs } from '../plainhtml';
 import { go } from '../route';
 import { openLightbox } from './Lightbox';
 
@@ -29,6 +30,21 @@ function hook(): void {
 }
 
 export function sanitize(html: string): DocumentFragment {
+  const plain = plainParagraphs(html);
+  if (plain !== undefined) {
+    // Paragraphs of text only: built as text nodes, nothing to parse or sanitize.
+    const f = document.createDocumentFragment();
+    plain.forEach((lines, i) => {
+      if (i > 0) f.append('\n');
+      const p = document.createElement('p');
+      lines.forEach((line, j) => {
+        if (j > 0) p.append(document.createElement('br'), '\n');
+        p.append(line);
+      });
+      f.append(p);
+    });
+    return f;
+  }
   hook();
   return DOMPurify.sanitize(html) as unknown as DocumentFragment;
 }

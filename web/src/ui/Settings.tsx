@@ -1,3 +1,4 @@
+import { readReceiptsEnabled } from './ReadReceipts';
 import { useEffect, useState } from 'preact/hooks';
 import { del, patch, post, upload } from '../api';
 import { isAdmin, linkifiers, me, realm, realmEmoji, streams, users, userSettings, userStatus } from '../store';
@@ -85,6 +86,7 @@ function Preferences() {
       </label>
       <Toggle prop="enter_sends" label="Enter sends a message (Shift+Enter for a new line)" run={run} />
       <Toggle prop="twenty_four_hour_time" label="24-hour time" run={run} />
+      {readReceiptsEnabled() && <Toggle prop="send_read_receipts" label="Show others when I have read their messages" run={run} />}
       <Status err={err} msg={msg} />
     </div>
   );

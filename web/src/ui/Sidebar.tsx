@@ -55,9 +55,10 @@ export function LeftSidebar() {
     .filter((s) => s.name.toLowerCase().includes(filter.toLowerCase()))
     .sort((a, b) => Number(b.pin_to_top) - Number(a.pin_to_top) || a.name.localeCompare(b.name));
   const skipMuted = (id: number) => subs.value.get(id)?.is_muted === true;
-  const views: { label: string; hash: string; narrow?: Narrow; count: number }[] = [
+  const views: { label: string; hash: string; narrow?: Narrow; view?: 'recent' | 'inbox'; count: number }[] = [
+    { label: 'Inbox', hash: '#inbox', view: 'inbox', count: unread.total(skipMuted) },
     { label: 'Combined feed', hash: '#feed', narrow: [], count: unread.total(skipMuted) },
-    { label: 'Recent conversations', hash: '#recent', count: 0 },
+    { label: 'Recent conversations', hash: '#recent', view: 'recent', count: 0 },
     { label: 'Mentions', hash: '#narrow/is/mentioned', narrow: [{ operator: 'is', operand: 'mentioned' }], count: unread.mentionCount() },
     { label: 'Starred messages', hash: '#narrow/is/starred', narrow: [{ operator: 'is', operand: 'starred' }], count: 0 },
     { label: 'Direct messages', hash: '#narrow/is/dm', narrow: [{ operator: 'is', operand: 'dm' }], count: unread.dmCount() },
@@ -67,7 +68,7 @@ export function LeftSidebar() {
     <nav class="left-sidebar" aria-label="Views, channels and direct messages">
       <ul class="views">
         {views.map((v) => {
-          const active = v.narrow === undefined ? r.view === 'recent' : isCurrent(v.narrow);
+          const active = v.narrow === undefined ? r.view === v.view : isCurrent(v.narrow);
           return (
             <li key={v.hash} class={active ? 'active' : ''}>
               <a href={v.hash} aria-current={active ? 'page' : undefined}><span>{v.label}</span><Count n={v.count} label="messages" /></a>

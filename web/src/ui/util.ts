@@ -40,9 +40,23 @@ export function avatarUrl(userId: number, given?: string | null): string {
   return `/avatar/${userId}`;
 }
 
+// A row's times show minutes at most, and a busy list has many messages a minute:
+// each minute is formatted once (the newest few hundred minutes are kept).
+const byMinute = new Map<string, string>();
+function perMinute(kind: string, ts: number, fmt: () => string): string {
+  const key = `${kind}${Math.floor(ts / 60)}`;
+  let s = byMinute.get(key);
+  if (s === undefined) {
+    s = fmt();
+    if (byMinute.size >= 512) byMinute.clear();
+    byMinute.set(key, s);
+  }
+  return s;
+}
+
 export function formatTime(ts: number): string {
   const h24 = userSettings.value.twenty_four_hour_time === true;
-  return format({ hour: 'numeric', minute: '2-digit', hour12: !h24 }).format(new Date(ts * 1000));
+  return perMinute(h24 ? 't24:' : 't12:', ts, () => format({ hour: 'numeric', minute: '2-digit', hour12: !h24 }).format(new Date(ts * 1000)));
 }
 
 export function formatDate(ts: number): string {
@@ -54,5 +68,5 @@ export function formatDate(ts: number): string {
 }
 
 export function formatFull(ts: number): string {
-  return format({ dateStyle: 'full', timeStyle: 'short' }).format(new Date(ts * 1000));
+  return perMinute('full:', ts, () => format({ dateStyle: 'full', timeStyle: 'short' }).format(new Date(ts * 1000)));
 }

@@ -1,0 +1,126 @@
+// The Inbox: every unread conversation, direct messages first, then each channel's
+// unread topics, with their counts. Pure: built from the unread state, the
+// subscriptions and the topic visibility policies.
+
+import type { UnreadState } from './unread';
+
+export interface InboxTopic {
+  topic: string;
+  count: number;
+  /** Newest unread message of the topic (the topics' order, newest first). */
+  last: number;
+  mentioned: boolean;
+}
+
+export interface InboxChannel {
+  streamId: number;
+  name: string;
+  color: string;
+  pinned: boolean;
+  count: number;
+  mentioned: boolean;
+  topics: InboxTopic[];
+}
+
+export interface InboxDm {
+  /** Sorted ids of the other participants ("1,2"; one's own id alone for notes to self). */
+  key: string;
+  count: number;
+  last: number;
+  mentioned: boolean;
+}
+
+export interface InboxModel {
+  dms: InboxDm[];
+  channels: InboxChannel[];
+}
+
+export interface InboxChannelInfo {
+  name: string;
+  color: string;
+  is_muted: boolean;
+  pin_to_top: boolean;
+}
+
+/** Topic visibility policies (Zulip's values). */
+export const MUTED = 1;
+export const UNMUTED = 2;
+export const FOLLOWED = 3;
+
+function newest(ids: Iterable<number>): number {
+  let m = 0;
+  for (const id of ids) if (id > m) m = id;
+  return m;
+}
+
+function anyMentioned(ids: Iterable<number>, mentions: ReadonlySet<number>): boolean {
+  for (const id of ids) if (mentions.has(id)) return true;
+  return false;
+}
+
+/**
+ * What the Inbox shows. As in Zulip: channels one is not subscribed to are left out;
+ * a muted topic is left out, and so is every topic of a muted channel but those
+ * unmuted or followed. Direct-message conversations come newest first; channels
+ * pinned first, then by name; a channel's topics newest first.
+ */
+export function inboxModel(
+  unread: Pick<UnreadState, 'streams' | 'dms' | 'mentions'>,
+  channels: ReadonlyMap<number, InboxChannelInfo>,
+  policy: (streamId: number, topic: string) => number | undefined,
+): InboxModel {
+  const dms: InboxDm[] = [];
+  for (const [key, ids] of unread.dms) {
+    if (ids.size === 0) continue;
+    dms.push({ key, count: ids.size, last: newest(ids), mentioned: anyMentioned(ids, unread.mentions) });
+  }
+  dms.sort((a, b) => b.last - a.last);
+  const out: InboxChannel[] = [];
+  for (const [streamId, topics] of unread.streams) {
+    const info = channels.get(streamId);
+    if (info === undefined) continue;
+    const shown: InboxTopic[] = [];
+    for (const [topic, ids] of topics) {
+      if (ids.size === 0) continue;
+      const p = policy(streamId, topic);
+      if (p === MUTED || (info.is_muted && p !== UNMUTED && p !== FOLLOWED)) continue;
+      shown.push({ topic, count: ids.size, last: newest(ids), mentioned: anyMentioned(ids, unread.mentions) });
+    }
+    if (shown.length === 0) continue;
+    shown.sort((a, b) => b.last - a.last);
+    out.push({
+      streamId, name: info.name, color: info.color, pinned: info.pin_to_top,
+      count: shown.reduce((n, t) => n + t.count, 0), mentioned: shown.some((t) => t.mentioned), topics: shown,
+    });
+  }
+  out.sort((a, b) => Number(b.pinned) - Number(a.pinned) || a.name.localeCompare(b.name));
+  return { dms, channels: out };
+}
+
+/** One focusable row of the Inbox, in the order the arrow keys walk them. */
+export type InboxRow =
+  | { kind: 'dm-header' }
+  | { kind: 'dm'; key: string }
+  | { kind: 'channel'; streamId: number }
+  | { kind: 'topic'; streamId: number; topic: string };
+
+/** Pure: the rows shown, top to bottom, with the collapsed groups' rows left out. */
+export function inboxRows(model: InboxModel, collapsed: ReadonlySet<string>): InboxRow[] {
+  const rows: InboxRow[] = [];
+  if (model.dms.length > 0) {
+    rows.push({ kind: 'dm-header' });
+    if (!collapsed.has('dm')) for (const d of model.dms) rows.push({ kind: 'dm', key: d.key });
+  }
+  for (const c of model.channels) {
+    rows.push({ kind: 'channel', streamId: c.streamId });
+    if (!collapsed.has(`channel:${c.streamId}`)) for (const t of c.topics) rows.push({ kind: 'topic', streamId: c.streamId, topic: t.topic });
+  }
+  return rows;
+}
+
+/** Pure: the index the focus moves to from `at` by `delta` rows, held within the rows. */
+export function moveFocus(count: number, at: number, delta: number): number {
+  if (count === 0) return -1;
+  if (at < 0) return delta > 0 ? 0 : count - 1;
+  return Math.max(0, Math.min(count - 1, at + delta));
+}
