@@ -68,6 +68,113 @@ fn presence_smoke_run_passes_its_thresholds() {
     assert_eq!(ping["errors"], 0);
 }
 
+/// Two drivers at once, one making its connections from two other loopback
+/// addresses, merged into one report (`--merge`): answers, users and errors add up,
+/// each latency percentile lies between the drivers' own, the HTML page is written,
+/// and reports of different scenarios are refused.
+#[test]
+fn reports_of_drivers_run_at_once_merge_into_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |json: &Path, extra: &[&str]| {
+        let mut cmd = common::tools();
+        cmd.env("HEARTH_METRICS_BIND", "off")
+            .env("HEARTH_ADMIN_BIND", "off")
+            .env("RUST_LOG", "warn")
+            .args(["load", "--scenario", "presence", "--users", "100"])
+            .args(["--duration", "4s", "--warmup", "1s", "--speedup", "10"])
+            .args(extra)
+            .arg("--json")
+            .arg(json)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let first = run(&a, &[]);
+    let second = run(&b, &["--source-addrs", "127.0.0.2,127.0.0.3"]);
+    for child in [first, second] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let merged = dir.path().join("merged.json");
+    let html = dir.path().join("merged.html");
+    let out = common::tools()
+        .args(["load", "--merge"])
+        .arg(&a)
+        .arg(&b)
+        .arg("--json")
+        .arg(&merged)
+        .arg("--report")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("PASS"), "{stdout}");
+    let (ra, rb, m) = (report_of(&a), report_of(&b), report_of(&merged));
+    assert_eq!(m["users"], 200);
+    assert_eq!(m["passed"], true);
+    let op = |r: &serde_json::Value, name: &str| {
+        r["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["op"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {r}"))
+    };
+    let ping = "POST /users/me/presence";
+    let (pa, pb, pm) = (op(&ra, ping), op(&rb, ping), op(&m, ping));
+    assert_eq!(
+        pm["count"].as_u64().unwrap(),
+        pa["count"].as_u64().unwrap() + pb["count"].as_u64().unwrap()
+    );
+    assert_eq!(pm["errors"], 0);
+    assert_eq!(
+        m["total_requests"].as_u64().unwrap(),
+        ra["total_requests"].as_u64().unwrap() + rb["total_requests"].as_u64().unwrap()
+    );
+    for q in ["p50_ms", "p99_ms", "max_ms"] {
+        let (x, y, z) = (
+            pa[q].as_f64().unwrap(),
+            pb[q].as_f64().unwrap(),
+            pm[q].as_f64().unwrap(),
+        );
+        assert!(
+            x.min(y) <= z && z <= x.max(y),
+            "{q}: {z} not within {x} and {y}"
+        );
+    }
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+
+    // A report of another scenario does not add up with them.
+    let mut other = ra.clone();
+    other["scenario"] = "messages".into();
+    let c = dir.path().join("c.json");
+    std::fs::write(&c, serde_json::to_vec(&other).unwrap()).unwrap();
+    let out = common::tools()
+        .args(["load", "--merge"])
+        .arg(&a)
+        .arg(&c)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("different scenarios"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn thresholds_fail_with_a_non_zero_exit() {
     let out = load(

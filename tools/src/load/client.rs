@@ -8,8 +8,8 @@
 //! `Authorization` header and a form body written on a connection of its own.
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -102,6 +102,11 @@ pub struct Http {
     /// CPU burnt after each answer: a deliberately slow driver (`--driver-spin`), to
     /// check that the report knows a driver-bound run when it sees one.
     spin: Duration,
+    /// Local addresses new connections are made from, in turn (`--source-addrs`):
+    /// one address reaches one server port from at most the ephemeral port range
+    /// (about 28 000 connections). Empty: the system chooses.
+    sources: Vec<IpAddr>,
+    next_source: AtomicUsize,
     /// Connections opened (the server closing kept-alive ones shows here).
     pub opened: AtomicU64,
 }
@@ -109,6 +114,18 @@ pub struct Http {
 impl Http {
     /// A client of `base` (`http://host:port`, a path after it is ignored).
     pub fn new(base: &str, spin: Duration) -> Result<Http, String> {
+        Http::with_options(base, None, Vec::new(), spin)
+    }
+
+    /// A client of `base` that names `host` in its requests' `Host` header (a realm
+    /// behind a router that routes by host name; default: `base`'s authority) and
+    /// makes its connections from `sources` in turn.
+    pub fn with_options(
+        base: &str,
+        host: Option<&str>,
+        sources: Vec<IpAddr>,
+        spin: Duration,
+    ) -> Result<Http, String> {
         let authority = base
             .strip_prefix("http://")
             .ok_or_else(|| format!("{base}: only http:// targets are driven"))?
@@ -121,12 +138,20 @@ impl Http {
             .map_err(|e| format!("{authority}: {e}"))?
             .next()
             .ok_or_else(|| format!("{authority}: no address"))?;
-        let host = HeaderValue::from_str(&authority).map_err(|e| format!("{authority}: {e}"))?;
+        let host = host.unwrap_or(&authority);
+        let host = HeaderValue::from_str(host).map_err(|e| format!("--host {host}: {e}"))?;
+        if let Some(wrong) = sources.iter().find(|s| s.is_ipv4() != addr.is_ipv4()) {
+            return Err(format!(
+                "source address {wrong} cannot reach {addr} (another address family)"
+            ));
+        }
         Ok(Http {
             addr,
             host,
             idle: Mutex::new(HashMap::new()),
             spin,
+            sources,
+            next_source: AtomicUsize::new(0),
             opened: AtomicU64::new(0),
         })
     }
@@ -143,9 +168,22 @@ impl Http {
     }
 
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, String> {
-        let stream = tokio::net::TcpStream::connect(self.addr)
-            .await
-            .map_err(|_| "connect".to_owned())?;
+        let stream = match self.sources.len() {
+            0 => tokio::net::TcpStream::connect(self.addr).await,
+            n => {
+                let source = self.sources[self.next_source.fetch_add(1, Ordering::Relaxed) % n];
+                let socket = if source.is_ipv4() {
+                    tokio::net::TcpSocket::new_v4()
+                } else {
+                    tokio::net::TcpSocket::new_v6()
+                };
+                match socket.and_then(|s| s.bind(SocketAddr::new(source, 0)).map(|()| s)) {
+                    Ok(s) => s.connect(self.addr).await,
+                    Err(e) => Err(e),
+                }
+            }
+        }
+        .map_err(|_| "connect".to_owned())?;
         let _ = stream.set_nodelay(true);
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
@@ -209,5 +247,81 @@ impl Http {
                 .push(conn);
         }
         Ok((status, body))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A one-request server: answers 200 and tells the request's peer and its bytes.
+    async fn one_request() -> (String, tokio::task::JoinHandle<(SocketAddr, String)>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let served = tokio::spawn(async move {
+            let (mut stream, peer) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let n = stream.read(&mut buf).await.unwrap();
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+                .await
+                .unwrap();
+            (peer, String::from_utf8_lossy(&buf[..n]).into_owned())
+        });
+        (base, served)
+    }
+
+    fn header<'a>(request: &'a str, name: &str) -> Option<&'a str> {
+        request.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    #[tokio::test]
+    async fn the_host_header_and_the_source_address_are_the_ones_asked_for() {
+        let (base, served) = one_request().await;
+        let source: IpAddr = "127.0.0.2".parse().unwrap();
+        let http = Http::with_options(
+            &base,
+            Some("zulip.hearth.test"),
+            vec![source],
+            Duration::ZERO,
+        )
+        .unwrap();
+        let auth = HeaderValue::from_static("Basic eDp5");
+        let (status, body) = http
+            .send(Req::get("/api/v1/users/me", &[], &auth))
+            .await
+            .unwrap();
+        assert_eq!((status, &body[..]), (200, &b"{}"[..]));
+        let (peer, request) = served.await.unwrap();
+        assert_eq!(peer.ip(), source);
+        assert_eq!(header(&request, "host"), Some("zulip.hearth.test"));
+    }
+
+    #[tokio::test]
+    async fn by_default_the_host_is_the_targets_and_the_system_picks_the_source() {
+        let (base, served) = one_request().await;
+        let http = Http::new(&base, Duration::ZERO).unwrap();
+        let auth = HeaderValue::from_static("Basic eDp5");
+        http.send(Req::get("/", &[], &auth)).await.unwrap();
+        let (peer, request) = served.await.unwrap();
+        assert_eq!(peer.ip(), IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(header(&request, "host"), base.strip_prefix("http://"));
+    }
+
+    #[test]
+    fn a_source_of_another_address_family_is_refused() {
+        let err = Http::with_options(
+            "http://127.0.0.1:9",
+            None,
+            vec!["::1".parse().unwrap()],
+            Duration::ZERO,
+        )
+        .err()
+        .unwrap();
+        assert!(err.contains("another address family"), "{err}");
     }
 }

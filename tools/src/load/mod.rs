@@ -50,6 +50,20 @@ pub struct LoadArgs {
     /// Default: a server started in this process with the development realm.
     #[arg(long)]
     pub target: Option<String>,
+    /// The `Host` header of the driver's requests, when it is not `--target`'s: a
+    /// realm's host name behind a router (`hearth cluster nginx`) that routes by it.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Local addresses to open connections from, in turn (`127.0.0.2,127.0.0.3`, all of
+    /// `127.0.0.0/8` is this machine's): one address reaches one server port with at
+    /// most the ephemeral port range, about 28 000 connections.
+    #[arg(long, value_delimiter = ',')]
+    pub source_addrs: Vec<std::net::IpAddr>,
+    /// Drive nothing: merge these reports (`--json` files of drivers run at once, each
+    /// in its own process) into one, printed and written as `--json` / `--report`
+    /// say, and judged against the first report's thresholds.
+    #[arg(long, num_args = 1.., value_name = "REPORT.json")]
+    pub merge: Vec<PathBuf>,
     /// Credentials file of the target's simulated users (written by `hearth realm
     /// populate` as `load-users.tsv` in the data folder).
     #[arg(long)]
@@ -227,6 +241,9 @@ impl InProcess {
 
 /// Runs `hearth load`; `Err` on a failed run or failed thresholds (after the report).
 pub fn run(args: &LoadArgs) -> Result<(), String> {
+    if !args.merge.is_empty() {
+        return merge_reports(args);
+    }
     if args.users == 0 {
         return Err("--users must be at least 1".into());
     }
@@ -308,21 +325,7 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
         .map_err(|e| format!("driver runtime: {e}"))?;
     let result = runtime.block_on(drive(args, &target, &creds, threads, metrics_url));
     runtime.shutdown_timeout(Duration::from_secs(5));
-    let written = result.and_then(|report| {
-        let mut out = std::io::stdout().lock();
-        out.write_all(report.table().as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| e.to_string())?;
-        if let Some(path) = &args.json {
-            let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
-            std::fs::write(path, json).map_err(|e| format!("writing {}: {e}", path.display()))?;
-        }
-        if let Some(path) = &args.report {
-            std::fs::write(path, html::page(&report))
-                .map_err(|e| format!("writing {}: {e}", path.display()))?;
-        }
-        Ok(report)
-    });
+    let written = result.and_then(|report| write_report(args, report));
     if let Some(s) = server {
         let stopping = Instant::now();
         s.stop();
@@ -332,6 +335,41 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
         );
     }
     let report = written?;
+    if report.passed {
+        Ok(())
+    } else {
+        Err(format!("thresholds failed: {}", report.failures.join("; ")))
+    }
+}
+
+/// Prints the report's table and writes it where `--json` and `--report` say.
+fn write_report(args: &LoadArgs, report: Report) -> Result<Report, String> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(report.table().as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())?;
+    if let Some(path) = &args.json {
+        let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(path, json).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.report {
+        std::fs::write(path, html::page(&report))
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    Ok(report)
+}
+
+/// `--merge`: one report of several (`report::merge`).
+fn merge_reports(args: &LoadArgs) -> Result<(), String> {
+    let mut reports = Vec::new();
+    for path in &args.merge {
+        let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        reports.push(
+            serde_json::from_slice(&bytes)
+                .map_err(|e| format!("{}: not a hearth load report ({e})", path.display()))?,
+        );
+    }
+    let report = write_report(args, report::merge(reports)?)?;
     if report.passed {
         Ok(())
     } else {
@@ -426,7 +464,13 @@ async fn phase(
     ceiling: bool,
     bar: &indicatif::ProgressBar,
 ) -> Result<PhaseOut, String> {
-    let http = client::Http::new(base, args.driver_spin)?;
+    // The ceiling is its own server, not behind the router.
+    let (host, sources) = if ceiling {
+        (None, Vec::new())
+    } else {
+        (args.host.as_deref(), args.source_addrs.clone())
+    };
+    let http = client::Http::with_options(base, host, sources, args.driver_spin)?;
     // Set-up requests are warm-up: the measured part starts after them.
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
     let recorder = Recorder::new(far);

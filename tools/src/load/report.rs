@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use hdrhistogram::Histogram;
 
 use super::driver::OpStats;
 
 /// One operation's figures (latencies in milliseconds).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OpReport {
     pub op: String,
     pub count: u64,
@@ -32,10 +34,14 @@ pub struct OpReport {
     /// 90, 96.8, 99, ... (ten points per decade of 1 ÷ (1 − p)), as far as the count
     /// reaches.
     pub distribution: Vec<(f64, f64)>,
+    /// The latency histogram itself: (microseconds, answers) of each bucket that holds
+    /// any, so that the reports of several drivers merge exactly (`merge`).
+    #[serde(default)]
+    pub recorded: Vec<(u64, u64)>,
 }
 
 /// One phase: the driver's CPU (and the ceiling's, when it ran as a child).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PhaseFigures {
     pub phase: String,
     pub wall_s: f64,
@@ -50,14 +56,14 @@ pub struct PhaseFigures {
 }
 
 /// wrk's rate against the ceiling, in the same run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WrkFigure {
     pub command: String,
     pub req_per_s: f64,
 }
 
 /// A `/metrics` series that changed during the run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MetricDelta {
     pub series: String,
     pub before: f64,
@@ -66,7 +72,7 @@ pub struct MetricDelta {
 }
 
 /// One second of one operation of one phase.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Point {
     /// Seconds from the phase's start.
     pub t: u32,
@@ -77,7 +83,7 @@ pub struct Point {
 }
 
 /// An operation's seconds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OpSeries {
     pub phase: String,
     pub op: String,
@@ -85,7 +91,7 @@ pub struct OpSeries {
 }
 
 /// One step of `capacity`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
     pub users: usize,
     pub requests: u64,
@@ -101,7 +107,7 @@ pub struct Step {
 }
 
 /// `capacity`'s answer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Capacity {
     /// The largest healthy user count (`None`: not even the first step).
     pub healthy_users: Option<usize>,
@@ -192,7 +198,7 @@ pub fn series(phase: &str, s: &super::driver::Series) -> Vec<OpSeries> {
 }
 
 /// The whole run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub scenario: String,
     pub target: String,
@@ -241,33 +247,134 @@ fn ms(micros: u64) -> f64 {
 
 /// An operation's figures over `measured`.
 pub fn op_report(op: &str, s: &OpStats, measured: Duration) -> OpReport {
-    let q = |p: f64| ms(s.hist.value_at_quantile(p));
+    let mut r = figures(op, &s.hist, s.count, measured.as_secs_f64());
+    r.errors = s.error_count();
+    r.errors_by_code = s.errors.clone();
+    r.held = s.held;
+    r
+}
+
+/// The figures of a histogram of `count` answers over `secs` seconds.
+fn figures(op: &str, hist: &Histogram<u64>, count: u64, secs: f64) -> OpReport {
+    let q = |p: f64| ms(hist.value_at_quantile(p));
     let mut distribution = Vec::new();
     for k in 0..=60 {
         let p = 1.0 - 10f64.powf(-(k as f64) / 10.0);
         // A percentile needs about 1 ÷ (1 − p) answers to mean anything.
-        if k > 0 && 10f64.powf(k as f64 / 10.0) > s.count as f64 {
+        if k > 0 && 10f64.powf(k as f64 / 10.0) > count as f64 {
             break;
         }
         distribution.push((100.0 * p, q(p)));
     }
     OpReport {
         op: op.to_owned(),
-        count: s.count,
-        errors: s.error_count(),
-        errors_by_code: s.errors.clone(),
-        req_per_s: s.count as f64 / measured.as_secs_f64().max(1e-9),
-        mean_ms: s.hist.mean() / 1000.0,
+        count,
+        errors: 0,
+        errors_by_code: BTreeMap::new(),
+        req_per_s: count as f64 / secs.max(1e-9),
+        mean_ms: hist.mean() / 1000.0,
         p50_ms: q(0.5),
         p90_ms: q(0.9),
         p99_ms: q(0.99),
         p999_ms: q(0.999),
-        max_ms: ms(s.hist.max()),
-        held: s.held,
+        max_ms: ms(hist.max()),
+        held: false,
         throughput_vs_ceiling: None,
         p50_vs_ceiling: None,
         distribution,
+        recorded: hist
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect(),
     }
+}
+
+/// One report of the runs of several drivers at once (`hearth load --merge`): each
+/// driver a process of its own, for as many users as its open-file limit holds, each
+/// against its realm. Answers, errors and rates add up; latencies are the merged
+/// histograms' (exact to the histograms' precision); users and the drivers' threads
+/// and CPU add up; the thresholds are the first report's, judged on the sum.
+pub fn merge(reports: Vec<Report>) -> Result<Report, String> {
+    let first = reports.first().ok_or("--merge needs at least one report")?;
+    let mut out = Report {
+        scenario: first.scenario.clone(),
+        target: reports
+            .iter()
+            .map(|r| r.target.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        users: reports.iter().map(|r| r.users).sum(),
+        pacing: first.pacing.clone(),
+        duration_s: reports.iter().map(|r| r.duration_s).fold(0.0, f64::max),
+        ops: Vec::new(),
+        ceiling: None,
+        driver_threads: reports.iter().map(|r| r.driver_threads).sum(),
+        driver_cpu_s: reports.iter().map(|r| r.driver_cpu_s).sum(),
+        driver_cpu_percent_of_core: None,
+        process_cpu_s: reports.iter().map(|r| r.process_cpu_s).sum(),
+        phases: Vec::new(),
+        wrk: None,
+        wrk_error: None,
+        driver_vs_wrk: None,
+        ratio_refused: None,
+        fanout_ratio: None,
+        settings: vec![("merged reports".to_owned(), reports.len().to_string())],
+        metrics_url: None,
+        metrics: Vec::new(),
+        series: Vec::new(),
+        capacity: None,
+        total_requests: 0,
+        total_errors: 0,
+        error_rate_percent: 0.0,
+        worst_p99_ms: 0.0,
+        max_p99_ms: first.max_p99_ms,
+        max_error_rate_percent: first.max_error_rate_percent,
+        passed: false,
+        failures: Vec::new(),
+    };
+    out.settings.extend(first.settings.iter().cloned());
+    if let Some(other) = reports.iter().find(|r| r.scenario != first.scenario) {
+        return Err(format!(
+            "reports of different scenarios ({} and {}) do not add up",
+            first.scenario, other.scenario
+        ));
+    }
+    let mut names: Vec<(String, bool)> = Vec::new();
+    for op in reports.iter().flat_map(|r| &r.ops) {
+        if !names.iter().any(|(n, _)| *n == op.op) {
+            names.push((op.op.clone(), op.held));
+        }
+    }
+    for (name, held) in names {
+        let mut hist =
+            Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| e.to_string())?;
+        let (mut count, mut errors, mut rate) = (0, 0, 0.0);
+        let mut by_code = BTreeMap::new();
+        for op in reports.iter().flat_map(|r| &r.ops).filter(|o| o.op == name) {
+            if op.recorded.is_empty() && op.count > 0 {
+                return Err(format!(
+                    "a report's `{name}` has no histogram (written by an older hearth load)"
+                ));
+            }
+            for (value, n) in &op.recorded {
+                hist.record_n(*value, *n).map_err(|e| e.to_string())?;
+            }
+            count += op.count;
+            errors += op.errors;
+            rate += op.req_per_s;
+            for (code, n) in &op.errors_by_code {
+                *by_code.entry(code.clone()).or_insert(0) += n;
+            }
+        }
+        let mut op = figures(&name, &hist, count, out.duration_s);
+        op.req_per_s = rate;
+        op.errors = errors;
+        op.errors_by_code = by_code;
+        op.held = held;
+        out.ops.push(op);
+    }
+    out.finish();
+    Ok(out)
 }
 
 /// The share of its threads' time the driver's runtime may be busy before it counts as the
