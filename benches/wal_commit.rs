@@ -6,7 +6,7 @@
 //!
 //! - `none`: records inserted into a sled tree, never flushed (the `never` baseline);
 //! - `sled`: the same tree, made durable by `Db::flush` and an `fdatasync` of its file
-//!   (`storage::durability::flush_durably`);
+//!   (`storage::folder::flush_durably`);
 //! - `file`: records appended to a buffer that the flusher writes at the end of a file
 //!   (`pwrite`) and `fdatasync`s;
 //! - `prealloc`: the same, into a file whose blocks were written (zeros) and synced

@@ -15,9 +15,9 @@ use super::scratch::{
     Scratch,
 };
 use crate::realm::messages::MessageId;
-use crate::storage::integrity::{describe, judge, Problem, Verdict};
-use crate::storage::manifest::{self, RealmMark};
-use crate::storage::wal::{self, Scan};
+use crate::storage::integrity::{describe, judge, scan, Problem, Scan, Verdict};
+use crate::storage::wal::manifest::{self, RealmMark};
+use crate::storage::wal::{self, journal};
 use crate::storage::{codec, message_db, messages, uploads, StorageError};
 use crate::storage::{PRESENCE_PREFIX, SNAP_PREFIX, WAL_PREFIX};
 
@@ -87,7 +87,7 @@ pub(super) fn check_realm(
             return c;
         }
     };
-    match wal::scan(&wal, &snaps, true, |_, _| Ok(())) {
+    match scan(&wal, &snaps, true, |_, _| Ok(())) {
         Ok(scan) => {
             c.verdict = judge(&scan, mark);
             c.scan = Some(scan);
@@ -211,7 +211,7 @@ pub(super) struct Checked {
     pub found: Found,
     pub realms: Vec<RealmCheck>,
     pub bad_uploads: Vec<PathBuf>,
-    /// The journal is damaged before its end (`storage::journal::Replayed::damaged`).
+    /// The journal is damaged before its end (`storage::wal::journal::Replayed::damaged`).
     pub journal_damage: Option<String>,
 }
 
@@ -230,7 +230,7 @@ impl Checked {
             p.push(format!(
                 "the journal {} has {why}, with a later commit's frames after it: the WAL records \
                  from there on are lost",
-                data.join(crate::storage::journal::JOURNAL_FILE).display()
+                data.join(journal::JOURNAL_FILE).display()
             ));
         }
         if !self.bad_uploads.is_empty() {
@@ -386,7 +386,7 @@ pub fn finish_message_swap(data: &Path, out: &mut dyn Write) -> Result<(), Strin
 
 /// What a folder's journal held, when it held anything: its records are read as part
 /// of the WAL, as a start reads them.
-pub(super) fn journal_line(j: &crate::storage::journal::Replayed) -> Option<String> {
+pub(super) fn journal_line(j: &journal::Replayed) -> Option<String> {
     if j.records == 0 && j.torn.is_none() {
         return None;
     }

@@ -8,8 +8,8 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::storage::journal::{self, Replayed};
-use crate::storage::manifest::{self, Manifest, ManifestError, RealmMark};
+use crate::storage::wal::journal::{self, Replayed};
+use crate::storage::wal::manifest::{self, Manifest, ManifestError, RealmMark};
 use crate::storage::{message_db, messages};
 use crate::storage::{SNAP_PREFIX, WAL_PREFIX};
 

@@ -116,12 +116,13 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::durability::{flush_durably, sync_blob_files, Durability};
-use super::manifest::META_TREE;
+use super::folder::{flush_durably, sync_blob_files};
 #[cfg(test)]
 use super::messages::UNDO_CHUNK_BYTES;
 use super::messages::{apply, apply_all, migrate_layout, needs_layout_migration, Op, Trees};
 use super::search::{self, Indexes, SearchIndex};
+use super::wal::manifest::META_TREE;
+use super::wal::{Durability, SyncedFirst};
 use super::StorageError;
 use crate::locks::{lock, wait_timeout_while};
 use crate::realm::messages::MessageId;
@@ -342,7 +343,7 @@ fn open_sled_at(dir: &Path) -> Result<sled::Db, sled::Error> {
 }
 
 impl MessageDb {
-    pub(super) fn new(data: &Path) -> Arc<MessageDb> {
+    pub fn new(data: &Path) -> Arc<MessageDb> {
         let db = Arc::new_cyclic(|me| MessageDb {
             data: data.to_path_buf(),
             me: me.clone(),
@@ -597,7 +598,7 @@ impl MessageDb {
                     File::open(this.dir.join("conf"))?.sync_all()?;
                     File::open(&this.dir)?.sync_all()?;
                     File::open(durability.dir())?.sync_all()?;
-                    migrate(&durability, &db, &this.dir)?;
+                    migrate(&this, &durability, &db)?;
                     let db = this.migrate_layout(db)?;
                     let expected = durability.marks().loaded().map_or(0, |m| m.messages_synced);
                     if let Some(lost) = lost_writes(&db, expected)? {
@@ -1021,6 +1022,32 @@ impl MessageDb {
     }
 }
 
+/// The flusher syncs the message database before the main one (`wal::SyncedFirst`).
+impl SyncedFirst for MessageDb {
+    fn sync_repairs(&self) -> Option<u64> {
+        MessageDb::sync_repairs(self)
+    }
+
+    fn is_open(&self) -> bool {
+        MessageDb::is_open(self)
+    }
+
+    fn sync(&self) -> Result<u64, StorageError> {
+        MessageDb::sync(self)
+    }
+
+    fn failure(&self) -> Option<String> {
+        match self.readiness() {
+            Readiness::Failed(why) => Some(why),
+            Readiness::Opening | Readiness::Open => None,
+        }
+    }
+
+    fn close(&self) {
+        MessageDb::close(self)
+    }
+}
+
 /// Where a fresh message database is written before it is swapped in.
 pub const FRESH: &str = "messages.new";
 /// Where the message database a swap replaces goes until it is removed.
@@ -1118,7 +1145,12 @@ pub fn lost_writes(db: &sled::Db, expected: u64) -> Result<Option<String>, sled:
 
 /// Moves the message trees of a folder from before into `db` (see the module doc),
 /// then sets the marker. Nothing to move: only the marker.
-fn migrate(durability: &Durability, db: &sled::Db, dir: &Path) -> Result<(), StorageError> {
+fn migrate(
+    messages: &MessageDb,
+    durability: &Durability,
+    db: &sled::Db,
+) -> Result<(), StorageError> {
+    let dir = &messages.dir;
     let main = durability.db().ok_or_else(|| {
         StorageError::Invalid("the main database is closed after a storage failure".into())
     })?;
@@ -1154,7 +1186,7 @@ fn migrate(durability: &Durability, db: &sled::Db, dir: &Path) -> Result<(), Sto
         for name in &names {
             main.drop_tree(name)?;
         }
-        durability.message_db().say(
+        messages.say(
             false,
             format!(
                 "moved {} message trees ({keys} keys) into {} in {} ms",

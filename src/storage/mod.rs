@@ -19,7 +19,7 @@
 //! at most once a second when its marks moved; a mark only ever names what a finished
 //! flush covered, so the manifest may lag the store, never lead it.
 //!
-//! On start, every realm is held against it (`integrity::judge`, on what `wal::scan`
+//! On start, every realm is held against it (`integrity::judge`, on what `integrity::scan`
 //! read): a realm the manifest names but the database lacks, a snapshot or WAL record
 //! at or below the mark that is missing or does not decode, a WAL gap, or a store
 //! behind its mark refuses the start with one line naming the folder, the realm, what
@@ -43,27 +43,27 @@
 
 pub mod archive;
 pub mod codec;
-pub mod durability;
 pub mod folder;
 pub mod integrity;
-pub mod journal;
-pub mod manifest;
 pub mod message_db;
 pub mod messages;
 pub mod presence;
+pub mod realm;
 pub mod search;
 pub mod staging;
 pub mod uploads;
 pub mod wal;
 
-pub use durability::StorageFailed;
-pub use durability::{Durability, DurabilityMode};
 pub use folder::{open_error, FolderError};
 pub use integrity::Damage;
-pub use wal::{RealmStore, SnapshotJob};
+pub use realm::{RealmStore, SnapshotJob};
+pub use wal::{Durability, DurabilityMode, StorageFailed};
 
 use std::path::Path;
 use std::sync::Arc;
+
+use message_db::MessageDb;
+use wal::{journal, manifest};
 
 /// Errors of the storage layer; they reach a client only as a fixed 500.
 #[derive(Debug, thiserror::Error)]
@@ -81,11 +81,14 @@ pub enum StorageError {
     Damaged(Box<Damage>),
 }
 
-/// The server's database and its flusher. The database handle itself lives in
-/// `Durability`, which closes and reopens it around a storage fault.
+/// The server's database and its flusher, and the message database. The database
+/// handle itself lives in `Durability`, which closes and reopens it around a storage
+/// fault.
 #[derive(Clone)]
 pub struct Store {
     pub durability: Arc<Durability>,
+    /// The message database, opened in the background (`message_db`).
+    messages: Arc<MessageDb>,
 }
 
 pub(crate) const WAL_PREFIX: &str = "wal:";
@@ -172,8 +175,8 @@ impl Store {
             ));
         }
         if replayed.records > 0 || replayed.torn.is_some() {
-            durability::flush_durably(&db, dir)?;
-            durability::sync_blob_files(dir)?;
+            folder::flush_durably(&db, dir)?;
+            folder::sync_blob_files(dir)?;
             tracing::info!(
                 "the journal held {} WAL records ({} not yet in the database){}",
                 replayed.records,
@@ -185,12 +188,14 @@ impl Store {
                     .unwrap_or_default()
             );
         }
-        let durability = Durability::start(db.clone(), dir, mode, found)
+        let messages = MessageDb::new(dir);
+        let durability = Durability::start(db.clone(), dir, mode, found, messages.clone())
             .map_err(|e| StorageError::Invalid(format!("cannot start the flusher: {e}")))?;
-        durability
-            .message_db()
-            .open_in_background(durability.clone());
-        Ok(Store { durability })
+        messages.open_in_background(durability.clone());
+        Ok(Store {
+            durability,
+            messages,
+        })
     }
 
     /// Checks that every realm the manifest names is in the database: one that is not
@@ -221,6 +226,11 @@ impl Store {
             .marks()
             .write_now(self.durability.dir(), self.db().as_ref())?;
         Ok(())
+    }
+
+    /// The message database of this data folder.
+    pub fn message_db(&self) -> &Arc<MessageDb> {
+        &self.messages
     }
 
     /// The open database (`None` while the store is failed).
@@ -255,7 +265,7 @@ impl Store {
     /// The message store of one realm (also of one not served: an import writes it
     /// before the realm is loaded).
     pub fn messages(&self, subdomain: &str) -> messages::MessageStore {
-        messages::MessageStore::new(subdomain, self.durability.message_db().clone())
+        messages::MessageStore::new(subdomain, self.messages.clone())
     }
 
     /// Removes what a realm that does not exist (no WAL tree) left behind: an import cut
@@ -336,7 +346,7 @@ impl Store {
             subdomain,
             format!("{WAL_PREFIX}{subdomain}"),
             format!("{SNAP_PREFIX}{subdomain}"),
-            messages::MessageStore::new(subdomain, self.durability.message_db().clone()),
+            messages::MessageStore::new(subdomain, self.messages.clone()),
             self.durability.clone(),
         )
     }

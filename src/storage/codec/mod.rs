@@ -24,9 +24,9 @@
 //! Schema 1 is the format hearth wrote from its first release (the byte was called the
 //! format version then), so every existing data folder reads as schema 1.
 
+mod frame;
 pub mod legacy;
 pub mod sections;
-mod frame;
 
 pub use frame::{decode, decode_payload, encode, encode_versioned, open_frame, CodecError};
 
@@ -59,8 +59,7 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
         // Schema 7 is schema 8 without sections.
         7 => decode_payload::<Realm>(payload),
         REALM_SCHEMA => {
-            let (mut realm, sections) =
-                decode_payload::<(Realm, Vec<sections::Section>)>(payload)?;
+            let (mut realm, sections) = decode_payload::<(Realm, Vec<sections::Section>)>(payload)?;
             sections::apply_sections(&mut realm, sections)?;
             Ok(realm)
         }

@@ -290,7 +290,7 @@ impl Marks {
                     if let Some(db) = db {
                         // Once, durably: from now on a missing manifest is noticed.
                         set_marker(db).map_err(io::Error::other)?;
-                        super::durability::flush_durably(db, dir).map_err(io::Error::other)?;
+                        crate::storage::folder::flush_durably(db, dir).map_err(io::Error::other)?;
                     }
                 }
             }
