@@ -47,7 +47,7 @@ use crate::storage::archive::{
     unframe, verify, ArchiveReader, ArchiveWriter, ArchivedMessage, Counts, FilePiece, FormatError,
     Header, Manifest, PartKind, PresencePart, FILE_PIECE,
 };
-use crate::storage::message_db::Readiness;
+use crate::storage::messages::Readiness;
 use crate::storage::messages::{decode_message, encode_message, MessageStore};
 use crate::storage::uploads::{self, UploadStore};
 use crate::storage::{codec, StorageError, Store};

@@ -243,7 +243,7 @@ impl Running {
     }
 
     /// The message database (tests and tooling: waiting for its opening).
-    pub fn message_db(&self) -> Arc<storage::message_db::MessageDb> {
+    pub fn message_db(&self) -> Arc<storage::messages::MessageDb> {
         self.store.message_db().clone()
     }
 
@@ -411,10 +411,10 @@ struct Bound {
 /// Opens the data folder when it exists already, which takes its lock: `Locked` when
 /// another process holds it. `None` when there is no folder yet.
 fn lock_existing_folder(config: &ServeConfig) -> Result<Option<(Store, bool)>, StartError> {
-    storage::message_db::set_cache_mb(config.message_cache_mb);
-    storage::search::set_enabled(config.search_index);
-    storage::search::set_writer_mb(config.search_writer_mb);
-    storage::message_db::set_inline_projection(
+    storage::messages::set_cache_mb(config.message_cache_mb);
+    storage::messages::search::set_enabled(config.search_index);
+    storage::messages::search::set_writer_mb(config.search_writer_mb);
+    storage::messages::set_inline_projection(
         config.message_projection == crate::config::MessageProjection::Inline,
     );
     if !config.data.exists() {
@@ -469,13 +469,13 @@ fn open_storage(
     locked: Option<(Store, bool)>,
 ) -> Result<Opened, StartError> {
     let opening = Instant::now();
-    storage::message_db::set_cache_mb(config.message_cache_mb);
-    storage::search::set_enabled(config.search_index);
-    storage::search::set_writer_mb(config.search_writer_mb);
+    storage::messages::set_cache_mb(config.message_cache_mb);
+    storage::messages::search::set_enabled(config.search_index);
+    storage::messages::search::set_writer_mb(config.search_writer_mb);
     if !config.search_index {
         // Writes made without the indexes would be missing from them: a later start
         // with them rebuilds them whole.
-        storage::search::remove_all(&config.data);
+        storage::messages::search::remove_all(&config.data);
     }
     let (store, created) = match locked {
         Some(opened) => opened,

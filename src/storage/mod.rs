@@ -1,11 +1,32 @@
 //! Persistence: one sled database per server; per realm a WAL tree of decided changes,
 //! a snapshots tree of whole realms and a tree of coalesced presence; beside it the
-//! WAL's commit journal (`journal`: what a group commit writes and `fdatasync`s, read
-//! back into the WAL trees by every open, emptied by every full flush); the message rows
-//! in a second sled database beside it (`message_db`), opened in the background so that
-//! their number does not hold up a start; uploaded files (attachments, custom emoji
+//! WAL's commit journal (`wal::journal`: what a group commit writes and `fdatasync`s,
+//! read back into the WAL trees by every open, emptied by every full flush); the message
+//! rows in a second sled database beside it (`messages`), opened in the background so
+//! that their number does not hold up a start; uploaded files (attachments, custom emoji
 //! images) beside both, one folder per realm (`uploads`). See `design.md`,
 //! "Persistence".
+//!
+//! # Rooms
+//!
+//! Each folder is one mechanism, and imports go one way, from the top down:
+//!
+//! - this file: `Store`, the open of a data folder's databases and what spans them
+//!   (realms present, the remains of an unfinished import, a WAL tail); `realm`: one
+//!   realm's store (`RealmStore`: WAL, snapshots, holds, shipping, recovery), which
+//!   composes the rooms below; `staging` (imports staged and realms dropped) and
+//!   `presence` (coalesced presence) beside it.
+//! - `messages/`: the message database, its rows and its search index; calls `wal`
+//!   (the flusher's marks, the main database), `codec` and `folder`.
+//! - `integrity/`: the shared reading of a realm's trees, the judge, the damage report;
+//!   calls `wal` and `codec`.
+//! - `wal/`: records, the commit journal, group commit and the flusher, faults, the
+//!   manifest; calls `codec` and `folder` only, and reaches the message database
+//!   through the `wal::SyncedFirst` port it defines.
+//! - `archive` (the realm archive's file format, framed by `codec`) and `uploads`
+//!   (uploaded files, one folder per realm).
+//! - `codec/` and `folder` (sled's configuration, making what sled holds durable, the
+//!   refusals of an open): the ground, calling no other room.
 //!
 //! # Integrity: corruption is never silent
 //!
@@ -13,7 +34,7 @@
 //! flipped bytes in the middle of its file silently drop everything written after them,
 //! whole trees included. hearth's own frames (`codec`) catch a damaged record, but not
 //! one that is simply gone. So the data folder holds, beside the database, a manifest
-//! (`manifest`): per realm, the last WAL record and the newest snapshot known durable.
+//! (`wal::manifest`): per realm, the last WAL record and the newest snapshot known durable.
 //! It is written atomically (temporary file, fsync, rename, fsync of the folder) when a
 //! snapshot is durable, at clean shutdown, at the end of each start, and by the flusher
 //! at most once a second when its marks moved; a mark only ever names what a finished
@@ -28,7 +49,7 @@
 //! corrupt manifest refuses too; a missing one is fine only for a folder from before
 //! manifests (the database's marker says whether one was ever written), which gets one.
 //!
-//! The message database (`message_db`) is a second sled database with the same blind
+//! The message database (`messages`) is a second sled database with the same blind
 //! spot, and it opens after the start: it counts its syncs (one before each snapshot),
 //! the manifest records the count, and an opening that finds fewer than the manifest
 //! counts fails the message store (message reads answer 503, `/health/ready` says why)
@@ -45,11 +66,9 @@ pub mod archive;
 pub mod codec;
 pub mod folder;
 pub mod integrity;
-pub mod message_db;
 pub mod messages;
 pub mod presence;
 pub mod realm;
-pub mod search;
 pub mod staging;
 pub mod uploads;
 pub mod wal;
@@ -62,7 +81,7 @@ pub use wal::{Durability, DurabilityMode, StorageFailed};
 use std::path::Path;
 use std::sync::Arc;
 
-use message_db::MessageDb;
+use messages::MessageDb;
 use wal::{journal, manifest};
 
 /// Errors of the storage layer; they reach a client only as a fixed 500.
@@ -87,7 +106,7 @@ pub enum StorageError {
 #[derive(Clone)]
 pub struct Store {
     pub durability: Arc<Durability>,
-    /// The message database, opened in the background (`message_db`).
+    /// The message database, opened in the background (`messages`).
     messages: Arc<MessageDb>,
 }
 
@@ -143,20 +162,20 @@ impl Store {
                 dir.display()
             );
         }
-        message_db::finish_swap(dir).map_err(|e| {
+        messages::finish_swap(dir).map_err(|e| {
             damaged(
                 &format!(
                     "the message database {} swapped in",
-                    dir.join(message_db::FOLDER).display()
+                    dir.join(messages::FOLDER).display()
                 ),
                 e.to_string(),
             )
         })?;
-        if message_db::has_marker(&db)? && !message_db::exists(dir) {
+        if messages::has_marker(&db)? && !messages::exists(dir) {
             return Err(damaged(
                 &format!(
                     "the message database {}",
-                    dir.join(message_db::FOLDER).display()
+                    dir.join(messages::FOLDER).display()
                 ),
                 "none, though the database says the folder keeps its messages there".into(),
             ));

@@ -105,7 +105,7 @@ impl SnapshotJob {
             .map_err(|e| StorageError::Invalid(e.to_string()))?;
         let seq = self.seq;
         // The records it covers are never projected again: their rows must be on disk
-        // first (see `message_db`). This waits for the message database to open.
+        // first (see `messages`). This waits for the message database to open.
         let synced = self.messages.sync()?;
         self.durability.marks().messages_synced(synced);
         self.snaps

@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use super::message_db::MessageDb;
+use super::messages::MessageDb;
 use super::wal::manifest::META_TREE;
 use super::{messages, StorageError, Store, PRESENCE_PREFIX, SNAP_PREFIX, WAL_PREFIX};
 

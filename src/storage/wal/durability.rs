@@ -610,7 +610,7 @@ mod tests {
     fn only_a_flush_of_new_records_waits_for_the_message_databases_repairs() {
         let dir = tempfile::tempdir().expect("tempdir");
         // Holding the message database's lock keeps its opening waiting.
-        let held = crate::storage::message_db::open_sled(dir.path()).expect("lock");
+        let held = crate::storage::messages::open_sled(dir.path()).expect("lock");
         let store = Store::open(dir.path(), DurabilityMode::Always).expect("open");
         let d = store.durability.clone();
         let mut rs = store.realm("zulip").expect("realm");
@@ -618,7 +618,7 @@ mod tests {
         d.flush_now().expect("nothing new: no wait");
         assert_eq!(
             store.message_db().readiness(),
-            crate::storage::message_db::Readiness::Opening,
+            crate::storage::messages::Readiness::Opening,
             "the flush did not wait"
         );
         let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");

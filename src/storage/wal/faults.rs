@@ -103,7 +103,7 @@ impl Durability {
             resets
         };
         // The reset snapshots cover records whose message rows must then be on disk, as
-        // before any snapshot (`message_db`); until that database is open (or while it
+        // before any snapshot (`messages`); until that database is open (or while it
         // is failed) the store stays failed.
         if !self.messages.is_open() {
             tracing::debug!("storage recovery waits for the message database");
