@@ -2,7 +2,6 @@
 //! realm's message trees (`storage::messages`), apart from the database the realms
 //! recover from.
 //!
-//!
 //! # Why a second database
 //!
 //! sled 0.34 builds its page table at open from an entry per tree node, so its open

@@ -4,7 +4,7 @@
 //! Under load one `fsync` covers every write appended before it started; idle, a write
 //! costs one `fsync`. The realm actor never waits: handlers await their ticket.
 //!
-//! The flusher's commit appends the records to the journal (`storage::journal`) with
+//! The flusher's commit appends the records to the journal (`wal::journal`) with
 //! one `pwrite` and one `fdatasync`; sled itself is flushed by `flush_now`, a
 //! checkpoint, which then empties the journal.
 //!
@@ -15,7 +15,7 @@
 //! A flush that fails is retried a bounded number of times; then the store is *failed*
 //! and recovers once every realm store reset (`wal::faults`).
 //!
-//! The flusher also keeps the manifest (`storage::manifest`): the appended marks taken
+//! The flusher also keeps the manifest (`wal::manifest`): the appended marks taken
 //! before each flush count durable once it succeeded, and it writes them out at most
 //! once a second when they moved, after the flush (never while a writer waits on it).
 //!
@@ -154,7 +154,7 @@ pub struct Durability {
     /// The message database (`storage::messages`), synced before the main one and
     /// closed after it at shutdown.
     pub(super) messages: Arc<dyn SyncedFirst>,
-    /// The WAL records appended since the last checkpoint (`storage::journal`).
+    /// The WAL records appended since the last checkpoint (`wal::journal`).
     pub(super) journal: Journal,
 }
 

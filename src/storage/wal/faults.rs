@@ -156,7 +156,7 @@ impl Durability {
         // The journal holds what was acknowledged since the last checkpoint (the failed
         // instance never flushed it) and maybe records of the failed decisions: a reset
         // marker per realm, then a replay into the reopened database, keeps the first
-        // and drops the second, at any crash point (`storage::journal`).
+        // and drops the second, at any crash point (`wal::journal`).
         let markers: Vec<(String, u64)> = resets.iter().map(|r| (r.realm.clone(), r.seq)).collect();
         self.journal.write_resets(&markers)?;
         super::journal::replay(&db, &self.dir)
