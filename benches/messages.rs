@@ -37,7 +37,7 @@ use hearth::realm::Realm;
 /// The message database's keys and their bytes (keys and values), per kind of tree
 /// (`msg:`, `msgidx:`, ...), after a seed.
 fn count_keys(data: &Path) -> Vec<(String, u64, u64)> {
-    let db = hearth::storage::message_db::open_sled(data).expect("message database");
+    let db = hearth::storage::messages::open_sled(data).expect("message database");
     let mut counts: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
     for name in db.tree_names() {
         let name = String::from_utf8_lossy(&name).into_owned();
@@ -60,7 +60,7 @@ fn count_keys(data: &Path) -> Vec<(String, u64, u64)> {
 /// the copy took.
 fn copy_fresh(data: &Path, to: &Path) -> Duration {
     let started = Instant::now();
-    let db = hearth::storage::message_db::open_sled(data).expect("message database");
+    let db = hearth::storage::messages::open_sled(data).expect("message database");
     let fresh = sled::Config::new()
         .path(to)
         .flush_every_ms(None)
@@ -384,7 +384,7 @@ fn main() {
     seed(&full, n);
     let auth = basic(&realm, SENDER);
     let (empty_bytes, full_bytes) = (dir_bytes(&empty), dir_bytes(&full));
-    let messages_bytes = dir_bytes(&full.join(hearth::storage::message_db::FOLDER));
+    let messages_bytes = dir_bytes(&full.join(hearth::storage::messages::FOLDER));
     let keys = count_keys(&full);
     let total: u64 = keys.iter().map(|(_, k, _)| k).sum();
     let live: u64 = keys.iter().map(|(_, _, b)| b).sum();
@@ -417,7 +417,7 @@ fn main() {
         copy_bytes as f64 / n as f64,
         copy_bytes as f64 / live.max(1) as f64,
         took.as_secs_f64(),
-        open_ms(&full.join(hearth::storage::message_db::FOLDER)),
+        open_ms(&full.join(hearth::storage::messages::FOLDER)),
         open_ms(&copy)
     );
     let _ = std::fs::remove_dir_all(&copy);

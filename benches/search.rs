@@ -295,8 +295,8 @@ fn send_throughput(url: &str, auth: &str, secs: u64) -> (f64, u64, u64) {
 /// Starts the server with the index and waits until it is built (its layout file);
 /// returns the server and the time from process start.
 fn start_indexed(data: &Path) -> (Server, Duration) {
-    let layout = hearth::storage::search::realm_dir(data, hearth::DEV_SUBDOMAIN)
-        .join(hearth::storage::search::LAYOUT_FILE);
+    let layout = hearth::storage::messages::search::realm_dir(data, hearth::DEV_SUBDOMAIN)
+        .join(hearth::storage::messages::search::LAYOUT_FILE);
     let started = Instant::now();
     let server = Server::start(data, true);
     while !layout.exists() {
@@ -338,11 +338,11 @@ fn main() {
     let data = root.path().join("data");
     let realm = seed_with(&data, n, &content);
     let auth = basic(&realm, SENDER);
-    let store_bytes = dir_bytes(&data.join(hearth::storage::message_db::FOLDER));
+    let store_bytes = dir_bytes(&data.join(hearth::storage::messages::FOLDER));
 
     // The first start builds the index from the rows.
     let (server, rebuilt) = start_indexed(&data);
-    let index_bytes = dir_bytes(&data.join(hearth::storage::search::FOLDER));
+    let index_bytes = dir_bytes(&data.join(hearth::storage::messages::search::FOLDER));
     println!(
         "{n} messages; index built at the first start in {:.1} s",
         rebuilt.as_secs_f64()

@@ -100,11 +100,7 @@ fn main() {
         .find(|u| *u != sender)
         .expect("another subscriber");
     let msgs = rs.messages().clone();
-    store
-        .durability
-        .message_db()
-        .db()
-        .expect("message database open");
+    store.message_db().db().expect("message database open");
     let first = realm.messages.next_id;
     let mut seq = 1_000_000u64;
     for i in 0..TOPIC_SIZE * TOPICS {

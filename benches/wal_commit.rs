@@ -2,11 +2,11 @@
 //! `always` ÷ `never` (`benches/RESULTS.md` §24). No hearth code: `W` writer threads
 //! each append a 200-byte record and wait until it is durable, one flusher thread
 //! makes everything appended so far durable again and again (group commit, as
-//! `storage::durability` does), for a few seconds per mode:
+//! `storage::wal::durability` does), for a few seconds per mode:
 //!
 //! - `none`: records inserted into a sled tree, never flushed (the `never` baseline);
 //! - `sled`: the same tree, made durable by `Db::flush` and an `fdatasync` of its file
-//!   (`storage::durability::flush_durably`);
+//!   (`storage::folder::flush_durably`);
 //! - `file`: records appended to a buffer that the flusher writes at the end of a file
 //!   (`pwrite`) and `fdatasync`s;
 //! - `prealloc`: the same, into a file whose blocks were written (zeros) and synced

@@ -28,7 +28,7 @@ use crate::realm::{
     Change, Clock, Cx, Decided, DurabilityClass, Realm, Rule, SystemRule, User, UserId,
 };
 use crate::storage::messages::{MessageStore, Projection};
-use crate::storage::{Durability, RealmStore, SnapshotJob};
+use crate::storage::{Durability, RealmStore, SnapshotJob, Store};
 
 /// One write sent to a realm: the caller (authenticated on the HTTP worker), the request
 /// parsed there, and the rule that decides it (`Realm::decide_*`).
@@ -548,7 +548,8 @@ impl Handler<CloneRealm> for RealmActor {
 pub struct RealmClient {
     addr: Addr<RealmActor>,
     hub: Arc<EventHub>,
-    durability: Arc<Durability>,
+    /// The server's store: its durability (the flush an answer awaits), its data folder.
+    store: Store,
     /// The realm's message store: an answer waits for its commit's rows too.
     messages: MessageStore,
 }
@@ -557,13 +558,13 @@ impl RealmClient {
     pub fn new(
         addr: Addr<RealmActor>,
         hub: Arc<EventHub>,
-        durability: Arc<Durability>,
+        store: Store,
         messages: MessageStore,
     ) -> Self {
         RealmClient {
             addr,
             hub,
-            durability,
+            store,
             messages,
         }
     }
@@ -575,12 +576,18 @@ impl RealmClient {
 
     /// The server's durability (its data folder; an export's flush).
     pub fn durability(&self) -> std::sync::Arc<Durability> {
-        self.durability.clone()
+        self.store.durability.clone()
+    }
+
+    /// The server's store (an export reads the realm's rows and files from it).
+    pub fn store(&self) -> Store {
+        self.store.clone()
     }
 
     /// The folder of the realm `subdomain`'s data exports, in the data folder.
     pub fn exports_dir(&self, subdomain: &str) -> std::path::PathBuf {
-        crate::storage::uploads::UploadStore::new(self.durability.dir()).exports_dir(subdomain)
+        crate::storage::uploads::UploadStore::new(self.store.durability.dir())
+            .exports_dir(subdomain)
     }
 
     /// Decides `req` with `decide` as `me` on the actor; once what it wrote is durable,
@@ -626,14 +633,14 @@ impl RealmClient {
     /// run side by side), and releases what became durable.
     async fn settle(&self, ticket: Option<u64>) -> ApiResult<()> {
         if let Some(ticket) = ticket {
-            self.durability.wait(ticket).await.map_err(|e| {
+            self.store.durability.wait(ticket).await.map_err(|e| {
                 tracing::error!("a write was not made durable: {e}");
                 ApiError::storage_failed()
             })?;
             self.messages.projected(ticket).await;
         }
         // Read-your-writes: what this answer acknowledges is visible before it is sent.
-        self.hub.release(self.durability.visible());
+        self.hub.release(self.store.durability.visible());
         Ok(())
     }
 }

@@ -47,10 +47,10 @@ use crate::storage::archive::{
     unframe, verify, ArchiveReader, ArchiveWriter, ArchivedMessage, Counts, FilePiece, FormatError,
     Header, Manifest, PartKind, PresencePart, FILE_PIECE,
 };
-use crate::storage::message_db::Readiness;
+use crate::storage::messages::Readiness;
 use crate::storage::messages::{decode_message, encode_message, MessageStore};
 use crate::storage::uploads::{self, UploadStore};
-use crate::storage::{codec, Durability, StorageError, Store};
+use crate::storage::{codec, StorageError, Store};
 use crate::storage::{PRESENCE_PREFIX, SNAP_PREFIX, WAL_PREFIX};
 
 /// Why an export or an import did not happen. One line for the operator.
@@ -179,7 +179,7 @@ fn write_messages(rows: &MessageStore, batch: Vec<ArchivedMessage>) -> Result<()
 /// the folder; its opening may take longer than a read's bounded wait).
 pub(crate) fn wait_for_messages(store: &Store) -> Result<(), ArchiveError> {
     loop {
-        match store.durability.message_db().readiness() {
+        match store.message_db().readiness() {
             Readiness::Open => return Ok(()),
             Readiness::Failed(why) => {
                 return Err(ArchiveError::Refused(format!(
@@ -394,18 +394,18 @@ fn read_full(file: &mut impl std::io::Read, buffer: &mut [u8]) -> std::io::Resul
 /// for the point (last record and the state after it; O(1) for the actor), makes that
 /// record durable, then writes the archive on a blocking thread while writes go on.
 pub async fn export_running(
-    durability: Arc<Durability>,
+    store: Store,
     actor: &actix::Addr<RealmActor>,
     subdomain: &str,
     out: &Path,
 ) -> Result<Manifest, ArchiveError> {
-    export_running_filtered(durability, actor, subdomain, out, None).await
+    export_running_filtered(store, actor, subdomain, out, None).await
 }
 
 /// `export_running` of a data export of type `kind` (`None`: the whole realm): the
 /// messages `Realm::export_filter` chooses from the state at the point.
 pub async fn export_running_filtered(
-    durability: Arc<Durability>,
+    store: Store,
     actor: &actix::Addr<RealmActor>,
     subdomain: &str,
     out: &Path,
@@ -417,7 +417,6 @@ pub async fn export_running_filtered(
         .await
         .map_err(|e| ArchiveError::Refused(format!("the realm's actor is gone: {e}")))?
         .map_err(ArchiveError::Refused)?;
-    let store = Store { durability };
     let subdomain = subdomain.to_owned();
     let out = out.to_path_buf();
     tokio::task::spawn_blocking(move || {

@@ -77,7 +77,7 @@ pub struct ServeConfig {
     /// sled's page cache of the message database, in MiB (sled's default is 1 024):
     /// what it keeps of message rows and indexes read or written. Its page table, a
     /// few dozen bytes per key, comes on top.
-    #[arg(long, env = "HEARTH_MESSAGE_CACHE_MB", default_value_t = crate::storage::message_db::DEFAULT_CACHE_MB)]
+    #[arg(long, env = "HEARTH_MESSAGE_CACHE_MB", default_value_t = crate::storage::messages::DEFAULT_CACHE_MB)]
     pub message_cache_mb: u64,
     /// Where the realm actors' message rows are written: on the message database's
     /// writer thread, batched (`writer`), or on each realm's actor, one change at a
@@ -95,7 +95,7 @@ pub struct ServeConfig {
     pub search_index: bool,
     /// Memory a realm's search index writer may buffer before it writes a segment, in
     /// MiB (at least 15).
-    #[arg(long, env = "HEARTH_SEARCH_WRITER_MB", default_value_t = crate::storage::search::DEFAULT_WRITER_MB)]
+    #[arg(long, env = "HEARTH_SEARCH_WRITER_MB", default_value_t = crate::storage::messages::search::DEFAULT_WRITER_MB)]
     pub search_writer_mb: u64,
     /// The server's public URL, which clients store as the account's address
     /// (`realm_url`) for realms without a URL of their own (default: http://<bind>).
@@ -199,10 +199,10 @@ impl ServeConfig {
             durability: DurabilityArg::Never,
             flush_interval_ms: 1000,
             snapshot_every: 10_000,
-            message_cache_mb: crate::storage::message_db::DEFAULT_CACHE_MB,
+            message_cache_mb: crate::storage::messages::DEFAULT_CACHE_MB,
             message_projection: MessageProjection::Writer,
             search_index: true,
-            search_writer_mb: crate::storage::search::DEFAULT_WRITER_MB,
+            search_writer_mb: crate::storage::messages::search::DEFAULT_WRITER_MB,
             url: None,
             workers: Some(2),
             max_file_upload_size_mib: 100,

@@ -35,10 +35,24 @@
 //! 4. `hub/`: what readers see of a realm: the published version (visible once
 //!    durable), the event log and its renderer, client queues and long-polls, and
 //!    presence (soft state, written coalesced).
-//! 5. `storage/`: sled WAL with group commit, snapshots, the versioned codec, the
-//!    message database, uploaded files (one folder per realm), each realm's full-text
-//!    index (`storage::search`, derived from the message rows), the manifest and the
-//!    integrity judgement of start-up; opening a data folder (`storage::folder`).
+//! 5. `storage/`: the `Store` of a data folder (`mod.rs`) and one realm's store
+//!    (`storage::realm`: WAL, snapshots, holds, shipping, recovery), standing on its
+//!    rooms, each a folder whose `mod.rs` says what it owns, promises and may call, with
+//!    imports going one way:
+//!    - `messages/`: the message database beside the main one: the trees' layout, the
+//!      projection of changes into rows, write planning with its undo log, the writer
+//!      thread, the background open with its migrations, reads, and each realm's
+//!      full-text index (`messages::search`, derived from the rows).
+//!    - `integrity/`: the reading of a realm's trees that start-up, `check` and
+//!      `recover` share, the judgement against the manifest, the damage report.
+//!    - `wal/`: WAL records, the commit journal, group commit and the flusher, storage
+//!      faults, the manifest; the message database is synced first through its
+//!      `SyncedFirst` port.
+//!    - `codec/`: the frame, every record's schema versions, snapshot sections, the
+//!      frozen older schemas.
+//!    - beside them: `staging` (staged imports, dropped realms), `presence` (coalesced
+//!      presence), `archive` (the realm archive's format), `uploads` (files, one folder
+//!      per realm), `folder` (sled's configuration, making it durable, open refusals).
 //! 6. `realm/`: the domain, plain Rust. `decide_*` validates and returns `Change`s,
 //!    `view_*` reads, `apply` turns changes into state and cannot fail, `events_for`
 //!    says which events a change sends. Its collections are structurally shared

@@ -14,7 +14,7 @@ use crate::actor::{RealmActor, RealmClient};
 use crate::hub::EventHub;
 use crate::realm::messages::rows::MessageRowsHandle;
 use crate::realm::Clock;
-use crate::storage::wal::Recovered;
+use crate::storage::realm::Recovered;
 use crate::storage::{Damage, RealmStore, StorageError, Store};
 
 /// How handlers reach a realm: its actor (writes), and its event hub (the published
@@ -221,12 +221,7 @@ pub fn start(
     );
     let addr = RealmActor::start_in_arbiter(arbiter, move |_| actor);
     Ok(RealmHandle {
-        client: RealmClient::new(
-            addr,
-            hub.clone(),
-            store.durability.clone(),
-            messages.clone(),
-        ),
+        client: RealmClient::new(addr, hub.clone(), store.clone(), messages.clone()),
         hub,
         clock,
         server_url: runtime.server_url.clone(),

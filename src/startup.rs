@@ -237,6 +237,16 @@ impl Running {
         self.store.durability.clone()
     }
 
+    /// The server's store (tests and tooling: an online export).
+    pub fn store(&self) -> Store {
+        self.store.clone()
+    }
+
+    /// The message database (tests and tooling: waiting for its opening).
+    pub fn message_db(&self) -> Arc<storage::messages::MessageDb> {
+        self.store.message_db().clone()
+    }
+
     /// Sweeps unclaimed uploads now (tests; the server does it hourly); returns how many
     /// attachments were deleted.
     pub async fn sweep_uploads(&self) -> usize {
@@ -360,7 +370,7 @@ pub async fn spawn_with_clock(
         }
         None => None,
     };
-    start_tasks(&state, &store.durability, config.tick);
+    start_tasks(&state, &store, config.tick);
     // Data exports cut off by the last stop are marked failed (as Zulip's worker does).
     for realm in state.registry.all() {
         let version = realm.hub.current();
@@ -374,7 +384,7 @@ pub async fn spawn_with_clock(
         }
     }
     // Started: the message database's opening may speak now.
-    store.durability.message_db().start_finished();
+    store.message_db().start_finished();
     Ok(Running {
         addr: bound.addr,
         metrics,
@@ -401,10 +411,10 @@ struct Bound {
 /// Opens the data folder when it exists already, which takes its lock: `Locked` when
 /// another process holds it. `None` when there is no folder yet.
 fn lock_existing_folder(config: &ServeConfig) -> Result<Option<(Store, bool)>, StartError> {
-    storage::message_db::set_cache_mb(config.message_cache_mb);
-    storage::search::set_enabled(config.search_index);
-    storage::search::set_writer_mb(config.search_writer_mb);
-    storage::message_db::set_inline_projection(
+    storage::messages::set_cache_mb(config.message_cache_mb);
+    storage::messages::search::set_enabled(config.search_index);
+    storage::messages::search::set_writer_mb(config.search_writer_mb);
+    storage::messages::set_inline_projection(
         config.message_projection == crate::config::MessageProjection::Inline,
     );
     if !config.data.exists() {
@@ -459,13 +469,13 @@ fn open_storage(
     locked: Option<(Store, bool)>,
 ) -> Result<Opened, StartError> {
     let opening = Instant::now();
-    storage::message_db::set_cache_mb(config.message_cache_mb);
-    storage::search::set_enabled(config.search_index);
-    storage::search::set_writer_mb(config.search_writer_mb);
+    storage::messages::set_cache_mb(config.message_cache_mb);
+    storage::messages::search::set_enabled(config.search_index);
+    storage::messages::search::set_writer_mb(config.search_writer_mb);
     if !config.search_index {
         // Writes made without the indexes would be missing from them: a later start
         // with them rebuilds them whole.
-        storage::search::remove_all(&config.data);
+        storage::messages::search::remove_all(&config.data);
     }
     let (store, created) = match locked {
         Some(opened) => opened,
@@ -673,8 +683,8 @@ fn start_metrics(
 /// The background tasks: the release safety net always; with `tick` (`--tick`, on
 /// outside tests that drive time by hand), the hourly upload sweeper and the
 /// one-second ticker.
-fn start_tasks(state: &web::Data<AppState>, durability: &storage::Durability, tick: bool) {
-    spawn_release_task(state, durability);
+fn start_tasks(state: &web::Data<AppState>, store: &Store, tick: bool) {
+    spawn_release_task(state, store);
     spawn_outbox(state);
     spawn_missed_mail(state);
     if tick {
@@ -745,10 +755,10 @@ fn spawn_upload_sweeper(state: &web::Data<AppState>) {
 /// Makes decisions visible as soon as they are durable, also those whose handler is
 /// gone (a client that disconnected while its write was being flushed). Handlers release
 /// their own decision before answering, so this is only the safety net.
-fn spawn_release_task(state: &web::Data<AppState>, durability: &storage::Durability) {
-    let mut visible = durability.subscribe_visible();
+fn spawn_release_task(state: &web::Data<AppState>, store: &Store) {
+    let mut visible = store.durability.subscribe_visible();
     // Message rows written by the writer thread let a durable decision out too.
-    let mut written = durability.message_db().subscribe_progress();
+    let mut written = store.message_db().subscribe_progress();
     // Weak: the task ends with the server instead of keeping its state alive.
     let weak = Arc::downgrade(&state.clone().into_inner());
     actix_web::rt::spawn(async move {

@@ -29,7 +29,7 @@ pub fn seed(dir: &Path, n: u64) -> Realm {
 /// `seed` with the content of message `i` from `content`. The search index is not
 /// written: the server builds it from the rows at its first start.
 pub fn seed_with(dir: &Path, n: u64, content: &dyn Fn(u64) -> String) -> Realm {
-    hearth::storage::search::set_enabled(false);
+    hearth::storage::messages::search::set_enabled(false);
     let store = Store::open(dir, DurabilityMode::Never).expect("store");
     let mut rs = store.realm(hearth::DEV_SUBDOMAIN).expect("realm store");
     let mut cx = Cx::seeded(1_700_000_000_000, 7);

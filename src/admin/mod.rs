@@ -550,14 +550,10 @@ async fn export(state: web::Data<AdminState>, body: web::Bytes) -> AdminResult {
     let handle = served(&state, &arg.realm)?;
     let dir = scratch(&state)?;
     let out = dir.path().join("realm.archive");
-    let manifest = crate::archive::export_running(
-        state.store.durability.clone(),
-        handle.client.addr(),
-        &arg.realm,
-        &out,
-    )
-    .await
-    .map_err(archive_error)?;
+    let manifest =
+        crate::archive::export_running(state.store.clone(), handle.client.addr(), &arg.realm, &out)
+            .await
+            .map_err(archive_error)?;
     let file = std::fs::File::open(&out).map_err(AdminError::internal)?;
     let len = file.metadata().map_err(AdminError::internal)?.len();
     tracing::info!(

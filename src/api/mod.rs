@@ -328,7 +328,7 @@ pub struct ApiRequest {
 impl ApiRequest {
     /// The realm's message store, once the message database is open: at start-up the
     /// request waits here (bounded, then a 503) so that neither this worker nor the realm
-    /// actor blocks on the opening (see `storage::message_db`).
+    /// actor blocks on the opening (see `storage::messages`).
     pub async fn message_store(&self) -> ApiResult<MessageRowsHandle> {
         self.messages.ready().await.map_err(|why| {
             tracing::warn!("message store unavailable: {why}");

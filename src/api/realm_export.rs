@@ -94,7 +94,7 @@ async fn write_export(
     file: String,
     kind: ExportType,
 ) {
-    let durability = client.durability();
+    let store = client.store();
     let dir = client.exports_dir(&subdomain);
     let out = dir.join(&file);
     if std::env::var("HEARTH_REALM_EXPORT_FAULT").as_deref() == Ok("abort") {
@@ -111,7 +111,7 @@ async fn write_export(
     };
     let written = match made {
         Ok(()) => crate::archive::export_running_filtered(
-            durability.clone(),
+            store.clone(),
             client.addr(),
             &subdomain,
             &out,

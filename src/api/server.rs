@@ -175,10 +175,10 @@ pub async fn health() -> HttpResponse {
 /// # `GET /health/ready`
 ///
 /// Readiness: whether writes can be made durable and messages read. After a storage
-/// fault (see `storage::durability`) writes are refused until the store recovers, and
+/// fault (see `storage::wal`) writes are refused until the store recovers, and
 /// this answers 500 `SERVER_NOT_READY`, as Zulip's health check does when its database
 /// cannot be queried; so it does when the message database failed (see
-/// `storage::message_db`). While that database is still opening it answers success:
+/// `storage::messages`). While that database is still opening it answers success:
 /// message reads then wait for it rather than fail.
 pub async fn ready(state: web::Data<AppState>) -> ApiResponse {
     state.health.writable().map_err(|why| {

@@ -127,7 +127,6 @@ fn recover_all(path: &Path) -> Result<Vec<(String, usize)>, StartError> {
     // The message database opens in the background: wait for it, and refuse a copy
     // whose message database cannot be opened or lost writes.
     store
-        .durability
         .message_db()
         .db()
         .map_err(|e| StartError::DataFolder {

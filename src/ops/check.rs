@@ -15,10 +15,10 @@ use super::scratch::{
     Scratch,
 };
 use crate::realm::messages::MessageId;
-use crate::storage::integrity::{describe, judge, Problem, Verdict};
-use crate::storage::manifest::{self, RealmMark};
-use crate::storage::wal::{self, Scan};
-use crate::storage::{codec, message_db, messages, uploads, StorageError};
+use crate::storage::integrity::{describe, judge, scan, Problem, Scan, Verdict};
+use crate::storage::wal::manifest::{self, RealmMark};
+use crate::storage::wal::{self, journal};
+use crate::storage::{codec, messages, uploads, StorageError};
 use crate::storage::{PRESENCE_PREFIX, SNAP_PREFIX, WAL_PREFIX};
 
 /// `hearth check`.
@@ -87,7 +87,7 @@ pub(super) fn check_realm(
             return c;
         }
     };
-    match wal::scan(&wal, &snaps, true, |_, _| Ok(())) {
+    match scan(&wal, &snaps, true, |_, _| Ok(())) {
         Ok(scan) => {
             c.verdict = judge(&scan, mark);
             c.scan = Some(scan);
@@ -100,13 +100,13 @@ pub(super) fn check_realm(
     if let Some(refused) = &scratch.msgs_refused {
         c.messages_lost = Some(format!("every message row ({refused})"));
         c.verdict.problems.push(Problem {
-            expected: format!("the message database {}/ readable", message_db::FOLDER),
+            expected: format!("the message database {}/ readable", messages::FOLDER),
             found: refused.clone(),
         });
     } else if scratch.msgs_expected && scratch.msgs.is_none() {
         c.messages_lost = Some("every message row (the message database is missing)".into());
         c.verdict.problems.push(Problem {
-            expected: format!("the message database {}/", message_db::FOLDER),
+            expected: format!("the message database {}/", messages::FOLDER),
             found: "none, though the database says the folder keeps its messages there".into(),
         });
     }
@@ -211,7 +211,7 @@ pub(super) struct Checked {
     pub found: Found,
     pub realms: Vec<RealmCheck>,
     pub bad_uploads: Vec<PathBuf>,
-    /// The journal is damaged before its end (`storage::journal::Replayed::damaged`).
+    /// The journal is damaged before its end (`storage::wal::journal::Replayed::damaged`).
     pub journal_damage: Option<String>,
 }
 
@@ -230,7 +230,7 @@ impl Checked {
             p.push(format!(
                 "the journal {} has {why}, with a later commit's frames after it: the WAL records \
                  from there on are lost",
-                data.join(crate::storage::journal::JOURNAL_FILE).display()
+                data.join(journal::JOURNAL_FILE).display()
             ));
         }
         if !self.bad_uploads.is_empty() {
@@ -264,7 +264,7 @@ pub(super) fn check_db(data: &Path, scratch: &Scratch) -> Checked {
         .collect();
     // The message database is shared by the realms: a loss in it is each realm's.
     if let (Some(msgs), Found::Manifest(m)) = (&scratch.msgs, &found) {
-        let lost = match message_db::lost_writes(msgs, m.messages_synced) {
+        let lost = match messages::lost_writes(msgs, m.messages_synced) {
             Ok(lost) => lost,
             Err(e) => Some(format!("it cannot be read ({e})")),
         };
@@ -274,7 +274,7 @@ pub(super) fn check_db(data: &Path, scratch: &Scratch) -> Checked {
                 r.verdict.problems.push(Problem {
                     expected: format!(
                         "the message database {}/ holding every sync the manifest counts",
-                        message_db::FOLDER
+                        messages::FOLDER
                     ),
                     found: lost.clone(),
                 });
@@ -361,11 +361,11 @@ pub(super) fn lines_of(data: &Path, c: &Checked) -> Vec<String> {
 
 /// `hearth check --data DIR`: writes the per-realm report to `out`; an error (one line)
 /// when the folder is damaged or cannot be checked.
-/// Ends a swap of the message database that a crash cut (`message_db::finish_swap`),
+/// Ends a swap of the message database that a crash cut (`messages::finish_swap`),
 /// as the next start would, so that what follows sees the folder a start sees; says so
 /// when there was one.
 pub fn finish_message_swap(data: &Path, out: &mut dyn Write) -> Result<(), String> {
-    let finished = message_db::finish_swap(data).map_err(|e| {
+    let finished = messages::finish_swap(data).map_err(|e| {
         format!(
             "data folder {}: the message database's interrupted swap cannot be finished: \
              {e}",
@@ -377,7 +377,7 @@ pub fn finish_message_swap(data: &Path, out: &mut dyn Write) -> Result<(), Strin
             out,
             "finished an interrupted swap of the message database into {} (as a start \
              would)",
-            data.join(message_db::FOLDER).display()
+            data.join(messages::FOLDER).display()
         )
         .map_err(|e| e.to_string())?;
     }
@@ -386,7 +386,7 @@ pub fn finish_message_swap(data: &Path, out: &mut dyn Write) -> Result<(), Strin
 
 /// What a folder's journal held, when it held anything: its records are read as part
 /// of the WAL, as a start reads them.
-pub(super) fn journal_line(j: &crate::storage::journal::Replayed) -> Option<String> {
+pub(super) fn journal_line(j: &journal::Replayed) -> Option<String> {
     if j.records == 0 && j.torn.is_none() {
         return None;
     }

@@ -18,7 +18,8 @@ use super::scratch::{
     copy_tree, has_tree, is_sled_file, lock_folder, open_scratch, readable, some_ids, Found,
     Scratch,
 };
-use crate::storage::{codec, manifest, messages, wal, DurabilityMode, Store};
+use crate::storage::wal::{self, manifest};
+use crate::storage::{codec, integrity, messages, DurabilityMode, Store};
 use crate::storage::{PRESENCE_PREFIX, SNAP_PREFIX, WAL_PREFIX};
 
 /// `hearth recover`.
@@ -108,7 +109,7 @@ fn rebuild_realm(
     // Rows as found (those that decode, of messages the state knows), then the replay
     // of the WAL records kept writes the rows they imply again, as start-up does.
     let names = messages::tree_names(subdomain);
-    let db = store.durability.message_db().db().map_err(|e| err(&e))?;
+    let db = store.message_db().db().map_err(|e| err(&e))?;
     let (mut kept_rows, mut beyond) = (BTreeSet::new(), 0usize);
     if has_tree(old_rows, &names[0]) {
         let (from, to) = (
@@ -187,7 +188,7 @@ fn rebuild_realm(
             .map_err(|e| err(&e))?,
     );
     let msgs = realm_store.messages().clone();
-    let again = wal::scan(&wal_tree, &snaps, false, |r, c| msgs.project(r, c, None))
+    let again = integrity::scan(&wal_tree, &snaps, false, |r, c| msgs.project(r, c, None))
         .map_err(|e| err(&e))?;
     let realm = again
         .realm

@@ -8,9 +8,9 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::storage::journal::{self, Replayed};
-use crate::storage::manifest::{self, Manifest, ManifestError, RealmMark};
-use crate::storage::{message_db, messages};
+use crate::storage::messages;
+use crate::storage::wal::journal::{self, Replayed};
+use crate::storage::wal::manifest::{self, Manifest, ManifestError, RealmMark};
 use crate::storage::{SNAP_PREFIX, WAL_PREFIX};
 
 /// The data folder's lock, held while a command reads it: sled's own (an `flock` on
@@ -40,7 +40,7 @@ pub(super) fn lock_folder(data: &Path) -> Result<FolderLock, String> {
 pub(super) fn is_sled_file(name: &str) -> bool {
     matches!(
         name,
-        "conf" | "db" | "blobs" | message_db::FOLDER | journal::JOURNAL_FILE
+        "conf" | "db" | "blobs" | messages::FOLDER | journal::JOURNAL_FILE
     ) || name.starts_with("snap.")
 }
 
@@ -75,7 +75,7 @@ pub(super) fn copy_tree(
 }
 
 /// A scratch copy of a data folder's database files, opened with sled: the main
-/// database and, when the folder has one, the message database (`message_db`).
+/// database and, when the folder has one, the message database (`messages`).
 pub(super) struct Scratch {
     pub db: sled::Db,
     pub msgs: Option<sled::Db>,
@@ -125,15 +125,15 @@ pub(super) fn open_scratch(data: &Path) -> Result<Scratch, String> {
     let db = open(dir.path().to_path_buf(), "it")?;
     let journal = journal::replay(&db, dir.path())
         .map_err(|e| format!("cannot copy its journal into the WAL ({e})"))?;
-    let (msgs, msgs_refused) = if message_db::exists(dir.path()) {
-        match open(dir.path().join(message_db::FOLDER), "its message database") {
+    let (msgs, msgs_refused) = if messages::exists(dir.path()) {
+        match open(dir.path().join(messages::FOLDER), "its message database") {
             Ok(db) => (Some(db), None),
             Err(e) => (None, Some(e)),
         }
     } else {
         (None, None)
     };
-    let msgs_expected = message_db::has_marker(&db).unwrap_or(false);
+    let msgs_expected = messages::has_marker(&db).unwrap_or(false);
     Ok(Scratch {
         db,
         msgs,

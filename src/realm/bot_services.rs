@@ -102,7 +102,7 @@ pub struct Outbox {
 }
 
 /// The realm's outgoing-webhook state: services, storage, outbox. Stored in the
-/// snapshot's `bot_services` section (`storage::sections`).
+/// snapshot's `bot_services` section (`storage::codec::sections`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct BotServiceState {
     pub services: OrdMap<UserId, OutgoingService>,

@@ -69,7 +69,7 @@ pub struct PendingMail {
     pub due_at: i64,
 }
 
-/// The schedule. Stored in the snapshot's `missed_mail` section (`storage::sections`).
+/// The schedule. Stored in the snapshot's `missed_mail` section (`storage::codec::sections`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MissedMailState {
     pub next_id: u64,

@@ -317,7 +317,7 @@ pub struct Realm {
     #[serde(default)]
     pub sessions: sessions::SessionState,
     /// Outgoing-webhook services, bot storage and the delivery outbox. Stored in the
-    /// snapshot's `bot_services` section (`storage::sections`), not in the realm's
+    /// snapshot's `bot_services` section (`storage::codec::sections`), not in the realm's
     /// own record: a resource added after schema 7 is a section of its own.
     #[serde(skip)]
     pub bot_services: bot_services::BotServiceState,

@@ -1,5 +1,8 @@
-//! Opening a data folder's sled databases: the refusals an operator reads.
+//! Opening a data folder's sled databases: the refusals an operator reads, sled's
+//! configuration, and making what sled holds durable (`flush_durably`).
 
+use std::fs::File;
+use std::io;
 use std::path::Path;
 
 /// Why a data folder cannot be opened. Each message is one line naming the folder.
@@ -50,6 +53,31 @@ pub fn sled_config(dir: &Path) -> sled::Config {
         );
     }
     sled::Config::new().path(dir).flush_every_ms(None)
+}
+
+/// Makes what sled holds of the database in `dir` durable: its log (sled's `flush`
+/// ends with `sync_file_range`, which neither flushes the disk cache nor the file
+/// size), then an `fsync` of its file.
+pub(in crate::storage) fn flush_durably(db: &sled::Db, dir: &Path) -> Result<(), sled::Error> {
+    db.flush()?;
+    File::open(dir.join("db"))?.sync_data()?;
+    Ok(())
+}
+
+/// `fsync`s the blob files of the sled database in `dir` (values over its inline limit
+/// live there and sled never syncs them) and their folder.
+pub(in crate::storage) fn sync_blob_files(dir: &Path) -> io::Result<()> {
+    let blobs = dir.join("blobs");
+    if !blobs.is_dir() {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(&blobs)? {
+        let path = entry?.path();
+        if path.is_file() {
+            File::open(&path)?.sync_all()?;
+        }
+    }
+    File::open(&blobs)?.sync_all()
 }
 
 /// Makes every file and folder this process creates its owner's alone (umask 077:

@@ -1,11 +1,32 @@
 //! Persistence: one sled database per server; per realm a WAL tree of decided changes,
 //! a snapshots tree of whole realms and a tree of coalesced presence; beside it the
-//! WAL's commit journal (`journal`: what a group commit writes and `fdatasync`s, read
-//! back into the WAL trees by every open, emptied by every full flush); the message rows
-//! in a second sled database beside it (`message_db`), opened in the background so that
-//! their number does not hold up a start; uploaded files (attachments, custom emoji
+//! WAL's commit journal (`wal::journal`: what a group commit writes and `fdatasync`s,
+//! read back into the WAL trees by every open, emptied by every full flush); the message
+//! rows in a second sled database beside it (`messages`), opened in the background so
+//! that their number does not hold up a start; uploaded files (attachments, custom emoji
 //! images) beside both, one folder per realm (`uploads`). See `design.md`,
 //! "Persistence".
+//!
+//! # Rooms
+//!
+//! Each folder is one mechanism, and imports go one way, from the top down:
+//!
+//! - this file: `Store`, the open of a data folder's databases and what spans them
+//!   (realms present, the remains of an unfinished import, a WAL tail); `realm`: one
+//!   realm's store (`RealmStore`: WAL, snapshots, holds, shipping, recovery), which
+//!   composes the rooms below; `staging` (imports staged and realms dropped) and
+//!   `presence` (coalesced presence) beside it.
+//! - `messages/`: the message database, its rows and its search index; calls `wal`
+//!   (the flusher's marks, the main database), `codec` and `folder`.
+//! - `integrity/`: the shared reading of a realm's trees, the judge, the damage report;
+//!   calls `wal` and `codec`.
+//! - `wal/`: records, the commit journal, group commit and the flusher, faults, the
+//!   manifest; calls `codec` and `folder` only, and reaches the message database
+//!   through the `wal::SyncedFirst` port it defines.
+//! - `archive` (the realm archive's file format, framed by `codec`) and `uploads`
+//!   (uploaded files, one folder per realm).
+//! - `codec/` and `folder` (sled's configuration, making what sled holds durable, the
+//!   refusals of an open): the ground, calling no other room.
 //!
 //! # Integrity: corruption is never silent
 //!
@@ -13,13 +34,13 @@
 //! flipped bytes in the middle of its file silently drop everything written after them,
 //! whole trees included. hearth's own frames (`codec`) catch a damaged record, but not
 //! one that is simply gone. So the data folder holds, beside the database, a manifest
-//! (`manifest`): per realm, the last WAL record and the newest snapshot known durable.
+//! (`wal::manifest`): per realm, the last WAL record and the newest snapshot known durable.
 //! It is written atomically (temporary file, fsync, rename, fsync of the folder) when a
 //! snapshot is durable, at clean shutdown, at the end of each start, and by the flusher
 //! at most once a second when its marks moved; a mark only ever names what a finished
 //! flush covered, so the manifest may lag the store, never lead it.
 //!
-//! On start, every realm is held against it (`integrity::judge`, on what `wal::scan`
+//! On start, every realm is held against it (`integrity::judge`, on what `integrity::scan`
 //! read): a realm the manifest names but the database lacks, a snapshot or WAL record
 //! at or below the mark that is missing or does not decode, a WAL gap, or a store
 //! behind its mark refuses the start with one line naming the folder, the realm, what
@@ -28,7 +49,7 @@
 //! corrupt manifest refuses too; a missing one is fine only for a folder from before
 //! manifests (the database's marker says whether one was ever written), which gets one.
 //!
-//! The message database (`message_db`) is a second sled database with the same blind
+//! The message database (`messages`) is a second sled database with the same blind
 //! spot, and it opens after the start: it counts its syncs (one before each snapshot),
 //! the manifest records the count, and an opening that finds fewer than the manifest
 //! counts fails the message store (message reads answer 503, `/health/ready` says why)
@@ -43,29 +64,25 @@
 
 pub mod archive;
 pub mod codec;
-pub mod durability;
 pub mod folder;
 pub mod integrity;
-pub mod journal;
-pub mod legacy;
-pub mod manifest;
-pub mod message_db;
 pub mod messages;
 pub mod presence;
-pub mod search;
-pub mod sections;
+pub mod realm;
 pub mod staging;
 pub mod uploads;
 pub mod wal;
 
-pub use durability::StorageFailed;
-pub use durability::{Durability, DurabilityMode};
 pub use folder::{open_error, FolderError};
 pub use integrity::Damage;
-pub use wal::{RealmStore, SnapshotJob};
+pub use realm::{RealmStore, SnapshotJob};
+pub use wal::{Durability, DurabilityMode, StorageFailed};
 
 use std::path::Path;
 use std::sync::Arc;
+
+use messages::MessageDb;
+use wal::{journal, manifest};
 
 /// Errors of the storage layer; they reach a client only as a fixed 500.
 #[derive(Debug, thiserror::Error)]
@@ -83,11 +100,14 @@ pub enum StorageError {
     Damaged(Box<Damage>),
 }
 
-/// The server's database and its flusher. The database handle itself lives in
-/// `Durability`, which closes and reopens it around a storage fault.
+/// The server's database and its flusher, and the message database. The database
+/// handle itself lives in `Durability`, which closes and reopens it around a storage
+/// fault.
 #[derive(Clone)]
 pub struct Store {
     pub durability: Arc<Durability>,
+    /// The message database, opened in the background (`messages`).
+    messages: Arc<MessageDb>,
 }
 
 pub(crate) const WAL_PREFIX: &str = "wal:";
@@ -142,20 +162,20 @@ impl Store {
                 dir.display()
             );
         }
-        message_db::finish_swap(dir).map_err(|e| {
+        messages::finish_swap(dir).map_err(|e| {
             damaged(
                 &format!(
                     "the message database {} swapped in",
-                    dir.join(message_db::FOLDER).display()
+                    dir.join(messages::FOLDER).display()
                 ),
                 e.to_string(),
             )
         })?;
-        if message_db::has_marker(&db)? && !message_db::exists(dir) {
+        if messages::has_marker(&db)? && !messages::exists(dir) {
             return Err(damaged(
                 &format!(
                     "the message database {}",
-                    dir.join(message_db::FOLDER).display()
+                    dir.join(messages::FOLDER).display()
                 ),
                 "none, though the database says the folder keeps its messages there".into(),
             ));
@@ -174,8 +194,8 @@ impl Store {
             ));
         }
         if replayed.records > 0 || replayed.torn.is_some() {
-            durability::flush_durably(&db, dir)?;
-            durability::sync_blob_files(dir)?;
+            folder::flush_durably(&db, dir)?;
+            folder::sync_blob_files(dir)?;
             tracing::info!(
                 "the journal held {} WAL records ({} not yet in the database){}",
                 replayed.records,
@@ -187,12 +207,14 @@ impl Store {
                     .unwrap_or_default()
             );
         }
-        let durability = Durability::start(db.clone(), dir, mode, found)
+        let messages = MessageDb::new(dir);
+        let durability = Durability::start(db.clone(), dir, mode, found, messages.clone())
             .map_err(|e| StorageError::Invalid(format!("cannot start the flusher: {e}")))?;
-        durability
-            .message_db()
-            .open_in_background(durability.clone());
-        Ok(Store { durability })
+        messages.open_in_background(durability.clone());
+        Ok(Store {
+            durability,
+            messages,
+        })
     }
 
     /// Checks that every realm the manifest names is in the database: one that is not
@@ -223,6 +245,11 @@ impl Store {
             .marks()
             .write_now(self.durability.dir(), self.db().as_ref())?;
         Ok(())
+    }
+
+    /// The message database of this data folder.
+    pub fn message_db(&self) -> &Arc<MessageDb> {
+        &self.messages
     }
 
     /// The open database (`None` while the store is failed).
@@ -257,7 +284,7 @@ impl Store {
     /// The message store of one realm (also of one not served: an import writes it
     /// before the realm is loaded).
     pub fn messages(&self, subdomain: &str) -> messages::MessageStore {
-        messages::MessageStore::new(subdomain, self.durability.message_db().clone())
+        messages::MessageStore::new(subdomain, self.messages.clone())
     }
 
     /// Removes what a realm that does not exist (no WAL tree) left behind: an import cut
@@ -338,7 +365,7 @@ impl Store {
             subdomain,
             format!("{WAL_PREFIX}{subdomain}"),
             format!("{SNAP_PREFIX}{subdomain}"),
-            messages::MessageStore::new(subdomain, self.durability.message_db().clone()),
+            messages::MessageStore::new(subdomain, self.messages.clone()),
             self.durability.clone(),
         )
     }

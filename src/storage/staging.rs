@@ -20,8 +20,8 @@
 
 use std::path::Path;
 
-use super::manifest::META_TREE;
-use super::message_db::MessageDb;
+use super::messages::MessageDb;
+use super::wal::manifest::META_TREE;
 use super::{messages, StorageError, Store, PRESENCE_PREFIX, SNAP_PREFIX, WAL_PREFIX};
 
 const STAGED: &str = "staged:";
@@ -135,7 +135,7 @@ impl Store {
         for prefix in [WAL_PREFIX, SNAP_PREFIX, PRESENCE_PREFIX] {
             db.drop_tree(format!("{prefix}{subdomain}").as_bytes())?;
         }
-        drop_message_trees(self.durability.message_db(), subdomain)?;
+        drop_message_trees(self.message_db(), subdomain)?;
         match std::fs::remove_dir_all(uploads_dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
             _ => {}

@@ -562,7 +562,7 @@ async fn an_online_export_under_writes_plus_its_wal_tail_equals_the_source() {
     let export = async {
         // Let the load start first.
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        let m = ops_archive::export_running(server.durability(), &actor, SUB, &archive).await;
+        let m = ops_archive::export_running(server.store(), &actor, SUB, &archive).await;
         stop.store(true, Ordering::SeqCst);
         m
     };

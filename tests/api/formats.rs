@@ -671,7 +671,7 @@ fn a_snapshot_of_schema_6_has_no_sessions() {
     assert_eq!(back.exports.by_id.len(), 2);
 }
 
-/// Schema 8 is schema 7's record followed by sections (`storage::sections`): the
+/// Schema 8 is schema 7's record followed by sections (`storage::codec::sections`): the
 /// outgoing-webhook services, bot storage and outbox are the first. Its golden fixture
 /// decodes to the same realm, and schema 7's fixture decodes with the sections empty.
 #[test]
@@ -737,7 +737,7 @@ fn golden_snapshot_of_schema_8_decodes() {
 /// A section this build does not know is refused, never dropped.
 #[test]
 fn an_unknown_snapshot_section_is_refused() {
-    use hearth::storage::sections::Section;
+    use hearth::storage::codec::sections::Section;
     let (_, realm) = built();
     let future = vec![Section {
         name: "tomorrow".into(),

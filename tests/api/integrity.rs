@@ -515,7 +515,8 @@ fn a_missing_manifest_is_refused_unless_the_folder_predates_manifests() {
     std::fs::remove_file(old.join("hearth-manifest")).unwrap();
     {
         let db = sled::Config::new().path(&old).open().unwrap();
-        db.drop_tree(hearth::storage::manifest::META_TREE).unwrap();
+        db.drop_tree(hearth::storage::wal::manifest::META_TREE)
+            .unwrap();
         db.flush().unwrap();
     }
     let check = run(&["check", "--data", old.to_str().unwrap()]);
@@ -536,7 +537,7 @@ fn a_missing_manifest_is_refused_unless_the_folder_predates_manifests() {
         "written at the end of the start"
     );
     server.stop();
-    let marks = hearth::storage::manifest::read(&old).unwrap().unwrap();
+    let marks = hearth::storage::wal::manifest::read(&old).unwrap().unwrap();
     assert!(marks.realms["zulip"].last_seq > 0);
     std::fs::remove_file(old.join("hearth-manifest")).unwrap();
     match start(&old, &[]) {
@@ -752,9 +753,9 @@ fn a_journal_damaged_before_its_end_is_refused_and_check_and_recover_agree() {
     }
     let acknowledged = channel_names(&server.url);
     server.kill_9();
-    let journal = data.join(hearth::storage::journal::JOURNAL_FILE);
+    let journal = data.join(hearth::storage::wal::journal::JOURNAL_FILE);
     assert!(
-        hearth::storage::journal::count(&data).unwrap() >= 12,
+        hearth::storage::wal::journal::count(&data).unwrap() >= 12,
         "the acknowledged writes are in the journal"
     );
 
@@ -773,7 +774,11 @@ fn a_journal_damaged_before_its_end_is_refused_and_check_and_recover_agree() {
     server.stop();
 
     // A flipped byte in the first frame's body (past the header and its length).
-    flip(&journal, hearth::storage::journal::HEADER as usize + 12, 1);
+    flip(
+        &journal,
+        hearth::storage::wal::journal::HEADER as usize + 12,
+        1,
+    );
     let Started::Refused(status, lines) = start(&data, &[]) else {
         panic!("a damaged journal started");
     };

@@ -12,7 +12,7 @@
 //! `is:mentioned` narrows.
 //!
 //! The rewrite copies the old database into a fresh one and swaps it in
-//! (`storage::message_db`): the first start leaves no old tree behind, and a `kill -9`
+//! (`storage::messages`): the first start leaves no old tree behind, and a `kill -9`
 //! in the middle of it (`HEARTH_MESSAGES_FAULT`: after the copy, and between the two
 //! renames of the swap) leaves a folder the next start serves in full.
 
@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::common::child::{ChildServer, Started};
 use crate::common::*;
-use hearth::storage::message_db::{FOLDER, FRESH, REPLACED};
+use hearth::storage::messages::{FOLDER, FRESH, REPLACED};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -114,7 +114,7 @@ async fn flags_of_the_layout_before_bitmaps_are_kept() {
         if round == 0 {
             // The first start rewrote the old per-user trees and dropped them.
             app.stop().await;
-            let db = hearth::storage::message_db::open_sled(app.dir.path()).unwrap();
+            let db = hearth::storage::messages::open_sled(app.dir.path()).unwrap();
             let names: Vec<String> = db
                 .tree_names()
                 .iter()

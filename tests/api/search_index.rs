@@ -1,4 +1,4 @@
-//! `search` narrows through the full-text index (`storage::search`): English stems,
+//! `search` narrows through the full-text index (`storage::messages::search`): English stems,
 //! phrases, stop words, access as the rest of `GET /messages` decides it, edits, moves
 //! and deletions seen at once, an index rebuilt at start, and Zulip's highlighting.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -64,7 +64,7 @@ pub trait MessageRows {
 
     /// The ids of messages that may match a search (a superset, ascending: each is
     /// checked on its row), from the full-text index; `None`: no index to ask, the
-    /// fetch scans its source instead. See `storage::search`.
+    /// fetch scans its source instead. See `storage::messages::search`.
     fn search(&self, _q: &SearchQuery) -> RowsResult<Option<Vec<MessageId>>> {
         Ok(None)
     }

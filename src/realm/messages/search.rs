@@ -1,7 +1,7 @@
 //! What a `search` narrow operand means, as Zulip's full-text search (PostgreSQL's
 //! `zulip.english_us_search` configuration) decides it: the pure half of search, shared
-//! by the message-store's index (`storage::search`), the check of each candidate row,
-//! and the highlighting of `match_content` / `match_subject`.
+//! by the message-store's index (`storage::messages::search`), the check of each
+//! candidate row, and the highlighting of `match_content` / `match_subject`.
 //!
 //! - The operand's words are English lexemes: lower-cased, Zulip's stop words
 //!   (`zulip_english.stop`) dropped, Snowball-stemmed ("deploying" and "deployed" are

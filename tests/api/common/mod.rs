@@ -427,7 +427,6 @@ impl TestApp {
     pub async fn deliver_scheduled(&self) {
         // The actor leaves deliveries to a later tick until the message database opens.
         self.server()
-            .durability()
             .message_db()
             .ready()
             .await

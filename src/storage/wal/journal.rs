@@ -66,8 +66,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use super::{codec, wal, StorageError, SNAP_PREFIX, WAL_PREFIX};
+use super::records::key_seq;
 use crate::locks::lock;
+use crate::storage::{codec, StorageError, SNAP_PREFIX, WAL_PREFIX};
 
 /// The journal's file in a data folder.
 pub const JOURNAL_FILE: &str = "journal";
@@ -526,7 +527,7 @@ pub fn replay(db: &sled::Db, dir: &Path) -> Result<Replayed, StorageError> {
     for entry in entries {
         if !realms.contains_key(&entry.realm) {
             let snaps = db.open_tree(format!("{SNAP_PREFIX}{}", entry.realm))?;
-            let covered = snaps.last()?.map_or(0, |(k, _)| wal::key_seq(&k));
+            let covered = snaps.last()?.map_or(0, |(k, _)| key_seq(&k));
             let tree = db.open_tree(format!("{WAL_PREFIX}{}", entry.realm))?;
             realms.insert(entry.realm.clone(), (tree, covered));
         }
@@ -676,7 +677,7 @@ mod tests {
             assert_eq!(replayed.written, 4, "record a3 is the snapshot's");
             assert!(replayed.torn.is_some());
             let a = db.open_tree("wal:a").unwrap();
-            let keys: Vec<u64> = a.iter().keys().map(|k| wal::key_seq(&k.unwrap())).collect();
+            let keys: Vec<u64> = a.iter().keys().map(|k| key_seq(&k.unwrap())).collect();
             assert_eq!(keys, [4, 5]);
             assert_eq!(a.get(5u64.to_be_bytes()).unwrap().unwrap(), &b"a5"[..]);
             assert_eq!(db.open_tree("wal:b").unwrap().len(), 2);
@@ -748,7 +749,7 @@ mod tests {
                 .iter()
                 .map(|kv| {
                     let (k, v) = kv.unwrap();
-                    (wal::key_seq(&k), v.to_vec())
+                    (key_seq(&k), v.to_vec())
                 })
                 .collect();
             assert_eq!(

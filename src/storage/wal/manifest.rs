@@ -58,7 +58,7 @@ pub struct Manifest {
     /// Marks per realm subdomain.
     pub realms: BTreeMap<String, RealmMark>,
     /// How many times the message database was made durable before a snapshot
-    /// (`message_db::MessageDb::sync`): it must hold at least this count, or it lost
+    /// (`messages::MessageDb::sync`): it must hold at least this count, or it lost
     /// writes. Absent (0) in manifests from before the message database.
     #[serde(default)]
     pub messages_synced: u64,
@@ -290,7 +290,7 @@ impl Marks {
                     if let Some(db) = db {
                         // Once, durably: from now on a missing manifest is noticed.
                         set_marker(db).map_err(io::Error::other)?;
-                        super::durability::flush_durably(db, dir).map_err(io::Error::other)?;
+                        crate::storage::folder::flush_durably(db, dir).map_err(io::Error::other)?;
                     }
                 }
             }

@@ -1,4 +1,10 @@
-//! The one place that knows how records are encoded on disk.
+//! The codec room: the one place that knows how records are encoded on disk.
+//!
+//! It owns the frame (`frame`), the record types' schema versions and their decoding
+//! (this file), the snapshot's sections (`sections`) and the frozen types of every
+//! older schema (`legacy`). It promises that what it encodes today decodes in every
+//! later build: a record is never rewritten to be read again. It stores nothing and
+//! calls no other storage room: every room that writes a record calls it.
 //!
 //! Frame: `[schema version: u8][crc32 of payload: u32 LE][bincode payload]`. The
 //! checksum tells a torn or corrupt record from a good one. bincode is positional, so
@@ -9,7 +15,7 @@
 //!   `PresenceEntry` (a user's coalesced presence): `PRESENCE_SCHEMA`.
 //! - `decode_realm` and `decode_changes` dispatch on the version: the current one
 //!   decodes into today's types; an older one decodes into that version's types, kept
-//!   frozen in `storage/legacy.rs`, and migrates forward one version at a time.
+//!   frozen in `storage/codec/legacy.rs`, and migrates forward one version at a time.
 //! - Changing a stored type means: copy its current definition into `legacy.rs` as the
 //!   old version, bump the schema constant, add the migration step and its arm here.
 //!   The golden fixtures in `tests/fixtures/` (records of every schema) must keep
@@ -18,79 +24,25 @@
 //! Schema 1 is the format hearth wrote from its first release (the byte was called the
 //! format version then), so every existing data folder reads as schema 1.
 
-use serde::{de::DeserializeOwned, Serialize};
+mod frame;
+pub mod legacy;
+pub mod sections;
 
-use super::legacy;
+pub use frame::{decode, decode_payload, encode, encode_versioned, open_frame, CodecError};
+
 use crate::realm::presence::PresenceEntry;
 use crate::realm::{Change, Realm};
 
 /// Schema version of the snapshot record hearth writes: schema 8 is the realm's own
-/// record (schema 7's shape) followed by its sections (`storage::sections`).
+/// record (schema 7's shape) followed by its sections (`storage::codec::sections`).
 pub const REALM_SCHEMA: u8 = 8;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
 pub const CHANGES_SCHEMA: u8 = 3;
 /// Schema version of the presence record (`PresenceEntry`) hearth writes.
 pub const PRESENCE_SCHEMA: u8 = 1;
-const HEADER: usize = 5;
-
-/// Why a record could not be encoded or decoded.
-#[derive(Debug, thiserror::Error)]
-pub enum CodecError {
-    #[error("record too short ({0} bytes)")]
-    Truncated(usize),
-    #[error("unknown schema version {0}")]
-    Version(u8),
-    #[error("checksum mismatch")]
-    Checksum,
-    #[error("bincode encode: {0}")]
-    Encode(#[from] bincode::error::EncodeError),
-    #[error("bincode decode: {0}")]
-    Decode(#[from] bincode::error::DecodeError),
-    #[error("{0} trailing bytes after the record")]
-    Trailing(usize),
-    #[error("unknown snapshot section '{0}' version {1} (written by a newer hearth?)")]
-    Section(String, u16),
-}
-
-fn config() -> bincode::config::Configuration {
-    bincode::config::standard()
-}
-
-/// Encodes a value into a frame of schema `version`.
-pub fn encode_versioned<T: Serialize>(version: u8, value: &T) -> Result<Vec<u8>, CodecError> {
-    let payload = bincode::serde::encode_to_vec(value, config())?;
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.push(version);
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
-    Ok(out)
-}
-
-/// Checks a frame's length and checksum; returns its schema version and payload.
-pub fn open_frame(bytes: &[u8]) -> Result<(u8, &[u8]), CodecError> {
-    if bytes.len() < HEADER {
-        return Err(CodecError::Truncated(bytes.len()));
-    }
-    let crc = u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
-    let payload = &bytes[HEADER..];
-    if crc32fast::hash(payload) != crc {
-        return Err(CodecError::Checksum);
-    }
-    Ok((bytes[0], payload))
-}
-
-/// Decodes a whole payload as `T` (trailing bytes are an error).
-pub fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, CodecError> {
-    let (value, used) = bincode::serde::decode_from_slice(payload, config())?;
-    if used != payload.len() {
-        return Err(CodecError::Trailing(payload.len() - used));
-    }
-    Ok(value)
-}
-
 /// Encodes a snapshot record.
 pub fn encode_realm(realm: &Realm) -> Result<Vec<u8>, CodecError> {
-    let sections = super::sections::sections_of(realm)?;
+    let sections = sections::sections_of(realm)?;
     encode_versioned(REALM_SCHEMA, &(realm, sections))
 }
 
@@ -107,9 +59,8 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
         // Schema 7 is schema 8 without sections.
         7 => decode_payload::<Realm>(payload),
         REALM_SCHEMA => {
-            let (mut realm, sections) =
-                decode_payload::<(Realm, Vec<super::sections::Section>)>(payload)?;
-            super::sections::apply_sections(&mut realm, sections)?;
+            let (mut realm, sections) = decode_payload::<(Realm, Vec<sections::Section>)>(payload)?;
+            sections::apply_sections(&mut realm, sections)?;
             Ok(realm)
         }
         v => Err(CodecError::Version(v)),
@@ -145,21 +96,9 @@ pub fn decode_presence(bytes: &[u8]) -> Result<PresenceEntry, CodecError> {
     }
 }
 
-/// Encodes any value in a schema-1 frame (tests and tools that store ad-hoc values).
-pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, CodecError> {
-    encode_versioned(1, value)
-}
-
-/// Decodes a schema-1 frame of any value (see `encode`).
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
-    match open_frame(bytes)? {
-        (1, payload) => decode_payload(payload),
-        (v, _) => Err(CodecError::Version(v)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::frame::HEADER;
     use super::*;
     use crate::realm::{dev::dev_realm_changes, Change, Cx, Realm};
 

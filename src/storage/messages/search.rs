@@ -24,7 +24,7 @@
 //!
 //! # Writes: the same row writes, off the realm actor
 //!
-//! The message database applies every projection (`message_db`: the writer thread, the
+//! The message database applies every projection (`db`, `writer`: the writer thread, the
 //! queue applied while opening, recovery's replay, imports) and then tells the realm's
 //! index which messages it wrote (`touch`: a send, an edit or a move, a deletion); a
 //! repair that changed rows asks for a rebuild. `touch` only records the ids in memory
@@ -73,11 +73,12 @@ use tantivy::{
     SegmentReader, TantivyDocument, Term,
 };
 
-use super::message_db::MessageDb;
-use super::messages::{decode_message, Op};
+use super::layout::{decode_message, Trees};
+use super::projection::Op;
 use crate::locks::{lock, read, wait_timeout_while, write};
 use crate::realm::messages::search::{analyzer, indexed_text, SearchQuery};
 use crate::realm::messages::MessageId;
+use crate::storage::StorageError;
 
 /// The folder of the search indexes inside a data folder.
 pub const FOLDER: &str = "search";
@@ -88,24 +89,24 @@ pub const LAYOUT_FILE: &str = "hearth-layout";
 /// Present while the message store may hold rows the index has not committed.
 pub const DIRTY_FILE: &str = "hearth-dirty";
 /// The tokenizer name of the words field.
-const TOKENIZER: &str = "hearth";
+pub(super) const TOKENIZER: &str = "hearth";
 /// The writer's memory budget by default, in MiB (`serve --search-writer-mb`).
 pub const DEFAULT_WRITER_MB: u64 = 50;
 /// tantivy's smallest budget per writer thread.
-const MIN_WRITER_MB: u64 = 15;
+pub(super) const MIN_WRITER_MB: u64 = 15;
 /// How long touches gather before the index thread writes and commits them. Each
 /// commit makes a segment (files, fsyncs, a reader reload, later merges), so under a
 /// stream of sends fewer, larger commits cost the server less CPU per message (about
 /// 0.95× against 0.82× of the CPU per send without an index, at 1 s against 200 ms:
 /// `benches/RESULTS.md`). Searches never wait for it: pending ids are candidates.
-const COMMIT_DELAY: Duration = Duration::from_secs(1);
+pub(super) const COMMIT_DELAY: Duration = Duration::from_secs(1);
 /// A rebuild says how far it got every this many messages.
-const PROGRESS_EVERY: u64 = 100_000;
+pub(super) const PROGRESS_EVERY: u64 = 100_000;
 /// After a failed rebuild, the next try waits this long (searches scan meanwhile).
-const RETRY_AFTER: Duration = Duration::from_secs(30);
+pub(super) const RETRY_AFTER: Duration = Duration::from_secs(30);
 
-static ENABLED: AtomicBool = AtomicBool::new(true);
-static WRITER_MB: AtomicU64 = AtomicU64::new(DEFAULT_WRITER_MB);
+pub(super) static ENABLED: AtomicBool = AtomicBool::new(true);
+pub(super) static WRITER_MB: AtomicU64 = AtomicU64::new(DEFAULT_WRITER_MB);
 
 /// Whether realms keep a search index (`serve --search-index off`: searches scan).
 pub fn set_enabled(on: bool) {
@@ -154,12 +155,12 @@ pub(super) fn touched(op: &Op, ids: &mut Vec<MessageId>) -> bool {
 
 /// The fields of the index.
 #[derive(Clone, Copy)]
-struct Fields {
-    id: Field,
-    words: Field,
+pub(super) struct Fields {
+    pub(super) id: Field,
+    pub(super) words: Field,
 }
 
-fn schema() -> (Schema, Fields) {
+pub(super) fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
     let id = b.add_u64_field("id", NumericOptions::default().set_indexed().set_fast());
     let words = b.add_text_field(
@@ -175,41 +176,49 @@ fn schema() -> (Schema, Fields) {
 }
 
 /// An open index: what searches read.
-struct Engine {
-    reader: IndexReader,
-    fields: Fields,
+pub(super) struct Engine {
+    pub(super) reader: IndexReader,
+    pub(super) fields: Fields,
 }
 
 /// What the index thread is asked to do.
 #[derive(Default)]
-struct Work {
+pub(super) struct Work {
     /// Touched messages not yet committed, each with the number of its latest touch.
-    pending: HashMap<MessageId, u64>,
+    pub(super) pending: HashMap<MessageId, u64>,
     /// Touches so far.
-    seq: u64,
+    pub(super) seq: u64,
     /// Ids taken by the thread and not yet committed (still pending too).
-    in_flight: bool,
-    rebuild: bool,
-    stop: bool,
+    pub(super) in_flight: bool,
+    pub(super) rebuild: bool,
+    pub(super) stop: bool,
     /// `DIRTY_FILE` exists.
-    dirty: bool,
+    pub(super) dirty: bool,
+}
+
+/// Where an index reads a realm's rows back: the message database (`db`), which owns
+/// the indexes and tells them of its writes. A port, so that this file does not name
+/// the database that names it.
+pub(super) trait RowTrees: Send + Sync {
+    /// The trees of the realm of `names` (see `MessageDb::trees`).
+    fn trees(&self, names: &Arc<[String; 5]>) -> Result<Trees, StorageError>;
 }
 
 /// One realm's index; see the module doc.
 pub struct SearchIndex {
-    subdomain: String,
-    dir: PathBuf,
-    names: Arc<[String; 5]>,
-    db: Weak<MessageDb>,
+    pub(super) subdomain: String,
+    pub(super) dir: PathBuf,
+    pub(super) names: Arc<[String; 5]>,
+    pub(super) db: Weak<dyn RowTrees>,
     /// `None` while opening or rebuilding (searches scan).
-    engine: RwLock<Option<Arc<Engine>>>,
-    work: Mutex<Work>,
-    wake: Condvar,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    pub(super) engine: RwLock<Option<Arc<Engine>>>,
+    pub(super) work: Mutex<Work>,
+    pub(super) wake: Condvar,
+    pub(super) thread: Mutex<Option<JoinHandle<()>>>,
     /// The highest message id any document of the index has held, deleted ones
     /// included (the index thread's): a touched id above it is a new message, with no
     /// document to replace, so its write queues no delete.
-    max_indexed: AtomicU64,
+    pub(super) max_indexed: AtomicU64,
 }
 
 impl SearchIndex {
@@ -217,7 +226,7 @@ impl SearchIndex {
     pub(super) fn start(
         data: &Path,
         names: Arc<[String; 5]>,
-        db: Weak<MessageDb>,
+        db: Weak<dyn RowTrees>,
     ) -> Arc<SearchIndex> {
         let subdomain = names[0]
             .strip_prefix("msg:")
@@ -343,7 +352,7 @@ impl SearchIndex {
     }
 
     /// The index thread (see the module doc).
-    fn run(&self) {
+    pub(super) fn run(&self) {
         let mut writer = match self.open() {
             Ok(w) => Some(w),
             Err(why) => {
@@ -425,7 +434,7 @@ impl SearchIndex {
     }
 
     /// Opens the index as it is on disk, when it is whole, clean and of this layout.
-    fn open(&self) -> Result<IndexWriter, String> {
+    pub(super) fn open(&self) -> Result<IndexWriter, String> {
         let layout = std::fs::read_to_string(self.dir.join(LAYOUT_FILE))
             .map_err(|_| "no index yet".to_owned())?;
         if layout.trim() != LAYOUT.to_string() {
@@ -446,7 +455,7 @@ impl SearchIndex {
     }
 
     /// Registers the analyzer, opens the writer and the reader, and serves searches.
-    fn serve(&self, index: Index, fields: Fields) -> Result<IndexWriter, String> {
+    pub(super) fn serve(&self, index: Index, fields: Fields) -> Result<IndexWriter, String> {
         index.tokenizers().register(TOKENIZER, analyzer());
         let writer = new_writer(&index).map_err(|e| format!("no writer ({e})"))?;
         let reader = index
@@ -467,7 +476,7 @@ impl SearchIndex {
     }
 
     /// Removes the folder and indexes every row of the realm again.
-    fn rebuild_now(&self) -> Result<IndexWriter, String> {
+    pub(super) fn rebuild_now(&self) -> Result<IndexWriter, String> {
         *write(&self.engine) = None;
         lock(&self.work).rebuild = false;
         let started = Instant::now();
@@ -527,7 +536,7 @@ impl SearchIndex {
 
     /// Writes the documents of the pending ids as their rows are now, commits, and
     /// forgets the ids no later write touched.
-    fn commit_pending(&self, writer: &mut IndexWriter) -> Result<(), String> {
+    pub(super) fn commit_pending(&self, writer: &mut IndexWriter) -> Result<(), String> {
         let taken: Vec<(MessageId, u64)> = {
             let mut w = lock(&self.work);
             w.in_flight = true;
@@ -552,7 +561,7 @@ impl SearchIndex {
         Ok(())
     }
 
-    fn write_docs(
+    pub(super) fn write_docs(
         &self,
         writer: &mut IndexWriter,
         taken: &[(MessageId, u64)],
@@ -588,7 +597,7 @@ impl SearchIndex {
 }
 
 /// The index's writer: one indexing thread and one merging thread, within the budget.
-fn new_writer(index: &Index) -> tantivy::Result<IndexWriter> {
+pub(super) fn new_writer(index: &Index) -> tantivy::Result<IndexWriter> {
     let budget = WRITER_MB.load(Ordering::SeqCst).max(MIN_WRITER_MB) * 1024 * 1024;
     index.writer_with_options(
         IndexWriterOptions::builder()
@@ -600,7 +609,7 @@ fn new_writer(index: &Index) -> tantivy::Result<IndexWriter> {
 }
 
 /// Writes a small file and makes it and its name durable.
-fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::File::create(dir.join(name))?;
     f.write_all(bytes)?;
@@ -609,11 +618,11 @@ fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Collects the message ids of the matching documents (their `id` fast field).
-struct IdCollector;
+pub(super) struct IdCollector;
 
-struct SegmentIds {
-    column: Column<u64>,
-    ids: Vec<MessageId>,
+pub(super) struct SegmentIds {
+    pub(super) column: Column<u64>,
+    pub(super) ids: Vec<MessageId>,
 }
 
 impl Collector for IdCollector {
@@ -662,7 +671,7 @@ impl Indexes {
         &self,
         data: &Path,
         names: &Arc<[String; 5]>,
-        db: &Weak<MessageDb>,
+        db: &Weak<dyn RowTrees>,
     ) -> Option<Arc<SearchIndex>> {
         if !enabled() {
             return None;

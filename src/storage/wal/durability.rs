@@ -4,7 +4,7 @@
 //! Under load one `fsync` covers every write appended before it started; idle, a write
 //! costs one `fsync`. The realm actor never waits: handlers await their ticket.
 //!
-//! The flusher's commit appends the records to the journal (`storage::journal`) with
+//! The flusher's commit appends the records to the journal (`wal::journal`) with
 //! one `pwrite` and one `fdatasync`; sled itself is flushed by `flush_now`, a
 //! checkpoint, which then empties the journal.
 //!
@@ -12,23 +12,10 @@
 //! writes: in `always` the durable ticket, in `interval` and `never` every ticket at
 //! once (those modes promise no more).
 //!
-//! # Faults
-//!
 //! A flush that fails is retried a bounded number of times; then the store is *failed*
-//! (like fjall's `Poisoned`): every waiting and later writer gets `StorageFailed` at
-//! once, nothing more becomes visible, and the database handle is closed (sled keeps a
-//! failed write's error forever, so only a reopened database can write again).
+//! and recovers once every realm store reset (`wal::faults`).
 //!
-//! Each realm store then *resets*: its actor drops the decisions that never became
-//! durable, goes back to the published (durable) version, and hands a snapshot of that
-//! state to `acknowledge_fault`. While failed, the flusher probes every
-//! `PROBE_PERIOD`: once every realm store acknowledged, it reopens the database, checks
-//! that a flush succeeds (space came back), removes the WAL records and snapshots the
-//! failed decisions left behind, writes the reset snapshots, flushes, and only then
-//! clears the failure. The tickets of the dropped decisions are *dead*: they never
-//! count as durable, so no waiter is told `success` for them and no release shows them.
-//!
-//! The flusher also keeps the manifest (`storage::manifest`): the appended marks taken
+//! The flusher also keeps the manifest (`wal::manifest`): the appended marks taken
 //! before each flush count durable once it succeeded, and it writes them out at most
 //! once a second when they moved, after the flush (never while a writer waits on it).
 //!
@@ -36,7 +23,6 @@
 //! values that stay consistent, so the guard is recovered (`crate::locks`).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -48,8 +34,9 @@ use tokio::sync::watch;
 
 use super::journal::{Journal, CHECKPOINT_BYTES};
 use super::manifest::{Manifest, Marks};
-use super::message_db::MessageDb;
-use crate::locks::{lock, read, wait_timeout_while, write};
+use crate::locks::{lock, read, wait_timeout_while};
+use crate::storage::folder::{flush_durably, sync_blob_files};
+use crate::storage::StorageError;
 
 /// When an acknowledged write reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,13 +66,9 @@ impl FromStr for DurabilityMode {
 /// A failed flush is tried this many times in all before the store fails.
 const FLUSH_ATTEMPTS: u32 = 3;
 const FLUSH_RETRY_PAUSE: Duration = Duration::from_millis(200);
+
 /// While failed, the flusher tries to recover this often.
 const PROBE_PERIOD: Duration = Duration::from_secs(1);
-
-/// The store could not make writes durable; it refuses writes until recovered.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("storage failed: {0}")]
-pub struct StorageFailed(pub String);
 
 /// What a realm store hands over after a fault: the state its actor went back to.
 #[derive(Debug, Clone)]
@@ -104,79 +87,78 @@ pub struct Reset {
 
 /// Realm stores that must reset before a failure can be cleared.
 #[derive(Default)]
-struct Participants {
-    next_id: u64,
-    live: HashMap<u64, Option<(u64, Reset)>>,
+pub(super) struct Participants {
+    pub(super) next_id: u64,
+    pub(super) live: HashMap<u64, Option<(u64, Reset)>>,
+}
+
+/// The store could not make writes durable; it refuses writes until recovered.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("storage failed: {0}")]
+pub struct StorageFailed(pub String);
+
+/// The database the flusher makes durable before the main one: the message database
+/// (`storage::messages`), whose rows are derived from WAL records. A snapshot covers
+/// records only once their rows are on disk, and a flush of new records waits for a
+/// repair's rows (see `repairs_first`). The `wal` room knows it only through this port,
+/// so that it never calls up into the rooms that stand on it.
+pub trait SyncedFirst: Send + Sync {
+    /// Syncs it when a repair asks for that; the new count of its syncs, if it synced.
+    fn sync_repairs(&self) -> Option<u64>;
+    /// Whether it is open (a recovery waits for it).
+    fn is_open(&self) -> bool;
+    /// Makes what it holds durable; the new count of its syncs.
+    fn sync(&self) -> Result<u64, StorageError>;
+    /// Why it failed, when it did (`/health/ready` says so).
+    fn failure(&self) -> Option<String>;
+    /// Flushes and closes it (at shutdown, after the main database's last flush).
+    fn close(&self);
 }
 
 /// The flusher's shared state.
 pub struct Durability {
-    mode: DurabilityMode,
+    pub(super) mode: DurabilityMode,
     /// The database; `None` while failed (closed so that it can be reopened).
-    db: RwLock<Option<sled::Db>>,
+    pub(super) db: RwLock<Option<sled::Db>>,
     /// The database folder: sled's `flush` ends with `sync_file_range`, which neither
     /// flushes the disk cache nor the file size, so hearth `fsync`s the files itself.
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
     /// Tickets handed out so far; ticket N is taken after its record was appended.
-    written: AtomicU64,
+    pub(super) written: AtomicU64,
     /// Highest ticket known to be on disk.
-    durable: watch::Sender<u64>,
+    pub(super) durable: watch::Sender<u64>,
     /// Highest ticket readers may see (see the module doc).
-    visible: watch::Sender<u64>,
+    pub(super) visible: watch::Sender<u64>,
     /// Why the store failed, when it did: writes are refused until it recovers.
-    failed: Mutex<Option<String>>,
+    pub(super) failed: Mutex<Option<String>>,
     /// Number of failures so far; bumped (and sent) when the store fails, so waiters
     /// and realm actors wake up.
-    failures: watch::Sender<u64>,
+    pub(super) failures: watch::Sender<u64>,
     /// Ticket ranges `(after, upto]` dropped by a fault: never durable.
-    dead: Mutex<Vec<(u64, u64)>>,
+    pub(super) dead: Mutex<Vec<(u64, u64)>>,
     /// Realm stores, and the reset each handed over for the current failure.
-    participants: Mutex<Participants>,
+    pub(super) participants: Mutex<Participants>,
     /// Tests: the next snapshots fail before writing anything.
-    fail_snapshots: AtomicBool,
+    pub(super) fail_snapshots: AtomicBool,
     /// Snapshots started (and how many of them failed), for tests and tooling.
-    snapshots_started: AtomicU64,
-    snapshots_failed: AtomicU64,
+    pub(super) snapshots_started: AtomicU64,
+    pub(super) snapshots_failed: AtomicU64,
     /// Set when a writer waits for a flush; the flusher sleeps on the condvar otherwise.
-    wanted: Mutex<bool>,
-    wake: Condvar,
-    stop: AtomicBool,
+    pub(super) wanted: Mutex<bool>,
+    pub(super) wake: Condvar,
+    pub(super) stop: AtomicBool,
     /// The flusher thread, joined at shutdown so the database is released.
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    pub(super) thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// What is known durable per realm, and the manifest that records it.
-    marks: Marks,
-    /// The message database (`message_db`), closed after the main one at shutdown.
-    messages: Arc<MessageDb>,
-    /// The WAL records appended since the last checkpoint (`storage::journal`).
-    journal: Journal,
+    pub(super) marks: Marks,
+    /// The message database (`storage::messages`), synced before the main one and
+    /// closed after it at shutdown.
+    pub(super) messages: Arc<dyn SyncedFirst>,
+    /// The WAL records appended since the last checkpoint (`wal::journal`).
+    pub(super) journal: Journal,
 }
 
-/// Makes what sled holds of the database in `dir` durable: its log (sled's `flush`
-/// ends with `sync_file_range`, which neither flushes the disk cache nor the file
-/// size), then an `fsync` of its file.
-pub(super) fn flush_durably(db: &sled::Db, dir: &Path) -> Result<(), sled::Error> {
-    db.flush()?;
-    File::open(dir.join("db"))?.sync_data()?;
-    Ok(())
-}
-
-/// `fsync`s the blob files of the sled database in `dir` (values over its inline limit
-/// live there and sled never syncs them) and their folder.
-pub(super) fn sync_blob_files(dir: &Path) -> io::Result<()> {
-    let blobs = dir.join("blobs");
-    if !blobs.is_dir() {
-        return Ok(());
-    }
-    for entry in std::fs::read_dir(&blobs)? {
-        let path = entry?.path();
-        if path.is_file() {
-            File::open(&path)?.sync_all()?;
-        }
-    }
-    File::open(&blobs)?.sync_all()
-}
-
-fn closed() -> sled::Error {
+pub(super) fn closed() -> sled::Error {
     sled::Error::Unsupported("the database is closed after a storage failure".into())
 }
 
@@ -188,6 +170,7 @@ impl Durability {
         dir: &Path,
         mode: DurabilityMode,
         manifest: Option<Manifest>,
+        messages: Arc<dyn SyncedFirst>,
     ) -> io::Result<Arc<Durability>> {
         let marks = Marks::default();
         marks.load(manifest);
@@ -212,7 +195,7 @@ impl Durability {
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
             marks,
-            messages: MessageDb::new(dir),
+            messages,
             journal,
         });
         if mode != DurabilityMode::Never {
@@ -229,11 +212,6 @@ impl Durability {
 
     pub fn mode(&self) -> DurabilityMode {
         self.mode
-    }
-
-    /// The message database of this data folder.
-    pub fn message_db(&self) -> &Arc<MessageDb> {
-        &self.messages
     }
 
     /// The open database, or `None` while the store is failed.
@@ -292,46 +270,6 @@ impl Durability {
         }
     }
 
-    /// Marks the store failed and closes the database: waiting writers are answered
-    /// with the error, realm stores are asked to reset (see the module doc).
-    pub fn fail(&self, why: String) {
-        tracing::error!("storage failed, refusing writes until it recovers: {why}");
-        {
-            let mut failed = lock(&self.failed);
-            if failed.is_some() {
-                return;
-            }
-            *failed = Some(why);
-        }
-        *write(&self.db) = None;
-        self.failures.send_modify(|n| *n += 1);
-    }
-
-    /// Clears a failure: writes are accepted again. Every ticket handed out before is
-    /// settled: the ones not durable yet are dead (their decisions were reset).
-    pub fn clear_failure(&self) {
-        let mut failed = lock(&self.failed);
-        if failed.is_none() {
-            return;
-        }
-        let upto = self.written.load(Ordering::SeqCst);
-        let after = *self.durable.borrow();
-        if upto > after {
-            lock(&self.dead).push((after, upto));
-        }
-        self.durable.send_modify(|d| *d = (*d).max(upto));
-        self.visible.send_modify(|v| *v = (*v).max(upto));
-        *failed = None;
-        tracing::info!("storage recovered: writes are accepted again");
-    }
-
-    /// Whether `ticket` belongs to a decision dropped by a fault.
-    pub fn is_dead(&self, ticket: u64) -> bool {
-        lock(&self.dead)
-            .iter()
-            .any(|&(after, upto)| ticket > after && ticket <= upto)
-    }
-
     /// Highest ticket readers may see.
     pub fn visible(&self) -> u64 {
         *self.visible.borrow()
@@ -353,34 +291,13 @@ impl Durability {
         self.visible.subscribe()
     }
 
-    /// Registers a realm store: a failure is cleared only after each one reset.
-    pub(super) fn join(&self) -> u64 {
-        let mut p = lock(&self.participants);
-        p.next_id += 1;
-        let id = p.next_id;
-        p.live.insert(id, None);
-        id
-    }
-
-    /// A realm store is gone (its actor stopped): nothing to wait for.
-    pub(super) fn leave(&self, id: u64) {
-        lock(&self.participants).live.remove(&id);
-    }
-
-    /// A realm store went back to its durable state after failure number `failure`.
-    pub(super) fn acknowledge_fault(&self, id: u64, failure: u64, reset: Reset) {
-        if let Some(slot) = lock(&self.participants).live.get_mut(&id) {
-            *slot = Some((failure, reset));
-        }
-    }
-
     /// Test hook: while set, snapshots fail before writing anything.
     pub fn fail_snapshots_for_tests(&self, fail: bool) {
         self.fail_snapshots.store(fail, Ordering::SeqCst);
     }
 
     /// Counts a snapshot that starts; refuses it under `fail_snapshots_for_tests`.
-    pub(super) fn snapshot_started(&self) -> io::Result<()> {
+    pub(in crate::storage) fn snapshot_started(&self) -> io::Result<()> {
         self.snapshots_started.fetch_add(1, Ordering::SeqCst);
         if self.fail_snapshots.load(Ordering::SeqCst) {
             return Err(io::Error::other("snapshot failure injected by a test"));
@@ -388,7 +305,7 @@ impl Durability {
         Ok(())
     }
 
-    pub(super) fn snapshot_failed(&self) {
+    pub(in crate::storage) fn snapshot_failed(&self) {
         self.snapshots_failed.fetch_add(1, Ordering::SeqCst);
     }
 
@@ -487,7 +404,7 @@ impl Durability {
     /// `flush_now` without the message database's repairs: for the message database's
     /// own opening, which they wait for. Holds the journal through the flush, so no
     /// commit writes to it between the frames taken here and its emptying.
-    pub(super) fn flush_main(&self) -> Result<(), sled::Error> {
+    pub(in crate::storage) fn flush_main(&self) -> Result<(), sled::Error> {
         let mut tail = self.journal.tail();
         let target = self.written.load(Ordering::SeqCst);
         // Records appended by now are in the trees: this flush covers them.
@@ -597,108 +514,6 @@ impl Durability {
         ));
     }
 
-    /// One recovery attempt of a failed store (see the module doc). Returns whether
-    /// the store accepts writes again.
-    pub fn try_recover(&self) -> bool {
-        let failure = self.failures();
-        if self.failure().is_none() {
-            return true;
-        }
-        let resets: Vec<Reset> = {
-            let p = lock(&self.participants);
-            let mut resets = Vec::with_capacity(p.live.len());
-            for slot in p.live.values() {
-                match slot {
-                    Some((f, reset)) if *f == failure => resets.push(reset.clone()),
-                    // A realm has not reset yet: its actor still holds the old database.
-                    _ => return false,
-                }
-            }
-            resets
-        };
-        // The reset snapshots cover records whose message rows must then be on disk, as
-        // before any snapshot (`message_db`); until that database is open (or while it
-        // is failed) the store stays failed.
-        if !self.messages.is_open() {
-            tracing::debug!("storage recovery waits for the message database");
-            return false;
-        }
-        match self.messages.sync() {
-            Ok(n) => self.marks.messages_synced(n),
-            Err(e) => {
-                tracing::warn!("storage still failing: the message database: {e}");
-                return false;
-            }
-        }
-        // The manifest goes back first: a crash before the resets are durable then
-        // finds the store ahead of it, never behind.
-        for reset in &resets {
-            self.marks.lower(&reset.realm, reset.seq);
-        }
-        if self.marks.write_now(&self.dir, None).is_err() {
-            return false;
-        }
-        match self.reopen_and_reset(&resets) {
-            Ok(db) => {
-                for reset in &resets {
-                    self.marks.snapshot_durable(&reset.realm, reset.seq);
-                }
-                let _ = self.marks.write_now(&self.dir, Some(&db));
-                let mut slot = write(&self.db);
-                if self.failures() != failure {
-                    return false;
-                }
-                *slot = Some(db);
-                drop(slot);
-                self.clear_failure();
-                true
-            }
-            Err(e) => {
-                tracing::warn!("storage still failing: {e}");
-                false
-            }
-        }
-    }
-
-    /// Reopens the database and writes the resets, durably; the database is dropped
-    /// again (closed) on any error.
-    fn reopen_and_reset(&self, resets: &[Reset]) -> Result<sled::Db, sled::Error> {
-        let db = super::folder::sled_config(&self.dir).open()?;
-        let probe = db.open_tree("hearth:probe")?;
-        probe.insert("probe", &self.failures().to_be_bytes())?;
-        flush_durably(&db, &self.dir)?;
-        // The journal holds what was acknowledged since the last checkpoint (the failed
-        // instance never flushed it) and maybe records of the failed decisions: a reset
-        // marker per realm, then a replay into the reopened database, keeps the first
-        // and drops the second, at any crash point (`storage::journal`).
-        let markers: Vec<(String, u64)> = resets.iter().map(|r| (r.realm.clone(), r.seq)).collect();
-        self.journal.write_resets(&markers)?;
-        super::journal::replay(&db, &self.dir)
-            .map_err(|e| sled::Error::Io(io::Error::other(e.to_string())))?;
-        for reset in resets {
-            let wal = db.open_tree(&reset.wal)?;
-            let snaps = db.open_tree(&reset.snaps)?;
-            // First what the failed decisions may have left on disk, then the rest.
-            for key in wal.range((reset.seq + 1).to_be_bytes()..).keys() {
-                wal.remove(key?)?;
-            }
-            for key in snaps.range((reset.seq + 1).to_be_bytes()..).keys() {
-                snaps.remove(key?)?;
-            }
-            snaps.insert(reset.seq.to_be_bytes(), reset.snapshot.as_slice())?;
-            for key in wal.iter().keys() {
-                wal.remove(key?)?;
-            }
-            for key in snaps.range(..reset.seq.to_be_bytes()).keys() {
-                snaps.remove(key?)?;
-            }
-        }
-        flush_durably(&db, &self.dir)?;
-        self.sync_blobs()?;
-        self.journal.tail().clear()?;
-        Ok(db)
-    }
-
     fn run(this: &Weak<Durability>) {
         loop {
             let Some(d) = this.upgrade() else { return };
@@ -741,10 +556,7 @@ impl crate::health::StoreHealth for Durability {
     }
 
     fn messages_failed(&self) -> Option<String> {
-        match self.message_db().readiness() {
-            super::message_db::Readiness::Failed(why) => Some(why),
-            super::message_db::Readiness::Opening | super::message_db::Readiness::Open => None,
-        }
+        self.messages.failure()
     }
 
     fn failed(&self) -> bool {
@@ -755,9 +567,9 @@ impl crate::health::StoreHealth for Durability {
 #[cfg(test)]
 mod tests {
     use super::super::journal::count;
-    use super::super::{DurabilityMode, Store};
     use crate::realm::dev::dev_realm_changes;
-    use crate::realm::{Cx, Realm};
+    use crate::realm::Cx;
+    use crate::storage::{DurabilityMode, Store};
 
     #[tokio::test]
     async fn a_poisoned_lock_neither_ends_the_flusher_nor_loses_a_write() {
@@ -798,15 +610,15 @@ mod tests {
     fn only_a_flush_of_new_records_waits_for_the_message_databases_repairs() {
         let dir = tempfile::tempdir().expect("tempdir");
         // Holding the message database's lock keeps its opening waiting.
-        let held = crate::storage::message_db::open_sled(dir.path()).expect("lock");
+        let held = crate::storage::messages::open_sled(dir.path()).expect("lock");
         let store = Store::open(dir.path(), DurabilityMode::Always).expect("open");
         let d = store.durability.clone();
         let mut rs = store.realm("zulip").expect("realm");
         rs.messages().undo_after(0).expect("queued");
         d.flush_now().expect("nothing new: no wait");
         assert_eq!(
-            d.message_db().readiness(),
-            crate::storage::message_db::Readiness::Opening,
+            store.message_db().readiness(),
+            crate::storage::messages::Readiness::Opening,
             "the flush did not wait"
         );
         let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
@@ -822,45 +634,10 @@ mod tests {
         // The opener declares `Open` to readers just after the state it holds turns
         // open (which the flush waited for): on a loaded machine a moment later.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !d.message_db().is_open() && std::time::Instant::now() < deadline {
+        while !store.message_db().is_open() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert!(d.message_db().is_open());
-    }
-
-    #[test]
-    fn a_fault_resets_realms_and_the_store_recovers() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path(), DurabilityMode::Never).expect("open");
-        let d = store.durability.clone();
-        // A recovery waits for the message database (it syncs it first).
-        d.message_db().db().expect("the message database opens");
-        let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
-        let mut realm = Realm::from_first_change(&changes[0]).expect("first");
-        changes.iter().for_each(|c| realm.apply(c));
-        let mut rs = store.realm("zulip").expect("realm");
-        rs.append(&changes).expect("durable record");
-        d.flush_now().expect("flush");
-        let durable_seq = rs.last_seq();
-        let t = rs
-            .append(&changes[..1])
-            .expect("a record that will be dropped");
-        d.fail("disk full".into());
-        assert!(d.db().is_none(), "the database is closed");
-        assert!(!d.try_recover(), "not before every realm reset");
-        rs.reset(durable_seq, &realm).expect("reset");
-        assert!(d.try_recover(), "recovers once every realm reset");
-        assert!(d.failure().is_none());
-        assert!(
-            d.is_dead(t),
-            "the dropped record's ticket never counts as durable"
-        );
-        assert_eq!(rs.wal_len(), 0, "the reset snapshot replaced the WAL");
-        assert_eq!(rs.snapshot_count(), 1);
-        assert_eq!(rs.recover().expect("recover").expect("realm").realm, realm);
-        let next = rs.append(&changes[..1]).expect("writes again");
-        assert!(!d.is_dead(next));
-        assert_eq!(rs.last_seq(), durable_seq + 1);
+        assert!(store.message_db().is_open());
     }
 
     /// The folder as `kill -9` leaves it right after acknowledged commits (the files as

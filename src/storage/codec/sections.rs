@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::codec::{decode_payload, CodecError};
+use super::frame::{config, decode_payload, CodecError};
 use crate::realm::Realm;
 
 /// One resource's state in a snapshot.
@@ -31,10 +31,6 @@ pub struct Section {
 const BOT_SERVICES: (&str, u16) = ("bot_services", 1);
 /// The name and version of the `missed_mail` section.
 const MISSED_MAIL: (&str, u16) = ("missed_mail", 1);
-
-fn config() -> bincode::config::Configuration {
-    bincode::config::standard()
-}
 
 fn section<T: Serialize>((name, version): (&str, u16), value: &T) -> Result<Section, CodecError> {
     Ok(Section {
