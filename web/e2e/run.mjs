@@ -272,6 +272,10 @@ flow('inbox', async () => {
   const CORDELIA = 'cordelia@zulip.com';
   const cordelia = await server.api(CORDELIA, 'GET', 'users/me');
   const { context, page } = await devLogin(browser, server, CORDELIA);
+  // She lands on the Inbox (her home view); it is opened again from another view.
+  await page.locator('.inbox-view').waitFor();
+  await go(page, server, '#feed');
+  await page.locator('.message-view').waitFor();
   await page.locator('.left-sidebar .views').getByRole('link', { name: /^Inbox/ }).click();
   const inbox = page.locator('.inbox-view');
   await inbox.waitFor();
