@@ -314,6 +314,13 @@ flow('inbox', async () => {
   await page.keyboard.press('Enter');
   await until(async () => (await verona.getAttribute('aria-expanded')) === 'false' && (await rowOf(topicA).count()) === 0, 'Verona folded');
   await shot(page, 'inbox-folded');
+  // The fold outlives the page.
+  await page.reload();
+  await inbox.waitFor();
+  await inbox.locator('.inbox-row', { hasText: 'Othello' }).waitFor();
+  if (await verona.getAttribute('aria-expanded') !== 'false' || await rowOf(topicA).count() !== 0) throw new Error('Verona unfolded by a reload');
+  await until(async () => (await focused()) !== '', 'the focus on a row after the reload');
+  while (!(await focused()).startsWith('Verona')) await page.keyboard.press('j');
   await page.keyboard.press('Enter');
   await rowOf(topicA).waitFor();
   while (!(await focused()).includes(topicA)) await page.keyboard.press('ArrowDown');
