@@ -63,7 +63,8 @@ export async function devLogin(browser, server, email, opts = {}, setup = undefi
   setup?.(page);
   await page.goto(`${server.url}/devlogin/`);
   await page.locator(`[name="direct_email"][value="${email}" i]`).first().click();
-  await page.waitForSelector('.message-view, .recent-view', { timeout: 15000 });
+  // The home view the user's setting names: the Inbox, recent conversations or the feed.
+  await page.waitForSelector('.inbox-view, .recent-view, .message-view', { timeout: 15000 });
   return { context, page };
 }
 

@@ -71,9 +71,55 @@ flow('password-login-lands-on-welcome', async () => {
   await page.locator('[name="username"]').fill(email);
   await page.locator('[name="password"]').fill(password);
   await page.locator('[name="password"]').press('Enter');
-  await page.waitForSelector('.message-view');
-  await messageRow(page, 'Welcome Bot').first().waitFor();
+  // A new user lands on the home view, the Inbox by default, whose first conversation
+  // is the Welcome Bot's unread direct message; it opens on the message.
+  const inbox = page.locator('.inbox-view');
+  await inbox.waitFor();
+  if (!/\/(#)?$/.test(page.url())) throw new Error(`the landing view is at ${page.url()}`);
+  const welcome = inbox.locator('.inbox-row', { hasText: 'Welcome Bot' });
+  await welcome.waitFor();
+  if ((await welcome.locator('.unread_count').textContent()).trim() === '') throw new Error('the Welcome Bot shows no unread count');
   await shot(page, 'password-login-welcome');
+  await welcome.click();
+  await messageRow(page, 'Welcome Bot').first().waitFor();
+  await shot(page, 'password-login-welcome-message');
+  assertClean(page);
+  await context.close();
+});
+
+flow('home-view-follows-the-setting', async () => {
+  // Prospero's home view: the Inbox by default; then, chosen in the preferences,
+  // recent conversations and the combined feed, for Esc, the realm's link and a new load.
+  const PROSPERO = 'prospero@zulip.com';
+  await server.api(PROSPERO, 'PATCH', 'settings', { web_home_view: 'inbox' });
+  const { context, page } = await devLogin(browser, server, PROSPERO);
+  await page.locator('.inbox-view').waitFor();
+  const home = async (view, heading) => {
+    await page.locator(view).waitFor();
+    await page.getByRole('heading', { name: heading, exact: true }).waitFor();
+  };
+  for (const [value, view, heading] of [['recent_topics', '.recent-view', 'Recent conversations'], ['all_messages', '.message-view', 'Combined feed'], ['inbox', '.inbox-view', 'Inbox']]) {
+    await go(page, server, '#settings/preferences');
+    await page.getByLabel('Home view').selectOption(value);
+    await until(async () => (await server.api(PROSPERO, 'POST', 'register', { fetch_event_types: ['user_settings'] })).user_settings.web_home_view === value, `web_home_view ${value} saved`);
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog', { name: 'Settings' }).waitFor({ state: 'detached' });
+    // Esc from a channel goes home.
+    await go(page, server, `#narrow/channel/${VERONA}-Verona`);
+    await page.getByRole('heading', { name: '#Verona' }).waitFor();
+    await page.evaluate(() => { if (document.activeElement instanceof HTMLElement) document.activeElement.blur(); });
+    await page.keyboard.press('Escape');
+    await home(view, heading);
+    // So does the realm's name in the top bar.
+    await go(page, server, value === 'recent_topics' ? '#inbox' : '#recent');
+    await page.locator(value === 'recent_topics' ? '.inbox-view' : '.recent-view').waitFor();
+    await page.locator('.top-bar .realm-name').click();
+    await home(view, heading);
+    // And a page loaded without a fragment.
+    await page.goto(`${server.url}/`);
+    await home(view, heading);
+    if (value === 'recent_topics') await shot(page, 'home-view-recent');
+  }
   assertClean(page);
   await context.close();
 });
@@ -226,6 +272,10 @@ flow('inbox', async () => {
   const CORDELIA = 'cordelia@zulip.com';
   const cordelia = await server.api(CORDELIA, 'GET', 'users/me');
   const { context, page } = await devLogin(browser, server, CORDELIA);
+  // She lands on the Inbox (her home view); it is opened again from another view.
+  await page.locator('.inbox-view').waitFor();
+  await go(page, server, '#feed');
+  await page.locator('.message-view').waitFor();
   await page.locator('.left-sidebar .views').getByRole('link', { name: /^Inbox/ }).click();
   const inbox = page.locator('.inbox-view');
   await inbox.waitFor();
@@ -264,6 +314,13 @@ flow('inbox', async () => {
   await page.keyboard.press('Enter');
   await until(async () => (await verona.getAttribute('aria-expanded')) === 'false' && (await rowOf(topicA).count()) === 0, 'Verona folded');
   await shot(page, 'inbox-folded');
+  // The fold outlives the page.
+  await page.reload();
+  await inbox.waitFor();
+  await inbox.locator('.inbox-row', { hasText: 'Othello' }).waitFor();
+  if (await verona.getAttribute('aria-expanded') !== 'false' || await rowOf(topicA).count() !== 0) throw new Error('Verona unfolded by a reload');
+  await until(async () => (await focused()) !== '', 'the focus on a row after the reload');
+  while (!(await focused()).startsWith('Verona')) await page.keyboard.press('j');
   await page.keyboard.press('Enter');
   await rowOf(topicA).waitFor();
   while (!(await focused()).includes(topicA)) await page.keyboard.press('ArrowDown');

@@ -124,3 +124,30 @@ export function moveFocus(count: number, at: number, delta: number): number {
   if (at < 0) return delta > 0 ? 0 : count - 1;
   return Math.max(0, Math.min(count - 1, at + delta));
 }
+
+/** Where the Inbox's folded groups are kept across page loads. */
+export const FOLDED_KEY = 'hearth-inbox-folded';
+const GROUP = /^(dm|channel:\d+)$/;
+
+/**
+ * The groups ("dm", "channel:<id>") folded when the page was last used, from
+ * `storage`: none when nothing was kept, or what was kept is unreadable.
+ */
+export function loadFolded(storage: Pick<Storage, 'getItem'> | undefined): Set<string> {
+  try {
+    const kept: unknown = JSON.parse(storage?.getItem(FOLDED_KEY) ?? '[]');
+    return new Set(Array.isArray(kept) ? kept.filter((g): g is string => typeof g === 'string' && GROUP.test(g)) : []);
+  } catch {
+    return new Set();
+  }
+}
+
+/** Keeps the folded groups in `storage` (a refused write only loses them at the next load). */
+export function saveFolded(storage: Pick<Storage, 'setItem' | 'removeItem'> | undefined, folded: ReadonlySet<string>): void {
+  try {
+    if (folded.size === 0) storage?.removeItem(FOLDED_KEY);
+    else storage?.setItem(FOLDED_KEY, JSON.stringify([...folded].sort()));
+  } catch {
+    /* Storage full or refused. */
+  }
+}

@@ -18,7 +18,11 @@ const HOME_VIEW = 'hearth-home-view';
  */
 function prefetch(): void {
   try {
-    if (location.hash.replace(/^#/, '') === '' && localStorage.getItem(HOME_VIEW) === 'recent_topics') return;
+    if (location.hash.replace(/^#/, '') === '') {
+      // Only the combined feed, of the home views, is a list of messages.
+      if (localStorage.getItem(HOME_VIEW) === 'all_messages') prefetchFirstPage([]);
+      return;
+    }
     const r = parseRoute(location.hash);
     if (r.view === 'narrow') prefetchFirstPage(r.narrow);
   } catch {
@@ -35,7 +39,7 @@ async function main(): Promise<void> {
     try {
       localStorage.setItem(HOME_VIEW, String(userSettings.peek().web_home_view ?? ''));
     } catch {
-      /* Storage refused: the next load guesses the combined feed. */
+      /* Storage refused: the next load prefetches nothing for the home view. */
     }
   } catch (e) {
     root.replaceChildren();

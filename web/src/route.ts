@@ -14,7 +14,7 @@ export const hash = signal(typeof location === 'undefined' ? '' : location.hash)
 
 const OVERLAYS = new Set(['channels', 'streams', 'settings', 'organization', 'keyboard-shortcuts', 'search-operators', 'drafts']);
 
-let lastView: Route = { view: 'narrow', narrow: [] };
+let lastView: Route | undefined;
 
 export function parseRoute(h: string): Route {
   const clean = h.replace(/^#/, '');
@@ -27,12 +27,19 @@ export function parseRoute(h: string): Route {
   if (head === 'feed' || head === 'all_messages') return { view: 'narrow', narrow: [] };
   if (head === 'recent' || head === 'recent_topics') return { view: 'recent' };
   if (head === 'inbox') return { view: 'inbox' };
-  if (OVERLAYS.has(head)) return { view: 'overlay', overlay: head === 'streams' ? 'channels' : head, under: lastView, args: rest };
+  if (OVERLAYS.has(head)) return { view: 'overlay', overlay: head === 'streams' ? 'channels' : head, under: lastView ?? homeRoute(), args: rest };
   return homeRoute();
 }
 
-function homeRoute(): Route {
-  return userSettings.value.web_home_view === 'recent_topics' ? { view: 'recent' } : { view: 'narrow', narrow: [] };
+/**
+ * The view the user's `web_home_view` names: the Inbox (the default, and for a value
+ * this client does not know), recent conversations or the combined feed.
+ */
+export function homeRoute(): Route {
+  const v = userSettings.value.web_home_view;
+  if (v === 'recent_topics') return { view: 'recent' };
+  if (v === 'all_messages') return { view: 'narrow', narrow: [] };
+  return { view: 'inbox' };
 }
 
 export const route = computed<Route>(() => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FOLLOWED, inboxModel, inboxRows, moveFocus, MUTED, UNMUTED } from '../src/inbox';
+import { FOLDED_KEY, FOLLOWED, inboxModel, inboxRows, loadFolded, moveFocus, MUTED, saveFolded, UNMUTED } from '../src/inbox';
 import { UnreadState } from '../src/unread';
 
 const ME = 10;
@@ -87,5 +87,49 @@ describe('the Inbox model', () => {
     expect(moveFocus(5, -1, 1)).toBe(0);
     expect(moveFocus(5, -1, -1)).toBe(4);
     expect(moveFocus(0, -1, 1)).toBe(-1);
+  });
+});
+
+describe('folded groups across page loads', () => {
+  class Memory {
+    readonly items = new Map<string, string>();
+    getItem(k: string): string | null {
+      return this.items.get(k) ?? null;
+    }
+    setItem(k: string, v: string): void {
+      this.items.set(k, v);
+    }
+    removeItem(k: string): void {
+      this.items.delete(k);
+    }
+  }
+
+  it('come back as they were left', () => {
+    const m = new Memory();
+    expect(loadFolded(m)).toEqual(new Set());
+    saveFolded(m, new Set(['channel:14', 'dm', 'channel:3']));
+    expect(loadFolded(m)).toEqual(new Set(['dm', 'channel:3', 'channel:14']));
+    saveFolded(m, new Set(['dm']));
+    expect(loadFolded(m)).toEqual(new Set(['dm']));
+    saveFolded(m, new Set());
+    expect(m.items.has(FOLDED_KEY)).toBe(false);
+    expect(loadFolded(m)).toEqual(new Set());
+  });
+
+  it('are none when what was kept is unreadable, and none kept without storage', () => {
+    const m = new Memory();
+    m.setItem(FOLDED_KEY, '{not json');
+    expect(loadFolded(m)).toEqual(new Set());
+    m.setItem(FOLDED_KEY, JSON.stringify({ dm: true }));
+    expect(loadFolded(m)).toEqual(new Set());
+    m.setItem(FOLDED_KEY, JSON.stringify(['dm', 7, 'channel:x', 'channel:9', '<b>']));
+    expect(loadFolded(m)).toEqual(new Set(['dm', 'channel:9']));
+    expect(loadFolded(undefined)).toEqual(new Set());
+    expect(() => saveFolded(undefined, new Set(['dm']))).not.toThrow();
+  });
+
+  it('survive a storage that refuses writes', () => {
+    const full = { setItem: () => { throw new Error('QuotaExceededError'); }, removeItem: () => undefined };
+    expect(() => saveFolded(full, new Set(['dm']))).not.toThrow();
   });
 });

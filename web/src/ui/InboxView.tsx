@@ -4,18 +4,27 @@
 
 import { signal } from '@preact/signals';
 import { useEffect, useRef } from 'preact/hooks';
-import { inboxModel, inboxRows, moveFocus } from '../inbox';
+import { inboxModel, inboxRows, loadFolded, moveFocus, saveFolded } from '../inbox';
 import { narrowToHash } from '../narrow';
 import { me, slugContext, subs, topicDisplay, topicKey, track, unread, unreadVersion, userName, userTopics } from '../store';
 import { Icon } from './Icon';
 
-/** Groups folded: "dm", "channel:<id>"; kept while the page lives. */
-const collapsed = signal<ReadonlySet<string>>(new Set());
+function storage(): Storage | undefined {
+  try {
+    return localStorage;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Groups folded: "dm", "channel:<id>"; kept across page loads in local storage. */
+const collapsed = signal<ReadonlySet<string>>(loadFolded(storage()));
 
 function toggle(group: string): void {
   const next = new Set(collapsed.value);
   if (!next.delete(group)) next.add(group);
   collapsed.value = next;
+  saveFolded(storage(), next);
 }
 
 function Count({ n, mentioned }: { n: number; mentioned: boolean }) {

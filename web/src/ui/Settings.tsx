@@ -75,6 +75,8 @@ function Toggle({ prop, label, run }: { prop: string; label: string; run: Run })
 function Preferences() {
   const [run, err, msg] = useRunner();
   const scheme = Number(userSettings.value.color_scheme ?? 1);
+  const home = userSettings.value.web_home_view;
+  const homeView = home === 'recent_topics' || home === 'all_messages' ? home : 'inbox';
   return (
     <div class="stack">
       <label>Theme
@@ -82,6 +84,13 @@ function Preferences() {
           <option value="1">Follow the system</option>
           <option value="2">Dark</option>
           <option value="3">Light</option>
+        </select>
+      </label>
+      <label>Home view
+        <select value={homeView} onChange={(e) => run(patch('settings', { web_home_view: (e.target as HTMLSelectElement).value }))}>
+          <option value="inbox">Inbox</option>
+          <option value="recent_topics">Recent conversations</option>
+          <option value="all_messages">Combined feed</option>
         </select>
       </label>
       <Toggle prop="enter_sends" label="Enter sends a message (Shift+Enter for a new line)" run={run} />
