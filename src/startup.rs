@@ -332,6 +332,7 @@ pub async fn spawn_with_clock(
             config.max_file_upload_size_mib,
             config.upload_sweep_days,
         )),
+        tus: Default::default(),
         push_relay,
         mailer,
         rate_limits: Arc::new(RateLimiter::new(

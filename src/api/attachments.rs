@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 use sha2::Sha256;
 
 use super::params::{path_int, Params};
-use super::{auth, success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
+use super::{auth, origin, success, ApiRequest, ApiResponse, AppState, CallOpts, Outcome};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::hub::EventHub;
 use crate::realm::attachments::{
@@ -64,8 +64,6 @@ pub struct Uploads {
     pub max_mib: u64,
     /// `--upload-sweep-days` (0: never).
     pub sweep_days: u64,
-    /// Resumable uploads in progress (`/api/v1/tus`).
-    pub(super) tus: super::tus::Partials,
 }
 
 impl Uploads {
@@ -74,7 +72,6 @@ impl Uploads {
             store,
             max_mib,
             sweep_days,
-            tus: super::tus::Partials::default(),
         }
     }
 
@@ -108,7 +105,7 @@ fn state_of(req: &HttpRequest) -> ApiResult<web::Data<AppState>> {
 fn realm_of(req: &HttpRequest, state: &AppState) -> ApiResult<RealmHandle> {
     state
         .registry
-        .for_host(&auth::host(req))
+        .for_host(&origin::host(req))
         .ok_or_else(|| ApiError::new(404, ErrorCode::NonexistentSubdomain, "Invalid subdomain"))
 }
 

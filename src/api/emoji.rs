@@ -81,7 +81,7 @@ pub async fn emoji_image(req: HttpRequest, path: web::Path<(String, String)>) ->
     let Some(state) = req.app_data::<web::Data<AppState>>() else {
         return ApiError::internal().error_response();
     };
-    let Some(handle) = state.registry.for_host(&super::auth::host(&req)) else {
+    let Some(handle) = state.registry.for_host(&super::origin::host(&req)) else {
         return not_found();
     };
     let realm = handle.hub.current();

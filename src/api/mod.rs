@@ -20,6 +20,7 @@ pub mod messages;
 pub mod middleware;
 pub mod muted_users;
 pub mod navigation;
+pub mod origin;
 pub mod params;
 pub mod playgrounds;
 pub mod presence;
@@ -91,6 +92,8 @@ pub struct AppState {
     pub owner_notices: dashmap::DashMap<(String, UserId), std::time::Instant>,
     /// Upload settings and the file store.
     pub uploads: Arc<attachments::Uploads>,
+    /// Resumable uploads in progress (`/api/v1/tus`).
+    pub tus: tus::Partials,
     /// `--push-relay-url`: E2EE push devices and notifications.
     pub push_relay: Option<Arc<crate::push_relay::PushRelay>>,
     /// Outgoing email (`--smtp-url`; the log on a development server without it).
@@ -646,7 +649,7 @@ impl FromRequest for ApiRequest {
                 .app_data::<web::Data<AppState>>()
                 .cloned()
                 .ok_or_else(ApiError::internal)?;
-            let host = auth::host(&req);
+            let host = origin::host(&req);
             let handle = state.registry.for_host(&host).ok_or_else(|| {
                 if req.path() == "/api/v1/events" && state.registry.departed(&host) {
                     // The realm left this node: its queues are gone, so its clients

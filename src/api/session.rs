@@ -32,7 +32,7 @@ use base64::Engine;
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
-use super::{auth, AppState};
+use super::{origin, AppState};
 use crate::error::{ApiError, ErrorCode};
 use crate::limits::RateKey;
 use crate::realm::messages::content::escape;
@@ -175,7 +175,7 @@ pub fn json_gate(req: &mut ServiceRequest) -> Result<(), ApiError> {
 /// The realm of the request's Host.
 fn realm_of(req: &HttpRequest) -> Option<(RealmHandle, web::Data<AppState>)> {
     let state = req.app_data::<web::Data<AppState>>()?.clone();
-    let handle = state.registry.for_host(&auth::host(req))?;
+    let handle = state.registry.for_host(&origin::host(req))?;
     Some((handle, state))
 }
 
@@ -469,7 +469,7 @@ pub async fn submit_login(req: HttpRequest, form: web::Form<LoginForm>) -> HttpR
     let now = std::time::Instant::now();
     if state.rate_limits.enabled() {
         let decision = state.rate_limits.check(
-            RateKey::Ip(auth::client_ip(&req, &state.trusted_proxies)),
+            RateKey::Ip(origin::client_ip(&req, &state.trusted_proxies)),
             now,
         );
         if !decision.allowed {

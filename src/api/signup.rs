@@ -41,7 +41,7 @@ use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use sha2::Sha256;
 
-use super::{auth, AppState};
+use super::{origin, AppState};
 use crate::limits::RateKey;
 use crate::mail::Email;
 use crate::realm::invites::{
@@ -143,7 +143,7 @@ fn confirms(req: &HttpRequest) -> bool {
 /// The realm of the request's Host.
 fn realm_of(req: &HttpRequest) -> Option<RealmHandle> {
     let state = req.app_data::<web::Data<AppState>>()?;
-    state.registry.for_host(&auth::host(req))
+    state.registry.for_host(&origin::host(req))
 }
 
 /// The form, with an error above it and what was typed (never the password).
@@ -288,7 +288,7 @@ pub async fn submit(
     let confirm = confirms(&req);
     if state.rate_limits.enabled() {
         let decision = state.rate_limits.check(
-            RateKey::Ip(crate::api::auth::client_ip(&req, &state.trusted_proxies)),
+            RateKey::Ip(crate::api::origin::client_ip(&req, &state.trusted_proxies)),
             now,
         );
         if !decision.allowed {

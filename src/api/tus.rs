@@ -299,8 +299,8 @@ async fn create(req: &HttpRequest) -> Result<HttpResponse, Refusal> {
             ),
         ));
     }
-    uploads.tus.expire();
-    if uploads.tus.in_progress(&subdomain, me) >= MAX_IN_PROGRESS {
+    api.state.tus.expire();
+    if api.state.tus.in_progress(&subdomain, me) >= MAX_IN_PROGRESS {
         return Err(hook_refusal(
             429,
             &format!("You may have at most {MAX_IN_PROGRESS} uploads in progress"),
@@ -333,7 +333,7 @@ async fn create(req: &HttpRequest) -> Result<HttpResponse, Refusal> {
             file: Some(file),
         }),
     });
-    uploads.tus.uploads.insert(id.clone(), partial.clone());
+    api.state.tus.uploads.insert(id.clone(), partial.clone());
     let location = format!(
         "{}/api/v1/tus/{id}",
         api.hub.current().url(&api.server_url).trim_end_matches('/')
@@ -367,7 +367,7 @@ pub async fn upload_offset(req: HttpRequest, path: web::Path<String>) -> HttpRes
 
 async fn head(req: &HttpRequest, id: &str) -> Result<HttpResponse, Refusal> {
     let (api, me, subdomain) = authenticate(req)?;
-    let partial = uploads(&api).tus.find(id, &subdomain, me)?;
+    let partial = api.state.tus.find(id, &subdomain, me)?;
     let offset = match partial.progress.try_lock() {
         Ok(progress) => progress.offset,
         Err(_) => return Err(locked()),
@@ -422,7 +422,7 @@ async fn patch(
                 "missing or invalid Upload-Offset header",
             )
         })?;
-    let partial = uploads(&api).tus.find(id, &subdomain, me)?;
+    let partial = api.state.tus.find(id, &subdomain, me)?;
     let mut progress = partial.progress.try_lock().map_err(|_| locked())?;
     if offset != progress.offset {
         return Err(tus_error(
@@ -557,14 +557,13 @@ pub async fn terminate_upload(req: HttpRequest, path: web::Path<String>) -> Http
 async fn terminate(req: &HttpRequest, id: &str) -> Result<HttpResponse, Refusal> {
     check_version(req)?;
     let (api, me, subdomain) = authenticate(req)?;
-    let uploads = uploads(&api);
-    let partial = uploads.tus.find(id, &subdomain, me)?;
+    let partial = api.state.tus.find(id, &subdomain, me)?;
     if partial.progress.try_lock().is_err() {
         return Err(locked());
     }
     // Dropping the file being received discards its bytes; a completed upload is an
     // ordinary upload by now (`DELETE /attachments/{id}` removes it).
-    uploads.tus.uploads.remove(id);
+    api.state.tus.uploads.remove(id);
     Ok(tus_response(StatusCode::NO_CONTENT).finish())
 }
 

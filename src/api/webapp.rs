@@ -15,7 +15,7 @@ use actix_web::http::header::{
 use actix_web::{web, HttpRequest, HttpResponse};
 use rust_embed::Embed;
 
-use super::{auth, session, AppState};
+use super::{origin, session, AppState};
 
 /// The client's build output (`index.html`, `assets/`).
 #[derive(Embed)]
@@ -40,7 +40,7 @@ pub async fn home(req: HttpRequest) -> HttpResponse {
     let Some(state) = req.app_data::<web::Data<AppState>>() else {
         return not_found();
     };
-    let Some(handle) = state.registry.for_host(&auth::host(&req)) else {
+    let Some(handle) = state.registry.for_host(&origin::host(&req)) else {
         return not_found();
     };
     let logged_in = {

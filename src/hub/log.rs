@@ -12,13 +12,11 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 
 use super::presence::RealmPresence;
-use super::published::Step;
-use super::queues::QUEUE_TIMEOUT_MS;
 use super::EventHub;
 use crate::locks::{lock, write};
 use crate::realm::events::{Audience, Event, MessageShape};
 use crate::realm::messages::{flags, Message, MessageId, Recipient};
-use crate::realm::{Clock, Realm, UserId};
+use crate::realm::{Change, Clock, Realm, UserId};
 
 /// At most this many events are kept in a realm's log; older ones are pruned.
 pub const MAX_LOG_EVENTS: usize = 200_000;
@@ -78,6 +76,14 @@ impl EventLog {
         self.start + self.entries.len() as u64
     }
 }
+
+/// Changes of one decision and the version right after them (their events are rendered
+/// from it): one change, or a run of changes that batch (`Change::batches_with`).
+pub type Step = (Vec<Change>, Arc<Realm>);
+
+/// Queues without a connected client for this long are collected (Zulip: 10 minutes),
+/// so the log keeps every event at least this long, for a queue that comes back.
+pub const QUEUE_TIMEOUT_MS: i64 = 600_000;
 
 /// Released decisions on their way to the renderer thread.
 pub(super) type RenderJob = Vec<(u64, Vec<Step>)>;

@@ -41,11 +41,11 @@ mod queues;
 #[cfg(test)]
 mod tests;
 
-pub use log::{FlagReader, RowReader, MAX_LOG_EVENTS};
-pub use published::{ReleaseBound, Step};
+pub use log::{FlagReader, RowReader, Step, MAX_LOG_EVENTS, QUEUE_TIMEOUT_MS};
+pub use published::ReleaseBound;
 pub use queues::{
     bad_queue, Queue, QueueOptions, HEARTBEAT_MS, LONGPOLL_TIMEOUT_SECS, MAX_PENDING_EVENTS,
-    MAX_QUEUES_PER_USER, MAX_QUEUE_TIMEOUT_SECS, QUEUE_TIMEOUT_MS,
+    MAX_QUEUES_PER_USER, MAX_QUEUE_TIMEOUT_SECS,
 };
 
 use std::collections::VecDeque;

@@ -5,14 +5,10 @@
 
 use std::sync::Arc;
 
-use super::log::RenderJob;
+use super::log::{RenderJob, Step};
 use super::EventHub;
 use crate::locks::lock;
-use crate::realm::{Change, Realm};
-
-/// Changes of one decision and the version right after them (their events are rendered
-/// from it): one change, or a run of changes that batch (`Change::batches_with`).
-pub type Step = (Vec<Change>, Arc<Realm>);
+use crate::realm::Realm;
 
 /// The highest ticket whose decision may be released (its message rows are written),
 /// read at each `release` (`EventHub::bound_release`).

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Notify};
 
-use super::log::Shared;
+use super::log::{Shared, QUEUE_TIMEOUT_MS};
 use super::EventHub;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::locks::{lock, read};
@@ -25,8 +25,6 @@ use crate::realm::{Realm, UserId};
 pub const HEARTBEAT_MS: i64 = 60_000;
 /// Tick channels: one per second of a heartbeat period.
 pub(super) const TICK_SLOTS: usize = (HEARTBEAT_MS / 1000) as usize;
-/// Queues without a connected client for this long are collected (Zulip: 10 minutes).
-pub const QUEUE_TIMEOUT_MS: i64 = 600_000;
 /// The longest `queue_lifespan_secs` a client may ask for (Zulip: 7 days).
 pub const MAX_QUEUE_TIMEOUT_SECS: i64 = 7 * 24 * 60 * 60;
 /// What `POST /register` advertises as `event_queue_longpoll_timeout_seconds`.

@@ -3,6 +3,18 @@
 //! Nothing here knows HTTP, actix or storage. Rules are `decide_*` (read state, return
 //! `Change`s) and `view_*` (read state, return JSON); `apply` turns a change into state
 //! and cannot fail.
+//!
+//! # The one deliberate circle
+//!
+//! The resource files of this folder and three hubs import each other: `Realm` (here)
+//! holds every resource's state, `change::Change` names every resource's facts (the
+//! WAL's vocabulary, one closed enum so that a record decodes to exactly one fact),
+//! and `events` renders them; each resource's rules are `impl Realm` blocks that read
+//! other resources and return `Change`s. The circle is the realm being one aggregate
+//! with one writer, not an accident of placement: a resource file may use any other
+//! (`realm::channels` from `realm::messages`), and nothing outside `realm/` is
+//! imported into it but leaves (`error`, `escape`, `version`). The other folders
+//! (`api/`, `hub/`, `storage/`) have no circle.
 
 pub mod alert_words;
 pub mod attachments;

@@ -8,7 +8,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::ResponseError;
 
-use crate::api::{auth, AppState};
+use crate::api::{auth, origin, AppState};
 use crate::error::{ApiError, ApiResult};
 use crate::limits::{RateDecision, RateKey};
 use crate::registry::RealmHandle;
@@ -56,7 +56,7 @@ pub fn add_headers(res: &mut ServiceResponse<BoxBody>, decision: &RateDecision) 
 /// so the handler does not authenticate the same credentials against the same version
 /// again.
 fn rate_key(state: &AppState, req: &actix_web::HttpRequest) -> RateKey {
-    let host = auth::host(req);
+    let host = origin::host(req);
     if let (Some(subdomain), Ok(c)) = (
         state.registry.subdomain_for_host(&host),
         auth::credentials(req),
@@ -81,7 +81,7 @@ fn rate_key(state: &AppState, req: &actix_web::HttpRequest) -> RateKey {
             }
         }
     }
-    RateKey::Ip(auth::client_ip(req, &state.trusted_proxies))
+    RateKey::Ip(origin::client_ip(req, &state.trusted_proxies))
 }
 
 /// Bodies larger than this (or of unknown length) are read only for callers whose

@@ -12,7 +12,7 @@ use std::time::Duration;
 use actix_web::dev::ServiceResponse;
 use actix_web::{web, HttpMessage};
 
-use crate::api::{auth, AppState};
+use crate::api::{origin, AppState};
 use crate::config::AccessLog;
 
 /// Target of the per-request lines (`RUST_LOG=hearth::http=warn` silences them).
@@ -120,7 +120,7 @@ pub fn log_answer<B>(policy: AccessLogPolicy, res: &ServiceResponse<B>, took: Du
     let method = cut(method.as_str(), LOGGED_METHOD_BYTES);
     let realm = request
         .app_data::<web::Data<AppState>>()
-        .and_then(|state| state.registry.subdomain_for_host(&auth::host(request)));
+        .and_then(|state| state.registry.subdomain_for_host(&origin::host(request)));
     let user_id = request
         .extensions()
         .get::<LoggedUser>()
