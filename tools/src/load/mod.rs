@@ -488,7 +488,13 @@ async fn phase(
     );
     if needs_queues && !renamed {
         bar.set_message(format!("registering {} queues", creds.len()));
+        let registering = Instant::now();
         scenarios::register_all(&env, 64).await;
+        tracing::info!(
+            "{} queues registered in {:.1} s; the warm-up starts",
+            creds.len(),
+            registering.elapsed().as_secs_f64()
+        );
     }
     let cpu_before = driver::cpu_seconds();
     let busy_before = driver::busy();
