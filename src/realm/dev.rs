@@ -476,6 +476,33 @@ pub mod testing {
     pub fn dev_realm(cx: &mut Cx) -> Realm {
         realm_of(&dev_realm_changes(cx).expect("the development realm's changes"))
     }
+
+    /// A plain message row ("hi", unedited, without mentions or reactions), read by
+    /// its sender.
+    pub fn message(
+        id: u64,
+        sender: crate::realm::UserId,
+        recipient: crate::realm::messages::Recipient,
+        timestamp: i64,
+    ) -> crate::realm::messages::Message {
+        crate::realm::messages::Message {
+            id,
+            sender_id: sender,
+            recipient,
+            content: "hi".into(),
+            rendered_content: "<p>hi</p>".into(),
+            timestamp,
+            client: "test".into(),
+            is_me_message: false,
+            mentioned: Vec::new(),
+            wildcard: crate::realm::messages::Wildcard::None,
+            sender_read: true,
+            edits: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+            reactions: Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]

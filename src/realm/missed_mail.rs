@@ -390,7 +390,6 @@ impl Realm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realm::messages::Wildcard;
 
     fn world() -> Realm {
         crate::realm::dev::testing::dev_realm(&mut Cx::seeded(1_700_000_000_000, 7))
@@ -406,23 +405,7 @@ mod tests {
     }
 
     fn realm_message(from: UserId, recipient: Recipient) -> Message {
-        Message {
-            id: 1,
-            sender_id: from,
-            recipient,
-            content: "hi".into(),
-            rendered_content: "<p>hi</p>".into(),
-            timestamp: 0,
-            client: "test".into(),
-            is_me_message: false,
-            mentioned: Vec::new(),
-            wildcard: Wildcard::None,
-            sender_read: true,
-            edits: Vec::new(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-            reactions: Vec::new(),
-        }
+        crate::realm::dev::testing::message(1, from, recipient, 0)
     }
 
     #[test]
