@@ -48,8 +48,8 @@
 //!    - `wal/`: WAL records, the commit journal, group commit and the flusher, storage
 //!      faults, the manifest; the message database is synced first through its
 //!      `SyncedFirst` port.
-//!    - `codec/`: the frame, every record's schema versions, snapshot sections, the
-//!      frozen older schemas.
+//!    - `codec/`: the frame, every record's schema versions, the snapshot as one
+//!      section per resource (each with its own version), the frozen older schemas.
 //!    - beside them: `staging` (staged imports, dropped realms), `presence` (coalesced
 //!      presence), `archive` (the realm archive's format), `uploads` (files, one folder
 //!      per realm), `folder` (sled's configuration, making it durable, open refusals).

@@ -180,7 +180,12 @@ impl User {
 }
 
 /// One organization's state. Owned by exactly one realm actor.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Not an encoding: a snapshot stores it as one section per resource
+/// (`storage::codec::sections`), so adding a field here adds it to a resource's
+/// section, never changes the whole record. Fields marked derived are rebuilt after
+/// loading (`rebuild_indexes`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Realm {
     pub settings: RealmSettings,
     /// Every account, active or not, by id (ordered, so listings are stable).
@@ -199,145 +204,97 @@ pub struct Realm {
     pub folders: OrdMap<channels::FolderId, channels::ChannelFolder>,
     pub next_folder_id: channels::FolderId,
     /// Next message id and topics per channel (message rows live in the message store).
-    #[serde(default)]
     pub messages: messages::MessageState,
     /// Lower-cased delivery email -> id. Derived from `users`; rebuilt after loading.
-    #[serde(skip)]
     by_email: HashMap<String, UserId>,
     /// API key -> id, for the webhook URLs that carry only a key. Derived from
     /// `users`; rebuilt after loading.
-    #[serde(skip)]
     by_api_key: HashMap<String, UserId>,
     /// Lower-cased channel name -> id. Derived from `channels`; rebuilt after loading.
-    #[serde(skip)]
     channel_by_name: HashMap<String, channels::ChannelId>,
     /// Palette use of each user's subscriptions. Derived from `channels`; rebuilt after
     /// loading.
-    #[serde(skip)]
     color_use: HashMap<UserId, channels::ColorUse>,
     /// Linkifiers by id (seed 4.11).
-    #[serde(default)]
     pub linkifiers: OrdMap<linkifiers::LinkifierId, linkifiers::Linkifier>,
-    #[serde(default)]
     pub next_linkifier_id: linkifiers::LinkifierId,
     /// The linkifiers compiled for rendering. Derived from `linkifiers`.
-    #[serde(skip)]
     linkifier_cache: linkifiers::LinkifierCache,
     /// Custom profile fields by id (seed 4.3).
-    #[serde(default)]
     pub profile_fields: OrdMap<profile_fields::FieldId, profile_fields::ProfileField>,
-    #[serde(default)]
     pub next_profile_field_id: profile_fields::FieldId,
     /// Users' values, by field then user (deleting a field drops its map).
-    #[serde(default)]
     pub profile_values:
         OrdMap<profile_fields::FieldId, OrdMap<UserId, profile_fields::ProfileValue>>,
     /// Uploaded files' metadata by id (seed 4.14); the bytes are under the data folder.
-    #[serde(default)]
     pub attachments: OrdMap<attachments::AttachmentId, attachments::Attachment>,
-    #[serde(default)]
     pub next_attachment_id: attachments::AttachmentId,
     /// `path_id` -> attachment. Derived from `attachments`.
-    #[serde(skip)]
     attachment_by_path: HashMap<String, attachments::AttachmentId>,
     /// Attachments per stored file (`sha256`). Derived from `attachments`.
-    #[serde(skip)]
     attachment_shas: HashMap<String, u64>,
     /// Each user's attachments. Derived from `attachments`.
-    #[serde(skip)]
     attachments_by_owner: HashMap<UserId, OrdSet<attachments::AttachmentId>>,
     /// Total size of the uploads. Derived from `attachments`.
-    #[serde(skip)]
     upload_space_used: u64,
     /// What named groups hold besides their `UserGroup`: permissions, deactivation.
-    #[serde(default)]
     pub group_configs: OrdMap<groups::GroupId, groups::GroupConfig>,
     /// The realm's group settings that differ from Zulip's defaults (`realm_setting`).
-    #[serde(default)]
     pub realm_group_settings:
         std::collections::BTreeMap<groups::RealmSetting, groups::GroupSetting>,
     /// Each user's configured navigation views (seed 4.8, 4.10).
-    #[serde(default)]
     pub navigation_views: OrdMap<UserId, Vec<navigation::NavigationView>>,
     /// Each user's registered push tokens (seed 4.17, 4.18).
-    #[serde(default)]
     pub push_tokens: OrdMap<UserId, Vec<push::PushToken>>,
     /// Each user's E2EE push devices (seed 4.22).
-    #[serde(default)]
     pub push_devices: OrdMap<UserId, Vec<push::PushDevice>>,
     /// Group name -> id. Derived from `groups`; rebuilt after loading.
-    #[serde(skip)]
     group_by_name: HashMap<String, groups::GroupId>,
     /// Where each group is used (settings, supergroups). Derived; rebuilt after loading.
-    #[serde(skip)]
     group_uses: groups::uses::GroupUses,
     /// User statuses and who turned presence off (seed 4.4).
-    #[serde(default)]
     pub status: status::StatusState,
     /// Custom emoji.
-    #[serde(default)]
     pub emoji: emoji::EmojiState,
     /// The settings `PATCH /realm` changes besides the name and the group settings
     /// (description, message policies); Zulip's defaults until changed.
-    #[serde(default)]
     pub properties: settings::RealmProperties,
     /// Each user's topic visibility policies (`POST /user_topics`).
-    #[serde(default)]
     pub user_topics: OrdMap<UserId, Vec<user_topics::UserTopic>>,
     /// Each user's muted users, in the order muted.
-    #[serde(default)]
     pub muted_users: OrdMap<UserId, Vec<muted_users::MutedUser>>,
     /// Each user's alert words, in the order added.
-    #[serde(default)]
     pub alert_words: OrdMap<UserId, Vec<String>>,
     /// Every active user's alert words, compiled for matching. Derived from
     /// `alert_words`.
-    #[serde(skip)]
     alert_word_index: alert_words::AlertWordIndex,
     /// Who has a visibility policy for each topic. Derived from `user_topics`.
-    #[serde(skip)]
     topic_policy_index: user_topics::TopicPolicyIndex,
     /// Each user's personal settings that differ from Zulip's defaults (`user_settings`).
-    #[serde(default)]
     pub user_settings: OrdMap<UserId, user_settings::UserSettingsMap>,
     /// The realm's defaults for new users that differ from Zulip's (`user_settings`).
-    #[serde(default)]
     pub user_settings_defaults: user_settings::UserSettingsMap,
     /// Each user's drafts (`/drafts`).
-    #[serde(default)]
     pub drafts: drafts::DraftState,
     /// Each user's saved snippets (`/saved_snippets`).
-    #[serde(default)]
     pub saved_snippets: saved_snippets::SnippetState,
     /// Pending message reminders (`/reminders`), with their due-time index.
-    #[serde(default)]
     pub reminders: messages::reminders::ReminderState,
     /// Email invitations and reusable invitation links.
-    #[serde(default)]
     pub invites: invites::InviteState,
     /// Channels' email-gateway tokens (`GET /streams/{id}/email_address`).
-    #[serde(default)]
     pub channel_email_tokens: channels::email::EmailTokens,
     /// Code playgrounds (`POST /realm/playgrounds`).
-    #[serde(default)]
     pub playgrounds: playgrounds::PlaygroundState,
-    /// Data exports (`/export/realm`), by id (snapshot schema 6).
-    #[serde(default)]
+    /// Data exports (`/export/realm`), by id.
     pub exports: realm_export::ExportState,
-    /// Browser sessions of the web client, by their cookie's digest (snapshot
-    /// schema 7).
-    #[serde(default)]
+    /// Browser sessions of the web client, by their cookie's digest.
     pub sessions: sessions::SessionState,
-    /// Outgoing-webhook services, bot storage and the delivery outbox. Stored in the
-    /// snapshot's `bot_services` section (`storage::codec::sections`), not in the realm's
-    /// own record: a resource added after schema 7 is a section of its own.
-    #[serde(skip)]
+    /// Outgoing-webhook services, bot storage and the delivery outbox.
     pub bot_services: bot_services::BotServiceState,
-    /// The missed-message emails owed, in the snapshot's `missed_mail` section.
-    #[serde(skip)]
+    /// The missed-message emails owed.
     pub missed_mail: missed_mail::MissedMailState,
     /// Who asked for channel emails (derived, rebuilt on load).
-    #[serde(skip)]
     pub(crate) mail_index: missed_mail::MailIndex,
 }
 

@@ -63,6 +63,7 @@ mod search_index;
 mod sends;
 mod server;
 mod settings;
+mod snapshot_sections;
 mod snapshots;
 mod topics_policy;
 mod uploads;

@@ -22,6 +22,10 @@ pub enum CodecError {
     Trailing(usize),
     #[error("unknown snapshot section '{0}' version {1} (written by a newer hearth?)")]
     Section(String, u16),
+    #[error("snapshot section '{0}' given twice")]
+    DuplicateSection(String),
+    #[error("snapshot without its '{0}' section")]
+    MissingSection(&'static str),
 }
 
 pub(super) fn config() -> bincode::config::Configuration {

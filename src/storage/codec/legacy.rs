@@ -12,10 +12,11 @@
 //! `v4`; schema 5 (`tests/fixtures/snapshot-v5-dev-realm.bin`) added each user's
 //! personal state and the realm settings that came with it, frozen in `v5`; schema 6
 //! (`tests/fixtures/snapshot-v6-dev-realm.bin`) added the realm's data exports
-//! (`Realm::exports`), frozen in `v6`; schema 7 is today's
-//! (`tests/fixtures/snapshot-v7-dev-realm.bin`): the web client's sessions
-//! (`Realm::sessions`). The next change to `Realm` copies today's shape here as `v7`
-//! and bumps the schema.
+//! (`Realm::exports`), frozen in `v6`; schema 7
+//! (`tests/fixtures/snapshot-v7-dev-realm.bin`) added the web client's sessions
+//! (`Realm::sessions`). From schema 7 on, snapshots are read through their resources'
+//! sections (`sections.rs`), so no later realm is frozen here: a resource's changed
+//! shape is frozen in its section alone.
 //!
 //! WAL schema 1 stored `Change` as one flat enum; schema 2 nests it by resource: the
 //! flat enum is frozen in `v1` with its migration. Schema 3 is today's: a created

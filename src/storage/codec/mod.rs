@@ -13,12 +13,18 @@
 //!
 //! - `Realm` (snapshots): `REALM_SCHEMA`; `Vec<Change>` (WAL records): `CHANGES_SCHEMA`;
 //!   `PresenceEntry` (a user's coalesced presence): `PRESENCE_SCHEMA`.
-//! - `decode_realm` and `decode_changes` dispatch on the version: the current one
-//!   decodes into today's types; an older one decodes into that version's types, kept
-//!   frozen in `storage/codec/legacy.rs`, and migrates forward one version at a time.
-//! - Changing a stored type means: copy its current definition into `legacy.rs` as the
-//!   old version, bump the schema constant, add the migration step and its arm here.
-//!   The golden fixtures in `tests/fixtures/` (records of every schema) must keep
+//! - A snapshot (schema 9) is one section per resource, each with its own version
+//!   (`sections`): a resource's new shape is a new version of its section alone, and a
+//!   new resource is a new section. Snapshots of schemas 7 and 8 are read through the
+//!   sections' first versions; those of schemas 1 to 6 through the whole realms frozen
+//!   in `legacy.rs`, migrated forward.
+//! - `decode_changes` dispatches on the WAL record's version: the current one decodes
+//!   into today's `Change`; an older one into that version's types, frozen in
+//!   `legacy.rs`, and migrates forward. Changing a stored type of a WAL record means:
+//!   copy its current definition into `legacy.rs` as the old version, bump the schema
+//!   constant, add the migration step and its arm here (a variant added at the end of
+//!   an enum needs none: bincode names variants by position).
+//! - The golden fixtures in `tests/fixtures/` (records of every schema) must keep
 //!   decoding.
 //!
 //! Schema 1 is the format hearth wrote from its first release (the byte was called the
@@ -33,17 +39,16 @@ pub use frame::{decode, decode_payload, encode, encode_versioned, open_frame, Co
 use crate::realm::presence::PresenceEntry;
 use crate::realm::{Change, Realm};
 
-/// Schema version of the snapshot record hearth writes: schema 8 is the realm's own
-/// record (schema 7's shape) followed by its sections (`storage::codec::sections`).
-pub const REALM_SCHEMA: u8 = 8;
+/// Schema version of the snapshot record hearth writes: schema 9 is the realm's
+/// sections, one per resource (`storage::codec::sections`).
+pub const REALM_SCHEMA: u8 = 9;
 /// Schema version of the WAL record (`Vec<Change>`) hearth writes.
 pub const CHANGES_SCHEMA: u8 = 3;
 /// Schema version of the presence record (`PresenceEntry`) hearth writes.
 pub const PRESENCE_SCHEMA: u8 = 1;
 /// Encodes a snapshot record.
 pub fn encode_realm(realm: &Realm) -> Result<Vec<u8>, CodecError> {
-    let sections = sections::sections_of(realm)?;
-    encode_versioned(REALM_SCHEMA, &(realm, sections))
+    encode_versioned(REALM_SCHEMA, &sections::sections_of(realm)?)
 }
 
 /// Decodes a snapshot record of any known schema version (indexes not rebuilt).
@@ -56,13 +61,17 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
         4 => decode_payload::<legacy::v4::Realm>(payload).map(legacy::v4::realm_to_current),
         5 => decode_payload::<legacy::v5::Realm>(payload).map(legacy::v5::realm_to_current),
         6 => decode_payload::<legacy::v6::Realm>(payload).map(legacy::v6::realm_to_current),
-        // Schema 7 is schema 8 without sections.
-        7 => decode_payload::<Realm>(payload),
-        REALM_SCHEMA => {
-            let (mut realm, sections) = decode_payload::<(Realm, Vec<sections::Section>)>(payload)?;
+        // Schema 7's record is the first version of the first sections in a row;
+        // schema 8 is that record followed by the sections added after it.
+        7 => decode_payload::<sections::RecordV7>(payload).map(sections::RecordV7::into_realm),
+        8 => {
+            let (record, sections) =
+                decode_payload::<(sections::RecordV7, Vec<sections::Section>)>(payload)?;
+            let mut realm = record.into_realm();
             sections::apply_sections(&mut realm, sections)?;
             Ok(realm)
         }
+        REALM_SCHEMA => sections::realm_of_sections(decode_payload(payload)?),
         v => Err(CodecError::Version(v)),
     }
 }
