@@ -248,8 +248,9 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     if (atBottom.current && data.foundNewest.peek() && end === ids.length) {
       // Rows added or trimmed at a list kept at its end: the browser's scroll anchoring
       // holds the bottom anchor (hence the end) in place when the rows overflow; no
-      // read here, which would lay the new rows out in the middle of the frame.
-      if (overflowing.current && following()) return;
+      // read here, which would lay the new rows out in the middle of the frame. A list
+      // a few pixels short of its end (the anchor below the fold) is scrolled there once.
+      if (overflowing.current && following() && atEnd.current) return;
       // One read of the scroll metrics, then the write.
       const height = el.scrollHeight;
       const viewport = el.clientHeight;
