@@ -335,6 +335,22 @@ flow('inbox', async () => {
   await until(async () => (await rowOf(topicA).count()) === 0, `${topicA} to leave the Inbox`);
   await rowOf(topicB).waitFor();
   await shot(page, 'inbox-after-reading');
+  // The filter box: a topic's name, in another case, keeps its channel and that topic;
+  // a participant's name keeps the conversation; Esc clears it.
+  const filter = inbox.getByRole('searchbox', { name: /^Filter conversations/ });
+  await filter.click();
+  await filter.fill(`INBOX REVIEW ${unique}`.toUpperCase());
+  await until(async () => (await rowOf('Othello').count()) === 0 && (await rowOf(topicB).count()) === 1, 'the filter to keep the topic alone');
+  if (await verona.count() !== 1) throw new Error('the filter hid the channel of a topic it keeps');
+  await shot(page, 'inbox-filtered');
+  await filter.fill('othel');
+  await until(async () => (await rowOf('Othello').count()) === 1 && (await rowOf(topicB).count()) === 0, 'the filter to keep the conversation alone');
+  await page.keyboard.press('Escape');
+  await until(async () => (await filter.inputValue()) === '' && (await rowOf(topicB).count()) === 1 && (await rowOf('Othello').count()) === 1, 'Esc to clear the filter');
+  // The Inbox's link clicked while it is open: the focus goes to its first row.
+  await filter.click();
+  await page.locator('.left-sidebar .views').getByRole('link', { name: /^Inbox/ }).click();
+  await until(async () => (await focused()).startsWith('Direct messages'), 'the focus on the first row after the link');
   assertClean(page);
   await context.close();
 });

@@ -151,3 +151,34 @@ export function saveFolded(storage: Pick<Storage, 'setItem' | 'removeItem'> | un
     /* Storage full or refused. */
   }
 }
+
+/**
+ * Pure: the Inbox narrowed to what `query` names (case-insensitive, anywhere in the
+ * name): a direct-message conversation whose participants' names (`dmLabel`) hold it;
+ * every topic of a channel whose name holds it, else the channel's topics whose name
+ * (`topicLabel`: what the row shows, "general chat" for the empty topic, say) holds
+ * it. A channel with no topic left goes; a channel's counts are those of its topics
+ * kept. An empty or blank query keeps everything.
+ */
+export function filterInbox(
+  model: InboxModel,
+  query: string,
+  dmLabel: (key: string) => string,
+  topicLabel: (topic: string) => string = (t) => t,
+): InboxModel {
+  const q = query.trim().toLowerCase();
+  if (q === '') return model;
+  const has = (text: string) => text.toLowerCase().includes(q);
+  const dms = model.dms.filter((d) => has(dmLabel(d.key)));
+  const channels: InboxChannel[] = [];
+  for (const c of model.channels) {
+    if (has(c.name)) {
+      channels.push(c);
+      continue;
+    }
+    const topics = c.topics.filter((t) => has(t.topic) || has(topicLabel(t.topic)));
+    if (topics.length === 0) continue;
+    channels.push({ ...c, topics, count: topics.reduce((n, t) => n + t.count, 0), mentioned: topics.some((t) => t.mentioned) });
+  }
+  return { dms, channels };
+}

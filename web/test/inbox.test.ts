@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FOLDED_KEY, FOLLOWED, inboxModel, inboxRows, loadFolded, moveFocus, MUTED, saveFolded, UNMUTED } from '../src/inbox';
+import { filterInbox, FOLDED_KEY, FOLLOWED, inboxModel, inboxRows, loadFolded, moveFocus, MUTED, saveFolded, UNMUTED } from '../src/inbox';
 import { UnreadState } from '../src/unread';
 
 const ME = 10;
@@ -131,5 +131,50 @@ describe('folded groups across page loads', () => {
   it('survive a storage that refuses writes', () => {
     const full = { setItem: () => { throw new Error('QuotaExceededError'); }, removeItem: () => undefined };
     expect(() => saveFolded(full, new Set(['dm']))).not.toThrow();
+  });
+});
+
+describe('the Inbox filter', () => {
+  const names = new Map([['20', 'Othello'], ['20,30', 'Othello, Iago']]);
+  const dmLabel = (key: string) => names.get(key) ?? '';
+  const shown = (q: string, topicLabel?: (t: string) => string) => {
+    const m = filterInbox(inboxModel(state(), channels, policy), q, dmLabel, topicLabel);
+    return {
+      dms: m.dms.map((d) => d.key),
+      channels: m.channels.map((c) => [c.name, c.count, c.mentioned, c.topics.map((t) => t.topic)]),
+    };
+  };
+
+  it('keeps everything for an empty or blank query', () => {
+    const m = inboxModel(state(), channels, policy);
+    expect(filterInbox(m, '', dmLabel)).toBe(m);
+    expect(filterInbox(m, '   ', dmLabel)).toBe(m);
+  });
+
+  it('keeps every topic of a channel whose name matches, in any case', () => {
+    expect(shown('VERON')).toEqual({ dms: [], channels: [['Verona', 3, true, ['deploys', 'lunch']]] });
+  });
+
+  it('keeps the matching topics of the other channels, with their counts', () => {
+    expect(shown('LUN')).toEqual({ dms: [], channels: [['Verona', 2, false, ['lunch']]] });
+    expect(shown('e')).toEqual({
+      dms: ['20,30', '20'],
+      channels: [['Rome', 1, false, ['pinned talk']], ['Denmark', 1, false, ['kept']], ['Verona', 3, true, ['deploys', 'lunch']]],
+    });
+    // Anywhere in the name, not only at a word's start; the query's own spaces at its ends do not count.
+    expect(shown(' ploy ')).toEqual({ dms: [], channels: [['Verona', 1, true, ['deploys']]] });
+  });
+
+  it("keeps the direct-message conversations whose participants' names match", () => {
+    expect(shown('iago')).toEqual({ dms: ['20,30'], channels: [] });
+    expect(shown('othello')).toEqual({ dms: ['20,30', '20'], channels: [] });
+  });
+
+  it('matches a topic by the name its row shows too', () => {
+    expect(shown('talk of rome', (t) => (t === 'pinned talk' ? 'talk of rome' : t))).toEqual({ dms: [], channels: [['Rome', 1, false, ['pinned talk']]] });
+  });
+
+  it('leaves nothing when nothing matches', () => {
+    expect(shown('zzz')).toEqual({ dms: [], channels: [] });
   });
 });

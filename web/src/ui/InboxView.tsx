@@ -1,10 +1,12 @@
 // The Inbox (`#inbox`): every unread conversation at a glance, direct messages first,
 // then each channel's unread topics, with counts. Groups fold; the arrow keys (or j
-// and k) walk the rows, Enter opens a conversation or folds a group.
+// and k) walk the rows, Enter opens a conversation or folds a group. A filter box at
+// the top keeps the conversations whose channel, topic or participants' names hold
+// its text; Esc clears it.
 
 import { signal } from '@preact/signals';
 import { useEffect, useRef } from 'preact/hooks';
-import { inboxModel, inboxRows, loadFolded, moveFocus, saveFolded } from '../inbox';
+import { filterInbox, inboxModel, inboxRows, loadFolded, moveFocus, saveFolded } from '../inbox';
 import { narrowToHash } from '../narrow';
 import { me, slugContext, subs, topicDisplay, topicKey, track, unread, unreadVersion, userName, userTopics } from '../store';
 import { Icon } from './Icon';
@@ -27,6 +29,20 @@ function toggle(group: string): void {
   saveFolded(storage(), next);
 }
 
+/** The filter box's text; kept while one is away from the Inbox. */
+const query = signal('');
+
+/** The Inbox's first row takes the focus (its link clicked while it is open). */
+export function focusInbox(): void {
+  const first = document.querySelector<HTMLElement>('.inbox-view [data-inbox-row]');
+  first?.focus();
+  first?.scrollIntoView({ block: 'nearest' });
+}
+
+function dmLabel(key: string): string {
+  return key.split(',').map(Number).map((id) => (id === me.value ? `${userName(id)} (you)` : userName(id))).join(', ');
+}
+
 function Count({ n, mentioned }: { n: number; mentioned: boolean }) {
   return (
     <span class="inbox-counts">
@@ -43,7 +59,10 @@ function inField(t: EventTarget | null): boolean {
 
 export function InboxView() {
   track(unreadVersion);
-  const model = inboxModel(unread, subs.value, (s, t) => userTopics.value.get(topicKey(s, t)));
+  const all = inboxModel(unread, subs.value, (s, t) => userTopics.value.get(topicKey(s, t)));
+  const q = query.value;
+  const model = filterInbox(all, q, dmLabel, topicDisplay);
+  const filtering = q.trim() !== '';
   const folded = collapsed.value;
   const total = inboxRows(model, folded).length;
   const box = useRef<HTMLDivElement>(null);
@@ -84,8 +103,27 @@ export function InboxView() {
   return (
     <section class="inbox-view" aria-labelledby="inbox-title">
       <header class="narrow-header"><h1 id="inbox-title">Inbox</h1></header>
-      <div class="inbox-scroll" ref={box}>
-        {total === 0 && <p class="inbox-empty muted">There are no unread messages in your inbox.</p>}
+      <div class="inbox-filter">
+        <input type="search" class="inbox-search" placeholder="Filter conversations" aria-label="Filter conversations by channel, topic or name"
+          value={q} aria-controls="inbox-rows"
+          onInput={(e) => { query.value = (e.target as HTMLInputElement).value; }}
+          onKeyDown={(e) => {
+            if (e.key === 'Escape' && query.value !== '') {
+              // Esc clears the filter; in an empty box it goes on to the page's own use.
+              e.preventDefault();
+              e.stopPropagation();
+              query.value = '';
+            } else if (e.key === 'ArrowDown' || e.key === 'Enter') {
+              const first = box.current?.querySelector<HTMLElement>('[data-inbox-row]');
+              if (first === null || first === undefined) return;
+              e.preventDefault();
+              first.focus();
+            }
+          }} />
+      </div>
+      <div class="inbox-scroll" id="inbox-rows" ref={box}>
+        {total === 0 && !filtering && <p class="inbox-empty muted">There are no unread messages in your inbox.</p>}
+        {total === 0 && filtering && <p class="inbox-empty muted" role="status">No unread conversation matches “{q.trim()}”.</p>}
         {model.dms.length > 0 && (
           <div class="inbox-group">
             <h2 class="inbox-header">
@@ -98,8 +136,7 @@ export function InboxView() {
             {dmOpen && (
               <ul class="inbox-rows" aria-label="Direct messages">
                 {model.dms.map((d) => {
-                  const ids = d.key.split(',').map(Number);
-                  const label = ids.map((id) => (id === me.value ? `${userName(id)} (you)` : userName(id))).join(', ');
+                  const label = dmLabel(d.key);
                   return (
                     <li key={d.key}>
                       <a class="inbox-row" data-inbox-row href={narrowToHash([{ operator: 'dm', operand: d.key }], slugContext)}>

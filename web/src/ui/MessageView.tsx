@@ -148,6 +148,13 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
   const scroller = useRef<HTMLDivElement>(null);
   const anchor = useRef<{ id: number; offset: number } | undefined>(undefined);
   const atBottom = useRef(false);
+  // The bottom of the list on screen to the pixel (the last scroll event's reading).
+  const atEnd = useRef(false);
+  // The rows overflow the viewport: from then on the bottom anchor (CSS scroll
+  // anchoring, `.list-bottom`) keeps a list at its end as rows come and go, with no
+  // read of the layout in the frame. A list that does not fill its viewport has no
+  // scroll offset to anchor: it is scrolled down by hand until it overflows.
+  const overflowing = useRef(false);
   const placed = useRef(false);
   // Only the rows near the viewport are rendered (`renderSpan`): the newest ones while
   // the list follows them, else a span the reader's scrolling moves. The rows' DOM
@@ -225,7 +232,10 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
       const row = el.querySelector<HTMLElement>(`[data-message-id="${anchorId}"]`);
       if (row !== null) {
         el.scrollTop = isLast ? el.scrollHeight : row.offsetTop - el.clientHeight / 3;
-        atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+        const below = el.scrollHeight - el.scrollTop - el.clientHeight;
+        atBottom.current = below < 40;
+        atEnd.current = below <= 2;
+        overflowing.current = el.scrollHeight > el.clientHeight + 1;
       }
       return;
     }
@@ -236,10 +246,17 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
       return;
     }
     if (atBottom.current && data.foundNewest.peek() && end === ids.length) {
+      // Rows added or trimmed at a list kept at its end: the browser's scroll anchoring
+      // holds the bottom anchor (hence the end) in place when the rows overflow; no
+      // read here, which would lay the new rows out in the middle of the frame. A list
+      // a few pixels short of its end (the anchor below the fold) is scrolled there once.
+      if (overflowing.current && following() && atEnd.current) return;
       // One read of the scroll metrics, then the write.
       const height = el.scrollHeight;
       const viewport = el.clientHeight;
       el.scrollTop = height;
+      overflowing.current = height > viewport + 1;
+      atEnd.current = true;
       // Following: from now on, only the rows that fill the viewport (and a margin).
       if (following() && end > start) range.current = { follow: followRows(viewport, height / (end - start)) };
       return;
@@ -258,7 +275,10 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     const el = scroller.current;
     if (el === null || !data.marksRead || !data.foundNewest.peek() || !viewFocused()) return false;
     if (span.current[1] < data.ids.peek().length) return false;
-    if (el.scrollHeight - el.scrollTop - el.clientHeight > 2) return false;
+    // A list kept at its end by the bottom anchor stays there: the last scroll
+    // event's reading holds, and a render reads no layout.
+    const anchored = overflowing.current && following() && atBottom.current;
+    if (anchored ? !atEnd.current : el.scrollHeight - el.scrollTop - el.clientHeight > 2) return false;
     markRead(data.ids.peek());
     return true;
   };
@@ -274,6 +294,19 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     }, { threshold: 0.5 });
   }, [data]);
   useEffect(() => () => observer?.disconnect(), [observer]);
+  // The viewport resized (compose opened or closed, the window): a list kept at its
+  // end stays there; scroll anchoring only answers rows moving, not the box.
+  useEffect(() => {
+    const el = scroller.current;
+    if (el === null || typeof ResizeObserver === 'undefined') return;
+    const resized = new ResizeObserver(() => {
+      if (!atBottom.current || !data.foundNewest.peek()) return;
+      el.scrollTop = el.scrollHeight;
+      overflowing.current = el.scrollHeight > el.clientHeight + 1;
+    });
+    resized.observe(el);
+    return () => resized.disconnect();
+  }, [data]);
   useLayoutEffect(() => {
     const el = scroller.current;
     if (el === null || observer === undefined) return;
@@ -317,7 +350,13 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
   const onScroll = () => {
     const el = scroller.current;
     if (el === null) return;
-    atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+    // Read at a scroll event, before the frame's new rows: the layout is clean here.
+    const height = el.scrollHeight;
+    const viewport = el.clientHeight;
+    const below = height - el.scrollTop - viewport;
+    atBottom.current = below < 40;
+    atEnd.current = below <= 2;
+    overflowing.current = height > viewport + 1;
     // At the bottom of the newest messages the list keeps to the bottom: no row to
     // hold in place. Elsewhere the first row on screen stays put as rows come and go.
     if (!atBottom.current || !data.foundNewest.peek()) {
@@ -333,6 +372,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     if (atBottom.current && e === all.length && data.foundNewest.peek()) {
       // At the newest message: follow it (the span keeps to the last rows).
       if (!following()) range.current = { follow: Math.max(FOLLOW_ROWS, e - s) };
+      else if (e > s) range.current = { follow: followRows(viewport, height / (e - s)) };
     } else if (following() || range.current === undefined) {
       range.current = { lo: all[s] ?? 0, hi: all[e - 1] ?? 0 };
     }
@@ -399,6 +439,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
         )}
         {data.error.value && <p class="error" role="alert">{data.error.value}</p>}
         {(!data.foundNewest.value || end < ids.length) && ids.length > 0 && <p class="list-edge">{loading === 'newer' ? 'Loading newer messages…' : ' '}</p>}
+        <div class="list-bottom" aria-hidden="true" />
       </div>
       <TypingNotice narrow={narrow} />
       <Compose narrow={narrow} />

@@ -2,7 +2,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { get } from '../api';
 import { Icon } from './Icon';
 import { narrowToHash, type Narrow } from '../narrow';
-import { baseRoute } from '../route';
+import { baseRoute, route } from '../route';
+import { focusInbox } from './InboxView';
 import {
   me, noteTopics, presenceStatus, recentDms, slugContext, subs, topicDisplay, topics, unread, unreadVersion, track, userName, userTopics, topicKey,
 } from '../store';
@@ -71,7 +72,15 @@ export function LeftSidebar() {
           const active = v.narrow === undefined ? r.view === v.view : isCurrent(v.narrow);
           return (
             <li key={v.hash} class={active ? 'active' : ''}>
-              <a href={v.hash} aria-current={active ? 'page' : undefined}><span>{v.label}</span><Count n={v.count} label="messages" /></a>
+              <a href={v.hash} aria-current={active ? 'page' : undefined}
+                onClick={v.view === 'inbox' ? (e) => {
+                  // The Inbox open already: its first row takes the focus (no hash change to act on).
+                  if (route.peek().view !== 'inbox' || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+                  e.preventDefault();
+                  focusInbox();
+                } : undefined}>
+                <span>{v.label}</span><Count n={v.count} label="messages" />
+              </a>
             </li>
           );
         })}
