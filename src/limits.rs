@@ -62,7 +62,17 @@ pub struct RateLimiter {
     inserted: AtomicUsize,
     /// Password attempts per username (`authenticate_by_username`).
     logins: LoginAttempts,
+    /// Password reset emails per address, per hour and per day
+    /// (`password_reset_form_by_email`).
+    resets: [LoginAttempts; 2],
 }
+
+/// Zulip's `password_reset_form_by_email`: 2 emails an hour and 5 a day for one
+/// address.
+pub const RESET_RULES: [(Duration, usize); 2] = [
+    (Duration::from_secs(3600), 2),
+    (Duration::from_secs(86_400), 5),
+];
 
 /// Zulip's `authenticate_by_username` rule: at most 5 password attempts for one
 /// username within 30 minutes; a successful one clears the username's history. Every
@@ -158,6 +168,24 @@ impl LoginAttempts {
         result
     }
 
+    /// `Err(seconds)` when `attempt` would refuse now; counts nothing.
+    pub fn check(&self, realm: &Arc<str>, username: &str, now: Instant) -> Result<(), f64> {
+        let Some(times) = self.seen.get(&username_key(realm, username)) else {
+            return Ok(());
+        };
+        let live: Vec<Instant> = times
+            .iter()
+            .copied()
+            .filter(|t| now.saturating_duration_since(*t) < self.window)
+            .collect();
+        match live.first() {
+            Some(oldest) if live.len() >= self.max => {
+                Err((self.window - now.saturating_duration_since(*oldest)).as_secs_f64())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// A full table makes room for a new username: first the usernames whose attempts
     /// all left the window, then those not locked out (fewer than `max` attempts: they
     /// lose only their count), and only when every username held is locked out, the
@@ -207,6 +235,7 @@ impl RateLimiter {
             buckets: DashMap::new(),
             inserted: AtomicUsize::new(0),
             logins: LoginAttempts::new(LOGIN_WINDOW, LOGIN_ATTEMPTS),
+            resets: RESET_RULES.map(|(window, max)| LoginAttempts::new(window, max)),
         }
     }
 
@@ -217,6 +246,22 @@ impl RateLimiter {
     /// Password attempts per username; counted only while rate limits are on.
     pub fn logins(&self) -> Option<&LoginAttempts> {
         self.enabled.then_some(&self.logins)
+    }
+
+    /// Counts a password reset email to `address` of the realm `realm`; `Err(seconds)`
+    /// when the address had its emails for the hour or the day (only while rate limits
+    /// are on). A refused email is counted by neither rule.
+    pub fn password_reset(&self, realm: &Arc<str>, address: &str, now: Instant) -> Result<(), f64> {
+        if !self.enabled {
+            return Ok(());
+        }
+        for rule in &self.resets {
+            rule.check(realm, address, now)?;
+        }
+        for rule in &self.resets {
+            rule.attempt(realm, address, now)?;
+        }
+        Ok(())
     }
 
     /// Counts one request of `key` at `now`.
@@ -348,5 +393,33 @@ mod tests {
         assert!(logins.held() <= 4);
         // The newest lockout stays.
         assert!(logins.attempt(&realm(), "3@x.test", later).is_err());
+    }
+
+    #[test]
+    fn password_reset_emails_are_two_an_hour_and_five_a_day_per_address() {
+        let limits = RateLimiter::new(true, 200, 200);
+        let t0 = Instant::now();
+        let at = |secs: u64| t0 + Duration::from_secs(secs);
+        let r = realm();
+        assert!(limits.password_reset(&r, "a@x.test", at(0)).is_ok());
+        assert!(limits.password_reset(&r, "A@x.test", at(1)).is_ok());
+        let wait = limits.password_reset(&r, "a@x.test", at(2)).unwrap_err();
+        assert!((3597.0..=3600.0).contains(&wait), "{wait}");
+        // Another address, another realm: their own counts.
+        assert!(limits.password_reset(&r, "b@x.test", at(2)).is_ok());
+        assert!(limits
+            .password_reset(&Arc::from("http://other"), "a@x.test", at(2))
+            .is_ok());
+        // Refusals were not counted: two more an hour later, one the next hour, then
+        // the day's five are used.
+        assert!(limits.password_reset(&r, "a@x.test", at(3600)).is_ok());
+        assert!(limits.password_reset(&r, "a@x.test", at(3601)).is_ok());
+        assert!(limits.password_reset(&r, "a@x.test", at(7200)).is_ok());
+        assert!(limits.password_reset(&r, "a@x.test", at(10_800)).is_err());
+        assert!(limits.password_reset(&r, "a@x.test", at(86_400)).is_ok());
+        let off = RateLimiter::new(false, 200, 200);
+        for i in 0..10 {
+            assert!(off.password_reset(&r, "a@x.test", at(i)).is_ok());
+        }
     }
 }

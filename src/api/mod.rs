@@ -22,6 +22,7 @@ pub mod muted_users;
 pub mod navigation;
 pub mod origin;
 pub mod params;
+pub mod password_reset;
 pub mod playgrounds;
 pub mod presence;
 pub mod profile_fields;
@@ -267,6 +268,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(endpoint!("/login/", get => session::show_login))
         .service(endpoint!("/accounts/login/", get => session::show_login, post => session::submit_login))
         .service(endpoint!("/accounts/logout/", post => session::logout))
+        .service(endpoint!("/accounts/password/reset/", get => password_reset::show_request, post => password_reset::submit_request))
+        .service(endpoint!("/accounts/password/reset/done/", get => password_reset::show_sent))
+        .service(endpoint!("/accounts/password/reset/{user_id}/{token}/", get => password_reset::show_set, post => password_reset::submit_set))
         .service(endpoint!("/devlogin/", get => session::show_dev_login))
         .service(endpoint!("/accounts/login/local/", post => session::submit_dev_login))
         .service(web::scope("/json").default_service(web::to(error::session_required)))

@@ -173,14 +173,14 @@ pub fn json_gate(req: &mut ServiceRequest) -> Result<(), ApiError> {
 }
 
 /// The realm of the request's Host.
-fn realm_of(req: &HttpRequest) -> Option<(RealmHandle, web::Data<AppState>)> {
+pub(super) fn realm_of(req: &HttpRequest) -> Option<(RealmHandle, web::Data<AppState>)> {
     let state = req.app_data::<web::Data<AppState>>()?.clone();
     let handle = state.registry.for_host(&origin::host(req))?;
     Some((handle, state))
 }
 
 /// Whether the realm's URL is https (its cookies are then `Secure`).
-fn secure(handle: &RealmHandle) -> bool {
+pub(super) fn secure(handle: &RealmHandle) -> bool {
     let version = handle.hub.current();
     version.url(&handle.server_url).starts_with("https://")
 }
@@ -275,7 +275,7 @@ fn html(title: &str, body: &str) -> String {
 }
 
 /// A page's answer, with the CSRF cookie set when the browser has none (`token`).
-fn respond(
+pub(super) fn respond(
     status: StatusCode,
     title: &str,
     body: &str,
@@ -296,12 +296,12 @@ fn respond(
 }
 
 /// The CSRF token a page's forms carry: the browser's cookie, or a new one.
-struct Token {
-    value: String,
+pub(super) struct Token {
+    pub(super) value: String,
     fresh: bool,
 }
 
-fn token_of(req: &HttpRequest) -> Token {
+pub(super) fn token_of(req: &HttpRequest) -> Token {
     match csrf_cookie(req) {
         Some(value) => Token {
             value,
@@ -314,7 +314,7 @@ fn token_of(req: &HttpRequest) -> Token {
     }
 }
 
-fn redirect(to: &str) -> actix_web::HttpResponseBuilder {
+pub(super) fn redirect(to: &str) -> actix_web::HttpResponseBuilder {
     let mut b = HttpResponse::Found();
     b.insert_header((header::LOCATION, to.to_owned()))
         .insert_header((header::CACHE_CONTROL, "no-store"));
@@ -322,7 +322,7 @@ fn redirect(to: &str) -> actix_web::HttpResponseBuilder {
 }
 
 /// A page that says only `why`.
-fn message_page(status: StatusCode, title: &str, why: &str) -> HttpResponse {
+pub(super) fn message_page(status: StatusCode, title: &str, why: &str) -> HttpResponse {
     let body = format!(
         "<h1>{}</h1>\n<p class=\"error\" id=\"error\">{}</p>\n<p><a href=\"/login/\">Log in</a></p>",
         escape(title),
@@ -385,6 +385,7 @@ fn login_page(
         escape(next),
         escape(username)
     ));
+    body.push_str("<p><a href=\"/accounts/password/reset/\">Forgot your password?</a></p>\n");
     if state.dev && version.settings.dev {
         body.push_str("<p><a href=\"/devlogin/\">Development login</a></p>\n");
     }
@@ -413,7 +414,7 @@ pub async fn show_login(req: HttpRequest, query: web::Query<NextQuery>) -> HttpR
 }
 
 /// The page of a host that names no realm here.
-fn no_realm() -> HttpResponse {
+pub(super) fn no_realm() -> HttpResponse {
     message_page(
         StatusCode::NOT_FOUND,
         "Log in",
@@ -431,7 +432,7 @@ fn error_page(title: &str, e: &ApiError) -> HttpResponse {
 }
 
 /// The answer to a login attempt refused for too many attempts.
-fn too_many(retry_after: f64) -> HttpResponse {
+pub(super) fn too_many(retry_after: f64) -> HttpResponse {
     let mut res = message_page(
         StatusCode::TOO_MANY_REQUESTS,
         "Log in",
@@ -444,7 +445,7 @@ fn too_many(retry_after: f64) -> HttpResponse {
 }
 
 /// The page of a form that failed the CSRF check.
-fn csrf_page(reason: &str) -> HttpResponse {
+pub(super) fn csrf_page(reason: &str) -> HttpResponse {
     message_page(
         StatusCode::FORBIDDEN,
         "Forbidden",

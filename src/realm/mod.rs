@@ -37,6 +37,7 @@ pub mod missed_mail;
 pub mod muted_users;
 pub mod navigation;
 pub mod onboarding;
+pub mod password_reset;
 pub mod playgrounds;
 pub mod presence;
 pub mod profile_fields;

@@ -184,3 +184,46 @@ mod tests {
         assert!(!dir.path().join("snap.FFFFFFFFFFFFFFFF.generating").exists());
     }
 }
+
+/// The 32-byte key kept in the file `name` of the data folder `dir`, made (random,
+/// 0600, synced with its folder) the first time it is asked for. A key signs what must
+/// outlive a restart without being stored (password reset links). Read once per
+/// process and folder.
+pub fn server_key(dir: &Path, name: &str) -> std::io::Result<[u8; 32]> {
+    use std::collections::HashMap;
+    use std::io::{Read, Write};
+    use std::sync::{Mutex, OnceLock};
+    static KEYS: OnceLock<Mutex<HashMap<std::path::PathBuf, [u8; 32]>>> = OnceLock::new();
+    let path = dir.join(name);
+    let mut keys = crate::locks::lock(KEYS.get_or_init(Default::default));
+    if let Some(key) = keys.get(&path) {
+        return Ok(*key);
+    }
+    let mut key = [0u8; 32];
+    match File::open(&path) {
+        Ok(mut file) => {
+            let mut bytes = Vec::with_capacity(33);
+            Read::by_ref(&mut file).take(33).read_to_end(&mut bytes)?;
+            if bytes.len() != 32 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{} is not a 32-byte key", path.display()),
+                ));
+            }
+            key.copy_from_slice(&bytes);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // Written whole beside it, then renamed: a crash leaves no torn key.
+            key = rand::random();
+            let fresh = dir.join(format!("{name}.new"));
+            let mut file = File::create(&fresh)?;
+            file.write_all(&key)?;
+            file.sync_all()?;
+            std::fs::rename(&fresh, &path)?;
+            File::open(dir)?.sync_all()?;
+        }
+        Err(e) => return Err(e),
+    }
+    keys.insert(path, key);
+    Ok(key)
+}

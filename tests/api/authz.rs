@@ -1669,6 +1669,36 @@ fn cases() -> Vec<Case> {
                 .want(|_, _| Want::Page(403, "CSRF verification failed")),
         );
     }
+    // Password reset: the pages are for anyone; a link is the only credential.
+    c.push(
+        case("GET", "/accounts/password/reset/")
+            .all_callers()
+            .want(|_, _| Want::Page(200, "id=\"password_reset\"")),
+    );
+    c.push(
+        case("GET", "/accounts/password/reset/done/")
+            .all_callers()
+            .want(|_, _| Want::Page(200, "Check your email")),
+    );
+    c.push(
+        case("GET", "/accounts/password/reset/{user_id}/{token}/")
+            .at(|_, _| format!("/accounts/password/reset/8/1-{}/", "0".repeat(64)))
+            .all_callers()
+            .want(|_, _| Want::Page(404, "not valid")),
+    );
+    c.push(
+        case("POST", "/accounts/password/reset/")
+            .with(|_, _| p(&[("email", IAGO)]))
+            .all_callers()
+            .want(|_, _| Want::Page(403, "CSRF verification failed")),
+    );
+    c.push(
+        case("POST", "/accounts/password/reset/{user_id}/{token}/")
+            .at(|_, _| format!("/accounts/password/reset/8/1-{}/", "0".repeat(64)))
+            .with(|_, _| p(&[("new_password1", PASSWORD), ("new_password2", PASSWORD)]))
+            .all_callers()
+            .want(|_, _| Want::Page(403, "CSRF verification failed")),
+    );
     c.push(
         case("POST", "/accounts/login/local/")
             .with(|_, _| p(&[("direct_email", IAGO)]))

@@ -44,6 +44,7 @@ mod onboarding;
 mod openapi_walk;
 mod operator;
 mod outgoing_webhooks;
+mod password_reset;
 mod people;
 mod people_state;
 mod persistence;

@@ -674,6 +674,12 @@ const NO_GOLDEN: &[(&str, &str)] = &[
     ("POST", "/accounts/logout/"),
     ("GET", "/devlogin/"),
     ("POST", "/accounts/login/local/"),
+    // Password reset's pages and forms (`password_reset`, with an SMTP receiver).
+    ("GET", "/accounts/password/reset/"),
+    ("POST", "/accounts/password/reset/"),
+    ("GET", "/accounts/password/reset/done/"),
+    ("GET", "/accounts/password/reset/{user_id}/{token}/"),
+    ("POST", "/accounts/password/reset/{user_id}/{token}/"),
     // The web client's page and assets (`web_sessions`, and the browser tests).
     ("GET", "/"),
     ("GET", "/static/app/{file:.*}"),

@@ -14,26 +14,26 @@ use serde_json::Value;
 use crate::common::*;
 
 /// A browser: a cookie jar for one host, no redirects followed.
-struct Browser {
-    url: String,
+pub(crate) struct Browser {
+    pub(crate) url: String,
     host: Option<String>,
     jar: BTreeMap<String, String>,
     client: reqwest::Client,
 }
 
 /// An answer: status, headers, body text.
-struct Page {
-    status: StatusCode,
-    headers: HeaderMap,
-    text: String,
+pub(crate) struct Page {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) text: String,
 }
 
 impl Page {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
     }
 
-    fn location(&self) -> &str {
+    pub(crate) fn location(&self) -> &str {
         self.headers
             .get(LOCATION)
             .and_then(|v| v.to_str().ok())
@@ -41,7 +41,7 @@ impl Page {
     }
 
     /// The `Set-Cookie` line of `name`.
-    fn set_cookie(&self, name: &str) -> Option<String> {
+    pub(crate) fn set_cookie(&self, name: &str) -> Option<String> {
         self.headers
             .get_all(SET_COOKIE)
             .iter()
@@ -51,7 +51,7 @@ impl Page {
     }
 
     /// The value of the hidden input `name` of the page's form.
-    fn hidden(&self, name: &str) -> String {
+    pub(crate) fn hidden(&self, name: &str) -> String {
         let at = self
             .text
             .find(&format!("name=\"{name}\" value=\""))
@@ -63,11 +63,11 @@ impl Page {
 }
 
 impl Browser {
-    fn new(app: &TestApp) -> Browser {
+    pub(crate) fn new(app: &TestApp) -> Browser {
         Browser::on(app, None)
     }
 
-    fn on(app: &TestApp, host: Option<&str>) -> Browser {
+    pub(crate) fn on(app: &TestApp, host: Option<&str>) -> Browser {
         Browser {
             url: app.url.clone(),
             host: host.map(str::to_owned),
@@ -80,11 +80,11 @@ impl Browser {
         }
     }
 
-    fn cookie(&self, name: &str) -> Option<String> {
+    pub(crate) fn cookie(&self, name: &str) -> Option<String> {
         self.jar.get(name).cloned()
     }
 
-    async fn call(
+    pub(crate) async fn call(
         &mut self,
         method: Method,
         path: &str,
@@ -131,7 +131,7 @@ impl Browser {
         }
     }
 
-    async fn get(&mut self, path: &str) -> Page {
+    pub(crate) async fn get(&mut self, path: &str) -> Page {
         self.call(Method::GET, path, &[], &[]).await
     }
 
@@ -143,7 +143,7 @@ impl Browser {
     }
 
     /// Opens the login page and logs in with a password.
-    async fn log_in(&mut self, email: &str, password: &str) -> Page {
+    pub(crate) async fn log_in(&mut self, email: &str, password: &str) -> Page {
         let login = self.get("/login/").await;
         assert_eq!(login.status, 200, "{}", login.text);
         let token = login.hidden("csrfmiddlewaretoken");
@@ -162,7 +162,7 @@ impl Browser {
     }
 
     /// Logs in through the development login page.
-    async fn dev_log_in(&mut self, email: &str) -> Page {
+    pub(crate) async fn dev_log_in(&mut self, email: &str) -> Page {
         let page = self.get("/devlogin/").await;
         assert_eq!(page.status, 200, "{}", page.text);
         assert!(page.text.contains(email), "{}", page.text);
@@ -177,7 +177,7 @@ impl Browser {
     }
 }
 
-const PASSWORD: &str = "a-long-password-for-tests-42";
+pub(crate) const PASSWORD: &str = "a-long-password-for-tests-42";
 
 #[actix_web::test]
 async fn a_password_login_starts_a_session_that_json_answers_for() {
