@@ -5,6 +5,7 @@
 use crate::common::*;
 use hearth::realm::ManualClock;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 /// Zulip's text for an unknown `type` (`check_string_in_validator` through
 /// `typed_endpoint`'s "Invalid {var_name}: {msg}").
@@ -322,6 +323,144 @@ async fn delivered_on_time_and_failed_when_impossible() {
     let rest = list(&app, MEMBER).await;
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0]["failed"], true);
+}
+
+/// A delivery decided while the message writer thread is behind reads the rows of every
+/// earlier commit, as any rule does (the actor's rows port waits for the writer): here a
+/// direct conversation's first message, committed but still queued for the writer when
+/// the scheduled answer in it falls due, under a rule that lets only administrators
+/// start conversations. Read from the message store directly, the delivery finds the
+/// conversation empty and fails the message.
+#[actix_web::test]
+async fn a_delivery_while_the_message_writer_is_behind_reads_the_earlier_rows() {
+    let clock = ManualClock::new(START_MS);
+    let app = TestApp::spawn_with_clock(clock.clone()).await;
+    let (hamlet, othello) = (app.user_id(MEMBER).await, app.user_id(OTHELLO).await);
+    // Scheduled while anyone may start a conversation.
+    let id = schedule(
+        &app,
+        MEMBER,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{othello}]")),
+            ("content", "the scheduled answer"),
+            ("scheduled_delivery_timestamp", &(START + 60).to_string()),
+        ],
+    )
+    .await;
+    let (othello_key, iago_key) = (app.api_key(OTHELLO).await, app.api_key(IAGO).await);
+    let db = app.server().message_db();
+    db.hold_writer_for_tests(true);
+    // Each write is committed by the actor, its rows (if any) queued behind the hold;
+    // its answer waits for them, so it runs on a task of its own until the release.
+    let (pushed, _) = db.writer_counts_for_tests();
+    let first = tokio::spawn(send(
+        app.request(
+            reqwest::Method::POST,
+            "/api/v1/messages",
+            Auth::Basic(OTHELLO, &othello_key),
+        )
+        .form(&[
+            ("type", "direct"),
+            ("to", &format!("[{hamlet}]")),
+            ("content", "the first message"),
+        ]),
+    ));
+    queued_after(&db, pushed).await;
+    let (pushed, _) = db.writer_counts_for_tests();
+    let only_admins = tokio::spawn(send(
+        app.request(
+            reqwest::Method::PATCH,
+            "/api/v1/realm",
+            Auth::Basic(IAGO, &iago_key),
+        )
+        .form(&[(
+            "direct_message_initiator_group",
+            format!(r#"{{"new": {ADMINS}}}"#),
+        )]),
+    ));
+    // Committed after the first message, so marked written only behind it.
+    queued_after(&db, pushed).await;
+    // Due now; the delivery is decided while the first message's rows are queued.
+    clock.advance_ms(60_000);
+    let delivery = app.deliver_scheduled();
+    tokio::pin!(delivery);
+    // The actor waits for the writer before it reads: nothing is delivered while held.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), &mut delivery)
+            .await
+            .is_err(),
+        "delivered while the writer was held"
+    );
+    db.hold_writer_for_tests(false);
+    delivery.await;
+    let (status, _, body) = first.await.expect("the first message's task");
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = only_admins.await.expect("the setting's task");
+    assert_eq!(status, 200, "{body}");
+    // Delivered, not failed: the conversation held the first message.
+    assert!(
+        list(&app, MEMBER).await.is_empty(),
+        "scheduled message {id} not delivered: {:?}",
+        list(&app, MEMBER).await
+    );
+    let body = app
+        .ok(
+            "GET",
+            "/api/v1/messages",
+            OTHELLO,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "2"),
+                (
+                    "narrow",
+                    &format!(r#"[{{"operator":"dm","operand":[{hamlet}]}}]"#),
+                ),
+            ],
+        )
+        .await;
+    let contents: Vec<&Value> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["content"])
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            &json!("<p>the first message</p>"),
+            &json!("<p>the scheduled answer</p>")
+        ]
+    );
+    // And the rule was in force: Hamlet starts no new conversation.
+    let cordelia = app.user_id(CORDELIA).await;
+    let (status, body) = app
+        .call(
+            "POST",
+            "/api/v1/messages",
+            MEMBER,
+            &[
+                ("type", "direct"),
+                ("to", &format!("[{cordelia}]")),
+                ("content", "a new one"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["msg"],
+        "You are not allowed to start direct message conversations."
+    );
+}
+
+/// Waits until the writer thread was handed more than `before` pieces of work.
+async fn queued_after(db: &hearth::storage::messages::MessageDb, before: u64) {
+    poll(
+        Duration::from_secs(10),
+        "a commit queued for the writer",
+        || async move { (db.writer_counts_for_tests().0 > before).then_some(()) },
+    )
+    .await
 }
 
 /// Starts `app` again on its folder and manual clock with the 1 s ticker on (the

@@ -144,6 +144,9 @@ pub(super) struct Writer {
     /// The thread runs (else commits are written on the caller's thread).
     pub(super) running: bool,
     pub(super) stop: bool,
+    /// Test hook (`MessageDb::hold_writer_for_tests`): the thread takes no work while
+    /// set, so a test can hold a commit's rows queued behind the actor.
+    pub(super) held: bool,
 }
 
 /// Most commits the writer thread takes at once.

@@ -53,9 +53,10 @@ impl MessageDb {
                     &db.work,
                     lock(&db.writer),
                     Duration::from_millis(500),
-                    |w| w.queue.is_empty() && !w.stop,
+                    |w| (w.queue.is_empty() || w.held) && !w.stop,
                 );
-                if writer.queue.is_empty() {
+                // Held (a test's hook): waits again; a stop writes the queue anyway.
+                if writer.queue.is_empty() || (writer.held && !writer.stop) {
                     if writer.stop {
                         writer.running = false;
                         return;
@@ -146,6 +147,22 @@ impl MessageDb {
                 w.written < target && w.running
             });
         }
+    }
+
+    /// Test hook: while `hold` is set the writer thread takes no work, so the rows of
+    /// the realm actors' commits stay queued (what is queued is written once released,
+    /// in order; `close` writes it anyway). Production never sets it: the thread only
+    /// reads a flag under the lock it takes anyway.
+    pub fn hold_writer_for_tests(&self, hold: bool) {
+        lock(&self.writer).held = hold;
+        self.work.notify_all();
+    }
+
+    /// Work handed to the writer thread so far, and written so far (a test's view of
+    /// how far it is behind; see `hold_writer_for_tests`).
+    pub fn writer_counts_for_tests(&self) -> (u64, u64) {
+        let writer = lock(&self.writer);
+        (writer.pushed, writer.written)
     }
 
     /// Hands the rows of one realm actor commit (ticket `ticket`) to the writer thread;
