@@ -158,10 +158,10 @@ pub async fn submit_request(req: HttpRequest, form: web::Form<RequestForm>) -> H
         let link = user
             .filter(|u| u.is_active && !u.is_bot())
             .map(|u| version.reset_link(&key, u, now_secs));
-        (
-            site.clone(),
-            reset_email(&version, &site, &address, link, user.is_some()),
-        )
+        // An account's email goes to its address as the account has it.
+        let to = user.map_or(address.as_str(), |u| u.delivery_email.as_str());
+        let email = reset_email(&version, &site, to, link, user.is_some());
+        (site, email)
     };
     let (site, email) = email;
     // One try, before the answer: the page says the email left.
