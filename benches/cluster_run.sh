@@ -73,7 +73,7 @@ cpu_ticks() { # utime + stime of the given pids
   done
   echo "$t"
 }
-rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+rss_kib() { local v; v=$(awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null); echo "${v:-0}"; }
 open_files() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 # The machine's busy and total jiffies (all cores), from /proc/stat.
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8}' /proc/stat; }
