@@ -12,15 +12,31 @@
 #
 # Settings (environment): NODES, REALMS (placed on the nodes in turn), USERS (per
 # realm), DURATION and WARMUP (of each driver), SPEEDUP (divides the 60 s ping period;
-# 1 is the real period), HEARTH and HEARTH_TOOLS (the binaries; default the release
-# build), WORK (a folder for the nodes' data, nginx's prefix and the reports; default a
-# new temporary one), NGINX (default: on the PATH or /usr/sbin/nginx).
+# 1 is the real period), SPREAD_POLLS (e.g. `60s`: each driver parks its users' first
+# long-polls over that time, so that their heartbeats, due a minute after parking, are
+# spread over the minute; default: all at once, as after a restart), HEARTH and
+# HEARTH_TOOLS (the binaries; default the release build), WORK (a folder for the
+# nodes' data, nginx's prefix and the reports; default a new temporary one), NGINX
+# (default: on the PATH or /usr/sbin/nginx).
 #
-# One process here may hold at most 20 000 open files (a hard limit): a node holds two
-# connections per user of its realms (the poll and the pings, from nginx), a driver two
-# per user, so keep USERS x realms per node under ~9 900 and USERS under ~9 900. One
-# loopback source address reaches the router's port with about 28 000 connections:
-# each driver uses two addresses of its own (127.0.<realm+1>.1 and .2).
+# CPU per request is the router's and the nodes' CPU time over the requests nginx
+# logged (every request: pings, long-polls' answers, registrations), both over the
+# whole run and over the measured part (from the moment every driver has been past its
+# set-up for WARMUP to the moment the first driver ends), where the cores' busy share
+# says how much of the machine the run used.
+#
+# One process here may hold at most 20 000 open files (a hard limit): a node holds one
+# connection per user of its realms (the parked poll, from nginx) and the few nginx
+# keeps alive for everything else; a driver one per user and a pool for the pings.
+# Keep USERS x realms per node under ~9 900 so that a node stays well inside the
+# limit while polls are answered and sent again. One loopback source address reaches
+# the router's port with about 28 000 connections: each driver uses two addresses of
+# its own (127.0.<realm+1>.1 and .2).
+#
+# A driver that has not ended DRIVER_GRACE seconds (default 300) after its expected
+# end (its set-up, WARMUP and DURATION) is stopped and named; its report is then
+# missing from the merged one, which says so. A node that does not stop within 15 s
+# of the end is killed.
 
 set -euo pipefail
 
@@ -28,8 +44,10 @@ NODES=${NODES:-11}
 REALMS=${REALMS:-11}
 USERS=${USERS:-9100}
 DURATION=${DURATION:-120s}
+DRIVER_GRACE=${DRIVER_GRACE:-300}
 WARMUP=${WARMUP:-60s}
 SPEEDUP=${SPEEDUP:-1}
+SPREAD_POLLS=${SPREAD_POLLS:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HEARTH=${HEARTH:-$ROOT/target/release/hearth}
 HEARTH_TOOLS=${HEARTH_TOOLS:-$(dirname "$HEARTH")/hearth-tools}
@@ -44,6 +62,7 @@ for bin in "$HEARTH" "$HEARTH_TOOLS" "$NGINX"; do
 done
 ulimit -n "$(ulimit -Hn)"
 echo "work folder: $WORK; $REALMS realms x $USERS users on $NODES nodes; open files $(ulimit -n)"
+echo "started $(date -u '+%F %T') UTC; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ticks() { # utime + stime of the given pids
@@ -54,11 +73,36 @@ cpu_ticks() { # utime + stime of the given pids
   done
   echo "$t"
 }
-rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+rss_kib() { local v; v=$(awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null); echo "${v:-0}"; }
+open_files() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+# The machine's busy and total jiffies (all cores), from /proc/stat.
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8}' /proc/stat; }
+logged() { wc -l <"$WORK/nginx/access.log" 2>/dev/null || echo 0; }
+any_alive() {
+  local pid
+  for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 0; done
+  return 1
+}
+all_alive() {
+  local pid
+  for pid in "$@"; do kill -0 "$pid" 2>/dev/null || return 1; done
+  return 0
+}
 
 PIDS=()
 cleanup() {
+  local pid i
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for ((i = 0; i < 30; i++)); do
+    any_alive "${PIDS[@]}" || break
+    sleep 0.5
+  done
+  for pid in "${PIDS[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "process $pid did not stop within 15 s of TERM: killed" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -127,26 +171,41 @@ NGINX_PIDS=("$NGINX_PID" $(pgrep -P "$NGINX_PID" || true))
 # 4. One driver per realm, through the router by the realm's host name.
 ROUTER_CPU0=$(cpu_ticks "${NGINX_PIDS[@]}")
 NODES_CPU0=$(cpu_ticks "${NODE_PID[@]}")
+LOGGED0=$(logged)
 STARTED=$(date +%s.%N)
+SPREAD_ARGS=()
+[ -n "$SPREAD_POLLS" ] && SPREAD_ARGS=(--spread-polls "$SPREAD_POLLS")
 declare -a DRIVER_PID
 for ((r = 0; r < REALMS; r++)); do
   "$HEARTH_TOOLS" load --target "http://127.0.0.1:$ROUTER_PORT" --host "r$r.$DOMAIN" \
     --credentials "$WORK/credentials/r$r.tsv" --users "$USERS" --scenario presence \
     --speedup "$SPEEDUP" --duration "$DURATION" --warmup "$WARMUP" \
-    --source-addrs "127.0.$((r + 1)).1,127.0.$((r + 1)).2" --driver-threads 1 \
+    --source-addrs "127.0.$((r + 1)).1,127.0.$((r + 1)).2" --driver-threads 1 "${SPREAD_ARGS[@]}" \
     --json "$WORK/reports/r$r.json" >"$WORK/reports/r$r.txt" 2>&1 &
   DRIVER_PID[r]=$!
 done
 
-# RSS peaks while the drivers run, sampled every 2 s.
-declare -a NODE_PEAK
+# RSS peaks (and the nodes' open files at their peaks) while the drivers run, sampled
+# every 2 s; CPU, the machine's busy time and nginx's logged requests at the start and
+# the end of the measured part.
+declare -a NODE_PEAK NODE_FILES
 NGINX_PEAK=0
 DRIVER_PEAK=0
 RAMPED=""
-while kill -0 "${DRIVER_PID[0]}" 2>/dev/null; do
+MEASURE0=""
+MEASURE1=""
+DURATION_S=$(python3 -c "import re,sys; t=sys.argv[1]; u={'ms':0.001,'s':1,'m':60,'h':3600}; print(sum(float(n)*u[k] for n,k in re.findall(r'([0-9.]+)(ms|s|m|h)', t)))" "$DURATION")
+WARMUP_S=$(python3 -c "import re,sys; t=sys.argv[1]; u={'ms':0.001,'s':1,'m':60,'h':3600}; print(sum(float(n)*u[k] for n,k in re.findall(r'([0-9.]+)(ms|s|m|h)', t)))" "$WARMUP")
+sample() { # time, router ticks, node ticks, machine busy and total, nginx's logged requests
+  echo "$(date +%s.%N) $(cpu_ticks "${NGINX_PIDS[@]}") $(cpu_ticks "${NODE_PID[@]}") $(machine_ticks) $(logged)"
+}
+while any_alive "${DRIVER_PID[@]}"; do
   for ((n = 0; n < NODES; n++)); do
     v=$(rss_kib "${NODE_PID[n]}")
-    [ "$v" -gt "${NODE_PEAK[n]:-0}" ] && NODE_PEAK[n]=$v
+    if [ "$v" -gt "${NODE_PEAK[n]:-0}" ]; then
+      NODE_PEAK[n]=$v
+      NODE_FILES[n]=$(open_files "${NODE_PID[n]}")
+    fi
   done
   v=0
   for pid in $(pgrep -P "$NGINX_PID" || true) "$NGINX_PID"; do v=$((v + $(rss_kib "$pid"))); done
@@ -158,24 +217,59 @@ while kill -0 "${DRIVER_PID[0]}" 2>/dev/null; do
   if [ -z "$RAMPED" ] && [ "$(grep -l 'the warm-up starts' "$WORK"/reports/r*.txt 2>/dev/null | wc -l)" -ge "$REALMS" ]; then
     RAMPED=$(python3 -c "import time; print(f'{time.time() - $STARTED:.1f}')")
   fi
+  # A driver far past its expected end is stopped (its node may have stopped answering).
+  if python3 -c "import sys,time; sys.exit(0 if time.time() > $STARTED + ${RAMPED:-600} + $WARMUP_S + $DURATION_S + $DRIVER_GRACE else 1)"; then
+    for ((r = 0; r < REALMS; r++)); do
+      if kill -0 "${DRIVER_PID[r]}" 2>/dev/null; then
+        echo "driver of realm r$r still running ${DRIVER_GRACE} s after its expected end: stopped (node n${REALM_NODE[r]}'s state above)" >&2
+        curl -s -m 5 -o /dev/null -w "  node n${REALM_NODE[r]} answers /server_settings directly: HTTP %{http_code} in %{time_total} s\n" \
+          "http://127.0.0.1:${NODE_HTTP[${REALM_NODE[r]}]}/api/v1/server_settings" -H "Host: r$r.$DOMAIN" >&2 || true
+        kill -TERM "${DRIVER_PID[r]}" 2>/dev/null || true
+      fi
+    done
+  fi
+  if all_alive "${DRIVER_PID[@]}"; then
+    if [ -n "$RAMPED" ] && [ -z "$MEASURE0" ] && python3 -c "import sys,time; sys.exit(0 if time.time() >= $STARTED + $RAMPED + $WARMUP_S else 1)"; then
+      MEASURE0=$(sample)
+    fi
+    [ -n "$MEASURE0" ] && MEASURE1=$(sample)
+  fi
   sleep 2
 done
 FAILED=0
 for ((r = 0; r < REALMS; r++)); do wait "${DRIVER_PID[r]}" || FAILED=1; done
 ENDED=$(date +%s.%N)
-ROUTER_CPU1=$(cpu_ticks "$NGINX_PID" $(pgrep -P "$NGINX_PID" || true))
+ROUTER_CPU1=$(cpu_ticks "${NGINX_PIDS[@]}")
 NODES_CPU1=$(cpu_ticks "${NODE_PID[@]}")
+LOGGED1=$(logged)
+# RSS after the run (every driver deleted its queues at its end), 10 s later.
+sleep 10
+NODE_RSS_AFTER=()
+for ((n = 0; n < NODES; n++)); do NODE_RSS_AFTER[n]=$(rss_kib "${NODE_PID[n]}"); done
+echo "ended $(date -u '+%F %T') UTC; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$WORK"/reports/r*.txt <<'EOF'
+import re, sys
+times = [float(m.group(1)) for p in sys.argv[1:]
+         for m in re.finditer(r"queues registered in ([0-9.]+) s", open(p, errors="replace").read())]
+if times:
+    print(f"  drivers' set-up (their users' queues registered): {min(times):.1f} to {max(times):.1f} s")
+EOF
+grep -c 'worker_connections are not enough' "$WORK/nginx/error.log" 2>/dev/null | sed 's/^/  nginx "worker_connections are not enough" lines: /' || true
 
 # 5. One report of them all, and the figures around it.
+for ((r = 0; r < REALMS; r++)); do
+  [ -s "$WORK/reports/r$r.json" ] || echo "realm r$r: no report (its driver did not end by itself); the merged report leaves its users out" >&2
+done
 "$HEARTH_TOOLS" load --merge "$WORK"/reports/r*.json --json "$WORK/all.json" --report "$WORK/all.html" || FAILED=1
 python3 - "$WORK/all.json" "$ROUTER_CPU0" "$ROUTER_CPU1" "$NODES_CPU0" "$NODES_CPU1" \
   "$STARTED" "$ENDED" "${RAMPED:-unknown}" "$NGINX_PEAK" "$DRIVER_PEAK" "$USERS" \
-  "${NODE_RSS_FRESH[*]}" "${NODE_PEAK[*]}" "$NODES" "$REALMS" <<'EOF'
+  "${NODE_RSS_FRESH[*]}" "${NODE_PEAK[*]}" "$NODES" "$REALMS" "$LOGGED0" "$LOGGED1" \
+  "${MEASURE0:-}" "${MEASURE1:-}" "${NODE_RSS_AFTER[*]}" "${NODE_FILES[*]}" \
+  "$WORK/nginx/access.log" <<'EOF'
 import json, sys
 (path, r0, r1, n0, n1, t0, t1, ramp, nginx_kib, driver_kib, users,
- fresh, peak, nodes, realms) = sys.argv[1:]
+ fresh, peak, nodes, realms, logged0, logged1, m0, m1, after, files, access) = sys.argv[1:]
 report = json.load(open(path))
-req = max(report["total_requests"], 1)
 tick_ms = 10.0  # USER_HZ
 realms, nodes, users = int(realms), int(nodes), int(users)
 per_node = [sum(1 for r in range(realms) if r % nodes == n) * users for n in range(nodes)]
@@ -187,11 +281,53 @@ print(f"requests {report['total_requests']}, errors {report['total_errors']} "
 for op in report["ops"]:
     print(f"  {op['op']}{' [held]' if op['held'] else ''}: {op['count']} at {op['req_per_s']:.0f}/s, "
           f"mean {op['mean_ms']:.1f} ms, p50 {op['p50_ms']:.1f}, p99 {op['p99_ms']:.1f}, max {op['max_ms']:.1f}")
-print(f"CPU per request: router {(int(r1) - int(r0)) * tick_ms / req:.3f} ms, "
-      f"nodes {(int(n1) - int(n0)) * tick_ms / req:.3f} ms")
-for n, (f, p, u) in enumerate(zip(fresh.split(), peak.split(), per_node)):
-    print(f"  node {n}: RSS fresh {int(f) / 1024:.1f} MiB, peak {int(p) / 1024:.1f} MiB, "
-          f"{(int(p) - int(f)) / max(u, 1):.1f} KiB per user ({u} users)")
+routed = max(int(logged1) - int(logged0), 1)
+wall = float(t1) - float(t0)
+print(f"whole run: {routed} requests through nginx ({routed / wall:.0f}/s); CPU per request: "
+      f"router {(int(r1) - int(r0)) * tick_ms / routed:.3f} ms, "
+      f"nodes {(int(n1) - int(n0)) * tick_ms / routed:.3f} ms")
+if m0 and m1 and m0 != m1:
+    a, b = [list(map(float, m.split())) for m in (m0, m1)]
+    secs = b[0] - a[0]
+    routed_m = max(b[5] - a[5], 1)
+    cores = __import__("os").cpu_count() or 1
+    print(f"measured part ({secs:.0f} s): {routed_m:.0f} requests through nginx ({routed_m / secs:.0f}/s); "
+          f"CPU per request: router {(b[1] - a[1]) * tick_ms / routed_m:.3f} ms, "
+          f"nodes {(b[2] - a[2]) * tick_ms / routed_m:.3f} ms; "
+          f"router {(b[1] - a[1]) / 100 / secs:.2f} cores, nodes {(b[2] - a[2]) / 100 / secs:.2f} cores, "
+          f"machine busy {100 * (b[3] - a[3]) / max(b[4] - a[4], 1):.0f} % of {cores} cores")
+else:
+    print("measured part: too short to sample (under 2 s between the samples)")
+goal_ok = True
+for n, (f, p, u, af, fd) in enumerate(zip(fresh.split(), peak.split(), per_node, after.split(),
+                                          (files.split() + ["?"] * nodes)[:nodes])):
+    f, p, af = int(f), int(p), int(af)
+    ok = af <= 2 * f + 64 * 1024
+    goal_ok &= ok
+    print(f"  node {n}: RSS fresh {f / 1024:.1f} MiB, peak {p / 1024:.1f} MiB "
+          f"({fd} open files then), {(p - f) / max(u, 1):.1f} KiB per user ({u} users); "
+          f"10 s after the run {af / 1024:.1f} MiB ({'within' if ok else 'OVER'} 2 x fresh + 64 MiB)")
+print(f"RSS after the run: {'every node within' if goal_ok else 'some node over'} 2 x fresh + 64 MiB")
+# What nginx passed, by operation: count and mean answer size.
+ops = {}
+try:
+    with open(access, errors="replace") as f:
+        for line in f:
+            try:
+                req = line.split('"')[1]
+                status_bytes = line.split('"')[2].split()
+                method, target = req.split()[:2]
+                path = target.split("?")[0]
+                size = int(status_bytes[1])
+            except (IndexError, ValueError):
+                continue
+            c = ops.setdefault(f"{method} {path}", [0, 0])
+            c[0] += 1
+            c[1] += size
+except OSError:
+    pass
+for op, (count, size) in sorted(ops.items(), key=lambda kv: -kv[1][0]):
+    print(f"  nginx passed {op}: {count}, mean answer {size / count / 1024:.1f} KiB")
 total = max(report["users"], 1)
 print(f"nginx peak RSS {int(nginx_kib) / 1024:.1f} MiB ({int(nginx_kib) / total:.2f} KiB per user); "
       f"drivers' peak RSS {int(driver_kib) / 1024:.1f} MiB ({int(driver_kib) / total:.2f} KiB per user)")

@@ -385,7 +385,9 @@ impl EventHub {
         Ok(())
     }
 
-    /// Moves the log entries this queue may see into its pending list.
+    /// Moves the log entries this queue may see into its pending list. An expired queue
+    /// answers `BAD_EVENT_QUEUE_ID`; the caller removes it once it has let go of `st`
+    /// (see `poll_events`).
     fn pull(&self, q: &Queue, st: &mut QueueState) -> ApiResult<()> {
         let log = read(&self.log);
         if st.cursor < log.start {
@@ -411,8 +413,6 @@ impl EventHub {
             }
         }
         if st.expired {
-            drop(log);
-            self.remove_queue(&q.id);
             return Err(bad_queue(&q.id));
         }
         Ok(())
@@ -468,7 +468,16 @@ impl EventHub {
                     first = false;
                 }
                 st.last_active_ms = self.clock.now_ms();
-                self.pull(&q, &mut st)?;
+                if let Err(gone) = self.pull(&q, &mut st) {
+                    // The queue's state is let go before the map of queues is locked to
+                    // remove it: the ticker holds the map while it locks each queue's
+                    // state (`collect_idle_queues`, `prune_log`), so the other order
+                    // deadlocks (a poll of an expired queue, such as one just deleted,
+                    // against the tick: both HTTP workers and the ticker stopped).
+                    drop(st);
+                    self.remove_queue(&q.id);
+                    return Err(gone);
+                }
                 if !st.pending.is_empty() || dont_block {
                     return encode_events(&st.pending, &q.options);
                 }

@@ -98,6 +98,13 @@ pub struct LoadArgs {
     /// `presence`: divide the 60 s ping period by this.
     #[arg(long, default_value_t = 1.0)]
     pub speedup: f64,
+    /// `presence`: park the users' first long-polls spread evenly over this time
+    /// (`60s`) instead of all at once. A poll's heartbeat falls due a minute after it
+    /// parked, so polls parked in the same second are answered and sent again in the
+    /// same second, minute after minute (as after a server restart); a crowd that
+    /// arrived over a minute spreads them over it. Default: all at once.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    pub spread_polls: Duration,
     /// Also measure the ceiling (a minimal actix-web server in a process of its own,
     /// `hearth-tools ceiling`) and give ratios of it.
     #[arg(long)]
@@ -528,7 +535,12 @@ async fn phase(
     };
     let holds = matches!(args.scenario, Scenario::Presence | Scenario::Fanout);
     let polls = if holds && !renamed {
-        scenarios::hold_polls(&env)
+        let spread = if args.scenario == Scenario::Presence {
+            args.spread_polls
+        } else {
+            Duration::ZERO
+        };
+        scenarios::hold_polls(&env, spread)
     } else {
         Vec::new()
     };
@@ -845,6 +857,12 @@ fn settings(args: &LoadArgs, threads: usize) -> Vec<(String, String)> {
             humantime::format_duration(args.step_duration).to_string(),
         ));
         s.push(("speedup".to_owned(), args.speedup.to_string()));
+    }
+    if !args.spread_polls.is_zero() {
+        s.push((
+            "first long-polls spread over".to_owned(),
+            humantime::format_duration(args.spread_polls).to_string(),
+        ));
     }
     if !args.driver_spin.is_zero() {
         s.push((

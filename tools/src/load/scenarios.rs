@@ -368,12 +368,19 @@ pub async fn delete_all(env: &Arc<Env>, concurrency: usize) {
         .await;
 }
 
-/// Every user holds a long-poll until the returned tasks are aborted.
-pub fn hold_polls(env: &Arc<Env>) -> Vec<tokio::task::JoinHandle<()>> {
+/// Every user holds a long-poll until the returned tasks are aborted, user `u` parking
+/// its first at `u/N × spread` from now (all at once when `spread` is zero).
+pub fn hold_polls(env: &Arc<Env>, spread: Duration) -> Vec<tokio::task::JoinHandle<()>> {
+    let n = env.users.len().max(1);
+    let start = Instant::now();
     (0..env.users.len())
         .map(|u| {
             let env = env.clone();
             tokio::spawn(async move {
+                if !spread.is_zero() {
+                    let at = start + spread.mul_f64(u as f64 / n as f64);
+                    tokio::time::sleep_until(at.into()).await;
+                }
                 loop {
                     env.events(u, false, Instant::now()).await;
                 }
