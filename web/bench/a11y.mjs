@@ -1,7 +1,8 @@
 // Accessibility check of hearth's web client with axe-core in Debian's chromium.
 // Usage: node bench/a11y.mjs <server url> [screenshot folder]
 // The server must run the development realm with its history (`hearth serve --dev`).
-// Runs axe on each main screen in each theme, prints every violation (impact, rule,
+// Runs axe on each main screen in each theme (the message lists also at a series of
+// scroll positions), prints every violation (impact, rule,
 // target, help), writes a screenshot per screen and theme plus report.json, and exits
 // with 1 when any violation is serious or critical.
 
@@ -47,6 +48,44 @@ async function audit(page, screen, theme) {
   }));
   results.push({ screen, theme, violations });
   console.log(`${name}: ${violations.length === 0 ? 'no violations' : `${violations.length} rule(s) violated`}`);
+  for (const v of violations) {
+    console.log(`  [${v.impact}] ${v.id}: ${v.help} (${v.nodes.length} node(s)) ${v.helpUrl}`);
+    for (const n of v.nodes.slice(0, 8)) console.log(`      ${n.target}`);
+    if (v.nodes.length > 8) console.log(`      … and ${v.nodes.length - 8} more`);
+  }
+}
+
+// Where the message list is audited again, scrolled (px above its end): what covers a
+// row's targets depends on where the rows stand, so one position proves little.
+const SCROLL_OFFSETS = Array.from({ length: 31 }, (_, i) => i * 20);
+
+/**
+ * Audits the open message list at each of `SCROLL_OFFSETS` (and its top), the axe rules
+ * run on the message view only. One result per screen and theme, each violation's
+ * targets marked with the offset it was found at.
+ */
+async function auditScrolled(page, screen, theme) {
+  const found = new Map();
+  let positions = 0;
+  const max = await page.evaluate(() => { const el = document.querySelector('.message_list'); return el.scrollHeight - el.clientHeight; });
+  const offsets = [...new Set([...SCROLL_OFFSETS.filter((o) => o <= max), max])];
+  for (const off of offsets) {
+    await page.evaluate((o) => { const el = document.querySelector('.message_list'); el.scrollTop = el.scrollHeight - el.clientHeight - o; }, off);
+    // The scroll event's handler, then a frame for what it renders.
+    await page.waitForTimeout(80);
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const r = await page.evaluate((tags) => window.axe.run(document.querySelector('.message-view'), { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] }), TAGS);
+    positions++;
+    for (const v of r.violations) {
+      const e = found.get(v.id) ?? { id: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl, nodes: [] };
+      for (const n of v.nodes) e.nodes.push({ target: `@${off}px ${n.target.join(' ')}`, summary: n.failureSummary, html: n.html.slice(0, 200) });
+      found.set(v.id, e);
+    }
+  }
+  const violations = [...found.values()];
+  const name = `${screen}-scrolled--${theme}`;
+  results.push({ screen: `${screen}-scrolled`, theme, violations, positions });
+  console.log(`${name}: ${positions} scroll positions, ${violations.length === 0 ? 'no violations' : `${violations.length} rule(s) violated`}`);
   for (const v of violations) {
     console.log(`  [${v.impact}] ${v.id}: ${v.help} (${v.nodes.length} node(s)) ${v.helpUrl}`);
     for (const n of v.nodes.slice(0, 8)) console.log(`      ${n.target}`);
@@ -160,10 +199,12 @@ try {
     await go(page, server, '#feed');
     await narrowReady(page);
     await audit(page, 'feed', theme.name);
+    await auditScrolled(page, 'feed', theme.name);
 
     await go(page, server, `#narrow/channel/${VERONA}-Verona`);
     await narrowReady(page);
     await audit(page, 'channel', theme.name);
+    await auditScrolled(page, 'channel', theme.name);
 
     await go(page, server, topicHash);
     await narrowReady(page);

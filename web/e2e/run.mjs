@@ -418,7 +418,7 @@ flow('script-injection-renders-as-text', async () => {
   const { context, page } = await devLogin(browser, server, HAMLET);
   await go(page, server, `#narrow/channel/${sid}`);
   await messageRow(page, 'content <img src=x').waitFor();
-  await page.locator('.message_header').getByText(topic).waitFor();
+  await page.locator('.message_list .message_header').getByText(topic).waitFor();
   await page.locator('.narrow-header').getByText(`desc ${EVIL2}`).waitFor();
   await page.locator('.channel-list').getByText(channel).waitFor();
   await page.locator('.user-list').getByText(`busy ${EVIL2}`).waitFor();

@@ -46,7 +46,14 @@ export function narrowTitle(narrow: Narrow): string {
 
 const RecipientBar = memo(RecipientBarView);
 
-function RecipientBarView({ m }: { m: Message }) {
+/**
+ * A conversation's bar: in the list at the head of its block, or `docked` above the
+ * list while the block's own bar has scrolled out of it (the dock is out of the tab
+ * order and hidden from assistive technology: the bar in the list is the one to use).
+ */
+function RecipientBarView({ m, docked = false }: { m: Message; docked?: boolean }) {
+  const tab = docked ? -1 : undefined;
+  const row = docked ? 'recipient-dock-row' : 'recipient_row';
   if (m.type === 'stream') {
     const sub = subs.value.get(m.stream_id ?? 0);
     const chHash = narrowToHash([{ operator: 'channel', operand: String(m.stream_id) }], slugContext);
@@ -55,18 +62,18 @@ function RecipientBarView({ m }: { m: Message }) {
     const resolved = m.subject.startsWith(RESOLVED);
     const muted = userTopics.value.get(topicKey(m.stream_id ?? 0, m.subject)) === 1;
     return (
-      <div class="recipient_row stream">
+      <div class={`${row} stream`}>
         <div class="message_header" ref={(el) => el?.style.setProperty('--channel-color', color)}>
-          <a class="stream_label" href={chHash}>#{channelName(m.stream_id)}</a>
+          <a class="stream_label" href={chHash} tabIndex={tab}>#{channelName(m.stream_id)}</a>
           <span class="topic-separator" aria-hidden="true">›</span>
-          <a class={`stream_topic${m.subject === '' ? ' empty-topic' : ''}`} href={topicHash}>{topicDisplay(m.subject)}</a>
-          <button type="button" class="icon-button resolve-topic" title={muted ? 'Unmute topic' : 'Mute topic'} aria-pressed={muted}
+          <a class={`stream_topic${m.subject === '' ? ' empty-topic' : ''}`} href={topicHash} tabIndex={tab}>{topicDisplay(m.subject)}</a>
+          <button type="button" class="icon-button resolve-topic" tabIndex={tab} title={muted ? 'Unmute topic' : 'Mute topic'} aria-pressed={muted}
             aria-label={muted ? `Unmute topic ${m.subject}` : `Mute topic ${m.subject}`}
             onClick={() => void post('user_topics', { stream_id: m.stream_id, topic: m.subject, visibility_policy: muted ? 0 : 1 }).catch((e: unknown) => alert(e instanceof Error ? e.message : String(e)))}>
             <Icon name="mute" />
           </button>
           {canResolve() && (
-            <button type="button" class="icon-button resolve-topic" title={resolved ? 'Mark as unresolved' : 'Mark as resolved'}
+            <button type="button" class="icon-button resolve-topic" tabIndex={tab} title={resolved ? 'Mark as unresolved' : 'Mark as resolved'}
               aria-label={resolved ? `Mark topic ${m.subject} as unresolved` : `Mark topic ${m.subject} as resolved`}
               onClick={() => void patch(`messages/${m.id}`, { topic: resolved ? m.subject.slice(RESOLVED.length) : `${RESOLVED}${m.subject}`, propagate_mode: 'change_all' }).catch((e: unknown) => alert(e instanceof Error ? e.message : String(e)))}>
               <Icon name="check" />
@@ -80,13 +87,24 @@ function RecipientBarView({ m }: { m: Message }) {
   const ids = dmParticipants(m, me.value);
   const names = ids.map((id) => (id === me.value ? userName(id) : userName(id))).join(', ');
   return (
-    <div class="recipient_row private">
+    <div class={`${row} private`}>
       <div class="message_header private_message_header">
-        <a class="stream_label" href={narrowToHash([{ operator: 'dm', operand: ids.join(',') }], slugContext)}>
+        <a class="stream_label" href={narrowToHash([{ operator: 'dm', operand: ids.join(',') }], slugContext)} tabIndex={tab}>
           You and {names}
         </a>
         <span class="recipient_row_date">{formatDate(m.timestamp)}</span>
       </div>
+    </div>
+  );
+}
+
+/** The docked bar: the conversation of the block at the top of the list, its own bar scrolled away. */
+type Dock = { id: number | undefined; gutter: number };
+function RecipientDock({ id, gutter }: Dock) {
+  const m = id === undefined ? undefined : messages.get(id)?.value;
+  return (
+    <div class="recipient-dock" aria-hidden="true" ref={(el) => el?.style.setProperty('--list-gutter', `${gutter}px`)}>
+      {m !== undefined && <RecipientBar m={m} docked />}
     </div>
   );
 }
@@ -165,6 +183,30 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
   const revealing = useRef<number | undefined>(undefined);
   const [, setSpanVersion] = useState(0);
   const rerender = () => setSpanVersion((v) => v + 1);
+  // The first row of the block whose bar is docked above the list (none while the top
+  // block's own bar is wholly in the list). The bars do not stick inside the list:
+  // one stuck there would cover the top rows' sender, time and reactions (WCAG 2.2
+  // target size, 2.4.11 focus not obscured); rows that scroll away are clipped by the
+  // list's edge instead, under the dock.
+  const [dock, setDock] = useState<Dock>({ id: undefined, gutter: 0 });
+  const docked = useRef<{ block: Element | undefined; gutter: number }>({ block: undefined, gutter: 0 });
+  const updateDock = (el: HTMLElement): void => {
+    const top = el.getBoundingClientRect().top;
+    let block: HTMLElement | undefined;
+    for (const b of el.querySelectorAll<HTMLElement>('.recipient_block')) {
+      const r = b.getBoundingClientRect();
+      if (r.bottom <= top + 0.5) continue;
+      if (r.top < top - 0.5) block = b;
+      break;
+    }
+    // The list's scrollbar, if it takes room: the docked bar keeps the list's width.
+    const gutter = el.offsetWidth - el.clientWidth;
+    // A block keeps its element as rows come and go at its top: no render then.
+    if (block === docked.current.block && gutter === docked.current.gutter) return;
+    docked.current = { block, gutter };
+    const id = Number(block?.querySelector<HTMLElement>('.message_row')?.dataset.messageId ?? '') || undefined;
+    setDock({ id, gutter });
+  };
 
   useEffect(() => {
     if (composeOpen.peek() && composeContent.peek().trim() === '') composeOpen.value = false;
@@ -174,6 +216,8 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     currentList.value = data;
     placed.current = false;
     range.current = undefined;
+    docked.current = { block: undefined, gutter: 0 };
+    setDock({ id: undefined, gutter: 0 });
     void data.loadInitial();
     return () => data.dispose();
   }, [data]);
@@ -376,6 +420,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
     } else if (following() || range.current === undefined) {
       range.current = { lo: all[s] ?? 0, hi: all[e - 1] ?? 0 };
     }
+    updateDock(el);
     if (atBottom.current) readAllIfAtBottom();
     // A short span can be near both ends: it grows both ways. A list that keeps to
     // its newest message grows up only once the reader scrolls away from it.
@@ -426,6 +471,7 @@ export function MessageView({ narrow }: { narrow: Narrow }) {
         <h1 id="narrow-title">{title}</h1>
         {stream !== undefined && <SafeHtml class="narrow-description rendered_markdown" html={stream.rendered_description} />}
       </header>
+      {ids.length > 0 && <RecipientDock {...dock} />}
       <div class="message_list" ref={scroller} onScroll={onScroll} role="region" aria-busy={loading !== ''} aria-label={`Messages: ${title}`} tabIndex={-1}>
         {(!data.foundOldest.value || start > 0) && ids.length > 0 && <p class="list-edge">{loading === 'older' ? 'Loading older messages…' : ' '}</p>}
         {data.foundOldest.value && start === 0 && ids.length > 0 && narrow.length > 0 && <p class="list-edge muted">Beginning of this view</p>}
