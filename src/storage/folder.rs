@@ -154,37 +154,6 @@ pub fn remove_torn_snapshots(dir: &Path) -> std::io::Result<Vec<String>> {
     Ok(removed)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A snapshot file a crash left unfinished: sled alone refuses the database; after
-    /// `remove_torn_snapshots` it opens with everything it held.
-    #[test]
-    fn an_unfinished_sled_snapshot_is_removed_before_opening() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        {
-            let db = sled_config(dir.path()).open().expect("open");
-            db.insert("kept", "yes").expect("insert");
-            db.flush().expect("flush");
-        }
-        std::fs::write(dir.path().join("snap.FFFFFFFFFFFFFFFF.generating"), b"").expect("write");
-        let refused = sled::Config::new().path(dir.path()).open();
-        assert!(
-            matches!(refused, Err(sled::Error::Corruption { .. })),
-            "sled 0.34 takes the unfinished file for its snapshot: {refused:?}"
-        );
-        // A lock held elsewhere (another process's sled) leaves it alone.
-        let held = std::fs::File::open(dir.path().join("db")).expect("db");
-        held.lock().expect("lock");
-        assert!(remove_torn_snapshots(dir.path()).expect("look").is_empty());
-        drop(held);
-        let db = sled_config(dir.path()).open().expect("opens again");
-        assert_eq!(db.get("kept").expect("get").as_deref(), Some(&b"yes"[..]));
-        assert!(!dir.path().join("snap.FFFFFFFFFFFFFFFF.generating").exists());
-    }
-}
-
 /// The 32-byte key kept in the file `name` of the data folder `dir`, made (random,
 /// 0600, synced with its folder) the first time it is asked for. A key signs what must
 /// outlive a restart without being stored (password reset links). Read once per
@@ -226,4 +195,51 @@ pub fn server_key(dir: &Path, name: &str) -> std::io::Result<[u8; 32]> {
     }
     keys.insert(path, key);
     Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A snapshot file a crash left unfinished: sled alone refuses the database; after
+    /// `remove_torn_snapshots` it opens with everything it held.
+    #[test]
+    fn an_unfinished_sled_snapshot_is_removed_before_opening() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let db = sled_config(dir.path()).open().expect("open");
+            db.insert("kept", "yes").expect("insert");
+            db.flush().expect("flush");
+        }
+        std::fs::write(dir.path().join("snap.FFFFFFFFFFFFFFFF.generating"), b"").expect("write");
+        let refused = sled::Config::new().path(dir.path()).open();
+        assert!(
+            matches!(refused, Err(sled::Error::Corruption { .. })),
+            "sled 0.34 takes the unfinished file for its snapshot: {refused:?}"
+        );
+        // A lock held elsewhere (another process's sled) leaves it alone.
+        let held = std::fs::File::open(dir.path().join("db")).expect("db");
+        held.lock().expect("lock");
+        assert!(remove_torn_snapshots(dir.path()).expect("look").is_empty());
+        drop(held);
+        let db = sled_config(dir.path()).open().expect("opens again");
+        assert_eq!(db.get("kept").expect("get").as_deref(), Some(&b"yes"[..]));
+        assert!(!dir.path().join("snap.FFFFFFFFFFFFFFFF.generating").exists());
+    }
+
+    #[test]
+    fn a_server_key_is_made_once_and_read_back_and_a_torn_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = server_key(dir.path(), "k.key").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("k.key")).unwrap(), key);
+        assert!(!dir.path().join("k.key.new").exists());
+        // Read from the file, not only the process's cache: another folder's is its own.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("k.key"), [9u8; 32]).unwrap();
+        assert_eq!(server_key(other.path(), "k.key").unwrap(), [9u8; 32]);
+        assert_eq!(server_key(dir.path(), "k.key").unwrap(), key);
+        let torn = tempfile::tempdir().unwrap();
+        std::fs::write(torn.path().join("k.key"), [1u8; 7]).unwrap();
+        assert!(server_key(torn.path(), "k.key").is_err());
+    }
 }
