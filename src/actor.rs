@@ -584,6 +584,12 @@ impl RealmClient {
         self.store.clone()
     }
 
+    /// The 32-byte key in the data folder's file `name`, made the first time (keys
+    /// that sign what must outlive a restart, such as password reset links).
+    pub fn server_key(&self, name: &str) -> std::io::Result<[u8; 32]> {
+        crate::storage::folder::server_key(self.store.durability.dir(), name)
+    }
+
     /// The folder of the realm `subdomain`'s data exports, in the data folder.
     pub fn exports_dir(&self, subdomain: &str) -> std::path::PathBuf {
         crate::storage::uploads::UploadStore::new(self.store.durability.dir())

@@ -63,8 +63,9 @@ pub struct SetForm {
 
 /// The reset key of the data folder `handle`'s realm lives in.
 fn key(handle: &RealmHandle) -> Option<[u8; 32]> {
-    let dir = handle.client.durability().dir().to_path_buf();
-    crate::storage::folder::server_key(&dir, KEY_FILE)
+    handle
+        .client
+        .server_key(KEY_FILE)
         .map_err(|e| tracing::error!("the password reset key: {e}"))
         .ok()
 }

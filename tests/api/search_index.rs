@@ -416,21 +416,6 @@ async fn a_deleted_index_folder_is_rebuilt_at_start() {
     assert_eq!(found(&app, IAGO, "pelican", &[]).await, vec![first, second]);
 }
 
-/// A clean stop right after a send commits the index first: it is left clean, so the
-/// next start opens it as it is instead of rebuilding it from every message.
-#[actix_web::test]
-async fn a_clean_stop_right_after_a_send_leaves_the_index_clean() {
-    let mut app = TestApp::spawn().await;
-    wait_for_layout(&app).await;
-    let id = send_to(&app, IAGO, "Verona", "t", "albatross").await;
-    // Within the index's gathering delay: its commit is still pending.
-    app.stop().await;
-    let dirty = index_dir(&app).join("hearth-dirty");
-    assert!(!dirty.exists(), "the index was left dirty");
-    app.start().await;
-    assert_eq!(found(&app, IAGO, "albatross", &[]).await, vec![id]);
-}
-
 #[actix_web::test]
 async fn highlights_are_exact_on_html_and_topics() {
     let app = TestApp::spawn().await;

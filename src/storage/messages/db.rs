@@ -546,12 +546,6 @@ impl MessageDb {
             }
         }
         let flushed = self.sync();
-        // Each index commits what it was told and lets go of its folder, while the
-        // rows it reads are still open: an index stopped after the close could not
-        // read them, stayed dirty, and was rebuilt whole at the next start.
-        for ix in self.indexes.all() {
-            ix.stop();
-        }
         let mut state = lock(&self.state);
         if let Err(e) = flushed {
             if !matches!(&*state, State::Failed(_)) {
@@ -566,6 +560,10 @@ impl MessageDb {
                 .send_replace(Readiness::Failed("the message database is closed".into()));
         }
         self.stop_writer();
+        // Each index commits what it was told and lets go of its folder.
+        for ix in self.indexes.all() {
+            ix.stop();
+        }
     }
 
     /// Tells the realm's search index which messages a write wrote (`named`: `ids` are
