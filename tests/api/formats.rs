@@ -671,16 +671,13 @@ fn a_snapshot_of_schema_6_has_no_sessions() {
     assert_eq!(back.exports.by_id.len(), 2);
 }
 
-/// Schema 8 is schema 7's record followed by sections (`storage::codec::sections`): the
-/// outgoing-webhook services, bot storage and outbox are the first. Its golden fixture
-/// decodes to the same realm, and schema 7's fixture decodes with the sections empty.
-#[test]
-fn golden_snapshot_of_schema_8_decodes() {
+/// Bot 10's outgoing-webhook service, one bot storage entry and a queued delivery
+/// (the `bot_services` section's state in the golden snapshots).
+pub(crate) fn add_bot_service(realm: &mut Realm) {
     use hearth::realm::bot_services::{
         BotChange, Delivery, OutgoingService, Trigger, GENERIC_INTERFACE,
     };
     use hearth::realm::Change;
-    let (_, mut realm) = built();
     realm.apply(&Change::Bot(BotChange::ServiceSet {
         bot_id: 10,
         service: OutgoingService {
@@ -703,6 +700,17 @@ fn golden_snapshot_of_schema_8_decodes() {
         attempts: 0,
         queued_at: 1_800_000_000,
     })));
+}
+
+/// Schema 8 is schema 7's record followed by sections (`storage::codec::sections`): the
+/// outgoing-webhook services, bot storage and outbox are the first. Its golden fixture
+/// decodes to the same realm, and schema 7's fixture decodes with the sections empty.
+#[test]
+fn golden_snapshot_of_schema_8_decodes() {
+    use hearth::realm::bot_services::BotChange;
+    use hearth::realm::Change;
+    let (_, mut realm) = built();
+    add_bot_service(&mut realm);
     realm.apply(&Change::Bot(BotChange::DeliveryAttempted { id: 0 }));
     let stored = golden(
         "snapshot-v8-dev-realm.bin",

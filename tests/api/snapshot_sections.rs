@@ -8,9 +8,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth::realm::bot_services::{
-    BotChange, Delivery, OutgoingService, Trigger, GENERIC_INTERFACE,
-};
 use hearth::realm::missed_mail::{MailChange, MailTrigger, PendingMail};
 use hearth::realm::sessions::{Session, SessionChange, SessionDigest};
 use hearth::realm::{Change, Realm};
@@ -18,7 +15,7 @@ use hearth::storage::codec::sections::{sections_of, Section, SECTIONS};
 use hearth::storage::codec::{self, decode_payload, open_frame, CodecError};
 
 use crate::common::*;
-use crate::formats::{fixture, golden};
+use crate::formats::{add_bot_service, fixture, golden};
 use reqwest::Method;
 use serde_json::json;
 
@@ -226,28 +223,7 @@ async fn everything() -> Realm {
             },
         }));
     }
-    realm.apply(&Change::Bot(BotChange::ServiceSet {
-        bot_id: 10,
-        service: OutgoingService {
-            name: "echo".into(),
-            base_url: "https://bots.example/echo".into(),
-            interface: GENERIC_INTERFACE,
-            token: "t0k3n".into(),
-        },
-        created: true,
-    }));
-    realm.apply(&Change::Bot(BotChange::StoragePut {
-        user_id: 10,
-        entries: vec![("number".into(), "3".into())],
-    }));
-    realm.apply(&Change::Bot(BotChange::DeliveryQueued(Delivery {
-        id: 0,
-        bot_id: 10,
-        message_id: 7,
-        trigger: Trigger::Mention,
-        attempts: 0,
-        queued_at: 1_800_000_000,
-    })));
+    add_bot_service(&mut realm);
     realm.apply(&Change::Mail(MailChange::Queued(PendingMail {
         id: 0,
         user_id: 12,
