@@ -416,6 +416,33 @@ async fn a_deleted_index_folder_is_rebuilt_at_start() {
     assert_eq!(found(&app, IAGO, "pelican", &[]).await, vec![first, second]);
 }
 
+/// The inode of the index's layout file: a rebuild writes a new one.
+fn layout_inode(app: &TestApp) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(index_dir(app).join("hearth-layout"))
+        .expect("the index's layout file")
+        .ino()
+}
+
+#[actix_web::test]
+async fn a_clean_stop_right_after_a_send_commits_the_index() {
+    let mut app = TestApp::spawn().await;
+    let first = send_to(&app, IAGO, "Verona", "t", "heron one").await;
+    wait_for_layout(&app).await;
+    let inode = layout_inode(&app);
+    // Stopped within the index's gathering delay: its commit is still pending, and the
+    // stop must make it while the rows can still be read.
+    let second = send_to(&app, IAGO, "Verona", "t", "herons two").await;
+    app.stop().await;
+    assert!(
+        !index_dir(&app).join("hearth-dirty").exists(),
+        "a clean stop left the search index dirty (it would be rebuilt whole)"
+    );
+    app.start().await;
+    assert_eq!(found(&app, IAGO, "heron", &[]).await, vec![first, second]);
+    assert_eq!(layout_inode(&app), inode, "the index was rebuilt at start");
+}
+
 #[actix_web::test]
 async fn highlights_are_exact_on_html_and_topics() {
     let app = TestApp::spawn().await;

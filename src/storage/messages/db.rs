@@ -545,7 +545,18 @@ impl MessageDb {
                 return;
             }
         }
+        // The order matters twice. The writer's queue is written first (`sync` drains
+        // it) so the indexes hear of every row; then each index commits what it was
+        // told while the rows can still be read (a commit refused by a closed database
+        // leaves the index dirty, rebuilt whole at the next start) and lets go of its
+        // folder; no index starts after that (`Indexes::close`), so none holds the
+        // database once it is closed. A row written after this (a write racing the
+        // shutdown) marks its realm's index dirty instead (`tell_index`).
         let flushed = self.sync();
+        self.stop_writer();
+        for ix in self.indexes.close() {
+            ix.stop();
+        }
         let mut state = lock(&self.state);
         if let Err(e) = flushed {
             if !matches!(&*state, State::Failed(_)) {
@@ -559,11 +570,6 @@ impl MessageDb {
             self.ready
                 .send_replace(Readiness::Failed("the message database is closed".into()));
         }
-        self.stop_writer();
-        // Each index commits what it was told and lets go of its folder.
-        for ix in self.indexes.all() {
-            ix.stop();
-        }
     }
 
     /// Tells the realm's search index which messages a write wrote (`named`: `ids` are
@@ -576,6 +582,15 @@ impl MessageDb {
             ix.touch(ids);
             if !named {
                 ix.rebuild();
+            }
+        } else if let Some(started) = self.indexes.closed_one(names) {
+            // Closing, the indexes stopped or stopping: the next start rebuilds this one.
+            match started {
+                Some(ix) => ix.leave_dirty(),
+                None => {
+                    let subdomain = names[0].strip_prefix("msg:").unwrap_or(&names[0]);
+                    search::left_behind(&self.data, subdomain);
+                }
             }
         }
     }

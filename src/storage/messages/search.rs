@@ -296,6 +296,24 @@ impl SearchIndex {
         }
     }
 
+    /// Rows were written after this index's thread was told to stop (the database is
+    /// closing): the index stays dirty, so the next start rebuilds it.
+    pub(super) fn leave_dirty(&self) {
+        let mut w = lock(&self.work);
+        w.rebuild = true;
+        if w.dirty {
+            return;
+        }
+        match write_durably(&self.dir, DIRTY_FILE, b"") {
+            Ok(()) => w.dirty = true,
+            Err(e) => tracing::warn!(
+                "cannot mark the search index of realm '{}' dirty ({e}): it may lack \
+                 messages written while hearth stopped",
+                self.subdomain
+            ),
+        }
+    }
+
     /// Stops the thread after it committed what is pending, and waits for it.
     pub(super) fn stop(&self) {
         lock(&self.work).stop = true;
@@ -551,7 +569,8 @@ impl SearchIndex {
                 w.pending.remove(id);
             }
         }
-        if w.dirty && w.pending.is_empty() {
+        // A rebuild asked for meanwhile replaces the folder; until then it stays dirty.
+        if w.dirty && w.pending.is_empty() && !w.rebuild {
             match std::fs::remove_file(self.dir.join(DIRTY_FILE)) {
                 Ok(()) => w.dirty = false,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => w.dirty = false,
@@ -661,12 +680,39 @@ impl SegmentCollector for SegmentIds {
     }
 }
 
-/// The search indexes of a message database's realms, started on first use.
+/// Marks the index of realm `subdomain` dirty on disk when it has a folder: rows were
+/// written after its thread stopped (see `MessageDb::close`).
+pub(super) fn left_behind(data: &Path, subdomain: &str) {
+    if !enabled() {
+        return;
+    }
+    let dir = realm_dir(data, subdomain);
+    if !dir.join(LAYOUT_FILE).exists() {
+        return;
+    }
+    if let Err(e) = write_durably(&dir, DIRTY_FILE, b"") {
+        tracing::warn!(
+            "cannot mark the search index of realm '{subdomain}' dirty ({e}): it may lack \
+             messages written while hearth stopped"
+        );
+    }
+}
+
+/// The search indexes of a message database's realms, started on first use, until the
+/// database closes (`close`): no index starts after that, so none holds the database's
+/// trees (and its lock) past its close.
 #[derive(Default)]
-pub(super) struct Indexes(Mutex<HashMap<Arc<[String; 5]>, Arc<SearchIndex>>>);
+pub(super) struct Indexes(Mutex<Started>);
+
+#[derive(Default)]
+pub(super) struct Started {
+    by_realm: HashMap<Arc<[String; 5]>, Arc<SearchIndex>>,
+    closed: bool,
+}
 
 impl Indexes {
-    /// The index of the realm of `names`, started if it is not yet (`None`: disabled).
+    /// The index of the realm of `names`, started if it is not yet (`None`: disabled,
+    /// or the database is closing).
     pub(super) fn get(
         &self,
         data: &Path,
@@ -676,24 +722,47 @@ impl Indexes {
         if !enabled() {
             return None;
         }
-        let mut map = lock(&self.0);
-        if let Some(ix) = map.get(names) {
+        let mut started = lock(&self.0);
+        if started.closed {
+            return None;
+        }
+        if let Some(ix) = started.by_realm.get(names) {
             return Some(ix.clone());
         }
         let ix = SearchIndex::start(data, names.clone(), db.clone());
-        map.insert(names.clone(), ix.clone());
+        started.by_realm.insert(names.clone(), ix.clone());
         Some(ix)
     }
 
     /// Every started index.
     pub(super) fn all(&self) -> Vec<Arc<SearchIndex>> {
-        lock(&self.0).values().cloned().collect()
+        lock(&self.0).by_realm.values().cloned().collect()
     }
 
     /// Takes a realm's index out (it is then stopped or removed by the caller).
     pub(super) fn take(&self, names: &[String; 5]) -> Option<Arc<SearchIndex>> {
-        let mut map = lock(&self.0);
-        let key = map.keys().find(|k| ***k == *names).cloned()?;
-        map.remove(&key)
+        let mut started = lock(&self.0);
+        let key = started.by_realm.keys().find(|k| ***k == *names).cloned()?;
+        started.by_realm.remove(&key)
+    }
+
+    /// Starts no index from now on and hands over every started one, to be stopped.
+    pub(super) fn close(&self) -> Vec<Arc<SearchIndex>> {
+        let mut started = lock(&self.0);
+        started.closed = true;
+        started.by_realm.values().cloned().collect()
+    }
+
+    /// After `close`: the realm's index if one was started (`Some(None)`: none was);
+    /// before it, `None`.
+    pub(super) fn closed_one(&self, names: &[String; 5]) -> Option<Option<Arc<SearchIndex>>> {
+        let started = lock(&self.0);
+        started.closed.then(|| {
+            started
+                .by_realm
+                .iter()
+                .find(|(k, _)| ***k == *names)
+                .map(|(_, ix)| ix.clone())
+        })
     }
 }
