@@ -1724,3 +1724,34 @@ async fn grafana_documented_payload_sends_one_message_per_alert() {
         );
     }
 }
+
+#[actix_web::test]
+async fn jira_documented_payload_becomes_its_message() {
+    let s = TestApp::spawn().await;
+    let (_, key) = webhook_bot(&s).await;
+    // Atlassian's example is an issue update carrying both a changelog and a comment
+    // (without `issue_event_type_name`): the comment is the message, as in Zulip, and
+    // the changelog is left out.
+    run(
+        &s,
+        &key,
+        &[Case {
+            integration: "jira",
+            fixture: "docs__issue_updated.json",
+            header: None,
+            topic: "JRA-20002: I feel the need for speed",
+            content: "Bryan Rollins [Atlassian] commented on [JRA-20002: I feel the need for \
+                      speed](https://jira.atlassian.com/browse/JRA-20002):\n\n``` quote\nJust \
+                      in time for AtlasCamp!\n```",
+        }],
+    )
+    .await;
+    // Filtered by its event type, `jira:issue_updated`.
+    let before = newest_in_verona(&s).await.0;
+    let reply = Hook::json("jira", &key, fixture("jira", "docs__issue_updated.json"))
+        .param("exclude_events", r#"["jira:issue_updated"]"#)
+        .post(&s)
+        .await;
+    assert_success(&reply);
+    assert_eq!(newest_in_verona(&s).await.0, before);
+}
