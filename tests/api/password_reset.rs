@@ -6,6 +6,7 @@
 
 use reqwest::Method;
 
+use crate::common::child::ChildServer;
 use crate::common::smtp::Receiver;
 use crate::common::*;
 use crate::web_sessions::{Browser, Page, PASSWORD};
@@ -132,6 +133,49 @@ async fn a_link_by_email_sets_the_password_once_ends_sessions_and_outlives_a_res
     let again = b.get(&link).await;
     assert_eq!(again.status, 404);
     assert!(again.text.contains("not valid"), "{}", again.text);
+}
+
+#[actix_web::test]
+async fn a_password_set_through_a_link_survives_a_kill_9() {
+    let Some(smtp) = Receiver::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap().to_owned();
+    let smtp_url = smtp.url();
+    let args = [
+        "--dev",
+        "--data",
+        &data,
+        "--durability",
+        "always",
+        "--smtp-url",
+        &smtp_url,
+    ];
+    let server = ChildServer::up(&args, &[]);
+
+    // A user of the development realm, who has no password yet.
+    let mut b = Browser::at(&server.url);
+    assert_eq!(b.log_in("hamlet@zulip.com", PASSWORD).await.status, 200);
+    let r = ask(&mut b, "hamlet@zulip.com").await;
+    assert_eq!(r.status, 302, "{}", r.text);
+    let link = link_in(&smtp.wait_for(1).await[0]).expect("a link");
+    let r = set(&mut b, &link, NEW_PASSWORD, NEW_PASSWORD).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // Answered: the new password is durable, whatever happens next.
+    server.kill_9();
+
+    let server = ChildServer::up(&args, &[]);
+    let mut fresh = Browser::at(&server.url);
+    assert_eq!(fresh.log_in("hamlet@zulip.com", PASSWORD).await.status, 200);
+    assert_eq!(
+        fresh.log_in("hamlet@zulip.com", NEW_PASSWORD).await.status,
+        302
+    );
+    // And the link stays used.
+    assert_eq!(fresh.get(&link).await.status, 404);
+    server.stop();
 }
 
 #[actix_web::test]

@@ -68,9 +68,16 @@ impl Browser {
     }
 
     pub(crate) fn on(app: &TestApp, host: Option<&str>) -> Browser {
+        let mut b = Browser::at(&app.url);
+        b.host = host.map(str::to_owned);
+        b
+    }
+
+    /// A browser of a server at `url` (a child process, say).
+    pub(crate) fn at(url: &str) -> Browser {
         Browser {
-            url: app.url.clone(),
-            host: host.map(str::to_owned),
+            url: url.to_owned(),
+            host: None,
             jar: BTreeMap::new(),
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
