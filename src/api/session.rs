@@ -321,10 +321,16 @@ pub(super) fn redirect(to: &str) -> actix_web::HttpResponseBuilder {
     b
 }
 
-/// A page that says only `why`.
+/// A page that says only `why`: as an error unless `status` is a success ("Check your
+/// email", "Your password is set").
 pub(super) fn message_page(status: StatusCode, title: &str, why: &str) -> HttpResponse {
+    let what = if status.is_success() {
+        "id=\"message\""
+    } else {
+        "class=\"error\" id=\"error\""
+    };
     let body = format!(
-        "<h1>{}</h1>\n<p class=\"error\" id=\"error\">{}</p>\n<p><a href=\"/login/\">Log in</a></p>",
+        "<h1>{}</h1>\n<p {what}>{}</p>\n<p><a href=\"/login/\">Log in</a></p>",
         escape(title),
         escape(why)
     );

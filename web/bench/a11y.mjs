@@ -176,6 +176,26 @@ try {
     await page.goto(`${server.url}/devlogin/`);
     await page.waitForSelector('[name="direct_email"]');
     await audit(page, 'devlogin', media);
+    await page.goto(`${server.url}/accounts/password/reset/`);
+    await page.waitForSelector('[name="email"]');
+    await audit(page, 'password-reset', media);
+    await page.locator('[name="email"]').fill(HAMLET);
+    await page.locator('[name="email"]').press('Enter');
+    // The link sent (a server with email), or the page that says it has none.
+    await page.waitForSelector('main h1');
+    await audit(page, 'password-reset-sent', media);
+    await context.close();
+  }
+  // The same pages on a phone-sized screen.
+  {
+    const context = await browser.newContext({ viewport: { width: 390, height: 800 }, bypassCSP: true });
+    const page = await context.newPage();
+    await page.goto(`${server.url}/login/`);
+    await page.waitForSelector('[name="username"]');
+    await audit(page, 'login-phone', 'light');
+    await page.goto(`${server.url}/accounts/password/reset/`);
+    await page.waitForSelector('[name="email"]');
+    await audit(page, 'password-reset-phone', 'light');
     await context.close();
   }
 
