@@ -63,11 +63,16 @@ pub fn decode_realm(bytes: &[u8]) -> Result<Realm, CodecError> {
         6 => decode_payload::<legacy::v6::Realm>(payload).map(legacy::v6::realm_to_current),
         // Schema 7's record is the first version of the first sections in a row;
         // schema 8 is that record followed by the sections added after it.
-        7 => decode_payload::<sections::RecordV7>(payload).map(sections::RecordV7::into_realm),
+        7 => {
+            let (realm, used) = sections::realm_of_record_v7(payload)?;
+            if used != payload.len() {
+                return Err(CodecError::Trailing(payload.len() - used));
+            }
+            Ok(realm)
+        }
         8 => {
-            let (record, sections) =
-                decode_payload::<(sections::RecordV7, Vec<sections::Section>)>(payload)?;
-            let mut realm = record.into_realm();
+            let (mut realm, used) = sections::realm_of_record_v7(payload)?;
+            let sections = decode_payload::<Vec<sections::Section>>(&payload[used..])?;
             sections::apply_sections(&mut realm, sections)?;
             Ok(realm)
         }

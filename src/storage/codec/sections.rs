@@ -7,17 +7,18 @@
 //!   order. Each section's bytes are the bincode of its resource's type at its version.
 //! - Schema 7 was the `Realm` struct itself. Its record is exactly the first version of
 //!   the first 28 sections below, one after another (bincode is positional, and a
-//!   tuple or struct is its fields in order): `RecordV7` reads it with those types.
+//!   tuple or struct is its fields in order): `realm_of_record_v7` reads it section by
+//!   section through the same decode arms as a schema 9 snapshot.
 //! - Schema 8 was schema 7's record followed by the sections of the resources added
 //!   after it (`bot_services`, `missed_mail`).
 //!
 //! Changing a resource's stored shape (a field added to `User`, say) therefore means,
 //! all in this file: keep the section's current type as its `…V1` alias over a frozen
 //! copy of the old struct (with `Deserialize` only), add the `…V2` alias, bump the
-//! version in `SECTIONS`, and make the old version's decode arm (and `RecordV7`'s
-//! field, which keeps the V1 type) convert. The other sections, their versions and
-//! their bytes stay as they were; `tests/api/formats.rs` checks that section by
-//! section against the golden fixture.
+//! version in `SECTIONS`, and make the old version's arm in `put_section` convert
+//! (schemas 7 and 8 read their records through that arm too). The other sections,
+//! their versions and their bytes stay as they were; `tests/api/snapshot_sections.rs`
+//! checks that section by section against the golden fixture.
 //!
 //! A section this build does not know, or a version newer than it reads, is an error
 //! (the snapshot was written by a newer hearth, and dropping its state would lose it);
@@ -27,6 +28,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use imbl::{OrdMap, OrdSet};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::frame::{config, decode_payload, CodecError};
@@ -256,143 +258,102 @@ pub fn apply_sections(realm: &mut Realm, sections: Vec<Section>) -> Result<(), C
 }
 
 fn apply_section(r: &mut Realm, s: Section) -> Result<(), CodecError> {
-    let b = &s.bytes;
-    if s.version != 1 {
-        return Err(CodecError::Section(s.name, s.version));
-    }
-    // Every section is at version 1 today; a later version adds its own arm, and the
-    // older one's arm converts.
-    match s.name.as_str() {
-        n if n == SETTINGS.0 => r.settings = decode_payload::<SettingsV1>(b)?,
-        n if n == USERS.0 => (r.users, r.next_user_id) = decode_payload::<UsersV1>(b)?,
-        n if n == GROUPS.0 => (r.groups, r.next_group_id) = decode_payload::<GroupsV1>(b)?,
-        n if n == CHANNELS.0 => {
-            (
-                r.channels,
-                r.next_channel_id,
-                r.default_channels,
-                r.folders,
-                r.next_folder_id,
-            ) = decode_payload::<ChannelsV1>(b)?
-        }
-        n if n == MESSAGES.0 => r.messages = decode_payload::<MessagesV1>(b)?,
-        n if n == LINKIFIERS.0 => {
-            (r.linkifiers, r.next_linkifier_id) = decode_payload::<LinkifiersV1>(b)?
-        }
-        n if n == PROFILE_FIELDS.0 => {
-            (r.profile_fields, r.next_profile_field_id, r.profile_values) =
-                decode_payload::<ProfileFieldsV1>(b)?
-        }
-        n if n == ATTACHMENTS.0 => {
-            (r.attachments, r.next_attachment_id) = decode_payload::<AttachmentsV1>(b)?
-        }
-        n if n == GROUP_CONFIGS.0 => r.group_configs = decode_payload::<GroupConfigsV1>(b)?,
-        n if n == REALM_GROUP_SETTINGS.0 => {
-            r.realm_group_settings = decode_payload::<RealmGroupSettingsV1>(b)?
-        }
-        n if n == NAVIGATION_VIEWS.0 => {
-            r.navigation_views = decode_payload::<NavigationViewsV1>(b)?
-        }
-        n if n == PUSH.0 => (r.push_tokens, r.push_devices) = decode_payload::<PushV1>(b)?,
-        n if n == STATUS.0 => r.status = decode_payload::<StatusV1>(b)?,
-        n if n == EMOJI.0 => r.emoji = decode_payload::<EmojiV1>(b)?,
-        n if n == PROPERTIES.0 => r.properties = decode_payload::<PropertiesV1>(b)?,
-        n if n == USER_TOPICS.0 => r.user_topics = decode_payload::<UserTopicsV1>(b)?,
-        n if n == MUTED_USERS.0 => r.muted_users = decode_payload::<MutedUsersV1>(b)?,
-        n if n == ALERT_WORDS.0 => r.alert_words = decode_payload::<AlertWordsV1>(b)?,
-        n if n == USER_SETTINGS.0 => r.user_settings = decode_payload::<UserSettingsV1>(b)?,
-        n if n == USER_SETTINGS_DEFAULTS.0 => {
-            r.user_settings_defaults = decode_payload::<UserSettingsDefaultsV1>(b)?
-        }
-        n if n == DRAFTS.0 => r.drafts = decode_payload::<DraftsV1>(b)?,
-        n if n == SAVED_SNIPPETS.0 => r.saved_snippets = decode_payload::<SavedSnippetsV1>(b)?,
-        n if n == REMINDERS.0 => r.reminders = decode_payload::<RemindersV1>(b)?,
-        n if n == INVITES.0 => r.invites = decode_payload::<InvitesV1>(b)?,
-        n if n == CHANNEL_EMAIL_TOKENS.0 => {
-            r.channel_email_tokens = decode_payload::<ChannelEmailTokensV1>(b)?
-        }
-        n if n == PLAYGROUNDS.0 => r.playgrounds = decode_payload::<PlaygroundsV1>(b)?,
-        n if n == EXPORTS.0 => r.exports = decode_payload::<ExportsV1>(b)?,
-        n if n == SESSIONS.0 => r.sessions = decode_payload::<SessionsV1>(b)?,
-        n if n == BOT_SERVICES.0 => r.bot_services = decode_payload::<BotServicesV1>(b)?,
-        n if n == MISSED_MAIL.0 => r.missed_mail = decode_payload::<MissedMailV1>(b)?,
-        _ => return Err(CodecError::Section(s.name, s.version)),
+    let used = put_section(r, &s.name, s.version, &s.bytes)?;
+    if used != s.bytes.len() {
+        return Err(CodecError::Trailing(s.bytes.len() - used));
     }
     Ok(())
 }
 
-/// The realm record of snapshot schemas 7 and 8: the first version of each of the
-/// first 28 sections, one after another, exactly as the `Realm` struct was laid out
-/// when those schemas were written.
-#[derive(Deserialize)]
-pub(super) struct RecordV7 {
-    settings: SettingsV1,
-    users: UsersV1,
-    groups: GroupsV1,
-    channels: ChannelsV1,
-    messages: MessagesV1,
-    linkifiers: LinkifiersV1,
-    profile_fields: ProfileFieldsV1,
-    attachments: AttachmentsV1,
-    group_configs: GroupConfigsV1,
-    realm_group_settings: RealmGroupSettingsV1,
-    navigation_views: NavigationViewsV1,
-    push: PushV1,
-    status: StatusV1,
-    emoji: EmojiV1,
-    properties: PropertiesV1,
-    user_topics: UserTopicsV1,
-    muted_users: MutedUsersV1,
-    alert_words: AlertWordsV1,
-    user_settings: UserSettingsV1,
-    user_settings_defaults: UserSettingsDefaultsV1,
-    drafts: DraftsV1,
-    saved_snippets: SavedSnippetsV1,
-    reminders: RemindersV1,
-    invites: InvitesV1,
-    channel_email_tokens: ChannelEmailTokensV1,
-    playgrounds: PlaygroundsV1,
-    exports: ExportsV1,
-    sessions: SessionsV1,
+/// Decodes one value of `T` at the start of `bytes`: the value and the bytes it took.
+fn take<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, usize), CodecError> {
+    Ok(bincode::serde::decode_from_slice(bytes, config())?)
 }
 
-impl RecordV7 {
-    /// The realm this record holds (the later sections empty).
-    pub(super) fn into_realm(self) -> Realm {
-        let mut r = Realm::new(self.settings);
-        (r.users, r.next_user_id) = self.users;
-        (r.groups, r.next_group_id) = self.groups;
-        (
+/// Decodes the state of section `name` stored at `version` from the start of `bytes`,
+/// puts it into `r`, and returns the bytes it took. The one place that knows where
+/// each section's state goes in a `Realm`.
+fn put_section(r: &mut Realm, name: &str, version: u16, b: &[u8]) -> Result<usize, CodecError> {
+    if version != 1 {
+        return Err(CodecError::Section(name.to_owned(), version));
+    }
+    // Every section is at version 1 today; a later version adds its own arm, and the
+    // older one's arm converts.
+    macro_rules! put {
+        ($ty:ty, |$v:ident| $assign:expr) => {{
+            let ($v, used) = take::<$ty>(b)?;
+            $assign;
+            used
+        }};
+    }
+    Ok(match name {
+        n if n == SETTINGS.0 => put!(SettingsV1, |v| r.settings = v),
+        n if n == USERS.0 => put!(UsersV1, |v| (r.users, r.next_user_id) = v),
+        n if n == GROUPS.0 => put!(GroupsV1, |v| (r.groups, r.next_group_id) = v),
+        n if n == CHANNELS.0 => put!(ChannelsV1, |v| (
             r.channels,
             r.next_channel_id,
             r.default_channels,
             r.folders,
             r.next_folder_id,
-        ) = self.channels;
-        r.messages = self.messages;
-        (r.linkifiers, r.next_linkifier_id) = self.linkifiers;
-        (r.profile_fields, r.next_profile_field_id, r.profile_values) = self.profile_fields;
-        (r.attachments, r.next_attachment_id) = self.attachments;
-        r.group_configs = self.group_configs;
-        r.realm_group_settings = self.realm_group_settings;
-        r.navigation_views = self.navigation_views;
-        (r.push_tokens, r.push_devices) = self.push;
-        r.status = self.status;
-        r.emoji = self.emoji;
-        r.properties = self.properties;
-        r.user_topics = self.user_topics;
-        r.muted_users = self.muted_users;
-        r.alert_words = self.alert_words;
-        r.user_settings = self.user_settings;
-        r.user_settings_defaults = self.user_settings_defaults;
-        r.drafts = self.drafts;
-        r.saved_snippets = self.saved_snippets;
-        r.reminders = self.reminders;
-        r.invites = self.invites;
-        r.channel_email_tokens = self.channel_email_tokens;
-        r.playgrounds = self.playgrounds;
-        r.exports = self.exports;
-        r.sessions = self.sessions;
-        r
+        ) = v),
+        n if n == MESSAGES.0 => put!(MessagesV1, |v| r.messages = v),
+        n if n == LINKIFIERS.0 => {
+            put!(LinkifiersV1, |v| (r.linkifiers, r.next_linkifier_id) = v)
+        }
+        n if n == PROFILE_FIELDS.0 => put!(ProfileFieldsV1, |v| (
+            r.profile_fields,
+            r.next_profile_field_id,
+            r.profile_values
+        ) = v),
+        n if n == ATTACHMENTS.0 => {
+            put!(AttachmentsV1, |v| (r.attachments, r.next_attachment_id) = v)
+        }
+        n if n == GROUP_CONFIGS.0 => put!(GroupConfigsV1, |v| r.group_configs = v),
+        n if n == REALM_GROUP_SETTINGS.0 => {
+            put!(RealmGroupSettingsV1, |v| r.realm_group_settings = v)
+        }
+        n if n == NAVIGATION_VIEWS.0 => put!(NavigationViewsV1, |v| r.navigation_views = v),
+        n if n == PUSH.0 => put!(PushV1, |v| (r.push_tokens, r.push_devices) = v),
+        n if n == STATUS.0 => put!(StatusV1, |v| r.status = v),
+        n if n == EMOJI.0 => put!(EmojiV1, |v| r.emoji = v),
+        n if n == PROPERTIES.0 => put!(PropertiesV1, |v| r.properties = v),
+        n if n == USER_TOPICS.0 => put!(UserTopicsV1, |v| r.user_topics = v),
+        n if n == MUTED_USERS.0 => put!(MutedUsersV1, |v| r.muted_users = v),
+        n if n == ALERT_WORDS.0 => put!(AlertWordsV1, |v| r.alert_words = v),
+        n if n == USER_SETTINGS.0 => put!(UserSettingsV1, |v| r.user_settings = v),
+        n if n == USER_SETTINGS_DEFAULTS.0 => {
+            put!(UserSettingsDefaultsV1, |v| r.user_settings_defaults = v)
+        }
+        n if n == DRAFTS.0 => put!(DraftsV1, |v| r.drafts = v),
+        n if n == SAVED_SNIPPETS.0 => put!(SavedSnippetsV1, |v| r.saved_snippets = v),
+        n if n == REMINDERS.0 => put!(RemindersV1, |v| r.reminders = v),
+        n if n == INVITES.0 => put!(InvitesV1, |v| r.invites = v),
+        n if n == CHANNEL_EMAIL_TOKENS.0 => {
+            put!(ChannelEmailTokensV1, |v| r.channel_email_tokens = v)
+        }
+        n if n == PLAYGROUNDS.0 => put!(PlaygroundsV1, |v| r.playgrounds = v),
+        n if n == EXPORTS.0 => put!(ExportsV1, |v| r.exports = v),
+        n if n == SESSIONS.0 => put!(SessionsV1, |v| r.sessions = v),
+        n if n == BOT_SERVICES.0 => put!(BotServicesV1, |v| r.bot_services = v),
+        n if n == MISSED_MAIL.0 => put!(MissedMailV1, |v| r.missed_mail = v),
+        _ => return Err(CodecError::Section(name.to_owned(), version)),
+    })
+}
+
+/// How many sections the realm record of snapshot schemas 7 and 8 holds: the first
+/// version of each of the first 28 of `SECTIONS`, one after another, exactly as the
+/// `Realm` struct was laid out when those schemas were written (bincode is
+/// positional: a struct is its fields in order).
+const RECORD_V7_SECTIONS: usize = 28;
+
+/// The realm of a schema 7 record at the start of `bytes` (the later sections empty),
+/// and the bytes it took (schema 8 follows the record with its sections).
+pub(super) fn realm_of_record_v7(bytes: &[u8]) -> Result<(Realm, usize), CodecError> {
+    let (settings, mut at) = take::<SettingsV1>(bytes)?;
+    let mut realm = Realm::new(settings);
+    for (name, _) in &SECTIONS[1..RECORD_V7_SECTIONS] {
+        at += put_section(&mut realm, name, 1, &bytes[at..])?;
     }
+    Ok((realm, at))
 }
