@@ -7,14 +7,23 @@
 # with the ramp-up time, RSS per user of each node, nginx's and the drivers' RSS, and
 # CPU per request at the router and at the nodes.
 #
-#   benches/cluster_run.sh                       # 100 100 users: 11 realms x 9 100, 11 nodes
+#   SPREAD_POLLS=60s benches/cluster_run.sh      # 100 100 users: 110 realms x 910, 11 nodes
 #   NODES=2 REALMS=2 USERS=500 DURATION=20s WARMUP=5s benches/cluster_run.sh   # a small try
+#
+# The realm size is a parameter of the run, not a property of the cluster: every
+# presence ping answers the entries that moved since the client's previous ping, at the
+# real period most of its realm (~50 bytes each as text), so the bytes a run moves grow
+# with users x realm size. 110 realms of 910 make 100 100 users at ~49 KiB of text per
+# ping (~2.3 KiB gzipped); 11 realms of 9 100 would be ten times that
+# (benches/RESULTS.md).
 #
 # Settings (environment): NODES, REALMS (placed on the nodes in turn), USERS (per
 # realm), DURATION and WARMUP (of each driver), SPEEDUP (divides the 60 s ping period;
 # 1 is the real period), SPREAD_POLLS (e.g. `60s`: each driver parks its users' first
 # long-polls over that time, so that their heartbeats, due a minute after parking, are
-# spread over the minute; default: all at once, as after a restart), HEARTH and
+# spread over the minute; default: all at once, as after a restart), NO_GZIP (1: the
+# drivers send no `Accept-Encoding: gzip`; default: they ask for gzip, as browsers do,
+# and inflate the answers), HEARTH and
 # HEARTH_TOOLS (the binaries; default the release build), WORK (a folder for the
 # nodes' data, nginx's prefix and the reports; default a new temporary one), NGINX
 # (default: on the PATH or /usr/sbin/nginx).
@@ -22,8 +31,9 @@
 # CPU per request is the router's and the nodes' CPU time over the requests nginx
 # logged (every request: pings, long-polls' answers, registrations), both over the
 # whole run and over the measured part (from the moment every driver has been past its
-# set-up for WARMUP to the moment the first driver ends), where the cores' busy share
-# says how much of the machine the run used.
+# set-up for WARMUP to the moment the first driver ends), where the cores used by the
+# router, the nodes and the drivers and the machine's busy share (and the share of it
+# that niced processes outside the run took) say where the machine's time went.
 #
 # One process here may hold at most 20 000 open files (a hard limit): a node holds one
 # connection per user of its realms (the parked poll, from nginx) and the few nginx
@@ -41,13 +51,14 @@
 set -euo pipefail
 
 NODES=${NODES:-11}
-REALMS=${REALMS:-11}
-USERS=${USERS:-9100}
+REALMS=${REALMS:-110}
+USERS=${USERS:-910}
 DURATION=${DURATION:-120s}
 DRIVER_GRACE=${DRIVER_GRACE:-300}
 WARMUP=${WARMUP:-60s}
 SPEEDUP=${SPEEDUP:-1}
 SPREAD_POLLS=${SPREAD_POLLS:-}
+NO_GZIP=${NO_GZIP:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HEARTH=${HEARTH:-$ROOT/target/release/hearth}
 HEARTH_TOOLS=${HEARTH_TOOLS:-$(dirname "$HEARTH")/hearth-tools}
@@ -65,19 +76,28 @@ echo "work folder: $WORK; $REALMS realms x $USERS users on $NODES nodes; open fi
 echo "started $(date -u '+%F %T') UTC; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# One awk over every pid's file (a hundred drivers are sampled every 2 s: a process
+# per pid would cost a share of a core of its own); a process that is gone counts 0.
+proc_files() { local pid; for pid in "$@"; do echo "/proc/$pid/$FILE"; done; }
 cpu_ticks() { # utime + stime of the given pids
-  local t=0 pid
-  for pid in "$@"; do
-    [ -r "/proc/$pid/stat" ] || continue
-    t=$((t + $(awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$pid/stat")))
-  done
-  echo "$t"
+  [ $# -gt 0 ] || { echo 0; return; }
+  FILE=stat proc_files "$@" | { xargs cat 2>/dev/null || true; } | awk '{sub(/.*\) /, ""); t += $12 + $13} END {print t + 0}'
 }
-rss_kib() { local v; v=$(awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null); echo "${v:-0}"; }
+rss_kib() { # VmRSS of the given pids, summed
+  [ $# -gt 0 ] || { echo 0; return; }
+  FILE=status proc_files "$@" | { xargs cat 2>/dev/null || true; } | awk '/^VmRSS/ {t += $2} END {print t + 0}'
+}
 open_files() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
-# The machine's busy and total jiffies (all cores), from /proc/stat.
-machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8}' /proc/stat; }
+# The machine's busy, total and niced jiffies (all cores), from /proc/stat.
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8, $3}' /proc/stat; }
+# Whether the time now is past `$1` (seconds since the epoch; awk, not python, in the
+# sampling loop: python's start-up costs tens of ms of CPU each time).
+past() { awk -v now="$(date +%s.%N)" -v t="$1" 'BEGIN { exit !(now >= t) }'; }
 logged() { wc -l <"$WORK/nginx/access.log" 2>/dev/null || echo 0; }
+# The access log's size: the requests between two samples are the lines between their
+# offsets, counted once at the end (counting the whole log every 2 s would read
+# hundreds of MB a minute at 100 000 users).
+logged_bytes() { stat -c %s "$WORK/nginx/access.log" 2>/dev/null || echo 0; }
 any_alive() {
   local pid
   for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 0; done
@@ -175,6 +195,7 @@ LOGGED0=$(logged)
 STARTED=$(date +%s.%N)
 SPREAD_ARGS=()
 [ -n "$SPREAD_POLLS" ] && SPREAD_ARGS=(--spread-polls "$SPREAD_POLLS")
+[ -n "$NO_GZIP" ] && SPREAD_ARGS+=(--no-gzip)
 declare -a DRIVER_PID
 for ((r = 0; r < REALMS; r++)); do
   "$HEARTH_TOOLS" load --target "http://127.0.0.1:$ROUTER_PORT" --host "r$r.$DOMAIN" \
@@ -196,8 +217,8 @@ MEASURE0=""
 MEASURE1=""
 DURATION_S=$(python3 -c "import re,sys; t=sys.argv[1]; u={'ms':0.001,'s':1,'m':60,'h':3600}; print(sum(float(n)*u[k] for n,k in re.findall(r'([0-9.]+)(ms|s|m|h)', t)))" "$DURATION")
 WARMUP_S=$(python3 -c "import re,sys; t=sys.argv[1]; u={'ms':0.001,'s':1,'m':60,'h':3600}; print(sum(float(n)*u[k] for n,k in re.findall(r'([0-9.]+)(ms|s|m|h)', t)))" "$WARMUP")
-sample() { # time, router ticks, node ticks, machine busy and total, nginx's logged requests
-  echo "$(date +%s.%N) $(cpu_ticks "${NGINX_PIDS[@]}") $(cpu_ticks "${NODE_PID[@]}") $(machine_ticks) $(logged)"
+sample() { # time, router ticks, node ticks, machine busy, total and niced, nginx's access log size, driver ticks
+  echo "$(date +%s.%N) $(cpu_ticks "${NGINX_PIDS[@]}") $(cpu_ticks "${NODE_PID[@]}") $(machine_ticks) $(logged_bytes) $(cpu_ticks "${DRIVER_PID[@]}")"
 }
 while any_alive "${DRIVER_PID[@]}"; do
   for ((n = 0; n < NODES; n++)); do
@@ -207,18 +228,16 @@ while any_alive "${DRIVER_PID[@]}"; do
       NODE_FILES[n]=$(open_files "${NODE_PID[n]}")
     fi
   done
-  v=0
-  for pid in $(pgrep -P "$NGINX_PID" || true) "$NGINX_PID"; do v=$((v + $(rss_kib "$pid"))); done
+  v=$(rss_kib $(pgrep -P "$NGINX_PID" || true) "$NGINX_PID")
   [ "$v" -gt "$NGINX_PEAK" ] && NGINX_PEAK=$v
-  v=0
-  for pid in "${DRIVER_PID[@]}"; do v=$((v + $(rss_kib "$pid"))); done
+  v=$(rss_kib "${DRIVER_PID[@]}")
   [ "$v" -gt "$DRIVER_PEAK" ] && DRIVER_PEAK=$v
   # Ramp-up: every driver past its set-up (its users registered and parked).
   if [ -z "$RAMPED" ] && [ "$(grep -l 'the warm-up starts' "$WORK"/reports/r*.txt 2>/dev/null | wc -l)" -ge "$REALMS" ]; then
     RAMPED=$(python3 -c "import time; print(f'{time.time() - $STARTED:.1f}')")
   fi
   # A driver far past its expected end is stopped (its node may have stopped answering).
-  if python3 -c "import sys,time; sys.exit(0 if time.time() > $STARTED + ${RAMPED:-600} + $WARMUP_S + $DURATION_S + $DRIVER_GRACE else 1)"; then
+  if past "$(awk "BEGIN { printf \"%.3f\", $STARTED + ${RAMPED:-600} + $WARMUP_S + $DURATION_S + $DRIVER_GRACE }")"; then
     for ((r = 0; r < REALMS; r++)); do
       if kill -0 "${DRIVER_PID[r]}" 2>/dev/null; then
         echo "driver of realm r$r still running ${DRIVER_GRACE} s after its expected end: stopped (node n${REALM_NODE[r]}'s state above)" >&2
@@ -229,7 +248,7 @@ while any_alive "${DRIVER_PID[@]}"; do
     done
   fi
   if all_alive "${DRIVER_PID[@]}"; then
-    if [ -n "$RAMPED" ] && [ -z "$MEASURE0" ] && python3 -c "import sys,time; sys.exit(0 if time.time() >= $STARTED + $RAMPED + $WARMUP_S else 1)"; then
+    if [ -n "$RAMPED" ] && [ -z "$MEASURE0" ] && past "$(awk "BEGIN { printf \"%.3f\", $STARTED + $RAMPED + $WARMUP_S }")"; then
       MEASURE0=$(sample)
     fi
     [ -n "$MEASURE0" ] && MEASURE1=$(sample)
@@ -281,6 +300,17 @@ print(f"requests {report['total_requests']}, errors {report['total_errors']} "
 for op in report["ops"]:
     print(f"  {op['op']}{' [held]' if op['held'] else ''}: {op['count']} at {op['req_per_s']:.0f}/s, "
           f"mean {op['mean_ms']:.1f} ms, p50 {op['p50_ms']:.1f}, p99 {op['p99_ms']:.1f}, max {op['max_ms']:.1f}")
+# Healthy as Mattermost's load tests judge it: every answered operation (not the
+# parked polls) with a mean under 100 ms and a p99 under 2 s, and under 0.025 % errors
+# (the drivers' own verdict checks only the p99 and the errors).
+unhealthy = [f"{op['op']} mean {op['mean_ms']:.0f} ms" for op in report["ops"]
+             if not op["held"] and op["mean_ms"] >= 100]
+unhealthy += [f"{op['op']} p99 {op['p99_ms']:.0f} ms" for op in report["ops"]
+              if not op["held"] and op["p99_ms"] >= 2000]
+if report["error_rate_percent"] >= 0.025:
+    unhealthy.append(f"errors {report['error_rate_percent']:.4f} %")
+print("healthy (mean < 100 ms, p99 < 2 s, errors < 0.025 %): "
+      + ("yes" if not unhealthy else "NO: " + "; ".join(unhealthy)))
 routed = max(int(logged1) - int(logged0), 1)
 wall = float(t1) - float(t0)
 print(f"whole run: {routed} requests through nginx ({routed / wall:.0f}/s); CPU per request: "
@@ -289,13 +319,18 @@ print(f"whole run: {routed} requests through nginx ({routed / wall:.0f}/s); CPU 
 if m0 and m1 and m0 != m1:
     a, b = [list(map(float, m.split())) for m in (m0, m1)]
     secs = b[0] - a[0]
-    routed_m = max(b[5] - a[5], 1)
+    with open(access, "rb") as f:
+        f.seek(int(a[6]))
+        routed_m = max(f.read(int(b[6] - a[6])).count(b"\n"), 1)
     cores = __import__("os").cpu_count() or 1
     print(f"measured part ({secs:.0f} s): {routed_m:.0f} requests through nginx ({routed_m / secs:.0f}/s); "
           f"CPU per request: router {(b[1] - a[1]) * tick_ms / routed_m:.3f} ms, "
           f"nodes {(b[2] - a[2]) * tick_ms / routed_m:.3f} ms; "
+          f"drivers {(b[7] - a[7]) * tick_ms / routed_m:.3f} ms; "
           f"router {(b[1] - a[1]) / 100 / secs:.2f} cores, nodes {(b[2] - a[2]) / 100 / secs:.2f} cores, "
-          f"machine busy {100 * (b[3] - a[3]) / max(b[4] - a[4], 1):.0f} % of {cores} cores")
+          f"drivers {(b[7] - a[7]) / 100 / secs:.2f} cores, "
+          f"machine busy {100 * (b[3] - a[3]) / max(b[4] - a[4], 1):.0f} % of {cores} cores "
+          f"(niced processes {100 * (b[5] - a[5]) / max(b[4] - a[4], 1):.0f} %)")
 else:
     print("measured part: too short to sample (under 2 s between the samples)")
 goal_ok = True

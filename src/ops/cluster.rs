@@ -53,11 +53,23 @@ pub const DEFAULT_CLIENTS: u64 = 10_000;
 /// temporary files).
 const WORKER_RESERVED_FILES: u64 = 256;
 
-/// nginx's workers for a number of held clients under an open-files limit. A parked
-/// long-poll holds two connections in nginx (the client's and the one to its node),
-/// and a client's other requests come and go beside it: three per client. One worker
-/// may hold at most the per-process limit of open files (`worker_rlimit_nofile`), so
-/// beyond it the clients are spread over more workers.
+/// The share of a worker's connections the sizing plans to use (3/4): the rest is
+/// headroom for a worker that is handed more than its share (the kernel spreads the
+/// listener's connections over the workers' `reuseport` sockets by a hash of their
+/// addresses, evenly on average but not exactly) and for requests that come and go
+/// beside the parked polls.
+const PLANNED_FILL: (u64, u64) = (3, 4);
+
+/// nginx's workers for a number of held clients under an open-files limit.
+///
+/// Every connection of a worker is an open file and counts in `worker_connections`,
+/// a client's and an upstream's alike: a parked long-poll holds two (the client's and
+/// the one to its node, in the worker that accepted the client), and a client's other
+/// requests come and go beside it (a browser keeps a second connection for them, and
+/// each takes an upstream connection while it is answered): three per client. One
+/// worker may hold at most the per-process limit of open files (`worker_rlimit_nofile`,
+/// `worker_connections` that less `WORKER_RESERVED_FILES`), and is planned to be at
+/// most `PLANNED_FILL` full; beyond that the clients are spread over more workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouterSizing {
     pub workers: u64,
@@ -69,9 +81,10 @@ impl RouterSizing {
     pub fn new(clients: u64, nofile: u64) -> RouterSizing {
         let nofile = nofile.clamp(2048, 1 << 20);
         let connections = nofile - WORKER_RESERVED_FILES;
+        let planned = connections * PLANNED_FILL.0 / PLANNED_FILL.1;
         let needed = clients.max(1).saturating_mul(3);
         RouterSizing {
-            workers: needed.div_ceil(connections).max(1),
+            workers: needed.div_ceil(planned).max(1),
             nofile,
             connections,
         }
@@ -277,7 +290,8 @@ impl Placement {
              # One realm is served by one node: its Host goes to that node only.\n\
              \n\
              # Sized for {clients} held clients (`[router] clients`): each holds up to three\n\
-             # connections here, a worker at most {nofile} open files.\n\
+             # connections here (client and upstream ones alike), a worker at most {nofile}\n\
+             # open files and is planned {fill_num}/{fill_den} full ({planned} connections).\n\
              worker_processes {workers};\n\
              worker_rlimit_nofile {nofile};\n\
              pid nginx.pid;\n\
@@ -298,6 +312,9 @@ impl Placement {
             workers = sizing.workers,
             nofile = sizing.nofile,
             connections = sizing.connections,
+            fill_num = PLANNED_FILL.0,
+            fill_den = PLANNED_FILL.1,
+            planned = sizing.connections * PLANNED_FILL.0 / PLANNED_FILL.1,
         );
         for (name, node) in &self.nodes {
             let _ = writeln!(
@@ -333,7 +350,10 @@ impl Placement {
             "    }}\n\
              \n    \
              server {{\n        \
-             listen {listen};\n        \
+             # A listening socket per worker: the kernel spreads new connections over\n        \
+             # the workers (one socket shared by all hands them to whichever wakes first,\n        \
+             # and one worker can run out of connections while others are idle).\n        \
+             listen {listen} reuseport;\n        \
              server_name _;\n        \
              client_max_body_size {body_mib}m;\n        \
              proxy_http_version 1.1;\n        \
@@ -476,10 +496,19 @@ zeta = "b-2"
     #[test]
     fn the_router_is_sized_for_its_clients_under_the_open_files_limit() {
         // This machine: 20 000 open files per process.
+        // 10 000 held clients: 30 000 connections over workers of 19 744, each planned
+        // 3/4 full (14 808).
         let s = RouterSizing::new(10_000, 20_000);
-        assert_eq!((s.workers, s.nofile, s.connections), (2, 20_000, 19_744));
-        // 100 000 held clients: 300 000 connections over workers of 19 744 each.
-        assert_eq!(RouterSizing::new(100_000, 20_000).workers, 16);
+        assert_eq!((s.workers, s.nofile, s.connections), (3, 20_000, 19_744));
+        // 100 000 held clients: 300 000 connections, 21 workers (20.3 at 14 808 each).
+        assert_eq!(RouterSizing::new(100_000, 20_000).workers, 21);
+        // Every connection is an open file: a worker's connections stay under its
+        // limit, less what it keeps for logs and listeners.
+        for clients in [1, 10_000, 100_100, 1_000_000] {
+            let s = RouterSizing::new(clients, 20_000);
+            assert!(s.connections + WORKER_RESERVED_FILES <= s.nofile);
+            assert!(3 * clients <= s.workers * s.connections * 3 / 4, "{s:?}");
+        }
         // A roomy machine needs one worker for the same.
         assert_eq!(RouterSizing::new(100_000, 1 << 20).workers, 1);
         // A tiny limit is lifted to nginx's usual floor; no clients is one worker.
@@ -492,7 +521,7 @@ zeta = "b-2"
         assert!(text.contains("clients = 100000"), "{text}");
         assert_eq!(Placement::parse(&text).unwrap(), p);
         let config = p.nginx_config_for(RouterSizing::new(100_000, 20_000));
-        assert!(config.contains("worker_processes 16;"), "{config}");
+        assert!(config.contains("worker_processes 21;"), "{config}");
         assert!(config.contains("Sized for 100000 held clients"), "{config}");
     }
 
@@ -507,8 +536,9 @@ zeta = "b-2"
 # One realm is served by one node: its Host goes to that node only.
 
 # Sized for 10000 held clients (`[router] clients`): each holds up to three
-# connections here, a worker at most 20000 open files.
-worker_processes 2;
+# connections here (client and upstream ones alike), a worker at most 20000
+# open files and is planned 3/4 full (14808 connections).
+worker_processes 3;
 worker_rlimit_nofile 20000;
 pid nginx.pid;
 error_log error.log warn;
@@ -553,7 +583,10 @@ http {
     }
 
     server {
-        listen 127.0.0.1:8080;
+        # A listening socket per worker: the kernel spreads new connections over
+        # the workers (one socket shared by all hands them to whichever wakes first,
+        # and one worker can run out of connections while others are idle).
+        listen 127.0.0.1:8080 reuseport;
         server_name _;
         client_max_body_size 30m;
         proxy_http_version 1.1;

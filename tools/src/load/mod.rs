@@ -105,6 +105,10 @@ pub struct LoadArgs {
     /// arrived over a minute spreads them over it. Default: all at once.
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     pub spread_polls: Duration,
+    /// Send no `Accept-Encoding: gzip` (by default the driver asks for gzip and
+    /// inflates the answers, as browsers and Zulip's mobile app do).
+    #[arg(long)]
+    pub no_gzip: bool,
     /// Also measure the ceiling (a minimal actix-web server in a process of its own,
     /// `hearth-tools ceiling`) and give ratios of it.
     #[arg(long)]
@@ -477,7 +481,8 @@ async fn phase(
     } else {
         (args.host.as_deref(), args.source_addrs.clone())
     };
-    let http = client::Http::with_options(base, host, sources, args.driver_spin)?;
+    let http =
+        client::Http::with_options(base, host, sources, args.driver_spin)?.with_gzip(!args.no_gzip);
     // Set-up requests are warm-up: the measured part starts after them.
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
     let recorder = Recorder::new(far);
@@ -571,6 +576,15 @@ async fn phase(
         scenarios::delete_all(&env, 64).await;
     }
     progress.abort();
+    let (wire, text) = (
+        env.http.body_bytes.load(Ordering::Relaxed),
+        env.http.text_bytes.load(Ordering::Relaxed),
+    );
+    tracing::info!(
+        "answers' bodies: {:.1} MiB received, {:.1} MiB inflated",
+        wire as f64 / (1 << 20) as f64,
+        text as f64 / (1 << 20) as f64
+    );
     Ok(PhaseOut {
         recorder,
         measured: if args.scenario == Scenario::Capacity {
@@ -858,6 +872,15 @@ fn settings(args: &LoadArgs, threads: usize) -> Vec<(String, String)> {
         ));
         s.push(("speedup".to_owned(), args.speedup.to_string()));
     }
+    s.push((
+        "answers".to_owned(),
+        if args.no_gzip {
+            "uncompressed (no Accept-Encoding)"
+        } else {
+            "gzip asked for (Accept-Encoding: gzip), inflated"
+        }
+        .to_owned(),
+    ));
     if !args.spread_polls.is_zero() {
         s.push((
             "first long-polls spread over".to_owned(),
