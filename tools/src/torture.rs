@@ -492,18 +492,33 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
                 write_loop(client, client_seed, cycle, admin, own, own_id, ids).await
             }));
         }
-        let run_for = Duration::from_millis(rng.gen_range(args.max_run_ms / 5..=args.max_run_ms));
-        tokio::time::sleep(run_for).await;
+        let mut run_for =
+            Duration::from_millis(rng.gen_range(args.max_run_ms / 5..=args.max_run_ms));
+        match power.as_mut() {
+            Some(p) => {
+                // Killed when the filesystem cuts the power itself, if it does first.
+                p.arm(&mut rng);
+                let start = Instant::now();
+                while start.elapsed() < run_for && !p.tripped() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                run_for = start.elapsed();
+            }
+            None => tokio::time::sleep(run_for).await,
+        }
         let kill = Instant::now();
         server.kill_9();
         cycle.stop.store(true, Ordering::SeqCst);
-        if let Some(p) = power.as_mut() {
-            p.cut(&mut rng)?;
-        }
+        // After a cut made by the filesystem the server answers errors until it is
+        // killed: refusals then are expected.
+        let tripped = match power.as_mut() {
+            Some(p) => p.cut(&mut rng)?,
+            None => false,
+        };
         for t in tasks {
             let _ = t.await;
         }
-        if let Some(refused) = lock(&cycle.refused).take() {
+        if let Some(refused) = lock(&cycle.refused).take().filter(|_| !tripped) {
             return Err(format!(
                 "cycle {number}: a valid write was refused: {refused}"
             ));

@@ -19,6 +19,9 @@
 //!   sector boundary (512 bytes: a disk writes a sector whole) or not written at all.
 //!   Nothing is written back on its own: a file never synced (sled's `conf`) stays at
 //!   risk until the next cut, where a real kernel writes it back within seconds.
+//! - The cut comes from outside (after the server is killed), or from inside: armed,
+//!   the filesystem cuts the power itself at its n-th write or sync, failing that one
+//!   and everything after it with EIO, so that cuts land between a write and its sync.
 //! - The backing files are written but not fsynced by a sync: the disk is the backing
 //!   folder as the host sees it (the host does not lose power).
 //! - No `direct_io`: the kernel's own page cache serves reads and `mmap` (the search
@@ -43,6 +46,7 @@ use fuser::{
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
     WriteFlags,
 };
+use rand::rngs::StdRng;
 use rand::Rng;
 
 use super::pending::Pending;
@@ -98,6 +102,11 @@ pub struct State {
     /// After a cut every request fails with EIO and the disk is left alone.
     dead: bool,
     pub counts: Counts,
+    /// Armed: the power goes out by itself at the n-th write or sync from now (that
+    /// one fails), torn with the generator if one is given.
+    trip: Option<(u64, Option<StdRng>)>,
+    /// The cut made by the trip, once it went off.
+    pub tripped: Option<Cut>,
 }
 
 impl State {
@@ -120,12 +129,14 @@ impl State {
             next_fh: 1,
             dead: false,
             counts: Counts::default(),
+            trip: None,
+            tripped: None,
         }
     }
 
     /// The power goes out: every unsynced change is dropped (torn: one file keeps a
     /// prefix of its own), and the filesystem answers nothing more.
-    pub fn cut(&mut self, tear: Option<&mut rand::rngs::StdRng>) -> Cut {
+    pub fn cut(&mut self, tear: Option<&mut StdRng>) -> Cut {
         self.dead = true;
         let mut dirty: Vec<u64> = self
             .nodes
@@ -171,6 +182,28 @@ impl State {
             node.pending.drop_all();
         }
         cut
+    }
+
+    /// Arms the trip: the power goes out at the `after`-th write or sync from now.
+    pub fn arm(&mut self, after: u64, tear: Option<StdRng>) {
+        self.trip = Some((after.max(1), tear));
+    }
+
+    /// One more write or sync: `true` when the power went out at it.
+    fn tick(&mut self) -> bool {
+        let fire = match &mut self.trip {
+            Some((left, _)) => {
+                *left -= 1;
+                *left == 0
+            }
+            None => false,
+        };
+        if fire {
+            let mut tear = self.trip.take().and_then(|(_, t)| t);
+            let cut = self.cut(tear.as_mut());
+            self.tripped = Some(cut);
+        }
+        fire
     }
 
     /// Writes every held change to the disk (a clean unmount: the page cache is
@@ -585,6 +618,9 @@ impl Filesystem for LazyFs {
                 return Err(Errno::EBADF);
             }
             s.counts.writes += 1;
+            if s.tick() {
+                return Err(Errno::EIO);
+            }
             let node = s.nodes.get_mut(&ino.0).ok_or(Errno::ENOENT)?;
             node.pending.write(offset, data);
             Ok(data.len() as u32)
@@ -642,6 +678,9 @@ impl Filesystem for LazyFs {
     ) {
         match self.with(|s| {
             s.counts.syncs += 1;
+            if s.tick() {
+                return Err(Errno::EIO);
+            }
             let State { handles, nodes, .. } = s;
             let h = handles.get(&fh.0).ok_or(Errno::EBADF)?;
             let node = nodes.get_mut(&ino.0).ok_or(Errno::ENOENT)?;
@@ -716,6 +755,9 @@ impl Filesystem for LazyFs {
         // Namespace changes reached the disk when they were made.
         match self.with(|s| {
             s.counts.syncs += 1;
+            if s.tick() {
+                return Err(Errno::EIO);
+            }
             Ok(())
         }) {
             Ok(()) => reply.ok(),

@@ -109,10 +109,27 @@ impl Mounted {
         hearth::locks::lock(&self.state).counts
     }
 
+    /// Arms the trip: the filesystem cuts the power itself at the `after`-th write or
+    /// sync from now (torn with `tear`).
+    pub fn arm(&self, after: u64, tear: Option<StdRng>) {
+        hearth::locks::lock(&self.state).arm(after, tear);
+    }
+
+    /// Whether the armed trip went off.
+    pub fn tripped(&self) -> bool {
+        hearth::locks::lock(&self.state).tripped.is_some()
+    }
+
     /// The power goes out: unsynced writes are dropped (torn, with `tear`: one file
-    /// keeps a prefix of its own), the mount is detached.
+    /// keeps a prefix of its own), the mount is detached. After a trip, that cut.
     pub fn cut(mut self, tear: Option<&mut StdRng>) -> Result<Cut, String> {
-        let cut = hearth::locks::lock(&self.state).cut(tear);
+        let cut = {
+            let mut s = hearth::locks::lock(&self.state);
+            match s.tripped.clone() {
+                Some(cut) => cut,
+                None => s.cut(tear),
+            }
+        };
         self.unmount()?;
         Ok(cut)
     }

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use rand::rngs::StdRng;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 
 use super::{describe, Mounted};
 
@@ -23,6 +23,12 @@ pub struct Power {
     tear_percent: u32,
     pub cuts: u64,
     pub torn: u64,
+    /// Cuts the filesystem made itself, at a write or a sync.
+    pub tripped: u64,
+    /// Writes and syncs the server made in the last run window (where to arm the next
+    /// trip).
+    ops_per_run: u64,
+    ops_at_arm: u64,
     pub dropped_bytes: u64,
     /// Starts refused with the damage named: (cycle, the refusal's line).
     pub refusals: Vec<(u32, String)>,
@@ -43,6 +49,9 @@ impl Power {
             tear_percent,
             cuts: 0,
             torn: 0,
+            tripped: 0,
+            ops_per_run: 200,
+            ops_at_arm: 0,
             dropped_bytes: 0,
             refusals: Vec::new(),
             lines: Vec::new(),
@@ -54,20 +63,51 @@ impl Power {
         dir.join("mnt").join("data")
     }
 
+    /// For half the run windows: arms the filesystem to cut the power itself at a
+    /// random write or sync within about as many as the last window saw, so that cuts
+    /// land between a write and its sync.
+    pub fn arm(&mut self, rng: &mut StdRng) {
+        let Some(m) = &self.mounted else { return };
+        let counts = m.counts();
+        self.ops_at_arm = counts.writes + counts.syncs;
+        if rng.gen_bool(0.5) {
+            let after = rng.gen_range(1..=self.ops_per_run.max(20));
+            let tear = (rng.gen_range(0..100) < self.tear_percent)
+                .then(|| StdRng::seed_from_u64(rng.gen()));
+            m.arm(after, tear);
+        }
+    }
+
+    /// Whether the filesystem cut the power itself.
+    pub fn tripped(&self) -> bool {
+        self.mounted.as_ref().is_some_and(Mounted::tripped)
+    }
+
     /// Cuts the power (the server must be dead: nothing may hold the mount), and
-    /// mounts a fresh filesystem on the disk.
-    pub fn cut(&mut self, rng: &mut StdRng) -> Result<(), String> {
+    /// mounts a fresh filesystem on the disk; `true` if the filesystem had cut it
+    /// itself already.
+    pub fn cut(&mut self, rng: &mut StdRng) -> Result<bool, String> {
         let mounted = self.mounted.take().ok_or("the filesystem is not mounted")?;
+        let tripped = mounted.tripped();
+        let counts = mounted.counts();
+        if self.ops_at_arm > 0 && !tripped {
+            self.ops_per_run = (counts.writes + counts.syncs).saturating_sub(self.ops_at_arm);
+        }
+        self.ops_at_arm = 0;
         let tear = rng.gen_range(0..100) < self.tear_percent;
         let cut = mounted.cut(if tear { Some(rng) } else { None })?;
         self.cuts += 1;
+        if tripped {
+            self.tripped += 1;
+        }
         self.dropped_bytes += cut.bytes;
         if cut.torn.is_some() {
             self.torn += 1;
         }
-        self.lines.push(describe(&cut));
+        let at = if tripped { " (at a write or sync)" } else { "" };
+        self.lines.push(format!("{}{at}", describe(&cut)));
         self.mounted = Some(Mounted::mount(&self.disk, &self.mnt)?);
-        Ok(())
+        Ok(tripped)
     }
 
     /// The run is over: what is held is written back and the mount goes away (the disk
@@ -87,8 +127,9 @@ impl Power {
     /// The run's power-cut figures, for its last line.
     pub fn summary(&self) -> String {
         format!(
-            "{} power cuts ({} torn, {} unsynced bytes dropped), {} starts refused with the damage named",
+            "{} power cuts ({} made by the filesystem at a write or sync, {} torn, {} unsynced bytes dropped), {} starts refused with the damage named",
             self.cuts,
+            self.tripped,
             self.torn,
             self.dropped_bytes,
             self.refusals.len()
