@@ -5,7 +5,7 @@ use std::io::Write;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use hearth::logging::LogFormat;
-use hearth_tools::{load, torture};
+use hearth_tools::{load, powercut, torture};
 
 /// hearth's tools: the load driver and the crash torture suite.
 #[derive(Debug, Parser)]
@@ -38,6 +38,10 @@ enum Command {
     /// The load driver's reference: a minimal actix-web server answering Zulip's
     /// success body (and a minimal long-poll fan-out), in a process of its own.
     Ceiling(load::ceiling::CeilingArgs),
+    /// The power-cut test filesystem, mounted by hand: a pass-through to a backing
+    /// folder that holds unsynced writes in memory and drops them on `cut` (a line on
+    /// standard input).
+    Lazyfs(powercut::LazyfsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -68,6 +72,7 @@ fn main() -> std::process::ExitCode {
         Command::Load(args) => load::run(&args),
         Command::Torture(args) => torture::run(&args),
         Command::Ceiling(args) => load::ceiling::serve(&args),
+        Command::Lazyfs(args) => powercut::serve(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

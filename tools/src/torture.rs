@@ -22,6 +22,12 @@
 //! be there after the next. The next cycle writes on that server. A failed check stops
 //! the run with a non-zero
 //! exit, naming what was lost; the server logs stay in the run's folder.
+//!
+//! With `--power-cut` each kill is also a power cut: the data folder lives on the
+//! page-cache-dropping test filesystem (`crate::powercut`), and after every kill what
+//! the server wrote and did not sync is dropped (or one file torn) before the restart.
+//! A start may then refuse, naming the damage: that is counted, the folder rebuilt by
+//! `hearth recover --accept-loss` (the damaged one kept), and the run goes on.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -37,6 +43,8 @@ use serde_json::{json, Value};
 
 use hearth::config::DurabilityArg;
 use hearth::locks::lock;
+
+use crate::powercut::power::{self, Power};
 
 /// The environment variable in which `hearth` names itself when it runs these tools:
 /// the server `torture` runs unless `--server` names another.
@@ -83,6 +91,15 @@ pub struct TortureArgs {
     /// the one next to this executable).
     #[arg(long)]
     pub server: Option<PathBuf>,
+    /// Cut the power at each kill, not only the process: the data folder lives on
+    /// hearth's page-cache-dropping test filesystem (`powercut`), which drops whatever
+    /// the server wrote and did not fsync (needs /dev/fuse and the right to mount).
+    #[arg(long)]
+    pub power_cut: bool,
+    /// With `--power-cut`: the share of cuts, in percent, that tear one file (a prefix
+    /// of its unsynced writes reaches the disk, the last of them in part).
+    #[arg(long, default_value_t = 50)]
+    pub tear_percent: u32,
 }
 
 /// The server to torture: `--server`, else the `hearth` that ran this command
@@ -103,6 +120,15 @@ fn server_binary(args: &TortureArgs) -> Result<PathBuf, String> {
         "no hearth server binary next to {}: build it (`cargo build`) or name one with --server",
         me.display()
     ))
+}
+
+/// The server's data folder: `<dir>/data`, or inside the power-cut mount.
+fn data_folder(args: &TortureArgs, dir: &Path) -> PathBuf {
+    if args.power_cut {
+        Power::data(dir)
+    } else {
+        dir.join("data")
+    }
 }
 
 /// Runs the suite; `Err` names the first failed check.
@@ -230,7 +256,7 @@ impl Server {
             .arg("--snapshot-every")
             .arg(args.snapshot_every.to_string())
             .arg("--data")
-            .arg(dir.join("data"))
+            .arg(data_folder(args, dir))
             .arg("--bind")
             .arg(format!("127.0.0.1:{port}"))
             .args([
@@ -435,10 +461,14 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
         args.cycles, args.clients, args.durability, args.snapshot_every
     ));
     let mut rng = StdRng::seed_from_u64(seed);
+    let mut power = match args.power_cut {
+        true => Some(Power::new(dir, args.tear_percent)?),
+        false => None,
+    };
     let mut server = Server::start(args, dir, "server-0.log").await?;
     let cast = cast(&server.url, args.clients).await?;
     let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let (mut lost_total, mut acked_total) = (0u64, 0u64);
+    let (mut lost_total, mut acked_total, mut refused_lost) = (0u64, 0u64, 0u64);
     let mut previous: Option<Value> = None;
     for number in 1..=args.cycles {
         let cycle = Arc::new(Cycle {
@@ -462,15 +492,33 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
                 write_loop(client, client_seed, cycle, admin, own, own_id, ids).await
             }));
         }
-        let run_for = Duration::from_millis(rng.gen_range(args.max_run_ms / 5..=args.max_run_ms));
-        tokio::time::sleep(run_for).await;
+        let mut run_for =
+            Duration::from_millis(rng.gen_range(args.max_run_ms / 5..=args.max_run_ms));
+        match power.as_mut() {
+            Some(p) => {
+                // Killed when the filesystem cuts the power itself, if it does first.
+                p.arm(&mut rng);
+                let start = Instant::now();
+                while start.elapsed() < run_for && !p.tripped() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                run_for = start.elapsed();
+            }
+            None => tokio::time::sleep(run_for).await,
+        }
         let kill = Instant::now();
         server.kill_9();
         cycle.stop.store(true, Ordering::SeqCst);
+        // After a cut made by the filesystem the server answers errors until it is
+        // killed: refusals then are expected.
+        let tripped = match power.as_mut() {
+            Some(p) => p.cut(&mut rng)?,
+            None => false,
+        };
         for t in tasks {
             let _ = t.await;
         }
-        if let Some(refused) = lock(&cycle.refused).take() {
+        if let Some(refused) = lock(&cycle.refused).take().filter(|_| !tripped) {
             return Err(format!(
                 "cycle {number}: a valid write was refused: {refused}"
             ));
@@ -482,14 +530,40 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
         if args.max_start_kill_ms > 0 {
             let after = Duration::from_millis(rng.gen_range(0..=args.max_start_kill_ms));
             Server::start_and_kill(args, dir, &format!("server-{number}-cut.log"), after).await?;
+            if let Some(p) = power.as_mut() {
+                p.cut(&mut rng)?;
+            }
         }
         // Recover from the crash and check the ledger.
-        server = Server::start(args, dir, &format!("server-{number}.log")).await?;
+        let mut refused = None;
+        server = match Server::start(args, dir, &format!("server-{number}.log")).await {
+            Ok(s) => s,
+            // After a power cut a start may refuse, naming the damage: the folder is
+            // rebuilt (`hearth recover --accept-loss`, the damaged one kept beside it).
+            Err(e) => match (power.as_mut(), power::damage_named(&e)) {
+                (Some(p), Some(line)) => {
+                    say(format!("cycle {number:>3}: the start refused: {line}"));
+                    p.refusals.push((number, line.clone()));
+                    let recover_log = dir.join(format!("recover-{number}.log"));
+                    power::recover(&server_binary(args)?, &data_folder(args, dir), &recover_log)?;
+                    refused = Some(line);
+                    Server::start(args, dir, &format!("server-{number}-recovered.log")).await?
+                }
+                _ => return Err(e),
+            },
+        };
         let admin = with_url(&cast.admin, &server.url);
         let check = check_ledger(&admin, &cycle_ledger, promise, kill).await?;
         acked_total += check.acked;
-        lost_total += check.lost.len() as u64;
-        if !check.lost.is_empty() && !matches!(promise, Promise::Never) {
+        if refused.is_some() {
+            // Losses accepted by the recovery are counted apart, and what was there
+            // before is no longer owed.
+            refused_lost += check.lost.len() as u64;
+            previous = None;
+        } else {
+            lost_total += check.lost.len() as u64;
+        }
+        if !check.lost.is_empty() && !matches!(promise, Promise::Never) && refused.is_none() {
             return Err(format!(
                 "cycle {number}: {} acknowledged writes lost after the kill: {}",
                 check.lost.len(),
@@ -517,8 +591,11 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
             }
         }
         previous = Some(from_snapshot);
+        let cut = power
+            .as_mut()
+            .map_or(String::new(), |p| format!("; {}", p.take_lines()));
         say(format!(
-            "cycle {number:>3}: {writes:>4} writes sent, killed after {:>4} ms; {} acknowledged, {} lost",
+            "cycle {number:>3}: {writes:>4} writes sent, killed after {:>4} ms; {} acknowledged, {} lost{cut}",
             run_for.as_millis(),
             check.acked,
             check.lost.len()
@@ -528,13 +605,24 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
         }
     }
     server.stop_clean().await?;
+    let power_summary = match power {
+        Some(p) => {
+            let s = format!(
+                "; {}, {refused_lost} writes lost after an accepted recovery",
+                p.summary()
+            );
+            p.finish()?;
+            s
+        }
+        None => String::new(),
+    };
     let by_kind = by_kind
         .iter()
         .map(|(k, n)| format!("{k} {n}"))
         .collect::<Vec<_>>()
         .join(", ");
     say(format!(
-        "torture passed: {} cycles, {acked_total} acknowledged writes checked ({by_kind}), {lost_total} lost (durability {:?})",
+        "torture passed: {} cycles, {acked_total} acknowledged writes checked ({by_kind}), {lost_total} lost (durability {:?}){power_summary}",
         args.cycles, args.durability
     ));
     Ok(())
