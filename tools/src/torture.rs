@@ -466,7 +466,7 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
         false => None,
     };
     let mut server = Server::start(args, dir, "server-0.log").await?;
-    let cast = cast(&server.url, args.clients).await?;
+    let mut cast = cast(&server.url, args.clients).await?;
     let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
     let (mut lost_total, mut acked_total, mut refused_lost) = (0u64, 0u64, 0u64);
     let mut previous: Option<Value> = None;
@@ -524,7 +524,7 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
             ));
         }
         let writes = cycle.writes.load(Ordering::SeqCst);
-        let cycle_ledger = std::mem::take(&mut *lock(&cycle.ledger));
+        let mut cycle_ledger = std::mem::take(&mut *lock(&cycle.ledger));
 
         // A second crash, in the middle of the next start.
         if args.max_start_kill_ms > 0 {
@@ -545,9 +545,26 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
                     say(format!("cycle {number:>3}: the start refused: {line}"));
                     p.refusals.push((number, line.clone()));
                     let recover_log = dir.join(format!("recover-{number}.log"));
-                    power::recover(&server_binary(args)?, &data_folder(args, dir), &recover_log)?;
+                    let aside = power::recover_or_set_aside(
+                        &server_binary(args)?,
+                        &data_folder(args, dir),
+                        &recover_log,
+                        number,
+                    )?;
                     refused = Some(line);
-                    Server::start(args, dir, &format!("server-{number}-recovered.log")).await?
+                    let s =
+                        Server::start(args, dir, &format!("server-{number}-recovered.log")).await?;
+                    if let Some(aside) = aside {
+                        // A new folder: a new realm, and its users' keys.
+                        say(format!(
+                            "cycle {number:>3}: `hearth recover` could not rebuild the folder (recover-{number}.log); set aside as {}, the run goes on with a new one",
+                            aside.display()
+                        ));
+                        p.set_aside.push(aside.display().to_string());
+                        cast = self::cast(&s.url, args.clients).await?;
+                        cycle_ledger = Ledger::default();
+                    }
+                    s
                 }
                 _ => return Err(e),
             },

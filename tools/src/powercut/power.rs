@@ -32,6 +32,8 @@ pub struct Power {
     pub dropped_bytes: u64,
     /// Starts refused with the damage named: (cycle, the refusal's line).
     pub refusals: Vec<(u32, String)>,
+    /// Refused folders `hearth recover` could not rebuild, set aside whole.
+    pub set_aside: Vec<String>,
     /// The cuts since the last `take_lines`, one line each.
     lines: Vec<String>,
 }
@@ -54,6 +56,7 @@ impl Power {
             ops_at_arm: 0,
             dropped_bytes: 0,
             refusals: Vec::new(),
+            set_aside: Vec::new(),
             lines: Vec::new(),
         })
     }
@@ -127,12 +130,14 @@ impl Power {
     /// The run's power-cut figures, for its last line.
     pub fn summary(&self) -> String {
         format!(
-            "{} power cuts ({} made by the filesystem at a write or sync, {} torn, {} unsynced bytes dropped), {} starts refused with the damage named",
+            "{} power cuts ({} made by the filesystem at a write or sync, {} torn, {} unsynced bytes dropped), {} starts refused with the damage named ({} folders `hearth recover` could not rebuild, set aside: {})",
             self.cuts,
             self.tripped,
             self.torn,
             self.dropped_bytes,
-            self.refusals.len()
+            self.refusals.len(),
+            self.set_aside.len(),
+            self.set_aside.join(", ")
         )
     }
 }
@@ -145,9 +150,29 @@ pub fn damage_named(log: &str) -> Option<String> {
         .map(|l| l.trim().to_owned())
 }
 
-/// `hearth recover --data DATA --accept-loss` after a refused start (its output in
-/// `log`); the damaged folder stays beside the data folder, on the disk.
-pub fn recover(hearth: &Path, data: &Path, log: &Path) -> Result<(), String> {
+/// After a refused start: `hearth recover --data DATA --accept-loss` (its output in
+/// `log`; the damaged folder stays beside the data folder, on the disk), or, when it
+/// cannot rebuild the folder, the folder is set aside whole (`<DATA>.unrecoverable-
+/// <cycle>`, on the disk) for the next start to make a new one. `Ok(Some(path))`: set
+/// aside there.
+pub fn recover_or_set_aside(
+    hearth: &Path,
+    data: &Path,
+    log: &Path,
+    cycle: u32,
+) -> Result<Option<PathBuf>, String> {
+    match recover(hearth, data, log) {
+        Ok(()) => Ok(None),
+        Err(e) => {
+            let aside = data.with_file_name(format!("data.unrecoverable-{cycle}"));
+            std::fs::rename(data, &aside)
+                .map_err(|r| format!("{e}; and cannot set the folder aside: {r}"))?;
+            Ok(Some(aside))
+        }
+    }
+}
+
+fn recover(hearth: &Path, data: &Path, log: &Path) -> Result<(), String> {
     let out = std::process::Command::new(hearth)
         .arg("recover")
         .arg("--data")
