@@ -110,6 +110,12 @@ impl SnapshotJob {
         self.durability.marks().messages_synced(synced);
         self.snaps
             .insert(seq.to_be_bytes(), codec::encode_realm(realm)?)?;
+        // sled wrote the snapshot's blob file at the insert: it must be durable before
+        // the log that points at it. A cut that finds it missing or torn makes sled drop
+        // every later entry of its log at the next open, and with them the records the
+        // flush below acknowledges (seen with `hearth torture --power-cut`, a cut
+        // between this flush and the blob sync after it).
+        self.durability.sync_blobs()?;
         self.durability.flush_now()?;
         self.durability.sync_blobs()?;
         // The manifest names the snapshot before the WAL prefix and older snapshots go;
@@ -475,6 +481,9 @@ mod tests {
         rs.append(&changes).expect("append");
         let mut live = crate::realm::Realm::from_first_change(&changes[0]).expect("first");
         changes.iter().for_each(|c| live.apply(c));
+        // The message database open first (its opening flushes the main one, which
+        // syncs the blob files too).
+        rs.messages().sync().expect("the message database opens");
         // A "blob" whose fsync fails (procfs files refuse fsync with EINVAL).
         let blobs = dir.path().join("blobs");
         std::fs::create_dir_all(&blobs).expect("blobs");
