@@ -74,13 +74,22 @@ function stopRecording() {
   };
 }
 
+// Frames the page missed: an interval of n vsync periods (60 a second here) is n - 1
+// frames that were due and not drawn.
+const VSYNC_MS = 1000 / 60;
+const droppedOf = (deltas) => deltas.reduce((n, d) => n + Math.max(0, Math.round(d / VSYNC_MS) - 1), 0);
+
 function summary(name, r) {
   const over50 = r.deltas.filter((d) => d > 50).length;
+  const dropped = droppedOf(r.deltas);
+  const due = Math.round(r.span / VSYNC_MS);
   const lt = r.longTasks.map((t) => t.duration);
   const s = {
     frames: r.deltas.length + 1,
     fps: r.span > 0 ? (r.deltas.length / r.span) * 1000 : NaN,
     over50,
+    dropped,
+    droppedPct: due > 0 ? (dropped / due) * 100 : NaN,
     p50: pct(r.deltas, 50),
     p99: pct(r.deltas, 99),
     max: Math.max(...r.deltas),
@@ -91,7 +100,7 @@ function summary(name, r) {
     nodes: r.nodes,
     heapMiB: r.heap / 1048576,
   };
-  console.log(`${name}: ${s.frames} frames (${s.fps.toFixed(1)} a second), frame interval median ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms; ${s.over50} frames over 50 ms; ${s.longTasks} long tasks (${s.longTaskMs.toFixed(0)} ms in all, longest ${s.longTaskMax.toFixed(0)} ms); ${s.rows} message rows, ${s.nodes} elements, JS heap ${s.heapMiB.toFixed(1)} MiB`);
+  console.log(`${name}: ${s.frames} frames (${s.fps.toFixed(1)} a second), frame interval median ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms; ${s.dropped} frames dropped (${s.droppedPct.toFixed(1)} % of ${due} due); ${s.over50} frames over 50 ms; ${s.longTasks} long tasks (${s.longTaskMs.toFixed(0)} ms in all, longest ${s.longTaskMax.toFixed(0)} ms); ${s.rows} message rows, ${s.nodes} elements, JS heap ${s.heapMiB.toFixed(1)} MiB`);
   return s;
 }
 

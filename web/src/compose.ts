@@ -2,6 +2,9 @@
 
 import { signal } from '@preact/signals';
 import { post } from './api';
+import { dmParticipants, type Narrow } from './narrow';
+import { me } from './store';
+import type { Message } from './types';
 
 export type ComposeTarget =
   | { type: 'stream'; streamId: number | undefined; topic: string }
@@ -18,6 +21,20 @@ export function openCompose(target: ComposeTarget, content = ''): void {
   if (content !== '') composeContent.value = content;
   composeOpen.value = true;
   composeFocus.value++;
+}
+
+/** Where a new message goes from a narrow, or as a reply to one message. */
+export function targetFor(narrow: Narrow, m?: Message): ComposeTarget {
+  if (m !== undefined) {
+    return m.type === 'stream'
+      ? { type: 'stream' as const, streamId: m.stream_id, topic: m.subject }
+      : { type: 'private' as const, to: dmParticipants(m, me.value) };
+  }
+  const ch = narrow.find((t) => t.operator === 'channel' && !t.negated);
+  const topic = narrow.find((t) => t.operator === 'topic' && !t.negated);
+  const dm = narrow.find((t) => t.operator === 'dm' && !t.negated);
+  if (dm !== undefined) return { type: 'private' as const, to: dm.operand.split(',').map(Number) };
+  return { type: 'stream' as const, streamId: ch === undefined ? undefined : Number(ch.operand), topic: topic?.operand ?? '' };
 }
 
 export async function sendMessage(target: ComposeTarget, content: string): Promise<number> {

@@ -1,12 +1,12 @@
 // Global shortcuts (active outside text fields and dialogs).
 
-import { composeOpen, openCompose } from './compose';
+import { composeOpen, openCompose, targetFor } from './compose';
 import { dmParticipants, narrowToHash } from './narrow';
 import { baseRoute, go, route } from './route';
 import { me, messages, slugContext, subs, unread, userSettings, userTopics, topicKey } from './store';
 import { startEdit } from './ui/Message';
 import { closeCompose } from './ui/Compose';
-import { currentList, selectedId, targetFor } from './ui/MessageView';
+import { currentList, selectedId } from './ui/MessageView';
 import { searchFocus } from './ui/SearchBox';
 
 export const SHORTCUTS: [string, string][] = [

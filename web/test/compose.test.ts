@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { sendMessage } from '../src/compose';
+import { sendMessage, targetFor } from '../src/compose';
+import { me } from '../src/store';
+import type { Message } from '../src/types';
 
 afterEach(() => {
   vi.unstubAllGlobals();
@@ -34,5 +36,22 @@ describe('sending a message', () => {
     expect(r.body.get('read_by_sender')).toBe('true');
     expect(r.body.get('type')).toBe('direct');
     expect(r.body.get('to')).toBe('[11,12]');
+  });
+});
+
+describe('where a new message goes', () => {
+  it('from a topic narrow: that channel and topic; from a channel: the channel, topic left to fill', () => {
+    expect(targetFor([{ operator: 'channel', operand: '3' }, { operator: 'topic', operand: 'Lunch' }])).toEqual({ type: 'stream', streamId: 3, topic: 'Lunch' });
+    expect(targetFor([{ operator: 'channel', operand: '3' }])).toEqual({ type: 'stream', streamId: 3, topic: '' });
+    expect(targetFor([{ operator: 'channel', operand: '3', negated: true }])).toEqual({ type: 'stream', streamId: undefined, topic: '' });
+  });
+
+  it('from a direct conversation: its people; a reply: the message\'s conversation without me', () => {
+    expect(targetFor([{ operator: 'dm', operand: '11,12' }])).toEqual({ type: 'private', to: [11, 12] });
+    me.value = 10;
+    const dm = { type: 'private', display_recipient: [{ id: 10 }, { id: 12 }, { id: 11 }] } as unknown as Message;
+    expect(targetFor([], dm)).toEqual({ type: 'private', to: [11, 12] });
+    const ch = { type: 'stream', stream_id: 5, subject: 'Plans' } as unknown as Message;
+    expect(targetFor([{ operator: 'dm', operand: '11' }], ch)).toEqual({ type: 'stream', streamId: 5, topic: 'Plans' });
   });
 });

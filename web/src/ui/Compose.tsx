@@ -1,7 +1,7 @@
 import { useSignalEffect } from '@preact/signals';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, del, patch, post, upload } from '../api';
-import { composeContent, composeDraftId, composeFocus, composeOpen, composeTarget, openCompose, sendMessage, type ComposeTarget } from '../compose';
+import { composeContent, composeDraftId, composeFocus, composeOpen, composeTarget, openCompose, sendMessage, targetFor, type ComposeTarget } from '../compose';
 import { loadEmojiData } from '../emoji';
 import type { Narrow } from '../narrow';
 import { goNarrow } from '../route';
@@ -9,7 +9,6 @@ import { me, realm, subs, topics, userName, users, userSettings } from '../store
 import { suggestions, tokenAt, type Suggestion } from './Autocomplete';
 import { Icon } from './Icon';
 import { SafeHtml } from './SafeHtml';
-import { targetFor } from './MessageView';
 import { memo } from './util';
 
 let typingSentAt = 0;

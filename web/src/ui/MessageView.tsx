@@ -1,6 +1,6 @@
 import { signal, useSignalEffect } from '@preact/signals';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { composeContent, composeOpen, composeTarget, openCompose } from '../compose';
+import { composeContent, composeOpen, composeTarget, openCompose, targetFor } from '../compose';
 import { conversationKey } from '../events';
 import { FOLLOW_ROWS, followRows, growSpan, MessageListData, renderSpan, type RenderRange } from '../msglist';
 import { dmParticipants, narrowToHash, type Narrow } from '../narrow';
@@ -123,20 +123,6 @@ function TypingNotice({ narrow }: { narrow: Narrow }) {
       {who.length > 0 && <span>{who.length <= 3 ? `${who.join(', ')} ${who.length === 1 ? 'is' : 'are'} typing…` : 'Several people are typing…'}</span>}
     </div>
   );
-}
-
-/** Default compose target for a narrow. */
-export function targetFor(narrow: Narrow, m?: Message) {
-  if (m !== undefined) {
-    return m.type === 'stream'
-      ? { type: 'stream' as const, streamId: m.stream_id, topic: m.subject }
-      : { type: 'private' as const, to: dmParticipants(m, me.value) };
-  }
-  const ch = narrow.find((t) => t.operator === 'channel' && !t.negated);
-  const topic = narrow.find((t) => t.operator === 'topic' && !t.negated);
-  const dm = narrow.find((t) => t.operator === 'dm' && !t.negated);
-  if (dm !== undefined) return { type: 'private' as const, to: dm.operand.split(',').map(Number) };
-  return { type: 'stream' as const, streamId: ch === undefined ? undefined : Number(ch.operand), topic: topic?.operand ?? '' };
 }
 
 const selectMessage = (id: number): void => {
