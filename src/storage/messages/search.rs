@@ -464,6 +464,12 @@ impl SearchIndex {
         if self.dir.join(DIRTY_FILE).exists() {
             return Err("it may lack writes made before hearth stopped".into());
         }
+        self.open_folder()
+    }
+
+    /// Opens the index in the folder, whose layout (and, at a start, cleanness) the
+    /// caller has judged.
+    fn open_folder(&self) -> Result<IndexWriter, String> {
         let index = Index::open_in_dir(&self.dir).map_err(|e| format!("damaged ({e})"))?;
         let (schema, fields) = schema();
         if index.schema() != schema {
@@ -496,14 +502,21 @@ impl SearchIndex {
     /// Removes the folder and indexes every row of the realm again.
     pub(super) fn rebuild_now(&self) -> Result<IndexWriter, String> {
         *write(&self.engine) = None;
-        lock(&self.work).rebuild = false;
         let started = Instant::now();
-        match std::fs::remove_dir_all(&self.dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.to_string()),
+        {
+            // The old folder goes with its dirty marker. A sync while the rows are read
+            // again (touches pending) marks the new folder, so the marker is made
+            // anew there, under this lock, never into a folder that is not there.
+            let mut w = lock(&self.work);
+            w.rebuild = false;
+            match std::fs::remove_dir_all(&self.dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.to_string()),
+            }
+            std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
+            w.dirty = false;
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
         let (schema, fields) = schema();
         let index = Index::builder()
             .schema(schema)
@@ -542,14 +555,14 @@ impl SearchIndex {
         drop(writer);
         write_durably(&self.dir, LAYOUT_FILE, LAYOUT.to_string().as_bytes())
             .map_err(|e| e.to_string())?;
-        lock(&self.work).dirty = false;
         tracing::info!(
             "search index of realm '{}' rebuilt: {n} messages in {} ms",
             self.subdomain,
             started.elapsed().as_millis()
         );
-        // Reopened as any start opens it; what was touched meanwhile is pending.
-        self.open()
+        // What was touched meanwhile is pending, and a sync meanwhile left the folder
+        // dirty until those touches are committed: the folder is opened as it is.
+        self.open_folder()
     }
 
     /// Writes the documents of the pending ids as their rows are now, commits, and
@@ -764,5 +777,102 @@ impl Indexes {
                 .find(|(k, _)| ***k == *names)
                 .map(|(_, ix)| ix.clone())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::messages::layout::encode_message;
+    use crate::storage::messages::testing::message;
+
+    type Hook = Box<dyn FnOnce() + Send>;
+
+    /// A realm's trees in a temporary database; `while_read` runs the first time the
+    /// index asks for them (a rebuild about to read every row again).
+    struct Rows {
+        db: sled::Db,
+        while_read: Mutex<Option<Hook>>,
+    }
+
+    impl RowTrees for Rows {
+        fn trees(&self, names: &Arc<[String; 5]>) -> Result<Trees, StorageError> {
+            if let Some(hook) = lock(&self.while_read).take() {
+                hook();
+            }
+            let [rows, idx, flags, bits, undo] = &**names;
+            Ok(Trees {
+                rows: self.db.open_tree(rows)?,
+                idx: self.db.open_tree(idx)?,
+                flags: self.db.open_tree(flags)?,
+                bits: self.db.open_tree(bits)?,
+                undo: self.db.open_tree(undo)?,
+            })
+        }
+    }
+
+    /// A rebuild during which a message is sent and the database syncs (the touch is
+    /// pending, so the sync marks the index dirty): the rebuilt folder must open, and
+    /// stay marked until that touch is committed, whether the old folder was dirty
+    /// (the usual reason for a rebuild) or not.
+    #[test]
+    fn a_sync_during_a_rebuild_leaves_the_new_folder_open_and_marked_until_its_commit() {
+        for old_folder_dirty in [false, true] {
+            let data = tempfile::tempdir().unwrap();
+            let names: Arc<[String; 5]> =
+                Arc::new(["msg:r", "idx:r", "flags:r", "bits:r", "undo:r"].map(String::from));
+            let db = sled::Config::new().temporary(true).open().unwrap();
+            let row = encode_message(&message(1, 10, 11)).unwrap();
+            db.open_tree("msg:r")
+                .unwrap()
+                .insert(1u64.to_be_bytes(), row)
+                .unwrap();
+            let rows: Arc<Rows> = Arc::new(Rows {
+                db,
+                while_read: Mutex::new(None),
+            });
+            let port: Arc<dyn RowTrees> = rows.clone();
+            let dir = data.path().join("index");
+            std::fs::create_dir_all(&dir).unwrap();
+            if old_folder_dirty {
+                std::fs::write(dir.join(DIRTY_FILE), b"").unwrap();
+            }
+            let ix = Arc::new(SearchIndex {
+                subdomain: "r".into(),
+                dir: dir.clone(),
+                names,
+                db: Arc::downgrade(&port),
+                engine: RwLock::new(None),
+                work: Mutex::new(Work {
+                    dirty: old_folder_dirty,
+                    ..Work::default()
+                }),
+                wake: Condvar::new(),
+                thread: Mutex::new(None),
+                max_indexed: AtomicU64::new(0),
+            });
+            let during = Arc::downgrade(&ix);
+            *lock(&rows.while_read) = Some(Box::new(move || {
+                let ix = during.upgrade().unwrap();
+                ix.touch(&[2]);
+                ix.mark_dirty();
+            }));
+
+            let mut writer = ix.rebuild_now().unwrap_or_else(|e| {
+                panic!("old folder dirty: {old_folder_dirty}: the rebuild failed: {e}")
+            });
+            assert!(
+                read(&ix.engine).is_some(),
+                "the rebuilt index serves searches"
+            );
+            assert!(
+                dir.join(DIRTY_FILE).exists() && lock(&ix.work).dirty,
+                "old folder dirty: {old_folder_dirty}: a touch made durable during the \
+                 rebuild and not committed must leave the new folder marked"
+            );
+            ix.commit_pending(&mut writer).unwrap();
+            assert!(!dir.join(DIRTY_FILE).exists() && !lock(&ix.work).dirty);
+            assert!(lock(&ix.work).pending.is_empty());
+        }
     }
 }
