@@ -649,6 +649,13 @@ mod tests {
         let store = Store::open(dir.path(), DurabilityMode::Always).expect("open");
         let d = store.durability.clone();
         let mut rs = store.realm("zulip").expect("realm");
+        // The message database's opening ends with a flush of its own, which empties
+        // the journal (sled then holds what it held): the commits below come after it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !store.message_db().is_open() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(store.message_db().is_open());
         let changes = dev_realm_changes(&mut Cx::seeded(1, 1)).expect("seed");
         let mut tickets = Vec::new();
         for _ in 0..5 {
