@@ -35,6 +35,7 @@ use super::{RealmSettings, Role, UserId};
 /// kind of fact cannot silently produce no state or no event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Change {
+    // WAL records name variants by position: a new kind of fact goes at the end.
     Realm(RealmChange),
     User(UserChange),
     Group(GroupChange),
@@ -43,7 +44,6 @@ pub enum Change {
     Linkifier(LinkifierChange),
     ProfileField(ProfileFieldChange),
     Attachment(AttachmentChange),
-    /// (Last: WAL records name variants by position.)
     Personal(PersonalChange),
     Status(StatusChange),
     Emoji(EmojiChange),

@@ -190,9 +190,9 @@ pub enum RealmProperty {
     /// A boolean setting of `RealmFlag`.
     Flag(RealmFlag, bool),
     /// The Welcome Bot's custom message to new users (`welcome_message_custom_text`).
-    /// (Last: WAL records name variants by position.)
     WelcomeMessageCustomText(String),
     /// Where message reports go (`None`: reporting is off).
+    /// (Last: WAL records name variants by position.)
     ModerationRequestChannel(Option<ChannelId>),
 }
 
