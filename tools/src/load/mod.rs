@@ -160,6 +160,9 @@ pub struct LoadArgs {
     /// HTTP workers of the in-process server (default: the number of cores).
     #[arg(long)]
     pub server_workers: Option<usize>,
+    /// One of several `--realm`s: its report is merged, without its series.
+    #[arg(skip)]
+    pub merged_realm: bool,
     /// Registrations (and deletions at the end) in flight at once.
     #[arg(long, default_value_t = REGISTER_CONCURRENCY, hide = true)]
     pub register_concurrency: usize,
@@ -402,6 +405,7 @@ fn realm_args(args: &LoadArgs) -> Result<Vec<(LoadArgs, Vec<Credential>)>, Strin
                 .ok_or_else(|| format!("--realm {spec}: expected HOST=CREDENTIALS-FILE"))?;
             let mut a = args.clone();
             a.realms = Vec::new();
+            a.merged_realm = true;
             a.host = Some(host.to_owned());
             a.credentials = Some(PathBuf::from(path));
             a.register_concurrency = share.min(REGISTER_CONCURRENCY);
@@ -585,7 +589,7 @@ async fn phase(
         client::Http::with_options(base, host, sources, args.driver_spin)?.with_gzip(!args.no_gzip);
     // Set-up requests are warm-up: the measured part starts after them.
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
-    let recorder = Recorder::new(far);
+    let recorder = Recorder::with_series(far, !args.merged_realm);
     let renamed = ceiling && args.scenario != Scenario::Fanout;
     let env = Arc::new(Env::new(
         http,
