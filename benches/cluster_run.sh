@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Many people online across nodes: REALMS realms on NODES hearth nodes behind one nginx
 # (the configuration `hearth cluster nginx` writes), each realm driven through the
-# router by its host name by a `hearth load` process of its own (presence: a parked
-# long-poll and a ping at the real 60 s period per user), from loopback source
-# addresses of its own, the drivers' reports merged into one (`hearth load --merge`),
+# router by its host name (presence: a parked long-poll and a ping at the real 60 s
+# period per user) by `hearth load` processes that each drive as many realms as their
+# open files allow (`--realm HOST=FILE`, DRIVER_USERS users a process), each from
+# loopback source addresses of its own, their reports merged into one (`hearth load --merge`),
 # with the ramp-up time, RSS per user of each node, nginx's and the drivers' RSS, and
 # CPU per request at the router and at the nodes.
 #
 #   SPREAD_POLLS=60s benches/cluster_run.sh      # 100 100 users: 110 realms x 910, 11 nodes
+#   SPREAD_POLLS=60s NODES=11 REALMS=1000 USERS=100 benches/cluster_run.sh   # 100 000 in realms of 100
 #   NODES=2 REALMS=2 USERS=500 DURATION=20s WARMUP=5s benches/cluster_run.sh   # a small try
 #
 # The realm size is a parameter of the run, not a property of the cluster: every
@@ -39,9 +41,12 @@
 # connection per user of its realms (the parked poll, from nginx) and the few nginx
 # keeps alive for everything else; a driver one per user and a pool for the pings.
 # Keep USERS x realms per node under ~9 900 so that a node stays well inside the
-# limit while polls are answered and sent again. One loopback source address reaches
-# the router's port with about 28 000 connections: each driver uses two addresses of
-# its own (127.0.<realm+1>.1 and .2).
+# limit while polls are answered and sent again. A driver holds a connection per user
+# and a few for its pings: DRIVER_USERS (default 9 000) bounds the users of one driver
+# process, whose realms are as many as fit (at least one), so 100 000 users take a
+# dozen processes whatever the realms' size. One loopback source address reaches the
+# router's port with about 28 000 connections: each driver uses two addresses of its
+# own (127.0.<driver+1>.1 and .2).
 #
 # A driver that has not ended DRIVER_GRACE seconds (default 300) after its expected
 # end (its set-up, WARMUP and DURATION) is stopped and named; its report is then
@@ -59,6 +64,7 @@ WARMUP=${WARMUP:-60s}
 SPEEDUP=${SPEEDUP:-1}
 SPREAD_POLLS=${SPREAD_POLLS:-}
 NO_GZIP=${NO_GZIP:-}
+DRIVER_USERS=${DRIVER_USERS:-9000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HEARTH=${HEARTH:-$ROOT/target/release/hearth}
 HEARTH_TOOLS=${HEARTH_TOOLS:-$(dirname "$HEARTH")/hearth-tools}
@@ -130,22 +136,31 @@ trap cleanup EXIT
 ROUTER_PORT=$(free_port)
 declare -a NODE_HTTP NODE_ADMIN REALM_NODE
 
-# 1. The realms and their simulated users, on the stopped nodes' folders.
+# 1. The realms and their simulated users, on the stopped nodes' folders (one loop a
+# node, the nodes' at once: a thousand realms are a thousand pairs of processes).
 for ((n = 0; n < NODES; n++)); do
   mkdir -p "$WORK/node$n"
   NODE_HTTP[n]=$(free_port)
   NODE_ADMIN[n]=$(free_port)
 done
 mkdir -p "$WORK/credentials" "$WORK/reports"
-for ((r = 0; r < REALMS; r++)); do
-  n=$((r % NODES))
-  REALM_NODE[r]=$n
-  "$HEARTH" realm create --subdomain "r$r" --name "Realm r$r" \
-    --owner-email "owner@r$r.$DOMAIN" --owner-password "$PASSWORD" \
-    --data "$WORK/node$n" --url "http://r$r.$DOMAIN:$ROUTER_PORT" >/dev/null
-  "$HEARTH" realm populate --data "$WORK/node$n" --subdomain "r$r" --users "$USERS" >/dev/null
-  cp "$WORK/node$n/load-users.tsv" "$WORK/credentials/r$r.tsv"
+for ((r = 0; r < REALMS; r++)); do REALM_NODE[r]=$((r % NODES)); done
+SETUP_PIDS=()
+for ((n = 0; n < NODES; n++)); do
+  (
+    mkdir -p "$WORK/setup/n$n" && cd "$WORK/setup/n$n"   # where `realm create` writes its zuliprc
+    for ((r = n; r < REALMS; r += NODES)); do
+      "$HEARTH" realm create --subdomain "r$r" --name "Realm r$r" \
+        --owner-email "owner@r$r.$DOMAIN" --owner-password "$PASSWORD" \
+        --data "$WORK/node$n" --url "http://r$r.$DOMAIN:$ROUTER_PORT" >/dev/null 2>>"$WORK/setup$n.log"
+      "$HEARTH" realm populate --data "$WORK/node$n" --subdomain "r$r" --users "$USERS" >/dev/null 2>>"$WORK/setup$n.log"
+      cp "$WORK/node$n/load-users.tsv" "$WORK/credentials/r$r.tsv"
+    done
+  ) &
+  SETUP_PIDS+=($!)
 done
+for pid in "${SETUP_PIDS[@]}"; do wait "$pid" || { echo "realm set-up failed (see $WORK/setup*.log)" >&2; exit 1; }; done
+echo "realms set up $(date -u '+%T') UTC"
 
 # 2. The router: placement, configuration, nginx.
 {
@@ -188,7 +203,13 @@ NODE_RSS_FRESH=()
 for ((n = 0; n < NODES; n++)); do NODE_RSS_FRESH[n]=$(rss_kib "${NODE_PID[n]}"); done
 NGINX_PIDS=("$NGINX_PID" $(pgrep -P "$NGINX_PID" || true))
 
-# 4. One driver per realm, through the router by the realm's host name.
+# 4. The drivers, each of as many realms as DRIVER_USERS allows, through the router by
+# the realms' host names.
+PER_DRIVER=$((DRIVER_USERS / USERS))
+[ "$PER_DRIVER" -ge 1 ] || PER_DRIVER=1
+DRIVERS=$(((REALMS + PER_DRIVER - 1) / PER_DRIVER))
+[ "$DRIVERS" -le 250 ] || { echo "$DRIVERS drivers: more than the 250 source-address blocks" >&2; exit 2; }
+echo "$DRIVERS driver processes, up to $PER_DRIVER realms ($((PER_DRIVER * USERS)) users) each"
 ROUTER_CPU0=$(cpu_ticks "${NGINX_PIDS[@]}")
 NODES_CPU0=$(cpu_ticks "${NODE_PID[@]}")
 LOGGED0=$(logged)
@@ -197,13 +218,17 @@ SPREAD_ARGS=()
 [ -n "$SPREAD_POLLS" ] && SPREAD_ARGS=(--spread-polls "$SPREAD_POLLS")
 [ -n "$NO_GZIP" ] && SPREAD_ARGS+=(--no-gzip)
 declare -a DRIVER_PID
-for ((r = 0; r < REALMS; r++)); do
-  "$HEARTH_TOOLS" load --target "http://127.0.0.1:$ROUTER_PORT" --host "r$r.$DOMAIN" \
-    --credentials "$WORK/credentials/r$r.tsv" --users "$USERS" --scenario presence \
+for ((d = 0; d < DRIVERS; d++)); do
+  REALM_ARGS=()
+  for ((r = d * PER_DRIVER; r < (d + 1) * PER_DRIVER && r < REALMS; r++)); do
+    REALM_ARGS+=(--realm "r$r.$DOMAIN=$WORK/credentials/r$r.tsv")
+  done
+  RUST_LOG=${DRIVER_LOG:-info} "$HEARTH_TOOLS" load --target "http://127.0.0.1:$ROUTER_PORT" "${REALM_ARGS[@]}" \
+    --users "$USERS" --scenario presence \
     --speedup "$SPEEDUP" --duration "$DURATION" --warmup "$WARMUP" \
-    --source-addrs "127.0.$((r + 1)).1,127.0.$((r + 1)).2" --driver-threads 1 "${SPREAD_ARGS[@]}" \
-    --json "$WORK/reports/r$r.json" >"$WORK/reports/r$r.txt" 2>&1 &
-  DRIVER_PID[r]=$!
+    --source-addrs "127.0.$((d + 1)).1,127.0.$((d + 1)).2" --driver-threads 1 "${SPREAD_ARGS[@]}" \
+    --json "$WORK/reports/d$d.json" >"$WORK/reports/d$d.txt" 2>&1 &
+  DRIVER_PID[d]=$!
 done
 
 # RSS peaks (and the nodes' open files at their peaks) while the drivers run, sampled
@@ -232,18 +257,19 @@ while any_alive "${DRIVER_PID[@]}"; do
   [ "$v" -gt "$NGINX_PEAK" ] && NGINX_PEAK=$v
   v=$(rss_kib "${DRIVER_PID[@]}")
   [ "$v" -gt "$DRIVER_PEAK" ] && DRIVER_PEAK=$v
-  # Ramp-up: every driver past its set-up (its users registered and parked).
-  if [ -z "$RAMPED" ] && [ "$(grep -l 'the warm-up starts' "$WORK"/reports/r*.txt 2>/dev/null | wc -l)" -ge "$REALMS" ]; then
+  # Ramp-up: every realm past its set-up (its users' queues registered).
+  if [ -z "$RAMPED" ] && [ "$(cat "$WORK"/reports/d*.txt 2>/dev/null | grep -c 'the warm-up starts')" -ge "$REALMS" ]; then
     RAMPED=$(python3 -c "import time; print(f'{time.time() - $STARTED:.1f}')")
   fi
   # A driver far past its expected end is stopped (its node may have stopped answering).
   if past "$(awk "BEGIN { printf \"%.3f\", $STARTED + ${RAMPED:-600} + $WARMUP_S + $DURATION_S + $DRIVER_GRACE }")"; then
-    for ((r = 0; r < REALMS; r++)); do
-      if kill -0 "${DRIVER_PID[r]}" 2>/dev/null; then
-        echo "driver of realm r$r still running ${DRIVER_GRACE} s after its expected end: stopped (node n${REALM_NODE[r]}'s state above)" >&2
+    for ((d = 0; d < DRIVERS; d++)); do
+      if kill -0 "${DRIVER_PID[d]}" 2>/dev/null; then
+        r=$((d * PER_DRIVER))
+        echo "driver d$d (realms from r$r) still running ${DRIVER_GRACE} s after its expected end: stopped" >&2
         curl -s -m 5 -o /dev/null -w "  node n${REALM_NODE[r]} answers /server_settings directly: HTTP %{http_code} in %{time_total} s\n" \
           "http://127.0.0.1:${NODE_HTTP[${REALM_NODE[r]}]}/api/v1/server_settings" -H "Host: r$r.$DOMAIN" >&2 || true
-        kill -TERM "${DRIVER_PID[r]}" 2>/dev/null || true
+        kill -TERM "${DRIVER_PID[d]}" 2>/dev/null || true
       fi
     done
   fi
@@ -256,7 +282,7 @@ while any_alive "${DRIVER_PID[@]}"; do
   sleep 2
 done
 FAILED=0
-for ((r = 0; r < REALMS; r++)); do wait "${DRIVER_PID[r]}" || FAILED=1; done
+for ((d = 0; d < DRIVERS; d++)); do wait "${DRIVER_PID[d]}" || FAILED=1; done
 ENDED=$(date +%s.%N)
 ROUTER_CPU1=$(cpu_ticks "${NGINX_PIDS[@]}")
 NODES_CPU1=$(cpu_ticks "${NODE_PID[@]}")
@@ -266,20 +292,20 @@ sleep 10
 NODE_RSS_AFTER=()
 for ((n = 0; n < NODES; n++)); do NODE_RSS_AFTER[n]=$(rss_kib "${NODE_PID[n]}"); done
 echo "ended $(date -u '+%F %T') UTC; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$WORK"/reports/r*.txt <<'EOF'
+python3 - "$WORK"/reports/d*.txt <<'EOF'
 import re, sys
 times = [float(m.group(1)) for p in sys.argv[1:]
          for m in re.finditer(r"queues registered in ([0-9.]+) s", open(p, errors="replace").read())]
 if times:
-    print(f"  drivers' set-up (their users' queues registered): {min(times):.1f} to {max(times):.1f} s")
+    print(f"  realms' set-up (their users' queues registered): {min(times):.1f} to {max(times):.1f} s")
 EOF
 grep -c 'worker_connections are not enough' "$WORK/nginx/error.log" 2>/dev/null | sed 's/^/  nginx "worker_connections are not enough" lines: /' || true
 
 # 5. One report of them all, and the figures around it.
-for ((r = 0; r < REALMS; r++)); do
-  [ -s "$WORK/reports/r$r.json" ] || echo "realm r$r: no report (its driver did not end by itself); the merged report leaves its users out" >&2
+for ((d = 0; d < DRIVERS; d++)); do
+  [ -s "$WORK/reports/d$d.json" ] || echo "driver d$d: no report (it did not end by itself); the merged report leaves its users out" >&2
 done
-"$HEARTH_TOOLS" load --merge "$WORK"/reports/r*.json --json "$WORK/all.json" --report "$WORK/all.html" || FAILED=1
+"$HEARTH_TOOLS" load --merge "$WORK"/reports/d*.json --json "$WORK/all.json" --report "$WORK/all.html" || FAILED=1
 python3 - "$WORK/all.json" "$ROUTER_CPU0" "$ROUTER_CPU1" "$NODES_CPU0" "$NODES_CPU1" \
   "$STARTED" "$ENDED" "${RAMPED:-unknown}" "$NGINX_PEAK" "$DRIVER_PEAK" "$USERS" \
   "${NODE_RSS_FRESH[*]}" "${NODE_PEAK[*]}" "$NODES" "$REALMS" "$LOGGED0" "$LOGGED1" \

@@ -677,3 +677,91 @@ fn capacity_adds_users_in_steps() {
     }
     assert_eq!(out.status.success(), healthy > 0, "{stdout}");
 }
+
+/// nginx, when this machine has one (`apt-get install nginx-light`).
+fn nginx() -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain([std::path::PathBuf::from("/usr/sbin")])
+        .map(|d| d.join("nginx"))
+        .find(|p| p.is_file())
+}
+
+/// `benches/cluster_run.sh` at a small scale: four realms on two nodes behind a real
+/// nginx, driven by two `hearth load` processes of two realms each (`--realm`, the
+/// script's DRIVER_USERS), their reports merged into one with every realm's users.
+/// Skipped (and says so) without nginx.
+#[test]
+fn realms_on_nodes_behind_nginx_are_driven_by_processes_of_several_realms() {
+    let Some(nginx) = nginx() else {
+        eprintln!("no nginx: the cluster run is skipped");
+        return;
+    };
+    let hearth = common::hearth_exe();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new("bash")
+        .arg(root.join("benches/cluster_run.sh"))
+        .env("HEARTH", hearth)
+        .env("HEARTH_TOOLS", env!("CARGO_BIN_EXE_hearth-tools"))
+        .env("NGINX", &nginx)
+        .env("WORK", work.path())
+        .env("NODES", "2")
+        .env("REALMS", "4")
+        .env("USERS", "30")
+        .env("DRIVER_USERS", "60")
+        .env("SPEEDUP", "20")
+        .env("WARMUP", "2s")
+        .env("DURATION", "5s")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("2 driver processes, up to 2 realms (60 users) each"),
+        "{stdout}"
+    );
+    let reports = |ext: &str| {
+        let mut v: Vec<_> = std::fs::read_dir(work.path().join("reports"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(reports("json").len(), 2, "{stdout}");
+    // Each driver registered both of its realms' users, each realm by its host name.
+    for log in reports("txt") {
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            text.matches("30 queues registered").count(),
+            2,
+            "{}: {text}",
+            log.display()
+        );
+    }
+    for json in reports("json") {
+        let r = report_of(&json);
+        assert_eq!(r["users"], 60, "{r}");
+        assert!(r["target"].as_str().unwrap().contains("2 realms"), "{r}");
+    }
+    let all = report_of(&work.path().join("all.json"));
+    assert_eq!(all["users"], 120, "{all}");
+    assert_eq!(all["passed"], true, "{all}");
+    assert_eq!(all["total_errors"], 0, "{all}");
+    let ping = all["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == "POST /users/me/presence")
+        .cloned()
+        .expect("pings in the merged report");
+    // 120 users pinging every 3 s for 5 s measured.
+    assert!(ping["count"].as_u64().unwrap() >= 120, "{ping}");
+    assert!(work.path().join("all.html").is_file());
+    assert!(stdout.contains("healthy (mean < 100 ms"), "{stdout}");
+}

@@ -87,6 +87,7 @@ pub struct Recorder {
     /// Requests whose intended start is before the instant are warm-up: not recorded.
     ops: Mutex<(Instant, HashMap<&'static str, OpStats>)>,
     series: Mutex<Series>,
+    keep_series: bool,
     /// Live figures for the progress bar (warm-up included).
     pub sent: AtomicU64,
     pub failed: AtomicU64,
@@ -94,7 +95,15 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(measure_from: Instant) -> Arc<Recorder> {
+        Recorder::with_series(measure_from, true)
+    }
+
+    /// `new`, keeping the second-by-second series (the charts) or not: a driver of
+    /// many realms merges their reports, which drops the series, and a series costs
+    /// a histogram per operation per second (tens of MB a realm over a run).
+    pub fn with_series(measure_from: Instant, keep_series: bool) -> Arc<Recorder> {
         Arc::new(Recorder {
+            keep_series,
             ops: Mutex::new((measure_from, HashMap::new())),
             series: Mutex::new(Series {
                 start: Instant::now(),
@@ -112,7 +121,7 @@ impl Recorder {
             self.failed.fetch_add(1, Ordering::Relaxed);
         }
         let micros = intended.elapsed().as_micros().clamp(1, 3_600_000_000) as u64;
-        {
+        if self.keep_series {
             let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
             let at = series.start.elapsed().as_secs() as usize;
             let seconds = series.ops.entry(op).or_default();

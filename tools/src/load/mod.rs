@@ -54,6 +54,13 @@ pub struct LoadArgs {
     /// realm's host name behind a router (`hearth cluster nginx`) that routes by it.
     #[arg(long)]
     pub host: Option<String>,
+    /// Drive several realms from this process, each through `--target` by its host
+    /// name with the users of its credentials file (`--users` of each): `HOST=FILE`,
+    /// repeated or comma-separated (`r0.example.test=r0.tsv,r1.example.test=r1.tsv`).
+    /// Their requests share the process's threads and its `--source-addrs`, and one
+    /// report sums them (as `--merge` does). Replaces `--host` and `--credentials`.
+    #[arg(long = "realm", value_delimiter = ',', value_name = "HOST=FILE")]
+    pub realms: Vec<String>,
     /// Local addresses to open connections from, in turn (`127.0.0.2,127.0.0.3`, all of
     /// `127.0.0.0/8` is this machine's): one address reaches one server port with at
     /// most the ephemeral port range, about 28 000 connections.
@@ -153,6 +160,12 @@ pub struct LoadArgs {
     /// HTTP workers of the in-process server (default: the number of cores).
     #[arg(long)]
     pub server_workers: Option<usize>,
+    /// One of several `--realm`s: its report is merged, without its series.
+    #[arg(skip)]
+    pub merged_realm: bool,
+    /// Registrations (and deletions at the end) in flight at once.
+    #[arg(long, default_value_t = REGISTER_CONCURRENCY, hide = true)]
+    pub register_concurrency: usize,
     /// Threads of the driver (default: the number of cores).
     #[arg(long)]
     pub driver_threads: Option<usize>,
@@ -270,40 +283,32 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
     if args.step_users == 0 {
         return Err("--step-users must be at least 1".into());
     }
+    let realms = realm_args(args)?;
     // Each held long-poll is a socket, twice when the server runs in this process.
     let held = matches!(
         args.scenario,
         Scenario::Presence | Scenario::Fanout | Scenario::Capacity
     ) as u64
-        * args.users as u64;
+        * args.users as u64
+        * realms.len().max(1) as u64;
     let sockets = held * if args.target.is_none() { 2 } else { 1 } + 512;
     // The soft limit goes up to the hard one first (as `hearth serve` does).
     if let Some(limit) = hearth::api::wire::raise_open_files_limit() {
         if sockets > limit {
             return Err(format!(
                 "{} users hold about {sockets} sockets, over this process's open-file limit ({limit}); raise it (`ulimit -n {}`)",
-                args.users,
+                args.users * realms.len().max(1),
                 sockets.next_power_of_two()
             ));
         }
     }
     let (server, target, creds) = match &args.target {
+        Some(t) if !realms.is_empty() => (None, t.clone(), Vec::new()),
         Some(t) => {
             let path = args.credentials.clone().ok_or(
                 "--target needs --credentials (the load-users.tsv `hearth realm populate` writes)",
             )?;
-            let mut creds = users::read_credentials(&path)?;
-            if creds.len() < args.users {
-                return Err(format!(
-                    "{} holds {} users, fewer than --users {}: run `hearth realm populate --users {}` on the stopped server",
-                    path.display(),
-                    creds.len(),
-                    args.users,
-                    args.users
-                ));
-            }
-            creds.truncate(args.users);
-            (None, t.clone(), creds)
+            (None, t.clone(), target_credentials(&path, args.users)?)
         }
         None => {
             let seeding = Instant::now();
@@ -334,7 +339,11 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("driver runtime: {e}"))?;
-    let result = runtime.block_on(drive(args, &target, &creds, threads, metrics_url));
+    let result = if realms.is_empty() {
+        runtime.block_on(drive(args, &target, &creds, threads, metrics_url, true))
+    } else {
+        runtime.block_on(drive_realms(&realms, &target, threads))
+    };
     runtime.shutdown_timeout(Duration::from_secs(5));
     let written = result.and_then(|report| write_report(args, report));
     if let Some(s) = server {
@@ -351,6 +360,101 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
     } else {
         Err(format!("thresholds failed: {}", report.failures.join("; ")))
     }
+}
+
+/// The users of `path` (a `load-users.tsv`), the first `users` of them.
+fn target_credentials(path: &std::path::Path, users: usize) -> Result<Vec<Credential>, String> {
+    let mut creds = users::read_credentials(path)?;
+    if creds.len() < users {
+        return Err(format!(
+            "{} holds {} users, fewer than --users {users}: run `hearth realm populate --users {users}` on the stopped server",
+            path.display(),
+            creds.len(),
+        ));
+    }
+    creds.truncate(users);
+    Ok(creds)
+}
+
+/// `--realm`: each realm's arguments (`--host` and `--credentials` its own, the
+/// set-up's registrations shared out so that the process has about as many in flight
+/// as one realm alone) and users. Empty without `--realm`.
+fn realm_args(args: &LoadArgs) -> Result<Vec<(LoadArgs, Vec<Credential>)>, String> {
+    if args.realms.is_empty() {
+        return Ok(Vec::new());
+    }
+    if args.target.is_none() {
+        return Err("--realm needs --target (the router the realms are reached through)".into());
+    }
+    if args.host.is_some() || args.credentials.is_some() {
+        return Err(
+            "--realm names each realm's host and credentials: leave out --host and --credentials"
+                .into(),
+        );
+    }
+    if args.ceiling_wanted() || args.scenario == Scenario::Capacity {
+        return Err("--realm drives hearth only: no --ceiling, no capacity".into());
+    }
+    let share = (REGISTER_CONCURRENCY * 4 / args.realms.len()).max(2);
+    args.realms
+        .iter()
+        .map(|spec| {
+            let (host, path) = spec
+                .split_once('=')
+                .filter(|(h, p)| !h.is_empty() && !p.is_empty())
+                .ok_or_else(|| format!("--realm {spec}: expected HOST=CREDENTIALS-FILE"))?;
+            let mut a = args.clone();
+            a.realms = Vec::new();
+            a.merged_realm = true;
+            a.host = Some(host.to_owned());
+            a.credentials = Some(PathBuf::from(path));
+            a.register_concurrency = share.min(REGISTER_CONCURRENCY);
+            let creds = target_credentials(std::path::Path::new(path), args.users)?;
+            Ok((a, creds))
+        })
+        .collect()
+}
+
+/// Registrations (and deletions) a driver has in flight at its set-up and its end.
+const REGISTER_CONCURRENCY: usize = 64;
+
+/// `--realm`: every realm driven at once in this process, one report of them all (as
+/// `--merge` sums reports), with the process's own CPU and threads.
+async fn drive_realms(
+    realms: &[(LoadArgs, Vec<Credential>)],
+    target: &str,
+    threads: usize,
+) -> Result<Report, String> {
+    let cpu_before = driver::cpu_seconds();
+    let started = Instant::now();
+    let reports = futures_util::future::join_all(
+        realms
+            .iter()
+            .map(|(a, creds)| drive(a, target, creds, threads, None, false)),
+    )
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
+    let wall = started.elapsed();
+    let cpu_after = driver::cpu_seconds();
+    let hosts: Vec<_> = realms.iter().filter_map(|(a, _)| a.host.clone()).collect();
+    let mut report = report::merge(reports)?;
+    report.target = match hosts.as_slice() {
+        [one] => format!("{target} as {one}"),
+        [first, .., last] => format!("{target} as {} realms ({first} … {last})", hosts.len()),
+        [] => target.to_owned(),
+    };
+    report.settings[0] = ("realms in this driver".to_owned(), hosts.len().to_string());
+    report.driver_threads = threads;
+    let (driver_cpu, process_cpu) = match (cpu_before, cpu_after) {
+        (Some(b), Some(a)) => (Some(a.0 - b.0), Some(a.1 - b.1)),
+        _ => (None, None),
+    };
+    report.driver_cpu_s = driver_cpu;
+    report.process_cpu_s = process_cpu;
+    report.driver_cpu_percent_of_core =
+        driver_cpu.map(|c| 100.0 * c / wall.as_secs_f64().max(1e-9));
+    Ok(report)
 }
 
 /// Prints the report's table and writes it where `--json` and `--report` say.
@@ -485,7 +589,7 @@ async fn phase(
         client::Http::with_options(base, host, sources, args.driver_spin)?.with_gzip(!args.no_gzip);
     // Set-up requests are warm-up: the measured part starts after them.
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
-    let recorder = Recorder::new(far);
+    let recorder = Recorder::with_series(far, !args.merged_realm);
     let renamed = ceiling && args.scenario != Scenario::Fanout;
     let env = Arc::new(Env::new(
         http,
@@ -501,9 +605,13 @@ async fn phase(
     if needs_queues && !renamed {
         bar.set_message(format!("registering {} queues", creds.len()));
         let registering = Instant::now();
-        scenarios::register_all(&env, 64).await;
+        scenarios::register_all(&env, args.register_concurrency).await;
         tracing::info!(
-            "{} queues registered in {:.1} s; the warm-up starts",
+            "{}{} queues registered in {:.1} s; the warm-up starts",
+            args.host
+                .as_ref()
+                .map(|h| format!("{h}: "))
+                .unwrap_or_default(),
             creds.len(),
             registering.elapsed().as_secs_f64()
         );
@@ -573,7 +681,7 @@ async fn phase(
     }
     if (needs_queues || args.scenario == Scenario::Capacity) && !renamed {
         bar.set_message(format!("deleting {} queues", creds.len()));
-        scenarios::delete_all(&env, 64).await;
+        scenarios::delete_all(&env, args.register_concurrency).await;
     }
     progress.abort();
     let (wire, text) = (
@@ -690,9 +798,10 @@ async fn drive(
     creds: &[Credential],
     threads: usize,
     metrics_url: Option<String>,
+    show_progress: bool,
 ) -> Result<Report, String> {
     let total = (args.warmup + args.duration).as_secs() * if args.ceiling_wanted() { 2 } else { 1 };
-    let bar = if std::io::stderr().is_terminal() {
+    let bar = if show_progress && std::io::stderr().is_terminal() {
         indicatif::ProgressBar::new(total)
     } else {
         indicatif::ProgressBar::hidden()
