@@ -486,8 +486,13 @@ mod tests {
         let blobs = dir.path().join("blobs");
         std::fs::create_dir_all(&blobs).expect("blobs");
         std::os::unix::fs::symlink("/proc/self/status", blobs.join("unsyncable")).expect("symlink");
+        // The flush syncs the blobs before sled's log (`folder::flush_durably`): the
+        // failure comes back as sled's I/O error.
         let err = rs.snapshot(&live).expect_err("the snapshot fails");
-        assert!(matches!(err, super::StorageError::Io(_)), "{err}");
+        assert!(
+            matches!(err, super::StorageError::Sled(sled::Error::Io(_))),
+            "{err}"
+        );
         assert_eq!(rs.wal_len(), 1, "no WAL prefix deleted");
         assert_eq!(store.durability.snapshot_counts(), (1, 1));
         std::fs::remove_file(blobs.join("unsyncable")).expect("rm");
