@@ -52,9 +52,7 @@ fn copy_database(src: &Path, dst: &Path) -> Result<Copied, StartError> {
         StartError::Backup(format!("{what} {}: {e}", path.display()))
     };
     // The lock keeps every hearth process out until the copy is complete.
-    let db = crate::storage::folder::sled_config(src)
-        .open()
-        .map_err(|e| open_error(src, e))?;
+    let db = crate::storage::folder::open_db(src, None).map_err(|e| open_error(src, e))?;
     db.flush().map_err(|e| open_error(src, e))?;
     if partial.exists() {
         // Left by an interrupted copy.

@@ -41,8 +41,9 @@ pub fn open_error(path: &Path, e: sled::Error) -> FolderError {
 }
 
 /// sled's configuration for the database in `dir`, as hearth opens each one (hearth
-/// decides when to flush), after `remove_torn_snapshots`: what every open of a sled
-/// database in a data folder starts from.
+/// decides when to flush), after `remove_torn_snapshots`. `open_db` opens a data
+/// folder's databases with it; used alone only for a throw-away copy (a scratch
+/// folder), whose files need not outlive a power loss.
 pub fn sled_config(dir: &Path) -> sled::Config {
     keep_private(dir);
     if let Err(e) = remove_torn_snapshots(dir) {
@@ -55,11 +56,68 @@ pub fn sled_config(dir: &Path) -> sled::Config {
     sled::Config::new().path(dir).flush_every_ms(None)
 }
 
+/// Opens (or creates) the sled database in `dir`, with a page cache of `cache_bytes`
+/// (sled's default when `None`): every open of a database of a data folder.
+///
+/// Every file sled will read is `fsync`ed first (`sync_before_open`): sled 0.34 writes
+/// (and `fsync`s) a snapshot of its page table at each open, claiming the whole log as
+/// it reads it, but it writes its log with `sync_file_range` only (no `fsync`, neither
+/// the file's size nor the disk's cache) and never syncs its blobs. Log bytes or blobs
+/// a previous process wrote after hearth's last `fsync` (at a clean stop, a write after
+/// the final flush; after a crash, whatever sled had written) would otherwise be
+/// claimed by a durable snapshot while they themselves are not durable, and a power
+/// cut then leaves a snapshot ahead of its log: sled refuses the database ("stable lsn
+/// .. should be >= snapshot.stable_lsn ..") and `hearth recover`, which needs sled to
+/// open it, cannot rebuild it. After the open, sled's `conf` (written at the first
+/// open, never synced by sled; a torn or zeroed one makes sled refuse the database)
+/// and the folder are synced too.
+pub fn open_db(dir: &Path, cache_bytes: Option<u64>) -> Result<sled::Db, sled::Error> {
+    sync_before_open(dir)?;
+    let mut config = sled_config(dir);
+    if let Some(bytes) = cache_bytes {
+        config = config.cache_capacity(bytes);
+    }
+    let db = config.open()?;
+    sync_file(&dir.join("conf"))?;
+    File::open(dir)?.sync_all()?;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        File::open(parent)?.sync_all()?;
+    }
+    Ok(db)
+}
+
+/// `fsync`s what sled reads when it opens the database in `dir`: its log (`db`), its
+/// blob files, its `conf` and the folder. Nothing there yet is nothing to sync.
+fn sync_before_open(dir: &Path) -> io::Result<()> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    sync_file(&dir.join("db"))?;
+    sync_blob_files(dir)?;
+    sync_file(&dir.join("conf"))?;
+    File::open(dir)?.sync_all()
+}
+
+/// `fsync`s the file at `path` when there is one.
+fn sync_file(path: &Path) -> io::Result<()> {
+    match File::open(path) {
+        Ok(f) => f.sync_all(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Makes what sled holds of the database in `dir` durable: its log (sled's `flush`
 /// ends with `sync_file_range`, which neither flushes the disk cache nor the file
-/// size), then an `fsync` of its file.
+/// size), its blob files, then an `fsync` of its log file. The blobs go first: sled
+/// writes a blob file before the log entry that points at it and never syncs it, and
+/// a durable entry whose blob a power cut left empty or torn ends sled's log there at
+/// the next open (everything after it is dropped, or, when a snapshot of sled's
+/// already claims it, the database is refused). A blob written after the blob sync
+/// belongs to a write this call does not cover.
 pub(in crate::storage) fn flush_durably(db: &sled::Db, dir: &Path) -> Result<(), sled::Error> {
     db.flush()?;
+    sync_blob_files(dir)?;
     File::open(dir.join("db"))?.sync_data()?;
     Ok(())
 }

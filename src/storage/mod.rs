@@ -128,7 +128,7 @@ impl Store {
             }))
         };
         // hearth decides when to flush (group commit); sled's own timer would only blur that.
-        let db = match folder::sled_config(dir).open() {
+        let db = match folder::open_db(dir, None) {
             Ok(db) => db,
             Err(
                 e @ (sled::Error::Corruption { .. }
@@ -195,7 +195,6 @@ impl Store {
         }
         if replayed.records > 0 || replayed.torn.is_some() {
             folder::flush_durably(&db, dir)?;
-            folder::sync_blob_files(dir)?;
             tracing::info!(
                 "the journal held {} WAL records ({} not yet in the database){}",
                 replayed.records,

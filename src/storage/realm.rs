@@ -110,14 +110,12 @@ impl SnapshotJob {
         self.durability.marks().messages_synced(synced);
         self.snaps
             .insert(seq.to_be_bytes(), codec::encode_realm(realm)?)?;
-        // sled wrote the snapshot's blob file at the insert: it must be durable before
-        // the log that points at it. A cut that finds it missing or torn makes sled drop
-        // every later entry of its log at the next open, and with them the records the
-        // flush below acknowledges (seen with `hearth torture --power-cut`, a cut
-        // between this flush and the blob sync after it).
-        self.durability.sync_blobs()?;
+        // sled wrote the snapshot's blob file at the insert: the flush makes it durable
+        // before the log that points at it (`folder::flush_durably`). A cut that finds
+        // it missing or torn makes sled drop every later entry of its log at the next
+        // open, and with them the records the flush acknowledges (seen with `hearth
+        // torture --power-cut`).
         self.durability.flush_now()?;
-        self.durability.sync_blobs()?;
         // The manifest names the snapshot before the WAL prefix and older snapshots go;
         // a manifest that cannot be written only lags (logged by `write_now`).
         self.durability.marks().snapshot_durable(&self.realm, seq);
@@ -488,8 +486,13 @@ mod tests {
         let blobs = dir.path().join("blobs");
         std::fs::create_dir_all(&blobs).expect("blobs");
         std::os::unix::fs::symlink("/proc/self/status", blobs.join("unsyncable")).expect("symlink");
+        // The flush syncs the blobs before sled's log (`folder::flush_durably`): the
+        // failure comes back as sled's I/O error.
         let err = rs.snapshot(&live).expect_err("the snapshot fails");
-        assert!(matches!(err, super::StorageError::Io(_)), "{err}");
+        assert!(
+            matches!(err, super::StorageError::Sled(sled::Error::Io(_))),
+            "{err}"
+        );
         assert_eq!(rs.wal_len(), 1, "no WAL prefix deleted");
         assert_eq!(store.durability.snapshot_counts(), (1, 1));
         std::fs::remove_file(blobs.join("unsyncable")).expect("rm");

@@ -9,18 +9,9 @@ mod common;
 
 use std::process::Command;
 
-/// Runs `COMMAND torture args...`; returns its report.
-fn torture(mut command: Command, args: &[&str]) -> String {
-    let out = command
-        .arg("torture")
-        .args(args)
-        .output()
-        .expect("run hearth torture");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stdout}{stderr}");
-    assert!(out.status.success(), "torture failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("torture passed"), "{stdout}");
+/// Runs `COMMAND torture args...` (`common::torture`); returns its report.
+fn torture(command: Command, args: &[&str]) -> String {
+    let stdout = common::torture(command, args);
     // Every write type was acknowledged at least once, so every one was checked.
     for kind in [
         "channels",
@@ -37,7 +28,7 @@ fn torture(mut command: Command, args: &[&str]) -> String {
             "no {kind} written:\n{stdout}"
         );
     }
-    stdout.into_owned()
+    stdout
 }
 
 /// `hearth-tools torture`: its server is the `hearth` next to it.

@@ -53,7 +53,7 @@ use super::projection::Op;
 use super::search::{self, Indexes, RowTrees, SearchIndex};
 use crate::locks::{lock, wait_timeout_while};
 use crate::realm::messages::MessageId;
-use crate::storage::folder::{flush_durably, sync_blob_files};
+use crate::storage::folder::flush_durably;
 use crate::storage::wal::manifest::META_TREE;
 use crate::storage::wal::SyncedFirst;
 use crate::storage::StorageError;
@@ -277,9 +277,10 @@ pub fn open_sled(data: &Path) -> Result<sled::Db, sled::Error> {
 
 /// `open_sled` for the database in `dir`.
 pub(super) fn open_sled_at(dir: &Path) -> Result<sled::Db, sled::Error> {
-    crate::storage::folder::sled_config(dir)
-        .cache_capacity(CACHE_MB.load(Ordering::Relaxed).saturating_mul(1024 * 1024))
-        .open()
+    crate::storage::folder::open_db(
+        dir,
+        Some(CACHE_MB.load(Ordering::Relaxed).saturating_mul(1024 * 1024)),
+    )
 }
 
 impl MessageDb {
@@ -460,8 +461,6 @@ impl MessageDb {
         let n = synced(&db)? + 1;
         meta.insert(SYNCED_KEY, &n.to_be_bytes()[..])?;
         flush_durably(&db, &self.dir)?;
-        drop(db);
-        sync_blob_files(&self.dir)?;
         Ok(n)
     }
 

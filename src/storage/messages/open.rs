@@ -36,7 +36,7 @@ use super::layout::Trees;
 use super::migrate::{migrate_layout, needs_layout_migration};
 use super::search;
 use crate::locks::lock;
-use crate::storage::folder::{flush_durably, sync_blob_files};
+use crate::storage::folder::flush_durably;
 use crate::storage::wal::manifest::META_TREE;
 use crate::storage::wal::Durability;
 use crate::storage::StorageError;
@@ -57,10 +57,6 @@ impl MessageDb {
             .spawn(move || {
                 let started = Instant::now();
                 let opened = this.open_with_retries().and_then(|db| {
-                    // The folder's and its files' names survive a power loss too.
-                    File::open(this.dir.join("conf"))?.sync_all()?;
-                    File::open(&this.dir)?.sync_all()?;
-                    File::open(durability.dir())?.sync_all()?;
                     migrate(&this, &durability, &db)?;
                     let db = this.migrate_layout(db)?;
                     let expected = durability.marks().loaded().map_or(0, |m| m.messages_synced);
@@ -94,8 +90,6 @@ impl MessageDb {
         let done = migrate_layout(&db, &new)?;
         flush_durably(&new, &fresh)?;
         drop(new);
-        sync_blob_files(&fresh)?;
-        File::open(fresh.join("conf"))?.sync_all()?;
         fault("copied");
         File::create(fresh.join(COMPLETE))?.sync_all()?;
         File::open(&fresh)?.sync_all()?;

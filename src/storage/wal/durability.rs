@@ -419,11 +419,6 @@ impl Durability {
             return Err(e);
         }
         drop(db);
-        if !tail.is_empty() {
-            // sled never syncs its blob files (records too large for its pages): they
-            // must be durable before the journal's copies of those records go.
-            sync_blob_files(&self.dir)?;
-        }
         tail.clear()?;
         self.published(target, &appended, started)
     }

@@ -149,7 +149,7 @@ impl Durability {
     /// Reopens the database and writes the resets, durably; the database is dropped
     /// again (closed) on any error.
     fn reopen_and_reset(&self, resets: &[Reset]) -> Result<sled::Db, sled::Error> {
-        let db = crate::storage::folder::sled_config(&self.dir).open()?;
+        let db = crate::storage::folder::open_db(&self.dir, None)?;
         let probe = db.open_tree("hearth:probe")?;
         probe.insert("probe", &self.failures().to_be_bytes())?;
         flush_durably(&db, &self.dir)?;
@@ -180,7 +180,6 @@ impl Durability {
             }
         }
         flush_durably(&db, &self.dir)?;
-        self.sync_blobs()?;
         self.journal.tail().clear()?;
         Ok(db)
     }

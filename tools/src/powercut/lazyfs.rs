@@ -389,6 +389,14 @@ impl LazyFs {
         }
         f(&mut s)
     }
+
+    /// `with`, for a request answered with nothing or the error.
+    fn answer(&self, reply: ReplyEmpty, f: impl FnOnce(&mut State) -> Result<(), Errno>) {
+        match self.with(f) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
 }
 
 fn io_err(e: io::Error) -> Errno {
@@ -676,7 +684,7 @@ impl Filesystem for LazyFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.with(|s| {
+        self.answer(reply, |s| {
             s.counts.syncs += 1;
             if s.tick() {
                 return Err(Errno::EIO);
@@ -685,10 +693,7 @@ impl Filesystem for LazyFs {
             let h = handles.get(&fh.0).ok_or(Errno::EBADF)?;
             let node = nodes.get_mut(&ino.0).ok_or(Errno::ENOENT)?;
             node.pending.apply(&h.file).map_err(io_err)
-        }) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        });
     }
 
     fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -753,40 +758,31 @@ impl Filesystem for LazyFs {
         reply: ReplyEmpty,
     ) {
         // Namespace changes reached the disk when they were made.
-        match self.with(|s| {
+        self.answer(reply, |s| {
             s.counts.syncs += 1;
             if s.tick() {
                 return Err(Errno::EIO);
             }
             Ok(())
-        }) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.with(|s| {
+        self.answer(reply, |s| {
             let rel = s.child(parent, name)?;
             std::fs::remove_file(s.full(&rel))?;
             s.unlinked(&rel);
             Ok(())
-        }) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        });
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.with(|s| {
+        self.answer(reply, |s| {
             let rel = s.child(parent, name)?;
             std::fs::remove_dir(s.full(&rel))?;
             s.unlinked(&rel);
             Ok(())
-        }) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        });
     }
 
     fn rename(
@@ -799,7 +795,7 @@ impl Filesystem for LazyFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        match self.with(|s| {
+        self.answer(reply, |s| {
             if !flags.is_empty() {
                 // RENAME_NOREPLACE is checked here; RENAME_EXCHANGE is not supported.
                 if flags != RenameFlags::RENAME_NOREPLACE {
@@ -814,10 +810,7 @@ impl Filesystem for LazyFs {
             std::fs::rename(s.full(&from), s.full(&to))?;
             s.renamed(&from, &to);
             Ok(())
-        }) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        });
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

@@ -104,3 +104,19 @@ fn newest(paths: &[PathBuf]) -> Option<SystemTime> {
 pub fn hearth() -> Command {
     Command::new(hearth_exe())
 }
+
+/// Runs `COMMAND torture args...`, which must pass; returns its report (its standard
+/// output, printed with its standard error).
+pub fn torture(mut command: Command, args: &[&str]) -> String {
+    let out = command
+        .arg("torture")
+        .args(args)
+        .output()
+        .expect("run hearth torture");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}{stderr}");
+    assert!(out.status.success(), "torture failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("torture passed"), "{stdout}");
+    stdout.into_owned()
+}
