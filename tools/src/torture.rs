@@ -100,6 +100,11 @@ pub struct TortureArgs {
     /// of its unsynced writes reaches the disk, the last of them in part).
     #[arg(long, default_value_t = 50)]
     pub tear_percent: u32,
+    /// Between cycles, while this file exists, the run waits with its server idle: a
+    /// long run yields the machine to a measurement and resumes when the file is
+    /// removed (no cycle is cut short by it, and no check is timed across the wait).
+    #[arg(long)]
+    pub pause_while: Option<PathBuf>,
 }
 
 /// The server to torture: `--server`, else the `hearth` that ran this command
@@ -120,6 +125,25 @@ fn server_binary(args: &TortureArgs) -> Result<PathBuf, String> {
         "no hearth server binary next to {}: build it (`cargo build`) or name one with --server",
         me.display()
     ))
+}
+
+/// Waits, before cycle `number`, for as long as `flag` exists (`--pause-while`).
+async fn wait_while_present(flag: &Path, number: u32) {
+    if !flag.exists() {
+        return;
+    }
+    let paused = Instant::now();
+    say(format!(
+        "cycle {number:>3}: paused while {} exists",
+        flag.display()
+    ));
+    while flag.exists() {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    say(format!(
+        "cycle {number:>3}: resumed after {:.0} s",
+        paused.elapsed().as_secs_f64()
+    ));
 }
 
 /// The server's data folder: `<dir>/data`, or inside the power-cut mount.
@@ -471,6 +495,9 @@ async fn torture(args: &TortureArgs, dir: &Path) -> Result<(), String> {
     let (mut lost_total, mut acked_total, mut refused_lost) = (0u64, 0u64, 0u64);
     let mut previous: Option<Value> = None;
     for number in 1..=args.cycles {
+        if let Some(flag) = args.pause_while.as_deref() {
+            wait_while_present(flag, number).await;
+        }
         let cycle = Arc::new(Cycle {
             number,
             ledger: Mutex::new(Ledger::default()),
@@ -1332,5 +1359,30 @@ mod tests {
         let c =
             json!({"register": {"realm_users": [{"user_id": 1}, {"user_id": 2}]}, "messages": {}});
         assert!(vanished(&a, &c).is_some_and(|m| m.contains("message 5")));
+    }
+
+    #[tokio::test]
+    async fn a_run_waits_between_cycles_while_its_pause_file_exists_and_goes_on_without_it() {
+        let dir = std::env::temp_dir().join(format!("torture-pause-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let flag = dir.join("pause");
+        // No file: no wait at all.
+        wait_while_present(&flag, 1).await;
+        std::fs::write(&flag, b"").unwrap();
+        let waiting = tokio::spawn({
+            let flag = flag.clone();
+            async move { wait_while_present(&flag, 2).await }
+        });
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        assert!(
+            !waiting.is_finished(),
+            "the run went on while the file existed"
+        );
+        std::fs::remove_file(&flag).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), waiting)
+            .await
+            .expect("the run did not resume once the file was gone")
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
