@@ -56,3 +56,21 @@ export function onNextFrame(job: () => void, late = false): void {
   const timer = setTimeout(once, document.hidden ? 0 : 100);
   requestAnimationFrame(once);
 }
+
+/**
+ * Resolves at the next animation frame (its callbacks then run first), or after a
+ * short timer when there are no frames (a hidden tab, no DOM).
+ */
+export function nextFrame(): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof requestAnimationFrame === 'undefined' || typeof document === 'undefined' || document.hidden) {
+      setTimeout(resolve, 0);
+      return;
+    }
+    const timer = setTimeout(resolve, 100);
+    requestAnimationFrame(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
