@@ -45,8 +45,11 @@ function startRecording() {
   window.__frames = [];
   window.__longTasks = [];
   window.__recording = true;
+  // A loop of an earlier recording whose frame has not come yet stops at it: two loops
+  // would record every frame twice.
+  const mine = (window.__recordingRun = (window.__recordingRun ?? 0) + 1);
   const tick = (t) => {
-    if (!window.__recording) return;
+    if (!window.__recording || window.__recordingRun !== mine) return;
     window.__frames.push(t);
     requestAnimationFrame(tick);
   };
