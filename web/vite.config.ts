@@ -9,6 +9,9 @@ export default defineConfig(async (): Promise<UserConfig> => {
   const config: UserConfig = {
     base: '/static/app/',
     esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
+    // HEARTH_PROBE=1: a build that counts renders and DOM changes per frame (src/probe.ts,
+    // for bench/events.mjs BENCH_WORK=1); false otherwise, and the probe left out.
+    define: { __HEARTH_PROBE__: JSON.stringify(process.env.HEARTH_PROBE === '1') },
     build: {
       outDir,
       emptyOutDir: true,

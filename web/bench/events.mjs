@@ -45,8 +45,11 @@ function startRecording() {
   window.__frames = [];
   window.__longTasks = [];
   window.__recording = true;
+  // A loop of an earlier recording whose frame has not come yet stops at it: two loops
+  // would record every frame twice.
+  const mine = (window.__recordingRun = (window.__recordingRun ?? 0) + 1);
   const tick = (t) => {
-    if (!window.__recording) return;
+    if (!window.__recording || window.__recordingRun !== mine) return;
     window.__frames.push(t);
     requestAnimationFrame(tick);
   };
@@ -145,6 +148,13 @@ try {
     console.log(`recorded ${stats.recorded} message events from hearth`);
     await page.waitForTimeout(1000);
   }
+  // BENCH_VIEW=<hash>: the page shows that view during the flood instead of Verona
+  // (the flood's messages then stay unread: the counts change, not the list).
+  const view = process.env.BENCH_VIEW;
+  if (view) {
+    await page.evaluate((h) => { location.hash = h; }, view);
+    await page.waitForTimeout(1500);
+  }
   const before = await page.evaluate(() => ({ rows: document.querySelectorAll('.message_row').length, nodes: document.getElementsByTagName('*').length }));
   console.log(`before: ${before.rows} message rows, ${before.nodes} elements`);
 
@@ -191,6 +201,22 @@ try {
     tracing.on('Tracing.dataCollected', (d) => chunks.push(...d.value));
     tracing.done = new Promise((r) => tracing.once('Tracing.tracingComplete', () => r(chunks)));
     await tracing.send('Tracing.start', { categories: 'devtools.timeline,v8.execute', transferMode: 'ReportEvents' });
+  }
+  // BENCH_WORK=1: the page's work during the flood, counted rather than timed (the
+  // frame rate depends on the machine's load; these counts do not): Chromium's
+  // counters of style recalculations and layouts and their time (Performance.getMetrics)
+  // and, with a client built with HEARTH_PROBE=1 (src/probe.ts), per animation frame
+  // the components rendered, by name, and the elements added and removed.
+  const work = process.env.BENCH_WORK === '1';
+  let perf;
+  let metricsBefore;
+  if (work) {
+    perf = cdp ?? tracing ?? await context.newCDPSession(page);
+    await perf.send('Performance.enable', { timeDomain: 'threadTicks' });
+    metricsBefore = Object.fromEntries((await perf.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+    const probed = await page.evaluate(() => window.__probe !== undefined);
+    if (probed) await page.evaluate(() => window.__probe.start());
+    else console.log('BENCH_WORK: the client is not a HEARTH_PROBE=1 build: no render or DOM counts');
   }
   await page.evaluate(startRecording);
   const start = performance.now() + 50;
@@ -257,13 +283,32 @@ try {
   const shown = performance.now();
   let lag = NaN;
   try {
+    if (view) throw new Error('not shown');
     await page.waitForSelector(`[data-message-id="${lastId}"]`, { timeout: 30000 });
     lag = performance.now() - shown;
   } catch {
-    console.log(`the last message (${lastId}) did not show within 30 s`);
+    if (!view) console.log(`the last message (${lastId}) did not show within 30 s`);
   }
   await page.waitForTimeout(500);
   const flood = summary(`flood ${seconds} s`, await page.evaluate(stopRecording));
+  if (work) {
+    const after = Object.fromEntries((await perf.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+    const d = (k) => (after[k] ?? 0) - (metricsBefore[k] ?? 0);
+    const n = flood.frames;
+    console.log(`work during the flood (${n} frames): per frame ${(d('RecalcStyleCount') / n).toFixed(2)} style recalcs (${(d('RecalcStyleDuration') * 1000 / n).toFixed(2)} ms), ${(d('LayoutCount') / n).toFixed(2)} layouts (${(d('LayoutDuration') * 1000 / n).toFixed(2)} ms), script ${(d('ScriptDuration') * 1000 / n).toFixed(2)} ms, tasks ${(d('TaskDuration') * 1000 / n).toFixed(2)} ms; in all ${d('RecalcStyleCount')} recalcs, ${d('LayoutCount')} layouts, ${d('Nodes').toFixed(0)} DOM nodes more, ${d('JSEventListeners').toFixed(0)} listeners more, JS heap ${(after.JSHeapUsedSize / 1048576).toFixed(1)} MiB`);
+    const frames = await page.evaluate(() => window.__probe?.stop());
+    if (frames !== undefined && frames.length > 0) {
+      const sum = (f) => frames.reduce((a, x) => a + f(x), 0);
+      const busy = frames.filter((x) => x.renders > 0);
+      const by = new Map();
+      for (const x of frames) for (const [k, v] of Object.entries(x.by)) by.set(k, (by.get(k) ?? 0) + v);
+      const per = (v) => (v / frames.length).toFixed(2);
+      console.log(`probe: ${frames.length} frames, ${busy.length} with renders; per frame: ${per(sum((x) => x.renders))} component renders (p50 ${pct(frames.map((x) => x.renders), 50)}, p90 ${pct(frames.map((x) => x.renders), 90)}, max ${Math.max(...frames.map((x) => x.renders))}), ${per(sum((x) => x.added))} elements added, ${per(sum((x) => x.removed))} removed, ${per(sum((x) => x.polls))} event polls started (max ${Math.max(...frames.map((x) => x.polls))})`);
+      console.log('probe: renders per frame by component (all frames of the flood):');
+      for (const [k, v] of [...by].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`  ${per(v).padStart(7)}  ${k}  (${v})`);
+      if (process.env.BENCH_WORK_JSON) writeFileSync(process.env.BENCH_WORK_JSON, JSON.stringify(frames));
+    }
+  }
   await page.screenshot({ path: process.env.BENCH_SHOT ?? '../target/web-bench-events.png' });
 
   if (feed) {

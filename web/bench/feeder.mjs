@@ -36,8 +36,11 @@ let waiting;
 const stats = { polls: 0, delivered: 0, batches: [], firstAt: 0, lastAt: 0, lastId: 0, flagsAnswered: 0 };
 
 function proxy(req, res, body) {
+  // An event poll's answer is read here (the flood's templates): asked for uncompressed,
+  // else a poll whose answer hearth compressed would be recorded as nothing.
+  const headers = req.url.startsWith('/json/events') ? { ...req.headers, 'accept-encoding': 'identity' } : req.headers;
   const up = httpRequest({
-    host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers,
+    host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers,
   }, (r) => {
     const record = req.url.startsWith('/json/events') && flood === undefined;
     if (!record) {

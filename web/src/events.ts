@@ -5,10 +5,10 @@ import { dmParticipants } from './narrow';
 import {
   bumpUnread, drafts, linkifiers, listListeners, me, messages, mutedUsers, noteTopic, noteTopics, presence, pruneMessages, profileFields, realm,
   realmEmoji, recentDms, serverTime, storeMessage, streams, subs, topics, typing, unread, userSettings, userStatus,
-  userTopics, users, topicKey,
+  userTopics, users, topicKey, UNREAD_PACE_MS,
 } from './store';
 import type { CustomProfileField, Draft, Linkifier, Message, RealmEmoji, ServerEvent, Stream, Subscription, User, UserStatus } from './types';
-import { onNextFrame } from './frame';
+import { onFrameAtMost } from './frame';
 import { dmKey, type UnreadDetails } from './unread';
 
 type E = ServerEvent;
@@ -70,11 +70,12 @@ export function onMessages(events: E[]): void {
     }
     unread.addMessage(m, me.value);
   }
-  // The sidebar's topics and conversations follow in the frame, with the counts: a
-  // message read as soon as it is shown must not show as unread meanwhile.
+  // The sidebar's topics and conversations follow in the frame, with the counts (and
+  // as seldom: a stream of messages reorders them a few times a second): a message
+  // read as soon as it is shown must not show as unread meanwhile.
   if (seenTopics.length > 0) pendingTopics.push(...seenTopics);
   if (rd !== undefined) for (const [k, v] of rd) pendingDms.set(k, Math.max(pendingDms.get(k) ?? 0, v));
-  if (seenTopics.length > 0 || rd !== undefined) onNextFrame(notePending);
+  if (seenTopics.length > 0 || rd !== undefined) onFrameAtMost(notePending, UNREAD_PACE_MS);
   if (typingNext !== undefined) typing.value = typingNext;
   bumpUnread();
   for (const l of listListeners) l.added(added);

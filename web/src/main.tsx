@@ -33,6 +33,8 @@ function prefetch(): void {
 async function main(): Promise<void> {
   const root = document.getElementById('app');
   if (root === null) return;
+  // A measuring build only (HEARTH_PROBE=1): removed from any other.
+  if (__HEARTH_PROBE__) await import('./probe');
   try {
     prefetch();
     await register();

@@ -4,6 +4,7 @@
 import { signal } from '@preact/signals';
 import { ApiError, get, post } from './api';
 import { applyEvents } from './events';
+import { nextFrame } from './frame';
 import { connection, loadRegister, messages } from './store';
 import type { ServerEvent } from './types';
 
@@ -102,6 +103,12 @@ export async function pollForever(): Promise<never> {
       const events = res.events;
       for (const e of events) lastEventId = Math.max(lastEventId, e.id);
       applyEvents(events);
+      // At most one poll a frame: under a stream of events, an answer's events are
+      // shown in the next frame anyway, and the server keeps those that come
+      // meanwhile for the next answer. Polling again at once would answer with a
+      // few events each, several times a frame, each answer a request, a parse and
+      // a batch of its own.
+      if (events.length > 0) await nextFrame();
     } catch (err) {
       if (err instanceof ApiError && err.code === 'BAD_EVENT_QUEUE_ID') {
         connection.value = 'reconnecting';

@@ -1,7 +1,7 @@
 // One store per kind of data, filled from /register and updated by events.ts.
 
 import { signal, type Signal } from '@preact/signals';
-import { onNextFrame } from './frame';
+import { onFrameAtMost } from './frame';
 import { dmParticipants, type SlugContext } from './narrow';
 import type { ResolveContext } from './search';
 import type {
@@ -133,12 +133,18 @@ const bumpVersion = (): void => {
   unreadVersion.value++;
 };
 
+/** Least time between two changes of the unread counts shown (a stream of events). */
+export const UNREAD_PACE_MS = 250;
+
 /**
  * Unread counts changed: the views showing them re-render once, before the next
- * frame, after the frame's other work (new rows marked read at once) is done.
+ * frame, after the frame's other work (new rows marked read at once) is done; while
+ * events stream in, at most every `UNREAD_PACE_MS` (the sidebar, the title and the
+ * Inbox re-render four times a second, not in every frame), the last time after the
+ * last change, so the counts end exact.
  */
 export function bumpUnread(): void {
-  onNextFrame(bumpVersion, true);
+  onFrameAtMost(bumpVersion, UNREAD_PACE_MS, true);
 }
 
 export function topicKey(streamId: number, topic: string): string {

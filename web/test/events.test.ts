@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import { resetPacing } from '../src/frame';
 import { applyEvents } from '../src/events';
 import { loadRegister, me, messages, presence, storeMessage, subs, unread, users, userSettings, typing, recentDms } from '../src/store';
 import type { Message, ServerEvent } from '../src/types';
@@ -14,6 +15,7 @@ function message(over: Partial<Message> = {}): Message {
 }
 
 beforeEach(() => {
+  resetPacing();
   messages.clear();
   loadRegister({
     user_id: 10,

@@ -1,8 +1,10 @@
 import { effect } from '@preact/signals';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { resetPacing } from '../src/frame';
 import { applyEvents, MAX_NOTIFIED, toNotify } from '../src/events';
 import {
   conversationOf, lastMessage, lastMessages, listListeners, loadRegister, messages, noteTopics, pruneMessages, recentDms, topics, unread,
+  unreadVersion, UNREAD_PACE_MS,
   type ListListener,
 } from '../src/store';
 import type { Message, ServerEvent } from '../src/types';
@@ -28,6 +30,7 @@ const listener: ListListener = {
 };
 
 beforeEach(() => {
+  resetPacing();
   messages.clear();
   heard.length = 0;
   held = [];
@@ -154,5 +157,53 @@ describe('notifications under a flood', () => {
     expect(toNotify(many, 10).map((x) => x.id)).toEqual([115, 116, 117, 118, 119]);
     expect(toNotify(many, 10)).toHaveLength(MAX_NOTIFIED);
     expect(toNotify([m(7, { sender_id: 10 })], 10)).toEqual([]);
+  });
+});
+
+describe('a stream of polls', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('changes the counts and the topics shown a few times a second, the last time after the last message', async () => {
+    vi.useFakeTimers();
+    resetPacing();
+    await vi.advanceTimersByTimeAsync(UNREAD_PACE_MS);
+    const counts: number[] = [];
+    const newest: number[] = [];
+    const stopCounts = effect(() => {
+      void unreadVersion.value;
+      counts.push(unread.topicCount(3, 'Flood'));
+    });
+    const stopTopics = effect(() => {
+      newest.push(topics.value.get(3)?.get('Flood') ?? 0);
+    });
+    counts.length = 0;
+    newest.length = 0;
+    // One poll a frame for a second, one message each.
+    for (let i = 0; i < 60; i++) {
+      applyEvents([msg(2000 + i)]);
+      await vi.advanceTimersByTimeAsync(16);
+    }
+    await vi.advanceTimersByTimeAsync(2 * UNREAD_PACE_MS);
+    stopCounts();
+    stopTopics();
+    // 60 polls, about a second: a handful of changes, not 60.
+    expect(counts.length).toBeGreaterThanOrEqual(3);
+    expect(counts.length).toBeLessThanOrEqual(6);
+    expect(newest.length).toBeGreaterThanOrEqual(3);
+    expect(newest.length).toBeLessThanOrEqual(6);
+    // And exact in the end.
+    expect(counts.at(-1)).toBe(60);
+    expect(newest.at(-1)).toBe(2059);
+  });
+
+  it('a message after a quiet spell shows in the next frame', async () => {
+    vi.useFakeTimers();
+    resetPacing();
+    await vi.advanceTimersByTimeAsync(UNREAD_PACE_MS);
+    applyEvents([msg(3000)]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(topics.value.get(3)?.get('Flood')).toBe(3000);
   });
 });

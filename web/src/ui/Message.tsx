@@ -215,7 +215,7 @@ function MessageRowView({ id, showSender, selected, onSelect }: {
             )}
           </div>
         )}
-        <Reactions m={m} />
+        {m.reactions.length > 0 && <Reactions m={m} />}
         {err && <p class="error" role="alert">{err}</p>}
       </div>
       {(hovered || focused || selected || picking) && <div class="message-actions" role="toolbar" aria-label="Message actions">

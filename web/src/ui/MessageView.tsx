@@ -44,7 +44,22 @@ export function narrowTitle(narrow: Narrow): string {
   return 'Search results';
 }
 
-const RecipientBar = memo(RecipientBarView);
+/**
+ * A bar shows its block's conversation and day, not the block's first message: rows
+ * trimmed at the top of a block (every frame under a flood) leave its bar as it is.
+ */
+export function sameBar(a: { m: Message; docked?: boolean }, b: { m: Message; docked?: boolean }): boolean {
+  return a.docked === b.docked && (a.m === b.m || (
+    a.m.type === b.m.type && a.m.stream_id === b.m.stream_id && a.m.subject === b.m.subject &&
+    groupOf(a.m).conv === groupOf(b.m).conv && groupOf(a.m).day === groupOf(b.m).day));
+}
+const RecipientBar = memo(RecipientBarView, sameBar);
+
+/** The message a bar's action applies to: its block's first row now, else the one it was drawn for. */
+function barMessageId(e: Event, m: Message): number {
+  const row = (e.currentTarget as HTMLElement).closest('.recipient_block')?.querySelector<HTMLElement>('.message_row');
+  return Number(row?.dataset.messageId ?? '') || m.id;
+}
 
 /**
  * A conversation's bar: in the list at the head of its block, or `docked` above the
@@ -75,7 +90,7 @@ function RecipientBarView({ m, docked = false }: { m: Message; docked?: boolean 
           {canResolve() && (
             <button type="button" class="icon-button resolve-topic" tabIndex={tab} title={resolved ? 'Mark as unresolved' : 'Mark as resolved'}
               aria-label={resolved ? `Mark topic ${m.subject} as unresolved` : `Mark topic ${m.subject} as resolved`}
-              onClick={() => void patch(`messages/${m.id}`, { topic: resolved ? m.subject.slice(RESOLVED.length) : `${RESOLVED}${m.subject}`, propagate_mode: 'change_all' }).catch((e: unknown) => alert(e instanceof Error ? e.message : String(e)))}>
+              onClick={(e) => void patch(`messages/${barMessageId(e, m)}`, { topic: resolved ? m.subject.slice(RESOLVED.length) : `${RESOLVED}${m.subject}`, propagate_mode: 'change_all' }).catch((e: unknown) => alert(e instanceof Error ? e.message : String(e)))}>
               <Icon name="check" />
             </button>
           )}

@@ -2,11 +2,13 @@ import { h, type Component, type FunctionComponent } from 'preact';
 import { users, userSettings } from '../store';
 
 /**
- * A component that re-renders only when a prop changed (by identity) or a signal it
- * reads did, not whenever its parent does: a list's rows stay put as rows are added.
+ * A component that re-renders only when a prop changed (by identity, or as `same`
+ * tells) or a signal it reads did, not whenever its parent does: a list's rows stay
+ * put as rows are added.
  */
-export function memo<P extends object>(inner: FunctionComponent<P>): FunctionComponent<P> {
+export function memo<P extends object>(inner: FunctionComponent<P>, same?: (prev: P, next: P) => boolean): FunctionComponent<P> {
   function changed(this: Component<P>, next: P): boolean {
+    if (same !== undefined) return !same(this.props as P, next);
     const prev = this.props as Record<string, unknown>;
     const n = next as Record<string, unknown>;
     for (const k in prev) if (k !== 'children' && !(k in n)) return true;
