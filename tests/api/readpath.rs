@@ -6,9 +6,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::common::*;
 use hearth::api::params::MAX_LIST_ITEMS;
+use hearth::hub::MAX_QUEUES_PER_USER;
 use serde_json::{json, Value};
 
 /// In `always` mode, what a write acknowledges is visible at once: to the writer and
@@ -37,16 +40,21 @@ async fn an_acknowledged_write_is_visible_on_the_next_read() {
 
 /// Registrations racing with writes: every channel created is either in a queue's
 /// initial state or announced by exactly one `stream` `create` event on it, never both
-/// and never neither.
+/// and never neither. One registration at most per channel created, so that the queues
+/// stay under the per-user cap (`MAX_QUEUES_PER_USER`, 64: beyond it the oldest queue
+/// is collected, and its poll answers `BAD_EVENT_QUEUE_ID`) however the two race.
 #[actix_web::test]
 async fn registration_state_and_queue_never_overlap_nor_miss() {
     let app = TestApp::spawn().await;
     let total = 60;
+    assert!(total < MAX_QUEUES_PER_USER);
+    let created = Arc::new(AtomicUsize::new(0));
     let writer = {
-        let (url, client, key) = (
+        let (url, client, key, created) = (
             app.url.clone(),
             app.client.clone(),
             app.api_key(ADMIN).await,
+            created.clone(),
         );
         actix_web::rt::spawn(async move {
             for i in 0..total {
@@ -58,11 +66,19 @@ async fn registration_state_and_queue_never_overlap_nor_miss() {
                     .await
                     .expect("sent");
                 assert!(resp.status().is_success());
+                created.fetch_add(1, Ordering::SeqCst);
             }
         })
     };
     let mut queues = Vec::new();
+    let mut registered_after = None;
     while !writer.is_finished() {
+        let now = created.load(Ordering::SeqCst);
+        if registered_after == Some(now) {
+            actix_web::rt::time::sleep(std::time::Duration::from_millis(1)).await;
+            continue;
+        }
+        registered_after = Some(now);
         let body = app
             .ok(
                 "POST",
