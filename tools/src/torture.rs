@@ -211,6 +211,25 @@ impl Promise {
     }
 }
 
+/// The loopback address this run's servers listen on: one of 127.0.0.0/8 drawn once per
+/// process, not 127.0.0.1. The port is probed free and then handed to the child, so
+/// until the child binds it another process may take it; on 127.0.0.1 that may be
+/// another hearth (a test suite's, on the same machine), whose development realm answers
+/// the readiness probe and then refuses this run's keys ("Invalid API key"), which the
+/// run would report as its own server's failure. Nothing else listens on this address.
+fn loopback_host() -> std::net::Ipv4Addr {
+    static HOST: std::sync::OnceLock<std::net::Ipv4Addr> = std::sync::OnceLock::new();
+    *HOST.get_or_init(|| {
+        let mut rng = rand::thread_rng();
+        std::net::Ipv4Addr::new(
+            127,
+            rng.gen_range(64..=250),
+            rng.gen(),
+            rng.gen_range(1..=254),
+        )
+    })
+}
+
 /// The server under torture: a child process.
 struct Server {
     child: Child,
@@ -258,7 +277,8 @@ impl Server {
             DurabilityArg::Interval => "interval",
             DurabilityArg::Never => "never",
         };
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
+        let host = loopback_host();
+        let port = std::net::TcpListener::bind((host, 0))
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("no free port: {e}"))?
             .port();
@@ -282,7 +302,7 @@ impl Server {
             .arg("--data")
             .arg(data_folder(args, dir))
             .arg("--bind")
-            .arg(format!("127.0.0.1:{port}"))
+            .arg(format!("{host}:{port}"))
             .args([
                 "--metrics-bind",
                 "off",
@@ -300,7 +320,7 @@ impl Server {
             .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
         let server = Server {
             child,
-            url: format!("http://127.0.0.1:{port}"),
+            url: format!("http://{host}:{port}"),
         };
         Ok((server, log_path))
     }
