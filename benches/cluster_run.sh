@@ -25,7 +25,10 @@
 # long-polls over that time, so that their heartbeats, due a minute after parking, are
 # spread over the minute; default: all at once, as after a restart), NO_GZIP (1: the
 # drivers send no `Accept-Encoding: gzip`; default: they ask for gzip, as browsers do,
-# and inflate the answers), HEARTH and
+# and inflate the answers), MESSAGES_PER_MINUTE (channel messages a minute in each realm,
+# to #general, which every simulated user is subscribed to, by its users in turn: each
+# answers the parked polls of the whole realm; default 0.1, one every 10 minutes, so a
+# realm of 100 sends as many messages as it has members every 1 000 minutes; 0: none), HEARTH and
 # HEARTH_TOOLS (the binaries; default the release build), WORK (a folder for the
 # nodes' data, nginx's prefix and the reports; default a new temporary one), NGINX
 # (default: on the PATH or /usr/sbin/nginx).
@@ -64,6 +67,7 @@ WARMUP=${WARMUP:-60s}
 SPEEDUP=${SPEEDUP:-1}
 SPREAD_POLLS=${SPREAD_POLLS:-}
 NO_GZIP=${NO_GZIP:-}
+MESSAGES_PER_MINUTE=${MESSAGES_PER_MINUTE:-0.1}
 DRIVER_USERS=${DRIVER_USERS:-9000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HEARTH=${HEARTH:-$ROOT/target/release/hearth}
@@ -153,7 +157,7 @@ for ((n = 0; n < NODES; n++)); do
       "$HEARTH" realm create --subdomain "r$r" --name "Realm r$r" \
         --owner-email "owner@r$r.$DOMAIN" --owner-password "$PASSWORD" \
         --data "$WORK/node$n" --url "http://r$r.$DOMAIN:$ROUTER_PORT" >/dev/null 2>>"$WORK/setup$n.log"
-      "$HEARTH" realm populate --data "$WORK/node$n" --subdomain "r$r" --users "$USERS" >/dev/null 2>>"$WORK/setup$n.log"
+      "$HEARTH" realm populate --data "$WORK/node$n" --subdomain "r$r" --users "$USERS" --subscribe general >/dev/null 2>>"$WORK/setup$n.log"
       cp "$WORK/node$n/load-users.tsv" "$WORK/credentials/r$r.tsv"
     done
   ) &
@@ -227,6 +231,7 @@ for ((d = 0; d < DRIVERS; d++)); do
     --users "$USERS" --scenario presence \
     --speedup "$SPEEDUP" --duration "$DURATION" --warmup "$WARMUP" \
     --source-addrs "127.0.$((d + 1)).1,127.0.$((d + 1)).2" --driver-threads 1 "${SPREAD_ARGS[@]}" \
+    --messages-per-minute "$MESSAGES_PER_MINUTE" --message-channel general \
     --json "$WORK/reports/d$d.json" >"$WORK/reports/d$d.txt" 2>&1 &
   DRIVER_PID[d]=$!
 done

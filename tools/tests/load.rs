@@ -68,6 +68,59 @@ fn presence_smoke_run_passes_its_thresholds() {
     assert_eq!(ping["errors"], 0);
 }
 
+/// `--messages-per-minute`: a realm's users send channel messages in turn beside their
+/// pings, every message is answered, and each reaches the parked polls of the
+/// channel's subscribers (the heartbeat is a minute away, so within the run only
+/// messages answer polls).
+#[test]
+fn presence_with_channel_messages_reaches_the_parked_polls() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = load(
+        &[
+            "--scenario",
+            "presence",
+            "--users",
+            "40",
+            "--duration",
+            "4s",
+            "--warmup",
+            "1s",
+            "--speedup",
+            "10",
+            "--messages-per-minute",
+            "300",
+        ],
+        Some(&json),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let report = report_of(&json);
+    let op = |name: &str| {
+        report["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["op"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {report}"))
+    };
+    let sent = op("POST /messages");
+    // One every 0.2 s for the 4 s measured.
+    assert!(sent["count"].as_u64().unwrap() >= 10, "{sent}");
+    assert_eq!(sent["errors"], 0, "{sent}");
+    let polls = op("GET /events (long-poll)");
+    // Each message answers the 40 users' polls (some answers carry several).
+    assert!(polls["count"].as_u64().unwrap() >= 200, "{polls}");
+    assert_eq!(polls["errors"], 0, "{polls}");
+    let settings = report["settings"].to_string();
+    assert!(
+        settings.contains("channel messages per realm"),
+        "{settings}"
+    );
+}
+
 /// Two drivers at once, one making its connections from two other loopback
 /// addresses, merged into one report (`--merge`): answers, users and errors add up,
 /// each latency percentile lies between the drivers' own, the HTML page is written,
@@ -714,6 +767,7 @@ fn realms_on_nodes_behind_nginx_are_driven_by_processes_of_several_realms() {
         .env("SPEEDUP", "20")
         .env("WARMUP", "2s")
         .env("DURATION", "5s")
+        .env("MESSAGES_PER_MINUTE", "60")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -762,6 +816,23 @@ fn realms_on_nodes_behind_nginx_are_driven_by_processes_of_several_realms() {
         .expect("pings in the merged report");
     // 120 users pinging every 3 s for 5 s measured.
     assert!(ping["count"].as_u64().unwrap() >= 120, "{ping}");
+    // A message a second in each realm, to #general, which populate subscribed every
+    // simulated user to: each answers its realm's 30 parked polls (the heartbeat is a
+    // minute away).
+    let op = |name: &str| {
+        all["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["op"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {all}"))
+    };
+    let sent = op("POST /messages");
+    assert!(sent["count"].as_u64().unwrap() >= 12, "{sent}");
+    assert_eq!(sent["errors"], 0, "{sent}");
+    let polls = op("GET /events (long-poll)");
+    assert!(polls["count"].as_u64().unwrap() >= 120, "{polls}");
     assert!(work.path().join("all.html").is_file());
     assert!(stdout.contains("healthy (mean < 100 ms"), "{stdout}");
 }

@@ -112,6 +112,15 @@ pub struct LoadArgs {
     /// arrived over a minute spreads them over it. Default: all at once.
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     pub spread_polls: Duration,
+    /// `presence`: also send this many channel messages a minute in each realm, by its
+    /// users in turn, to `--message-channel` (open loop, measured as `POST
+    /// /messages`); each reaches the parked long-polls of the channel's subscribers
+    /// (`hearth realm populate --subscribe`). Default: none.
+    #[arg(long, default_value_t = 0.0)]
+    pub messages_per_minute: f64,
+    /// The channel `--messages-per-minute` sends to.
+    #[arg(long, default_value = scenarios::CHANNEL)]
+    pub message_channel: String,
     /// Send no `Accept-Encoding: gzip` (by default the driver asks for gzip and
     /// inflates the answers, as browsers and Zulip's mobile app do).
     #[arg(long)]
@@ -190,7 +199,13 @@ impl InProcess {
                 (Some(t), d)
             }
         };
-        let creds = match users::reuse_credentials(&data, args.users) {
+        // Users who send channel messages are subscribed by populate, which keeps
+        // existing users: run it again rather than trust the file alone.
+        let sends = args.messages_per_minute > 0.0;
+        let reused = (!sends)
+            .then(|| users::reuse_credentials(&data, args.users))
+            .flatten();
+        let creds = match reused {
             Some(c) => c,
             None => {
                 if !data.join("db").exists() {
@@ -202,6 +217,7 @@ impl InProcess {
                     data: data.clone(),
                     subdomain: hearth::DEV_SUBDOMAIN.into(),
                     users: args.users,
+                    subscribe: sends.then(|| args.message_channel.clone()),
                 };
                 users::populate(&populate).map_err(|e| e.to_string())?
             }
@@ -273,6 +289,9 @@ pub fn run(args: &LoadArgs) -> Result<(), String> {
     }
     if args.rate.is_some_and(|r| r <= 0.0 || !r.is_finite()) || args.speedup <= 0.0 {
         return Err("--rate and --speedup must be positive".into());
+    }
+    if args.messages_per_minute < 0.0 || !args.messages_per_minute.is_finite() {
+        return Err("--messages-per-minute must be zero or more".into());
     }
     if matches!(args.scenario, Scenario::Fanout | Scenario::Capacity) && args.rate.is_some() {
         return Err("fanout and capacity pace themselves: --rate does not apply to them".into());
@@ -517,6 +536,13 @@ fn ping_period(args: &LoadArgs) -> Duration {
     }
 }
 
+/// The time between two channel messages of one realm (`--messages-per-minute`), if
+/// any are sent.
+fn message_period(args: &LoadArgs) -> Option<Duration> {
+    (args.messages_per_minute > 0.0)
+        .then(|| Duration::from_secs_f64(60.0 / args.messages_per_minute))
+}
+
 fn pacing_text(args: &LoadArgs) -> String {
     if args.scenario == Scenario::Presence && args.connections.is_none() {
         return format!(
@@ -660,7 +686,22 @@ async fn phase(
     let mut steps = Vec::new();
     match args.scenario {
         Scenario::Presence if args.connections.is_none() => {
-            scenarios::presence_schedule(&env, ping_period(args), start, until).await
+            let every = message_period(args);
+            tokio::join!(
+                scenarios::presence_schedule(&env, ping_period(args), start, until),
+                async {
+                    if let Some(every) = every {
+                        scenarios::message_schedule(
+                            &env,
+                            &args.message_channel,
+                            every,
+                            start,
+                            until,
+                        )
+                        .await;
+                    }
+                }
+            );
         }
         Scenario::ReconnectStorm => scenarios::storms(&env, until).await,
         Scenario::Fanout => {
@@ -990,6 +1031,17 @@ fn settings(args: &LoadArgs, threads: usize) -> Vec<(String, String)> {
         }
         .to_owned(),
     ));
+    if let Some(every) = message_period(args) {
+        s.push((
+            "channel messages per realm".to_owned(),
+            format!(
+                "{:.2} a minute (one every {:.2} s) to #{}",
+                args.messages_per_minute,
+                every.as_secs_f64(),
+                args.message_channel
+            ),
+        ));
+    }
     if !args.spread_polls.is_zero() {
         s.push((
             "first long-polls spread over".to_owned(),

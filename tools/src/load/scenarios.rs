@@ -283,9 +283,14 @@ impl Env {
     }
 
     pub async fn send_message(&self, user: usize, n: u64, intended: Instant) {
+        self.send_to(CHANNEL, user, n, intended).await
+    }
+
+    /// A message from `user` to `channel`, topic `load <n mod 16>`.
+    pub async fn send_to(&self, channel: &str, user: usize, n: u64, intended: Instant) {
         let form = [
             ("type", "stream".to_owned()),
-            ("to", CHANNEL.to_owned()),
+            ("to", channel.to_owned()),
             ("topic", format!("load {}", n % 16)),
             ("content", format!("load message {n} from user {user}")),
         ];
@@ -409,6 +414,34 @@ pub async fn presence_schedule(env: &Arc<Env>, period: Duration, start: Instant,
     for t in tasks {
         let _ = t.await;
     }
+}
+
+/// Channel messages to `channel`, one every `every` from `start + every` until
+/// `until`, by the users in turn (a realm's share of senders); each is measured from
+/// its scheduled time, and the next goes at its own time whether or not the last was
+/// answered (open loop).
+pub async fn message_schedule(
+    env: &Arc<Env>,
+    channel: &str,
+    every: Duration,
+    start: Instant,
+    until: Instant,
+) {
+    let n = env.users.len().max(1) as u64;
+    let mut sends = tokio::task::JoinSet::new();
+    let mut at = start + every;
+    let mut k: u64 = 0;
+    while at < until {
+        tokio::time::sleep_until(at.into()).await;
+        let (env, channel) = (env.clone(), channel.to_owned());
+        // Spread over the realm: user 0, then one a prime stride further on.
+        let user = ((k * 7919) % n) as usize;
+        sends.spawn(async move { env.send_to(&channel, user, k, at).await });
+        k += 1;
+        at += every;
+        while sends.try_join_next().is_some() {}
+    }
+    while sends.join_next().await.is_some() {}
 }
 
 /// Request loops (`pacing`) over the users in turn, each request from `scenario`'s mix

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use hearth::realm::{Change, Cx, NewUser, Role, SystemClock, UserChange};
+use hearth::realm::channels::{pick_color, NewSubscription};
+use hearth::realm::{Change, ChannelChange, Cx, NewUser, Role, SystemClock, UserChange};
 use hearth::storage::DurabilityMode;
 use hearth::StartError;
 
@@ -30,6 +31,11 @@ pub struct PopulateArgs {
     /// those that exist already are kept, with their keys.
     #[arg(long)]
     pub users: usize,
+    /// Also subscribe every simulated user to this existing channel (by name), so
+    /// that messages sent to it reach their event queues (`hearth load
+    /// --messages-per-minute`).
+    #[arg(long)]
+    pub subscribe: Option<String>,
 }
 
 /// One simulated user's credentials.
@@ -136,7 +142,36 @@ pub fn populate(args: &PopulateArgs) -> Result<Vec<Credential>, StartError> {
         realm_store.append(chunk)?;
         chunk.iter().for_each(|c| realm.apply(c));
     }
-    if added > 0 {
+    let mut subscribed = 0;
+    if let Some(name) = &args.subscribe {
+        let Some(channel) = realm.channel_by_name(name) else {
+            store.durability.shutdown();
+            return Err(StartError::Realm(format!(
+                "no channel '{name}' in realm '{}'",
+                args.subdomain
+            )));
+        };
+        let channel_id = channel.id;
+        let subs: Vec<NewSubscription> = creds
+            .iter()
+            .filter_map(|c| realm.user_by_delivery_email(&c.email))
+            .filter(|u| !channel.is_subscribed(u.id))
+            .map(|u| NewSubscription {
+                channel_id,
+                user_id: u.id,
+                color: pick_color(&[]),
+            })
+            .collect();
+        subscribed = subs.len();
+        for chunk in subs.chunks(USERS_PER_RECORD) {
+            let change = [Change::Channel(ChannelChange::Subscribed {
+                subs: chunk.to_vec(),
+            })];
+            realm_store.append(&change)?;
+            change.iter().for_each(|c| realm.apply(c));
+        }
+    }
+    if added + subscribed > 0 {
         realm_store.snapshot(&realm)?;
     }
     drop(realm_store);
