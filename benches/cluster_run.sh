@@ -27,7 +27,8 @@
 # drivers send no `Accept-Encoding: gzip`; default: they ask for gzip, as browsers do,
 # and inflate the answers), MESSAGES_PER_MINUTE (channel messages a minute in each realm,
 # to #general, which every simulated user is subscribed to, by its users in turn: each
-# answers the parked polls of the whole realm; default 0.1, one every 10 minutes, so a
+# answers the parked polls of the whole realm; the first at a random point of the first
+# period, so realms spread theirs; default 0.1, one every 10 minutes, so a
 # realm of 100 sends as many messages as it has members every 1 000 minutes; 0: none), HEARTH and
 # HEARTH_TOOLS (the binaries; default the release build), WORK (a folder for the
 # nodes' data, nginx's prefix and the reports; default a new temporary one), NGINX
@@ -284,8 +285,12 @@ while any_alive "${DRIVER_PID[@]}"; do
     fi
     [ -n "$MEASURE0" ] && MEASURE1=$(sample)
   fi
+  # The timeline: a sample every ~10 s from the drivers' start to their end.
+  TICK=$((${TICK:-0} + 1))
+  [ $((TICK % 5)) -eq 1 ] && sample >>"$WORK/timeline.txt"
   sleep 2
 done
+sample >>"$WORK/timeline.txt"
 FAILED=0
 for ((d = 0; d < DRIVERS; d++)); do wait "${DRIVER_PID[d]}" || FAILED=1; done
 ENDED=$(date +%s.%N)
@@ -398,5 +403,25 @@ total = max(report["users"], 1)
 print(f"nginx peak RSS {int(nginx_kib) / 1024:.1f} MiB ({int(nginx_kib) / total:.2f} KiB per user); "
       f"drivers' peak RSS {int(driver_kib) / 1024:.1f} MiB ({int(driver_kib) / total:.2f} KiB per user)")
 EOF
+# Where the run's time went, ~10 s at a time: cores of the router, the nodes and the
+# drivers, the machine's busy share, and the requests nginx logged (its access log read
+# once, here, between the samples' offsets).
+python3 - "$WORK/timeline.txt" "$WORK/nginx/access.log" "$(getconf CLK_TCK)" "$STARTED" >"$WORK/timeline.tsv" <<'EOF' || true
+import sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 8]
+hz, started = float(sys.argv[3]), float(sys.argv[4])
+with open(sys.argv[2], "rb") as f:
+    log = f.read()
+print("from_start_s\trouter_cores\tnodes_cores\tdrivers_cores\tmachine_busy_pct\trequests_per_s")
+for a, b in zip(rows, rows[1:]):
+    dt = b[0] - a[0]
+    if dt <= 0:
+        continue
+    cores = [(b[i] - a[i]) / hz / dt for i in (1, 2, 7)]
+    busy = 100 * (b[3] - a[3]) / max(b[4] - a[4], 1)
+    reqs = log[int(a[6]):int(b[6])].count(b"\n") / dt
+    print(f"{b[0] - started:.0f}\t{cores[0]:.2f}\t{cores[1]:.2f}\t{cores[2]:.2f}\t{busy:.0f}\t{reqs:.0f}")
+EOF
+echo "timeline (~10 s steps: cores of router, nodes, drivers; machine busy; requests/s): $WORK/timeline.tsv"
 echo "reports: $WORK/all.json $WORK/all.html; drivers' own: $WORK/reports/"
 exit "$FAILED"

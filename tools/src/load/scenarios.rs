@@ -416,10 +416,11 @@ pub async fn presence_schedule(env: &Arc<Env>, period: Duration, start: Instant,
     }
 }
 
-/// Channel messages to `channel`, one every `every` from `start + every` until
-/// `until`, by the users in turn (a realm's share of senders); each is measured from
-/// its scheduled time, and the next goes at its own time whether or not the last was
-/// answered (open loop).
+/// Channel messages to `channel`, one every `every` until `until`, the first at a
+/// random point of the first period (realms driven at once spread their messages
+/// over it rather than all sending at `start + every`), by the users in turn (a
+/// realm's share of senders); each is measured from its scheduled time, and the next
+/// goes at its own time whether or not the last was answered (open loop).
 pub async fn message_schedule(
     env: &Arc<Env>,
     channel: &str,
@@ -429,7 +430,7 @@ pub async fn message_schedule(
 ) {
     let n = env.users.len().max(1) as u64;
     let mut sends = tokio::task::JoinSet::new();
-    let mut at = start + every;
+    let mut at = start + every.mul_f64(rand::random::<f64>());
     let mut k: u64 = 0;
     while at < until {
         tokio::time::sleep_until(at.into()).await;
