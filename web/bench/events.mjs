@@ -12,6 +12,8 @@ import { writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { chromium } from 'playwright-core';
 import { Server, devLogin } from '../e2e/lib.mjs';
+import { cpuIn } from './machine.mjs';
+import { TRACE_CATEGORIES, longTasks, printLongTasks } from './trace-tasks.mjs';
 
 const url = process.argv[2];
 if (!url) {
@@ -81,6 +83,18 @@ function stopRecording() {
 // frames that were due and not drawn.
 const VSYNC_MS = 1000 / 60;
 const droppedOf = (deltas) => deltas.reduce((n, d) => n + Math.max(0, Math.round(d / VSYNC_MS) - 1), 0);
+
+/** The machine's CPU over a span (µs on CLOCK_MONOTONIC), from machine.mjs's samples. */
+function printMachine(samples, t0, t1) {
+  if (samples === undefined) return;
+  const c = cpuIn(samples, t0, t1);
+  if (c === undefined) {
+    console.log('  machine: no samples around it');
+    return;
+  }
+  console.log(`  machine over the ${c.spanMs.toFixed(0)} ms of samples around it: ${c.busyPct.toFixed(0)} % of the cores busy (load ${c.load.split(' ').slice(0, 3).join(' ')}); CPU by process: ${c.procs.map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
+  console.log(`  Chromium's threads: ${c.threads.map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
+}
 
 function summary(name, r) {
   const over50 = r.deltas.filter((d) => d > 50).length;
@@ -193,15 +207,38 @@ try {
     await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
     await cdp.send('Profiler.start');
   }
-  // BENCH_TRACE: a DevTools timeline trace of the flood, summed by event name.
+  // BENCH_TRACE: a DevTools timeline trace of the flood (GC and sampled JavaScript
+  // stacks included; BENCH_TRACE_CATEGORIES names others), summed by event name, and
+  // what ran in every task over 50 ms (trace-tasks.mjs).
   let tracing;
   if (process.env.BENCH_TRACE) {
     tracing = cdp ?? await context.newCDPSession(page);
     const chunks = [];
     tracing.on('Tracing.dataCollected', (d) => chunks.push(...d.value));
     tracing.done = new Promise((r) => tracing.once('Tracing.tracingComplete', () => r(chunks)));
-    await tracing.send('Tracing.start', { categories: 'devtools.timeline,v8.execute', transferMode: 'ReportEvents' });
+    await tracing.send('Tracing.start', { categories: process.env.BENCH_TRACE_CATEGORIES ?? TRACE_CATEGORIES, transferMode: 'ReportEvents' });
   }
+  // BENCH_MACHINE=1 (and with BENCH_TRACE): the machine's CPU and its processes
+  // sampled every 100 ms through the flood (machine.mjs), to tell a long task the
+  // page made from one the machine did (another process on the cores).
+  let machine;
+  if (process.env.BENCH_MACHINE === '1' || process.env.BENCH_TRACE) {
+    machine = new Worker(new URL('./machine.mjs', import.meta.url), { workerData: { machine: true, interval: 100 } });
+    machine.samples = new Promise((r) => machine.once('message', r));
+  }
+  // The page's clock against CLOCK_MONOTONIC (µs, the trace's and the sampler's).
+  // The shortest of five round trips: the page read its clock within it.
+  const monoAt = async () => {
+    let best;
+    for (let k = 0; k < 5; k++) {
+      const t0 = process.hrtime.bigint();
+      const p = await page.evaluate(() => performance.now());
+      const t1 = process.hrtime.bigint();
+      if (best === undefined || t1 - t0 < best.trip) best = { trip: t1 - t0, at: Number((t0 + t1) / 2n / 1000n) - p * 1000 };
+    }
+    return best.at;
+  };
+  const pageMono = await monoAt();
   // BENCH_WORK=1: the page's work during the flood, counted rather than timed (the
   // frame rate depends on the machine's load; these counts do not): Chromium's
   // counters of style recalculations and layouts and their time (Performance.getMetrics)
@@ -251,6 +288,12 @@ try {
     firstId = started.firstId;
     lastId = started.lastId;
   }
+  let machineSamples;
+  if (machine !== undefined) {
+    machine.postMessage('stop');
+    machineSamples = await machine.samples;
+    await machine.terminate();
+  }
   if (tracing !== undefined) {
     await tracing.send('Tracing.end');
     const events = await tracing.done;
@@ -264,6 +307,9 @@ try {
     }
     console.log('main thread of the page during the flood, by trace event (inclusive, top 16):');
     for (const [k, v] of [...total].sort((a, b) => b[1] - a[1]).slice(0, 16)) console.log(`  ${v.toFixed(0).padStart(6)} ms  ${k}`);
+    const found = longTasks(events, 50);
+    printLongTasks(found);
+    for (const t of found) printMachine(machineSamples, t.ts, t.ts + t.ms * 1000);
   }
   if (cdp !== undefined) {
     const { profile } = await cdp.send('Profiler.stop');
@@ -290,7 +336,20 @@ try {
     if (!view) console.log(`the last message (${lastId}) did not show within 30 s`);
   }
   await page.waitForTimeout(500);
-  const flood = summary(`flood ${seconds} s`, await page.evaluate(stopRecording));
+  const floodRec = await page.evaluate(stopRecording);
+  const flood = summary(`flood ${seconds} s`, floodRec);
+  // The page's own long tasks (Long Tasks API) against the machine's CPU.
+  if (machineSamples !== undefined) {
+    for (const t of floodRec.longTasks) {
+      const t0 = pageMono + t.start * 1000;
+      console.log(`page long task: ${t.duration.toFixed(0)} ms at ${((t0 - machineSamples[0].t) / 1e6).toFixed(2)} s into the sampling (ts ${t0.toFixed(0)} µs)`);
+      printMachine(machineSamples, t0, t0 + t.duration * 1000);
+    }
+    const first = machineSamples[0];
+    const last = machineSamples[machineSamples.length - 1];
+    const whole = cpuIn(machineSamples, first.t, last.t);
+    if (whole !== undefined) console.log(`machine over the flood: ${whole.busyPct.toFixed(0)} % of both cores busy, load ${first.load.split(' ').slice(0, 3).join(' ')} → ${last.load.split(' ').slice(0, 3).join(' ')}; most CPU: ${whole.procs.slice(0, 5).map(([k, v]) => `${k} ${v} ms`).join(', ')}; Chromium's busiest threads: ${whole.threads.slice(0, 6).map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
+  }
   if (work) {
     const after = Object.fromEntries((await perf.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
     const d = (k) => (after[k] ?? 0) - (metricsBefore[k] ?? 0);
