@@ -97,20 +97,11 @@ fn presence_with_channel_messages_reaches_the_parked_polls() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let report = report_of(&json);
-    let op = |name: &str| {
-        report["ops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["op"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("no {name} in {report}"))
-    };
-    let sent = op("POST /messages");
+    let sent = op_of(&report, "POST /messages");
     // One every 0.2 s for the 4 s measured.
     assert!(sent["count"].as_u64().unwrap() >= 10, "{sent}");
     assert_eq!(sent["errors"], 0, "{sent}");
-    let polls = op("GET /events (long-poll)");
+    let polls = op_of(&report, "GET /events (long-poll)");
     // Each message answers the 40 users' polls (some answers carry several).
     assert!(polls["count"].as_u64().unwrap() >= 200, "{polls}");
     assert_eq!(polls["errors"], 0, "{polls}");
@@ -384,6 +375,17 @@ fn the_ceiling_runs_in_its_own_process_and_answers() {
         assert!(Instant::now() < until, "the ceiling did not stop");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// One operation's figures in a report.
+fn op_of(report: &serde_json::Value, name: &str) -> serde_json::Value {
+    report["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} in {report}"))
 }
 
 fn report_of(json: &Path) -> serde_json::Value {
@@ -819,19 +821,10 @@ fn realms_on_nodes_behind_nginx_are_driven_by_processes_of_several_realms() {
     // A message a second in each realm, to #general, which populate subscribed every
     // simulated user to: each answers its realm's 30 parked polls (the heartbeat is a
     // minute away).
-    let op = |name: &str| {
-        all["ops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["op"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("no {name} in {all}"))
-    };
-    let sent = op("POST /messages");
+    let sent = op_of(&all, "POST /messages");
     assert!(sent["count"].as_u64().unwrap() >= 12, "{sent}");
     assert_eq!(sent["errors"], 0, "{sent}");
-    let polls = op("GET /events (long-poll)");
+    let polls = op_of(&all, "GET /events (long-poll)");
     assert!(polls["count"].as_u64().unwrap() >= 120, "{polls}");
     assert!(work.path().join("all.html").is_file());
     assert!(stdout.contains("healthy (mean < 100 ms"), "{stdout}");
