@@ -86,7 +86,9 @@ ulimit -n "$(ulimit -Hn)"
 echo "work folder: $WORK; $REALMS realms x $USERS users on $NODES nodes; open files $(ulimit -n)"
 echo "started $(date -u '+%F %T') UTC; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# N distinct free ports: every socket is held until all are drawn (a port drawn and let
+# go at once may be handed out again for the next draw).
+free_ports() { python3 -c 'import socket,sys; s=[socket.socket() for _ in range(int(sys.argv[1]))]; [x.bind(("127.0.0.1",0)) for x in s]; print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"; }
 # One awk over every pid's file (a hundred drivers are sampled every 2 s: a process
 # per pid would cost a share of a core of its own); a process that is gone counts 0.
 proc_files() { local pid; for pid in "$@"; do echo "/proc/$pid/$FILE"; done; }
@@ -138,15 +140,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ROUTER_PORT=$(free_port)
+read -r -a PORTS <<<"$(free_ports $((2 * NODES + 1)))"
+ROUTER_PORT=${PORTS[2 * NODES]}
 declare -a NODE_HTTP NODE_ADMIN REALM_NODE
 
 # 1. The realms and their simulated users, on the stopped nodes' folders (one loop a
 # node, the nodes' at once: a thousand realms are a thousand pairs of processes).
 for ((n = 0; n < NODES; n++)); do
   mkdir -p "$WORK/node$n"
-  NODE_HTTP[n]=$(free_port)
-  NODE_ADMIN[n]=$(free_port)
+  NODE_HTTP[n]=${PORTS[2 * n]}
+  NODE_ADMIN[n]=${PORTS[2 * n + 1]}
 done
 mkdir -p "$WORK/credentials" "$WORK/reports"
 for ((r = 0; r < REALMS; r++)); do REALM_NODE[r]=$((r % NODES)); done
