@@ -93,9 +93,7 @@ fn presence_with_channel_messages_reaches_the_parked_polls() {
         ],
         Some(&json),
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    succeeded(&out);
     let report = report_of(&json);
     let sent = op_of(&report, "POST /messages");
     // One every 0.2 s for the 4 s measured.
@@ -263,19 +261,9 @@ fn fanout_reaches_every_poll() {
         ],
         Some(&json),
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let op = |name: &str| {
-        report["ops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["op"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("{name} in the report: {stdout}"))
-    };
+    succeeded(&out);
+    let report = report_of(&json);
+    let op = |name: &str| op_of(&report, name);
     let (last, each, sent) = (
         op("fan-out: status change to the last poll"),
         op("fan-out: status change to each poll"),
@@ -375,6 +363,15 @@ fn the_ceiling_runs_in_its_own_process_and_answers() {
         assert!(Instant::now() < until, "the ceiling did not stop");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The standard output of a command that must have succeeded (both outputs shown
+/// when it did not).
+fn succeeded(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stdout
 }
 
 /// One operation's figures in a report.
@@ -772,9 +769,7 @@ fn realms_on_nodes_behind_nginx_are_driven_by_processes_of_several_realms() {
         .env("MESSAGES_PER_MINUTE", "60")
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("2 driver processes, up to 2 realms (60 users) each"),
         "{stdout}"
