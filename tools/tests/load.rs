@@ -110,6 +110,21 @@ fn presence_with_channel_messages_reaches_the_parked_polls() {
     );
 }
 
+/// A message rate below zero, or not a number, is refused before anything starts.
+#[test]
+fn a_negative_or_unnumbered_message_rate_is_refused() {
+    for rate in ["-1", "NaN", "inf"] {
+        let arg = format!("--messages-per-minute={rate}");
+        let out = load(&["--scenario", "presence", "--users", "5", &arg], None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{rate}: {stderr}");
+        assert!(
+            stderr.contains("--messages-per-minute must be zero or more"),
+            "{rate}: {stderr}"
+        );
+    }
+}
+
 /// Two drivers at once, one making its connections from two other loopback
 /// addresses, merged into one report (`--merge`): answers, users and errors add up,
 /// each latency percentile lies between the drivers' own, the HTML page is written,
