@@ -100,7 +100,6 @@ rss_kib() { # VmRSS of the given pids, summed
   [ $# -gt 0 ] || { echo 0; return; }
   FILE=status proc_files "$@" | { xargs cat 2>/dev/null || true; } | awk '/^VmRSS/ {t += $2} END {print t + 0}'
 }
-open_files() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 # The machine's busy, total and niced jiffies (all cores), from /proc/stat.
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8, $3}' /proc/stat; }
 # Whether the time now is past `$1` (seconds since the epoch; awk, not python, in the
@@ -243,9 +242,38 @@ done
 # RSS peaks (and the nodes' open files at their peaks) while the drivers run, sampled
 # every 2 s; CPU, the machine's busy time and nginx's logged requests at the start and
 # the end of the measured part.
-declare -a NODE_PEAK NODE_FILES
-NGINX_PEAK=0
-DRIVER_PEAK=0
+# The RSS peaks are kept by one Python process reading /proc itself: the shell tools
+# it replaces (three processes a pid every 2 s) took ~4 % of the machine at 100 000.
+python3 - "$WORK/peaks.txt" "$WORK/peaks.stop" "${NODE_PID[*]}" "${NGINX_PIDS[*]}" "${DRIVER_PID[*]}" <<'EOF' &
+import os, sys, time
+out, stop, nodes, nginx, drivers = sys.argv[1], sys.argv[2], *(a.split() for a in sys.argv[3:])
+def rss(pid):  # KiB; 0 for a process that is gone
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(l.split()[1]) for l in f if l.startswith("VmRSS")), 0)
+    except OSError:
+        return 0
+def files(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return "?"
+node_peak, node_files, nginx_peak, driver_peak = [0] * len(nodes), ["?"] * len(nodes), 0, 0
+while not os.path.exists(stop):
+    for i, pid in enumerate(nodes):
+        v = rss(pid)
+        if v > node_peak[i]:
+            node_peak[i], node_files[i] = v, files(pid)
+    nginx_peak = max(nginx_peak, sum(map(rss, nginx)))
+    driver_peak = max(driver_peak, sum(map(rss, drivers)))
+    time.sleep(2)
+with open(out, "w") as f:
+    print(" ".join(map(str, node_peak)), file=f)
+    print(" ".join(map(str, node_files)), file=f)
+    print(nginx_peak, driver_peak, file=f)
+EOF
+PEAKS_PID=$!
+PIDS+=("$PEAKS_PID")
 RAMPED=""
 MEASURE0=""
 MEASURE1=""
@@ -255,17 +283,6 @@ sample() { # time, router ticks, node ticks, machine busy, total and niced, ngin
   echo "$(date +%s.%N) $(cpu_ticks "${NGINX_PIDS[@]}") $(cpu_ticks "${NODE_PID[@]}") $(machine_ticks) $(logged_bytes) $(cpu_ticks "${DRIVER_PID[@]}")"
 }
 while any_alive "${DRIVER_PID[@]}"; do
-  for ((n = 0; n < NODES; n++)); do
-    v=$(rss_kib "${NODE_PID[n]}")
-    if [ "$v" -gt "${NODE_PEAK[n]:-0}" ]; then
-      NODE_PEAK[n]=$v
-      NODE_FILES[n]=$(open_files "${NODE_PID[n]}")
-    fi
-  done
-  v=$(rss_kib $(pgrep -P "$NGINX_PID" || true) "$NGINX_PID")
-  [ "$v" -gt "$NGINX_PEAK" ] && NGINX_PEAK=$v
-  v=$(rss_kib "${DRIVER_PID[@]}")
-  [ "$v" -gt "$DRIVER_PEAK" ] && DRIVER_PEAK=$v
   # Ramp-up: every realm past its set-up (its users' queues registered).
   if [ -z "$RAMPED" ] && [ "$(cat "$WORK"/reports/d*.txt 2>/dev/null | grep -c 'the warm-up starts')" -ge "$REALMS" ]; then
     RAMPED=$(python3 -c "import time; print(f'{time.time() - $STARTED:.1f}')")
@@ -294,6 +311,10 @@ while any_alive "${DRIVER_PID[@]}"; do
   sleep 2
 done
 sample >>"$WORK/timeline.txt"
+touch "$WORK/peaks.stop"
+wait "$PEAKS_PID" || true
+{ read -r -a NODE_PEAK; read -r -a NODE_FILES; read -r NGINX_PEAK DRIVER_PEAK; } <"$WORK/peaks.txt" ||
+  { echo "no RSS peaks were sampled" >&2; NGINX_PEAK=0; DRIVER_PEAK=0; }
 FAILED=0
 # A driver that ran to its end but whose own share missed a threshold (a p99 over its
 # twenty messages is its slowest one) has written its report: the merged report, over
@@ -414,6 +435,34 @@ except OSError:
     pass
 for op, (count, size) in sorted(ops.items(), key=lambda kv: -kv[1][0]):
     print(f"  nginx passed {op}: {count}, mean answer {size / count / 1024:.1f} KiB")
+# Where an answered request's time went over the measured part: its whole time at the
+# router (from its first byte read to its last written) against its node's answer
+# time. A tail at the router alone is a wait for a core or in nginx, not in a node.
+def pct(xs, q):
+    return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000 if xs else float("nan")
+if m0 and m1 and m0 != m1:
+    timed = {}
+    with open(access, "rb") as f:
+        f.seek(int(a[6]))
+        for line in f.read(int(b[6] - a[6])).decode(errors="replace").splitlines():
+            parts = line.split('"')
+            try:
+                method, target = parts[1].split()[:2]
+                router_s, node_s = parts[-1].split()[:2]
+                t = timed.setdefault(f"{method} {target.split('?')[0]}", ([], []))
+                t[0].append(float(router_s))
+                t[1].append(float(node_s))
+            except (IndexError, ValueError):
+                continue
+    for op, (router, node) in sorted(timed.items(), key=lambda kv: -len(kv[1][0])):
+        if op.endswith("/events") and op.startswith("GET"):
+            continue  # parked: its time is the wait for an event
+        router.sort()
+        node.sort()
+        print(f"  measured part, {op} ({len(router)}): at the router mean "
+              f"{1000 * sum(router) / len(router):.1f} ms, p50 {pct(router, .5):.1f}, "
+              f"p99 {pct(router, .99):.1f}; at its node mean {1000 * sum(node) / len(node):.1f} ms, "
+              f"p50 {pct(node, .5):.1f}, p99 {pct(node, .99):.1f}")
 total = max(report["users"], 1)
 print(f"nginx peak RSS {int(nginx_kib) / 1024:.1f} MiB ({int(nginx_kib) / total:.2f} KiB per user); "
       f"drivers' peak RSS {int(driver_kib) / 1024:.1f} MiB ({int(driver_kib) / total:.2f} KiB per user)")
@@ -427,20 +476,38 @@ rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if len(l.split())
 hz, started = float(sys.argv[3]), float(sys.argv[4])
 with open(sys.argv[2], "rb") as f:
     log = f.read()
-print("from_start_s\trouter_cores\tnodes_cores\tdrivers_cores\tmachine_busy_pct\trequests_per_s")
+def ping_p99(piece):
+    # The presence pings' p99 in ms, at the router and at their nodes (nginx's timings).
+    router, node = [], []
+    for line in piece.decode(errors="replace").splitlines():
+        parts = line.split('"')
+        if len(parts) > 2 and "/users/me/presence " in parts[1]:
+            try:
+                r, n = parts[-1].split()[:2]
+                router.append(float(r))
+                node.append(float(n))
+            except ValueError:
+                continue
+    p = lambda xs: f"{sorted(xs)[int(0.99 * (len(xs) - 1))] * 1000:.0f}" if xs else "-"
+    return p(router), p(node)
+print("from_start_s\trouter_cores\tnodes_cores\tdrivers_cores\tmachine_busy_pct\trequests_per_s"
+      "\tping_p99_router_ms\tping_p99_node_ms")
 for a, b in zip(rows, rows[1:]):
     dt = b[0] - a[0]
     if dt <= 0:
         continue
     cores = [(b[i] - a[i]) / hz / dt for i in (1, 2, 7)]
     busy = 100 * (b[3] - a[3]) / max(b[4] - a[4], 1)
-    reqs = log[int(a[6]):int(b[6])].count(b"\n") / dt
-    print(f"{b[0] - started:.0f}\t{cores[0]:.2f}\t{cores[1]:.2f}\t{cores[2]:.2f}\t{busy:.0f}\t{reqs:.0f}")
+    piece = log[int(a[6]):int(b[6])]
+    reqs = piece.count(b"\n") / dt
+    router_p99, node_p99 = ping_p99(piece)
+    print(f"{b[0] - started:.0f}\t{cores[0]:.2f}\t{cores[1]:.2f}\t{cores[2]:.2f}\t{busy:.0f}\t{reqs:.0f}"
+          f"\t{router_p99}\t{node_p99}")
 EOF
 if [ "${#DRIVER_VERDICTS[@]}" -gt 0 ]; then
   echo "drivers whose own share missed a threshold (the merged report above judges the run):"
   printf '%s\n' "${DRIVER_VERDICTS[@]}"
 fi
-echo "timeline (~10 s steps: cores of router, nodes, drivers; machine busy; requests/s): $WORK/timeline.tsv"
+echo "timeline (~10 s steps: cores of router, nodes, drivers; machine busy; requests/s; pings' p99 at the router and at their nodes): $WORK/timeline.tsv"
 echo "reports: $WORK/all.json $WORK/all.html; drivers' own: $WORK/reports/"
 exit "$FAILED"

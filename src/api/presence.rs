@@ -77,12 +77,15 @@ async fn presence_response(
     Ok(response.body(SizedStream::new(len, stream)))
 }
 
-/// The listing a query asks for; a full listing that is not cached is rendered on the
-/// blocking pool (its cost grows with the realm).
+/// The listing a query asks for; one that is neither cached nor of a small realm is
+/// rendered on the blocking pool (its cost grows with the realm).
 async fn listing(req: &ApiRequest, q: PresenceQuery, now: i64) -> ApiResult<Listing> {
     let (realm, presence) = (req.hub.current(), req.hub.presence().clone());
     if let Some(hit) = presence.cached(&realm, q, now) {
         return Ok(hit);
+    }
+    if presence.renders_inline() {
+        return Ok(presence.listing(&realm, q, now));
     }
     web::block(move || presence.listing(&realm, q, now))
         .await

@@ -107,8 +107,28 @@ impl std::fmt::Debug for Listing {
     }
 }
 
-/// Text of this size or less is compressed for each answer that sends it.
+/// Text of this size or less is compressed for each answer that sends it, and a shared
+/// piece of it is compressed at the per-answer level (see `shared_piece`).
 const SMALL_TEXT: usize = 16 * 1024;
+
+/// A realm with at most this many presence entries has its listings rendered on the
+/// HTTP worker: a few hundred rows render and compress in tens of microseconds, less
+/// than a hand-off to the blocking pool costs.
+pub const INLINE_ENTRIES: usize = CHUNK as usize;
+
+/// A shared piece of `text`. A small one is compressed at the per-answer level: in a
+/// small realm the newest chunks and the full listing change with nearly every ping,
+/// so their pieces are sent about as often as they are made, and level 6 costs twice
+/// level 1 there for a fifth fewer bytes. A large one (a big realm's full listing,
+/// served to many answers between changes) is compressed at the shared level.
+fn shared_piece(text: &[u8]) -> Piece {
+    let level = if text.len() <= SMALL_TEXT {
+        gzip::per_answer_level()
+    } else {
+        gzip::shared_level()
+    };
+    Piece::new(text, level)
+}
 
 impl Listing {
     /// Whether `gzip_pieces` costs no more than a few small compressions (else run it
@@ -116,7 +136,7 @@ impl Listing {
     pub fn gzip_ready(&self) -> bool {
         match &self.source {
             Source::Own => self.presences.len() <= SMALL_TEXT,
-            Source::Cached(c) => c.gz.get().is_some(),
+            Source::Cached(c) => c.gz.get().is_some() || c.listing.presences.len() <= SMALL_TEXT,
             Source::Chunks(chunks) => chunks
                 .iter()
                 .all(|c| c.gz.get().is_some() || c.bytes.len() <= SMALL_TEXT),
@@ -130,7 +150,7 @@ impl Listing {
             Source::Own => vec![Piece::new(&self.presences, gzip::per_answer_level())],
             Source::Cached(c) => vec![c
                 .gz
-                .get_or_init(|| Piece::new(&c.listing.presences, gzip::shared_level()))
+                .get_or_init(|| shared_piece(&c.listing.presences))
                 .clone()],
             Source::Chunks(chunks) => {
                 let mut pieces = Vec::with_capacity(chunks.len() * 2 + 1);
@@ -198,9 +218,7 @@ struct Chunk {
 
 impl Chunk {
     fn piece(&self) -> Piece {
-        self.gz
-            .get_or_init(|| Piece::new(&self.bytes, gzip::shared_level()))
-            .clone()
+        self.gz.get_or_init(|| shared_piece(&self.bytes)).clone()
     }
 }
 
@@ -359,6 +377,12 @@ impl RealmPresence {
     /// One user's entry.
     pub fn get(&self, user: UserId) -> Option<PresenceEntry> {
         lock(&self.state).entries.get(&user).copied()
+    }
+
+    /// Whether a listing of this realm is cheap enough to render on the HTTP worker (at
+    /// most `INLINE_ENTRIES` entries).
+    pub fn renders_inline(&self) -> bool {
+        lock(&self.state).entries.len() <= INLINE_ENTRIES
     }
 
     /// The realm's presence sequence (0: nothing ever changed).
@@ -781,6 +805,68 @@ mod tests {
         let later = now + 14 * DAY_SECS + 35;
         let old = json(&p.listing(&realm, PresenceQuery::default(), later));
         assert_eq!(old.as_object().map(|m| m.len()), Some(1), "{old}");
+    }
+
+    #[test]
+    fn a_small_realm_renders_inline_and_its_small_pieces_at_the_fast_level() {
+        let p = RealmPresence::new(Arc::new(ManualClock::new(1_800_000_000_000)));
+        let now = 1_800_000_000;
+        for user in 0..INLINE_ENTRIES as UserId {
+            p.ping(user + 1_000_000, now, PresenceStatus::Active);
+        }
+        assert!(p.renders_inline());
+        p.ping(2_000_000, now, PresenceStatus::Active);
+        assert!(
+            !p.renders_inline(),
+            "one entry more goes to the blocking pool"
+        );
+
+        // A small shared piece costs what a per-answer one does, and decompresses to
+        // its text; a large one is compressed harder.
+        let entries = |n: u64| {
+            (0..n)
+                .map(|i| {
+                    format!(
+                        r#""{}":{{"active_timestamp":{},"idle_timestamp":{}}}"#,
+                        1000 + i * 7,
+                        1_800_000_000 + i * 13 % 61,
+                        1_800_000_000 + i * 17 % 59
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+                .into_bytes()
+        };
+        let (small, large) = (entries(100), entries(400));
+        assert!(small.len() <= SMALL_TEXT && large.len() > SMALL_TEXT);
+        let sized = |text: &[u8], level| {
+            let mut j = gzip::Joined::new();
+            j.push(&Piece::new(text, level));
+            j.finish().iter().map(Bytes::len).sum::<usize>()
+        };
+        let joined_len = |piece: &Piece| {
+            let mut j = gzip::Joined::new();
+            j.push(piece);
+            let parts = j.finish();
+            let body: Vec<u8> = parts.iter().flat_map(|b| b.iter().copied()).collect();
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut text)
+                .expect("gzip");
+            (body.len(), text)
+        };
+        // The two levels differ on both texts, so the sizes tell which was used.
+        for text in [&small, &large] {
+            assert_ne!(
+                sized(text, gzip::per_answer_level()),
+                sized(text, gzip::shared_level())
+            );
+        }
+        let (len, text) = joined_len(&shared_piece(&small));
+        assert_eq!(text, small);
+        assert_eq!(len, sized(&small, gzip::per_answer_level()));
+        let (len, text) = joined_len(&shared_piece(&large));
+        assert_eq!(text, large);
+        assert_eq!(len, sized(&large, gzip::shared_level()));
     }
 
     #[test]

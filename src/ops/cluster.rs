@@ -300,7 +300,13 @@ impl Placement {
              events {{\n    worker_connections {connections};\n}}\n\
              \n\
              http {{\n    \
-             access_log access.log;\n    \
+             # The combined format and two timings, in seconds: the request's whole time\n    \
+             # here and its node's answer time (`-` where nginx answered itself). Written\n    \
+             # in 64 KiB pieces, at least every second.\n    \
+             log_format hearth '$remote_addr - $remote_user [$time_local] \"$request\" '\n                      \
+             '$status $body_bytes_sent \"$http_referer\" \"$http_user_agent\" '\n                      \
+             '$request_time $upstream_response_time';\n    \
+             access_log access.log hearth buffer=64k flush=1s;\n    \
              client_body_temp_path client_body_temp;\n    \
              proxy_temp_path proxy_temp;\n    \
              fastcgi_temp_path fastcgi_temp;\n    \
@@ -548,7 +554,13 @@ events {
 }
 
 http {
-    access_log access.log;
+    # The combined format and two timings, in seconds: the request's whole time
+    # here and its node's answer time (`-` where nginx answered itself). Written
+    # in 64 KiB pieces, at least every second.
+    log_format hearth '$remote_addr - $remote_user [$time_local] "$request" '
+                      '$status $body_bytes_sent "$http_referer" "$http_user_agent" '
+                      '$request_time $upstream_response_time';
+    access_log access.log hearth buffer=64k flush=1s;
     client_body_temp_path client_body_temp;
     proxy_temp_path proxy_temp;
     fastcgi_temp_path fastcgi_temp;
