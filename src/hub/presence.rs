@@ -56,6 +56,16 @@ const CHUNK: u64 = 256;
 pub const FLUSH_INTERVAL_MS: i64 = 60_000;
 const DAY_SECS: i64 = 24 * 60 * 60;
 
+/// Realm presences made in this process: their flushes' phases (`RealmPresence::new`).
+static REALMS_MADE: AtomicU64 = AtomicU64::new(0);
+/// The golden ratio's fraction: successive multiples of it, modulo 1, spread evenly.
+const GOLDEN_FRACTION: f64 = 0.618_033_988_749_895;
+
+/// How far into its flush interval the `n`th realm presence of the process starts.
+fn flush_phase_ms(n: u64) -> i64 {
+    ((n as f64 * GOLDEN_FRACTION).fract() * FLUSH_INTERVAL_MS as f64) as i64
+}
+
 /// What a listing asks for (`POST /users/me/presence`, `GET /realm/presence`,
 /// `/register`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -267,6 +277,11 @@ impl RealmPresence {
     /// An empty presence, in memory until `attach`.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         let now = clock.now_ms();
+        // The realms of a node flush at phases spread over the interval (each one's
+        // number times the golden ratio, modulo 1), not all in the same second: every
+        // flush ends in a checkpoint of the node's database, and a hundred at once hold
+        // up the commits of message writes queued behind them.
+        let phase = flush_phase_ms(REALMS_MADE.fetch_add(1, Ordering::Relaxed));
         RealmPresence {
             clock,
             state: Mutex::new(State {
@@ -278,7 +293,7 @@ impl RealmPresence {
             }),
             cache: Mutex::new([None, None]),
             tree: Mutex::new(None),
-            last_flush_ms: AtomicI64::new(now),
+            last_flush_ms: AtomicI64::new(now - phase),
             flushing: AtomicBool::new(false),
             written: AtomicU64::new(0),
         }
@@ -867,6 +882,26 @@ mod tests {
         let (len, text) = joined_len(&shared_piece(&large));
         assert_eq!(text, large);
         assert_eq!(len, sized(&large, gzip::shared_level()));
+    }
+
+    #[test]
+    fn the_realms_of_a_node_flush_at_phases_spread_over_the_interval() {
+        // 91 realms (a node of the 100,000 run): no gap between their phases is over 3 s
+        // (one phase for all would leave a gap of the whole interval).
+        let mut phases: Vec<i64> = (0..91).map(flush_phase_ms).collect();
+        phases.sort_unstable();
+        assert!(phases.iter().all(|p| (0..FLUSH_INTERVAL_MS).contains(p)));
+        let widest = phases
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .chain([phases[0] + FLUSH_INTERVAL_MS - phases[90]])
+            .max();
+        assert!(widest.is_some_and(|g| g <= 3_000), "{widest:?} {phases:?}");
+        // A new presence's first flush is due within one interval.
+        let clock = ManualClock::new(1_800_000_000_000);
+        let p = RealmPresence::new(Arc::new(clock));
+        let last = p.last_flush_ms.load(Ordering::SeqCst);
+        assert!((1_800_000_000_000 - FLUSH_INTERVAL_MS + 1..=1_800_000_000_000).contains(&last));
     }
 
     #[test]
