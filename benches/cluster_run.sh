@@ -50,7 +50,8 @@
 # process, whose realms are as many as fit (at least one), so 100 000 users take a
 # dozen processes whatever the realms' size. One loopback source address reaches the
 # router's port with about 28 000 connections: each driver uses two addresses of its
-# own (127.0.<driver+1>.1 and .2).
+# own (127.0.<driver+1>.1 and .2), and nginx's connections to the nodes leave from four
+# (127.0.100.1–4, the placement's `source_addresses`), which the nodes trust as proxies.
 #
 # A driver that has not ended DRIVER_GRACE seconds (default 300) after its expected
 # end (its set-up, WARMUP and DURATION) is stopped and named; its report is then
@@ -170,11 +171,13 @@ for pid in "${SETUP_PIDS[@]}"; do wait "$pid" || { echo "realm set-up failed (se
 echo "realms set up $(date -u '+%T') UTC"
 
 # 2. The router: placement, configuration, nginx.
+ROUTER_SOURCES=(127.0.100.1 127.0.100.2 127.0.100.3 127.0.100.4)
 {
   echo "[router]"
   echo "listen = \"127.0.0.1:$ROUTER_PORT\""
   echo "domain = \"$DOMAIN\""
   echo "clients = $((REALMS * USERS))"
+  echo "source_addresses = [$(printf '"%s", ' "${ROUTER_SOURCES[@]}" | sed 's/, $//')]"
   for ((n = 0; n < NODES; n++)); do
     echo "[nodes.n$n]"
     echo "http = \"127.0.0.1:${NODE_HTTP[n]}\""
@@ -197,7 +200,7 @@ declare -a NODE_PID
 for ((n = 0; n < NODES; n++)); do
   RUST_LOG=${NODE_LOG:-warn} HEARTH_METRICS_BIND=off "$HEARTH" serve --data "$WORK/node$n" \
     --bind "127.0.0.1:${NODE_HTTP[n]}" --admin-bind "127.0.0.1:${NODE_ADMIN[n]}" \
-    --trusted-proxy 127.0.0.1 >"$WORK/node$n.log" 2>&1 &
+    --trusted-proxy 127.0.100.0/24 >"$WORK/node$n.log" 2>&1 &
   NODE_PID[n]=$!
   PIDS+=("${NODE_PID[n]}")
 done

@@ -9,6 +9,9 @@
 //! [router]
 //! listen = "127.0.0.1:8080"
 //! domain = "chat.example.test"   # realm "acme" at acme.chat.example.test, "" at the domain
+//! # Optional: nginx's connections to the nodes leave from these addresses in turn
+//! # (start the nodes with --trusted-proxy covering them).
+//! source_addresses = ["127.0.100.1", "127.0.100.2"]
 //!
 //! [nodes.a]
 //! http = "127.0.0.1:9991"
@@ -45,6 +48,13 @@ pub struct Router {
     /// (default `DEFAULT_CLIENTS`): sizes nginx's workers (`RouterSizing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<u64>,
+    /// Addresses nginx's connections to the nodes leave from, in turn (default: the
+    /// system's choice, one address). Each gives every node its own ephemeral ports:
+    /// one address has ~28,000 towards a node, counting those closed in the last
+    /// minute (TIME_WAIT), which a node's held polls and a burst of reconnections can
+    /// use up. The nodes must trust them (`--trusted-proxy`) for `X-Forwarded-For`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_addresses: Vec<std::net::IpAddr>,
 }
 
 /// Clients a router is sized for when the placement does not say.
@@ -170,6 +180,17 @@ impl Placement {
                 "[router] domain: '{}' is not a domain name such as chat.example.test",
                 self.router.domain
             ));
+        }
+        let mut sources = std::collections::BTreeSet::new();
+        for a in &self.router.source_addresses {
+            if !sources.insert(a) {
+                return Err(format!("[router] source_addresses: {a} is named twice"));
+            }
+            if a.is_unspecified() || a.is_multicast() {
+                return Err(format!(
+                    "[router] source_addresses: {a} is not an address of this machine"
+                ));
+            }
         }
         if self.nodes.is_empty() {
             return Err("no [nodes.NAME] section: name at least one node".into());
@@ -351,11 +372,11 @@ impl Placement {
                 Self::upstream(node)
             );
         }
+        let _ = writeln!(w, "    }}\n");
+        let bind = self.write_source_addresses(w);
         let _ = writeln!(
             w,
-            "    }}\n\
-             \n    \
-             server {{\n        \
+            "    server {{\n        \
              # A listening socket per worker: the kernel spreads new connections over\n        \
              # the workers (one socket shared by all hands them to whichever wakes first,\n        \
              # and one worker can run out of connections while others are idle).\n        \
@@ -368,7 +389,7 @@ impl Placement {
              proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n        \
              proxy_set_header X-Forwarded-Proto $scheme;\n        \
              proxy_read_timeout {read_timeout}s;\n        \
-             proxy_send_timeout {read_timeout}s;\n        \
+             proxy_send_timeout {read_timeout}s;\n{bind}        \
              # hearth's answer for a Host of no realm.\n        \
              if ($hearth_upstream = \"\") {{\n            \
              return 404 '{{\"result\":\"error\",\"msg\":\"Invalid subdomain\",\"code\":\"NONEXISTENT_SUBDOMAIN\"}}';\n        \
@@ -391,6 +412,31 @@ impl Placement {
             listen = self.router.listen,
         );
         c
+    }
+}
+
+impl Placement {
+    /// The `split_clients` that spreads connections to the nodes over the source
+    /// addresses, when there are any; returns the server's `proxy_bind` line for it.
+    fn write_source_addresses(&self, w: &mut String) -> String {
+        let sources = &self.router.source_addresses;
+        if sources.is_empty() {
+            return String::new();
+        }
+        let _ = writeln!(
+            w,
+            "    # Connections to the nodes leave from these addresses in turn (by client\n    \
+             # address and port), each with its own source ports towards every node; the\n    \
+             # nodes trust them as proxies (--trusted-proxy).\n    \
+             split_clients \"$remote_addr$remote_port\" $hearth_source {{"
+        );
+        // Equal shares in hundredths of a percent, the last one taking what is left.
+        let share = 10_000 / sources.len();
+        for a in &sources[..sources.len() - 1] {
+            let _ = writeln!(w, "        {}.{:02}% {a};", share / 100, share % 100);
+        }
+        let _ = writeln!(w, "        * {};\n    }}\n", sources[sources.len() - 1]);
+        "        proxy_bind $hearth_source;\n".to_owned()
     }
 }
 
@@ -485,6 +531,43 @@ zeta = "b-2"
             "[router]\nlisten = \"127.0.0.1:1\"\ndomain = \"x.test\"\n[nodes]\n",
             "no [nodes.NAME]",
         );
+    }
+
+    #[test]
+    fn source_addresses_spread_the_connections_to_the_nodes() {
+        let with = |addrs: &str| {
+            EXAMPLE.replace(
+                "[router]\n",
+                &format!("[router]\nsource_addresses = [{addrs}]\n"),
+            )
+        };
+        let p = Placement::parse(&with(r#""127.0.100.1", "127.0.100.2", "::1""#)).unwrap();
+        let config = p.nginx_config_for(RouterSizing::new(DEFAULT_CLIENTS, 20_000));
+        let split = "    split_clients \"$remote_addr$remote_port\" $hearth_source {\n        \
+                     33.33% 127.0.100.1;\n        33.33% 127.0.100.2;\n        * ::1;\n    }\n";
+        assert!(config.contains(split), "{config}");
+        assert!(
+            config.contains("\n        proxy_bind $hearth_source;\n"),
+            "{config}"
+        );
+        // The placement keeps them.
+        assert_eq!(Placement::parse(&p.to_toml().unwrap()).unwrap(), p);
+        // One address takes every connection.
+        let one = Placement::parse(&with(r#""127.0.100.1""#)).unwrap();
+        let config = one.nginx_config_for(RouterSizing::new(DEFAULT_CLIENTS, 20_000));
+        assert!(config.contains("$hearth_source {\n        * 127.0.100.1;\n    }"));
+        // Without them, no proxy_bind (the golden text).
+        let none = Placement::parse(EXAMPLE).unwrap();
+        assert!(!none.nginx_config().contains("proxy_bind"));
+        refused(
+            &with(r#""127.0.100.1", "127.0.100.1""#),
+            "[router] source_addresses: 127.0.100.1 is named twice",
+        );
+        refused(
+            &with(r#""0.0.0.0""#),
+            "[router] source_addresses: 0.0.0.0 is not an address of this machine",
+        );
+        refused(&with(r#""localhost""#), "source_addresses");
     }
 
     #[test]

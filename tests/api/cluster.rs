@@ -122,7 +122,7 @@ impl Node {
             "--admin-bind",
             "127.0.0.1:0",
             "--trusted-proxy",
-            "127.0.0.1",
+            ROUTER_SOURCES_NET,
         ];
         args.extend_from_slice(extra);
         let mut all = vec![("RUST_LOG", "info")];
@@ -199,13 +199,23 @@ pub(crate) fn host(realm: &str) -> String {
     }
 }
 
+/// Where the test router's connections to the nodes leave from (`source_addresses`),
+/// and the network the nodes trust as proxies: the test clients' own addresses
+/// (127.0.0.x) are outside it.
+const ROUTER_SOURCES: [&str; 2] = ["127.0.100.1", "127.0.100.2"];
+const ROUTER_SOURCES_NET: &str = "127.0.100.0/24";
+
 pub(crate) fn write_placement(
     path: &Path,
     port: u16,
     nodes: &[(&str, &Node)],
     realms: &[(&str, &str)],
 ) {
-    let mut text = format!("[router]\nlisten = \"127.0.0.1:{port}\"\ndomain = \"{DOMAIN}\"\n\n");
+    let mut text = format!(
+        "[router]\nlisten = \"127.0.0.1:{port}\"\ndomain = \"{DOMAIN}\"\n\
+         source_addresses = [{}]\n\n",
+        ROUTER_SOURCES.map(|a| format!("\"{a}\"")).join(", ")
+    );
     for (name, node) in nodes {
         text += &format!(
             "[nodes.{name}]\nhttp = \"{}\"\nadmin = \"{}\"\n\n",
