@@ -212,6 +212,19 @@ impl Placement {
             }
             claim(format!("[nodes.{name}] http"), &node.http)?;
             claim(format!("[nodes.{name}] admin"), &node.admin)?;
+            // nginx cannot bind a connection to a node of another address family.
+            let http = address("", &node.http)?;
+            if let Some(a) = self
+                .router
+                .source_addresses
+                .iter()
+                .find(|a| a.is_ipv4() != http.is_ipv4())
+            {
+                return Err(format!(
+                    "[router] source_addresses: {a} cannot reach [nodes.{name}] http {http} \
+                     (another address family)"
+                ));
+            }
         }
         for (realm, node) in &self.realms {
             if !realm.is_empty() && !is_label(realm) {
@@ -413,9 +426,7 @@ impl Placement {
         );
         c
     }
-}
 
-impl Placement {
     /// The `split_clients` that spreads connections to the nodes over the source
     /// addresses, when there are any; returns the server's `proxy_bind` line for it.
     fn write_source_addresses(&self, w: &mut String) -> String {
@@ -541,10 +552,11 @@ zeta = "b-2"
                 &format!("[router]\nsource_addresses = [{addrs}]\n"),
             )
         };
-        let p = Placement::parse(&with(r#""127.0.100.1", "127.0.100.2", "::1""#)).unwrap();
+        let three = r#""127.0.100.1", "127.0.100.2", "127.0.100.3""#;
+        let p = Placement::parse(&with(three)).unwrap();
         let config = p.nginx_config_for(RouterSizing::new(DEFAULT_CLIENTS, 20_000));
         let split = "    split_clients \"$remote_addr$remote_port\" $hearth_source {\n        \
-                     33.33% 127.0.100.1;\n        33.33% 127.0.100.2;\n        * ::1;\n    }\n";
+                     33.33% 127.0.100.1;\n        33.33% 127.0.100.2;\n        * 127.0.100.3;\n    }\n";
         assert!(config.contains(split), "{config}");
         assert!(
             config.contains("\n        proxy_bind $hearth_source;\n"),
@@ -568,6 +580,11 @@ zeta = "b-2"
             "[router] source_addresses: 0.0.0.0 is not an address of this machine",
         );
         refused(&with(r#""localhost""#), "source_addresses");
+        refused(
+            &with(r#""127.0.100.1", "::1""#),
+            "[router] source_addresses: ::1 cannot reach [nodes.a] http 127.0.0.1:9991 \
+             (another address family)",
+        );
     }
 
     #[test]
