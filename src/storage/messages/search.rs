@@ -286,14 +286,10 @@ impl SearchIndex {
         if w.dirty || (w.pending.is_empty() && !w.in_flight) {
             return;
         }
-        match write_durably(&self.dir, DIRTY_FILE, b"") {
-            Ok(()) => w.dirty = true,
-            Err(e) => tracing::warn!(
-                "cannot mark the search index of realm '{}' dirty ({e}): a crash before \
-                 its next commit may leave it behind its messages",
-                self.subdomain
-            ),
-        }
+        self.write_dirty_mark(
+            &mut w,
+            "a crash before its next commit may leave it behind its messages",
+        );
     }
 
     /// Rows were written after this index's thread was told to stop (the database is
@@ -304,11 +300,16 @@ impl SearchIndex {
         if w.dirty {
             return;
         }
+        self.write_dirty_mark(&mut w, "it may lack messages written while hearth stopped");
+    }
+
+    /// Writes the dirty mark (durably) and records it; a failure is logged with what it
+    /// risks, and the mark is tried again next time.
+    fn write_dirty_mark(&self, w: &mut Work, risk: &str) {
         match write_durably(&self.dir, DIRTY_FILE, b"") {
             Ok(()) => w.dirty = true,
             Err(e) => tracing::warn!(
-                "cannot mark the search index of realm '{}' dirty ({e}): it may lack \
-                 messages written while hearth stopped",
+                "cannot mark the search index of realm '{}' dirty ({e}): {risk}",
                 self.subdomain
             ),
         }
