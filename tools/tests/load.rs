@@ -45,24 +45,14 @@ fn presence_smoke_run_passes_its_thresholds() {
         ],
         Some(&json),
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "hearth load failed:\n{stdout}\n{stderr}"
-    );
+    let stdout = succeeded(&out);
     assert!(stdout.contains("POST /users/me/presence"), "{stdout}");
     assert!(stdout.contains("p99.9 ms"), "{stdout}");
     assert!(stdout.contains("PASS"), "{stdout}");
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let report = report_of(&json);
     assert_eq!(report["passed"], true);
     assert_eq!(report["users"], 200);
-    let ping = report["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["op"] == "POST /users/me/presence")
-        .expect("pings in the report");
+    let ping = op_of(&report, "POST /users/me/presence");
     // 200 users pinging every 6 s for about 5 s: most of them pinged once.
     assert!(ping["count"].as_u64().unwrap() >= 100, "{ping}");
     assert_eq!(ping["errors"], 0);
