@@ -166,12 +166,12 @@ impl Placement {
 
     fn check(&self) -> Result<(), String> {
         let mut used: BTreeMap<SocketAddr, String> = BTreeMap::new();
-        let mut claim = |what: String, s: &str| -> Result<(), String> {
+        let mut claim = |what: String, s: &str| -> Result<SocketAddr, String> {
             let addr = address(&what, s)?;
             if let Some(other) = used.insert(addr, what.clone()) {
                 return Err(format!("{what}: {addr} is also {other}"));
             }
-            Ok(())
+            Ok(addr)
         };
         claim("[router] listen".into(), &self.router.listen)?;
         let domain = self.router.domain.trim_end_matches('.');
@@ -210,10 +210,9 @@ impl Placement {
                     "[nodes.{name}]: a node name is letters, digits, '-' and '_'"
                 ));
             }
-            claim(format!("[nodes.{name}] http"), &node.http)?;
+            let http = claim(format!("[nodes.{name}] http"), &node.http)?;
             claim(format!("[nodes.{name}] admin"), &node.admin)?;
             // nginx cannot bind a connection to a node of another address family.
-            let http = address("", &node.http)?;
             if let Some(a) = self
                 .router
                 .source_addresses
